@@ -1,0 +1,127 @@
+// Package adapters knows each coding agent: where its native sessions live
+// and how to read them cheaply, how to build the argv and environment to
+// launch and resume it headless, how to match a live process to a session,
+// and how to read its transcript. An adapter never guesses: what the native
+// store does not say stays empty (unknown). Adapters never import the
+// supervisor.
+package adapters
+
+import (
+	"context"
+	"syscall"
+	"time"
+)
+
+// Adapter reads one agent's native store.
+type Adapter interface {
+	// Name is the adapter's name as users type it: "claude", "codex", ...
+	Name() string
+	// Discover returns every session the native store knows of, launched by
+	// agentctl or not. A session that cannot be read is returned with a
+	// warning rather than failing the whole call; an error means the store as
+	// a whole could not be read, and the caller marks nothing as stopped.
+	Discover(ctx context.Context) ([]NativeSession, error)
+	// Transcript returns the last n messages of the native session
+	// (n <= 0: all), oldest first.
+	Transcript(ctx context.Context, nativeID string, n int) ([]Message, error)
+}
+
+// NativeState is the agent's own view of a session, where it has one.
+type NativeState string
+
+const (
+	NativeUnknown NativeState = ""        // the store does not say
+	NativeBusy    NativeState = "busy"    // working on a turn
+	NativeIdle    NativeState = "idle"    // alive, waiting for input
+	NativeRunning NativeState = "running" // alive, busy/idle not known
+	NativeDone    NativeState = "done"    // the last turn completed
+	NativeFailed  NativeState = "failed"  // the last turn failed
+	NativeAborted NativeState = "aborted" // the last turn was interrupted
+)
+
+// NativeSession is what an agent's own store says about one session.
+type NativeSession struct {
+	Adapter      string
+	NativeID     string
+	Cwd          string
+	Model        string
+	FirstPrompt  string
+	LastMessage  string // the last assistant message
+	TokensIn     *int64
+	TokensOut    *int64
+	CostUSD      *float64
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+	State        NativeState
+	// Process is the live process matched to this session with evidence
+	// (the agent's own registry, its argv, an open file); nil when none or
+	// when the evidence is ambiguous.
+	Process *ProcessRef
+	// Path is the native file or database the session was read from.
+	Path     string
+	Warnings []string
+}
+
+// ProcessRef identifies a live process: pid plus its start stamp (see
+// proc.Identity), so a recycled pid never matches.
+type ProcessRef struct {
+	PID   int
+	Start uint64
+	// Evidence says how the match was made: "registry", "argv", "open-file",
+	// "cwd+start".
+	Evidence string
+}
+
+// Message is one transcript entry.
+type Message struct {
+	Role string    `json:"role"` // "user", "assistant", "tool"
+	Text string    `json:"text"`
+	Time time.Time `json:"time,omitempty"`
+}
+
+// LaunchRequest is what a launch or resume asks of an adapter.
+type LaunchRequest struct {
+	Prompt string
+	Model  string
+	Cwd    string
+	// Env is the environment the agent starts from (the caller's, with
+	// --env overrides applied); the adapter returns its adjusted copy.
+	Env []string
+	// NativeID is set on resume: the native session to continue.
+	NativeID string
+	// SessionDir is agentctl's folder for this session, where an adapter may
+	// put a prompt file.
+	SessionDir string
+}
+
+// LaunchSpec is how to start the agent.
+type LaunchSpec struct {
+	Argv []string
+	Env  []string
+	// Stdin, when non-nil, is written to the agent's terminal after start
+	// (and followed by end-of-file where the agent needs it).
+	Stdin []byte
+	// NativeID is the native session id when it is known before start (an id
+	// the adapter pre-assigned); empty when it must be learned afterwards.
+	NativeID string
+}
+
+// Launcher builds the argv and environment to run an agent headless.
+type Launcher interface {
+	Launch(req LaunchRequest) (LaunchSpec, error)
+	// Resume continues req.NativeID with req.Prompt.
+	Resume(req LaunchRequest) (LaunchSpec, error)
+	// StopSignal is the agent's own graceful stop signal.
+	StopSignal() syscall.Signal
+	// Binary is the executable the adapter runs, and InstallHint says how to
+	// get it when it is missing.
+	Binary() string
+	InstallHint() string
+}
+
+// NativeIDFinder learns the native id of a session it could not pre-assign,
+// from the agent's own store or output, for the agent started at pid in cwd
+// after since.
+type NativeIDFinder interface {
+	FindNativeID(ctx context.Context, pid int, cwd string, since time.Time) (string, error)
+}

@@ -1,0 +1,63 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Error codes are stable: scripts may match on them.
+const (
+	CodeNotFound      = "not_found"
+	CodeAmbiguous     = "ambiguous"
+	CodeInvalid       = "invalid"
+	CodeSpawnFailed   = "spawn_failed"
+	CodeNotRunning    = "not_running"
+	CodeLocked        = "locked"
+	CodeForbidden     = "forbidden"
+	CodeUnavailable   = "unavailable"
+	CodeInternal      = "internal"
+	CodeAlreadyExists = "already_exists"
+)
+
+// Error is the JSON body of every failed API call.
+type Error struct {
+	Code       string   `json:"code"`
+	Message    string   `json:"message"`
+	Candidates []string `json:"candidates,omitempty"`
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Errorf builds an *Error with a code.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// HTTPStatus maps an error code to its HTTP status: the one place that does.
+func HTTPStatus(code string) int {
+	switch code {
+	case CodeNotFound:
+		return http.StatusNotFound
+	case CodeAmbiguous, CodeLocked, CodeAlreadyExists, CodeNotRunning:
+		return http.StatusConflict
+	case CodeInvalid:
+		return http.StatusBadRequest
+	case CodeForbidden:
+		return http.StatusForbidden
+	case CodeSpawnFailed:
+		return http.StatusUnprocessableEntity
+	case CodeUnavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// CodeOf returns the code of an *Error in err's chain, or CodeInternal.
+func CodeOf(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return CodeInternal
+}

@@ -1,0 +1,145 @@
+// Package api holds the wire types shared by the agentctl service and its
+// clients: the session object, requests, and error codes.
+package api
+
+import "time"
+
+// Status is a session's state, derived at query time and never stored.
+type Status string
+
+const (
+	// StatusRunning: the recorded pid is alive with the recorded start time,
+	// or the adapter's native truth says the agent is running.
+	StatusRunning Status = "running"
+	// StatusExited: an exit record says the process exited by itself.
+	StatusExited Status = "exited"
+	// StatusKilled: an exit record says the process died of a signal.
+	StatusKilled Status = "killed"
+	// StatusLost: no exit record, and the pid is gone or belongs to another process.
+	StatusLost Status = "lost"
+	// StatusEnded: the agent's native store says the session is over, with no
+	// exit code known (discovered sessions).
+	StatusEnded Status = "ended"
+	// StatusUnknown: nobody can vouch for the session right now (an adapter
+	// failed, or the evidence is ambiguous).
+	StatusUnknown Status = "unknown"
+)
+
+// Ended reports whether the status is final.
+func (s Status) Ended() bool {
+	switch s {
+	case StatusExited, StatusKilled, StatusLost, StatusEnded:
+		return true
+	}
+	return false
+}
+
+// Origin says where agentctl learned about a session.
+const (
+	OriginLaunched   = "launched"   // started by this agentctl service
+	OriginDiscovered = "discovered" // found only in an adapter's native store
+)
+
+// Session is the session object every read command returns.
+type Session struct {
+	ID        string     `json:"id"`
+	Adapter   string     `json:"adapter"`
+	Origin    string     `json:"origin"`
+	Status    Status     `json:"status"`
+	Name      string     `json:"name,omitempty"`
+	Group     string     `json:"group,omitempty"`
+	PID       int        `json:"pid,omitempty"`
+	PGID      int        `json:"pgid,omitempty"`
+	StartTime *time.Time `json:"start_time,omitempty"`
+	CreatedAt time.Time  `json:"created_at"`
+	EndedAt   *time.Time `json:"ended_at,omitempty"`
+	ExitCode  *int       `json:"exit_code,omitempty"`
+	Signal    string     `json:"signal,omitempty"`
+	Cwd       string     `json:"cwd,omitempty"`
+	Command   []string   `json:"command,omitempty"`
+
+	// Facts from the agent's own records, where known.
+	NativeID     string     `json:"native_id,omitempty"`
+	Model        string     `json:"model,omitempty"`
+	TokensIn     *int64     `json:"tokens_in,omitempty"`
+	TokensOut    *int64     `json:"tokens_out,omitempty"`
+	CostUSD      *float64   `json:"cost_usd,omitempty"`
+	LastActivity *time.Time `json:"last_activity,omitempty"`
+	Prompt       string     `json:"prompt,omitempty"`
+	// Activity is the agent's own busy/idle signal where it has one.
+	Activity string `json:"activity,omitempty"`
+
+	Labels map[string]string `json:"labels,omitempty"`
+	// Warnings explains why a field is unknown or a record was odd.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// SessionList is the answer to a list query. Warnings name what could not be
+// read (a corrupt record, an adapter that failed); they never hide sessions
+// that were read.
+type SessionList struct {
+	Sessions []Session `json:"sessions"`
+	Warnings []string  `json:"warnings,omitempty"`
+}
+
+// RunRequest asks the service to start a session.
+type RunRequest struct {
+	Adapter string   `json:"adapter,omitempty"` // "" or "exec" for a plain command
+	Command []string `json:"command,omitempty"`
+	Prompt  string   `json:"prompt,omitempty"`
+	Model   string   `json:"model,omitempty"`
+	Cwd     string   `json:"cwd"`
+	// Env is the caller's whole environment ("K=V"); a service started by an
+	// init system has almost none of its own.
+	Env []string `json:"env"`
+	// EnvOverrides are --env values applied on top of Env.
+	EnvOverrides []string          `json:"env_overrides,omitempty"`
+	Name         string            `json:"name,omitempty"`
+	Group        string            `json:"group,omitempty"`
+	Labels       map[string]string `json:"labels,omitempty"`
+	Rows         uint16            `json:"rows,omitempty"`
+	Cols         uint16            `json:"cols,omitempty"`
+	// ResumeOf is the agentctl id whose native session this run continues.
+	ResumeOf string `json:"resume_of,omitempty"`
+}
+
+// StopRequest asks the service to stop a session.
+type StopRequest struct {
+	Force   bool   `json:"force,omitempty"`
+	Timeout string `json:"timeout,omitempty"` // Go duration; "" means the default grace
+}
+
+// InputRequest writes bytes to a session's terminal.
+type InputRequest struct {
+	Data []byte `json:"data"` // base64 in JSON
+}
+
+// PruneRequest removes ended sessions' folders.
+type PruneRequest struct {
+	OlderThan string `json:"older_than,omitempty"` // Go duration
+}
+
+// PruneResult lists what was removed.
+type PruneResult struct {
+	Removed []string `json:"removed"`
+}
+
+// DaemonStatus describes the running service.
+type DaemonStatus struct {
+	PID             int     `json:"pid"`
+	Version         string  `json:"version"`
+	Socket          string  `json:"socket"`
+	Home            string  `json:"home"`
+	UptimeS         float64 `json:"uptime_s"`
+	SessionsRunning int     `json:"sessions_running"`
+}
+
+// LogChunk is one NDJSON message of a log stream. Text carries stripped
+// lines; Data carries raw bytes (base64 in JSON). The last message of a
+// followed stream has End set and the session's final state.
+type LogChunk struct {
+	Text string   `json:"text,omitempty"`
+	Data []byte   `json:"data,omitempty"`
+	End  bool     `json:"end,omitempty"`
+	Session *Session `json:"session,omitempty"`
+}

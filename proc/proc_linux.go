@@ -1,0 +1,148 @@
+//go:build linux
+
+package proc
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+)
+
+// clockTicks is USER_HZ, 100 on every Linux architecture Go supports.
+const clockTicks = 100
+
+func lookup(pid int) (Info, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		if os.IsNotExist(err) {
+			return Info{}, fmt.Errorf("look up pid %d: %w", pid, ErrNotFound)
+		}
+		return Info{}, fmt.Errorf("look up pid %d: %w", pid, err)
+	}
+	return parseStat(pid, b)
+}
+
+// parseStat parses /proc/<pid>/stat. The command name sits in parentheses
+// and may itself contain spaces and parentheses, so fields are counted from
+// the last ')'.
+func parseStat(pid int, b []byte) (Info, error) {
+	end := bytes.LastIndexByte(b, ')')
+	if end < 0 || end+2 >= len(b) {
+		return Info{}, fmt.Errorf("parse /proc/%d/stat: no command field", pid)
+	}
+	f := bytes.Fields(b[end+2:])
+	// f[0] is field 3 (state); starttime is field 22.
+	if len(f) < 20 {
+		return Info{}, fmt.Errorf("parse /proc/%d/stat: %d fields", pid, len(f))
+	}
+	num := func(i int) int { n, _ := strconv.Atoi(string(f[i])); return n }
+	start, err := strconv.ParseUint(string(f[19]), 10, 64)
+	if err != nil {
+		return Info{}, fmt.Errorf("parse /proc/%d/stat starttime: %w", pid, err)
+	}
+	info := Info{
+		Identity: Identity{PID: pid, Start: start, StartTime: bootTime().Add(time.Duration(start) * time.Second / clockTicks)},
+		PPID:     num(1),
+		PGID:     num(2),
+		SID:      num(3),
+		Zombie:   len(f[0]) > 0 && (f[0][0] == 'Z' || f[0][0] == 'X'),
+	}
+	return info, nil
+}
+
+func table() ([]Info, error) {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("read process table: %w", err)
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return nil, fmt.Errorf("read process table: %w", err)
+	}
+	out := make([]Info, 0, len(names))
+	for _, n := range names {
+		pid, err := strconv.Atoi(n)
+		if err != nil {
+			continue
+		}
+		info, err := lookup(pid)
+		if err != nil {
+			continue // exited between readdir and read
+		}
+		out = append(out, info)
+	}
+	return out, nil
+}
+
+// bootTime reads btime from /proc/stat. It is read each time rather than
+// cached in a package variable: it is cheap, and a clock step moves it.
+func bootTime() time.Time {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return time.Time{}
+	}
+	i := bytes.Index(b, []byte("\nbtime "))
+	if i < 0 {
+		return time.Time{}
+	}
+	rest := b[i+7:]
+	if j := bytes.IndexByte(rest, '\n'); j >= 0 {
+		rest = rest[:j]
+	}
+	sec, err := strconv.ParseInt(string(bytes.TrimSpace(rest)), 10, 64)
+	if err != nil {
+		return time.Time{}
+	}
+	return time.Unix(sec, 0)
+}
+
+// Cmdline returns the argv of pid.
+func Cmdline(pid int) ([]string, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return nil, fmt.Errorf("read cmdline of %d: %w", pid, err)
+	}
+	b = bytes.TrimRight(b, "\x00")
+	if len(b) == 0 {
+		return nil, nil
+	}
+	parts := bytes.Split(b, []byte{0})
+	out := make([]string, len(parts))
+	for i, p := range parts {
+		out[i] = string(p)
+	}
+	return out, nil
+}
+
+// Cwd returns the working directory of pid.
+func Cwd(pid int) (string, error) {
+	s, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/cwd")
+	if err != nil {
+		return "", fmt.Errorf("read cwd of %d: %w", pid, err)
+	}
+	return s, nil
+}
+
+// OpenFiles returns the paths pid has open.
+func OpenFiles(pid int) ([]string, error) {
+	dir := "/proc/" + strconv.Itoa(pid) + "/fd"
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("list open files of %d: %w", pid, err)
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return nil, fmt.Errorf("list open files of %d: %w", pid, err)
+	}
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		if p, err := os.Readlink(dir + "/" + n); err == nil && len(p) > 0 && p[0] == '/' {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
