@@ -125,3 +125,20 @@ type Launcher interface {
 type NativeIDFinder interface {
 	FindNativeID(ctx context.Context, pid int, cwd string, since time.Time) (string, error)
 }
+
+// Env is where an adapter looks for its agent's files: the home directory
+// and the environment (CODEX_HOME, XDG_DATA_HOME, PI_CODING_AGENT_DIR, ...).
+// It is passed in rather than read from the process so tests and the
+// service can point adapters at any tree.
+type Env struct {
+	Home   string
+	Getenv func(string) string
+}
+
+// Lookup returns the value of key, or "" when Getenv is nil.
+func (e Env) Lookup(key string) string {
+	if e.Getenv == nil {
+		return ""
+	}
+	return e.Getenv(key)
+}
