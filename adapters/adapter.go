@@ -41,18 +41,18 @@ const (
 
 // NativeSession is what an agent's own store says about one session.
 type NativeSession struct {
-	Adapter      string
-	NativeID     string
-	Cwd          string
-	Model        string
-	FirstPrompt  string
-	LastMessage  string // the last assistant message
-	TokensIn     *int64
-	TokensOut    *int64
-	CostUSD      *float64
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
-	State        NativeState
+	Adapter     string
+	NativeID    string
+	Cwd         string
+	Model       string
+	FirstPrompt string
+	LastMessage string // the last assistant message
+	TokensIn    *int64
+	TokensOut   *int64
+	CostUSD     *float64
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	State       NativeState
 	// Process is the live process matched to this session with evidence
 	// (the agent's own registry, its argv, an open file); nil when none or
 	// when the evidence is ambiguous.

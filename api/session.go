@@ -138,8 +138,8 @@ type DaemonStatus struct {
 // lines; Data carries raw bytes (base64 in JSON). The last message of a
 // followed stream has End set and the session's final state.
 type LogChunk struct {
-	Text string   `json:"text,omitempty"`
-	Data []byte   `json:"data,omitempty"`
-	End  bool     `json:"end,omitempty"`
+	Text    string   `json:"text,omitempty"`
+	Data    []byte   `json:"data,omitempty"`
+	End     bool     `json:"end,omitempty"`
 	Session *Session `json:"session,omitempty"`
 }
