@@ -1,0 +1,174 @@
+package logs
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestWriterRotatesAndKeepsNewest(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "output.log")
+	w, err := OpenWriter(p, 100, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all bytes.Buffer
+	for i := 0; i < 40; i++ {
+		line := fmt.Sprintf("line %02d\n", i)
+		all.WriteString(line)
+		if _, err := w.Write([]byte(line)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	for i := 0; i < 3; i++ {
+		st, err := os.Stat(RotatedName(p, i))
+		if err != nil {
+			t.Fatalf("file %d: %v", i, err)
+		}
+		if st.Size() > 100 {
+			t.Errorf("file %d is %d bytes, over the cap", i, st.Size())
+		}
+	}
+	if _, err := os.Stat(RotatedName(p, 3)); err == nil {
+		t.Error("a fourth file exists; want three at most")
+	}
+	got, _, err := Tail(p, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(all.String(), string(got)) || len(got) < 200 {
+		t.Errorf("tail of everything is not the newest suffix of what was written: %q", got)
+	}
+}
+
+func TestTailLines(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "output.log")
+	w, _ := OpenWriter(p, 64, 4)
+	for i := 0; i < 30; i++ {
+		fmt.Fprintf(w, "l%d\n", i)
+	}
+	w.Write([]byte("partial"))
+	w.Close()
+	tests := []struct {
+		n    int
+		want string
+	}{
+		{1, "partial"},
+		{2, "l29\npartial"},
+		{5, "l26\nl27\nl28\nl29\npartial"},
+	}
+	for _, tc := range tests {
+		got, _, err := Tail(p, tc.n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != tc.want {
+			t.Errorf("Tail(%d) = %q, want %q", tc.n, got, tc.want)
+		}
+	}
+	if got, _, _ := Tail(filepath.Join(t.TempDir(), "none.log"), 5); len(got) != 0 {
+		t.Errorf("tail of a missing log = %q, want nothing", got)
+	}
+}
+
+// A writer appends numbered lines, rotating often, while a reader takes a
+// tail and then follows: together they must see every line exactly once.
+func TestTailThenFollowLosesAndRepeatsNothing(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "output.log")
+	w, _ := OpenWriter(p, 4096, 50)
+	const total = 20000
+	var done atomic.Bool
+	go func() {
+		for i := 0; i < total; i++ {
+			fmt.Fprintf(w, "%d\n", i)
+			if i == total/3 {
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+		w.Close()
+		done.Store(true)
+	}()
+	time.Sleep(5 * time.Millisecond)
+	head, pos, err := Tail(p, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got bytes.Buffer
+	got.Write(head)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = Follow(ctx, p, pos, done.Load, func(b []byte) error { got.Write(b); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(got.String(), "\n"), "\n")
+	if len(lines) != total {
+		t.Fatalf("saw %d lines, want %d", len(lines), total)
+	}
+	for i, l := range lines {
+		if l != fmt.Sprint(i) {
+			t.Fatalf("line %d is %q", i, l)
+		}
+	}
+}
+
+func TestStripper(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want []string
+	}{
+		{"plain", "a\nb\n", []string{"a", "b"}},
+		{"crlf", "hello\r\n", []string{"hello"}},
+		{"csi colour", "\x1b[1;31mred\x1b[0m\n", []string{"red"}},
+		{"osc title bel", "\x1b]0;title\x07text\n", []string{"text"}},
+		{"osc st", "\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\\n", []string{"link"}},
+		{"charset", "\x1b(Bok\n", []string{"ok"}},
+		{"cr overwrite", "12345\rab\n", []string{"ab345"}},
+		{"progress", "10%\r20%\r100%\n", []string{"100%"}},
+		{"backspace", "abc\b\bX\n", []string{"aXc"}},
+		{"controls dropped", "a\x00\x07b\n", []string{"ab"}},
+		{"invalid utf8", "a\xffb\n", []string{"a\uFFFDb"}},
+		{"unfinished", "tail", []string{"tail"}},
+		{"private mode", "\x1b[?25lhidden cursor\x1b[?25h\n", []string{"hidden cursor"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := StripLines([]byte(tc.in))
+			if fmt.Sprintf("%q", got) != fmt.Sprintf("%q", tc.want) {
+				t.Errorf("StripLines(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestStripperSequenceSplitAcrossWrites(t *testing.T) {
+	var s Stripper
+	in := []byte("\x1b[38;5;200mcolour\x1b[0m done\n")
+	var lines []string
+	for _, b := range in {
+		lines = append(lines, s.Write([]byte{b})...)
+	}
+	if len(lines) != 1 || lines[0] != "colour done" {
+		t.Fatalf("got %q", lines)
+	}
+}
+
+func FuzzStripper(f *testing.F) {
+	f.Add([]byte("\x1b[1mhi\x1b[0m\r\nx\by"))
+	f.Add([]byte("\x1b]0;t\x07\x1b(B"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, l := range StripLines(b) {
+			if strings.ContainsAny(l, "\x1b\n\r") {
+				t.Fatalf("control bytes left in %q", l)
+			}
+		}
+	})
+}

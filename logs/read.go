@@ -1,0 +1,268 @@
+package logs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+	"time"
+)
+
+// Position is a point in a log that survives rotation: the file's inode and
+// an offset into it.
+type Position struct {
+	Inode  uint64
+	Offset int64
+}
+
+// maxRotated bounds how many rotated files are looked for.
+const maxRotated = 16
+
+// files returns the log's existing files, oldest first.
+func files(path string) []string {
+	var out []string
+	for i := maxRotated; i >= 0; i-- {
+		name := RotatedName(path, i)
+		if _, err := os.Stat(name); err == nil {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+func inode(fi os.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Ino)
+	}
+	return 0
+}
+
+// Tail returns the last n lines of the log (n <= 0: everything kept) as raw
+// bytes, and the position right after them, from which Follow continues
+// without losing or repeating a byte.
+func Tail(path string, n int) ([]byte, Position, error) {
+	cur, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, Position{}, nil
+		}
+		return nil, Position{}, fmt.Errorf("read log: %w", err)
+	}
+	defer cur.Close()
+	st, err := cur.Stat()
+	if err != nil {
+		return nil, Position{}, fmt.Errorf("read log: %w", err)
+	}
+	pos := Position{Inode: inode(st), Offset: st.Size()}
+
+	var chunks [][]byte
+	lines := 0
+	collect := func(f *os.File, end int64) (bool, error) {
+		data, got, err := tailFile(f, end, n-lines)
+		if err != nil {
+			return false, err
+		}
+		chunks = append([][]byte{data}, chunks...)
+		lines += got
+		return n > 0 && lines >= n, nil
+	}
+	if done, err := collect(cur, pos.Offset); err != nil || done {
+		return bytes.Join(chunks, nil), pos, err
+	}
+	// Older rotated files, newest first.
+	all := files(path)
+	for i := len(all) - 2; i >= 0; i-- {
+		f, err := os.Open(all[i])
+		if err != nil {
+			continue
+		}
+		fst, _ := f.Stat()
+		done, err := collect(f, fst.Size())
+		f.Close()
+		if err != nil || done {
+			return bytes.Join(chunks, nil), pos, err
+		}
+	}
+	return bytes.Join(chunks, nil), pos, nil
+}
+
+// tailFile reads backwards from end until it holds want complete lines
+// (want <= 0: the whole file). A trailing partial line counts as a line.
+func tailFile(f *os.File, end int64, want int) ([]byte, int, error) {
+	if want <= 0 {
+		buf := make([]byte, end)
+		if _, err := f.ReadAt(buf, 0); err != nil && err != io.EOF {
+			return nil, 0, fmt.Errorf("read log: %w", err)
+		}
+		return buf, bytes.Count(buf, []byte{'\n'}), nil
+	}
+	const block = 64 << 10
+	var buf []byte
+	off := end
+	for off > 0 {
+		size := int64(block)
+		if off < size {
+			size = off
+		}
+		off -= size
+		chunk := make([]byte, size)
+		if _, err := f.ReadAt(chunk, off); err != nil && err != io.EOF {
+			return nil, 0, fmt.Errorf("read log: %w", err)
+		}
+		buf = append(chunk, buf...)
+		// Count line ends, ignoring a final newline: "a\nb\n" is two lines.
+		body := buf
+		if len(body) > 0 && body[len(body)-1] == '\n' {
+			body = body[:len(body)-1]
+		}
+		if c := bytes.Count(body, []byte{'\n'}); c >= want {
+			// Keep just the last want lines.
+			cut := len(body)
+			for i := 0; i < want; i++ {
+				cut = bytes.LastIndexByte(body[:cut], '\n')
+			}
+			return buf[cut+1:], want, nil
+		}
+	}
+	body := buf
+	if len(body) > 0 && body[len(body)-1] == '\n' {
+		body = body[:len(body)-1]
+	}
+	lines := 0
+	if len(buf) > 0 {
+		lines = bytes.Count(body, []byte{'\n'}) + 1
+	}
+	return buf, lines, nil
+}
+
+// FollowInterval is how often Follow looks for new bytes while it waits.
+const FollowInterval = 50 * time.Millisecond
+
+// Follow sends every byte written to the log after pos to emit, in order,
+// across rotations, until ctx ends or until ended returns true and the log
+// has been read to its end. ended is checked before the final read, so
+// bytes written before the end is noticed are never cut off.
+func Follow(ctx context.Context, path string, pos Position, ended func() bool, emit func([]byte) error) error {
+	f, err := openAt(path, pos)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if f != nil {
+			f.Close()
+		}
+	}()
+	buf := make([]byte, 64<<10)
+	tick := time.NewTicker(FollowInterval)
+	defer tick.Stop()
+	for {
+		finished := ended()
+		// Drain what is there, moving to newer files on rotation.
+		for {
+			if f == nil {
+				if f, err = openAt(path, Position{}); err != nil {
+					return err
+				}
+				if f == nil {
+					break
+				}
+			}
+			n, rerr := f.Read(buf)
+			if n > 0 {
+				if err := emit(buf[:n]); err != nil {
+					return err
+				}
+				continue
+			}
+			if rerr != nil && rerr != io.EOF {
+				return fmt.Errorf("follow log: %w", rerr)
+			}
+			next, err := nextFile(path, f)
+			if err != nil {
+				return err
+			}
+			if next == nil {
+				break
+			}
+			f.Close()
+			f = next
+		}
+		if finished {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// openAt opens the file holding pos (by inode) at its offset; with a zero
+// or rotated-away position it opens the oldest file at its start. It returns
+// nil, nil when the log does not exist yet.
+func openAt(path string, pos Position) (*os.File, error) {
+	all := files(path)
+	if len(all) == 0 {
+		return nil, nil
+	}
+	if pos.Inode != 0 {
+		for _, name := range all {
+			st, err := os.Stat(name)
+			if err != nil || inode(st) != pos.Inode {
+				continue
+			}
+			f, err := os.Open(name)
+			if err != nil {
+				return nil, fmt.Errorf("follow log: %w", err)
+			}
+			if _, err := f.Seek(pos.Offset, io.SeekStart); err != nil {
+				f.Close()
+				return nil, fmt.Errorf("follow log: %w", err)
+			}
+			return f, nil
+		}
+		// Our file is gone (rotated out): start from the oldest that remains.
+	}
+	f, err := os.Open(all[0])
+	if err != nil {
+		return nil, fmt.Errorf("follow log: %w", err)
+	}
+	return f, nil
+}
+
+// nextFile returns the file written after cur, or nil when cur is the live one.
+func nextFile(path string, cur *os.File) (*os.File, error) {
+	st, err := cur.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("follow log: %w", err)
+	}
+	ino := inode(st)
+	all := files(path)
+	for i, name := range all {
+		nst, err := os.Stat(name)
+		if err != nil || inode(nst) != ino {
+			continue
+		}
+		if i == len(all)-1 {
+			return nil, nil
+		}
+		f, err := os.Open(all[i+1])
+		if err != nil {
+			return nil, fmt.Errorf("follow log: %w", err)
+		}
+		return f, nil
+	}
+	// cur was rotated out while we read it: continue with the oldest left.
+	if len(all) == 0 {
+		return nil, nil
+	}
+	f, err := os.Open(all[0])
+	if err != nil {
+		return nil, fmt.Errorf("follow log: %w", err)
+	}
+	return f, nil
+}
