@@ -1,0 +1,257 @@
+// Package config reads agentctl's user configuration, ~/.agentctl/config.json.
+// The keys of the tool agentctl replaces keep working; unknown keys are
+// reported as warnings so a typo is seen rather than silently ignored.
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// FileName is the configuration file's name inside the agentctl home.
+const FileName = "config.json"
+
+// Environment variables that override the file.
+const (
+	EnvWebhookURL    = "AGENTCTL_WEBHOOK_URL"
+	EnvWebhookSecret = "AGENTCTL_WEBHOOK_SECRET"
+	EnvMetricsPort   = "AGENTCTL_METRICS_PORT"
+)
+
+// Config is the content of config.json. The zero value is the default.
+type Config struct {
+	// Adapter, Model and Cwd are launch defaults; command-line flags win.
+	Adapter string `json:"adapter,omitempty"`
+	Model   string `json:"model,omitempty"`
+	// Cwd may start with "~/", expanded against the home directory.
+	Cwd string `json:"cwd,omitempty"`
+
+	// WebhookURL receives a POST when a session ends and when a fuse
+	// expires; empty disables it. WebhookSecret, when set, signs each body
+	// with HMAC-SHA256.
+	WebhookURL    string `json:"webhook_url,omitempty"`
+	WebhookSecret string `json:"webhook_secret,omitempty"`
+
+	// MetricsPort is the 127.0.0.1 port of the Prometheus /metrics endpoint;
+	// 0 (the default) serves no metrics. The tool agentctl replaces used 9200.
+	MetricsPort int `json:"metrics_port,omitempty"`
+}
+
+// ignoredKeys were accepted by the tool agentctl replaces but never did
+// anything there; they are accepted here with a warning saying so.
+func ignoredKeys() map[string]string {
+	return map[string]string{"timeout": "it was never used"}
+}
+
+// Path returns the configuration file's path inside home.
+func Path(home string) string { return filepath.Join(home, FileName) }
+
+// Load reads path. A missing file is the default configuration. Warnings
+// name unknown or ignored keys; an error names the file and, for a syntax
+// or type error, the line and column.
+func Load(path string) (Config, []string, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Config{}, nil, nil
+	}
+	if err != nil {
+		return Config{}, nil, fmt.Errorf("read config: %w", err)
+	}
+	return Parse(path, b)
+}
+
+// Parse decodes b, the content of the file named path (used in messages).
+// Keys match exactly (JSON's usual case-insensitive match would apply a key
+// the warning calls unknown).
+func Parse(path string, b []byte) (Config, []string, error) {
+	var c Config
+	if len(bytes.TrimSpace(b)) == 0 {
+		return c, nil, nil
+	}
+	var probe any
+	if err := json.Unmarshal(b, &probe); err != nil {
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) {
+			// Offset counts the bytes read, the bad one included; at the
+			// end of a truncated file it points just past the last byte.
+			off := syn.Offset - 1
+			if syn.Offset >= int64(len(b)) {
+				off = int64(len(b))
+			}
+			line, col := lineCol(b, off)
+			return c, nil, fmt.Errorf("%s:%d:%d: invalid JSON: %w", path, line, col, err)
+		}
+		return c, nil, fmt.Errorf("%s: invalid JSON: %w", path, err)
+	}
+	if _, ok := probe.(map[string]any); !ok {
+		line, col := lineCol(b, int64(len(b)-len(bytes.TrimLeft(b, " \t\r\n"))))
+		return c, nil, fmt.Errorf("%s:%d:%d: the configuration must be a JSON object, found %s", path, line, col, jsonKind(probe))
+	}
+
+	fields := fieldsByKey(&c)
+	ignored := ignoredKeys()
+	var warnings []string
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if _, err := dec.Token(); err != nil { // the opening brace, already validated
+		return Config{}, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return Config{}, nil, fmt.Errorf("%s: %w", path, err)
+		}
+		key, _ := tok.(string)
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			return Config{}, nil, fmt.Errorf("%s: key %q: %w", path, key, err)
+		}
+		start := dec.InputOffset() - int64(len(value))
+		field, ok := fields[key]
+		switch {
+		case ok:
+			if err := json.Unmarshal(value, field); err != nil {
+				line, col := lineCol(b, start)
+				return Config{}, warnings, fmt.Errorf("%s:%d:%d: key %q: expected %s, found %s", path, line, col, key, goKind(field), jsonKindOf(value))
+			}
+		case ignored[key] != "":
+			warnings = append(warnings, fmt.Sprintf("%s: key %q is ignored: %s", path, key, ignored[key]))
+		default:
+			warnings = append(warnings, fmt.Sprintf("%s: unknown key %q ignored (known keys: %s)", path, key, strings.Join(sortedKeys(fields), ", ")))
+		}
+	}
+	if err := c.validate(); err != nil {
+		return Config{}, warnings, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, warnings, nil
+}
+
+// WithEnv returns c with the environment's overrides applied: the webhook
+// URL and secret, and the metrics port.
+func (c Config) WithEnv(getenv func(string) string) (Config, error) {
+	if v := getenv(EnvWebhookURL); v != "" {
+		c.WebhookURL = v
+	}
+	if v := getenv(EnvWebhookSecret); v != "" {
+		c.WebhookSecret = v
+	}
+	if v := getenv(EnvMetricsPort); v != "" {
+		p, err := strconv.Atoi(v)
+		if err != nil {
+			return c, fmt.Errorf("%s=%q: not a port number", EnvMetricsPort, v)
+		}
+		c.MetricsPort = p
+	}
+	if err := c.validate(); err != nil {
+		return c, fmt.Errorf("environment: %w", err)
+	}
+	return c, nil
+}
+
+// ExpandCwd returns Cwd with a leading "~" replaced by home.
+func (c Config) ExpandCwd(home string) string {
+	switch {
+	case c.Cwd == "~":
+		return home
+	case strings.HasPrefix(c.Cwd, "~/"):
+		return filepath.Join(home, c.Cwd[2:])
+	}
+	return c.Cwd
+}
+
+func (c Config) validate() error {
+	if c.MetricsPort < 0 || c.MetricsPort > 65535 {
+		return fmt.Errorf("metrics_port %d: must be between 0 (off) and 65535", c.MetricsPort)
+	}
+	if c.WebhookURL != "" {
+		u, err := url.Parse(c.WebhookURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("webhook_url %q: must be an http or https URL", c.WebhookURL)
+		}
+	}
+	return nil
+}
+
+// fieldsByKey maps each JSON key of Config to a pointer to its field in c,
+// read from the struct tags so the list cannot drift from the struct.
+func fieldsByKey(c *Config) map[string]any {
+	v := reflect.ValueOf(c).Elem()
+	out := make(map[string]any, v.NumField())
+	for i := range v.NumField() {
+		name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
+		out[name] = v.Field(i).Addr().Interface()
+	}
+	return out
+}
+
+func sortedKeys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func goKind(field any) string {
+	switch reflect.TypeOf(field).Elem().Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Int:
+		return "an integer"
+	}
+	return reflect.TypeOf(field).Elem().String()
+}
+
+func jsonKindOf(raw json.RawMessage) string {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return "invalid JSON"
+	}
+	if f, ok := v.(float64); ok && f != float64(int64(f)) {
+		return "a fractional number"
+	}
+	return jsonKind(v)
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case float64:
+		return "a number"
+	case string:
+		return "a string"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// lineCol converts a 0-based byte offset into a 1-based line and column.
+func lineCol(b []byte, off int64) (int, int) {
+	off = min(max(off, 0), int64(len(b)))
+	line, col := 1, 1
+	for _, c := range b[:off] {
+		if c == '\n' {
+			line++
+			col = 1
+		} else {
+			col++
+		}
+	}
+	return line, col
+}

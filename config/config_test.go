@@ -1,0 +1,151 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestLoad(t *testing.T) {
+	tests := []struct {
+		name     string
+		content  string // "" with noFile: no file at all
+		noFile   bool
+		want     Config
+		warnings []string // substrings, one per expected warning
+		err      string   // substring of the expected error
+	}{
+		{name: "missing file is the default", noFile: true},
+		{name: "empty file is the default", content: "  \n"},
+		{
+			name: "old tool's keys",
+			content: `{"adapter": "claude-code", "model": "opus", "cwd": "~/code",
+ "webhook_url": "http://127.0.0.1:9/hook", "webhook_secret": "s3cret"}`,
+			want: Config{Adapter: "claude-code", Model: "opus", Cwd: "~/code", WebhookURL: "http://127.0.0.1:9/hook", WebhookSecret: "s3cret"},
+		},
+		{name: "metrics port", content: `{"metrics_port": 9200}`, want: Config{MetricsPort: 9200}},
+		{
+			name:     "unknown key warns and the rest applies",
+			content:  `{"model": "m", "webhok_url": "x"}`,
+			want:     Config{Model: "m"},
+			warnings: []string{`unknown key "webhok_url"`},
+		},
+		{
+			name:     "key case must match exactly",
+			content:  `{"Model": "m"}`,
+			warnings: []string{`unknown key "Model"`},
+		},
+		{
+			name:     "old unused timeout is accepted with a warning",
+			content:  `{"timeout": 30}`,
+			warnings: []string{`key "timeout" is ignored`},
+		},
+		{name: "syntax error names line and column", content: "{\n  \"model\": \"m\",\n  \"cwd\" \"x\"\n}", err: "config.json:3:9: invalid JSON"},
+		{name: "truncated file", content: "{\n  \"model\": \"m\"", err: "config.json:2:15: invalid JSON"},
+		{name: "type error names key and position", content: "{\n  \"metrics_port\": \"9200\"\n}", err: `config.json:2:19: key "metrics_port": expected an integer, found a string`},
+		{name: "fractional port", content: `{"metrics_port": 1.5}`, err: `expected an integer, found a fractional number`},
+		{name: "array is not a configuration", content: "[1]", err: "config.json:1:1: the configuration must be a JSON object, found an array"},
+		{name: "null is not a configuration", content: "null", err: "found null"},
+		{name: "port out of range", content: `{"metrics_port": 70000}`, err: "metrics_port 70000"},
+		{name: "webhook must be http", content: `{"webhook_url": "ftp://x"}`, err: `webhook_url "ftp://x"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), FileName)
+			if !tt.noFile {
+				if err := os.WriteFile(path, []byte(tt.content), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, warnings, err := Load(path)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error = %v, want one containing %q", err, tt.err)
+				}
+				if !strings.Contains(err.Error(), path) {
+					t.Errorf("error %q does not name the file", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("unexpected error: %v", err)
+			}
+			if got != tt.want {
+				t.Errorf("config = %+v, want %+v", got, tt.want)
+			}
+			if len(warnings) != len(tt.warnings) {
+				t.Fatalf("warnings = %q, want %d matching %q", warnings, len(tt.warnings), tt.warnings)
+			}
+			for i, w := range tt.warnings {
+				if !strings.Contains(warnings[i], w) {
+					t.Errorf("warning %d = %q, want it to contain %q", i, warnings[i], w)
+				}
+			}
+		})
+	}
+}
+
+func TestLoadUnreadable(t *testing.T) {
+	dir := t.TempDir()
+	// A directory where the file should be cannot be read as a file.
+	path := filepath.Join(dir, FileName)
+	if err := os.Mkdir(path, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Load(path); err == nil || !strings.Contains(err.Error(), path) {
+		t.Fatalf("error = %v, want one naming %s", err, path)
+	}
+}
+
+func TestWithEnv(t *testing.T) {
+	base := Config{WebhookURL: "http://127.0.0.1:1/file", WebhookSecret: "file", MetricsPort: 9200}
+	tests := []struct {
+		name string
+		env  map[string]string
+		want Config
+		err  string
+	}{
+		{name: "no overrides", want: base},
+		{
+			name: "env wins",
+			env:  map[string]string{EnvWebhookURL: "https://127.0.0.1:2/env", EnvWebhookSecret: "env", EnvMetricsPort: "0"},
+			// "0" is a real value: it turns metrics off.
+			want: Config{WebhookURL: "https://127.0.0.1:2/env", WebhookSecret: "env", MetricsPort: 0},
+		},
+		{name: "port override", env: map[string]string{EnvMetricsPort: "9300"}, want: Config{WebhookURL: base.WebhookURL, WebhookSecret: "file", MetricsPort: 9300}},
+		{name: "bad port", env: map[string]string{EnvMetricsPort: "many"}, err: EnvMetricsPort},
+		{name: "bad url", env: map[string]string{EnvWebhookURL: "nope"}, err: "environment: webhook_url"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := base.WithEnv(func(k string) string { return tt.env[k] })
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error = %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestExpandCwd(t *testing.T) {
+	for _, tt := range []struct{ cwd, want string }{
+		{"", ""},
+		{"~", "/home/u"},
+		{"~/code/mono", "/home/u/code/mono"},
+		{"/abs", "/abs"},
+		{"~other/x", "~other/x"},
+	} {
+		if got := (Config{Cwd: tt.cwd}).ExpandCwd("/home/u"); got != tt.want {
+			t.Errorf("ExpandCwd(%q) = %q, want %q", tt.cwd, got, tt.want)
+		}
+	}
+}
