@@ -65,12 +65,12 @@ func userText(raw json.RawMessage) (string, bool) {
 type chatAPI struct{}
 
 type chatRequest struct {
-	Model               string         `json:"model"`
-	Stream              bool           `json:"stream"`
-	MaxTokens           int            `json:"max_tokens"`
-	MaxCompletionTokens int            `json:"max_completion_tokens"`
-	Tools               []openAITool   `json:"tools"`
-	Messages            []chatMessage  `json:"messages"`
+	Model               string        `json:"model"`
+	Stream              bool          `json:"stream"`
+	MaxTokens           int           `json:"max_tokens"`
+	MaxCompletionTokens int           `json:"max_completion_tokens"`
+	Tools               []openAITool  `json:"tools"`
+	Messages            []chatMessage `json:"messages"`
 }
 
 type chatMessage struct {
