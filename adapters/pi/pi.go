@@ -1,0 +1,304 @@
+// Package pi reads the native store of the Pi coding agent
+// (@mariozechner/pi-coding-agent) and of its Rust port, pi-rust, which
+// writes the same store in the same format: one JSONL file per session under
+// ~/.pi/agent/sessions/--<cwd slug>--/, a header line, then records that
+// form a tree through id/parentId. It also builds their headless argv.
+package pi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/agentctl/agentctl/adapters"
+)
+
+// Variant names.
+const (
+	NamePi     = "pi"
+	NamePiRust = "pi-rust"
+)
+
+// Adapter reads Pi's store and launches Pi (or pi-rust).
+type Adapter struct {
+	name string
+	env  adapters.Env
+
+	mu sync.Mutex
+	// files caches what each session file said, by path; an entry is used
+	// only while a stat shows the same size, mtime and inode.
+	files map[string]*facts
+	// paths maps native ids to files, from the last scan.
+	paths map[string]string
+}
+
+// New returns the adapter for Pi, reading the store env points at.
+func New(env adapters.Env) *Adapter { return newAdapter(NamePi, env) }
+
+// NewRust returns the adapter for pi-rust. It shares Pi's store: files
+// written by either are indistinguishable, so a session is reported as
+// pi-rust's only while a live pi-rust process is matched to it; the pi
+// adapter reports all others.
+func NewRust(env adapters.Env) *Adapter { return newAdapter(NamePiRust, env) }
+
+func newAdapter(name string, env adapters.Env) *Adapter {
+	return &Adapter{name: name, env: env, files: map[string]*facts{}, paths: map[string]string{}}
+}
+
+// Name is "pi" or "pi-rust".
+func (a *Adapter) Name() string { return a.name }
+
+func (a *Adapter) layout() layout { return resolveLayout(a.env.Home, a.env.Lookup) }
+
+// sessionFileName matches Pi's file names: <ISO time>_<id>.jsonl.
+var sessionFileName = regexp.MustCompile(`^\d{4}-\d\d-\d\dT[0-9-]+Z?_([0-9A-Za-z-]+)\.jsonl$`)
+
+// scanned is one session file found by a scan.
+type scanned struct {
+	path  string
+	facts *facts
+	err   error
+}
+
+// scan lists every session file and reads the ones that changed since the
+// last scan. It returns an error only when no root could be read at all.
+func (a *Adapter) scan(ctx context.Context) ([]scanned, error) {
+	paths, err := listSessionFiles(a.layout().roots())
+	if err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	prev := make(map[string]*facts, len(paths))
+	for _, p := range paths {
+		if f, ok := a.files[p]; ok {
+			prev[p] = f
+		}
+	}
+	a.mu.Unlock()
+
+	out := make([]scanned, len(paths))
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	workers := min(runtime.GOMAXPROCS(0), 8)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				out[i] = readOne(paths[i], prev[paths[i]])
+			}
+		}()
+	}
+	var ctxErr error
+	for i := range paths {
+		if ctxErr = ctx.Err(); ctxErr != nil {
+			break
+		}
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	if ctxErr != nil {
+		return nil, fmt.Errorf("scan pi sessions: %w", ctxErr)
+	}
+
+	kept := out[:0]
+	files := make(map[string]*facts, len(out))
+	ids := make(map[string]string, len(out))
+	for _, s := range out {
+		if s.facts == nil && errors.Is(s.err, fs.ErrNotExist) {
+			continue // removed between the listing and the read
+		}
+		if s.facts != nil {
+			files[s.path] = s.facts
+			if s.facts.id != "" {
+				ids[s.facts.id] = s.path
+			}
+		}
+		kept = append(kept, s)
+	}
+	a.mu.Lock()
+	a.files, a.paths = files, ids
+	a.mu.Unlock()
+	return kept, nil
+}
+
+// readOne returns the cached facts when a stat shows the file unchanged,
+// and reads it otherwise.
+func readOne(path string, prev *facts) scanned {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return scanned{path: path, err: err}
+	}
+	if prev != nil && prev.stamp == stampOf(fi) {
+		return scanned{path: path, facts: prev}
+	}
+	f, err := readFacts(path, prev)
+	if err != nil && f == nil {
+		return scanned{path: path, err: err}
+	}
+	return scanned{path: path, facts: f, err: err}
+}
+
+// listSessionFiles returns the .jsonl files directly in each root and one
+// folder below it, sorted.
+func listSessionFiles(roots []string) ([]string, error) {
+	var out []string
+	var errs []error
+	readable := 0
+	for _, root := range roots {
+		entries, err := os.ReadDir(root)
+		if errors.Is(err, fs.ErrNotExist) {
+			readable++
+			continue
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("list pi sessions in %s: %w", root, err))
+			continue
+		}
+		readable++
+		for _, e := range entries {
+			p := filepath.Join(root, e.Name())
+			if e.IsDir() {
+				sub, err := os.ReadDir(p)
+				if err != nil {
+					continue // vanished or unreadable: its sessions stay unknown
+				}
+				for _, s := range sub {
+					if !s.IsDir() && strings.HasSuffix(s.Name(), ".jsonl") {
+						out = append(out, filepath.Join(p, s.Name()))
+					}
+				}
+				continue
+			}
+			if strings.HasSuffix(e.Name(), ".jsonl") {
+				out = append(out, p)
+			}
+		}
+	}
+	if readable == 0 {
+		return nil, errors.Join(errs...)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// Discover returns every Pi session in the store, with the live process
+// matched to it where the evidence is unambiguous.
+func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error) {
+	files, err := a.scan(ctx)
+	if err != nil {
+		return nil, err
+	}
+	procs, perr := livePis()
+	refs := matchProcesses(candidatesOf(files), procs)
+
+	out := make([]adapters.NativeSession, 0, len(files))
+	for _, s := range files {
+		var ns adapters.NativeSession
+		switch {
+		case s.facts != nil && s.facts.id != "":
+			m := refs[s.path]
+			rustLive := m.ref != nil && m.rust
+			if rustLive != (a.name == NamePiRust) {
+				continue
+			}
+			ns = s.facts.native(a.name, s.path, m.ref)
+			if s.err != nil {
+				ns.Warnings = append(ns.Warnings, s.err.Error())
+			}
+		default:
+			if a.name == NamePiRust {
+				continue
+			}
+			// Unreadable, headerless or garbled: report it with the id its
+			// name carries, so it is not silently lost.
+			m := sessionFileName.FindStringSubmatch(filepath.Base(s.path))
+			if m == nil {
+				continue
+			}
+			ns = adapters.NativeSession{Adapter: a.name, NativeID: m[1], Path: s.path}
+			reason := s.err
+			if reason == nil {
+				reason = errNoHeader
+			}
+			ns.Warnings = []string{fmt.Sprintf("unreadable pi session %s: %v", s.path, reason)}
+		}
+		out = append(out, ns)
+	}
+	if perr != nil && a.name == NamePiRust {
+		return out, fmt.Errorf("match pi-rust processes: %w", perr)
+	}
+	if perr != nil {
+		for i := range out {
+			out[i].Warnings = append(out[i].Warnings, "processes not matched: "+perr.Error())
+		}
+	}
+	return out, nil
+}
+
+// pathOf returns the session file of a native id (or of a unique id
+// prefix, as Pi accepts), scanning the store when the id is not known yet.
+func (a *Adapter) pathOf(ctx context.Context, nativeID string) (string, error) {
+	if nativeID == "" {
+		return "", errors.New("empty pi session id")
+	}
+	lookup := func() (string, error) {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if p, ok := a.paths[nativeID]; ok {
+			return p, nil
+		}
+		var found []string
+		for id, p := range a.paths {
+			if strings.HasPrefix(id, nativeID) {
+				found = append(found, p)
+			}
+		}
+		switch len(found) {
+		case 0:
+			return "", nil
+		case 1:
+			return found[0], nil
+		}
+		return "", fmt.Errorf("pi session id %q is ambiguous: %d sessions start with it", nativeID, len(found))
+	}
+	if p, err := lookup(); p != "" || err != nil {
+		if p != "" {
+			if _, serr := os.Stat(p); serr == nil {
+				return p, nil
+			}
+		} else {
+			return "", err
+		}
+	}
+	if _, err := a.scan(ctx); err != nil {
+		return "", err
+	}
+	p, err := lookup()
+	if err != nil {
+		return "", err
+	}
+	if p == "" {
+		return "", fmt.Errorf("pi session %s: %w", nativeID, fs.ErrNotExist)
+	}
+	return p, nil
+}
+
+// Transcript returns the last n messages of the session's active branch
+// (all of them when n <= 0), oldest first.
+func (a *Adapter) Transcript(ctx context.Context, nativeID string, n int) ([]adapters.Message, error) {
+	p, err := a.pathOf(ctx, nativeID)
+	if err != nil {
+		return nil, err
+	}
+	return readTranscript(ctx, p, n)
+}

@@ -1,0 +1,232 @@
+package pi
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/agentctl/agentctl/adapters"
+)
+
+// Transcript limits: tool output is shortened, and a tail read grows until
+// it holds n messages of the active branch or reaches transcriptMax.
+const (
+	toolRunes     = 2000
+	textRunes     = 64 << 10
+	transcriptMax = 256 << 20
+)
+
+// node is one record of the tree, reduced to what a transcript shows.
+type node struct {
+	parent string
+	msgs   []adapters.Message
+}
+
+// readTranscript follows the active branch (from the last record back to
+// the root, as Pi does on load) and returns its last n messages.
+func readTranscript(ctx context.Context, path string, n int) ([]adapters.Message, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open pi session: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("stat pi session: %w", err)
+	}
+	size := fi.Size()
+	if n <= 0 {
+		nodes, last, err := readNodes(ctx, io.NewSectionReader(f, 0, size))
+		if err != nil {
+			return nil, err
+		}
+		msgs, _ := walk(nodes, last, 0)
+		return msgs, nil
+	}
+	for window := int64(tailWindow); ; window *= 4 {
+		start := max(0, size-window)
+		sr := io.NewSectionReader(f, start, size-start)
+		r := bufio.NewReaderSize(sr, 256<<10)
+		if start > 0 {
+			// Skip the line the window cuts.
+			if _, err := readFullLine(r, maxLineBytes); err != nil {
+				if window < transcriptMax {
+					continue // no complete line in the window yet
+				}
+				return nil, nil
+			}
+		}
+		nodes, last, err := readNodes(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		msgs, complete := walk(nodes, last, n)
+		if len(msgs) >= n || complete || start == 0 || window >= transcriptMax {
+			return msgs, nil
+		}
+	}
+}
+
+// readNodes parses every complete line of r into the tree.
+func readNodes(ctx context.Context, r io.Reader) (map[string]node, string, error) {
+	br, ok := r.(*bufio.Reader)
+	if !ok {
+		br = bufio.NewReaderSize(r, 256<<10)
+	}
+	nodes := map[string]node{}
+	last := ""
+	for i := 0; ; i++ {
+		if i%1024 == 0 && ctx.Err() != nil {
+			return nil, "", fmt.Errorf("read pi transcript: %w", ctx.Err())
+		}
+		line, err := readFullLine(br, maxLineBytes)
+		if len(line) > 0 {
+			r, ok, _ := parseRecord(line)
+			if ok && r.ID != "" && r.Type != typeSession {
+				parent := ""
+				if r.ParentID != nil {
+					parent = *r.ParentID
+				}
+				nodes[r.ID] = node{parent: parent, msgs: messagesOf(r)}
+				last = r.ID
+			}
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nodes, last, nil
+			}
+			return nil, "", fmt.Errorf("read pi transcript: %w", err)
+		}
+	}
+}
+
+// readFullLine returns the next line without its newline; a line longer than
+// max is skipped (returned empty). A last line without a newline is
+// returned with io.EOF: it may still be complete JSON.
+func readFullLine(br *bufio.Reader, max int) ([]byte, error) {
+	var long []byte
+	skipping := false
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			if !skipping {
+				long = append(long, chunk...)
+				if len(long) > max {
+					long, skipping = nil, true
+				}
+			}
+			continue
+		}
+		if skipping {
+			return nil, err
+		}
+		if long != nil {
+			chunk = append(long, chunk...)
+		}
+		return bytes.TrimSpace(chunk), err
+	}
+}
+
+// walk collects the messages from last back to the root, stopping once it
+// has n (n > 0). complete reports whether it reached the root.
+func walk(nodes map[string]node, last string, n int) (msgs []adapters.Message, complete bool) {
+	var rev [][]adapters.Message
+	count := 0
+	id := last
+	for steps := 0; id != "" && steps <= len(nodes); steps++ {
+		nd, ok := nodes[id]
+		if !ok {
+			return flatten(rev, n), false
+		}
+		if len(nd.msgs) > 0 {
+			rev = append(rev, nd.msgs)
+			count += len(nd.msgs)
+			if n > 0 && count >= n {
+				return flatten(rev, n), nd.parent == ""
+			}
+		}
+		id = nd.parent
+	}
+	return flatten(rev, n), true
+}
+
+// flatten turns the reversed groups into oldest-first order, keeping the
+// last n messages.
+func flatten(rev [][]adapters.Message, n int) []adapters.Message {
+	var out []adapters.Message
+	for i := len(rev) - 1; i >= 0; i-- {
+		out = append(out, rev[i]...)
+	}
+	if n > 0 && len(out) > n {
+		out = out[len(out)-n:]
+	}
+	return out
+}
+
+// messagesOf turns one record into transcript messages: the user's and the
+// assistant's text, and the assistant's tool calls and their results as
+// "tool" messages.
+func messagesOf(r record) []adapters.Message {
+	if r.Type != typeMessage || r.Message == nil {
+		return nil
+	}
+	m := r.Message
+	t := parseTime(r.Timestamp)
+	switch m.Role {
+	case roleUser:
+		if s := textOf(m.Content); s != "" {
+			return []adapters.Message{{Role: "user", Text: clip(s, textRunes), Time: t}}
+		}
+	case roleAssistant:
+		var out []adapters.Message
+		var texts []string
+		var calls []adapters.Message
+		for _, b := range blocks(m.Content) {
+			switch b.Type {
+			case "text":
+				if b.Text != "" {
+					texts = append(texts, b.Text)
+				}
+			case "toolCall":
+				calls = append(calls, adapters.Message{Role: "tool", Text: clip(toolCallText(b), toolRunes), Time: t})
+			}
+		}
+		if len(texts) > 0 {
+			out = append(out, adapters.Message{Role: "assistant", Text: clip(strings.Join(texts, "\n"), textRunes), Time: t})
+		} else if m.StopReason == stopError && m.ErrorMessage != "" {
+			out = append(out, adapters.Message{Role: "assistant", Text: clip("error: "+m.ErrorMessage, textRunes), Time: t})
+		}
+		return append(out, calls...)
+	case roleToolResult:
+		s := textOf(m.Content)
+		if m.IsError {
+			s = "error: " + s
+		}
+		return []adapters.Message{{Role: "tool", Text: clip(s, toolRunes), Time: t}}
+	case roleBashExecution:
+		return []adapters.Message{{Role: "tool", Text: clip("$ "+m.Command+"\n"+m.Output, toolRunes), Time: t}}
+	}
+	return nil
+}
+
+// toolCallText shows a tool call as its name and compact arguments; for
+// bash, just the command.
+func toolCallText(b contentBlock) string {
+	var args map[string]any
+	if json.Unmarshal(b.Arguments, &args) == nil {
+		if c, ok := args["command"].(string); ok && len(args) <= 2 {
+			return b.Name + ": " + c
+		}
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, b.Arguments) != nil {
+		return b.Name
+	}
+	return b.Name + " " + buf.String()
+}
