@@ -109,7 +109,9 @@ type Result struct {
 }
 
 // OK reports whether the hook ran and exited 0.
-func (r Result) OK() bool { return r.Error == "" && !r.TimedOut && r.ExitCode != nil && *r.ExitCode == 0 }
+func (r Result) OK() bool {
+	return r.Error == "" && !r.TimedOut && r.ExitCode != nil && *r.ExitCode == 0
+}
 
 // Outcome is a short word for metrics and tables: ok, failed, timeout, error.
 func (r Result) Outcome() string {
