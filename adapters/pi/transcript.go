@@ -19,7 +19,7 @@ import (
 const (
 	toolRunes     = 2000
 	textRunes     = 64 << 10
-	transcriptMax = 256 << 20
+	transcriptMax = 64 << 20
 )
 
 // node is one record of the tree, reduced to what a transcript shows.

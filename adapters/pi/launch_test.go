@@ -1,0 +1,320 @@
+package pi
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/proc"
+)
+
+func envValue(env []string, key string) (string, bool) {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, key+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+func TestLaunchPreassignsSession(t *testing.T) {
+	a, home := testStore(t, nil)
+	cwd := t.TempDir()
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(cwd, link); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := a.Launch(adapters.LaunchRequest{Prompt: "say hi", Model: "fakeopenai/fake-model", Cwd: link, Env: []string{"PATH=/bin", "PI_OFFLINE=0"}, SessionDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	real, _ := filepath.EvalSymlinks(cwd)
+	file := spec.Argv[slices.Index(spec.Argv, "--session")+1]
+	wantDir := filepath.Join(home, ".pi", "agent", "sessions", CwdSlug(real))
+	if filepath.Dir(file) != wantDir || !strings.HasSuffix(file, "_"+spec.NativeID+".jsonl") {
+		t.Errorf("session file %s, want in %s named after %s", file, wantDir, spec.NativeID)
+	}
+	want := []string{"pi", "-p", "--provider", "fakeopenai", "--model", "fake-model", "--session", file, "say hi"}
+	if !slices.Equal(spec.Argv, want) {
+		t.Errorf("argv = %q, want %q", spec.Argv, want)
+	}
+	if v, _ := envValue(spec.Env, "PI_OFFLINE"); v != "0" {
+		t.Errorf("PI_OFFLINE = %q: the caller's value must win", v)
+	}
+	if v, _ := envValue(spec.Env, envSessionMarker); v != file {
+		t.Errorf("marker = %q, want %q", v, file)
+	}
+	// The header is on disk, so the session is discoverable (and its id
+	// known) before Pi writes anything.
+	got, err := a.Discover(context.Background())
+	if err != nil || len(got) != 1 || got[0].NativeID != spec.NativeID || got[0].Cwd != real {
+		t.Fatalf("Discover after launch = %+v, %v", got, err)
+	}
+	// Resume finds the file by id and appends to it.
+	r, err := a.Resume(adapters.LaunchRequest{Prompt: "again", NativeID: spec.NativeID, Cwd: cwd, Env: []string{"PATH=/bin"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"pi", "-p", "--session", file, "again"}; !slices.Equal(r.Argv, want) || r.NativeID != spec.NativeID {
+		t.Errorf("resume argv = %q id %s, want %q", r.Argv, r.NativeID, want)
+	}
+	if v, _ := envValue(r.Env, "PI_OFFLINE"); v != "1" {
+		t.Errorf("PI_OFFLINE = %q, want 1 by default", v)
+	}
+	if _, err := a.Resume(adapters.LaunchRequest{Prompt: "x", NativeID: "01ffffff-0000-7000-8000-000000000000", Cwd: cwd}); err == nil {
+		t.Error("resume of an unknown session: no error")
+	}
+}
+
+func TestLaunchPromptThroughStdin(t *testing.T) {
+	a, _ := testStore(t, nil)
+	cwd := t.TempDir()
+	big := strings.Repeat("x", maxArgPrompt+1)
+	for _, tc := range []struct {
+		name, prompt string
+		viaFile      bool
+	}{
+		{"plain", "say hi", false},
+		{"leading dash", "-rf everything", true},
+		{"leading double dash", "--help me", true},
+		{"at sign (Pi's file argument)", "@notes.md summarise", true},
+		{"over 100 kB", big, true},
+		{"exactly 100 kB", big[:maxArgPrompt], false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			spec, err := a.Launch(adapters.LaunchRequest{Prompt: tc.prompt, Cwd: cwd, SessionDir: dir})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.viaFile {
+				if spec.Argv[0] != "pi" || spec.Argv[len(spec.Argv)-1] != tc.prompt {
+					t.Errorf("argv = %.200q", spec.Argv)
+				}
+				return
+			}
+			if spec.Argv[0] != "/bin/sh" || spec.Argv[4] != "pi" || slices.Contains(spec.Argv, tc.prompt) {
+				t.Fatalf("argv = %.300q, want the prompt through a file", spec.Argv)
+			}
+			b, err := os.ReadFile(spec.Argv[3])
+			if err != nil || string(b) != tc.prompt {
+				t.Fatalf("prompt file: %v (%d bytes)", err, len(b))
+			}
+			// The wrapper really feeds the file to the agent's stdin and keeps
+			// the agent's argv: run it with cat in place of pi.
+			argv := append([]string(nil), spec.Argv...)
+			argv[4] = "cat"
+			out, err := exec.Command(argv[0], argv[1:5]...).Output()
+			if err != nil || string(out) != tc.prompt {
+				t.Errorf("wrapper stdin = %.50q, %v", out, err)
+			}
+		})
+	}
+	if _, err := a.Launch(adapters.LaunchRequest{Prompt: "-x", Cwd: cwd}); err == nil {
+		t.Error("a stdin prompt without a session folder: no error")
+	}
+	if _, err := a.Launch(adapters.LaunchRequest{Prompt: "  ", Cwd: cwd}); err == nil {
+		t.Error("empty prompt: no error")
+	}
+	if _, err := a.Launch(adapters.LaunchRequest{Prompt: "hi", Cwd: filepath.Join(cwd, "missing")}); err == nil {
+		t.Error("missing cwd: no error")
+	}
+}
+
+func TestLauncherFacts(t *testing.T) {
+	a, _ := testStore(t, nil)
+	r := NewRust(adapters.Env{Home: t.TempDir()})
+	if a.StopSignal() != syscall.SIGTERM || a.Binary() != "pi" || !strings.Contains(a.InstallHint(), "@mariozechner/pi-coding-agent") {
+		t.Errorf("pi launcher facts: %v %q %q", a.StopSignal(), a.Binary(), a.InstallHint())
+	}
+	if r.Name() != "pi-rust" || r.Binary() != "pi-rust" || r.StopSignal() != syscall.SIGTERM || r.InstallHint() == "" {
+		t.Errorf("pi-rust launcher facts: %q %q %v", r.Name(), r.Binary(), r.StopSignal())
+	}
+	for _, tc := range []struct {
+		model string
+		want  []string
+	}{
+		{"", nil},
+		{"fake-model", []string{"--model", "fake-model"}},
+		{"openrouter/anthropic/claude", []string{"--provider", "openrouter", "--model", "anthropic/claude"}},
+		{"/x", []string{"--model", "/x"}},
+	} {
+		if got := modelArgs(tc.model); !slices.Equal(got, tc.want) {
+			t.Errorf("modelArgs(%q) = %q, want %q", tc.model, got, tc.want)
+		}
+	}
+}
+
+func TestRustArgv(t *testing.T) {
+	r := NewRust(adapters.Env{Home: t.TempDir()})
+	spec, err := r.Launch(adapters.LaunchRequest{Prompt: "-x do it", Model: "anthropic/claude", Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"pi-rust", "--provider", "anthropic", "--model", "claude", "--print", "--", "-x do it"}; !slices.Equal(spec.Argv, want) || spec.NativeID != "" {
+		t.Errorf("pi-rust argv = %q id %q, want %q and no pre-assigned id", spec.Argv, spec.NativeID, want)
+	}
+}
+
+// The real pi-rust binary is not installable here; say so loudly.
+func TestRustBinaryRuns(t *testing.T) {
+	if _, err := exec.LookPath("pi-rust"); err != nil {
+		t.Skip("SKIP pi-rust: no pi-rust binary on PATH; it is not published to npm and cannot be installed by scripts/install-agents.sh, so its launcher is checked by argv only")
+	}
+	out, err := exec.Command("pi-rust", "--help").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--print") {
+		t.Errorf("pi-rust --help: %v\n%s", err, out)
+	}
+}
+
+// startFakePi runs a real process whose argv[0] is "pi" (a copy of sleep)
+// in cwd with env, as a Pi in a terminal would look, and returns it.
+func startFakePi(t *testing.T, name, cwd string, env []string, args ...string) *exec.Cmd {
+	t.Helper()
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("no sleep binary")
+	}
+	bin := filepath.Join(t.TempDir(), name)
+	b, err := os.ReadFile(sleep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, append(args, "30")...)
+	cmd.Args[0] = name
+	cmd.Dir, cmd.Env = cwd, env
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd
+}
+
+func TestDiscoverMatchesLiveProcesses(t *testing.T) {
+	if _, err := proc.Table(); err != nil {
+		t.Skipf("no process table: %v", err)
+	}
+	a, _ := testStore(t, nil)
+	dirA, dirB := t.TempDir(), t.TempDir()
+	dirA, _ = filepath.EvalSymlinks(dirA)
+	dirB, _ = filepath.EvalSymlinks(dirB)
+
+	// Launched by agentctl: matched through the env marker.
+	launched, err := a.Launch(adapters.LaunchRequest{Prompt: "hi", Cwd: dirA, Env: os.Environ()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1 := startFakePi(t, "pi", dirA, launched.Env)
+
+	// Two sessions in dirB and one Pi started before both: ambiguous.
+	time.Sleep(10 * time.Millisecond)
+	p2 := startFakePi(t, "pi", dirB, []string{"PATH=/bin"})
+	time.Sleep(10 * time.Millisecond)
+	var inB []string
+	for range 2 {
+		s, err := a.Launch(adapters.LaunchRequest{Prompt: "hi", Cwd: dirB})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inB = append(inB, s.NativeID)
+	}
+
+	got, err := a.Discover(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range got {
+		switch {
+		case s.NativeID == launched.NativeID:
+			if s.Process == nil || s.Process.PID != p1.Process.Pid || s.Process.Evidence != evidenceEnviron || s.State != adapters.NativeRunning {
+				t.Errorf("launched session: process %+v state %q; want pid %d by environ, running", s.Process, s.State, p1.Process.Pid)
+			}
+			info, _ := proc.Lookup(p1.Process.Pid)
+			if s.Process != nil && s.Process.Start != info.Start {
+				t.Errorf("start stamp %d, want %d", s.Process.Start, info.Start)
+			}
+		case slices.Contains(inB, s.NativeID):
+			if s.Process != nil {
+				t.Errorf("session %s matched to %+v although two sessions fit pid %d", s.NativeID, s.Process, p2.Process.Pid)
+			}
+		}
+	}
+
+	// Remove one: the Pi in dirB and the one session begun after it match
+	// by cwd and start time.
+	a.mu.Lock()
+	os.Remove(a.paths[inB[1]])
+	a.mu.Unlock()
+	got, _ = a.Discover(context.Background())
+	for _, s := range got {
+		if s.NativeID == inB[0] && (s.Process == nil || s.Process.PID != p2.Process.Pid || s.Process.Evidence != "cwd+start") {
+			t.Errorf("single candidate: process %+v, want pid %d by cwd+start", s.Process, p2.Process.Pid)
+		}
+	}
+
+	// A dead process matches nothing.
+	p1.Process.Kill()
+	p1.Wait()
+	got, _ = a.Discover(context.Background())
+	for _, s := range got {
+		if s.NativeID == launched.NativeID && s.Process != nil {
+			t.Errorf("session of a dead process still matched: %+v", s.Process)
+		}
+	}
+}
+
+func TestMatchByArgvAndRustSplit(t *testing.T) {
+	sessions := []candidate{
+		{path: "/s/a.jsonl", id: "01aa0000-1", cwd: "/w"},
+		{path: "/s/b.jsonl", id: "01bb0000-1", cwd: "/w"},
+		{path: "/s/c.jsonl", id: "01bb0000-2", cwd: "/w"},
+	}
+	procs := []liveProc{
+		{argv: []string{"pi", "-p", "--session", "/s/a.jsonl", "x"}, cwd: "/x"},
+		{argv: []string{"pi-rust", "--session=01bb0000-2", "--print"}, cwd: "/x", rust: true},
+		{argv: []string{"node", "/usr/lib/node_modules/@mariozechner/pi-coding-agent/dist/cli.js", "--session", "01bb"}, cwd: "/x"}, // ambiguous prefix
+	}
+	for i := range procs {
+		procs[i].info.PID = 100 + i
+	}
+	m := matchProcesses(sessions, procs)
+	if r := m["/s/a.jsonl"].ref; r == nil || r.PID != 100 || r.Evidence != "argv" {
+		t.Errorf("path argument: %+v", r)
+	}
+	if mm := m["/s/c.jsonl"]; mm.ref == nil || mm.ref.PID != 101 || !mm.rust {
+		t.Errorf("pi-rust id argument: %+v", mm)
+	}
+	if r := m["/s/b.jsonl"].ref; r != nil {
+		t.Errorf("ambiguous prefix matched: %+v", r)
+	}
+	// Two processes claiming one session: neither is trusted.
+	procs = append(procs, liveProc{argv: []string{"pi", "--session", "/s/a.jsonl"}, info: proc.Info{Identity: proc.Identity{PID: 200}}})
+	if r := matchProcesses(sessions, procs)["/s/a.jsonl"].ref; r != nil {
+		t.Errorf("doubly claimed session matched: %+v", r)
+	}
+	for _, tc := range []struct {
+		argv       []string
+		isPi, rust bool
+	}{
+		{[]string{"pi"}, true, false},
+		{[]string{"/usr/local/bin/pi-rust", "--print"}, true, true},
+		{[]string{"node", "--no-warnings", "/x/bin/pi", "-p"}, true, false},
+		{[]string{"node", "server.js"}, false, false},
+		{[]string{"pip", "install"}, false, false},
+		{nil, false, false},
+	} {
+		if isPi, rust := piKind(tc.argv); isPi != tc.isPi || rust != tc.rust {
+			t.Errorf("piKind(%q) = %v %v", tc.argv, isPi, rust)
+		}
+	}
+}
