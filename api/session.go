@@ -143,3 +143,20 @@ type LogChunk struct {
 	End     bool     `json:"end,omitempty"`
 	Session *Session `json:"session,omitempty"`
 }
+
+// Message is one transcript entry for peek.
+type Message struct {
+	Role string     `json:"role"`
+	Text string     `json:"text"`
+	Time *time.Time `json:"time,omitempty"`
+}
+
+// Transcript is the answer to peek. Source says where it came from:
+// "native" (the agent's own store) or "log" (the output log, for sessions
+// whose agent wrote nothing readable yet).
+type Transcript struct {
+	Session  Session   `json:"session"`
+	Source   string    `json:"source"`
+	Messages []Message `json:"messages"`
+	Warnings []string  `json:"warnings,omitempty"`
+}

@@ -77,26 +77,24 @@ func table() ([]Info, error) {
 	return out, nil
 }
 
-// bootTime reads btime from /proc/stat. It is read each time rather than
-// cached in a package variable: it is cheap, and a clock step moves it.
+// bootTime is when the system booted, to 10 ms: now less /proc/uptime.
+// (/proc/stat's btime is in whole seconds, too coarse to order a start
+// against times agentctl records.) It is read each time: a clock step
+// moves it, and identity never depends on it, only on the raw ticks.
 func bootTime() time.Time {
-	b, err := os.ReadFile("/proc/stat")
+	b, err := os.ReadFile("/proc/uptime")
 	if err != nil {
 		return time.Time{}
 	}
-	i := bytes.Index(b, []byte("\nbtime "))
-	if i < 0 {
+	f := bytes.Fields(b)
+	if len(f) == 0 {
 		return time.Time{}
 	}
-	rest := b[i+7:]
-	if j := bytes.IndexByte(rest, '\n'); j >= 0 {
-		rest = rest[:j]
-	}
-	sec, err := strconv.ParseInt(string(bytes.TrimSpace(rest)), 10, 64)
+	up, err := strconv.ParseFloat(string(f[0]), 64)
 	if err != nil {
 		return time.Time{}
 	}
-	return time.Unix(sec, 0)
+	return time.Now().Add(-time.Duration(up * float64(time.Second))).Round(10 * time.Millisecond)
 }
 
 // Cmdline returns the argv of pid.

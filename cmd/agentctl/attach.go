@@ -1,0 +1,135 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/spawn"
+)
+
+// detachKey is Ctrl-]: it leaves the session running. Ctrl-C and Ctrl-D go
+// to the agent.
+const detachKey = 0x1d
+
+func newAttachCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "attach ID",
+		Short: "Join a session's terminal (detach with Ctrl-])",
+		Long: `Join the session's terminal: what you type goes to the agent (Ctrl-C and Ctrl-D
+included) and its output comes to you, with your window size forwarded.
+Press Ctrl-] to detach and leave the session running. Several people may be
+attached at once.`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			c, err := client()
+			if err != nil {
+				return err
+			}
+			s, err := c.Get(cmd.Context(), a[0])
+			if err != nil {
+				return err
+			}
+			if s.Origin != api.OriginLaunched {
+				return fmt.Errorf("session %s was not started by agentctl; it has no terminal here", s.ID)
+			}
+			if s.Status != api.StatusRunning {
+				return fmt.Errorf("session %s is %s: nothing to attach to (see `agentctl logs %s`)", s.ID, statusText(s), shortID(s.ID))
+			}
+			return attach(cmd, c.Home().SessionDir(s.ID), s.ID)
+		},
+	}
+}
+
+func attach(cmd *cobra.Command, dir, id string) error {
+	in := int(os.Stdin.Fd())
+	rows, cols := uint16(0), uint16(0)
+	if w, h, err := term.GetSize(in); err == nil {
+		rows, cols = uint16(h), uint16(w)
+	}
+	at, err := spawn.Attach(cmd.Context(), dir, rows, cols)
+	if err != nil {
+		return fmt.Errorf("attach to %s: %w", id, err)
+	}
+	defer at.Close()
+	if term.IsTerminal(in) {
+		old, err := term.MakeRaw(in)
+		if err != nil {
+			return fmt.Errorf("attach: put the terminal in raw mode: %w", err)
+		}
+		defer term.Restore(in, old)
+		fmt.Fprintf(os.Stderr, "[attached to %s; Ctrl-] detaches]\r\n", shortID(id))
+	}
+
+	winch := make(chan os.Signal, 1)
+	signal.Notify(winch, syscall.SIGWINCH)
+	defer signal.Stop(winch)
+	go func() {
+		for range winch {
+			if w, h, err := term.GetSize(in); err == nil {
+				at.Resize(uint16(h), uint16(w))
+			}
+		}
+	}()
+
+	detached := make(chan struct{})
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := os.Stdin.Read(buf)
+			if n > 0 {
+				chunk := buf[:n]
+				if i := bytes.IndexByte(chunk, detachKey); i >= 0 {
+					if i > 0 {
+						at.Input(chunk[:i])
+					}
+					close(detached)
+					at.Close()
+					return
+				}
+				if at.Input(chunk) != nil {
+					return
+				}
+			}
+			if err != nil {
+				// End of our input: stop sending, keep watching output.
+				return
+			}
+		}
+	}()
+
+	for {
+		typ, payload, err := at.Next()
+		if err != nil {
+			select {
+			case <-detached:
+				fmt.Fprintf(os.Stderr, "\r\n[detached from %s; it keeps running]\r\n", shortID(id))
+				return nil
+			default:
+			}
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return fmt.Errorf("attach: %w", err)
+		}
+		switch typ {
+		case spawn.FrameOutput:
+			os.Stdout.Write(payload)
+		case spawn.FrameExit:
+			var e spawn.ExitRecord
+			json.Unmarshal(payload, &e)
+			sess := api.Session{ExitCode: e.ExitCode, Signal: e.Signal}
+			fmt.Fprintf(os.Stderr, "\r\n[session %s ended]\r\n", shortID(id))
+			return exitError{code: exitCodeOf(sess)}
+		}
+	}
+}

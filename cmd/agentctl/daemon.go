@@ -1,0 +1,193 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentctl/agentctl/proc"
+	"github.com/agentctl/agentctl/spawn"
+	"github.com/agentctl/agentctl/supervisor"
+)
+
+func newDaemonCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "daemon",
+		Short: "Run or manage the agentctl service",
+		Long: `The agentctl service spawns and supervises sessions. 'daemon run' runs it in
+the foreground (what a systemd or launchd unit executes); 'daemon start',
+'stop', 'restart' and 'status' manage a background instance. Stopping or
+restarting the service never stops a session.`,
+	}
+	cmd.AddCommand(newDaemonRunCmd(), newDaemonStartCmd(), newDaemonStopCmd(), newDaemonRestartCmd(), newDaemonStatusCmd())
+	return cmd
+}
+
+func newDaemonRunCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "run",
+		Short: "Run the service in the foreground",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			h, err := home()
+			if err != nil {
+				return err
+			}
+			logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+			return supervisor.Run(cmd.Context(), supervisor.Options{
+				Home:     h,
+				Version:  buildVersion(),
+				Logger:   logger,
+				Adapters: localAdapters(h),
+			})
+		},
+	}
+}
+
+func newDaemonStartCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "start",
+		Short: "Start the service in the background (if it is not running)",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := client()
+			if err != nil {
+				return err
+			}
+			if err := c.StartDaemon(cmd.Context()); err != nil {
+				return err
+			}
+			st, err := c.DaemonStatus(cmd.Context())
+			if err != nil {
+				return err
+			}
+			fmt.Printf("agentctl service running, pid %d\n", st.PID)
+			return nil
+		},
+	}
+}
+
+func newDaemonStopCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "stop",
+		Short: "Stop the service; sessions keep running",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return stopDaemon(cmd)
+		},
+	}
+}
+
+func stopDaemon(cmd *cobra.Command) error {
+	h, err := home()
+	if err != nil {
+		return err
+	}
+	c := supervisor.NewClient(h, "", false)
+	st, err := c.DaemonStatus(cmd.Context())
+	if err != nil {
+		if errors.Is(err, supervisor.ErrNoService) {
+			fmt.Println("agentctl service is not running")
+			return nil
+		}
+		return err
+	}
+	id, err := proc.Lookup(st.PID)
+	if err != nil {
+		return fmt.Errorf("find the service's process %d: %w", st.PID, err)
+	}
+	if _, err := c.Shutdown(cmd.Context()); err != nil {
+		return err
+	}
+	ctx, cancel := contextWithTimeout(cmd, 15*time.Second)
+	defer cancel()
+	if err := spawn.WaitExit(ctx, id.Identity); err != nil {
+		return fmt.Errorf("the service (pid %d) did not exit within 15s", st.PID)
+	}
+	fmt.Printf("agentctl service stopped (pid %d); sessions keep running\n", st.PID)
+	return nil
+}
+
+func newDaemonRestartCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "restart",
+		Short: "Restart the service; sessions keep running",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := stopDaemon(cmd); err != nil {
+				return err
+			}
+			c, err := client()
+			if err != nil {
+				return err
+			}
+			if err := c.StartDaemon(cmd.Context()); err != nil {
+				return err
+			}
+			st, err := c.DaemonStatus(cmd.Context())
+			if err != nil {
+				return err
+			}
+			fmt.Printf("agentctl service running, pid %d\n", st.PID)
+			return nil
+		},
+	}
+}
+
+func newDaemonStatusCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show whether the service runs, its pid, version and uptime",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			h, err := home()
+			if err != nil {
+				return err
+			}
+			c := supervisor.NewClient(h, "", false)
+			st, err := c.DaemonStatus(cmd.Context())
+			if err != nil {
+				if errors.Is(err, supervisor.ErrNoService) {
+					if asJSON {
+						printJSON(os.Stdout, map[string]any{"running": false, "socket": h.Socket()})
+					} else {
+						fmt.Printf("agentctl service is not running (socket %s)\n", h.Socket())
+					}
+					return exitError{code: 1}
+				}
+				return err
+			}
+			if asJSON {
+				return printJSON(os.Stdout, struct {
+					Running bool `json:"running"`
+					apiDaemonStatus
+				}{true, apiDaemonStatus(st)})
+			}
+			fmt.Printf("agentctl service running\n  pid      %d\n  version  %s\n  socket   %s\n  uptime   %s\n  sessions %d running\n",
+				st.PID, st.Version, st.Socket, (time.Duration(st.UptimeS) * time.Second).String(), st.SessionsRunning)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newShimCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:    "shim SESSION_DIR",
+		Short:  "Per-session monitor (started by the service)",
+		Hidden: true,
+		Args:   args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			if code := spawn.RunShim(a[0]); code != 0 {
+				return exitError{code: code}
+			}
+			return nil
+		},
+	}
+}

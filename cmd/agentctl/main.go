@@ -1,0 +1,58 @@
+// Command agentctl is the control plane for the coding agents on a machine:
+// a service that spawns them under a pty and keeps their output, and a CLI
+// that lists, watches, stops and resumes them from ground truth.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/agentctl/agentctl/api"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
+
+// run executes the CLI and returns the process exit code: 0 ok, 1 failure,
+// 2 usage; a command may choose another (run --wait exits with the agent's).
+func run(ctx context.Context, args []string) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	var exit exitError
+	if errors.As(err, &exit) {
+		return exit.code
+	}
+	fmt.Fprintln(os.Stderr, "agentctl: "+err.Error())
+	var usage usageError
+	if errors.As(err, &usage) {
+		return 2
+	}
+	if api.CodeOf(err) == api.CodeInvalid {
+		return 2
+	}
+	return 1
+}
+
+// usageError marks a mistake in how the command was called.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// exitError carries an exit code a command chose; its message, if any, was
+// already printed.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentctl/agentctl/supervisor"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = ""
+
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "agentctl",
+		Short: "One control plane for the coding agents on this machine",
+		Long: `agentctl runs coding agents (Claude Code, Codex, OpenCode, Pi) and any other
+command under a supervising service, each in its own session and process group
+under a pty, and answers what is running, what happened and what it said from
+ground truth: the process table and each agent's own session records.
+
+The service starts by itself the first time a command needs it (set
+AGENTCTL_NO_AUTOSTART=1 to prevent that), or runs as a systemd / launchd unit
+after 'agentctl service install'. State lives in $AGENTCTL_HOME (default
+~/.agentctl).`,
+		Version:       buildVersion(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageError{fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())}
+	})
+	root.AddCommand(
+		newRunCmd(), newLaunchCmd(), newListCmd(), newStatusCmd(), newLogsCmd(),
+		newPeekCmd(), newStopCmd(), newAttachCmd(), newSendCmd(), newResumeCmd(),
+		newPruneCmd(), newDaemonCmd(), newShimCmd(),
+	)
+	return root
+}
+
+// args wraps a positional-argument check so its failure is a usage error.
+func args(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, a []string) error {
+		if err := check(cmd, a); err != nil {
+			return usageError{fmt.Errorf("%s: %w", cmd.CommandPath(), err)}
+		}
+		return nil
+	}
+}
+
+func home() (supervisor.Home, error) { return supervisor.DefaultHome() }
+
+// client returns a client for the user's home, starting the service on
+// demand unless AGENTCTL_NO_AUTOSTART=1.
+func client() (*supervisor.Client, error) {
+	h, err := home()
+	if err != nil {
+		return nil, err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find the agentctl binary: %w", err)
+	}
+	return supervisor.NewClient(h, exe, os.Getenv("AGENTCTL_NO_AUTOSTART") != "1"), nil
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func warn(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "agentctl: warning: "+format+"\n", a...)
+}

@@ -1,0 +1,321 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/config"
+	"github.com/agentctl/agentctl/supervisor"
+)
+
+// runFlags are shared by run, launch and resume.
+type runFlags struct {
+	adapter string
+	prompt  string
+	model   string
+	cwd     string
+	env     []string
+	name    string
+	labels  []string
+	asJSON  bool
+	wait    bool
+	rows    uint16
+	cols    uint16
+}
+
+func (f *runFlags) register(cmd *cobra.Command, withPrompt bool) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.cwd, "cwd", "", "working directory (default: the current one)")
+	fl.StringArrayVar(&f.env, "env", nil, "set an environment variable KEY=VALUE for the session (repeatable)")
+	fl.StringVar(&f.name, "name", "", "a name for the session")
+	fl.StringArrayVar(&f.labels, "label", nil, "attach a label KEY=VALUE, filterable with list --label (repeatable)")
+	fl.StringArrayVar(&f.labels, "meta", nil, "same as --label")
+	fl.BoolVar(&f.asJSON, "json", false, "print the session as JSON")
+	fl.BoolVar(&f.wait, "wait", false, "stream the session's output and exit with its exit code")
+	fl.Uint16Var(&f.rows, "rows", 0, "terminal rows (default 40)")
+	fl.Uint16Var(&f.cols, "cols", 0, "terminal columns (default 120)")
+	if withPrompt {
+		fl.StringVarP(&f.prompt, "prompt", "p", "", "the prompt for the agent")
+		fl.StringVar(&f.model, "model", "", "model to use (provider/model for agents that take a provider)")
+	}
+}
+
+// request builds the RunRequest: the caller's whole environment travels with
+// it, since a service started by an init system has almost none.
+func (f *runFlags) request(cfg config.Config) (api.RunRequest, error) {
+	cwd := f.cwd
+	if cwd == "" && cfg.Cwd != "" {
+		h, _ := os.UserHomeDir()
+		cwd = cfg.ExpandCwd(h)
+	}
+	if cwd == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return api.RunRequest{}, fmt.Errorf("find the working directory (pass --cwd): %w", err)
+		}
+		cwd = wd
+	}
+	abs, err := absPath(cwd)
+	if err != nil {
+		return api.RunRequest{}, err
+	}
+	labels, err := parseLabels(f.labels)
+	if err != nil {
+		return api.RunRequest{}, err
+	}
+	for k, v := range openclawIdentity(os.Environ()) {
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		if _, set := labels[k]; !set {
+			labels[k] = v
+		}
+	}
+	model := f.model
+	if model == "" && f.adapter != "" && f.adapter != supervisor.ExecAdapter {
+		model = cfg.Model
+	}
+	return api.RunRequest{
+		Adapter: f.adapter, Prompt: f.prompt, Model: model, Cwd: abs,
+		Env: os.Environ(), EnvOverrides: f.env, Name: f.name, Labels: labels,
+		Rows: f.rows, Cols: f.cols,
+	}, nil
+}
+
+func parseLabels(in []string) (map[string]string, error) {
+	if len(in) == 0 {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, l := range in {
+		k, v, ok := strings.Cut(l, "=")
+		if !ok || k == "" {
+			return nil, usageError{fmt.Errorf("label %q: want KEY=VALUE", l)}
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// openclawIdentity picks the OPENCLAW_* variables that say which gateway and
+// agent started this run. Anything that looks like a credential is left out:
+// records are never a place for secrets.
+func openclawIdentity(env []string) map[string]string {
+	out := map[string]string{}
+	for _, kv := range env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || !strings.HasPrefix(k, "OPENCLAW_") || v == "" {
+			continue
+		}
+		upper := strings.ToUpper(k)
+		secret := false
+		for _, w := range []string{"TOKEN", "SECRET", "KEY", "PASSWORD", "AUTH", "CREDENTIAL"} {
+			if strings.Contains(upper, w) {
+				secret = true
+			}
+		}
+		if !secret {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func loadConfig() config.Config {
+	h, err := home()
+	if err != nil {
+		return config.Config{}
+	}
+	cfg, warnings, err := config.Load(config.Path(string(h)))
+	if err != nil {
+		warn("%v (using defaults)", err)
+		return config.Config{}
+	}
+	for _, w := range warnings {
+		warn("%s", w)
+	}
+	return cfg
+}
+
+// start sends the request and prints the result the way the flags ask.
+func start(cmd *cobra.Command, f *runFlags, req api.RunRequest) error {
+	c, err := client()
+	if err != nil {
+		return err
+	}
+	sess, err := c.Run(cmd.Context(), req)
+	if err != nil {
+		return err
+	}
+	if f.asJSON {
+		if err := printJSON(os.Stdout, sess); err != nil {
+			return err
+		}
+	} else if !f.wait {
+		fmt.Println(sess.ID)
+	}
+	if !f.wait {
+		return nil
+	}
+	if !f.asJSON {
+		fmt.Fprintf(os.Stderr, "agentctl: session %s started (pid %d)\n", sess.ID, sess.PID)
+	}
+	return waitSession(cmd.Context(), c, sess.ID, os.Stdout)
+}
+
+// waitSession streams a session's raw output until it ends and returns an
+// exitError with the agent's exit code (128+signal for a signal).
+func waitSession(ctx context.Context, c *supervisor.Client, id string, w io.Writer) error {
+	var final *api.Session
+	err := c.Logs(ctx, id, supervisor.LogOptions{Raw: true, Follow: true}, func(ch api.LogChunk) error {
+		if len(ch.Data) > 0 {
+			if _, err := w.Write(ch.Data); err != nil {
+				return err
+			}
+		}
+		if ch.End {
+			final = ch.Session
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if final == nil {
+		return exitError{code: 1}
+	}
+	return exitError{code: exitCodeOf(*final)}
+}
+
+func exitCodeOf(s api.Session) int {
+	switch {
+	case s.ExitCode != nil:
+		return *s.ExitCode
+	case s.Signal != "":
+		if n := signalNumber(s.Signal); n > 0 {
+			return 128 + n
+		}
+	}
+	return 1
+}
+
+func newRunCmd() *cobra.Command {
+	f := &runFlags{}
+	cmd := &cobra.Command{
+		Use:   "run [flags] -- COMMAND [ARGS...]",
+		Short: "Start a command (or, with --adapter, an agent) as a supervised session",
+		Long: `Start COMMAND under the agentctl service, in its own session and process group
+under a pty, and print the session id once the command has started. The
+command runs with your environment (plus --env) in --cwd.
+
+run returns at once and nothing it starts stays in your process group or holds
+your descriptors, so it is safe from hooks and exec tools that kill their
+children. With --wait it streams the output and exits with the session's exit
+code; killing 'run --wait' leaves the session running.
+
+With --adapter it starts an agent like 'launch' does: agentctl run --adapter
+claude -p "fix the tests".
+
+OPENCLAW_* variables that identify the calling gateway or agent are recorded
+as labels (never tokens or keys).`,
+		Args: args(cobra.ArbitraryArgs),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			if f.adapter == "" || f.adapter == supervisor.ExecAdapter {
+				if len(a) == 0 {
+					return usageError{fmt.Errorf("run: no command given: agentctl run [flags] -- COMMAND [ARGS...]")}
+				}
+			} else if len(a) > 0 {
+				return usageError{fmt.Errorf("run --adapter %s takes a prompt (-p), not a command", f.adapter)}
+			}
+			req, err := f.request(loadConfig())
+			if err != nil {
+				return err
+			}
+			req.Command = a
+			return start(cmd, f, req)
+		},
+	}
+	f.register(cmd, true)
+	cmd.Flags().StringVar(&f.adapter, "adapter", "", "start an agent through its adapter instead of a plain command")
+	cmd.Flags().SetInterspersed(false)
+	return cmd
+}
+
+func newLaunchCmd() *cobra.Command {
+	f := &runFlags{}
+	cmd := &cobra.Command{
+		Use:   "launch [ADAPTER] -p PROMPT",
+		Short: "Start a coding agent headless with a prompt",
+		Long: `Start an agent (claude, codex, opencode, pi, ...) with PROMPT as a supervised
+session, and print its id once the agent has started. ADAPTER defaults to the
+'adapter' key of config.json, then claude.`,
+		Args: args(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			cfg := loadConfig()
+			f.adapter = "claude"
+			if cfg.Adapter != "" {
+				f.adapter = cfg.Adapter
+			}
+			if len(a) == 1 {
+				f.adapter = a[0]
+			}
+			if f.prompt == "" {
+				return usageError{fmt.Errorf("launch: a prompt is required (-p PROMPT)")}
+			}
+			req, err := f.request(cfg)
+			if err != nil {
+				return err
+			}
+			return start(cmd, f, req)
+		},
+	}
+	f.register(cmd, true)
+	return cmd
+}
+
+func newResumeCmd() *cobra.Command {
+	f := &runFlags{}
+	cmd := &cobra.Command{
+		Use:   "resume ID MESSAGE",
+		Short: "Continue an agent's native session with a new message",
+		Long: `Start a new run of the agent that continues the same native session as ID
+(Claude --resume, Codex exec resume, Pi/OpenCode --session), so peek shows the
+whole conversation. Prints the new run's id.`,
+		Args: args(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			c, err := client()
+			if err != nil {
+				return err
+			}
+			prev, err := c.Get(cmd.Context(), a[0])
+			if err != nil {
+				return err
+			}
+			if prev.Origin != api.OriginLaunched {
+				return fmt.Errorf("session %s was not started by agentctl; resume it with its own CLI", prev.ID)
+			}
+			f.adapter, f.prompt = prev.Adapter, a[1]
+			if f.cwd == "" {
+				f.cwd = prev.Cwd
+			}
+			req, err := f.request(config.Config{})
+			if err != nil {
+				return err
+			}
+			req.ResumeOf = prev.ID
+			if req.Model == "" {
+				req.Model = prev.Model
+			}
+			return start(cmd, f, req)
+		},
+	}
+	f.register(cmd, false)
+	cmd.Flags().StringVar(&f.model, "model", "", "model to use (default: the session's)")
+	return cmd
+}

@@ -1,0 +1,445 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/supervisor"
+)
+
+func newListCmd() *cobra.Command {
+	var o supervisor.ListOptions
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List sessions (running ones; -a adds ended ones)",
+		Long: `List sessions: those agentctl launched and those the adapters find in the
+agents' own stores (origin "discovered"). Status is derived now, from exit
+records, process liveness (pid + start time) and the agents' own records.
+
+Statuses: running, exited, killed (by a signal), lost (gone without an exit
+record), ended (the agent's store says it is over), unknown (nobody can vouch
+for it right now).`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := client()
+			if err != nil {
+				return err
+			}
+			out, err := c.List(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(os.Stdout, out)
+			}
+			for _, w := range out.Warnings {
+				warn("%s", w)
+			}
+			printSessions(os.Stdout, out.Sessions)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.BoolVarP(&o.All, "all", "a", false, "include ended sessions")
+	fl.StringVar(&o.Status, "status", "", "only sessions with this status")
+	fl.StringVar(&o.Adapter, "adapter", "", "only sessions of this adapter")
+	fl.StringVar(&o.Group, "group", "", "only sessions of this group")
+	fl.StringArrayVar(&o.Labels, "label", nil, "only sessions with label KEY=VALUE (repeatable)")
+	fl.DurationVar(&o.Since, "since", 0, "with -a, ended sessions of this recent past (default 168h)")
+	fl.BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func printSessions(w io.Writer, sessions []api.Session) {
+	if len(sessions) == 0 {
+		fmt.Fprintln(w, "no sessions")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tADAPTER\tSTATUS\tPID\tAGE\tLAST\tMODEL\tTOKENS\tCOST\tNAME/PROMPT")
+	now := time.Now()
+	for _, s := range sessions {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			shortID(s.ID), s.Adapter, statusText(s), dash(pidText(s.PID)),
+			dash(ago(now, s.CreatedAt)), dash(ago(now, lastActivity(s))), dash(s.Model),
+			dash(tokensText(s)), dash(costText(s.CostUSD)), oneLine(label(s), 50))
+	}
+	tw.Flush()
+}
+
+func shortID(id string) string {
+	if len(id) > 14 {
+		return id[:14]
+	}
+	return id
+}
+
+func statusText(s api.Session) string {
+	st := string(s.Status)
+	switch {
+	case s.Status == api.StatusExited && s.ExitCode != nil:
+		st = fmt.Sprintf("exited(%d)", *s.ExitCode)
+	case s.Status == api.StatusKilled:
+		st = "killed(" + s.Signal + ")"
+	case s.Activity != "":
+		st += "/" + s.Activity
+	}
+	return st
+}
+
+func pidText(pid int) string {
+	if pid == 0 {
+		return ""
+	}
+	return fmt.Sprint(pid)
+}
+
+func lastActivity(s api.Session) time.Time {
+	if s.LastActivity != nil {
+		return *s.LastActivity
+	}
+	if s.EndedAt != nil {
+		return *s.EndedAt
+	}
+	return time.Time{}
+}
+
+func ago(now, t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	d := now.Sub(t)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+func tokensText(s api.Session) string {
+	if s.TokensIn == nil && s.TokensOut == nil {
+		return ""
+	}
+	n := func(p *int64) string {
+		if p == nil {
+			return "?"
+		}
+		v := *p
+		switch {
+		case v >= 1_000_000:
+			return fmt.Sprintf("%.1fM", float64(v)/1e6)
+		case v >= 1000:
+			return fmt.Sprintf("%.1fk", float64(v)/1e3)
+		}
+		return fmt.Sprint(v)
+	}
+	return n(s.TokensIn) + "/" + n(s.TokensOut)
+}
+
+func costText(c *float64) string {
+	if c == nil {
+		return ""
+	}
+	return fmt.Sprintf("$%.2f", *c)
+}
+
+func label(s api.Session) string {
+	switch {
+	case s.Name != "":
+		return s.Name
+	case s.Prompt != "":
+		return s.Prompt
+	}
+	return strings.Join(s.Command, " ")
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func newStatusCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status ID",
+		Short: "Show one session (ID may be a unique prefix)",
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			c, err := client()
+			if err != nil {
+				return err
+			}
+			s, err := c.Get(cmd.Context(), a[0])
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(os.Stdout, s)
+			}
+			printSession(os.Stdout, s)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func printSession(w io.Writer, s api.Session) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	row := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(tw, "%s\t%s\n", k, v)
+		}
+	}
+	row("id", s.ID)
+	row("name", s.Name)
+	row("adapter", s.Adapter)
+	row("origin", s.Origin)
+	row("status", statusText(s))
+	row("pid", pidText(s.PID))
+	row("pgid", pidText(s.PGID))
+	if s.StartTime != nil {
+		row("started", s.StartTime.Local().Format(time.RFC3339))
+	}
+	if !s.CreatedAt.IsZero() {
+		row("created", s.CreatedAt.Local().Format(time.RFC3339))
+	}
+	if s.EndedAt != nil {
+		row("ended", s.EndedAt.Local().Format(time.RFC3339))
+	}
+	if s.ExitCode != nil {
+		row("exit code", fmt.Sprint(*s.ExitCode))
+	}
+	row("signal", s.Signal)
+	row("cwd", s.Cwd)
+	row("command", strings.Join(s.Command, " "))
+	row("group", s.Group)
+	row("native id", s.NativeID)
+	row("model", s.Model)
+	row("tokens", tokensText(s))
+	row("cost", costText(s.CostUSD))
+	if s.LastActivity != nil {
+		row("last activity", s.LastActivity.Local().Format(time.RFC3339))
+	}
+	row("prompt", oneLine(s.Prompt, 200))
+	for k, v := range s.Labels {
+		row("label", k+"="+v)
+	}
+	for _, wn := range s.Warnings {
+		row("warning", wn)
+	}
+	tw.Flush()
+}
+
+func newLogsCmd() *cobra.Command {
+	var o supervisor.LogOptions
+	cmd := &cobra.Command{
+		Use:   "logs ID",
+		Short: "Show a session's output (-f to follow until it ends)",
+		Long: `Show the last lines of a session's terminal output. The default view strips
+terminal escape sequences; --raw gives the bytes as the agent wrote them.
+-f follows the output until the session ends, then exits. Nothing is lost or
+repeated between the lines shown first and those that follow.`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			c, err := client()
+			if err != nil {
+				return err
+			}
+			if !cmd.Flags().Changed("lines") {
+				o.Lines = screenLines()
+			}
+			return c.Logs(cmd.Context(), a[0], o, func(ch api.LogChunk) error {
+				if o.Raw {
+					_, err := os.Stdout.Write(ch.Data)
+					return err
+				}
+				if ch.Text != "" || (!ch.End && ch.Data == nil) {
+					_, err := fmt.Println(ch.Text)
+					return err
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().IntVarP(&o.Lines, "lines", "n", 0, "how many lines (0: all kept; default: a screenful)")
+	cmd.Flags().BoolVarP(&o.Follow, "follow", "f", false, "follow the output until the session ends")
+	cmd.Flags().BoolVar(&o.Raw, "raw", false, "raw bytes, escape sequences included")
+	return cmd
+}
+
+// screenLines is the terminal's height less a line, or 50 off a terminal.
+func screenLines() int {
+	if _, h, err := term.GetSize(int(os.Stdout.Fd())); err == nil && h > 2 {
+		return h - 1
+	}
+	return 50
+}
+
+func newPeekCmd() *cobra.Command {
+	var n int
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "peek ID",
+		Short: "Show the agent's last messages from its own transcript",
+		Long: `Show the last N assistant messages of a session from the agent's own records.
+For a session whose agent has written nothing readable yet (or a plain command),
+it shows the end of the output log instead.`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			c, err := client()
+			if err != nil {
+				return err
+			}
+			t, err := c.Transcript(cmd.Context(), a[0], n)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(os.Stdout, t)
+			}
+			for _, w := range t.Warnings {
+				warn("%s", w)
+			}
+			if len(t.Messages) == 0 {
+				fmt.Printf("%s has no messages yet (status %s)\n", t.Session.ID, statusText(t.Session))
+				return nil
+			}
+			for i, m := range t.Messages {
+				if i > 0 {
+					fmt.Println()
+				}
+				if t.Source == "log" {
+					fmt.Printf("--- output of %s (the agent's transcript has nothing yet)\n", shortID(t.Session.ID))
+				} else {
+					fmt.Printf("--- %s\n", m.Role)
+				}
+				fmt.Println(strings.TrimRight(m.Text, "\n"))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().IntVarP(&n, "lines", "n", 1, "how many assistant messages")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newStopCmd() *cobra.Command {
+	var req api.StopRequest
+	var timeout time.Duration
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "stop ID",
+		Short: "Stop a session and every process it started",
+		Long: `Stop a session: the agent's own graceful signal to its process group (SIGTERM
+for most; SIGINT for Codex), then SIGKILL to the group and every descendant
+after the grace period (--timeout), including tool commands that moved to
+sessions of their own. Returns once no process of the session remains.
+--force kills at once.`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			c, err := client()
+			if err != nil {
+				return err
+			}
+			if timeout > 0 {
+				req.Timeout = timeout.String()
+			}
+			s, err := c.Stop(cmd.Context(), a[0], req)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(os.Stdout, s)
+			}
+			fmt.Printf("%s %s\n", s.ID, statusText(s))
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&req.Force, "force", false, "SIGKILL at once")
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "grace period before SIGKILL (default 10s)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newSendCmd() *cobra.Command {
+	var noNewline bool
+	cmd := &cobra.Command{
+		Use:   "send ID TEXT|-",
+		Short: "Type text into a session's terminal ('-' reads standard input)",
+		Long: `Write TEXT to the session's terminal as if typed, followed by Enter (a carriage
+return) unless -n. With '-' the text comes from standard input, sent as is.`,
+		Args: args(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			c, err := client()
+			if err != nil {
+				return err
+			}
+			var data []byte
+			if a[1] == "-" {
+				data, err = io.ReadAll(io.LimitReader(os.Stdin, 16<<20))
+				if err != nil {
+					return fmt.Errorf("read standard input: %w", err)
+				}
+			} else {
+				data = []byte(a[1])
+				if !noNewline {
+					data = append(data, '\r')
+				}
+			}
+			return c.Input(cmd.Context(), a[0], data)
+		},
+	}
+	cmd.Flags().BoolVarP(&noNewline, "no-newline", "n", false, "do not press Enter after TEXT")
+	return cmd
+}
+
+func newPruneCmd() *cobra.Command {
+	var older time.Duration
+	cmd := &cobra.Command{
+		Use:   "prune",
+		Short: "Remove ended sessions' folders",
+		Long: `Remove the folders (records and logs) of sessions that ended more than
+--older-than ago (default: all ended sessions). Running sessions are never
+touched. The service also prunes sessions ended over 7 days ago by itself.`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := client()
+			if err != nil {
+				return err
+			}
+			res, err := c.Prune(cmd.Context(), older)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("removed %d ended sessions\n", len(res.Removed))
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&older, "older-than", 0, "only sessions that ended longer ago than this")
+	return cmd
+}

@@ -1,0 +1,223 @@
+// Package e2e drives the real agentctl binary: a real service on a real
+// unix socket, real sessions under real ptys.
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentctl/agentctl/api"
+)
+
+// agentctlBin is the binary built once for the whole package by TestMain.
+var agentctlBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "agentctl-e2e-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	agentctlBin = filepath.Join(dir, "agentctl")
+	build := exec.Command("go", "build", "-o", agentctlBin, "../cmd/agentctl")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build agentctl:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// Env is one isolated agentctl installation: its own AGENTCTL_HOME (short,
+// so socket paths stay under the system limit) and its own service.
+type Env struct {
+	T    *testing.T
+	Home string
+	Bin  string
+	// Vars is the environment every command runs with.
+	Vars []string
+}
+
+// NewEnv makes an installation that is torn down with the test: every
+// session still running is force-stopped and the service shut down.
+func NewEnv(t *testing.T) *Env {
+	t.Helper()
+	home, err := os.MkdirTemp("", "ac")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &Env{T: t, Home: home, Bin: agentctlBin}
+	e.Vars = append(os.Environ(), "AGENTCTL_HOME="+home)
+	t.Cleanup(e.teardown)
+	return e
+}
+
+func (e *Env) teardown() {
+	var list api.SessionList
+	if out, _, code := e.Run("list", "--json"); code == 0 && json.Unmarshal([]byte(out), &list) == nil {
+		for _, s := range list.Sessions {
+			if s.Origin == api.OriginLaunched && s.Status == api.StatusRunning {
+				e.Run("stop", "--force", s.ID)
+			}
+		}
+	}
+	e.Run("daemon", "stop")
+	if !e.T.Failed() {
+		os.RemoveAll(e.Home)
+	} else {
+		e.T.Logf("kept AGENTCTL_HOME %s for inspection", e.Home)
+	}
+}
+
+// Setenv adds or replaces a variable in the commands' environment.
+func (e *Env) Setenv(k, v string) {
+	e.Vars = append(e.Vars, k+"="+v)
+}
+
+// Command builds an agentctl command without running it.
+func (e *Env) Command(args ...string) *exec.Cmd {
+	cmd := exec.Command(e.Bin, args...)
+	cmd.Env = e.Vars
+	return cmd
+}
+
+// Run runs agentctl and returns its stdout, stderr and exit code.
+func (e *Env) Run(args ...string) (string, string, int) {
+	e.T.Helper()
+	cmd := e.Command(args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		var ee *exec.ExitError
+		if ok := asExitError(err, &ee); !ok {
+			e.T.Fatalf("run agentctl %v: %v", args, err)
+		}
+		code = ee.ExitCode()
+	}
+	return out.String(), errb.String(), code
+}
+
+func asExitError(err error, target **exec.ExitError) bool {
+	ee, ok := err.(*exec.ExitError)
+	if ok {
+		*target = ee
+	}
+	return ok
+}
+
+// MustRun runs agentctl, fails the test unless it exits 0, and returns
+// stdout with surrounding space trimmed.
+func (e *Env) MustRun(args ...string) string {
+	e.T.Helper()
+	out, errOut, code := e.Run(args...)
+	if code != 0 {
+		e.T.Fatalf("agentctl %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, out, errOut)
+	}
+	return strings.TrimSpace(out)
+}
+
+// JSON runs agentctl with args and decodes its stdout into v.
+func (e *Env) JSON(v any, args ...string) {
+	e.T.Helper()
+	out := e.MustRun(args...)
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		e.T.Fatalf("agentctl %v: decode %q: %v", args, out, err)
+	}
+}
+
+// Start runs `agentctl run --json [flags] -- argv...` and returns the session.
+func (e *Env) Start(flagsAndArgv ...string) api.Session {
+	e.T.Helper()
+	var s api.Session
+	e.JSON(&s, append([]string{"run", "--json"}, flagsAndArgv...)...)
+	return s
+}
+
+// Session returns `agentctl status --json ID`.
+func (e *Env) Session(id string) api.Session {
+	e.T.Helper()
+	var s api.Session
+	e.JSON(&s, "status", "--json", id)
+	return s
+}
+
+// List returns `agentctl list --json` with extra flags.
+func (e *Env) List(flags ...string) api.SessionList {
+	e.T.Helper()
+	var l api.SessionList
+	e.JSON(&l, append([]string{"list", "--json"}, flags...)...)
+	return l
+}
+
+// WaitFor polls cond until it is true or timeout passes.
+func WaitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// WaitStatus waits until the session reaches status and returns it.
+func (e *Env) WaitStatus(id string, status api.Status, timeout time.Duration) api.Session {
+	e.T.Helper()
+	var s api.Session
+	WaitFor(e.T, timeout, fmt.Sprintf("session %s to be %s", id, status), func() bool {
+		s = e.Session(id)
+		return s.Status == status
+	})
+	return s
+}
+
+// DaemonPID returns the running service's pid.
+func (e *Env) DaemonPID() int {
+	e.T.Helper()
+	var st api.DaemonStatus
+	e.JSON(&st, "daemon", "status", "--json")
+	return st.PID
+}
+
+// SessionDir is a session's folder.
+func (e *Env) SessionDir(id string) string { return filepath.Join(e.Home, "sessions", id) }
+
+// alive reports whether pid exists and is not a zombie.
+func alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
+}
+
+// killPID sends sig to a process this test started (through agentctl).
+func killPID(t *testing.T, pid int, sig syscall.Signal) {
+	t.Helper()
+	if err := syscall.Kill(pid, sig); err != nil {
+		t.Fatalf("kill %d: %v", pid, err)
+	}
+}
+
+// waitGone waits until pid has exited.
+func waitGone(t *testing.T, pid int, timeout time.Duration) {
+	t.Helper()
+	WaitFor(t, timeout, fmt.Sprintf("pid %d to exit", pid), func() bool { return !alive(pid) })
+}

@@ -1,0 +1,145 @@
+// Package spawn starts sessions and keeps them: the per-session monitor
+// ("shim") that owns the pty, copies output to the log, reaps the agent and
+// writes its exit record; the records on disk; and signalling a session's
+// whole process tree.
+package spawn
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/agentctl/agentctl/internal/atomicfile"
+	"github.com/agentctl/agentctl/proc"
+)
+
+// File names inside a session's folder.
+const (
+	LaunchFile = "launch.json"
+	ExitFile   = "exit.json"
+	LogFile    = "output.log"
+	SocketFile = "attach.sock"
+	ShimLog    = "shim.log"
+)
+
+// Record is launch.json: what was launched and the process that runs it.
+// The shim writes it once, atomically, after the exec succeeded and before
+// the start is reported to anyone.
+type Record struct {
+	ID      string            `json:"id"`
+	Adapter string            `json:"adapter"`
+	Name    string            `json:"name,omitempty"`
+	Group   string            `json:"group,omitempty"`
+	Labels  map[string]string `json:"labels,omitempty"`
+	Argv    []string          `json:"argv"`
+	// EnvKeys lists the environment's names only: values may be secrets.
+	EnvKeys []string `json:"env_keys,omitempty"`
+	Cwd     string   `json:"cwd"`
+	Prompt  string   `json:"prompt,omitempty"`
+	Model   string   `json:"model,omitempty"`
+	// NativeID is the agent's own session id when known at launch.
+	NativeID string `json:"native_id,omitempty"`
+	// ResumeOf is the agentctl id whose native session this run continues.
+	ResumeOf   string    `json:"resume_of,omitempty"`
+	StopSignal string    `json:"stop_signal,omitempty"`
+	CreatedAt  time.Time `json:"created_at"`
+
+	// The agent: pid, process group and start stamp, first-hand.
+	Process proc.Identity `json:"process"`
+	PGID    int           `json:"pgid"`
+	// The shim that holds the pty and will write exit.json.
+	Shim proc.Identity `json:"shim"`
+	Rows uint16        `json:"rows"`
+	Cols uint16        `json:"cols"`
+}
+
+// ExitRecord is exit.json, written once by the shim when the agent ended.
+type ExitRecord struct {
+	// ExitCode is set when the process exited by itself.
+	ExitCode *int `json:"exit_code,omitempty"`
+	// Signal names the signal that killed it ("SIGKILL"), if one did.
+	Signal  string    `json:"signal,omitempty"`
+	EndedAt time.Time `json:"ended_at"`
+	// StoppedBy says the stop was asked for ("agentctl stop").
+	StoppedBy string `json:"stopped_by,omitempty"`
+}
+
+// ReadRecord reads a session folder's launch.json.
+func ReadRecord(dir string) (Record, error) {
+	var r Record
+	if err := readJSON(filepath.Join(dir, LaunchFile), &r); err != nil {
+		return Record{}, err
+	}
+	if r.ID == "" || len(r.Argv) == 0 {
+		return Record{}, fmt.Errorf("read %s: missing id or argv", filepath.Join(dir, LaunchFile))
+	}
+	return r, nil
+}
+
+// ReadExit reads exit.json; it returns (nil, nil) when there is none yet.
+func ReadExit(dir string) (*ExitRecord, error) {
+	var e ExitRecord
+	err := readJSON(filepath.Join(dir, ExitFile), &e)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &e, nil
+}
+
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("parse %s: %w", path, err)
+	}
+	return nil
+}
+
+func writeExit(dir string, e ExitRecord) error {
+	path := filepath.Join(dir, ExitFile)
+	if _, err := os.Stat(path); err == nil {
+		return nil // written once: a second writer keeps the first answer
+	}
+	return atomicfile.WriteJSON(path, e, 0o600)
+}
+
+// State is a session's status derived from its records and liveness.
+type State struct {
+	Record Record
+	Exit   *ExitRecord
+	// Running: the agent process is alive with its recorded start stamp.
+	Running bool
+	// ShimAlive: the shim still holds the pty (it writes exit.json last).
+	ShimAlive bool
+}
+
+// Derive re-derives a session's state now, from disk and the process table.
+func Derive(dir string, rec Record) (State, error) {
+	st := State{Record: rec}
+	exit, err := ReadExit(dir)
+	if err != nil {
+		return st, err
+	}
+	if exit != nil {
+		st.Exit = exit
+		return st, nil
+	}
+	st.Running = proc.Alive(rec.Process)
+	st.ShimAlive = proc.Alive(rec.Shim)
+	if !st.Running {
+		// The agent may have ended between the two reads: the shim writes
+		// exit.json right after it reaps the agent.
+		if exit, err := ReadExit(dir); err == nil && exit != nil {
+			st.Exit = exit
+		}
+	}
+	return st, nil
+}

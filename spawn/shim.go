@@ -1,0 +1,586 @@
+package spawn
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
+
+	"github.com/agentctl/agentctl/internal/atomicfile"
+	"github.com/agentctl/agentctl/logs"
+	"github.com/agentctl/agentctl/proc"
+)
+
+// Spec is what the service hands a shim on its standard input.
+type Spec struct {
+	Record Record   `json:"record"`
+	Env    []string `json:"env"`
+	// Stdin is typed into the terminal right after the start.
+	Stdin      []byte `json:"stdin,omitempty"`
+	LogMaxSize int64  `json:"log_max_size,omitempty"`
+	LogFiles   int    `json:"log_files,omitempty"`
+}
+
+// readyMessage is what the shim writes on its ready pipe (fd 3) once.
+type readyMessage struct {
+	OK     bool    `json:"ok"`
+	Error  string  `json:"error,omitempty"`
+	Record *Record `json:"record,omitempty"`
+}
+
+// Default terminal size and grace periods.
+const (
+	DefaultRows = 40
+	DefaultCols = 120
+	// DefaultGrace is how long a stop waits for the agent's own graceful
+	// exit before SIGKILL.
+	DefaultGrace = 10 * time.Second
+	// leftoverGrace is how long processes left behind by an agent that
+	// exited get after SIGTERM, before SIGKILL.
+	leftoverGrace = 2 * time.Second
+)
+
+// shim holds one session: the pty master, the log, the attached viewers.
+type shim struct {
+	dir    string
+	rec    Record
+	log    *logs.Writer
+	master *os.File
+	logger *slog.Logger
+
+	mu        sync.Mutex
+	viewers   map[*viewer]struct{}
+	exit      *ExitRecord
+	stoppedBy string
+
+	reaped   chan struct{} // closed when the agent has been reaped
+	finished chan struct{} // closed when exit.json is written
+	readDone chan struct{} // closed when the pty read loop ended
+	requests sync.WaitGroup
+}
+
+type viewer struct {
+	out chan frame
+}
+
+type frame struct {
+	typ  byte
+	data []byte
+}
+
+// RunShim is the per-session monitor's main: it reads a Spec from stdin,
+// starts the agent under a pty, reports readiness on fd 3, and then holds the
+// session until the agent and every process it left behind are gone. It
+// returns the shim's own exit code.
+func RunShim(dir string) int {
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("session", filepath.Base(dir))
+	ready := os.NewFile(3, "ready")
+	report := func(m readyMessage) {
+		if ready == nil {
+			return
+		}
+		if err := json.NewEncoder(ready).Encode(m); err != nil {
+			logger.Warn("report start to the service", "err", err)
+		}
+		ready.Close()
+		ready = nil
+	}
+	var spec Spec
+	if err := json.NewDecoder(io.LimitReader(os.Stdin, 64<<20)).Decode(&spec); err != nil {
+		report(readyMessage{Error: fmt.Sprintf("read launch spec: %v", err)})
+		return 2
+	}
+	s, err := startShim(dir, spec, logger)
+	if err != nil {
+		// Nothing runs: leave nothing that could look like a session.
+		os.RemoveAll(dir)
+		report(readyMessage{Error: err.Error()})
+		return 1
+	}
+	rec := s.rec
+	report(readyMessage{OK: true, Record: &rec})
+	s.run()
+	return 0
+}
+
+func startShim(dir string, spec Spec, logger *slog.Logger) (*shim, error) {
+	rec := spec.Record
+	if len(rec.Argv) == 0 {
+		return nil, errors.New("start: no command given")
+	}
+	if st, err := os.Stat(rec.Cwd); err != nil {
+		return nil, fmt.Errorf("start %s: working directory: %w", rec.Argv[0], err)
+	} else if !st.IsDir() {
+		return nil, fmt.Errorf("start %s: working directory %s is not a directory", rec.Argv[0], rec.Cwd)
+	}
+	env := spec.Env
+	if EnvValue(env, "TERM") == "" {
+		env = append(env, "TERM=xterm-256color")
+	}
+	path, err := LookPath(rec.Argv[0], env, rec.Cwd)
+	if err != nil {
+		return nil, fmt.Errorf("start %s in %s: %w", rec.Argv[0], rec.Cwd, err)
+	}
+	if err := setSubreaper(); err != nil {
+		logger.Warn("cannot become child subreaper; orphans of the agent may escape a stop", "err", err)
+	}
+	if rec.Rows == 0 {
+		rec.Rows = DefaultRows
+	}
+	if rec.Cols == 0 {
+		rec.Cols = DefaultCols
+	}
+	lw, err := logs.OpenWriter(filepath.Join(dir, LogFile), spec.LogMaxSize, spec.LogFiles)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", rec.Argv[0], err)
+	}
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, syscall.SIGCHLD, syscall.SIGTERM, syscall.SIGINT)
+	signal.Ignore(syscall.SIGHUP)
+
+	cmd := exec.Command(path, rec.Argv[1:]...)
+	cmd.Args[0] = rec.Argv[0]
+	cmd.Env = env
+	cmd.Dir = rec.Cwd
+	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: rec.Rows, Cols: rec.Cols})
+	if err != nil {
+		lw.Close()
+		return nil, fmt.Errorf("start %s in %s: %w", rec.Argv[0], rec.Cwd, err)
+	}
+	pid := cmd.Process.Pid
+	info, err := proc.Lookup(pid)
+	if err != nil {
+		// The agent exited (and is a zombie we have not reaped) or vanished
+		// before we could read its start: still a started session.
+		info = proc.Info{Identity: proc.Identity{PID: pid}, PGID: pid}
+	}
+	self, _ := proc.Lookup(os.Getpid())
+	rec.Process = info.Identity
+	rec.PGID = pid // setsid: the agent leads its own session and group
+	rec.Shim = self.Identity
+
+	master, err := nonblocking(ptmx)
+	if err != nil {
+		ptmx.Close()
+		return nil, fmt.Errorf("start %s: %w", rec.Argv[0], err)
+	}
+	if err := atomicfile.WriteJSON(filepath.Join(dir, LaunchFile), rec, 0o600); err != nil {
+		// Without its record the session would be invisible: end it.
+		unix.Kill(-pid, unix.SIGKILL)
+		master.Close()
+		return nil, fmt.Errorf("start %s: %w", rec.Argv[0], err)
+	}
+	s := &shim{
+		dir: dir, rec: rec, log: lw, master: master, logger: logger,
+		viewers:  map[*viewer]struct{}{},
+		reaped:   make(chan struct{}),
+		finished: make(chan struct{}),
+		readDone: make(chan struct{}),
+	}
+	go s.reap(sigs, pid)
+	go s.readLoop()
+	if len(spec.Stdin) > 0 {
+		go func() {
+			if _, err := s.master.Write(spec.Stdin); err != nil {
+				logger.Warn("write initial input", "err", err)
+			}
+		}()
+	}
+	return s, nil
+}
+
+// nonblocking re-opens the pty master in non-blocking mode so reads go
+// through the runtime poller and Close interrupts them.
+func nonblocking(ptmx *os.File) (*os.File, error) {
+	fd, err := unix.Dup(int(ptmx.Fd()))
+	if err != nil {
+		return nil, fmt.Errorf("dup pty master: %w", err)
+	}
+	ptmx.Close()
+	unix.CloseOnExec(fd)
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("pty master non-blocking: %w", err)
+	}
+	return os.NewFile(uintptr(fd), "ptmx"), nil
+}
+
+func (s *shim) setSize(rows, cols uint16) {
+	if rows == 0 || cols == 0 {
+		return
+	}
+	rc, err := s.master.SyscallConn()
+	if err != nil {
+		return
+	}
+	rc.Control(func(fd uintptr) {
+		unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Row: rows, Col: cols})
+	})
+}
+
+// reap waits for children: the agent, and as subreaper any orphan that was
+// reparented to us. Reaping here rather than in exec.Cmd.Wait keeps one
+// reaper, so no wait call steals another's child.
+func (s *shim) reap(sigs <-chan os.Signal, agent int) {
+	for sig := range sigs {
+		switch sig {
+		case syscall.SIGTERM, syscall.SIGINT:
+			go s.stop(StopOptions{Signal: s.rec.StopSignal, Grace: DefaultGrace}, "signal to monitor")
+			continue
+		}
+		for {
+			var ws unix.WaitStatus
+			pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+			if err == unix.EINTR {
+				continue
+			}
+			if pid <= 0 || err != nil {
+				break
+			}
+			if pid != agent {
+				continue
+			}
+			e := ExitRecord{EndedAt: time.Now().UTC()}
+			switch {
+			case ws.Exited():
+				code := ws.ExitStatus()
+				e.ExitCode = &code
+			case ws.Signaled():
+				e.Signal = unix.SignalName(ws.Signal())
+			}
+			s.mu.Lock()
+			e.StoppedBy = s.stoppedBy
+			s.exit = &e
+			s.mu.Unlock()
+			close(s.reaped)
+		}
+	}
+}
+
+func (s *shim) readLoop() {
+	defer close(s.readDone)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := s.master.Read(buf)
+		if n > 0 {
+			chunk := buf[:n]
+			if _, werr := s.log.Write(chunk); werr != nil {
+				s.logger.Error("write output log", "err", werr)
+			}
+			s.broadcast(chunk)
+		}
+		if err != nil {
+			// EIO: every slave fd is closed. Anything else ends reading too.
+			return
+		}
+	}
+}
+
+func (s *shim) broadcast(chunk []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.viewers) == 0 {
+		return
+	}
+	cp := append([]byte(nil), chunk...)
+	for v := range s.viewers {
+		select {
+		case v.out <- frame{FrameOutput, cp}:
+		default:
+			// A viewer that cannot keep up is dropped rather than
+			// slowing the agent; it can attach again.
+			delete(s.viewers, v)
+			close(v.out)
+		}
+	}
+}
+
+// run serves the socket and holds the session until it is over.
+func (s *shim) run() {
+	ln, err := listen(filepath.Join(s.dir, SocketFile))
+	if err != nil {
+		s.logger.Error("serve session socket; attach and stop through it are unavailable", "err", err)
+	} else {
+		go s.serve(ln)
+	}
+	<-s.reaped
+	s.finish()
+	if ln != nil {
+		ln.Close()
+		os.Remove(filepath.Join(s.dir, SocketFile))
+	}
+	// Let in-flight answers (a stop waiting for the end) go out.
+	done := make(chan struct{})
+	go func() { s.requests.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+	}
+}
+
+// finish runs after the agent was reaped: it ends what the agent left
+// behind, drains the terminal into the log, and writes exit.json last, so a
+// reader that sees exit.json has every byte.
+func (s *shim) finish() {
+	if n := s.signalTree(unix.SIGTERM); n > 0 {
+		s.logger.Info("ending processes the agent left behind", "count", n)
+		if !s.waitTreeEmpty(leftoverGrace) {
+			s.killTree(5 * time.Second)
+		}
+	}
+	select {
+	case <-s.readDone:
+	case <-time.After(time.Second):
+	}
+	s.master.Close()
+	<-s.readDone
+	if err := s.log.Sync(); err != nil {
+		s.logger.Warn("sync output log", "err", err)
+	}
+	s.log.Close()
+	s.mu.Lock()
+	exit := *s.exit
+	if exit.StoppedBy == "" {
+		exit.StoppedBy = s.stoppedBy
+	}
+	s.mu.Unlock()
+	if err := writeExit(s.dir, exit); err != nil {
+		s.logger.Error("write exit record", "err", err)
+	}
+	payload, _ := json.Marshal(exit)
+	s.mu.Lock()
+	for v := range s.viewers {
+		select {
+		case v.out <- frame{FrameExit, payload}:
+		default:
+		}
+		close(v.out)
+		delete(s.viewers, v)
+	}
+	s.mu.Unlock()
+	close(s.finished)
+}
+
+// stop ends the session: the agent's graceful signal to its group, then
+// SIGKILL to every process of the session after the grace period. It
+// returns once the agent is reaped and exit.json is written.
+func (s *shim) stop(opts StopOptions, by string) *ExitRecord {
+	s.mu.Lock()
+	if s.stoppedBy == "" {
+		s.stoppedBy = by
+	}
+	s.mu.Unlock()
+	if !opts.Force {
+		sig := unix.SIGTERM
+		if opts.Signal != "" {
+			if n := unix.SignalNum(opts.Signal); n != 0 {
+				sig = n
+			}
+		}
+		grace := opts.Grace
+		if grace <= 0 {
+			grace = DefaultGrace
+		}
+		unix.Kill(-s.rec.PGID, sig)
+		unix.Kill(s.rec.Process.PID, sig)
+		select {
+		case <-s.reaped:
+		case <-time.After(grace):
+		}
+	}
+	select {
+	case <-s.finished:
+	default:
+		s.killTree(10 * time.Second)
+	}
+	<-s.finished
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := *s.exit
+	return &e
+}
+
+// session lists the live processes of this session: every descendant of the
+// shim (as subreaper it inherits orphans), plus anything still in the
+// agent's process group or session.
+func (s *shim) session() []proc.Info {
+	table, err := proc.Table()
+	if err != nil {
+		s.logger.Warn("read process table", "err", err)
+		return nil
+	}
+	self := os.Getpid()
+	seen := map[int]bool{}
+	var out []proc.Info
+	add := func(p proc.Info) {
+		if p.Zombie || p.PID == self || seen[p.PID] {
+			return
+		}
+		seen[p.PID] = true
+		out = append(out, p)
+	}
+	for _, p := range proc.Descendants(table, self) {
+		add(p)
+	}
+	for _, p := range table {
+		if p.PGID == s.rec.PGID || p.SID == s.rec.PGID {
+			add(p)
+		}
+	}
+	return out
+}
+
+func (s *shim) signalTree(sig unix.Signal) int {
+	procs := s.session()
+	for _, p := range procs {
+		unix.Kill(p.PID, sig)
+	}
+	return len(procs)
+}
+
+func (s *shim) waitTreeEmpty(d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if len(s.session()) == 0 {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// killTree SIGKILLs every process of the session until none remains (a
+// process may fork between a scan and the kill), bounded by d.
+func (s *shim) killTree(d time.Duration) {
+	deadline := time.Now().Add(d)
+	for s.signalTree(unix.SIGKILL) > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func listen(path string) (net.Listener, error) {
+	if len(path) > MaxSocketPath {
+		return nil, fmt.Errorf("socket path %s is %d bytes, over the system's limit of %d: use a shorter AGENTCTL_HOME", path, len(path), MaxSocketPath)
+	}
+	os.Remove(path)
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	os.Chmod(path, 0o600)
+	return ln, nil
+}
+
+func (s *shim) serve(ln net.Listener) {
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		if !peerAllowed(conn) {
+			conn.Close()
+			continue
+		}
+		s.requests.Add(1)
+		go func() {
+			defer s.requests.Done()
+			s.handle(conn)
+		}()
+	}
+}
+
+func (s *shim) handle(conn net.Conn) {
+	defer conn.Close()
+	r := bufio.NewReader(io.LimitReader(conn, 4<<20))
+	line, err := r.ReadBytes('\n')
+	if err != nil {
+		return
+	}
+	var req controlRequest
+	if err := json.Unmarshal(line, &req); err != nil {
+		json.NewEncoder(conn).Encode(controlResponse{Error: "bad request: " + err.Error()})
+		return
+	}
+	reply := func(resp controlResponse) { json.NewEncoder(conn).Encode(resp) }
+	switch req.Op {
+	case "input":
+		if _, err := s.master.Write(req.Data); err != nil {
+			reply(controlResponse{Error: "write to terminal: " + err.Error()})
+			return
+		}
+		reply(controlResponse{OK: true})
+	case "resize":
+		s.setSize(req.Rows, req.Cols)
+		reply(controlResponse{OK: true})
+	case "stop":
+		grace, _ := time.ParseDuration(req.Grace)
+		exit := s.stop(StopOptions{Signal: req.Signal, Grace: grace, Force: req.Force}, "agentctl stop")
+		reply(controlResponse{OK: true, Exit: exit})
+	case "attach":
+		s.attach(conn, bufio.NewReader(conn), req)
+	default:
+		reply(controlResponse{Error: "unknown op " + req.Op})
+	}
+}
+
+func (s *shim) attach(conn net.Conn, r *bufio.Reader, req controlRequest) {
+	v := &viewer{out: make(chan frame, 512)}
+	s.mu.Lock()
+	select {
+	case <-s.finished:
+		s.mu.Unlock()
+		json.NewEncoder(conn).Encode(controlResponse{Error: "session has ended"})
+		return
+	default:
+	}
+	s.viewers[v] = struct{}{}
+	s.mu.Unlock()
+	if err := json.NewEncoder(conn).Encode(controlResponse{OK: true}); err != nil {
+		return
+	}
+	// A resize makes full-screen programs redraw for the new viewer.
+	s.setSize(req.Rows, req.Cols)
+
+	go func() {
+		for {
+			typ, payload, err := ReadFrame(r)
+			if err != nil {
+				s.mu.Lock()
+				if _, ok := s.viewers[v]; ok {
+					delete(s.viewers, v)
+					close(v.out)
+				}
+				s.mu.Unlock()
+				return
+			}
+			switch typ {
+			case FrameInput:
+				s.master.Write(payload)
+			case FrameResize:
+				if len(payload) == 4 {
+					s.setSize(uint16(payload[0])<<8|uint16(payload[1]), uint16(payload[2])<<8|uint16(payload[3]))
+				}
+			}
+		}
+	}()
+	for f := range v.out {
+		if err := WriteFrame(conn, f.typ, f.data); err != nil {
+			return
+		}
+	}
+}

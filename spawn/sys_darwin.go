@@ -1,0 +1,95 @@
+//go:build darwin
+
+package spawn
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agentctl/agentctl/proc"
+)
+
+// MaxSocketPath is sun_path's size less its terminating NUL.
+const MaxSocketPath = 103
+
+// setSubreaper: macOS has no child subreaper. Orphans reparent to launchd;
+// the shim still finds those that stay in the agent's process group or
+// session (see shim.session).
+func setSubreaper() error { return nil }
+
+func peerAllowed(conn net.Conn) bool {
+	uid, err := PeerUID(conn)
+	if err != nil {
+		return false
+	}
+	return uid == os.Getuid() || uid == 0
+}
+
+// PeerUID returns the uid of the process at the other end of a unix socket.
+func PeerUID(conn net.Conn) (int, error) {
+	uc, ok := conn.(*net.UnixConn)
+	if !ok {
+		return -1, fmt.Errorf("peer credentials: not a unix socket")
+	}
+	rc, err := uc.SyscallConn()
+	if err != nil {
+		return -1, fmt.Errorf("peer credentials: %w", err)
+	}
+	var cred *unix.Xucred
+	var cerr error
+	if err := rc.Control(func(fd uintptr) {
+		cred, cerr = unix.GetsockoptXucred(int(fd), unix.SOL_LOCAL, unix.LOCAL_PEERCRED)
+	}); err != nil {
+		return -1, fmt.Errorf("peer credentials: %w", err)
+	}
+	if cerr != nil {
+		return -1, fmt.Errorf("peer credentials: %w", cerr)
+	}
+	return int(cred.Uid), nil
+}
+
+// WaitExit blocks until the process has exited, with kqueue's EVFILT_PROC
+// NOTE_EXIT, which works for any process we may see, not only children.
+func WaitExit(ctx context.Context, id proc.Identity) error {
+	kq, err := unix.Kqueue()
+	if err != nil {
+		return fmt.Errorf("wait for pid %d: %w", id.PID, err)
+	}
+	defer unix.Close(kq)
+	ev := unix.Kevent_t{Ident: uint64(id.PID), Filter: unix.EVFILT_PROC, Flags: unix.EV_ADD | unix.EV_ONESHOT, Fflags: unix.NOTE_EXIT}
+	if _, err := unix.Kevent(kq, []unix.Kevent_t{ev}, nil, nil); err != nil {
+		if err == unix.ESRCH {
+			return nil
+		}
+		return fmt.Errorf("wait for pid %d: %w", id.PID, err)
+	}
+	if !proc.Alive(id) {
+		return nil
+	}
+	done := make(chan error, 1)
+	go func() {
+		out := make([]unix.Kevent_t, 1)
+		for {
+			// Wake every second to notice a cancelled context.
+			ts := unix.Timespec{Sec: 1}
+			n, err := unix.Kevent(kq, nil, out, &ts)
+			if err != nil && err != unix.EINTR {
+				done <- err
+				return
+			}
+			if n > 0 {
+				done <- nil
+				return
+			}
+			if ctx.Err() != nil {
+				done <- ctx.Err()
+				return
+			}
+		}
+	}()
+	return <-done
+}

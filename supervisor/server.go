@@ -1,0 +1,343 @@
+package supervisor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/spawn"
+)
+
+// Options configure the service.
+type Options struct {
+	Home    Home
+	Version string
+	// Exe is the agentctl binary the service runs as each session's shim.
+	Exe      string
+	Adapters []adapters.Adapter
+	// DiscoveryTimeout bounds each adapter's discovery (default 3 s).
+	DiscoveryTimeout time.Duration
+	// PruneTTL is how long ended sessions' folders are kept (default 7 days).
+	PruneTTL time.Duration
+	// PruneEvery is how often the service prunes (default 1 h).
+	PruneEvery time.Duration
+	Logger     *slog.Logger
+	// Observers hear of every session start and end.
+	Observers []Lifecycle
+}
+
+// Lifecycle receives the service's notices about sessions. SessionEnded is
+// called once per session per service lifetime, also for sessions that
+// ended while the service was down (at start-up).
+type Lifecycle interface {
+	SessionStarted(api.Session)
+	SessionEnded(api.Session)
+}
+
+// Server is the running service.
+type Server struct {
+	opts    Options
+	log     *slog.Logger
+	started time.Time
+	records *records
+	disc    *discovery
+
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	watching map[string]bool
+	wg       sync.WaitGroup
+}
+
+// ErrAlreadyRunning means another service holds the home's lock.
+var ErrAlreadyRunning = errors.New("an agentctl service is already running for this AGENTCTL_HOME")
+
+// Run starts the service and blocks until ctx ends or a shutdown is asked
+// for. Sessions are not touched by the service's exit.
+func Run(ctx context.Context, opts Options) error {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	if opts.DiscoveryTimeout <= 0 {
+		opts.DiscoveryTimeout = 3 * time.Second
+	}
+	if opts.PruneTTL <= 0 {
+		opts.PruneTTL = 7 * 24 * time.Hour
+	}
+	if opts.PruneEvery <= 0 {
+		opts.PruneEvery = time.Hour
+	}
+	if opts.Exe == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("find the agentctl binary: %w", err)
+		}
+		opts.Exe = exe
+	}
+	if err := opts.Home.Ensure(); err != nil {
+		return err
+	}
+	lock, err := lockHome(opts.Home)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	ln, err := listenSocket(opts.Home.Socket())
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s := &Server{
+		opts:     opts,
+		log:      opts.Logger,
+		started:  time.Now(),
+		records:  newRecords(opts.Home),
+		disc:     newDiscovery(opts.Adapters, opts.DiscoveryTimeout),
+		ctx:      ctx,
+		cancel:   cancel,
+		watching: map[string]bool{},
+	}
+	srv := &http.Server{
+		Handler:           s.routes(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ConnContext:       withPeer,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	s.recover()
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); s.pruneLoop() }()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	s.log.Info("agentctl service started", "pid", os.Getpid(), "version", opts.Version, "socket", opts.Home.Socket())
+
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			cancel()
+			return fmt.Errorf("serve %s: %w", opts.Home.Socket(), err)
+		}
+	}
+	shutdownCtx, done := context.WithTimeout(context.Background(), 5*time.Second)
+	defer done()
+	srv.Shutdown(shutdownCtx)
+	os.Remove(opts.Home.Socket())
+	cancel()
+	s.wg.Wait()
+	s.log.Info("agentctl service stopped; sessions keep running")
+	return nil
+}
+
+// lockHome takes the home's lock file, so two services never share one home.
+func lockHome(home Home) (*os.File, error) {
+	f, err := os.OpenFile(home.LockFile(), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", home.LockFile(), err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, ErrAlreadyRunning
+		}
+		return nil, fmt.Errorf("lock %s: %w", home.LockFile(), err)
+	}
+	f.Truncate(0)
+	fmt.Fprintf(f, "%d\n", os.Getpid())
+	return f, nil
+}
+
+// listenSocket listens on path. We hold the home's lock, so a socket file
+// already there is a crashed service's leftover: remove it.
+func listenSocket(path string) (net.Listener, error) {
+	if len(path) > spawn.MaxSocketPath {
+		return nil, fmt.Errorf("socket path %s is too long (%d bytes, limit %d): use a shorter AGENTCTL_HOME", path, len(path), spawn.MaxSocketPath)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("remove stale socket %s: %w", path, err)
+	}
+	old := syscall.Umask(0o177)
+	ln, err := net.Listen("unix", path)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("secure %s: %w", path, err)
+	}
+	return ln, nil
+}
+
+// recover re-derives every session at start-up: sessions still running get
+// an exit watch; sessions that ended while the service was down are
+// announced as ended.
+func (s *Server) recover() {
+	ids, err := s.records.ids()
+	if err != nil {
+		s.log.Error("read sessions at start-up", "err", err)
+		return
+	}
+	for _, id := range ids {
+		sess, err := s.records.get(id)
+		if err != nil {
+			if !errors.Is(err, errIncomplete) {
+				s.log.Warn("skip unreadable session", "session", id, "err", err)
+			}
+			continue
+		}
+		if sess.Status.Ended() {
+			s.notifyEnded(sess)
+			continue
+		}
+		s.watch(id)
+	}
+}
+
+// watch follows a running session to its end without polling: it waits for
+// the shim's exit (the shim writes exit.json just before), and if the shim
+// died first, for the agent's.
+func (s *Server) watch(id string) {
+	s.mu.Lock()
+	if s.watching[id] {
+		s.mu.Unlock()
+		return
+	}
+	s.watching[id] = true
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer func() { s.mu.Lock(); delete(s.watching, id); s.mu.Unlock() }()
+		dir := s.opts.Home.SessionDir(id)
+		rec, err := spawn.ReadRecord(dir)
+		if err != nil {
+			return
+		}
+		if err := spawn.WaitExit(s.ctx, rec.Shim); err != nil {
+			return // the service is stopping
+		}
+		if err := spawn.WaitExit(s.ctx, rec.Process); err != nil {
+			return
+		}
+		sess, err := s.records.get(id)
+		if err != nil {
+			s.log.Warn("derive ended session", "session", id, "err", err)
+			return
+		}
+		s.notifyEnded(sess)
+	}()
+}
+
+func (s *Server) notifyStarted(sess api.Session) {
+	s.log.Info("session started", "session", sess.ID, "adapter", sess.Adapter, "pid", sess.PID)
+	for _, o := range s.opts.Observers {
+		o.SessionStarted(sess)
+	}
+}
+
+func (s *Server) notifyEnded(sess api.Session) {
+	attrs := []any{"session", sess.ID, "status", sess.Status}
+	if sess.ExitCode != nil {
+		attrs = append(attrs, "exit_code", *sess.ExitCode)
+	}
+	if sess.Signal != "" {
+		attrs = append(attrs, "signal", sess.Signal)
+	}
+	s.log.Info("session ended", attrs...)
+	for _, o := range s.opts.Observers {
+		o.SessionEnded(sess)
+	}
+}
+
+func (s *Server) pruneLoop() {
+	t := time.NewTicker(s.opts.PruneEvery)
+	defer t.Stop()
+	for {
+		if removed, err := s.prune(s.opts.PruneTTL); err != nil {
+			s.log.Warn("prune ended sessions", "err", err)
+		} else if len(removed) > 0 {
+			s.log.Info("pruned ended sessions", "count", len(removed))
+		}
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// prune removes the folders of sessions that ended more than olderThan ago,
+// and of failed starts that left no launch record.
+func (s *Server) prune(olderThan time.Duration) ([]string, error) {
+	ids, err := s.records.ids()
+	if err != nil {
+		return nil, err
+	}
+	removed := []string{}
+	for _, id := range ids {
+		dir := s.opts.Home.SessionDir(id)
+		sess, err := s.records.get(id)
+		var ended time.Time
+		switch {
+		case errors.Is(err, errIncomplete):
+			continue
+		case err != nil:
+			// No launch record: a start that failed; corrupt records are
+			// kept for a person to look at.
+			if _, statErr := os.Stat(filepath.Join(dir, spawn.LaunchFile)); !errors.Is(statErr, os.ErrNotExist) {
+				continue
+			}
+			st, statErr := os.Stat(dir)
+			if statErr != nil {
+				continue
+			}
+			ended = st.ModTime()
+		case sess.Status.Ended():
+			ended = sess.CreatedAt
+			if sess.EndedAt != nil {
+				ended = *sess.EndedAt
+			}
+		default:
+			continue
+		}
+		if time.Since(ended) < olderThan {
+			continue
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			return removed, fmt.Errorf("remove %s: %w", dir, err)
+		}
+		s.records.forget(id)
+		removed = append(removed, id)
+	}
+	return removed, nil
+}
+
+// writeJSON and writeError are the one place API answers are encoded.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	var e *api.Error
+	if !errors.As(err, &e) {
+		e = &api.Error{Code: api.CodeInternal, Message: err.Error()}
+	}
+	writeJSON(w, api.HTTPStatus(e.Code), e)
+}

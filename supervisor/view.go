@@ -1,0 +1,220 @@
+package supervisor
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/internal/atomicfile"
+	"github.com/agentctl/agentctl/spawn"
+)
+
+// nativeFile records a native session id learned after the start.
+const nativeFile = "native.json"
+
+type nativeRecord struct {
+	NativeID string `json:"native_id"`
+}
+
+// incompleteGrace is how long a session folder may lack launch.json before
+// list warns about it: a start in progress writes it within seconds.
+const incompleteGrace = time.Minute
+
+// records reads launched sessions from disk. Ended sessions never change
+// again, so their derived view is kept; running ones are re-derived on every
+// read. Nothing here is the truth: the folders are.
+type records struct {
+	home Home
+
+	mu    sync.Mutex
+	ended map[string]api.Session
+}
+
+func newRecords(home Home) *records {
+	return &records{home: home, ended: map[string]api.Session{}}
+}
+
+// ids lists the session folders' names.
+func (r *records) ids() ([]string, error) {
+	ents, err := os.ReadDir(r.home.Sessions())
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("read sessions: %w", err)
+	}
+	out := make([]string, 0, len(ents))
+	for _, e := range ents {
+		if e.IsDir() && ValidID(e.Name()) {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
+}
+
+// errIncomplete marks a folder whose start is still in progress.
+var errIncomplete = errors.New("session start in progress")
+
+// get derives one session. A folder without launch.json that is young is
+// errIncomplete; a record that does not parse is an error naming the file.
+func (r *records) get(id string) (api.Session, error) {
+	r.mu.Lock()
+	s, ok := r.ended[id]
+	r.mu.Unlock()
+	if ok {
+		return s, nil
+	}
+	dir := r.home.SessionDir(id)
+	rec, err := spawn.ReadRecord(dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			st, serr := os.Stat(dir)
+			if serr != nil {
+				return api.Session{}, api.Errorf(api.CodeNotFound, "no session %s", id)
+			}
+			if time.Since(st.ModTime()) < incompleteGrace {
+				return api.Session{}, errIncomplete
+			}
+			return api.Session{}, fmt.Errorf("session %s has no launch record (%s missing): its start failed; remove it with `agentctl prune`", id, spawn.LaunchFile)
+		}
+		return api.Session{}, fmt.Errorf("session %s: %w", id, err)
+	}
+	state, err := spawn.Derive(dir, rec)
+	if err != nil {
+		return api.Session{}, fmt.Errorf("session %s: %w", id, err)
+	}
+	s = sessionFromState(state)
+	if s.NativeID == "" {
+		var n nativeRecord
+		if b, err := os.ReadFile(filepath.Join(dir, nativeFile)); err == nil && json.Unmarshal(b, &n) == nil {
+			s.NativeID = n.NativeID
+		}
+	}
+	if s.Status.Ended() && s.Status != api.StatusLost {
+		r.mu.Lock()
+		r.ended[id] = s
+		r.mu.Unlock()
+	}
+	return s, nil
+}
+
+// setNativeID records a native id learned after the start.
+func (r *records) setNativeID(id, nativeID string) error {
+	r.mu.Lock()
+	delete(r.ended, id)
+	r.mu.Unlock()
+	return atomicfile.WriteJSON(filepath.Join(r.home.SessionDir(id), nativeFile), nativeRecord{NativeID: nativeID}, 0o600)
+}
+
+// forget drops a removed session from the cache.
+func (r *records) forget(id string) {
+	r.mu.Lock()
+	delete(r.ended, id)
+	r.mu.Unlock()
+}
+
+// all derives every launched session; unreadable records become warnings.
+func (r *records) all() ([]api.Session, []string, error) {
+	ids, err := r.ids()
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []api.Session
+	var warnings []string
+	for _, id := range ids {
+		s, err := r.get(id)
+		if err != nil {
+			if errors.Is(err, errIncomplete) || api.CodeOf(err) == api.CodeNotFound {
+				continue
+			}
+			warnings = append(warnings, err.Error())
+			continue
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, warnings, nil
+}
+
+// resolve turns a unique prefix of a launched session's id into the id.
+func (r *records) resolve(prefix string) (string, error) {
+	if !ValidID(prefix) {
+		return "", api.Errorf(api.CodeInvalid, "%q is not a valid session id", prefix)
+	}
+	ids, err := r.ids()
+	if err != nil {
+		return "", err
+	}
+	return resolvePrefix(prefix, ids)
+}
+
+// sessionFromState is the session object for a launched session.
+func sessionFromState(st spawn.State) api.Session {
+	rec := st.Record
+	s := api.Session{
+		ID:        rec.ID,
+		Adapter:   rec.Adapter,
+		Origin:    api.OriginLaunched,
+		Name:      rec.Name,
+		Group:     rec.Group,
+		PID:       rec.Process.PID,
+		PGID:      rec.PGID,
+		CreatedAt: rec.CreatedAt,
+		Cwd:       rec.Cwd,
+		Command:   rec.Argv,
+		NativeID:  rec.NativeID,
+		Model:     rec.Model,
+		Prompt:    truncate(rec.Prompt, 200),
+		Labels:    rec.Labels,
+	}
+	if s.Adapter == "" {
+		s.Adapter = "exec"
+	}
+	if !rec.Process.StartTime.IsZero() {
+		t := rec.Process.StartTime
+		s.StartTime = &t
+	}
+	switch {
+	case st.Exit != nil:
+		t := st.Exit.EndedAt
+		s.EndedAt = &t
+		s.ExitCode = st.Exit.ExitCode
+		s.Signal = st.Exit.Signal
+		s.Status = api.StatusExited
+		if st.Exit.Signal != "" {
+			s.Status = api.StatusKilled
+		}
+	case st.Running:
+		s.Status = api.StatusRunning
+	default:
+		s.Status = api.StatusLost
+		if st.ShimAlive {
+			// The agent is gone and its monitor is finishing: the exit
+			// record is moments away. Say so rather than guess.
+			s.Status = api.StatusUnknown
+			s.Warnings = append(s.Warnings, "the agent has ended; its exit record is being written")
+		} else {
+			s.Warnings = append(s.Warnings, "the process is gone and left no exit record (its monitor was killed)")
+		}
+	}
+	return s
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
