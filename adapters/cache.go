@@ -1,0 +1,187 @@
+package adapters
+
+import (
+	"container/list"
+	"fmt"
+	"io/fs"
+	"os"
+	"sync"
+	"time"
+)
+
+// FileKey identifies one version of a file: the same key means the same
+// bytes, as far as a stat can tell (agents append to their files and never
+// rewrite them in place within the same nanosecond and size).
+type FileKey struct {
+	Path    string
+	Size    int64
+	ModTime time.Time
+	Dev     uint64
+	Inode   uint64
+}
+
+// KeyOf builds path's key from its stat.
+func KeyOf(path string, fi fs.FileInfo) FileKey {
+	k := FileKey{Path: path, Size: fi.Size(), ModTime: fi.ModTime()}
+	k.Dev, k.Inode = fileID(fi)
+	return k
+}
+
+// Same reports whether k and o are the same version of the same file.
+func (k FileKey) Same(o FileKey) bool {
+	return k.Path == o.Path && k.Size == o.Size && k.ModTime.Equal(o.ModTime) && k.Dev == o.Dev && k.Inode == o.Inode
+}
+
+// Grown reports whether k can be the file of prev after appends: the same
+// file (device and inode), no smaller. Whether the first prev.Size bytes are
+// really unchanged is for the reader to confirm (see Fingerprint).
+func (k FileKey) Grown(prev FileKey) bool {
+	return k.Path == prev.Path && k.Dev == prev.Dev && k.Inode == prev.Inode && k.Size >= prev.Size
+}
+
+// Entry is a cached value with the key of the file version it was read from.
+type Entry[V any] struct {
+	Key   FileKey
+	Value V
+}
+
+// FillFunc computes a file's value from f, open at the version key; it
+// must read no more than key.Size bytes. prev is the last value cached for
+// the same path (nil when none), which lets a reader continue from where it
+// stopped when the file only grew.
+type FillFunc[V any] func(f *os.File, key FileKey, prev *Entry[V]) (V, error)
+
+// FileCache caches a value derived from each file, keyed by path, size,
+// modification time and inode. Every Get revalidates with a stat: a value is
+// never returned for a file version other than the one it was read from.
+// It holds at most a fixed number of entries, dropping the least recently
+// used. It is safe for concurrent use; two concurrent misses on one path may
+// both fill, and the later result wins.
+type FileCache[V any] struct {
+	mu      sync.Mutex
+	max     int
+	entries map[string]*list.Element // of *Entry[V]
+	lru     *list.List               // front: most recently used
+	hits    int64
+	misses  int64
+}
+
+// NewFileCache returns a cache of at most maxEntries files (at least 1).
+func NewFileCache[V any](maxEntries int) *FileCache[V] {
+	return &FileCache[V]{max: max(maxEntries, 1), entries: make(map[string]*list.Element), lru: list.New()}
+}
+
+// Get returns the value for path's current version: the cached one when a
+// stat shows the file unchanged, else the result of fill on the opened file
+// (the key then comes from the open file's own stat, so a file replaced
+// between stat and open is read consistently). A file that is gone is
+// forgotten and its error (fs.ErrNotExist) returned. Errors from fill are
+// returned and not cached.
+func (c *FileCache[V]) Get(path string, fill FillFunc[V]) (V, FileKey, error) {
+	var zero V
+	fi, err := os.Stat(path)
+	if err != nil {
+		c.Forget(path)
+		return zero, FileKey{}, fmt.Errorf("stat %s: %w", path, err)
+	}
+	key := KeyOf(path, fi)
+	prev, ok := c.lookup(path)
+	if ok && prev.Key.Same(key) {
+		c.count(true)
+		return prev.Value, key, nil
+	}
+	c.count(false)
+	f, err := os.Open(path)
+	if err != nil {
+		c.Forget(path)
+		return zero, FileKey{}, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer f.Close()
+	if fi, err = f.Stat(); err != nil {
+		return zero, FileKey{}, fmt.Errorf("stat %s: %w", path, err)
+	}
+	key = KeyOf(path, fi)
+	var prevp *Entry[V]
+	if ok {
+		prevp = &prev
+	}
+	v, err := fill(f, key, prevp)
+	if err != nil {
+		return zero, FileKey{}, err
+	}
+	c.store(Entry[V]{Key: key, Value: v})
+	return v, key, nil
+}
+
+func (c *FileCache[V]) lookup(path string) (Entry[V], bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.entries[path]
+	if !ok {
+		return Entry[V]{}, false
+	}
+	c.lru.MoveToFront(el)
+	return *el.Value.(*Entry[V]), true
+}
+
+func (c *FileCache[V]) store(e Entry[V]) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.entries[e.Key.Path]; ok {
+		*el.Value.(*Entry[V]) = e
+		c.lru.MoveToFront(el)
+		return
+	}
+	c.entries[e.Key.Path] = c.lru.PushFront(&e)
+	for c.lru.Len() > c.max {
+		last := c.lru.Back()
+		c.lru.Remove(last)
+		delete(c.entries, last.Value.(*Entry[V]).Key.Path)
+	}
+}
+
+func (c *FileCache[V]) count(hit bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if hit {
+		c.hits++
+	} else {
+		c.misses++
+	}
+}
+
+// Forget drops path's entry.
+func (c *FileCache[V]) Forget(path string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.entries[path]; ok {
+		c.lru.Remove(el)
+		delete(c.entries, path)
+	}
+}
+
+// Retain drops every entry whose path keep rejects: after a full listing,
+// the files that are gone.
+func (c *FileCache[V]) Retain(keep func(path string) bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for p, el := range c.entries {
+		if !keep(p) {
+			c.lru.Remove(el)
+			delete(c.entries, p)
+		}
+	}
+}
+
+// CacheStats counts lookups since the cache was made.
+type CacheStats struct {
+	Entries      int
+	Hits, Misses int64
+}
+
+// Stats returns the cache's counters.
+func (c *FileCache[V]) Stats() CacheStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return CacheStats{Entries: c.lru.Len(), Hits: c.hits, Misses: c.misses}
+}

@@ -1,0 +1,214 @@
+package adapters
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Agents append JSON Lines transcripts while we read them, so every reader
+// here has the same view of a file: a line counts once its '\n' is on disk.
+// An unterminated last line is most likely half-written; it is offered
+// separately (Partial) and only where a caller can use it without counting
+// it twice.
+
+// tailBlock is the size of the blocks TailLines reads backwards.
+const tailBlock = 64 << 10
+
+// HeadLines returns up to n complete lines from the start of the first size
+// bytes of r, reading at most maxBytes. A line cut by maxBytes is dropped;
+// so is an unterminated last line unless it is valid JSON (a writer that
+// omits the final newline). Lines are returned without their '\n'.
+func HeadLines(r io.ReaderAt, size int64, n int, maxBytes int64) ([][]byte, error) {
+	if n <= 0 || size <= 0 {
+		return nil, nil
+	}
+	limit := min(size, maxBytes)
+	buf := make([]byte, limit)
+	got, err := r.ReadAt(buf, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("read head: %w", err)
+	}
+	buf = buf[:got]
+	var lines [][]byte
+	for len(lines) < n {
+		i := bytes.IndexByte(buf, '\n')
+		if i < 0 {
+			// The rest is complete only if it ends the file and is valid JSON.
+			if int64(got) == size && len(bytes.TrimSpace(buf)) > 0 && json.Valid(buf) {
+				lines = append(lines, buf)
+			}
+			break
+		}
+		lines = append(lines, buf[:i])
+		buf = buf[i+1:]
+	}
+	return lines, nil
+}
+
+// TailLines returns up to n complete lines from the end of the first size
+// bytes of r, oldest first, reading backwards block by block and at most
+// maxBytes in all. It also returns the offset where the first returned line
+// starts. An unterminated last line is included only when it is valid JSON;
+// a line cut by maxBytes is dropped.
+func TailLines(r io.ReaderAt, size int64, n int, maxBytes int64) (lines [][]byte, start int64, err error) {
+	if n <= 0 || size <= 0 || maxBytes <= 0 {
+		return nil, size, nil
+	}
+	// buf holds the bytes [off, size) read so far. With c newlines in
+	// it, the c-1 lines between them are complete, so n+1 newlines are
+	// enough.
+	off := size
+	var buf []byte
+	for off > 0 && size-off < maxBytes && bytes.Count(buf, []byte{'\n'}) <= n {
+		step := min(int64(tailBlock), off, maxBytes-(size-off))
+		block := make([]byte, step, step+int64(len(buf)))
+		got, err := r.ReadAt(block, off-step)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, size, fmt.Errorf("read tail: %w", err)
+		}
+		if int64(got) != step {
+			return nil, size, fmt.Errorf("read tail: file shrank while reading")
+		}
+		off -= step
+		buf = append(block, buf...)
+	}
+	// Split buf into lines. The first piece is complete only if off == 0.
+	var pieces [][]byte
+	rest := buf
+	pos := off
+	var starts []int64
+	for {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			if len(rest) > 0 {
+				pieces = append(pieces, rest)
+				starts = append(starts, pos)
+			}
+			break
+		}
+		pieces = append(pieces, rest[:i])
+		starts = append(starts, pos)
+		pos += int64(i) + 1
+		rest = rest[i+1:]
+	}
+	var out [][]byte
+	var outStarts []int64
+	for i, p := range pieces {
+		if i == 0 && off > 0 {
+			continue // cut at the front: not a whole line
+		}
+		if i == len(pieces)-1 && len(buf) > 0 && buf[len(buf)-1] != '\n' {
+			// Unterminated last line: half-written unless it parses.
+			if len(bytes.TrimSpace(p)) == 0 || !json.Valid(p) {
+				continue
+			}
+		}
+		out = append(out, p)
+		outStarts = append(outStarts, starts[i])
+	}
+	if len(out) > n {
+		out = out[len(out)-n:]
+		outStarts = outStarts[len(outStarts)-n:]
+	}
+	if len(out) == 0 {
+		return nil, size, nil
+	}
+	return out, outStarts[0], nil
+}
+
+// ScanResult says how far ScanLines got.
+type ScanResult struct {
+	// Consumed is the number of bytes through the last '\n': where an
+	// incremental reader continues next time.
+	Consumed int64
+	// Skipped counts lines longer than the limit, which were not passed on.
+	Skipped int
+	// Partial is an unterminated last line (possibly half-written), not
+	// passed to the callback and not counted in Consumed; nil when the
+	// input ends with '\n' or the last line is over the limit.
+	Partial []byte
+}
+
+// ScanLines calls fn with each '\n'-terminated line of r in order, without
+// the '\n'. Lines longer than maxLine bytes are skipped (counted in
+// Skipped) rather than failing the scan, and never held in memory whole.
+// The line slice is only valid during the call. An error from fn stops the
+// scan and is returned.
+func ScanLines(r io.Reader, maxLine int, fn func(line []byte) error) (ScanResult, error) {
+	var res ScanResult
+	br := bufio.NewReaderSize(r, 64<<10)
+	var pending []byte  // the start of a line longer than br's buffer
+	var lineBytes int64 // bytes of the current line before this chunk
+	over := false       // the current line is longer than maxLine
+	for {
+		chunk, err := br.ReadSlice('\n')
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			lineBytes += int64(len(chunk))
+			if !over {
+				if len(pending)+len(chunk) > maxLine {
+					over, pending = true, nil
+				} else {
+					pending = append(pending, chunk...)
+				}
+			}
+		case err == nil:
+			res.Consumed += lineBytes + int64(len(chunk))
+			lineBytes = 0
+			line := chunk[:len(chunk)-1]
+			if len(pending) > 0 && !over {
+				pending = append(pending, line...)
+				line = pending
+			}
+			if over || len(line) > maxLine {
+				res.Skipped++
+			} else if ferr := fn(line); ferr != nil {
+				return res, ferr
+			}
+			pending, over = pending[:0], false
+		case errors.Is(err, io.EOF):
+			if !over && len(pending)+len(chunk) > 0 && len(pending)+len(chunk) <= maxLine {
+				res.Partial = append(append([]byte(nil), pending...), chunk...)
+			}
+			return res, nil
+		default:
+			return res, fmt.Errorf("scan lines: %w", err)
+		}
+	}
+}
+
+// fingerprintLen is how many bytes Fingerprint keeps.
+const fingerprintLen = 64
+
+// Fingerprint returns the bytes (at most 64) that end at off in r. An
+// incremental reader keeps it with the offset it stopped at, and continues
+// later only if the bytes there are unchanged (ResumeOffset): a file
+// truncated and rewritten in place keeps its inode and may regrow past the
+// old size.
+func Fingerprint(r io.ReaderAt, off int64) ([]byte, error) {
+	start := max(off-fingerprintLen, 0)
+	buf := make([]byte, off-start)
+	if _, err := r.ReadAt(buf, start); err != nil && !(errors.Is(err, io.EOF) && len(buf) == 0) {
+		return nil, fmt.Errorf("read fingerprint: %w", err)
+	}
+	return buf, nil
+}
+
+// ResumeOffset returns where an incremental reader of the file at key may
+// continue: offset, when key is prev's file grown (FileKey.Grown) and the
+// bytes before offset still match fingerprint; otherwise 0, to read from
+// the start.
+func ResumeOffset(r io.ReaderAt, key, prev FileKey, offset int64, fingerprint []byte) int64 {
+	if offset <= 0 || !key.Grown(prev) || offset > key.Size {
+		return 0
+	}
+	fp, err := Fingerprint(r, offset)
+	if err != nil || !bytes.Equal(fp, fingerprint) {
+		return 0
+	}
+	return offset
+}

@@ -1,0 +1,226 @@
+package adapters
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func joinLines(lines [][]byte) string {
+	var s []string
+	for _, l := range lines {
+		s = append(s, string(l))
+	}
+	return strings.Join(s, "|")
+}
+
+func TestHeadLines(t *testing.T) {
+	tests := []struct {
+		name     string
+		data     string
+		n        int
+		maxBytes int64
+		want     string
+	}{
+		{"empty", "", 5, 100, ""},
+		{"fewer lines than asked", "{}\n{\"a\":1}\n", 5, 100, `{}|{"a":1}`},
+		{"stops at n", "1\n2\n3\n", 2, 100, "1|2"},
+		{"half-written last line dropped", "{\"a\":1}\n{\"b\":", 5, 100, `{"a":1}`},
+		{"unterminated but valid JSON kept", "{\"a\":1}\n{\"b\":2}", 5, 100, `{"a":1}|{"b":2}`},
+		{"cut by the byte budget", "{\"a\":1}\n{\"bbbbbbbb\":2}\n", 5, 12, `{"a":1}`},
+		{"blank lines are lines", "\n\n1\n", 5, 100, "||1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := HeadLines(strings.NewReader(tt.data), int64(len(tt.data)), tt.n, tt.maxBytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if joinLines(got) != tt.want {
+				t.Errorf("got %q, want %q", joinLines(got), tt.want)
+			}
+		})
+	}
+}
+
+func TestTailLines(t *testing.T) {
+	tests := []struct {
+		name      string
+		data      string
+		n         int
+		maxBytes  int64
+		want      string
+		wantStart int64
+	}{
+		{"empty", "", 3, 100, "", 0},
+		{"whole small file", "1\n2\n3\n", 5, 100, "1|2|3", 0},
+		{"last n", "1\n2\n3\n", 2, 100, "2|3", 2},
+		{"half-written last line dropped", "{\"a\":1}\n{\"b\":2}\n{\"c\":", 1, 100, `{"b":2}`, 8},
+		{"unterminated valid JSON kept", "{\"a\":1}\n{\"b\":2}", 1, 100, `{"b":2}`, 8},
+		{"line cut by the budget dropped", "aaaaaaaaaa\nbb\ncc\n", 5, 8, "bb|cc", 11},
+		{"single line no newline, not JSON", "abc", 1, 100, "", 3},
+		{"only a newline", "\n", 1, 100, "", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, start, err := TailLines(strings.NewReader(tt.data), int64(len(tt.data)), tt.n, tt.maxBytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if joinLines(got) != tt.want || (len(got) > 0 && start != tt.wantStart) {
+				t.Errorf("got %q at %d, want %q at %d", joinLines(got), start, tt.want, tt.wantStart)
+			}
+		})
+	}
+}
+
+// TestTailLinesBlocks checks the backwards block reading across block
+// boundaries against a naive split, for many line sizes.
+func TestTailLinesBlocks(t *testing.T) {
+	var b strings.Builder
+	var lines []string
+	for i := 0; i < 3000; i++ {
+		l := fmt.Sprintf(`{"i":%d,"pad":"%s"}`, i, strings.Repeat("x", (i*37)%500))
+		lines = append(lines, l)
+		b.WriteString(l + "\n")
+	}
+	data := b.String()
+	for _, n := range []int{1, 2, 10, 100, 1000, 2999, 3000, 5000} {
+		got, start, err := TailLines(strings.NewReader(data), int64(len(data)), n, 1<<30)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := lines[max(len(lines)-n, 0):]
+		if joinLines(got) != strings.Join(want, "|") {
+			t.Fatalf("n=%d: got %d lines, want %d", n, len(got), len(want))
+		}
+		if !strings.HasPrefix(data[start:], want[0]+"\n") {
+			t.Errorf("n=%d: start %d does not begin the first line", n, start)
+		}
+	}
+	// A budget smaller than the lines asked for returns the last whole lines
+	// within it.
+	got, _, err := TailLines(strings.NewReader(data), int64(len(data)), 3000, 100<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) == 0 || len(got) >= 3000 || string(got[len(got)-1]) != lines[len(lines)-1] {
+		t.Errorf("budgeted tail: %d lines", len(got))
+	}
+}
+
+// shrinkingReader pretends the file lost bytes after the caller's stat.
+type shrinkingReader struct{ size int64 }
+
+func (s shrinkingReader) ReadAt(p []byte, off int64) (int, error) {
+	if off+int64(len(p)) > s.size {
+		return 0, errors.New("EOF-ish")
+	}
+	return len(p), nil
+}
+
+func TestTailLinesTruncatedUnderneath(t *testing.T) {
+	if _, _, err := TailLines(shrinkingReader{size: 10}, 1000, 5, 1000); err == nil {
+		t.Error("no error for a file shorter than its stat")
+	}
+}
+
+func TestScanLines(t *testing.T) {
+	long := strings.Repeat("y", 200<<10) // longer than the reader's buffer
+	tests := []struct {
+		name     string
+		data     string
+		maxLine  int
+		want     string
+		consumed int64
+		skipped  int
+		partial  string
+	}{
+		{"plain", "a\nb\n", 10, "a|b", 4, 0, ""},
+		{"partial tail", "a\nb\nhalf", 10, "a|b", 4, 0, "half"},
+		{"too long skipped", "a\n" + "0123456789ABC\n" + "b\n", 10, "a|b", 18, 1, ""},
+		{"long line within limit", "a\n" + long + "\nb\n", 300 << 10, "a|" + long + "|b", int64(len(long)) + 5, 0, ""},
+		{"long line over limit", "a\n" + long + "\nb\n", 100 << 10, "a|b", int64(len(long)) + 5, 1, ""},
+		{"long partial over limit", "a\n" + long, 100 << 10, "a", 2, 0, ""},
+		{"long partial within limit", "a\n" + long, 300 << 10, "a", 2, 0, long},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			res, err := ScanLines(strings.NewReader(tt.data), tt.maxLine, func(l []byte) error {
+				got = append(got, string(l))
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(got, "|") != tt.want || res.Consumed != tt.consumed || res.Skipped != tt.skipped || string(res.Partial) != tt.partial {
+				t.Errorf("got %.40q consumed %d skipped %d partial %.20q", strings.Join(got, "|"), res.Consumed, res.Skipped, res.Partial)
+			}
+		})
+	}
+	stop := errors.New("stop")
+	_, err := ScanLines(strings.NewReader("a\nb\n"), 10, func([]byte) error { return stop })
+	if !errors.Is(err, stop) {
+		t.Errorf("callback error not returned: %v", err)
+	}
+}
+
+func TestResumeOffset(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "s.jsonl")
+	write := func(s string, flag int) FileKey {
+		t.Helper()
+		f, err := os.OpenFile(path, flag|os.O_WRONLY|os.O_CREATE, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteString(s); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return KeyOf(path, fi)
+	}
+	k1 := write("{\"a\":1}\n", os.O_TRUNC)
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp, err := Fingerprint(f, k1.Size)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func() *os.File {
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		return f
+	}
+
+	k2 := write("{\"b\":2}\n", os.O_APPEND)
+	if got := ResumeOffset(read(), k2, k1, k1.Size, fp); got != k1.Size {
+		t.Errorf("appended: resume at %d, want %d", got, k1.Size)
+	}
+	k3 := write("{\"X\":9}\n{\"c\":3}\n{\"d\":4}\n", os.O_TRUNC)
+	if got := ResumeOffset(read(), k3, k1, k1.Size, fp); got != 0 {
+		t.Errorf("rewritten in place: resume at %d, want 0", got)
+	}
+	k4 := write("{}\n", os.O_TRUNC)
+	if got := ResumeOffset(read(), k4, k3, k3.Size, fp); got != 0 {
+		t.Errorf("truncated: resume at %d, want 0", got)
+	}
+	if !bytes.Equal(fp, []byte("{\"a\":1}\n")) {
+		t.Errorf("fingerprint %q", fp)
+	}
+}
