@@ -17,24 +17,31 @@ import (
 // `agentctl daemon run` (which lives in another package) with the same
 // outward behaviour the installers depend on. It takes an exclusive lock on
 // AGENTCTL_HOME (a second instance exits 1), serves the socket, appends
-// its pid to helper.starts, and exits 0 on SIGTERM.
-func helperArgs() []string {
-	return []string{"-test.run=^TestHelperDaemon$", "--", "daemon", "run"}
+// its pid to helper.starts, and exits 0 on SIGTERM. With withChild it also
+// starts a `sleep` in a session of its own, as the service starts session
+// monitors, and appends that pid to helper.children.
+func helperArgs(withChild bool) []string {
+	args := []string{"-test.run=^TestHelperDaemon$", "--", "daemon", "run"}
+	if withChild {
+		args = append(args, "with-child")
+	}
+	return args
 }
 
 func TestHelperDaemon(t *testing.T) {
 	args := flag.Args()
-	if len(args) != 2 || args[0] != "daemon" || args[1] != "run" {
+	if len(args) < 2 || args[0] != "daemon" || args[1] != "run" {
 		t.Skip("helper process of the service tests")
 	}
-	if err := runHelperDaemon(os.Getenv(HomeEnv)); err != nil {
+	withChild := len(args) == 3 && args[2] == "with-child"
+	if err := runHelperDaemon(os.Getenv(HomeEnv), withChild); err != nil {
 		fmt.Fprintln(os.Stderr, "helper daemon:", err)
 		os.Exit(1)
 	}
 	os.Exit(0)
 }
 
-func runHelperDaemon(home string) error {
+func runHelperDaemon(home string, withChild bool) error {
 	if home == "" {
 		return errors.New(HomeEnv + " is not set")
 	}
@@ -57,6 +64,21 @@ func runHelperDaemon(home string) error {
 	}
 	fmt.Fprintln(starts, os.Getpid())
 	starts.Close()
+	if withChild {
+		child, err := os.StartProcess("/bin/sleep", []string{"sleep", "600"}, &os.ProcAttr{
+			Sys: &syscall.SysProcAttr{Setsid: true},
+		})
+		if err != nil {
+			return err
+		}
+		children, err := os.OpenFile(filepath.Join(home, "helper.children"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(children, child.Pid)
+		children.Close()
+		child.Release()
+	}
 	fmt.Println("helper daemon serving", sock) // lands in the service's log
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
@@ -82,7 +104,7 @@ func startHelperDaemon(t *testing.T, home string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := os.StartProcess(exe, append([]string{exe}, helperArgs()...), &os.ProcAttr{
+	p, err := os.StartProcess(exe, append([]string{exe}, helperArgs(false)...), &os.ProcAttr{
 		Env:   append(os.Environ(), HomeEnv+"="+home),
 		Files: []*os.File{nil, nil, os.Stderr},
 		Sys:   &syscall.SysProcAttr{Setsid: true},

@@ -411,7 +411,7 @@ func newLaunchdFixture(t *testing.T, scope Scope) launchdFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := Spec{Scope: scope, User: "tester", Exe: exe, Args: helperArgs(), Home: filepath.Join(home, "state dir"), Path: "/usr/bin:/bin"}
+	spec := Spec{Scope: scope, User: "tester", Exe: exe, Args: helperArgs(false), Home: filepath.Join(home, "state dir"), Path: "/usr/bin:/bin"}
 	fake := newFakeLaunchctl(t)
 	systemDir := filepath.Join(home, "LaunchDaemons")
 	return launchdFixture{fake: fake, spec: spec, home: home,

@@ -181,6 +181,8 @@ func (c *systemdController) Uninstall(ctx context.Context) ([]string, error) {
 			}
 		}
 		removed = append(removed, l)
+		// systemctl enable made the .wants directory; drop it when empty.
+		_ = os.Remove(filepath.Dir(l))
 	}
 	gone, err := removeIfExists(c.unitPath)
 	if err != nil {
