@@ -232,10 +232,16 @@ func TestHandshakeFailures(t *testing.T) {
 		check  func(error) bool
 	}{
 		{name: "wrong token", token: "wrong", substr: "rejected the token",
-			check: func(err error) bool { var ge *GatewayError; return errors.As(err, &ge) && ge.DetailCode == "AUTH_TOKEN_MISMATCH" }},
+			check: func(err error) bool {
+				var ge *GatewayError
+				return errors.As(err, &ge) && ge.DetailCode == "AUTH_TOKEN_MISMATCH"
+			}},
 		{name: "no token", token: "", substr: "OPENCLAW_GATEWAY_TOKEN"},
 		{name: "protocol mismatch", token: testToken, setup: func(g *testGateway) { g.minPro = 5 }, substr: "protocol version 4",
-			check: func(err error) bool { var ge *GatewayError; return errors.As(err, &ge) && ge.DetailCode == detailProtocolMismatch }},
+			check: func(err error) bool {
+				var ge *GatewayError
+				return errors.As(err, &ge) && ge.DetailCode == detailProtocolMismatch
+			}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
