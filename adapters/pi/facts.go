@@ -1,7 +1,6 @@
 package pi
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 // (latest state); only token and cost sums need the whole file, and those
 // are kept up to date incrementally as the file grows.
 const (
+	headLines  = 32
 	headWindow = 64 << 10
 	// headLineMax bounds how far the head read follows one long line (a
 	// large first prompt) to find the first user message.
@@ -27,31 +27,32 @@ const (
 	maxLineBytes = 32 << 20  // longer lines are skipped by the summing scan
 	promptRunes  = 200
 	messageRunes = 1000
-	checkBytes   = 64
 )
 
-// facts is what one session file says, cached per path and revalidated by a
-// stat on every Discover.
+// facts is what one session file says, cached per file version and
+// revalidated by a stat on every Discover.
 type facts struct {
-	stamp adaptersStamp
-
 	id          string
 	cwd         string
 	created     time.Time
+	mtime       time.Time
 	headerModel string // pi-rust writes provider/modelId into the header
 	firstPrompt string
 	headModel   string
+	// bad says why the file is not a readable session (no header); the
+	// value is cached all the same so a broken file is not reread.
+	bad error
 
 	// Usage sums over every assistant message in the file (all branches:
 	// spend is spend), up to summedTo, a line boundary.
-	summedTo  int64
-	check     []byte // the bytes just before summedTo, to detect a rewrite
-	tokensIn  int64
-	tokensOut int64
-	cost      float64
-	hasUsage  bool
-	hasCost   bool
-	sumsKnown bool
+	summedTo    int64
+	fingerprint []byte
+	tokensIn    int64
+	tokensOut   int64
+	cost        float64
+	hasUsage    bool
+	hasCost     bool
+	sumsKnown   bool
 
 	lastMessage string
 	lastModel   string
@@ -62,62 +63,49 @@ type facts struct {
 	warnings []string
 }
 
-// adaptersStamp identifies one version of a file.
-type adaptersStamp struct {
-	size  int64
-	mtime time.Time
-	ino   uint64
-}
-
-func stampOf(fi os.FileInfo) adaptersStamp {
-	return adaptersStamp{size: fi.Size(), mtime: fi.ModTime(), ino: inode(fi)}
-}
-
 var errNoHeader = errors.New("no session header on the first line")
 
-// readFacts reads the file at path. prev, when it describes an earlier
-// version of the same file, lets the usage sums continue from where they
-// stopped instead of rereading the file.
-func readFacts(path string, prev *facts) (*facts, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("open pi session: %w", err)
+// readFacts reads the file f at version key. prev, the value cached for an
+// earlier version, lets the usage sums continue where they stopped when the
+// file only grew.
+func readFacts(f *os.File, key adapters.FileKey, prev *adapters.Entry[*facts]) (*facts, error) {
+	out := &facts{mtime: key.ModTime}
+	var p *facts
+	if prev != nil && prev.Value != nil && prev.Value.bad == nil && prev.Value.sumsKnown {
+		p = prev.Value
+		if adapters.ResumeOffset(f, key, prev.Key, p.summedTo, p.fingerprint) != p.summedTo || p.summedTo == 0 {
+			p = nil
+		}
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("stat pi session: %w", err)
-	}
-	st := stampOf(fi)
-	out := &facts{stamp: st}
-
-	incremental := prev != nil && prev.stamp.ino == st.ino && prev.summedTo <= st.size && prefixIntact(f, prev)
-	if incremental {
-		out.id, out.cwd, out.created = prev.id, prev.cwd, prev.created
-		out.headerModel, out.firstPrompt, out.headModel = prev.headerModel, prev.firstPrompt, prev.headModel
-		out.summedTo, out.check = prev.summedTo, prev.check
-		out.tokensIn, out.tokensOut, out.cost = prev.tokensIn, prev.tokensOut, prev.cost
-		out.hasUsage, out.hasCost, out.sumsKnown = prev.hasUsage, prev.hasCost, prev.sumsKnown
-		out.warnings = headWarnings(prev.warnings)
+	if p != nil {
+		out.id, out.cwd, out.created = p.id, p.cwd, p.created
+		out.headerModel, out.firstPrompt, out.headModel = p.headerModel, p.firstPrompt, p.headModel
+		out.summedTo, out.fingerprint = p.summedTo, p.fingerprint
+		out.tokensIn, out.tokensOut, out.cost = p.tokensIn, p.tokensOut, p.cost
+		out.hasUsage, out.hasCost, out.sumsKnown = p.hasUsage, p.hasCost, p.sumsKnown
+		out.warnings = headWarnings(p.warnings)
 	} else {
-		if err := out.readHead(f, st.size); err != nil {
-			return out, err
+		if err := out.readHead(f, key.Size); err != nil {
+			return nil, err
 		}
-		out.sumsKnown = st.size <= maxSumBytes
+		if out.bad != nil {
+			return out, nil
+		}
+		out.sumsKnown = key.Size <= maxSumBytes
 		if !out.sumsKnown {
-			out.warnings = append(out.warnings, fmt.Sprintf("tokens and cost not summed: the transcript is %d MB (over %d MB)", st.size>>20, maxSumBytes>>20))
+			out.warnings = append(out.warnings, fmt.Sprintf("tokens and cost not summed: the transcript is %d MB (over %d MB)", key.Size>>20, maxSumBytes>>20))
 		}
 	}
-	if out.sumsKnown && out.summedTo < st.size {
-		if err := out.sum(f, st.size); err != nil {
-			return out, err
+	if out.sumsKnown && out.summedTo < key.Size {
+		if err := out.sum(f, key.Size); err != nil {
+			return nil, err
 		}
 	}
-	if err := out.readTail(f, st.size); err != nil {
-		return out, err
+	if err := out.readTail(f, key.Size); err != nil {
+		return nil, err
 	}
 	if out.lastTime.IsZero() {
-		out.lastTime = fi.ModTime()
+		out.lastTime = key.ModTime
 	}
 	return out, nil
 }
@@ -134,162 +122,92 @@ func headWarnings(ws []string) []string {
 	return out
 }
 
-// prefixIntact reports whether the bytes before prev.summedTo are still the
-// ones summed: an append-only writer keeps them, a rewrite does not.
-func prefixIntact(f *os.File, prev *facts) bool {
-	if prev.summedTo == 0 {
-		return prev.id != ""
-	}
-	n := int64(len(prev.check))
-	buf := make([]byte, n)
-	if _, err := f.ReadAt(buf, prev.summedTo-n); err != nil {
-		return false
-	}
-	return bytes.Equal(buf, prev.check)
-}
-
 // readHead reads the header and the first user prompt.
 func (x *facts) readHead(f *os.File, size int64) error {
-	n := min(size, headWindow)
-	buf := make([]byte, n)
-	if _, err := f.ReadAt(buf, 0); err != nil && !errors.Is(err, io.EOF) {
+	lines, err := adapters.HeadLines(f, size, headLines, headWindow)
+	if err != nil {
 		return fmt.Errorf("read pi session head: %w", err)
 	}
-	lines := bytes.SplitAfter(buf, []byte("\n"))
-	first := true
-	for i, line := range lines {
-		complete := bytes.HasSuffix(line, []byte("\n")) || int64(len(buf)) == size
-		if !complete {
-			if x.firstPrompt == "" && i == len(lines)-1 {
-				// One long line (a large prompt): follow it a little further.
-				off := int64(len(buf) - len(line))
-				if long, ok := readLine(f, off, size, headLineMax); ok {
-					x.headLine(long, &first)
-				}
-			}
-			break
+	x.headLines(lines)
+	if x.bad == nil && x.firstPrompt == "" && len(lines) < headLines && size > headWindow {
+		// A long line (a large first prompt) was cut by the window: follow
+		// it further.
+		if lines, err = adapters.HeadLines(f, size, len(lines)+1, headLineMax); err == nil {
+			x.headLines(lines)
 		}
-		line = bytes.TrimSpace(line)
-		if len(line) == 0 {
-			continue
-		}
-		x.headLine(line, &first)
-		if !first && x.id == "" {
-			return errNoHeader
-		}
-		if x.firstPrompt != "" && x.headModel != "" {
-			break
-		}
-	}
-	if x.id == "" {
-		return errNoHeader
 	}
 	return nil
 }
 
-func (x *facts) headLine(line []byte, first *bool) {
-	r, ok, warn := parseRecord(line)
-	if !ok {
-		if *first {
-			*first = false
-		}
-		return
-	}
-	if warn != nil {
-		x.warnings = append(x.warnings, "head: "+warn.Error())
-	}
-	if *first {
-		*first = false
-		if r.Type != typeSession || r.ID == "" {
-			return
-		}
-		x.id, x.cwd, x.created = r.ID, r.Cwd, parseTime(r.Timestamp)
-		x.headerModel = modelName(r.Provider, r.ModelID)
-		return
-	}
-	switch r.Type {
-	case typeModelChange:
-		if x.headModel == "" {
-			x.headModel = modelName(r.Provider, r.ModelID)
-		}
-	case typeMessage:
-		if r.Message == nil {
-			return
-		}
-		switch r.Message.Role {
-		case roleUser:
-			if x.firstPrompt == "" {
-				x.firstPrompt = clip(textOf(r.Message.Content), promptRunes)
+func (x *facts) headLines(lines [][]byte) {
+	x.bad = errNoHeader
+	for i, line := range lines {
+		line = bytes.TrimSpace(line)
+		r, ok, warn := parseRecord(line)
+		if i == 0 {
+			if !ok || r.Type != typeSession || r.ID == "" {
+				return
 			}
-		case roleAssistant:
+			x.bad = nil
+			x.id, x.cwd, x.created = r.ID, r.Cwd, parseTime(r.Timestamp)
+			x.headerModel = modelName(r.Provider, r.ModelID)
+			if warn != nil {
+				x.addHeadWarning(warn)
+			}
+			continue
+		}
+		if !ok {
+			continue
+		}
+		if warn != nil {
+			x.addHeadWarning(warn)
+		}
+		switch r.Type {
+		case typeModelChange:
 			if x.headModel == "" {
-				x.headModel = modelName(r.Message.Provider, r.Message.Model)
+				x.headModel = modelName(r.Provider, r.ModelID)
+			}
+		case typeMessage:
+			if r.Message == nil {
+				break
+			}
+			switch r.Message.Role {
+			case roleUser:
+				if x.firstPrompt == "" {
+					x.firstPrompt = clip(textOf(r.Message.Content), promptRunes)
+				}
+			case roleAssistant:
+				if x.headModel == "" {
+					x.headModel = modelName(r.Message.Provider, r.Message.Model)
+				}
 			}
 		}
 	}
 }
 
-// readLine reads the line starting at off, up to max bytes; ok is false when
-// the line is longer or not yet complete.
-func readLine(f *os.File, off, size, max int64) ([]byte, bool) {
-	end := min(size, off+max)
-	buf := make([]byte, end-off)
-	if _, err := f.ReadAt(buf, off); err != nil && !errors.Is(err, io.EOF) {
-		return nil, false
+func (x *facts) addHeadWarning(err error) {
+	w := "head: " + err.Error()
+	for _, have := range x.warnings {
+		if have == w {
+			return
+		}
 	}
-	if i := bytes.IndexByte(buf, '\n'); i >= 0 {
-		return buf[:i], true
-	}
-	if end == size {
-		return buf, true // the last line, complete if it parses
-	}
-	return nil, false
+	x.warnings = append(x.warnings, w)
 }
 
 // sum adds the usage of assistant messages from x.summedTo to the last
 // complete line before size.
 func (x *facts) sum(f *os.File, size int64) error {
-	sr := io.NewSectionReader(f, x.summedTo, size-x.summedTo)
-	br := bufio.NewReaderSize(sr, 256<<10)
-	off := x.summedTo
-	var long []byte
-	skipping := false
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			if !skipping {
-				long = append(long, chunk...)
-				if len(long) > maxLineBytes {
-					long, skipping = nil, true
-				}
-			}
-			off += int64(len(chunk))
-			continue
-		}
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				break // an unterminated last line is summed once it is complete
-			}
-			return fmt.Errorf("read pi session: %w", err)
-		}
-		off += int64(len(chunk))
-		line := chunk
-		if long != nil {
-			line = append(long, chunk...)
-			long = nil
-		}
-		if !skipping {
-			x.addUsage(line)
-		}
-		skipping = false
-		x.summedTo = off
+	res, err := adapters.ScanLines(io.NewSectionReader(f, x.summedTo, size-x.summedTo), maxLineBytes, func(line []byte) error {
+		x.addUsage(line)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read pi session: %w", err)
 	}
-	if x.summedTo > 0 {
-		n := min(x.summedTo, checkBytes)
-		x.check = make([]byte, n)
-		if _, err := f.ReadAt(x.check, x.summedTo-n); err != nil {
-			x.check = nil
-		}
+	x.summedTo += res.Consumed
+	if x.fingerprint, err = adapters.Fingerprint(f, x.summedTo); err != nil {
+		x.fingerprint = nil
 	}
 	return nil
 }
@@ -327,49 +245,34 @@ type tailEntry struct {
 }
 
 // readTail reads the last records: the latest model, the last assistant
-// message on the active branch, and how the last turn ended.
+// message on the active branch, and how the last turn ended. The window
+// grows until it holds a message record.
 func (x *facts) readTail(f *os.File, size int64) error {
-	for window := int64(tailWindow); ; window *= 2 {
-		start := max(0, size-window)
-		buf := make([]byte, size-start)
-		if _, err := f.ReadAt(buf, start); err != nil && !errors.Is(err, io.EOF) {
+	for window := int64(tailWindow); ; window *= 4 {
+		lines, start, err := adapters.TailLines(f, size, 1<<30, window)
+		if err != nil {
 			return fmt.Errorf("read pi session tail: %w", err)
 		}
-		if start > 0 {
-			// The first line may be cut by the window.
-			i := bytes.IndexByte(buf, '\n')
-			if i < 0 {
-				buf = nil
-			} else {
-				buf = buf[i+1:]
-			}
-		}
-		if x.tailRecords(buf) || start == 0 || window >= tailMax {
+		if x.tailRecords(lines) || window >= size || window >= tailMax || (start == 0 && len(lines) > 0) {
 			return nil
 		}
 	}
 }
 
-// tailRecords fills the tail facts from the complete lines in buf; it
-// reports whether it found a message record.
-func (x *facts) tailRecords(buf []byte) bool {
-	var order []string
+// tailRecords fills the tail facts from complete lines; it reports whether
+// it found a message record.
+func (x *facts) tailRecords(lines [][]byte) bool {
 	byID := map[string]tailEntry{}
 	x.lastModel, x.lastMessage, x.lastRole, x.lastStop = "", "", "", ""
 	var lastID string
-	lines := bytes.Split(buf, []byte("\n"))
 	for _, line := range lines {
 		line = bytes.TrimSpace(line)
 		if len(line) == 0 {
 			continue
 		}
 		r, ok, _ := parseRecord(line)
-		if !ok {
-			// A half-written last line is expected while Pi writes; garbage
-			// elsewhere is skipped, as Pi itself skips it.
-			continue
-		}
-		if r.Type == typeSession {
+		if !ok || r.Type == typeSession {
+			// A half-written or garbled line is skipped, as Pi skips it.
 			continue
 		}
 		if t := parseTime(r.Timestamp); !t.IsZero() {
@@ -396,16 +299,13 @@ func (x *facts) tailRecords(buf []byte) bool {
 			if r.ParentID != nil {
 				parent = *r.ParentID
 			}
-			// Keep only what the branch walk needs: content of messages.
 			byID[r.ID] = tailEntry{parent: parent, rec: r}
-			order = append(order, r.ID)
 			lastID = r.ID
 		}
 	}
 	// Walk the active branch (from the last record towards the root) for
 	// the last assistant message with text.
-	seen := 0
-	for id := lastID; id != "" && seen <= len(order); seen++ {
+	for id, steps := lastID, 0; id != "" && steps <= len(byID); steps++ {
 		e, ok := byID[id]
 		if !ok {
 			break
@@ -415,7 +315,7 @@ func (x *facts) tailRecords(buf []byte) bool {
 				x.lastMessage = clip(t, messageRunes)
 				break
 			}
-			if m.StopReason == stopError && m.ErrorMessage != "" && x.lastMessage == "" {
+			if m.StopReason == stopError && m.ErrorMessage != "" {
 				x.lastMessage = clip("error: "+m.ErrorMessage, messageRunes)
 				break
 			}

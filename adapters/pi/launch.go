@@ -273,7 +273,7 @@ func (a *Adapter) FindNativeID(ctx context.Context, pid int, cwd string, since t
 	}
 	var ids []string
 	for _, s := range files {
-		if s.facts == nil || s.facts.id == "" || s.facts.cwd != real {
+		if s.facts == nil || s.facts.bad != nil || s.facts.cwd != real {
 			continue
 		}
 		if !s.facts.created.Before(since.Add(-startSlack)) {

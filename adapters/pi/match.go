@@ -93,10 +93,10 @@ type candidate struct {
 func candidatesOf(files []scanned) []candidate {
 	out := make([]candidate, 0, len(files))
 	for _, s := range files {
-		if s.facts == nil || s.facts.id == "" {
+		if s.facts == nil || s.facts.bad != nil {
 			continue
 		}
-		out = append(out, candidate{path: s.path, id: s.facts.id, cwd: s.facts.cwd, created: s.facts.created, updated: s.facts.stamp.mtime})
+		out = append(out, candidate{path: s.path, id: s.facts.id, cwd: s.facts.cwd, created: s.facts.created, updated: s.facts.mtime})
 	}
 	return out
 }

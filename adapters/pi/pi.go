@@ -32,13 +32,17 @@ type Adapter struct {
 	name string
 	env  adapters.Env
 
+	// files caches what each session file said; an entry is used only
+	// while a stat shows the same size, mtime and inode.
+	files *adapters.FileCache[*facts]
+
 	mu sync.Mutex
-	// files caches what each session file said, by path; an entry is used
-	// only while a stat shows the same size, mtime and inode.
-	files map[string]*facts
 	// paths maps native ids to files, from the last scan.
 	paths map[string]string
 }
+
+// maxCachedFiles bounds the cache: far more sessions than a user keeps.
+const maxCachedFiles = 200_000
 
 // New returns the adapter for Pi, reading the store env points at.
 func New(env adapters.Env) *Adapter { return newAdapter(NamePi, env) }
@@ -50,7 +54,7 @@ func New(env adapters.Env) *Adapter { return newAdapter(NamePi, env) }
 func NewRust(env adapters.Env) *Adapter { return newAdapter(NamePiRust, env) }
 
 func newAdapter(name string, env adapters.Env) *Adapter {
-	return &Adapter{name: name, env: env, files: map[string]*facts{}, paths: map[string]string{}}
+	return &Adapter{name: name, env: env, files: adapters.NewFileCache[*facts](maxCachedFiles), paths: map[string]string{}}
 }
 
 // Name is "pi" or "pi-rust".
@@ -75,25 +79,15 @@ func (a *Adapter) scan(ctx context.Context) ([]scanned, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.mu.Lock()
-	prev := make(map[string]*facts, len(paths))
-	for _, p := range paths {
-		if f, ok := a.files[p]; ok {
-			prev[p] = f
-		}
-	}
-	a.mu.Unlock()
-
 	out := make([]scanned, len(paths))
 	jobs := make(chan int)
 	var wg sync.WaitGroup
-	workers := min(runtime.GOMAXPROCS(0), 8)
-	for range workers {
+	for range min(runtime.GOMAXPROCS(0), 8) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				out[i] = readOne(paths[i], prev[paths[i]])
+				out[i] = a.readOne(paths[i])
 			}
 		}()
 	}
@@ -110,42 +104,34 @@ func (a *Adapter) scan(ctx context.Context) ([]scanned, error) {
 		return nil, fmt.Errorf("scan pi sessions: %w", ctxErr)
 	}
 
+	listed := make(map[string]bool, len(paths))
 	kept := out[:0]
-	files := make(map[string]*facts, len(out))
 	ids := make(map[string]string, len(out))
 	for _, s := range out {
+		listed[s.path] = true
 		if s.facts == nil && errors.Is(s.err, fs.ErrNotExist) {
 			continue // removed between the listing and the read
 		}
-		if s.facts != nil {
-			files[s.path] = s.facts
-			if s.facts.id != "" {
-				ids[s.facts.id] = s.path
-			}
+		if s.facts != nil && s.facts.id != "" {
+			ids[s.facts.id] = s.path
 		}
 		kept = append(kept, s)
 	}
+	a.files.Retain(func(p string) bool { return listed[p] })
 	a.mu.Lock()
-	a.files, a.paths = files, ids
+	a.paths = ids
 	a.mu.Unlock()
 	return kept, nil
 }
 
 // readOne returns the cached facts when a stat shows the file unchanged,
 // and reads it otherwise.
-func readOne(path string, prev *facts) scanned {
-	fi, err := os.Stat(path)
+func (a *Adapter) readOne(path string) scanned {
+	f, _, err := a.files.Get(path, readFacts)
 	if err != nil {
 		return scanned{path: path, err: err}
 	}
-	if prev != nil && prev.stamp == stampOf(fi) {
-		return scanned{path: path, facts: prev}
-	}
-	f, err := readFacts(path, prev)
-	if err != nil && f == nil {
-		return scanned{path: path, err: err}
-	}
-	return scanned{path: path, facts: f, err: err}
+	return scanned{path: path, facts: f, err: f.bad}
 }
 
 // listSessionFiles returns the .jsonl files directly in each root and one
@@ -205,16 +191,13 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 	for _, s := range files {
 		var ns adapters.NativeSession
 		switch {
-		case s.facts != nil && s.facts.id != "":
+		case s.facts != nil && s.facts.bad == nil:
 			m := refs[s.path]
 			rustLive := m.ref != nil && m.rust
 			if rustLive != (a.name == NamePiRust) {
 				continue
 			}
 			ns = s.facts.native(a.name, s.path, m.ref)
-			if s.err != nil {
-				ns.Warnings = append(ns.Warnings, s.err.Error())
-			}
 		default:
 			if a.name == NamePiRust {
 				continue

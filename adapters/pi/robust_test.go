@@ -3,6 +3,8 @@ package pi
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -155,7 +157,7 @@ func TestVanishingFile(t *testing.T) {
 	if err != nil || len(got) != 1 || got[0].NativeID != robustID {
 		t.Fatalf("Discover = %+v, %v; want only the readable session", got, err)
 	}
-	if s := readOne(filepath.Join(home, "nothing.jsonl"), nil); s.facts != nil || !os.IsNotExist(s.err) {
+	if s := a.readOne(filepath.Join(home, "nothing.jsonl")); s.facts != nil || !errors.Is(s.err, fs.ErrNotExist) {
 		t.Errorf("readOne of a missing file = %+v", s)
 	}
 }

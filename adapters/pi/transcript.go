@@ -1,11 +1,9 @@
 package pi
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -19,7 +17,7 @@ import (
 const (
 	toolRunes     = 2000
 	textRunes     = 64 << 10
-	transcriptMax = 64 << 20
+	transcriptMax = 16 << 20
 )
 
 // node is one record of the tree, reduced to what a transcript shows.
@@ -42,95 +40,59 @@ func readTranscript(ctx context.Context, path string, n int) ([]adapters.Message
 	}
 	size := fi.Size()
 	if n <= 0 {
-		nodes, last, err := readNodes(ctx, io.NewSectionReader(f, 0, size))
+		t := newTree()
+		i := 0
+		_, err := adapters.ScanLines(io.NewSectionReader(f, 0, size), maxLineBytes, func(line []byte) error {
+			if i++; i%1024 == 0 && ctx.Err() != nil {
+				return ctx.Err()
+			}
+			t.add(line)
+			return nil
+		})
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("read pi transcript: %w", err)
 		}
-		msgs, _ := walk(nodes, last, 0)
+		msgs, _ := walk(t.nodes, t.last, 0)
 		return msgs, nil
 	}
 	for window := int64(tailWindow); ; window *= 4 {
-		start := max(0, size-window)
-		sr := io.NewSectionReader(f, start, size-start)
-		r := bufio.NewReaderSize(sr, 256<<10)
-		if start > 0 {
-			// Skip the line the window cuts.
-			if _, err := readFullLine(r, maxLineBytes); err != nil {
-				if window < transcriptMax {
-					continue // no complete line in the window yet
-				}
-				return nil, nil
-			}
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("read pi transcript: %w", err)
 		}
-		nodes, last, err := readNodes(ctx, r)
+		lines, start, err := adapters.TailLines(f, size, 1<<30, window)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("read pi transcript: %w", err)
 		}
-		msgs, complete := walk(nodes, last, n)
-		if len(msgs) >= n || complete || start == 0 || window >= transcriptMax {
+		t := newTree()
+		for _, line := range lines {
+			t.add(line)
+		}
+		msgs, complete := walk(t.nodes, t.last, n)
+		if len(msgs) >= n || complete || (start == 0 && len(lines) > 0) || window >= size || window >= transcriptMax {
 			return msgs, nil
 		}
 	}
 }
 
-// readNodes parses every complete line of r into the tree.
-func readNodes(ctx context.Context, r io.Reader) (map[string]node, string, error) {
-	br, ok := r.(*bufio.Reader)
-	if !ok {
-		br = bufio.NewReaderSize(r, 256<<10)
-	}
-	nodes := map[string]node{}
-	last := ""
-	for i := 0; ; i++ {
-		if i%1024 == 0 && ctx.Err() != nil {
-			return nil, "", fmt.Errorf("read pi transcript: %w", ctx.Err())
-		}
-		line, err := readFullLine(br, maxLineBytes)
-		if len(line) > 0 {
-			r, ok, _ := parseRecord(line)
-			if ok && r.ID != "" && r.Type != typeSession {
-				parent := ""
-				if r.ParentID != nil {
-					parent = *r.ParentID
-				}
-				nodes[r.ID] = node{parent: parent, msgs: messagesOf(r)}
-				last = r.ID
-			}
-		}
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return nodes, last, nil
-			}
-			return nil, "", fmt.Errorf("read pi transcript: %w", err)
-		}
-	}
+// tree is the records of a session file, by id.
+type tree struct {
+	nodes map[string]node
+	last  string
 }
 
-// readFullLine returns the next line without its newline; a line longer than
-// max is skipped (returned empty). A last line without a newline is
-// returned with io.EOF: it may still be complete JSON.
-func readFullLine(br *bufio.Reader, max int) ([]byte, error) {
-	var long []byte
-	skipping := false
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			if !skipping {
-				long = append(long, chunk...)
-				if len(long) > max {
-					long, skipping = nil, true
-				}
-			}
-			continue
-		}
-		if skipping {
-			return nil, err
-		}
-		if long != nil {
-			chunk = append(long, chunk...)
-		}
-		return bytes.TrimSpace(chunk), err
+func newTree() *tree { return &tree{nodes: map[string]node{}} }
+
+func (t *tree) add(line []byte) {
+	r, ok, _ := parseRecord(bytes.TrimSpace(line))
+	if !ok || r.ID == "" || r.Type == typeSession {
+		return
 	}
+	parent := ""
+	if r.ParentID != nil {
+		parent = *r.ParentID
+	}
+	t.nodes[r.ID] = node{parent: parent, msgs: messagesOf(r)}
+	t.last = r.ID
 }
 
 // walk collects the messages from last back to the root, stopping once it
