@@ -208,7 +208,9 @@ func (g *generator) session(root, cwd string) error {
 		written += len(b) + 1
 	}
 	iso := func() string { return t.Format("2006-01-02T15:04:05.000Z") }
-	tick := func(max time.Duration) { t = t.Add(time.Duration(1 + g.r.Int64N(int64(max)))).Truncate(time.Millisecond) }
+	tick := func(max time.Duration) {
+		t = t.Add(time.Duration(1 + g.r.Int64N(int64(max)))).Truncate(time.Millisecond)
+	}
 
 	put(genHeader{typeSession, 3, id, ts, cwd})
 	prov := providers[g.r.IntN(len(providers))]

@@ -3,9 +3,9 @@ package pi
 import (
 	"context"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
-	"maps"
 	"testing"
 
 	"github.com/agentctl/agentctl/adapters"
