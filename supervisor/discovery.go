@@ -19,10 +19,15 @@ import (
 type discovery struct {
 	adapters []adapters.Adapter
 	timeout  time.Duration
+
+	// last holds each adapter's last successful answer, so that when it
+	// fails the sessions it vouched for show as unknown rather than vanish.
+	mu   sync.Mutex
+	last map[string][]adapters.NativeSession
 }
 
 func newDiscovery(as []adapters.Adapter, timeout time.Duration) *discovery {
-	return &discovery{adapters: as, timeout: timeout}
+	return &discovery{adapters: as, timeout: timeout, last: map[string][]adapters.NativeSession{}}
 }
 
 type discovered struct {
@@ -61,12 +66,16 @@ func (d *discovery) run(ctx context.Context) discovered {
 	}
 	wg.Wait()
 	out := discovered{failed: map[string]bool{}}
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	for _, r := range results {
 		if r.err != nil {
 			out.failed[r.name] = true
 			out.warnings = append(out.warnings, fmt.Sprintf("adapter %s: %v (its sessions are shown as unknown)", r.name, r.err))
+			out.sessions = append(out.sessions, d.last[r.name]...)
 			continue
 		}
+		d.last[r.name] = r.sessions
 		out.sessions = append(out.sessions, r.sessions...)
 	}
 	return out

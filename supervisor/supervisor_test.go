@@ -1,0 +1,165 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/api"
+)
+
+func TestNewIDSortsByTimeAndIsValid(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	var ids []string
+	for i := 0; i < 50; i++ {
+		id := NewID(t0.Add(time.Duration(i) * time.Millisecond))
+		if len(id) != 26 || !ValidID(id) {
+			t.Fatalf("NewID = %q: want 26 valid characters", id)
+		}
+		ids = append(ids, id)
+	}
+	if !sort.StringsAreSorted(ids) {
+		t.Fatal("ids made later do not sort later")
+	}
+	if NewID(t0) == NewID(t0) {
+		t.Fatal("two ids in the same millisecond are equal")
+	}
+}
+
+func TestValidID(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want bool
+	}{
+		{"01m80z8s3mhrm5", true},
+		{"abc-DEF_1.2", true},
+		{"", false},
+		{"..", false},
+		{".hidden", false},
+		{"a/b", false},
+		{"../../etc", false},
+		{"a b", false},
+		{strings.Repeat("a", 129), false},
+	} {
+		if got := ValidID(tc.in); got != tc.want {
+			t.Errorf("ValidID(%q) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestResolvePrefix(t *testing.T) {
+	ids := []string{"01aaa1", "01aaa2", "01bbb1"}
+	tests := []struct {
+		prefix, want, code string
+	}{
+		{"01b", "01bbb1", ""},
+		{"01aaa2", "01aaa2", ""},
+		{"01a", "", api.CodeAmbiguous},
+		{"zz", "", api.CodeNotFound},
+	}
+	for _, tc := range tests {
+		got, err := resolvePrefix(tc.prefix, ids)
+		if tc.code != "" {
+			if api.CodeOf(err) != tc.code {
+				t.Errorf("resolvePrefix(%q) error %v, want code %s", tc.prefix, err, tc.code)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("resolvePrefix(%q) = %q, %v; want %q", tc.prefix, got, err, tc.want)
+		}
+	}
+	_, err := resolvePrefix("01a", ids)
+	var e *api.Error
+	if !asAPIError(err, &e) || len(e.Candidates) != 2 {
+		t.Errorf("ambiguous error lists %v, want both candidates", err)
+	}
+}
+
+func asAPIError(err error, e **api.Error) bool {
+	ae, ok := err.(*api.Error)
+	*e = ae
+	return ok
+}
+
+func TestMerge(t *testing.T) {
+	now := time.Now()
+	in := int64(10)
+	launched := []api.Session{
+		{ID: "01a", Adapter: "claude", Origin: api.OriginLaunched, Status: api.StatusRunning, NativeID: "n1", CreatedAt: now},
+		{ID: "01b", Adapter: "claude", Origin: api.OriginLaunched, Status: api.StatusExited, NativeID: "n1", CreatedAt: now.Add(time.Second)},
+		{ID: "01c", Adapter: "codex", Origin: api.OriginLaunched, Status: api.StatusRunning, CreatedAt: now},
+	}
+	disc := discovered{
+		sessions: []adapters.NativeSession{
+			{Adapter: "claude", NativeID: "n1", Model: "m", TokensIn: &in, State: adapters.NativeBusy},
+			{Adapter: "claude", NativeID: "n2", State: adapters.NativeDone, CreatedAt: now},
+			{Adapter: "codex", NativeID: "n3", CreatedAt: now},
+		},
+		failed: map[string]bool{"codex": true},
+	}
+	out := merge(launched, disc)
+	byID := map[string]api.Session{}
+	for _, s := range out {
+		byID[s.ID] = s
+	}
+	if len(out) != 5 {
+		t.Fatalf("merge gave %d sessions, want 5 (3 launched, 2 discovered): %+v", len(out), out)
+	}
+	if s := byID["01a"]; s.Model != "m" || s.TokensIn == nil || s.Activity != "busy" || s.Status != api.StatusRunning {
+		t.Errorf("launched session not enriched: %+v", s)
+	}
+	if s := byID["01b"]; s.Model != "m" || s.Activity != "" {
+		t.Errorf("resumed run: %+v; want enriched, no activity once exited", s)
+	}
+	if s := byID["n2"]; s.Origin != api.OriginDiscovered || s.Status != api.StatusEnded {
+		t.Errorf("discovered session: %+v", s)
+	}
+	if s := byID["n3"]; s.Status != api.StatusUnknown {
+		t.Errorf("session of a failed adapter is %s, want unknown", s.Status)
+	}
+	if s := byID["01c"]; s.Status != api.StatusRunning {
+		t.Errorf("a launched session of a failed adapter is %s: its process still speaks for it", s.Status)
+	}
+}
+
+// failing is an adapter whose discovery works once, then fails.
+type failing struct{ calls atomic.Int32 }
+
+func (f *failing) Name() string { return "flaky" }
+func (f *failing) Discover(ctx context.Context) ([]adapters.NativeSession, error) {
+	n := f.calls.Add(1)
+	if n == 1 {
+		return []adapters.NativeSession{{Adapter: "flaky", NativeID: "x1", State: adapters.NativeBusy}}, nil
+	}
+	if n == 2 {
+		<-ctx.Done() // a hung store
+	}
+	return nil, errors.New("store unreadable")
+}
+func (f *failing) Transcript(context.Context, string, int) ([]adapters.Message, error) { return nil, nil }
+
+// A failed or hung adapter marks nothing stopped: what it vouched for last
+// time is shown as unknown, with a warning naming it.
+func TestFailedDiscoveryMarksNothingStopped(t *testing.T) {
+	d := newDiscovery([]adapters.Adapter{&failing{}}, 100*time.Millisecond)
+	first := merge(nil, d.run(context.Background()))
+	if len(first) != 1 || first[0].Status != api.StatusRunning {
+		t.Fatalf("first discovery = %+v", first)
+	}
+	for i, wantWarning := range []string{"timed out", "store unreadable"} {
+		disc := d.run(context.Background())
+		got := merge(nil, disc)
+		if len(got) != 1 || got[0].Status != api.StatusUnknown {
+			t.Fatalf("run %d: sessions = %+v, want the known one as unknown", i+2, got)
+		}
+		if len(disc.warnings) != 1 || !strings.Contains(disc.warnings[0], "flaky") || !strings.Contains(disc.warnings[0], wantWarning) {
+			t.Errorf("run %d: warnings = %q", i+2, disc.warnings)
+		}
+	}
+}
