@@ -142,7 +142,9 @@ func (f *failing) Discover(ctx context.Context) ([]adapters.NativeSession, error
 	}
 	return nil, errors.New("store unreadable")
 }
-func (f *failing) Transcript(context.Context, string, int) ([]adapters.Message, error) { return nil, nil }
+func (f *failing) Transcript(context.Context, string, int) ([]adapters.Message, error) {
+	return nil, nil
+}
 
 // A failed or hung adapter marks nothing stopped: what it vouched for last
 // time is shown as unknown, with a warning naming it.
