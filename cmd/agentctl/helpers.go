@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/adapters/registry"
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/supervisor"
 )
@@ -23,7 +24,7 @@ func contextWithTimeout(cmd *cobra.Command, d time.Duration) (context.Context, c
 
 // localAdapters are the adapters the service reads native stores with.
 func localAdapters(h supervisor.Home) []adapters.Adapter {
-	return nil
+	return registry.Local(string(h), nil)
 }
 
 func absPath(p string) (string, error) {
