@@ -116,7 +116,7 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 		return nil, err
 	}
 	defer c.Close()
-	return listAll(ctx, c, a.cfg.url())
+	return listAll(ctx, c, a.cfg.pageSize(), a.cfg.url())
 }
 
 // caller is what listing needs of a connection.
@@ -128,11 +128,11 @@ type caller interface {
 // so a session updated while paging can move into the pages already read;
 // when the pages add up to fewer sessions than the gateway counted, one more
 // pass picks such rows up.
-func listAll(ctx context.Context, c caller, source string) ([]adapters.NativeSession, error) {
+func listAll(ctx context.Context, c caller, pageSize int, source string) ([]adapters.NativeSession, error) {
 	var out []adapters.NativeSession
 	seen := make(map[string]bool)
 	for pass := 0; pass < 2; pass++ {
-		total, err := listPass(ctx, c, source, seen, &out)
+		total, err := listPass(ctx, c, pageSize, source, seen, &out)
 		if err != nil {
 			return nil, err
 		}
@@ -145,14 +145,14 @@ func listAll(ctx context.Context, c caller, source string) ([]adapters.NativeSes
 
 // listPass reads all pages once, appending unseen sessions to out, and
 // returns the gateway's totalCount (-1 when it does not say).
-func listPass(ctx context.Context, c caller, source string, seen map[string]bool, out *[]adapters.NativeSession) (int, error) {
+func listPass(ctx context.Context, c caller, pageSize int, source string, seen map[string]bool, out *[]adapters.NativeSession) (int, error) {
 	offset, total := 0, -1
 	for page := 0; ; page++ {
 		if page >= maxPages {
 			return 0, fmt.Errorf("sessions.list: still more after %d pages", maxPages)
 		}
 		var res listResult
-		if err := c.Call(ctx, "sessions.list", listParams{Limit: listPageSize, Offset: offset, IncludeDerivedTitles: true}, &res); err != nil {
+		if err := c.Call(ctx, "sessions.list", listParams{Limit: pageSize, Offset: offset, IncludeDerivedTitles: true}, &res); err != nil {
 			return 0, err
 		}
 		if res.TotalCount != nil {

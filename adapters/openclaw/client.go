@@ -48,6 +48,8 @@ type Config struct {
 	IdentityPath string
 	// Timeout bounds a handshake, and a call whose context has no deadline.
 	Timeout time.Duration
+	// PageSize is the sessions.list page (default 200).
+	PageSize int
 }
 
 func (c Config) url() string {
@@ -55,6 +57,13 @@ func (c Config) url() string {
 		return DefaultURL
 	}
 	return c.URL
+}
+
+func (c Config) pageSize() int {
+	if c.PageSize <= 0 {
+		return listPageSize
+	}
+	return c.PageSize
 }
 
 func (c Config) timeout() time.Duration {

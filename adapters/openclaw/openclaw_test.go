@@ -387,7 +387,7 @@ func TestDiscoverCatchesRowsMovedWhilePaging(t *testing.T) {
 
 func TestDiscoverStopsOnPagingThatDoesNotAdvance(t *testing.T) {
 	c := stuckLister{}
-	_, err := listAll(testCtx(t), c, "x")
+	_, err := listAll(testCtx(t), c, 10, "x")
 	if err == nil || !strings.Contains(err.Error(), "no next offset") {
 		t.Fatalf("err %v", err)
 	}

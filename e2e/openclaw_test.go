@@ -1,0 +1,510 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/adapters/openclaw"
+	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/internal/fakemodel"
+	"github.com/agentctl/agentctl/proc"
+)
+
+// The OpenClaw tests run a real gateway (the npm package, installed by
+// scripts/install-openclaw.sh) on 127.0.0.1 with a throwaway HOME, its model
+// provider pointed at internal/fakemodel.
+
+const gatewayToken = "test-token-0123456789abcdef"
+
+// openclawInstall finds the installed gateway, or skips loudly.
+func openclawInstall(t *testing.T) (node, entry string) {
+	t.Helper()
+	dir := os.Getenv("AGENTCTL_OPENCLAW_DIR")
+	if dir == "" {
+		dir = filepath.Join("..", ".cache", "openclaw")
+	}
+	nodes, _ := filepath.Glob(filepath.Join(dir, "node", "node_modules", "node-linux-*", "bin", "node"))
+	entry = filepath.Join(dir, "app", "node_modules", "openclaw", "openclaw.mjs")
+	_, err := os.Stat(entry)
+	if len(nodes) == 0 || err != nil {
+		msg := fmt.Sprintf("SKIPPING OpenClaw gateway tests: no OpenClaw install in %s (run scripts/install-openclaw.sh)", dir)
+		fmt.Fprintln(os.Stderr, "!!! "+msg)
+		t.Skip(msg)
+	}
+	node, _ = filepath.Abs(nodes[0])
+	entry, _ = filepath.Abs(entry)
+	return node, entry
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// gateway is a throwaway OpenClaw gateway.
+type gateway struct {
+	URL   string
+	Dir   string
+	PID   int
+	Model *fakemodel.Server
+	log   string
+}
+
+// startGateway starts a gateway and its fake model and waits until it
+// answers RPCs. Both are stopped, by PID, when the test ends.
+func startGateway(t *testing.T) *gateway {
+	t.Helper()
+	node, entry := openclawInstall(t)
+	// A short path of its own: the gateway makes sockets under its state.
+	dir, err := os.MkdirTemp("", "ocgw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	model, err := fakemodel.Start(ctx, fakemodel.WithLogFile(filepath.Join(dir, "model.log")))
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	g := &gateway{URL: fmt.Sprintf("ws://127.0.0.1:%d", port), Dir: dir, Model: model, log: filepath.Join(dir, "gateway.log")}
+	home := filepath.Join(dir, "home")
+	stateDir := filepath.Join(home, ".openclaw")
+	for _, d := range []string{stateDir, filepath.Join(dir, "tmp")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conf := map[string]any{
+		"gateway": map[string]any{"mode": "local", "port": port, "bind": "loopback",
+			"auth": map[string]any{"mode": "token", "token": gatewayToken}},
+		"update":  map[string]any{"checkOnStart": false},
+		"logging": map[string]any{"file": filepath.Join(dir, "openclaw-file.log")},
+		"models": map[string]any{"mode": "merge", "providers": map[string]any{"fake": map[string]any{
+			"baseUrl": model.URL() + "/v1", "apiKey": "fake-key", "api": "openai-completions",
+			"models": []any{map[string]any{"id": "fake-model", "name": "Fake", "reasoning": false, "input": []string{"text"},
+				"cost":          map[string]any{"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+				"contextWindow": 128000, "maxTokens": 4096}}}}},
+		"agents": map[string]any{"defaults": map[string]any{"model": map[string]any{"primary": "fake/fake-model"}}},
+	}
+	b, _ := json.MarshalIndent(conf, "", "  ")
+	if err := os.WriteFile(filepath.Join(stateDir, "openclaw.json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logf, err := os.Create(g.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(node, entry, "gateway", "run", "--port", fmt.Sprint(port), "--bind", "loopback")
+	cmd.Dir = dir
+	cmd.Env = append(envWithout(os.Environ(), "HOME", "TMPDIR", "PATH"),
+		"HOME="+home,
+		"TMPDIR="+filepath.Join(dir, "tmp"),
+		"PATH="+filepath.Dir(node)+":"+os.Getenv("PATH"),
+		"OPENCLAW_GATEWAY_TOKEN="+gatewayToken,
+		"OPENCLAW_DISABLE_BONJOUR=1", "OPENCLAW_NO_RESPAWN=1", "OPENCLAW_SKIP_CHANNELS=1",
+		"OPENCLAW_EXEC_SHELL_SNAPSHOT=0", "OPENCLAW_NO_AUTO_UPDATE=1",
+	)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	t0 := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start gateway: %v", err)
+	}
+	logf.Close()
+	g.PID = cmd.Process.Pid
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		g.stop(t, exited)
+		cancel()
+		model.Close()
+		if t.Failed() {
+			t.Logf("kept the gateway's folder %s for inspection", dir)
+			return
+		}
+		os.RemoveAll(dir)
+	})
+
+	// Ready when an RPC is answered; the port opens seconds before that.
+	ready := time.Now().Add(150 * time.Second)
+	cfg := g.config(t)
+	for {
+		select {
+		case <-exited:
+			t.Fatalf("gateway exited during start-up:\n%s", g.logTail())
+		default:
+		}
+		dctx, dcancel := context.WithTimeout(context.Background(), 10*time.Second)
+		c, err := openclaw.Dial(dctx, cfg, []string{openclaw.ScopeRead})
+		if err == nil {
+			err = c.Call(dctx, "sessions.list", map[string]any{"limit": 1}, nil)
+			c.Close()
+		}
+		dcancel()
+		if err == nil {
+			break
+		}
+		if time.Now().After(ready) {
+			t.Fatalf("gateway not answering after %s: %v\n%s", time.Since(t0).Round(time.Millisecond), err, g.logTail())
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Logf("gateway pid %d answered its first RPC %s after launch", g.PID, time.Since(t0).Round(time.Millisecond))
+	return g
+}
+
+func envWithout(env []string, keys ...string) []string {
+	var out []string
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		drop := strings.HasPrefix(k, "OPENCLAW_")
+		for _, x := range keys {
+			drop = drop || k == x
+		}
+		if !drop {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// stop ends the gateway by PID: SIGTERM, SIGKILL after 15 s, then any of its
+// descendants still alive (they are ours: the gateway started them).
+func (g *gateway) stop(t *testing.T, exited <-chan struct{}) {
+	var kids []proc.Info
+	if table, err := proc.Table(); err == nil {
+		kids = proc.Descendants(table, g.PID)
+	}
+	t0 := time.Now()
+	syscall.Kill(g.PID, syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(15 * time.Second):
+		t.Logf("gateway pid %d ignored SIGTERM for 15s; killing it", g.PID)
+		syscall.Kill(g.PID, syscall.SIGKILL)
+		<-exited
+	}
+	for _, k := range kids {
+		if proc.Alive(k.Identity) {
+			t.Logf("gateway child pid %d outlived it; killing it", k.PID)
+			syscall.Kill(k.PID, syscall.SIGKILL)
+		}
+	}
+	t.Logf("gateway stopped in %s", time.Since(t0).Round(time.Millisecond))
+}
+
+func (g *gateway) logTail() string {
+	b, _ := os.ReadFile(g.log)
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(b)
+}
+
+// config is an adapter configuration for this gateway with a device key of
+// the test's own.
+func (g *gateway) config(t *testing.T) openclaw.Config {
+	return openclaw.Config{
+		URL:          g.URL,
+		Token:        gatewayToken,
+		IdentityPath: filepath.Join(t.TempDir(), openclaw.IdentityFile),
+		Timeout:      20 * time.Second,
+	}
+}
+
+type createResult struct {
+	Key        string `json:"key"`
+	SessionID  string `json:"sessionId"`
+	RunStarted bool   `json:"runStarted"`
+}
+
+// create makes a gateway session, with a first message when message != "".
+func (g *gateway) create(t *testing.T, label, message string) createResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := openclaw.Dial(ctx, g.config(t), []string{openclaw.ScopeRead, openclaw.ScopeWrite})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	params := map[string]any{"label": label}
+	if message != "" {
+		params["message"] = message
+	}
+	var res createResult
+	if err := c.Call(ctx, "sessions.create", params, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Key == "" || res.RunStarted != (message != "") {
+		t.Fatalf("sessions.create answered %+v", res)
+	}
+	return res
+}
+
+// eventLog collects a watch's events so tests can wait for one.
+type eventLog struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	events []timedEvent
+	closed bool
+}
+
+type timedEvent struct {
+	openclaw.Event
+	At time.Time // when it arrived here
+}
+
+func collect(ch <-chan openclaw.Event) *eventLog {
+	l := &eventLog{}
+	l.cond = sync.NewCond(&l.mu)
+	go func() {
+		for ev := range ch {
+			l.mu.Lock()
+			l.events = append(l.events, timedEvent{ev, time.Now()})
+			l.cond.Broadcast()
+			l.mu.Unlock()
+		}
+		l.mu.Lock()
+		l.closed = true
+		l.cond.Broadcast()
+		l.mu.Unlock()
+	}()
+	return l
+}
+
+// wait returns the first event from index from on that matches, waiting up
+// to timeout.
+func (l *eventLog) wait(t *testing.T, timeout time.Duration, what string, match func(openclaw.Event) bool) timedEvent {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	timer := time.AfterFunc(timeout, func() { l.mu.Lock(); l.cond.Broadcast(); l.mu.Unlock() })
+	defer timer.Stop()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := 0; ; {
+		for ; i < len(l.events); i++ {
+			if match(l.events[i].Event) {
+				return l.events[i]
+			}
+		}
+		if l.closed || time.Now().After(deadline) {
+			var seen []string
+			for _, e := range l.events {
+				s := string(e.Kind) + " " + e.Key
+				if e.Session != nil {
+					s += " " + string(e.Session.State)
+				}
+				seen = append(seen, s)
+			}
+			t.Fatalf("no watch event for %s within %s; saw:\n%s", what, timeout, strings.Join(seen, "\n"))
+		}
+		l.cond.Wait()
+	}
+}
+
+func stateEvent(key string, state adapters.NativeState) func(openclaw.Event) bool {
+	return func(e openclaw.Event) bool {
+		return e.Kind == openclaw.EventChanged && e.Key == key && e.Session != nil && e.Session.State == state
+	}
+}
+
+func findSession(ss []adapters.NativeSession, key string) *adapters.NativeSession {
+	for i := range ss {
+		if ss[i].NativeID == key {
+			return &ss[i]
+		}
+	}
+	return nil
+}
+
+func TestOpenClawGateway(t *testing.T) {
+	g := startGateway(t)
+	cfg := g.config(t)
+	cfg.PageSize = 2 // several pages from a handful of sessions
+	a := openclaw.New(cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+
+	ch, err := a.Watch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := collect(ch)
+	events.wait(t, 30*time.Second, "the watch to connect", func(e openclaw.Event) bool { return e.Kind == openclaw.EventConnected })
+
+	t.Run("created sessions are listed across pages", func(t *testing.T) {
+		var keys []string
+		for i := range 5 {
+			keys = append(keys, g.create(t, fmt.Sprintf("listed-%d", i), "").Key)
+		}
+		t0 := time.Now()
+		got, err := a.Discover(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("Discover of %d sessions in pages of 2: %s", len(got), time.Since(t0).Round(time.Millisecond))
+		for i, k := range keys {
+			s := findSession(got, k)
+			if s == nil {
+				t.Fatalf("session %s missing from Discover (%d sessions)", k, len(got))
+			}
+			if s.Adapter != openclaw.Name || s.State != adapters.NativeIdle || s.CreatedAt.IsZero() ||
+				s.Cwd != "" || s.Process != nil || s.FirstPrompt != fmt.Sprintf("listed-%d", i) {
+				t.Errorf("never-run session mapped to %+v", *s)
+			}
+		}
+	})
+
+	t.Run("a run is watched, listed and previewed", func(t *testing.T) {
+		t0 := time.Now()
+		created := g.create(t, "chat", "hello gateway")
+		busy := events.wait(t, 90*time.Second, "the run to start", stateEvent(created.Key, adapters.NativeBusy))
+		done := events.wait(t, 90*time.Second, "the run to finish", stateEvent(created.Key, adapters.NativeDone))
+		t.Logf("watch saw the run busy %s after create, done %s after that", busy.At.Sub(t0).Round(time.Millisecond), done.At.Sub(busy.At).Round(time.Millisecond))
+		// The gateway stamps the change; it must reach the watcher within a second.
+		if lag := done.At.Sub(done.Time); lag > time.Second {
+			t.Errorf("done event arrived %s after the gateway stamped it", lag)
+		}
+		got, err := a.Discover(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := findSession(got, created.Key)
+		if s == nil || s.State != adapters.NativeDone || s.Model != "fake-model" || s.TokensIn == nil || s.TokensOut == nil {
+			t.Fatalf("finished session mapped to %+v", s)
+		}
+		msgs, err := a.Transcript(ctx, created.Key, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(msgs) != 2 || msgs[0].Role != "user" || msgs[0].Text != "hello gateway" ||
+			msgs[1].Role != "assistant" || !strings.Contains(msgs[1].Text, fakemodel.DefaultText) || msgs[1].Time.IsZero() {
+			t.Fatalf("transcript %+v", msgs)
+		}
+		last, err := a.Transcript(ctx, created.Key, 1)
+		if err != nil || len(last) != 1 || last[0].Role != "assistant" {
+			t.Fatalf("last message: %+v, %v", last, err)
+		}
+		if _, err := a.Transcript(ctx, "agent:main:no-such-session", 5); !errors.Is(err, openclaw.ErrNotFound) {
+			t.Errorf("transcript of an unknown key: %v, want ErrNotFound", err)
+		}
+	})
+
+	t.Run("an active run is aborted and the watch sees it", func(t *testing.T) {
+		created := g.create(t, "slow", "[[delay: 120]] take your time")
+		events.wait(t, 90*time.Second, "the slow run to start", stateEvent(created.Key, adapters.NativeBusy))
+		// The model must be holding the run: otherwise there is nothing to abort.
+		WaitFor(t, 60*time.Second, "the fake model to get the slow prompt", func() bool {
+			for _, r := range g.Model.Requests() {
+				if strings.Contains(string(r.Body), "take your time") {
+					if !strings.Contains(r.Prompt, "[[delay: 120]]") {
+						t.Fatalf("the fake model read %q as the prompt, not the user's message: it must read every user message of the turn (OpenClaw appends its own context message after the user's)", r.Prompt)
+					}
+					return true
+				}
+			}
+			return false
+		})
+		t0 := time.Now()
+		if err := a.Stop(ctx, created.Key); err != nil {
+			t.Fatal(err)
+		}
+		stopped := time.Now()
+		t.Logf("abort took %s", stopped.Sub(t0).Round(time.Millisecond))
+		ev := events.wait(t, 10*time.Second, "the aborted state", stateEvent(created.Key, adapters.NativeAborted))
+		if lag := ev.At.Sub(stopped); lag > time.Second {
+			t.Errorf("aborted event arrived %s after the abort returned", lag)
+		}
+		got, err := a.Discover(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := findSession(got, created.Key); s == nil || s.State != adapters.NativeAborted {
+			t.Fatalf("aborted session listed as %+v", s)
+		}
+		if err := a.Stop(ctx, created.Key); !errors.Is(err, openclaw.ErrNoActiveRun) {
+			t.Errorf("second stop: %v, want ErrNoActiveRun", err)
+		}
+	})
+
+	t.Run("abort without the write scope is refused clearly", func(t *testing.T) {
+		c, err := openclaw.Dial(ctx, g.config(t), []string{openclaw.ScopeRead})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		err = c.Call(ctx, "sessions.abort", map[string]any{"key": "agent:main:main"}, nil)
+		if !errors.Is(err, openclaw.ErrMissingScope) || !strings.Contains(err.Error(), openclaw.ScopeWrite) {
+			t.Fatalf("abort with read scope: %v, want ErrMissingScope naming %s", err, openclaw.ScopeWrite)
+		}
+	})
+
+	t.Run("a wrong token is named as the reason", func(t *testing.T) {
+		bad := g.config(t)
+		bad.Token = "not-the-token"
+		_, err := openclaw.New(bad).Discover(ctx)
+		if err == nil || !strings.Contains(err.Error(), "rejected the token") || !strings.Contains(err.Error(), g.URL) {
+			t.Fatalf("Discover with a wrong token: %v", err)
+		}
+	})
+
+	t.Run("agentctl list shows gateway sessions", func(t *testing.T) {
+		e := NewEnv(t)
+		e.Setenv(openclaw.EnvURL, g.URL)
+		e.Setenv(openclaw.EnvToken, gatewayToken)
+		created := g.create(t, "from-list", "")
+		var list api.SessionList
+		e.JSON(&list, "list", "-a", "--json")
+		var found *api.Session
+		for i := range list.Sessions {
+			if list.Sessions[i].ID == created.Key {
+				found = &list.Sessions[i]
+			}
+		}
+		if found == nil {
+			t.Fatalf("list -a does not show gateway session %s: %+v", created.Key, list)
+		}
+		if found.Adapter != openclaw.Name || found.Origin != api.OriginDiscovered || found.PID != 0 || found.Cwd != "" {
+			t.Errorf("gateway session listed as %+v", *found)
+		}
+		for _, w := range list.Warnings {
+			if strings.Contains(w, "openclaw") {
+				t.Errorf("warning with a working gateway: %s", w)
+			}
+		}
+	})
+
+	t.Run("agentctl list with the gateway down warns and carries on", func(t *testing.T) {
+		e := NewEnv(t)
+		e.Setenv(openclaw.EnvURL, fmt.Sprintf("ws://127.0.0.1:%d", freePort(t)))
+		e.Setenv(openclaw.EnvToken, gatewayToken)
+		local := e.Start("--", "sleep", "30")
+		var list api.SessionList
+		e.JSON(&list, "list", "--json")
+		if len(list.Sessions) != 1 || list.Sessions[0].ID != local.ID || list.Sessions[0].Status != api.StatusRunning {
+			t.Fatalf("list with the gateway down: %+v", list)
+		}
+		if len(list.Warnings) != 1 || !strings.Contains(list.Warnings[0], "openclaw") || !strings.Contains(list.Warnings[0], "not reachable") {
+			t.Fatalf("warnings %q, want one naming the adapter and the reason", list.Warnings)
+		}
+	})
+}
