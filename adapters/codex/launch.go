@@ -1,0 +1,233 @@
+package codex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/proc"
+)
+
+// maxArgPrompt is the largest prompt passed in argv; larger ones go through
+// stdin from a file (Linux caps one argument at 128 kB).
+const maxArgPrompt = 100_000
+
+// promptFileName is the file, in agentctl's session folder, that holds a
+// prompt passed through stdin.
+const promptFileName = "prompt.txt"
+
+// Binary is the executable the adapter runs.
+func (a *Adapter) Binary() string { return "codex" }
+
+// InstallHint says how to get the binary.
+func (a *Adapter) InstallHint() string {
+	return "install the Codex CLI with: npm install -g @openai/codex"
+}
+
+// StopSignal is SIGINT: Codex's graceful stop. It aborts the turn, kills
+// the running tool, records turn_aborted in the rollout and exits 1;
+// SIGTERM kills it without a record.
+func (a *Adapter) StopSignal() syscall.Signal { return syscall.SIGINT }
+
+// execArgs are the flags every headless run gets. Outside a git repository
+// `codex exec` refuses to start without --skip-git-repo-check. Approvals
+// and the sandbox are bypassed as the tool agentctl replaces did: a
+// headless agent cannot ask for approval, and Codex's bubblewrap sandbox
+// does not work in many containers.
+func execArgs(model string) []string {
+	args := []string{"exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"}
+	if m := strings.TrimSpace(model); m != "" {
+		args = append(args, "--model", m)
+	}
+	return args
+}
+
+// Launch builds `codex exec … -- PROMPT`. The session id is Codex's to
+// choose; FindNativeID learns it from the rollout the process opens.
+func (a *Adapter) Launch(req adapters.LaunchRequest) (adapters.LaunchSpec, error) {
+	if strings.TrimSpace(req.Prompt) == "" {
+		return adapters.LaunchSpec{}, errors.New("launch codex: empty prompt")
+	}
+	argv, err := withPrompt(a.Binary(), execArgs(req.Model), req)
+	if err != nil {
+		return adapters.LaunchSpec{}, fmt.Errorf("launch codex: %w", err)
+	}
+	return adapters.LaunchSpec{Argv: argv, Env: append([]string(nil), req.Env...)}, nil
+}
+
+// Resume builds `codex exec … resume ID -- PROMPT`, which appends to the
+// same rollout.
+func (a *Adapter) Resume(req adapters.LaunchRequest) (adapters.LaunchSpec, error) {
+	id := strings.TrimSpace(req.NativeID)
+	if !uuidOnly.MatchString(id) {
+		return adapters.LaunchSpec{}, fmt.Errorf("resume codex: %q is not a codex session id", req.NativeID)
+	}
+	if strings.TrimSpace(req.Prompt) == "" {
+		return adapters.LaunchSpec{}, fmt.Errorf("resume codex session %s: empty prompt", id)
+	}
+	argv, err := withPrompt(a.Binary(), append(execArgs(req.Model), "resume", id), req)
+	if err != nil {
+		return adapters.LaunchSpec{}, fmt.Errorf("resume codex session %s: %w", id, err)
+	}
+	return adapters.LaunchSpec{Argv: argv, Env: append([]string(nil), req.Env...), NativeID: id}, nil
+}
+
+// withPrompt appends "-- PROMPT" to argv ("--" keeps a prompt starting
+// with '-' a prompt). A prompt too large for argv, or with a NUL byte, is
+// written to a file in the session folder and given to Codex as stdin
+// through /bin/sh, with "-" as the prompt argument: Codex reads a
+// non-terminal stdin to its end, but under agentctl's pty stdin is the
+// terminal, which Codex leaves alone when a prompt is given.
+func withPrompt(bin string, args []string, req adapters.LaunchRequest) ([]string, error) {
+	p := req.Prompt
+	if len(p) <= maxArgPrompt && !strings.ContainsRune(p, 0) {
+		return append(append([]string{bin}, args...), "--", p), nil
+	}
+	file, err := writePromptFile(req)
+	if err != nil {
+		return nil, err
+	}
+	// $0 is the prompt file, "$@" the agent's argv.
+	argv := append([]string{"/bin/sh", "-c", `exec "$@" <"$0"`, file, bin}, args...)
+	return append(argv, "--", "-"), nil
+}
+
+func writePromptFile(req adapters.LaunchRequest) (string, error) {
+	if req.SessionDir == "" {
+		return "", errors.New("a prompt passed through stdin needs the session folder, and none was given")
+	}
+	if err := os.MkdirAll(req.SessionDir, 0o700); err != nil {
+		return "", fmt.Errorf("write prompt file: %w", err)
+	}
+	file := filepath.Join(req.SessionDir, promptFileName)
+	if err := os.WriteFile(file, []byte(req.Prompt), 0o600); err != nil {
+		return "", fmt.Errorf("write prompt file: %w", err)
+	}
+	return file, nil
+}
+
+// Native id discovery.
+const (
+	findInterval = 100 * time.Millisecond
+	// startSlack covers the resolution of start times and file names
+	// (whole seconds).
+	startSlack = 2 * time.Second
+)
+
+// FindNativeID learns the session id of the Codex started at pid: the
+// rollout (or thread writer lock) that pid or a descendant holds open, or
+// the id of `resume <id>` in its argv. It waits until one appears or ctx
+// ends. If the process has already exited, it falls back to the one
+// rollout begun in cwd after since that no live Codex holds; several are
+// ambiguous and yield an error, never a guess.
+func (a *Adapter) FindNativeID(ctx context.Context, pid int, cwd string, since time.Time) (string, error) {
+	t := time.NewTicker(findInterval)
+	defer t.Stop()
+	for {
+		id, alive := idOfProcessTree(pid, since)
+		if id != "" {
+			return id, nil
+		}
+		if !alive {
+			return a.idOfExited(ctx, cwd, since, pid)
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("codex pid %d opened no rollout: %w", pid, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// idOfProcessTree returns the session id pid's tree holds open or names in
+// argv, and whether pid is still alive (and started after since).
+func idOfProcessTree(pid int, since time.Time) (string, bool) {
+	info, err := proc.Lookup(pid)
+	if err != nil || info.Zombie || info.StartTime.Before(since.Add(-startSlack)) {
+		return "", false
+	}
+	pids := []int{pid}
+	if table, err := proc.Table(); err == nil {
+		for _, d := range proc.Descendants(table, pid) {
+			pids = append(pids, d.PID)
+		}
+	}
+	// A Codex process may hold several threads (sub-agents); the one it
+	// was started for was created first, and UUIDv7 ids sort by creation.
+	best := ""
+	for _, p := range pids {
+		if argv, err := proc.Cmdline(p); err == nil {
+			if id := resumeArg(argv); id != "" {
+				return id, true
+			}
+		}
+		for _, id := range openIDs(p) {
+			if best == "" || id < best {
+				best = id
+			}
+		}
+	}
+	return best, true
+}
+
+// idOfExited finds the rollout of a Codex that exited before it was seen
+// holding one: the single rollout in cwd begun after since and held by no
+// live Codex.
+func (a *Adapter) idOfExited(ctx context.Context, cwd string, since time.Time, pid int) (string, error) {
+	files, err := a.scan(ctx)
+	if err != nil {
+		return "", err
+	}
+	held := map[string]bool{}
+	if procs, err := liveCodexes(); err == nil {
+		for p := range procs {
+			for _, id := range openIDs(p) {
+				held[id] = true
+			}
+		}
+	}
+	want := sameDirs(cwd)
+	var ids []string
+	for _, s := range files {
+		if s.facts == nil || s.id == "" || held[s.id] || !want[s.facts.cwd] {
+			continue
+		}
+		if s.facts.created.IsZero() || s.facts.created.Before(since.Add(-startSlack)) {
+			continue
+		}
+		ids = append(ids, s.id)
+	}
+	switch len(ids) {
+	case 1:
+		return ids[0], nil
+	case 0:
+		return "", fmt.Errorf("codex pid %d exited and no rollout in %s begun after %s", pid, cwd, since.Format(time.RFC3339))
+	}
+	return "", fmt.Errorf("codex pid %d exited; %d rollouts in %s begun after %s: cannot tell which is its", pid, len(ids), cwd, since.Format(time.RFC3339))
+}
+
+// sameDirs returns the spellings of dir a rollout may carry: as given, and
+// with symlinks resolved (Codex records the physical working directory).
+func sameDirs(dir string) map[string]bool {
+	out := map[string]bool{}
+	if dir == "" {
+		return out
+	}
+	out[filepath.Clean(dir)] = true
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		out[real] = true
+	}
+	return out
+}
+
+var (
+	_ adapters.Adapter        = (*Adapter)(nil)
+	_ adapters.Launcher       = (*Adapter)(nil)
+	_ adapters.NativeIDFinder = (*Adapter)(nil)
+)

@@ -1,0 +1,254 @@
+package codex
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Record types of a rollout line ({"timestamp","type","payload"}). Unknown
+// types are skipped: Codex adds types between releases.
+const (
+	typeSessionMeta  = "session_meta"
+	typeEventMsg     = "event_msg"
+	typeResponseItem = "response_item"
+	typeTurnContext  = "turn_context"
+)
+
+// Payload types of event_msg records that carry the facts agentctl reads.
+const (
+	eventTaskStarted   = "task_started"
+	eventTaskComplete  = "task_complete"
+	eventTurnAborted   = "turn_aborted"
+	eventTokenCount    = "token_count"
+	eventItemCompleted = "item_completed"
+	eventUserMessage   = "user_message"  // releases before item_completed
+	eventAgentMessage  = "agent_message" // releases before item_completed
+	eventError         = "error"         // releases before task_complete.error
+	eventSettings      = "thread_settings_applied"
+)
+
+// Item types inside an item_completed event.
+const (
+	itemUserMessage  = "UserMessage"
+	itemAgentMessage = "AgentMessage"
+)
+
+// record is one rollout line. Every field is optional: a wrong type in one
+// field still yields the others (see decode).
+type record struct {
+	Timestamp string          `json:"timestamp"`
+	Type      string          `json:"type"`
+	Payload   json.RawMessage `json:"payload"`
+	// ThreadID is the top-level id some older releases wrote.
+	ThreadID string `json:"thread_id"`
+}
+
+// payload is the union of the payload fields agentctl reads.
+type payload struct {
+	Type string `json:"type"`
+
+	// session_meta
+	ID         string `json:"id"`
+	Timestamp  string `json:"timestamp"`
+	Cwd        string `json:"cwd"`
+	CLIVersion string `json:"cli_version"`
+	Originator string `json:"originator"`
+
+	// turn_context
+	Model string `json:"model"`
+
+	// response_item: message, function_call, function_call_output, ...
+	Role      string          `json:"role"`
+	Content   json.RawMessage `json:"content"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Input     json.RawMessage `json:"input"`
+	Output    json.RawMessage `json:"output"`
+
+	// event_msg
+	Message          json.RawMessage `json:"message"`
+	LastAgentMessage *string         `json:"last_agent_message"`
+	Error            json.RawMessage `json:"error"`
+	Reason           string          `json:"reason"`
+	Info             *tokenInfo      `json:"info"`
+	Item             *eventItem      `json:"item"`
+	ThreadSettings   *struct {
+		Model string `json:"model"`
+	} `json:"thread_settings"`
+}
+
+type tokenInfo struct {
+	Total *tokenUsage `json:"total_token_usage"`
+}
+
+type tokenUsage struct {
+	Input  json.RawMessage `json:"input_tokens"`
+	Output json.RawMessage `json:"output_tokens"`
+}
+
+// count reads a token count: a non-negative JSON number.
+func count(raw json.RawMessage) (int64, bool) {
+	var n float64
+	if len(raw) == 0 || raw[0] == '"' || json.Unmarshal(raw, &n) != nil || n < 0 || n > 1e15 {
+		return 0, false
+	}
+	return int64(n), true
+}
+
+type eventItem struct {
+	Type    string          `json:"type"`
+	Content json.RawMessage `json:"content"`
+}
+
+// errBadLine marks a line that is not a JSON object at all.
+var errBadLine = errors.New("not a JSON object")
+
+// decode parses one rollout line. A line that is JSON but has a wrong type
+// in some field is decoded as far as it goes (encoding/json fills every
+// field it can and reports the first mismatch), so the fields that are
+// right are kept; only a line that is not a JSON object fails.
+func decode(line []byte) (record, payload, error) {
+	var r record
+	var p payload
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 || line[0] != '{' {
+		return r, p, errBadLine
+	}
+	if err := json.Unmarshal(line, &r); err != nil && !isTypeError(err) {
+		return r, p, err
+	}
+	if len(r.Payload) > 0 && r.Payload[0] == '{' {
+		if err := json.Unmarshal(r.Payload, &p); err != nil && !isTypeError(err) {
+			return r, p, err
+		}
+	}
+	return r, p, nil
+}
+
+func isTypeError(err error) bool {
+	var te *json.UnmarshalTypeError
+	return errors.As(err, &te)
+}
+
+// parseTime reads an RFC 3339 timestamp; zero when absent or malformed.
+func parseTime(s string) time.Time {
+	if s == "" {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+// textOf returns the text of a content value: a string, or the text of a
+// list of parts ({"type":"input_text"|"output_text"|"text"|"Text","text":…}).
+func textOf(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return ""
+	}
+	switch raw[0] {
+	case '"':
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return s
+		}
+	case '[':
+		var parts []struct {
+			Type string          `json:"type"`
+			Text json.RawMessage `json:"text"`
+		}
+		if err := json.Unmarshal(raw, &parts); err != nil && !isTypeError(err) {
+			return ""
+		}
+		var b strings.Builder
+		for _, p := range parts {
+			switch strings.ToLower(p.Type) {
+			case "input_text", "output_text", "text", "":
+			default:
+				continue
+			}
+			var s string
+			if json.Unmarshal(p.Text, &s) != nil || s == "" {
+				continue
+			}
+			if b.Len() > 0 {
+				b.WriteString("\n")
+			}
+			b.WriteString(s)
+		}
+		return b.String()
+	}
+	return ""
+}
+
+// stringOf returns raw as a string when it is a JSON string, else its
+// compact JSON text (tool arguments and outputs come in both forms).
+func stringOf(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return ""
+	}
+	if raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return s
+		}
+		return ""
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) == nil {
+		return b.String()
+	}
+	return ""
+}
+
+// errorText returns a task_complete or error event's message.
+func errorText(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return ""
+	}
+	if raw[0] == '{' {
+		var e struct {
+			Message string `json:"message"`
+		}
+		if err := json.Unmarshal(raw, &e); err == nil || isTypeError(err) {
+			if e.Message != "" {
+				return e.Message
+			}
+		}
+	}
+	if s := stringOf(raw); s != "" {
+		return s
+	}
+	return "error"
+}
+
+// injectedContext reports whether a user-role message is context Codex
+// injects (environment, instructions, AGENTS.md) rather than a prompt.
+func injectedContext(text string) bool {
+	t := strings.TrimLeft(text, " \t\r\n")
+	return strings.HasPrefix(t, "<") || strings.HasPrefix(t, "# AGENTS.md")
+}
+
+// truncate shortens s to at most n runes, marking the cut.
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	i := 0
+	for j := range s {
+		if i == n {
+			return s[:j] + "…"
+		}
+		i++
+	}
+	return s
+}
