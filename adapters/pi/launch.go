@@ -172,12 +172,49 @@ func withPrompt(bin string, args []string, req adapters.LaunchRequest, dashDash 
 	if err := os.MkdirAll(req.SessionDir, 0o700); err != nil {
 		return nil, fmt.Errorf("write prompt file: %w", err)
 	}
+	// The shell, not the agent, is argv[0] now, so the agent is resolved
+	// here: a missing binary must fail the launch with its name.
+	path, err := lookPath(bin, req.Env)
+	if err != nil {
+		return nil, err
+	}
 	file := filepath.Join(req.SessionDir, promptFileName)
 	if err := os.WriteFile(file, []byte(p), 0o600); err != nil {
 		return nil, fmt.Errorf("write prompt file: %w", err)
 	}
 	// $0 is the prompt file, "$@" the agent's argv.
-	return append([]string{"/bin/sh", "-c", `exec "$@" <"$0"`, file, bin}, args...), nil
+	return append([]string{"/bin/sh", "-c", `exec "$@" <"$0"`, file, path}, args...), nil
+}
+
+// errNotInstalled says the agent's binary is not on the PATH it runs with.
+var errNotInstalled = errors.New("not installed or not on PATH")
+
+// lookPath finds bin on the PATH of env (the agent's environment, not the
+// service's).
+func lookPath(bin string, env []string) (string, error) {
+	if strings.Contains(bin, "/") {
+		return bin, nil
+	}
+	pathVar, _ := envValueOf(env, "PATH")
+	for _, dir := range filepath.SplitList(pathVar) {
+		if dir == "" || !filepath.IsAbs(dir) {
+			continue
+		}
+		p := filepath.Join(dir, bin)
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s is %w", bin, errNotInstalled)
+}
+
+func envValueOf(env []string, key string) (string, bool) {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], key+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
 }
 
 // createSession writes the header of a new session file where Pi itself
@@ -260,33 +297,42 @@ func withValue(env []string, key, value string) []string {
 }
 
 // FindNativeID learns the id of a session whose id was not pre-assigned
-// (pi-rust): the one session file in cwd's folder begun after since. It
-// returns an error while there is none yet, or when there are several.
+// (pi-rust): the one session file for cwd begun after since. It waits for
+// the file until ctx ends (an agent writes it after its first answer), and
+// fails at once when several fit.
 func (a *Adapter) FindNativeID(ctx context.Context, pid int, cwd string, since time.Time) (string, error) {
 	real, err := realCwd(cwd)
 	if err != nil {
 		real = cwd
 	}
-	files, err := a.scan(ctx)
-	if err != nil {
-		return "", err
-	}
-	var ids []string
-	for _, s := range files {
-		if s.facts == nil || s.facts.bad != nil || s.facts.cwd != real {
-			continue
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		files, err := a.scan(ctx)
+		if err != nil {
+			return "", err
 		}
-		if !s.facts.created.Before(since.Add(-startSlack)) {
-			ids = append(ids, s.facts.id)
+		var ids []string
+		for _, s := range files {
+			if s.facts == nil || s.facts.bad != nil || s.facts.cwd != real {
+				continue
+			}
+			if !s.facts.created.Before(since.Add(-startSlack)) {
+				ids = append(ids, s.facts.id)
+			}
+		}
+		switch {
+		case len(ids) == 1:
+			return ids[0], nil
+		case len(ids) > 1:
+			return "", fmt.Errorf("%d %s sessions in %s begun after %s: cannot tell which is pid %d's", len(ids), a.name, real, since.Format(time.RFC3339), pid)
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("no %s session in %s begun after %s (pid %d): %w", a.name, real, since.Format(time.RFC3339), pid, ctx.Err())
+		case <-tick.C:
 		}
 	}
-	switch len(ids) {
-	case 1:
-		return ids[0], nil
-	case 0:
-		return "", fmt.Errorf("no %s session in %s begun after %s (pid %d)", a.name, real, since.Format(time.RFC3339), pid)
-	}
-	return "", fmt.Errorf("%d %s sessions in %s begun after %s: cannot tell which is pid %d's", len(ids), a.name, real, since.Format(time.RFC3339), pid)
 }
 
 var (

@@ -2,6 +2,7 @@ package pi
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -77,6 +78,11 @@ func TestLaunchPromptThroughStdin(t *testing.T) {
 	a, _ := testStore(t, nil)
 	cwd := t.TempDir()
 	big := strings.Repeat("x", maxArgPrompt+1)
+	// A pi on the agent's PATH (the wrapper resolves it).
+	binDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(binDir, "pi"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name, prompt string
 		viaFile      bool
@@ -90,7 +96,7 @@ func TestLaunchPromptThroughStdin(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			spec, err := a.Launch(adapters.LaunchRequest{Prompt: tc.prompt, Cwd: cwd, SessionDir: dir})
+			spec, err := a.Launch(adapters.LaunchRequest{Prompt: tc.prompt, Cwd: cwd, SessionDir: dir, Env: []string{"PATH=" + binDir}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -100,7 +106,7 @@ func TestLaunchPromptThroughStdin(t *testing.T) {
 				}
 				return
 			}
-			if spec.Argv[0] != "/bin/sh" || spec.Argv[4] != "pi" || slices.Contains(spec.Argv, tc.prompt) {
+			if spec.Argv[0] != "/bin/sh" || spec.Argv[4] != filepath.Join(binDir, "pi") || slices.Contains(spec.Argv, tc.prompt) {
 				t.Fatalf("argv = %.300q, want the prompt through a file", spec.Argv)
 			}
 			b, err := os.ReadFile(spec.Argv[3])
@@ -117,8 +123,11 @@ func TestLaunchPromptThroughStdin(t *testing.T) {
 			}
 		})
 	}
-	if _, err := a.Launch(adapters.LaunchRequest{Prompt: "-x", Cwd: cwd}); err == nil {
+	if _, err := a.Launch(adapters.LaunchRequest{Prompt: "-x", Cwd: cwd, Env: []string{"PATH=" + binDir}}); err == nil {
 		t.Error("a stdin prompt without a session folder: no error")
+	}
+	if _, err := a.Launch(adapters.LaunchRequest{Prompt: "-x", Cwd: cwd, SessionDir: t.TempDir(), Env: []string{"PATH=/nonexistent"}}); !errors.Is(err, errNotInstalled) || !strings.Contains(err.Error(), "pi") {
+		t.Errorf("a stdin prompt with pi missing: %v, want a not-installed error naming pi", err)
 	}
 	if _, err := a.Launch(adapters.LaunchRequest{Prompt: "  ", Cwd: cwd}); err == nil {
 		t.Error("empty prompt: no error")
@@ -316,5 +325,31 @@ func TestMatchByArgvAndRustSplit(t *testing.T) {
 		if isPi, rust := piKind(tc.argv); isPi != tc.isPi || rust != tc.rust {
 			t.Errorf("piKind(%q) = %v %v", tc.argv, isPi, rust)
 		}
+	}
+}
+
+func TestFindNativeID(t *testing.T) {
+	a, _ := testStore(t, nil)
+	cwd, _ := filepath.EvalSymlinks(t.TempDir())
+	since := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
+	defer cancel()
+	if _, err := a.FindNativeID(ctx, 1, cwd, since); err == nil {
+		t.Error("no session yet: no error")
+	}
+	// A session written while FindNativeID waits is found.
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		a.createSession(cwd, time.Now())
+	}()
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel2()
+	id, err := a.FindNativeID(ctx2, 1, cwd, since)
+	if err != nil || id == "" {
+		t.Fatalf("FindNativeID = %q, %v", id, err)
+	}
+	a.createSession(cwd, time.Now())
+	if _, err := a.FindNativeID(ctx2, 1, cwd, since); err == nil || !strings.Contains(err.Error(), "cannot tell") {
+		t.Errorf("two candidates: %v, want an ambiguity error", err)
 	}
 }
