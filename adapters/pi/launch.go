@@ -105,7 +105,7 @@ func (a *Adapter) piSpec(req adapters.LaunchRequest, file string) (adapters.Laun
 	args = append(args, "--session", file)
 	env := withDefault(req.Env, "PI_OFFLINE", "1")
 	env = withValue(env, envSessionMarker, file)
-	argv, err := withPrompt(a.Binary(), args, req, false)
+	argv, err := withPrompt(a.Binary(), a.InstallHint(), args, req, false)
 	if err != nil {
 		return adapters.LaunchSpec{}, err
 	}
@@ -123,7 +123,7 @@ func (a *Adapter) rustSpec(req adapters.LaunchRequest, resumeFile *string) (adap
 	}
 	args = append(args, modelArgs(req.Model)...)
 	args = append(args, "--print")
-	argv, err := withPrompt(a.Binary(), args, req, resumeFile == nil)
+	argv, err := withPrompt(a.Binary(), a.InstallHint(), args, req, resumeFile == nil)
 	if err != nil {
 		return adapters.LaunchSpec{}, err
 	}
@@ -155,7 +155,7 @@ func modelArgs(model string) []string {
 // the prompt, but ignores stdin when it is a terminal, as it is under
 // agentctl's pty. dashDash puts "--" before an argv prompt (pi-rust
 // accepts it; Pi has no such marker).
-func withPrompt(bin string, args []string, req adapters.LaunchRequest, dashDash bool) ([]string, error) {
+func withPrompt(bin, hint string, args []string, req adapters.LaunchRequest, dashDash bool) ([]string, error) {
 	p := req.Prompt
 	viaFile := len(p) > maxArgPrompt || strings.ContainsRune(p, 0) ||
 		(!dashDash && (strings.HasPrefix(p, "-") || strings.HasPrefix(p, "@")))
@@ -176,7 +176,7 @@ func withPrompt(bin string, args []string, req adapters.LaunchRequest, dashDash 
 	// here: a missing binary must fail the launch with its name.
 	path, err := lookPath(bin, req.Env)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w; %s", err, hint)
 	}
 	file := filepath.Join(req.SessionDir, promptFileName)
 	if err := os.WriteFile(file, []byte(p), 0o600); err != nil {

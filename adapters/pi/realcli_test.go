@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -262,7 +263,7 @@ func TestRealPiStop(t *testing.T) {
 	var s adapters.NativeSession
 	for {
 		s = w.session(t, spec.NativeID)
-		if s.State == adapters.NativeBusy && toolRunning(t, "sleep 47.31") {
+		if s.State == adapters.NativeBusy && toolRunning(t, "sleep", "47.31") {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -283,7 +284,7 @@ func TestRealPiStop(t *testing.T) {
 		t.Errorf("pi ended with %v (%v), want 143 or SIGTERM", ws, err)
 	}
 	time.Sleep(300 * time.Millisecond)
-	if toolRunning(t, "sleep 47.31") {
+	if toolRunning(t, "sleep", "47.31") {
 		t.Error("the tool survived SIGTERM")
 	}
 	if s := w.session(t, spec.NativeID); s.Process != nil || s.State != adapters.NativeUnknown {
@@ -291,8 +292,9 @@ func TestRealPiStop(t *testing.T) {
 	}
 }
 
-// toolRunning reports whether a live process's argv contains cmd.
-func toolRunning(t *testing.T, cmd string) bool {
+// toolRunning reports whether a live process has exactly argv: a Pi tool
+// runs as `/bin/bash -c CMD`, which execs a simple CMD in place.
+func toolRunning(t *testing.T, argv ...string) bool {
 	t.Helper()
 	table, err := proc.Table()
 	if err != nil {
@@ -302,7 +304,7 @@ func toolRunning(t *testing.T, cmd string) bool {
 		if p.Zombie {
 			continue
 		}
-		if argv, err := proc.Cmdline(p.PID); err == nil && strings.Contains(strings.Join(argv, " "), cmd) {
+		if got, err := proc.Cmdline(p.PID); err == nil && slices.Equal(got, argv) {
 			return true
 		}
 	}

@@ -1,0 +1,223 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/internal/fakemodel"
+)
+
+// piBin finds the pi CLI installed by scripts/install-agents.sh, or skips
+// the test loudly.
+func piBin(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("AGENTCTL_AGENTS_DIR")
+	if dir == "" {
+		dir = filepath.Join("..", ".cache", "agents")
+	}
+	bin, err := filepath.Abs(filepath.Join(dir, "bin", "pi"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Skipf("SKIP Pi end-to-end: %s not found; install it with scripts/install-agents.sh pi (or set AGENTCTL_AGENTS_DIR)", bin)
+	}
+	return bin
+}
+
+// piEnv is an agentctl installation whose HOME has a Pi models.json
+// pointing at a fake model server, with pi on PATH, and a project folder.
+type piEnv struct {
+	*Env
+	home, proj string
+	binDir     string
+}
+
+func newPiEnv(t *testing.T) *piEnv {
+	t.Helper()
+	bin := piBin(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	srv, err := fakemodel.Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+
+	e := NewEnv(t)
+	p := &piEnv{Env: e, home: t.TempDir(), binDir: filepath.Dir(bin)}
+	p.proj, _ = filepath.EvalSymlinks(t.TempDir())
+	agentDir := filepath.Join(p.home, ".pi", "agent")
+	if err := os.MkdirAll(agentDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	models := fmt.Sprintf(`{"providers":{"fakeopenai":{"baseUrl":"%s/v1","api":"openai-completions","apiKey":"fake-key",
+  "compat":{"supportsDeveloperRole":false,"supportsReasoningEffort":false},"models":[{"id":"fake-model"}]}}}`, srv.URL())
+	if err := os.WriteFile(filepath.Join(agentDir, "models.json"), []byte(models), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.Setenv("HOME", p.home)
+	e.Setenv("PATH", p.binDir+":"+os.Getenv("PATH"))
+	return p
+}
+
+// launch starts pi through agentctl and returns the session.
+func (p *piEnv) launch(prompt string, extra ...string) api.Session {
+	p.T.Helper()
+	var s api.Session
+	args := append([]string{"launch", "pi", "--json", "--cwd", p.proj, "--model", "fakeopenai/fake-model", "-p", prompt}, extra...)
+	p.JSON(&s, args...)
+	return s
+}
+
+func (p *piEnv) peek(id string, n int) api.Transcript {
+	p.T.Helper()
+	var tr api.Transcript
+	p.JSON(&tr, "peek", "--json", "-n", fmt.Sprint(n), id)
+	return tr
+}
+
+func texts(tr api.Transcript) []string {
+	var out []string
+	for _, m := range tr.Messages {
+		out = append(out, m.Text)
+	}
+	return out
+}
+
+// liveArgv reports whether a live process has exactly argv. A Pi tool runs
+// as `/bin/bash -c CMD`, and bash execs a simple CMD in place, so the tool
+// shows as CMD's own argv. (Pi's argv holds the prompt, which mentions CMD,
+// until it overwrites its title seconds after start.)
+func liveArgv(argv ...string) bool {
+	want := strings.Join(argv, "\x00")
+	ents, _ := os.ReadDir("/proc")
+	for _, en := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", en.Name(), "cmdline"))
+		if err != nil || strings.TrimRight(string(b), "\x00") != want {
+			continue
+		}
+		var pid int
+		if _, err := fmt.Sscanf(en.Name(), "%d", &pid); err == nil && alive(pid) {
+			return true
+		}
+	}
+	return false
+}
+
+// A prompt whose tool runs a few seconds: list shows it running with the
+// native id, peek shows the answer, status says exited 0; resume appends to
+// the same native session.
+func TestPiLaunchPeekResume(t *testing.T) {
+	p := newPiEnv(t)
+	s := p.launch("work [[sleep: 3]]")
+	if s.NativeID == "" || s.Adapter != "pi" {
+		t.Fatalf("launched session %+v: want adapter pi and a pre-assigned native id", s)
+	}
+	WaitFor(t, 30*time.Second, "the session to be listed running with its native id", func() bool {
+		for _, l := range p.List().Sessions {
+			if l.ID == s.ID && l.Status == api.StatusRunning && l.NativeID == s.NativeID {
+				return true
+			}
+		}
+		return false
+	})
+	// The native session is not listed a second time as discovered.
+	for _, l := range p.List("-a").Sessions {
+		if l.NativeID == s.NativeID && l.ID != s.ID {
+			t.Errorf("native session %s listed twice: %s (%s) and %s", s.NativeID, l.ID, l.Origin, s.ID)
+		}
+	}
+	done := p.WaitStatus(s.ID, api.StatusExited, 90*time.Second)
+	if done.ExitCode == nil || *done.ExitCode != 0 {
+		t.Fatalf("session ended %+v, want exit 0", done)
+	}
+	if done.Model != "fakeopenai/fake-model" || done.TokensIn == nil || !strings.HasPrefix(done.Prompt, "work") {
+		t.Errorf("native facts not merged: model %q tokens %v prompt %q", done.Model, done.TokensIn, done.Prompt)
+	}
+	if got := texts(p.peek(s.ID, 1)); len(got) != 1 || got[0] != "hi from fakellm (after 1 tool calls)" {
+		t.Errorf("peek = %q", got)
+	}
+
+	var r api.Session
+	p.JSON(&r, "resume", "--json", s.ID, "again [[text: resumed ok]]")
+	if r.NativeID != s.NativeID || r.ID == s.ID {
+		t.Fatalf("resume: %+v, want a new run of native session %s", r, s.NativeID)
+	}
+	if rd := p.WaitStatus(r.ID, api.StatusExited, 90*time.Second); rd.ExitCode == nil || *rd.ExitCode != 0 {
+		t.Fatalf("resumed run ended %+v", rd)
+	}
+	want := []string{"hi from fakellm (after 1 tool calls)", "resumed ok"}
+	for _, id := range []string{s.ID, r.ID} {
+		if got := texts(p.peek(id, 2)); strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("peek -n 2 %s = %q, want %q (one native session)", id, got, want)
+		}
+	}
+}
+
+// A long session stopped: Pi and its tool are gone, and status reports how
+// it ended.
+func TestPiStop(t *testing.T) {
+	p := newPiEnv(t)
+	s := p.launch("long [[bash: sleep 53.17]]")
+	WaitFor(t, 60*time.Second, "the tool to run", func() bool { return liveArgv("sleep", "53.17") })
+	var final api.Session
+	p.JSON(&final, "stop", "--json", s.ID)
+	if !final.Status.Ended() {
+		t.Fatalf("after stop: %+v", final)
+	}
+	if final.Status == api.StatusExited && (final.ExitCode == nil || *final.ExitCode != 143) {
+		t.Errorf("stopped pi exited %v, want 143 (SIGTERM) or killed", final.ExitCode)
+	}
+	if final.Status == api.StatusKilled && final.Signal == "" {
+		t.Errorf("killed without a signal: %+v", final)
+	}
+	if alive(final.PID) {
+		t.Errorf("pi (pid %d) survived the stop", final.PID)
+	}
+	if liveArgv("sleep", "53.17") {
+		t.Error("the tool (sleep 53.17) survived the stop")
+	}
+}
+
+// A model error ends the session with Pi's non-zero code.
+func TestPiModelError(t *testing.T) {
+	p := newPiEnv(t)
+	s := p.launch("fail [[error: 400]]")
+	done := p.WaitStatus(s.ID, api.StatusExited, 90*time.Second)
+	if done.ExitCode == nil || *done.ExitCode == 0 {
+		t.Fatalf("model error ended %+v, want a non-zero exit code", done)
+	}
+	out := p.MustRun("status", s.ID)
+	if !strings.Contains(out, fmt.Sprint(*done.ExitCode)) {
+		t.Errorf("status does not show exit code %d:\n%s", *done.ExitCode, out)
+	}
+}
+
+// Without pi on PATH, launch fails at once naming the binary and how to
+// install it; a prompt that goes through stdin (starts with '-') too.
+func TestPiMissingBinary(t *testing.T) {
+	e := NewEnv(t)
+	e.Setenv("HOME", t.TempDir())
+	e.Setenv("PATH", "/usr/bin:/bin")
+	proj := t.TempDir()
+	for _, prompt := range []string{"say hi", "-starts with a dash"} {
+		start := time.Now()
+		_, errOut, code := e.Run("launch", "pi", "--cwd", proj, "-p", prompt)
+		if code == 0 {
+			t.Fatalf("launch without pi succeeded")
+		}
+		if !strings.Contains(errOut, "pi") || !strings.Contains(errOut, "@mariozechner/pi-coding-agent") {
+			t.Errorf("launch error does not name pi and its install: %q", errOut)
+		}
+		if d := time.Since(start); d > 20*time.Second {
+			t.Errorf("launch took %s to fail", d)
+		}
+	}
+}
