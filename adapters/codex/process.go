@@ -72,24 +72,38 @@ func isCodex(argv []string) bool {
 	return false
 }
 
+// valueOptions are the Codex options that take a separate value, so a
+// scan for the resume id skips the value too.
+var valueOptions = map[string]bool{
+	"-c": true, "--config": true, "-i": true, "--image": true, "--enable": true, "--disable": true,
+	"-m": true, "--model": true, "-p": true, "--profile": true, "-s": true, "--sandbox": true,
+	"-C": true, "--cd": true, "--add-dir": true, "--color": true, "-o": true, "--output-last-message": true,
+	"--output-schema": true, "--local-provider": true, "--thread-source": true, "-a": true, "--ask-for-approval": true,
+}
+
 // resumeArg returns the session id of `codex [exec] resume <id>`, or "".
 func resumeArg(argv []string) string {
 	for i, a := range argv {
 		if a != "resume" {
 			continue
 		}
-		for _, b := range argv[i+1:] {
-			if b == "--" {
+		rest := argv[i+1:]
+		for j := 0; j < len(rest); j++ {
+			b := rest[j]
+			switch {
+			case b == "--":
 				continue
-			}
-			if uuidOnly.MatchString(b) {
+			case valueOptions[b]:
+				j++ // skip the option's value
+				continue
+			case strings.HasPrefix(b, "-"):
+				continue
+			case uuidOnly.MatchString(b):
 				return strings.ToLower(b)
 			}
-			if !strings.HasPrefix(b, "-") {
-				// The first positional is the id; a thread name is not
-				// evidence agentctl can check.
-				break
-			}
+			// The first positional is the id; a thread name is not
+			// evidence agentctl can check.
+			return ""
 		}
 		return ""
 	}

@@ -1,0 +1,112 @@
+package codex
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/agentctl/agentctl/adapters"
+)
+
+// seedLines adds every line of the real-shaped rollouts to the corpus.
+func seedLines(f *testing.F) [][]byte {
+	var all [][]byte
+	entries, err := os.ReadDir("testdata")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), "rollout-") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("testdata", e.Name()))
+		if err != nil {
+			f.Fatal(err)
+		}
+		for _, l := range bytes.Split(b, []byte("\n")) {
+			if len(l) > 0 {
+				all = append(all, l)
+			}
+		}
+	}
+	return all
+}
+
+// FuzzRolloutLine feeds single lines to the facts and transcript readers:
+// any input is at most a counted bad line, never a panic.
+func FuzzRolloutLine(f *testing.F) {
+	for _, l := range seedLines(f) {
+		f.Add(l)
+	}
+	f.Add([]byte(`{"type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":-1,"output_tokens":1e300}}}}`))
+	f.Add([]byte(`{"type":"response_item","payload":{"type":"message","role":"user","content":"plain string"}}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		var x facts
+		x.apply(line)
+		if x.hasTokens && (x.tokensIn < 0 || x.tokensOut < 0) {
+			t.Errorf("negative tokens %d/%d", x.tokensIn, x.tokensOut)
+		}
+		if utf8.RuneCountInString(x.prompt()) > promptRunes+1 || utf8.RuneCountInString(x.lastMessage) > messageRunes+1 {
+			t.Error("a text was not shortened")
+		}
+		var tr transcript
+		tr.apply(line)
+		for _, m := range tr.messages(0) {
+			if m.Role != "user" && m.Role != "assistant" && m.Role != "tool" {
+				t.Errorf("role %q", m.Role)
+			}
+		}
+	})
+}
+
+// FuzzRolloutFile reads arbitrary file contents cold, then again after an
+// append, and as a transcript: never a panic, and the incremental read
+// agrees with a cold read of the grown file about the last turn.
+func FuzzRolloutFile(f *testing.F) {
+	lines := seedLines(f)
+	f.Add(bytes.Join(lines[:min(len(lines), 20)], []byte("\n")), []byte("\n"))
+	f.Add([]byte(`{"type":"event_msg","payload":{"type":"task_started"}}`+"\n"), []byte(`{"type":"event_msg","payload":{"type":"task_complete"}}`+"\n"))
+	f.Add([]byte("garbage\x00\xff"), []byte(`{"type":"event_msg","payload":{"type":"turn_aborted"}}`))
+	f.Add([]byte(`{"type":"session_meta","payload":{"id":"x"`), []byte("}}\n"))
+	f.Fuzz(func(t *testing.T, first, more []byte) {
+		path := filepath.Join(t.TempDir(), "rollout-2026-01-01T00-00-00-01a20000-0000-7000-8000-000000000001.jsonl")
+		if err := os.WriteFile(path, first, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cache := adapters.NewFileCache[*facts](4)
+		read := func() *facts {
+			x, _, err := cache.Get(path, func(fl *os.File, key adapters.FileKey, prev *adapters.Entry[*facts]) (*facts, error) {
+				return readFacts(fl, key, prev, nil)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return x
+		}
+		read()
+		fl, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fl.Write(more)
+		fl.Close()
+		incremental := read()
+		cold, _, err := adapters.NewFileCache[*facts](1).Get(path, func(fl *os.File, key adapters.FileKey, prev *adapters.Entry[*facts]) (*facts, error) {
+			return readFacts(fl, key, prev, nil)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if incremental.turn != cold.turn || incremental.hasTokens != cold.hasTokens || incremental.tokensIn != cold.tokensIn {
+			t.Errorf("incremental turn %d tokens %v/%d, cold turn %d tokens %v/%d",
+				incremental.turn, incremental.hasTokens, incremental.tokensIn, cold.turn, cold.hasTokens, cold.tokensIn)
+		}
+		if _, err := readTranscript(context.Background(), path, 3); err != nil {
+			t.Error(err)
+		}
+	})
+}

@@ -1,0 +1,261 @@
+package codex
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/proc"
+)
+
+// The test binary doubles as a stand-in Codex process: run through a
+// symlink named "codex", with helperEnv set, it opens the file named by
+// helperFileEnv (after helperDelayEnv), says "ready", and waits for stdin
+// to close.
+const (
+	helperEnv      = "CODEX_ADAPTER_TEST_HELPER"
+	helperFileEnv  = "CODEX_ADAPTER_TEST_FILE"
+	helperDelayEnv = "CODEX_ADAPTER_TEST_DELAY"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) == "1" {
+		runHelper()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+func runHelper() {
+	if d, err := time.ParseDuration(os.Getenv(helperDelayEnv)); err == nil {
+		time.Sleep(d)
+	}
+	if p := os.Getenv(helperFileEnv); p != "" {
+		f, err := os.OpenFile(p, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		defer f.Close()
+	}
+	fmt.Println("ready")
+	bufio.NewReader(os.Stdin).ReadString('\n')
+}
+
+// fakeCodex starts the test binary as a "codex" process with args, holding
+// file open (when not empty) after delay. It returns the process once it
+// said ready (or at once when ready is false), and ends it at cleanup.
+func fakeCodex(t *testing.T, cwd, file string, delay time.Duration, ready bool, args ...string) *exec.Cmd {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "codex")
+	if err := os.Symlink(self, bin); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = cwd
+	cmd.Env = append(os.Environ(), helperEnv+"=1", helperFileEnv+"="+file, helperDelayEnv+"="+delay.String())
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		cmd.Wait()
+	})
+	if ready {
+		line, err := bufio.NewReader(stdout).ReadString('\n')
+		if err != nil || strings.TrimSpace(line) != "ready" {
+			t.Fatalf("helper did not start: %q %v", line, err)
+		}
+	}
+	return cmd
+}
+
+func TestMatchByOpenRollout(t *testing.T) {
+	home, a := testHome(t)
+	day := installFixtures(t, home)
+	rollout := filepath.Join(day, "rollout-2026-11-22T06-26-15-"+idResumed+".jsonl")
+	cmd := fakeCodex(t, t.TempDir(), rollout, 0, true, "exec", "--json", "please sleep 20")
+	got := discoverByID(t, a)
+	s := got[idResumed]
+	if s.Process == nil {
+		t.Fatal("the process holding the rollout was not matched")
+	}
+	info, err := proc.Lookup(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Process.PID != cmd.Process.Pid || s.Process.Start != info.Start || s.Process.Evidence != evidenceOpenFile {
+		t.Errorf("process = %+v, want pid %d start %d open-file", s.Process, cmd.Process.Pid, info.Start)
+	}
+	if s.State != adapters.NativeIdle {
+		t.Errorf("alive after task_complete: state %q, want idle", s.State)
+	}
+	for id, o := range got {
+		if id != idResumed && o.Process != nil {
+			t.Errorf("session %s matched too: %+v", id, o.Process)
+		}
+	}
+}
+
+func TestMatchByWriterLockAndResumeArgv(t *testing.T) {
+	home, a := testHome(t)
+	installFixtures(t, home)
+	locks := filepath.Join(home, "thread-writer-locks")
+	if err := os.MkdirAll(locks, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	byLock := fakeCodex(t, t.TempDir(), filepath.Join(locks, idAborted+".lock"), 0, true, "exec", "x")
+	byArgv := fakeCodex(t, t.TempDir(), "", 0, true, "exec", "--skip-git-repo-check", "resume", idFailed, "--", "again")
+	got := discoverByID(t, a)
+	if p := got[idAborted].Process; p == nil || p.PID != byLock.Process.Pid || p.Evidence != evidenceOpenFile {
+		t.Errorf("by lock: %+v", p)
+	}
+	if p := got[idFailed].Process; p == nil || p.PID != byArgv.Process.Pid || p.Evidence != evidenceArgv {
+		t.Errorf("by argv: %+v", p)
+	}
+}
+
+func TestMatchTwoHoldersIsAmbiguous(t *testing.T) {
+	home, a := testHome(t)
+	day := installFixtures(t, home)
+	rollout := filepath.Join(day, "rollout-2026-11-22T06-26-06-"+idComplete+".jsonl")
+	fakeCodex(t, t.TempDir(), rollout, 0, true, "exec", "one")
+	fakeCodex(t, t.TempDir(), rollout, 0, true, "exec", "resume", idComplete, "two")
+	if p := discoverByID(t, a)[idComplete].Process; p != nil {
+		t.Errorf("two processes hold the rollout, matched %+v", p)
+	}
+}
+
+func TestOutermostCodex(t *testing.T) {
+	procs := map[int]liveProc{
+		10: {info: proc.Info{Identity: proc.Identity{PID: 10}, PPID: 1}},
+		11: {info: proc.Info{Identity: proc.Identity{PID: 11}, PPID: 10}},
+		12: {info: proc.Info{Identity: proc.Identity{PID: 12}, PPID: 11}},
+		20: {info: proc.Info{Identity: proc.Identity{PID: 20}, PPID: 99}},
+	}
+	for pid, want := range map[int]int{12: 10, 11: 10, 10: 10, 20: 20} {
+		if got := outermost(procs, pid); got != want {
+			t.Errorf("outermost(%d) = %d, want %d", pid, got, want)
+		}
+	}
+}
+
+func TestIsCodexAndResumeArg(t *testing.T) {
+	tests := []struct {
+		argv   []string
+		codex  bool
+		resume string
+	}{
+		{[]string{"/x/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex", "exec", "hi"}, true, ""},
+		{[]string{"node", "/x/node_modules/.bin/codex", "exec", "resume", "01A201EE-F061-7C00-B411-41D396AE5594", "hi"}, true, "01a201ee-f061-7c00-b411-41d396ae5594"},
+		{[]string{"node", "--max-old-space-size=4096", "/y/@openai/codex/bin/codex.js"}, true, ""},
+		{[]string{"codex", "resume", "--last"}, true, ""},
+		{[]string{"codex", "exec", "resume", "my-thread-name", "01a201ee-f061-7c00-b411-41d396ae5594"}, true, ""},
+		{[]string{"codex", "resume", "-c", "x=1", "01a201ee-f061-7c00-b411-41d396ae5594"}, true, "01a201ee-f061-7c00-b411-41d396ae5594"},
+		{[]string{"node", "server.js", "codex"}, false, ""},
+		{[]string{"vim", "codex"}, false, ""},
+		{nil, false, ""},
+	}
+	for _, tt := range tests {
+		if got := isCodex(tt.argv); got != tt.codex {
+			t.Errorf("isCodex(%q) = %v", tt.argv, got)
+		}
+		if got := resumeArg(tt.argv); got != tt.resume {
+			t.Errorf("resumeArg(%q) = %q, want %q", tt.argv, got, tt.resume)
+		}
+	}
+}
+
+func TestFindNativeIDFromOpenRollout(t *testing.T) {
+	home, a := testHome(t)
+	day := installFixtures(t, home)
+	const id = "01a20300-0000-7000-8000-000000000001"
+	rollout := filepath.Join(day, "rollout-2026-11-22T08-00-00-"+id+".jsonl")
+	since := time.Now()
+	// The rollout is opened a moment after the process starts.
+	cmd := fakeCodex(t, t.TempDir(), rollout, 300*time.Millisecond, false, "exec", "hi")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	got, err := a.FindNativeID(ctx, cmd.Process.Pid, "/anywhere", since)
+	if err != nil || got != id {
+		t.Errorf("FindNativeID = %q, %v; want %s", got, err, id)
+	}
+}
+
+func TestFindNativeIDFromResumeArgv(t *testing.T) {
+	_, a := testHome(t)
+	since := time.Now()
+	cmd := fakeCodex(t, t.TempDir(), "", 0, true, "exec", "resume", idResumed, "--", "more")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	got, err := a.FindNativeID(ctx, cmd.Process.Pid, "/anywhere", since)
+	if err != nil || got != idResumed {
+		t.Errorf("FindNativeID = %q, %v", got, err)
+	}
+}
+
+func TestFindNativeIDAfterExit(t *testing.T) {
+	home, a := testHome(t)
+	day := filepath.Join(home, "sessions", "2026", "11", "22")
+	if err := os.MkdirAll(day, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cwd := t.TempDir()
+	since := time.Now()
+	meta := func(id, dir string, at time.Time) {
+		line := fmt.Sprintf(`{"timestamp":%q,"type":"session_meta","payload":{"id":%q,"timestamp":%q,"cwd":%q}}`+"\n",
+			at.UTC().Format(time.RFC3339Nano), id, at.UTC().Format(time.RFC3339Nano), dir)
+		p := filepath.Join(day, "rollout-2026-11-22T09-00-00-"+id+".jsonl")
+		if err := os.WriteFile(p, []byte(line), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	meta("01a20400-0000-7000-8000-000000000001", cwd, since.Add(-time.Hour))       // before: not it
+	meta("01a20400-0000-7000-8000-000000000002", t.TempDir(), since.Add(time.Second)) // elsewhere: not it
+	meta("01a20400-0000-7000-8000-000000000003", cwd, since.Add(time.Second))
+	// A process that is already gone.
+	done := exec.Command("true")
+	if err := done.Run(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	got, err := a.FindNativeID(ctx, done.Process.Pid, cwd, since)
+	if err != nil || got != "01a20400-0000-7000-8000-000000000003" {
+		t.Errorf("FindNativeID = %q, %v", got, err)
+	}
+	// A second candidate makes it ambiguous: an error, not a guess.
+	meta("01a20400-0000-7000-8000-000000000004", cwd, since.Add(2*time.Second))
+	if got, err := a.FindNativeID(ctx, done.Process.Pid, cwd, since); err == nil || !strings.Contains(err.Error(), "cannot tell") {
+		t.Errorf("ambiguous: %q, %v", got, err)
+	}
+}
+
+func TestFindNativeIDGivesUpWithContext(t *testing.T) {
+	_, a := testHome(t)
+	cmd := fakeCodex(t, t.TempDir(), "", 0, true, "exec", "hi")
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if got, err := a.FindNativeID(ctx, cmd.Process.Pid, "/x", time.Now().Add(-time.Second)); err == nil {
+		t.Errorf("found %q for a process that opens no rollout", got)
+	}
+}
