@@ -229,7 +229,7 @@ func TestFindNativeIDAfterExit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	meta("01a20400-0000-7000-8000-000000000001", cwd, since.Add(-time.Hour))       // before: not it
+	meta("01a20400-0000-7000-8000-000000000001", cwd, since.Add(-time.Hour))          // before: not it
 	meta("01a20400-0000-7000-8000-000000000002", t.TempDir(), since.Add(time.Second)) // elsewhere: not it
 	meta("01a20400-0000-7000-8000-000000000003", cwd, since.Add(time.Second))
 	// A process that is already gone.
