@@ -35,3 +35,34 @@ demo:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./e2e/
+
+# Distribution packages: dist/*.deb and dist/*.rpm with the binary, the
+# systemd units, completions and man pages (packaging/nfpm.yaml).
+DIST        ?= dist
+PKG_ARCH    ?= $(shell $(GO) env GOARCH)
+PKG_VERSION ?= $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null | sed 's/^v//; s/-/+/g' | grep . || echo "0.0.0~git$$(git rev-parse --short HEAD 2>/dev/null || echo unknown)")
+# nfpm on PATH (scripts/install-nfpm.sh), else built from the module proxy.
+NFPM        ?= $(shell command -v nfpm 2>/dev/null || echo $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2)
+PKG_ROOT    := $(DIST)/pkgroot
+
+.PHONY: package package-test systemd-e2e
+
+package: build
+	rm -rf $(PKG_ROOT) $(DIST)/*.deb $(DIST)/*.rpm
+	mkdir -p $(PKG_ROOT)
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(PKG_ARCH) $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(PKG_ROOT)/agentctl ./cmd/agentctl
+	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || date +%s) $(BIN) gen-docs --out $(PKG_ROOT)
+	gzip -9nf $(PKG_ROOT)/man1/*.1
+	for p in deb rpm; do \
+		PKG_ROOT=$(PKG_ROOT) PKG_ARCH=$(PKG_ARCH) PKG_VERSION='$(PKG_VERSION)' \
+			$(NFPM) package -f packaging/nfpm.yaml -p $$p -t $(DIST)/ || exit 1; \
+	done
+	ls -l $(DIST)/*.deb $(DIST)/*.rpm
+
+# Installs the .deb with dpkg, checks where its files land, purges it.
+package-test: package
+	bash scripts/package-test.sh $(DIST)
+
+# agentctl service on a real systemd user manager (needs root).
+systemd-e2e:
+	bash scripts/systemd-e2e.sh

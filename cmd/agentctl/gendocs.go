@@ -1,0 +1,78 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/cobra/doc"
+)
+
+// newGenDocsCmd writes the man pages and shell completions that
+// distribution packages ship (make package runs it).
+func newGenDocsCmd() *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:    "gen-docs --out DIR",
+		Short:  "Write man pages (DIR/man1) and shell completions (DIR/completions)",
+		Hidden: true,
+		Args:   args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if out == "" {
+				return usageError{fmt.Errorf("gen-docs: --out DIR is required")}
+			}
+			root := cmd.Root()
+			// No "auto generated on DATE" footer: the pages must be
+			// reproducible.
+			root.DisableAutoGenTag = true
+			date := time.Now()
+			if epoch := os.Getenv("SOURCE_DATE_EPOCH"); epoch != "" {
+				sec, err := strconv.ParseInt(epoch, 10, 64)
+				if err != nil {
+					return usageError{fmt.Errorf("SOURCE_DATE_EPOCH %q is not a number of seconds", epoch)}
+				}
+				date = time.Unix(sec, 0).UTC()
+			}
+			man := filepath.Join(out, "man1")
+			if err := os.MkdirAll(man, 0o755); err != nil {
+				return fmt.Errorf("create %s: %w", man, err)
+			}
+			header := &doc.GenManHeader{
+				Title:   "AGENTCTL",
+				Section: "1",
+				Source:  "agentctl " + buildVersion(),
+				Manual:  "agentctl manual",
+				Date:    &date,
+			}
+			if err := doc.GenManTree(root, header, man); err != nil {
+				return fmt.Errorf("write man pages to %s: %w", man, err)
+			}
+			completions := map[string]func(*bytes.Buffer) error{
+				"agentctl.bash": func(b *bytes.Buffer) error { return root.GenBashCompletionV2(b, true) },
+				"_agentctl":     func(b *bytes.Buffer) error { return root.GenZshCompletion(b) },
+				"agentctl.fish": func(b *bytes.Buffer) error { return root.GenFishCompletion(b, true) },
+			}
+			dir := filepath.Join(out, "completions")
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return fmt.Errorf("create %s: %w", dir, err)
+			}
+			for name, gen := range completions {
+				var b bytes.Buffer
+				if err := gen(&b); err != nil {
+					return fmt.Errorf("generate %s: %w", name, err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, name), b.Bytes(), 0o644); err != nil {
+					return fmt.Errorf("write %s: %w", name, err)
+				}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote man pages to %s and completions to %s\n", man, dir)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "directory to write into")
+	return cmd
+}
