@@ -65,11 +65,16 @@ type gateway struct {
 	PID   int
 	Model *fakemodel.Server
 	log   string
+
+	exited   chan struct{} // closed when the gateway process has been reaped
+	stopOnce sync.Once
+	stopTook time.Duration
 }
 
 // startGateway starts a gateway and its fake model and waits until it
-// answers RPCs. Both are stopped, by PID, when the test ends.
-func startGateway(t *testing.T) *gateway {
+// answers RPCs. Both are stopped, by PID, when the test ends. env is added
+// to the gateway's environment, which its exec tool passes on.
+func startGateway(t *testing.T, env ...string) *gateway {
 	t.Helper()
 	node, entry := openclawInstall(t)
 	// A short path of its own: the gateway makes sockets under its state.
@@ -122,6 +127,7 @@ func startGateway(t *testing.T) *gateway {
 		"OPENCLAW_DISABLE_BONJOUR=1", "OPENCLAW_NO_RESPAWN=1", "OPENCLAW_SKIP_CHANNELS=1",
 		"OPENCLAW_EXEC_SHELL_SNAPSHOT=0", "OPENCLAW_NO_AUTO_UPDATE=1",
 	)
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	t0 := time.Now()
@@ -130,10 +136,10 @@ func startGateway(t *testing.T) *gateway {
 	}
 	logf.Close()
 	g.PID = cmd.Process.Pid
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
+	g.exited = make(chan struct{})
+	go func() { cmd.Wait(); close(g.exited) }()
 	t.Cleanup(func() {
-		g.stop(t, exited)
+		g.stop(t)
 		cancel()
 		model.Close()
 		if t.Failed() {
@@ -148,7 +154,7 @@ func startGateway(t *testing.T) *gateway {
 	cfg := g.config(t)
 	for {
 		select {
-		case <-exited:
+		case <-g.exited:
 			t.Fatalf("gateway exited during start-up:\n%s", g.logTail())
 		default:
 		}
@@ -187,8 +193,13 @@ func envWithout(env []string, keys ...string) []string {
 }
 
 // stop ends the gateway by PID: SIGTERM, SIGKILL after 15 s, then any of its
-// descendants still alive (they are ours: the gateway started them).
-func (g *gateway) stop(t *testing.T, exited <-chan struct{}) {
+// descendants still alive (they are ours: the gateway started them). Only
+// the first call acts.
+func (g *gateway) stop(t *testing.T) {
+	g.stopOnce.Do(func() { g.stopTook = g.stopNow(t) })
+}
+
+func (g *gateway) stopNow(t *testing.T) time.Duration {
 	var kids []proc.Info
 	if table, err := proc.Table(); err == nil {
 		kids = proc.Descendants(table, g.PID)
@@ -196,19 +207,21 @@ func (g *gateway) stop(t *testing.T, exited <-chan struct{}) {
 	t0 := time.Now()
 	syscall.Kill(g.PID, syscall.SIGTERM)
 	select {
-	case <-exited:
+	case <-g.exited:
 	case <-time.After(15 * time.Second):
 		t.Logf("gateway pid %d ignored SIGTERM for 15s; killing it", g.PID)
 		syscall.Kill(g.PID, syscall.SIGKILL)
-		<-exited
+		<-g.exited
 	}
+	took := time.Since(t0)
 	for _, k := range kids {
 		if proc.Alive(k.Identity) {
 			t.Logf("gateway child pid %d outlived it; killing it", k.PID)
 			syscall.Kill(k.PID, syscall.SIGKILL)
 		}
 	}
-	t.Logf("gateway stopped in %s", time.Since(t0).Round(time.Millisecond))
+	t.Logf("gateway stopped in %s", took.Round(time.Millisecond))
+	return took
 }
 
 func (g *gateway) logTail() string {
@@ -337,7 +350,11 @@ func findSession(ss []adapters.NativeSession, key string) *adapters.NativeSessio
 }
 
 func TestOpenClawGateway(t *testing.T) {
-	g := startGateway(t)
+	openclawInstall(t)
+	// The agentctl installation the gateway's exec tool talks to: its
+	// service is auto-started from inside an exec.
+	execEnv := NewEnv(t)
+	g := startGateway(t, "AGENTCTL_HOME="+execEnv.Home)
 	cfg := g.config(t)
 	cfg.PageSize = 2 // several pages from a handful of sessions
 	a := openclaw.New(cfg)
@@ -409,7 +426,33 @@ func TestOpenClawGateway(t *testing.T) {
 		}
 	})
 
+	// The directive-driven cases need the fake model to find the directives
+	// in what OpenClaw sends: the user's message followed by a context
+	// message of OpenClaw's own.
+	directives := t.Run("the fake model reads the user's message", func(t *testing.T) {
+		word := fmt.Sprintf("probe-%d", time.Now().UnixNano())
+		created := g.create(t, "probe", "[[text: "+word+"]]")
+		events.wait(t, 90*time.Second, "the probe run to finish", stateEvent(created.Key, adapters.NativeDone))
+		msgs, err := a.Transcript(ctx, created.Key, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(msgs) != 1 || !strings.Contains(msgs[0].Text, word) {
+			var prompts []string
+			for _, r := range g.Model.Requests() {
+				prompts = append(prompts, fmt.Sprintf("%q", r.Prompt))
+			}
+			t.Fatalf("the model answered %+v, not %q: the fake model took its directives from %s; it must read every user message of the turn (OpenClaw appends its own context message after the user's)", msgs, word, strings.Join(prompts, ", "))
+		}
+	})
+	needDirectives := func(t *testing.T) {
+		if !directives {
+			t.Skip("needs the fake model to read OpenClaw's prompts (see the failure above)")
+		}
+	}
+
 	t.Run("an active run is aborted and the watch sees it", func(t *testing.T) {
+		needDirectives(t)
 		created := g.create(t, "slow", "[[delay: 120]] take your time")
 		events.wait(t, 90*time.Second, "the slow run to start", stateEvent(created.Key, adapters.NativeBusy))
 		// The model must be holding the run: otherwise there is nothing to abort.
@@ -505,6 +548,53 @@ func TestOpenClawGateway(t *testing.T) {
 		}
 		if len(list.Warnings) != 1 || !strings.Contains(list.Warnings[0], "openclaw") || !strings.Contains(list.Warnings[0], "not reachable") {
 			t.Fatalf("warnings %q, want one naming the adapter and the reason", list.Warnings)
+		}
+	})
+
+	// Last: it stops the gateway.
+	t.Run("agentctl run from the gateway's exec tool outlives the gateway", func(t *testing.T) {
+		needDirectives(t)
+		cmdline := fmt.Sprintf("%s run --label via=openclaw-exec -- sh -c 'echo agent-up; sleep 20; exit 3'", agentctlBin)
+		t0 := time.Now()
+		created := g.create(t, "exec", "[[bash: "+cmdline+"]] [[text: launched]]")
+		done := events.wait(t, 120*time.Second, "the exec run to finish", stateEvent(created.Key, adapters.NativeDone))
+		t.Logf("gateway run with the exec finished %s after create", done.At.Sub(t0).Round(time.Millisecond))
+		l := execEnv.List("-a", "--label", "via=openclaw-exec")
+		if len(l.Sessions) != 1 {
+			msgs, _ := a.Transcript(ctx, created.Key, 0)
+			t.Fatalf("sessions started from the exec: %+v; gateway transcript: %+v", l, msgs)
+		}
+		s := l.Sessions[0]
+		if s.Status != api.StatusRunning || s.Labels["OPENCLAW_SHELL"] != "exec" {
+			t.Fatalf("session from the exec: %+v", s)
+		}
+		if _, ok := s.Labels["OPENCLAW_GATEWAY_TOKEN"]; ok {
+			t.Error("the gateway token was recorded")
+		}
+		assertTokenNotOnDisk(t, execEnv.SessionDir(s.ID), gatewayToken)
+		msgs, err := a.Transcript(ctx, created.Key, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sawID bool
+		for _, m := range msgs {
+			sawID = sawID || (m.Role == "tool" && strings.Contains(m.Text, s.ID))
+		}
+		if !sawID {
+			t.Errorf("the exec's result does not carry the session id %s: %+v", s.ID, msgs)
+		}
+		// With nothing of the session holding the exec's pipes, the gateway
+		// has no background exec to drain and stops at once.
+		g.stop(t)
+		if g.stopTook > 15*time.Second {
+			t.Errorf("gateway took %s to stop", g.stopTook)
+		}
+		if st := execEnv.Session(s.ID); st.Status != api.StatusRunning {
+			t.Fatalf("session is %s after the gateway stopped, want running", st.Status)
+		}
+		final := execEnv.WaitStatus(s.ID, api.StatusExited, 60*time.Second)
+		if final.ExitCode == nil || *final.ExitCode != 3 {
+			t.Fatalf("session ended as %+v, want exit code 3", final)
 		}
 	})
 }

@@ -339,6 +339,12 @@ func TestRunWaitFromExecPassesExitCode(t *testing.T) {
 // the session's folder.
 func assertNoSecretOnDisk(t *testing.T, dir string) {
 	t.Helper()
+	assertTokenNotOnDisk(t, dir, execSecret)
+}
+
+// assertTokenNotOnDisk fails if token appears in any file under dir.
+func assertTokenNotOnDisk(t *testing.T, dir, token string) {
+	t.Helper()
 	filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || d.Type()&os.ModeSocket != 0 {
 			return nil
@@ -349,7 +355,7 @@ func assertNoSecretOnDisk(t *testing.T, dir string) {
 		}
 		defer f.Close()
 		b, _ := io.ReadAll(f)
-		if bytes.Contains(b, []byte(execSecret)) {
+		if bytes.Contains(b, []byte(token)) {
 			t.Errorf("%s contains the caller's gateway token", path)
 		}
 		return nil

@@ -25,6 +25,7 @@ const Name = "openclaw"
 // Environment variables the adapter reads (OpenClaw's own names).
 const (
 	EnvURL      = "OPENCLAW_GATEWAY_URL"
+	EnvPort     = "OPENCLAW_GATEWAY_PORT"
 	EnvToken    = "OPENCLAW_GATEWAY_TOKEN"
 	EnvPassword = "OPENCLAW_GATEWAY_PASSWORD"
 )
@@ -54,10 +55,16 @@ type Adapter struct {
 func New(cfg Config) *Adapter { return &Adapter{cfg: cfg} }
 
 // ConfigFromEnv builds the configuration from OpenClaw's environment
-// variables; the device key lives under agentctlHome.
+// variables; the device key lives under agentctlHome. Without a URL, a
+// port (which the gateway's exec tool passes to its commands) means the
+// gateway on loopback at that port.
 func ConfigFromEnv(agentctlHome string, getenv func(string) string) Config {
+	url := getenv(EnvURL)
+	if port := getenv(EnvPort); url == "" && port != "" {
+		url = "ws://127.0.0.1:" + port
+	}
 	return Config{
-		URL:          getenv(EnvURL),
+		URL:          url,
 		Token:        getenv(EnvToken),
 		Password:     getenv(EnvPassword),
 		IdentityPath: filepath.Join(agentctlHome, IdentityFile),

@@ -625,6 +625,14 @@ func TestConfigFromEnv(t *testing.T) {
 	if cfg.URL != "ws://127.0.0.1:1" || cfg.Token != "tok" || cfg.IdentityPath != filepath.Join("/h", IdentityFile) {
 		t.Errorf("config %+v", cfg)
 	}
+	env = map[string]string{EnvPort: "18999"}
+	if got := ConfigFromEnv("/h", func(k string) string { return env[k] }).URL; got != "ws://127.0.0.1:18999" {
+		t.Errorf("URL from the port: %q", got)
+	}
+	env = map[string]string{EnvPort: "18999", EnvURL: "wss://gw.example:443"}
+	if got := ConfigFromEnv("/h", func(k string) string { return env[k] }).URL; got != "wss://gw.example:443" {
+		t.Errorf("an explicit URL must win over the port: %q", got)
+	}
 	if !New(cfg).Configured() || New(ConfigFromEnv("/h", func(string) string { return "" })).Configured() {
 		t.Error("Configured is wrong")
 	}
