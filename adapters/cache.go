@@ -78,13 +78,21 @@ func NewFileCache[V any](maxEntries int) *FileCache[V] {
 // forgotten and its error (fs.ErrNotExist) returned. Errors from fill are
 // returned and not cached.
 func (c *FileCache[V]) Get(path string, fill FillFunc[V]) (V, FileKey, error) {
-	var zero V
 	fi, err := os.Stat(path)
 	if err != nil {
 		c.Forget(path)
+		var zero V
 		return zero, FileKey{}, fmt.Errorf("stat %s: %w", path, err)
 	}
-	key := KeyOf(path, fi)
+	return c.GetKey(KeyOf(path, fi), fill)
+}
+
+// GetKey is Get with the stat already made by the caller (for instance by
+// ListFiles, which stats a folder's files cheaply): key must come from a
+// stat made for this query.
+func (c *FileCache[V]) GetKey(key FileKey, fill FillFunc[V]) (V, FileKey, error) {
+	var zero V
+	path := key.Path
 	prev, ok := c.lookup(path)
 	if ok && prev.Key.Same(key) {
 		c.count(true)
@@ -97,7 +105,8 @@ func (c *FileCache[V]) Get(path string, fill FillFunc[V]) (V, FileKey, error) {
 		return zero, FileKey{}, fmt.Errorf("open %s: %w", path, err)
 	}
 	defer f.Close()
-	if fi, err = f.Stat(); err != nil {
+	fi, err := f.Stat()
+	if err != nil {
 		return zero, FileKey{}, fmt.Errorf("stat %s: %w", path, err)
 	}
 	key = KeyOf(path, fi)

@@ -1,0 +1,394 @@
+// Package claude is the Claude Code adapter: it reads Claude's own session
+// store (~/.claude, or $CLAUDE_CONFIG_DIR), matches running claude processes
+// to sessions, and builds the headless command line to launch and resume it.
+//
+// The store, as Claude Code 2.1 writes it:
+//
+//	projects/<slug>/<uuid>.jsonl  one transcript per session (see ProjectSlug)
+//	sessions/<pid>.json           one entry per running process: session id, cwd, busy/idle
+//	history.jsonl                 the prompts typed in interactive sessions
+package claude
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentctl/agentctl/adapters"
+)
+
+// Name is the adapter's name.
+const Name = "claude"
+
+// maxCached bounds the transcripts whose summaries are kept in memory.
+const maxCached = 50000
+
+// Adapter reads Claude Code's native store. It is safe for concurrent use.
+type Adapter struct {
+	env       adapters.Env
+	summaries *adapters.FileCache[summary]
+	history   *adapters.FileCache[historyIndex]
+
+	mu    sync.Mutex
+	paths map[string]string // native id -> transcript, from the last Discover
+}
+
+// New returns the adapter for the Claude store env points at.
+func New(env adapters.Env) *Adapter {
+	return &Adapter{
+		env:       env,
+		summaries: adapters.NewFileCache[summary](maxCached),
+		history:   adapters.NewFileCache[historyIndex](1),
+		paths:     map[string]string{},
+	}
+}
+
+// Name implements adapters.Adapter.
+func (a *Adapter) Name() string { return Name }
+
+// configDir is Claude's folder: $CLAUDE_CONFIG_DIR, else ~/.claude.
+func (a *Adapter) configDir() string {
+	if d := a.env.Lookup("CLAUDE_CONFIG_DIR"); d != "" {
+		return d
+	}
+	return filepath.Join(a.env.Home, ".claude")
+}
+
+// transcriptFile is one transcript found by listing the projects folder,
+// with its fresh stat.
+type transcriptFile struct {
+	id  string
+	key adapters.FileKey
+}
+
+// listTranscripts lists and stats projects/*/<uuid>.jsonl, the project
+// folders in parallel. A project folder that vanishes while listing is
+// skipped.
+func (a *Adapter) listTranscripts(ctx context.Context) ([]transcriptFile, error) {
+	root := filepath.Join(a.configDir(), "projects")
+	projects, err := readDirNames(root)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("list %s: %w", root, err)
+	}
+	perProject := make([][]adapters.FileKey, len(projects))
+	parallel(ctx, len(projects), func(i int) {
+		keys, err := adapters.ListFiles(filepath.Join(root, projects[i]), func(n string) bool {
+			id, ok := strings.CutSuffix(n, ".jsonl")
+			return ok && validID(id)
+		})
+		if err == nil {
+			perProject[i] = keys
+		}
+	})
+	var out []transcriptFile
+	for _, keys := range perProject {
+		for _, k := range keys {
+			out = append(out, transcriptFile{id: strings.TrimSuffix(filepath.Base(k.Path), ".jsonl"), key: k})
+		}
+	}
+	return out, ctx.Err()
+}
+
+// parallel runs fn(0..n-1) on as many goroutines as there are CPUs, and
+// stops handing out work once ctx is done.
+func parallel(ctx context.Context, n int, fn func(i int)) {
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < min(runtime.GOMAXPROCS(0), n); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				fn(i)
+			}
+		}()
+	}
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+}
+
+// Discover implements adapters.Adapter: every transcript's summary (read
+// from the cache when the file is unchanged, and otherwise only as far as
+// it changed), joined with the running processes.
+func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error) {
+	files, err := a.listTranscripts(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("discover claude sessions: %w", err)
+	}
+	live, unmatchedCwds, liveWarnings := liveProcesses(filepath.Join(a.configDir(), "sessions"))
+
+	type result struct {
+		sum  summary
+		mod  time.Time
+		err  error
+		gone bool
+	}
+	results := make([]result, len(files))
+	reader := summaryReader{ctx: ctx}
+	parallel(ctx, len(files), func(i int) {
+		s, key, err := a.summaries.GetKey(files[i].key, reader.fill)
+		results[i] = result{sum: s, mod: key.ModTime, err: err, gone: errors.Is(err, os.ErrNotExist)}
+	})
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("discover claude sessions: %w", err)
+	}
+
+	hist := a.historyIndex()
+	paths := make(map[string]string, len(files))
+	out := make([]adapters.NativeSession, 0, len(files)+len(live))
+	for i, f := range files {
+		r := results[i]
+		if r.gone {
+			continue // deleted between listing and reading
+		}
+		paths[f.id] = f.key.Path
+		ns := adapters.NativeSession{Adapter: Name, NativeID: f.id, Path: f.key.Path}
+		if r.err != nil {
+			ns.Warnings = []string{fmt.Sprintf("read transcript: %v", r.err)}
+			ns.State = adapters.NativeUnknown
+			if ls, ok := live[f.id]; ok {
+				attachLive(&ns, ls)
+			}
+			out = append(out, ns)
+			continue
+		}
+		s := r.sum
+		ns.Cwd, ns.Model, ns.FirstPrompt, ns.LastMessage = s.Cwd, s.Model, s.FirstPrompt, s.LastText
+		ns.TokensIn, ns.TokensOut = s.tokens()
+		ns.CostUSD = s.cost()
+		ns.CreatedAt, ns.UpdatedAt = s.Created, s.Updated
+		if ns.UpdatedAt.IsZero() {
+			ns.UpdatedAt = r.mod
+		}
+		if ns.FirstPrompt == "" {
+			ns.FirstPrompt = hist[f.id].prompt
+		}
+		ns.Warnings = append([]string(nil), s.Warnings...)
+		if ls, ok := live[f.id]; ok {
+			attachLive(&ns, ls)
+		} else if unmatchedCwds[s.Cwd] {
+			// A claude process runs in this folder and nothing says which
+			// session it works on: this one may be it.
+			ns.State = adapters.NativeUnknown
+		} else {
+			ns.State = s.Turn.native()
+		}
+		out = append(out, ns)
+	}
+	// Running sessions with no transcript yet (an interactive claude before
+	// its first prompt).
+	for id, ls := range live {
+		if _, ok := paths[id]; ok {
+			continue
+		}
+		ns := adapters.NativeSession{Adapter: Name, NativeID: id, Cwd: ls.cwd, CreatedAt: ls.started, FirstPrompt: hist[id].prompt}
+		attachLive(&ns, ls)
+		out = append(out, ns)
+	}
+	if len(liveWarnings) > 0 {
+		for i := range out {
+			if out[i].Process == nil {
+				out[i].Warnings = append(out[i].Warnings, liveWarnings...)
+			}
+		}
+	}
+	seen := make(map[string]bool, len(files))
+	for _, f := range files {
+		seen[f.key.Path] = true
+	}
+	a.summaries.Retain(func(p string) bool { return seen[p] })
+	a.mu.Lock()
+	a.paths = paths
+	a.mu.Unlock()
+	return out, nil
+}
+
+func attachLive(ns *adapters.NativeSession, ls liveSession) {
+	ns.Process = &adapters.ProcessRef{PID: ls.proc.PID, Start: ls.proc.Start, Evidence: ls.evidence}
+	ns.State = ls.state
+	if ns.Cwd == "" {
+		ns.Cwd = ls.cwd
+	}
+}
+
+// transcriptPath finds the transcript of id: where the last Discover saw
+// it, else by looking in every project folder.
+func (a *Adapter) transcriptPath(id string) (string, error) {
+	if !validID(id) {
+		return "", fmt.Errorf("claude session %q: not a session id", id)
+	}
+	a.mu.Lock()
+	p, ok := a.paths[id]
+	a.mu.Unlock()
+	if ok {
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	matches, err := filepath.Glob(filepath.Join(a.configDir(), "projects", "*", id+".jsonl"))
+	if err != nil {
+		return "", fmt.Errorf("find claude session %s: %w", id, err)
+	}
+	if len(matches) == 0 {
+		return "", fmt.Errorf("claude session %s: no transcript under %s: %w", id, filepath.Join(a.configDir(), "projects"), os.ErrNotExist)
+	}
+	return matches[0], nil
+}
+
+// Transcript implements adapters.Adapter: the last n user, assistant and
+// tool messages (n <= 0: all), oldest first. A transcript larger than the
+// window read for n messages is read from its end only.
+func (a *Adapter) Transcript(ctx context.Context, id string, n int) ([]adapters.Message, error) {
+	path, err := a.transcriptPath(id)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read claude session %s: %w", id, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("read claude session %s: %w", id, err)
+	}
+	return readMessages(ctx, f, fi.Size(), n)
+}
+
+// readMessages reads the messages of a transcript of size bytes.
+func readMessages(ctx context.Context, f io.ReaderAt, size int64, n int) ([]adapters.Message, error) {
+	for window := int64(tailStart); ; window *= 2 {
+		from := int64(0)
+		if n > 0 && window < size {
+			lines, start, err := adapters.TailLines(f, size, 1<<30, window)
+			if err != nil {
+				return nil, fmt.Errorf("read transcript: %w", err)
+			}
+			if len(lines) == 0 {
+				continue
+			}
+			from = start
+		}
+		var msgs []adapters.Message
+		count := 0
+		_, err := adapters.ScanLines(io.NewSectionReader(f, from, size-from), maxLine, func(line []byte) error {
+			if count++; count%ctxEvery == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			r, ok, err := parseRecord(line)
+			if err != nil || !ok {
+				return nil
+			}
+			msgs = appendMessages(msgs, r)
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("read transcript: %w", err)
+		}
+		if n <= 0 || len(msgs) >= n || from == 0 {
+			if n > 0 && len(msgs) > n {
+				msgs = msgs[len(msgs)-n:]
+			}
+			return msgs, nil
+		}
+	}
+}
+
+// maxToolText bounds the text kept of one tool call or result.
+const maxToolText = 2000
+
+// appendMessages adds a record's messages: user prompts, assistant text,
+// tool calls and tool results.
+func appendMessages(msgs []adapters.Message, r record) []adapters.Message {
+	if r.Message == nil || r.IsSidechain || r.IsMeta {
+		return msgs
+	}
+	switch r.Type {
+	case "user":
+		var s string
+		if json.Unmarshal(r.Message.Content, &s) == nil {
+			if s != "" {
+				msgs = append(msgs, adapters.Message{Role: "user", Text: s, Time: r.Timestamp})
+			}
+			return msgs
+		}
+		for _, b := range decodeBlocks(r.Message.Content) {
+			switch b.Type {
+			case "text":
+				msgs = append(msgs, adapters.Message{Role: "user", Text: b.Text, Time: r.Timestamp})
+			case "tool_result":
+				msgs = append(msgs, adapters.Message{Role: "tool", Text: clip(resultText(b.Content)), Time: r.Timestamp})
+			}
+		}
+	case "assistant":
+		for _, b := range decodeBlocks(r.Message.Content) {
+			switch b.Type {
+			case "text":
+				if strings.TrimSpace(b.Text) == "" {
+					continue
+				}
+				msgs = append(msgs, adapters.Message{Role: "assistant", Text: b.Text, Time: r.Timestamp})
+			case "tool_use":
+				msgs = append(msgs, adapters.Message{Role: "tool", Text: clip(b.Name + ": " + toolInputText(b.Input)), Time: r.Timestamp})
+			}
+		}
+	}
+	return msgs
+}
+
+// toolInputText is the telling part of a tool call's input: its command,
+// else its description, else the raw input.
+func toolInputText(raw json.RawMessage) string {
+	var in map[string]any
+	if json.Unmarshal(raw, &in) == nil {
+		for _, k := range []string{"command", "file_path", "pattern", "description", "prompt", "url"} {
+			if s, ok := in[k].(string); ok && s != "" {
+				return s
+			}
+		}
+	}
+	return string(raw)
+}
+
+func resultText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var parts []string
+	for _, b := range decodeBlocks(raw) {
+		if b.Type == "text" {
+			parts = append(parts, b.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func clip(s string) string {
+	if len(s) <= maxToolText {
+		return s
+	}
+	cut := maxToolText
+	for cut > 0 && !utf8RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

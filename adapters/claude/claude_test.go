@@ -1,0 +1,533 @@
+package claude
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/proc"
+)
+
+// helperEnv makes the test binary act as a long-running stand-in for a
+// claude process (its argv is whatever the test gives it).
+const helperEnv = "AGENTCTL_CLAUDE_TEST_HELPER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) == "sleep" {
+		time.Sleep(time.Minute)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// startHelper starts a process whose argv is argv (argv[0] included), in
+// dir, and stops it with the test.
+func startHelper(t *testing.T, dir string, argv ...string) proc.Info {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Args = argv
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), helperEnv+"=sleep")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	// Wait until the child has exec'd (its argv is the one asked for).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, err := proc.Cmdline(cmd.Process.Pid)
+		if err == nil && len(got) > 0 && got[0] == argv[0] {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("helper did not start: %v %v", got, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	info, err := proc.Lookup(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info
+}
+
+const (
+	resumedID = "b5b0dadd-5911-49b9-ab7c-7e019a734bb1" // two runs, the second a --resume
+	toolID    = "2f187516-e195-4326-adc4-908e2f238274" // one run with a [[sleep: 5]] tool call
+)
+
+// fixtureHome copies testdata/home (transcripts the real Claude Code 2.1.330
+// wrote against the fake model, long strings elided) into a temporary home.
+func fixtureHome(t *testing.T) string {
+	t.Helper()
+	home := t.TempDir()
+	err := filepath.WalkDir("testdata/home", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel("testdata/home", p)
+		dst := filepath.Join(home, rel)
+		if d.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return home
+}
+
+func newAdapter(home string) *Adapter {
+	return New(adapters.Env{Home: home, Getenv: func(string) string { return "" }})
+}
+
+func discover(t *testing.T, a *Adapter) map[string]adapters.NativeSession {
+	t.Helper()
+	ss, err := a.Discover(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]adapters.NativeSession{}
+	for _, s := range ss {
+		if _, dup := out[s.NativeID]; dup {
+			t.Errorf("session %s listed twice", s.NativeID)
+		}
+		out[s.NativeID] = s
+	}
+	return out
+}
+
+func TestProjectSlug(t *testing.T) {
+	long := "/tmp/w/" + strings.Repeat("x", 120) + "/" + strings.Repeat("y", 120)
+	tests := []struct{ cwd, want string }{
+		{"/tmp/w/proj", "-tmp-w-proj"},
+		{"/tmp/w/My Proj.v2_x", "-tmp-w-My-Proj-v2-x"},
+		{"/tmp/w/ünï-code", "-tmp-w--n--code"},
+		{"/tmp/w/a..b/c", "-tmp-w-a--b-c"},
+		{long, ProjectSlug(long)[:200] + "-mcw99s"},
+	}
+	for _, tt := range tests {
+		if got := ProjectSlug(tt.cwd); got != tt.want {
+			t.Errorf("ProjectSlug(%q) = %q, want %q", tt.cwd, got, tt.want)
+		}
+	}
+	if got := ProjectSlug(long); len(got) != 207 {
+		t.Errorf("long slug has %d chars, want 207", len(got))
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestDiscoverFixtures(t *testing.T) {
+	a := newAdapter(fixtureHome(t))
+	got := discover(t, a)
+	ts := func(s string) time.Time {
+		v, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	want := []adapters.NativeSession{
+		{
+			NativeID: resumedID, Cwd: "/home/dev/proj", Model: "claude-opus-5-5",
+			FirstPrompt: "first [[bash: true]]", LastMessage: "resumed ok",
+			TokensIn: ptr[int64](7725), TokensOut: ptr[int64](61), CostUSD: ptr(0.032119999999999996),
+			CreatedAt: ts("2026-11-22T06:28:47.271Z"), UpdatedAt: ts("2026-11-22T06:28:48.092Z"), State: adapters.NativeDone,
+		},
+		{
+			NativeID: toolID, Cwd: "/home/dev/proj", Model: "claude-opus-5-5",
+			FirstPrompt: "long [[sleep: 5]]", LastMessage: "hi from fakellm (after 1 tool calls)",
+			TokensIn: ptr[int64](5122), TokensOut: ptr[int64](69), CostUSD: ptr(0.021868),
+			CreatedAt: ts("2026-11-22T06:28:57.245Z"), UpdatedAt: ts("2026-11-22T06:29:02.527Z"), State: adapters.NativeDone,
+		},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d sessions, want %d: %v", len(got), len(want), got)
+	}
+	for _, w := range want {
+		g, ok := got[w.NativeID]
+		if !ok {
+			t.Errorf("session %s not found", w.NativeID)
+			continue
+		}
+		if g.Adapter != "claude" || g.Cwd != w.Cwd || g.Model != w.Model || g.FirstPrompt != w.FirstPrompt ||
+			g.LastMessage != w.LastMessage || *g.TokensIn != *w.TokensIn || *g.TokensOut != *w.TokensOut ||
+			*g.CostUSD != *w.CostUSD || !g.CreatedAt.Equal(w.CreatedAt) || !g.UpdatedAt.Equal(w.UpdatedAt) ||
+			g.State != w.State || g.Process != nil || len(g.Warnings) != 0 || !strings.HasSuffix(g.Path, w.NativeID+".jsonl") {
+			t.Errorf("session %s:\n got %+v\nwant %+v", w.NativeID, g, w)
+		}
+	}
+}
+
+// writeTranscript writes a transcript for id under cwd's project folder.
+func writeTranscript(t *testing.T, home, cwd, id, content string) string {
+	t.Helper()
+	dir := filepath.Join(home, ".claude", "projects", ProjectSlug(cwd))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, id+".jsonl")
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func lines(recs ...string) string { return strings.Join(recs, "\n") + "\n" }
+
+func userRec(text string) string {
+	b, _ := json.Marshal(text)
+	return `{"parentUuid":null,"isSidechain":false,"type":"user","message":{"role":"user","content":` + string(b) +
+		`},"uuid":"u1","timestamp":"2026-01-02T03:04:05.000Z","cwd":"/w/p","sessionId":"s"}`
+}
+
+func assistantRec(id, text, stop string, in, out int) string {
+	b, _ := json.Marshal(text)
+	return fmt.Sprintf(`{"parentUuid":"u1","isSidechain":false,"message":{"id":%q,"role":"assistant","model":"claude-x","content":[{"type":"text","text":%s}],"stop_reason":%q,"usage":{"input_tokens":%d,"output_tokens":%d,"cache_read_input_tokens":0,"cache_creation_input_tokens":0}},"type":"assistant","uuid":"a1","timestamp":"2026-01-02T03:04:06.000Z","cwd":"/w/p","sessionId":"s"}`,
+		id, b, stop, in, out)
+}
+
+func costRec(cost float64, in, out int) string {
+	return fmt.Sprintf(`{"type":"cost-state","sessionId":"s","totalCostUSD":%v,"modelUsage":{"claude-x":{"inputTokens":%d,"outputTokens":%d}}}`, cost, in, out)
+}
+
+func TestDiscoverRobust(t *testing.T) {
+	good := lines(userRec("do it"), assistantRec("m1", "done it", "end_turn", 10, 5))
+	nested := `{"type":"user","message":{"role":"user","content":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}}`
+	tests := []struct {
+		name      string
+		content   string
+		last      string
+		prompt    string
+		tokensIn  int64 // -1: unknown
+		state     adapters.NativeState
+		warnLines int // unreadable lines reported
+	}{
+		{"empty file", "", "", "", 0, adapters.NativeUnknown, 0},
+		{"half-written last line", good + `{"parentUuid":"a1","type":"assistant","message":{"id":"m2","content":[{"type":"te`, "done it", "do it", 10, adapters.NativeDone, 0},
+		{"unknown record types", lines(`{"type":"atis-latch","atis":""}`, `{"type":"brand-new-kind","x":[1,2]}`) + good, "done it", "do it", 10, adapters.NativeDone, 0},
+		{"binary garbage", "\x00\xff\xfe garbage\n" + good + "\x01\x02\x03\n", "done it", "do it", 10, adapters.NativeDone, 2},
+		{"wrong types in known fields", lines(userRec("do it"), `{"type":"assistant","message":{"content":5,"usage":"lots","model":7}}`, `{"type":"cost-state","totalCostUSD":"free"}`), "", "do it", 0, adapters.NativeUnknown, 2},
+		{"deeply nested value", lines(nested) + good, "done it", "do it", 10, adapters.NativeDone, 1},
+		{"interrupted turn", good + lines(userRec("next"), userRec("[Request interrupted by user for tool use]")), "done it", "do it", 10, adapters.NativeAborted, 0},
+		{"API error", good + lines(userRec("next"), `{"type":"assistant","isApiErrorMessage":true,"message":{"id":"e","model":"<synthetic>","role":"assistant","content":[{"type":"text","text":"API Error: 500"}],"stop_reason":"stop_sequence","usage":{"input_tokens":0,"output_tokens":0}}}`), "API Error: 500", "do it", 10, adapters.NativeFailed, 0},
+		{"tool call pending", lines(userRec("go"), `{"type":"assistant","message":{"id":"m1","model":"claude-x","role":"assistant","content":[{"type":"tool_use","id":"t","name":"Bash","input":{"command":"sleep 9"}}],"stop_reason":"tool_use","usage":{"input_tokens":3,"output_tokens":1}}}`), "", "go", 3, adapters.NativeUnknown, 0},
+		{"cost-state plus a later run", good + lines(costRec(0.5, 100, 50), userRec("again"), assistantRec("m3", "again done", "end_turn", 7, 3)), "again done", "do it", 107, adapters.NativeDone, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			home := t.TempDir()
+			id := "0b6c1b1e-0000-4000-8000-000000000001"
+			writeTranscript(t, home, "/w/p", id, tt.content)
+			s := discover(t, newAdapter(home))[id]
+			if s.LastMessage != tt.last || s.FirstPrompt != tt.prompt || s.State != tt.state {
+				t.Errorf("last %q prompt %q state %q; want %q %q %q", s.LastMessage, s.FirstPrompt, s.State, tt.last, tt.prompt, tt.state)
+			}
+			if s.TokensIn == nil || *s.TokensIn != tt.tokensIn {
+				t.Errorf("tokens in %v, want %d", s.TokensIn, tt.tokensIn)
+			}
+			warned := len(s.Warnings) > 0
+			if warned != (tt.warnLines > 0) || (warned && !strings.HasPrefix(s.Warnings[0], strconv.Itoa(tt.warnLines)+" unreadable")) {
+				t.Errorf("warnings %q, want %d unreadable lines", s.Warnings, tt.warnLines)
+			}
+		})
+	}
+}
+
+// TestDiscoverHugeFiles: a 2 GB transcript (sparse, so it costs no disk) is
+// read by its head and tail only, with or without a closing cost-state, and
+// a line over the line limit is skipped with a warning.
+func TestDiscoverHugeFiles(t *testing.T) {
+	home := t.TempDir()
+	mk := func(id string, tail string) {
+		p := writeTranscript(t, home, "/w/p", id, lines(userRec("start")))
+		f, err := os.OpenFile(p, os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteAt([]byte("\n"+tail), 2<<30); err != nil {
+			t.Fatal(err)
+		}
+	}
+	withCost := "0b6c1b1e-0000-4000-8000-000000000002"
+	noCost := "0b6c1b1e-0000-4000-8000-000000000003"
+	mk(withCost, lines(assistantRec("m1", "the end", "end_turn", 1, 1), costRec(1.5, 1000, 200)))
+	mk(noCost, lines(assistantRec("m1", "still going", "end_turn", 1, 1)))
+	long := "0b6c1b1e-0000-4000-8000-000000000004"
+	writeTranscript(t, home, "/w/p", long, lines(userRec("hi"), `{"type":"user","pad":"`+strings.Repeat("x", maxLine+10)+`"}`, assistantRec("m1", "after the long line", "end_turn", 2, 2)))
+
+	got := discover(t, newAdapter(home))
+	if s := got[withCost]; s.FirstPrompt != "start" || s.LastMessage != "the end" || s.TokensIn == nil || *s.TokensIn != 1000 || *s.CostUSD != 1.5 {
+		t.Errorf("2 GB with cost-state: %+v", s)
+	}
+	if s := got[noCost]; s.FirstPrompt != "start" || s.LastMessage != "still going" || s.TokensIn != nil {
+		t.Errorf("2 GB without cost-state: %+v (tokens must be unknown)", s)
+	}
+	if s := got[long]; s.LastMessage != "after the long line" || len(s.Warnings) != 1 || !strings.Contains(s.Warnings[0], "lines over") {
+		t.Errorf("long line: %+v", s)
+	}
+}
+
+// TestDiscoverIncremental: an appended transcript is read from where the
+// last read stopped, and only then.
+func TestDiscoverIncremental(t *testing.T) {
+	home := t.TempDir()
+	id := "0b6c1b1e-0000-4000-8000-000000000005"
+	first := "NOT JSON, FIRST LINE\n" + lines(userRec("do it"))
+	p := writeTranscript(t, home, "/w/p", id, first)
+	a := newAdapter(home)
+	s := discover(t, a)[id]
+	if len(s.Warnings) != 1 || s.State != adapters.NativeUnknown {
+		t.Fatalf("first read: %+v", s)
+	}
+	// Rewrite the first line in place with a valid record of the same
+	// length, then append: an incremental read does not look back there.
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte(`{"type":"x","y":"12"}`[:20]), 0)
+	f.Close()
+	appendTo(t, p, lines(assistantRec("m1", "done", "end_turn", 4, 2)))
+	s = discover(t, a)[id]
+	if s.LastMessage != "done" || s.State != adapters.NativeDone || len(s.Warnings) != 1 || *s.TokensIn != 4 {
+		t.Errorf("after append: %+v (want the old warning kept: the start was not re-read)", s)
+	}
+	// Half a line appended: nothing changes until it is complete.
+	rec := assistantRec("m2", "more", "end_turn", 1, 1)
+	appendTo(t, p, rec[:30])
+	if s = discover(t, a)[id]; s.LastMessage != "done" {
+		t.Errorf("half line: last %q", s.LastMessage)
+	}
+	appendTo(t, p, rec[30:]+"\n")
+	if s = discover(t, a)[id]; s.LastMessage != "more" || *s.TokensIn != 5 {
+		t.Errorf("completed line: %+v", s)
+	}
+	// Truncated and rewritten: read again from the start.
+	os.WriteFile(p, []byte(lines(userRec("other"), assistantRec("m9", "fresh", "end_turn", 9, 9), costRec(0.1, 9, 9))), 0o644)
+	if s = discover(t, a)[id]; s.FirstPrompt != "other" || s.LastMessage != "fresh" || len(s.Warnings) != 0 {
+		t.Errorf("rewritten: %+v", s)
+	}
+	// Deleted: gone from the list.
+	os.Remove(p)
+	if _, ok := discover(t, a)[id]; ok {
+		t.Error("deleted transcript still listed")
+	}
+	if _, _, err := a.summaries.GetKey(adapters.FileKey{Path: p}, summaryReader{ctx: context.Background()}.fill); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("vanished file: %v", err)
+	}
+}
+
+func appendTo(t *testing.T, p, s string) {
+	t.Helper()
+	f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestProcessMatching(t *testing.T) {
+	home := fixtureHome(t)
+	reg := filepath.Join(home, ".claude", "sessions")
+	os.MkdirAll(reg, 0o755)
+	writeReg := func(info proc.Info, id, status string, procStart string) {
+		t.Helper()
+		b, _ := json.Marshal(map[string]any{"pid": info.PID, "sessionId": id, "cwd": "/home/dev/proj",
+			"startedAt": info.StartTime.UnixMilli(), "procStart": procStart, "status": status, "kind": "interactive"})
+		if err := os.WriteFile(filepath.Join(reg, strconv.Itoa(info.PID)+".json"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := newAdapter(home)
+
+	// The registry vouches for a live process with the recorded start.
+	p1 := startHelper(t, t.TempDir(), "claude")
+	writeReg(p1, resumedID, "busy", strconv.FormatUint(p1.Start, 10))
+	// A stale entry: right pid, wrong start (the pid was recycled).
+	p2 := startHelper(t, t.TempDir(), "claude", "--print")
+	writeReg(p2, toolID, "idle", strconv.FormatUint(p2.Start+12345, 10))
+	got := discover(t, a)
+	if s := got[resumedID]; s.Process == nil || s.Process.PID != p1.PID || s.Process.Start != p1.Start || s.Process.Evidence != "registry" || s.State != adapters.NativeBusy {
+		t.Errorf("registry match: %+v %+v", s, s.Process)
+	}
+	if s := got[toolID]; s.Process != nil || s.State != adapters.NativeDone {
+		t.Errorf("stale registry entry matched: %+v", s)
+	}
+
+	// The argv names the session.
+	id3 := "0b6c1b1e-0000-4000-8000-000000000006"
+	writeTranscript(t, home, "/w/q", id3, lines(userRec("x"), assistantRec("m", "y", "end_turn", 1, 1)))
+	p3 := startHelper(t, t.TempDir(), "claude", "-p", "--resume", id3, "--output-format", "json")
+	// A new interactive session: registered, no transcript yet.
+	id4 := "0b6c1b1e-0000-4000-8000-000000000007"
+	p4 := startHelper(t, t.TempDir(), "claude.exe")
+	writeReg(p4, id4, "idle", strconv.FormatUint(p4.Start, 10))
+	got = discover(t, a)
+	if s := got[id3]; s.Process == nil || s.Process.PID != p3.PID || s.Process.Evidence != "argv" || s.State != adapters.NativeRunning {
+		t.Errorf("argv match: %+v %+v", s, s.Process)
+	}
+	if s := got[id4]; s.Process == nil || s.Process.PID != p4.PID || s.State != adapters.NativeIdle || s.Cwd != "/home/dev/proj" {
+		t.Errorf("registered session without transcript: %+v", s)
+	}
+
+	// A claude with nothing saying which session it runs, in a session's
+	// folder: that session's end cannot be told, and no session is
+	// claimed running.
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	id5 := "0b6c1b1e-0000-4000-8000-000000000008"
+	writeTranscript(t, home, dir, id5, lines(strings.Replace(userRec("x"), `"/w/p"`, strconv.Quote(dir), 1), assistantRec("m", "y", "end_turn", 1, 1)))
+	startHelper(t, dir, "claude")
+	if s := discover(t, a)[id5]; s.Process != nil || s.State != adapters.NativeUnknown {
+		t.Errorf("ambiguous cwd: %+v", s)
+	}
+}
+
+func TestArgvSession(t *testing.T) {
+	id := "0b6c1b1e-0000-4000-8000-000000000009"
+	tests := []struct {
+		argv []string
+		want string
+	}{
+		{[]string{"claude", "-p", "--session-id", id}, id},
+		{[]string{"claude", "--session-id=" + id}, id},
+		{[]string{"claude", "-r", id, "hello"}, id},
+		{[]string{"claude", "--resume=" + id}, id},
+		{[]string{"claude", "--resume", id, "--fork-session"}, ""},
+		{[]string{"claude", "-p", "--", "--session-id", id}, ""},
+		{[]string{"claude", "--session-id", "../../etc"}, ""},
+		{[]string{"claude", "--session-id"}, ""},
+	}
+	for _, tt := range tests {
+		if got := argvSession(tt.argv); got != tt.want {
+			t.Errorf("argvSession(%q) = %q, want %q", tt.argv, got, tt.want)
+		}
+	}
+	for argv, want := range map[string]bool{"claude": true, "/x/.bin/claude": true, "claude.exe": true, "node /x/claude-code/cli.js": true, "claudette": false, "node x.js": false} {
+		if got := claudeArgv(strings.Fields(argv)); got != want {
+			t.Errorf("claudeArgv(%q) = %v", argv, got)
+		}
+	}
+}
+
+func TestTranscript(t *testing.T) {
+	a := newAdapter(fixtureHome(t))
+	ctx := context.Background()
+	all, err := a.Transcript(ctx, resumedID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range all {
+		got = append(got, m.Role+": "+m.Text)
+	}
+	want := []string{
+		"user: first [[bash: true]]",
+		"tool: Bash: true",
+		"tool: (Bash completed with no output)",
+		"assistant: hi from fakellm (after 1 tool calls)",
+		"user: again [[text: resumed ok]]",
+		"assistant: resumed ok",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("transcript:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	last, err := a.Transcript(ctx, resumedID, 2)
+	if err != nil || len(last) != 2 || last[1].Text != "resumed ok" || last[0].Role != "user" || last[1].Time.IsZero() {
+		t.Errorf("last 2: %+v %v", last, err)
+	}
+	if _, err := a.Transcript(ctx, "0b6c1b1e-0000-4000-8000-00000000000f", 1); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("unknown session: %v", err)
+	}
+	if _, err := a.Transcript(ctx, "../../../etc/passwd", 1); err == nil {
+		t.Error("a path as session id was accepted")
+	}
+}
+
+// TestTranscriptTail: on a large transcript the last n messages are read
+// from the end and equal the end of the full read.
+func TestTranscriptTail(t *testing.T) {
+	home := t.TempDir()
+	var b strings.Builder
+	for i := 0; i < 3000; i++ {
+		b.WriteString(userRec(fmt.Sprintf("prompt %d %s", i, strings.Repeat("p", 300))) + "\n")
+		b.WriteString(assistantRec(fmt.Sprintf("m%d", i), fmt.Sprintf("answer %d", i), "end_turn", 1, 1) + "\n")
+	}
+	id := "0b6c1b1e-0000-4000-8000-00000000000a"
+	writeTranscript(t, home, "/w/p", id, b.String())
+	a := newAdapter(home)
+	all, err := a.Transcript(context.Background(), id, 0)
+	if err != nil || len(all) != 6000 {
+		t.Fatalf("all: %d %v", len(all), err)
+	}
+	for _, n := range []int{1, 5, 1000, 5999, 6000, 7000} {
+		got, err := a.Transcript(context.Background(), id, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := all[max(len(all)-n, 0):]
+		if len(got) != len(want) || got[0] != want[0] || got[len(got)-1] != want[len(want)-1] {
+			t.Errorf("n=%d: %d messages, first %q", n, len(got), got[0].Text)
+		}
+	}
+}
+
+func TestHistoryFirstPrompt(t *testing.T) {
+	home := t.TempDir()
+	id := "0b6c1b1e-0000-4000-8000-00000000000b"
+	// A transcript whose head has no prompt (it only has tool traffic).
+	writeTranscript(t, home, "/w/p", id, lines(`{"type":"assistant","message":{"id":"m","model":"claude-x","role":"assistant","content":[{"type":"text","text":"hello"}],"stop_reason":"end_turn"}}`))
+	os.WriteFile(filepath.Join(home, ".claude", "history.jsonl"), []byte(lines(
+		`{"display":"typed first","pastedContents":{},"timestamp":1,"project":"/w/p","sessionId":"`+id+`"}`,
+		`{"display":"typed later","timestamp":2,"project":"/w/p","sessionId":"`+id+`"}`,
+		`not json`)), 0o644)
+	a := newAdapter(home)
+	if s := discover(t, a)[id]; s.FirstPrompt != "typed first" {
+		t.Errorf("first prompt %q", s.FirstPrompt)
+	}
+}
+
+func TestConfigDirFromEnv(t *testing.T) {
+	home := fixtureHome(t)
+	alt := t.TempDir()
+	os.Rename(filepath.Join(home, ".claude"), filepath.Join(alt, "cfg"))
+	a := New(adapters.Env{Home: home, Getenv: func(k string) string {
+		if k == "CLAUDE_CONFIG_DIR" {
+			return filepath.Join(alt, "cfg")
+		}
+		return ""
+	}})
+	if got := discover(t, a); len(got) != 2 {
+		t.Errorf("CLAUDE_CONFIG_DIR: %d sessions", len(got))
+	}
+	if got := discover(t, newAdapter(t.TempDir())); len(got) != 0 {
+		t.Errorf("empty home: %d sessions", len(got))
+	}
+}

@@ -1,0 +1,187 @@
+package claude
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/google/uuid"
+
+	"github.com/agentctl/agentctl/adapters"
+)
+
+// Binary is the Claude Code executable.
+const Binary = "claude"
+
+// InstallHint says how to install Claude Code.
+const InstallHint = "npm install -g @anthropic-ai/claude-code"
+
+// UseAPIKeyVar is the variable that keeps Claude's API credentials in the
+// agent's environment. See Launch.
+const UseAPIKeyVar = "AGENTCTL_CLAUDE_USE_API_KEY"
+
+// strippedVars are removed from the agent's environment unless UseAPIKeyVar
+// is "1": with them Claude Code bills an API account instead of the
+// subscription the user is logged in with.
+var strippedVars = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"}
+
+// maxArgPrompt is the largest prompt passed as an argument; larger ones go
+// through a file on the agent's stdin (one argument may not exceed 128 kB
+// on Linux).
+const maxArgPrompt = 100_000
+
+// promptFile is the file a large prompt is written to, in the session's
+// folder.
+const promptFile = "prompt.txt"
+
+var _ adapters.Launcher = (*Adapter)(nil)
+
+// Launch implements adapters.Launcher. The agent runs headless:
+//
+//	claude -p --session-id <new uuid> --output-format stream-json --verbose
+//	       <permissions> [--model M] -- PROMPT
+//
+// The session id is assigned up front, so the native id is known before the
+// agent starts. Permissions: --dangerously-skip-permissions, which Claude
+// refuses for root (unless IS_SANDBOX=1); as root it is
+// --permission-mode acceptEdits --allowedTools Bash instead, which lets the
+// agent edit files and run commands without a prompt.
+//
+// Billing: ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN and ANTHROPIC_BASE_URL are
+// removed from the agent's environment, so that Claude Code uses the
+// subscription the user logged in with rather than billing an API key
+// found in the caller's shell. Set AGENTCTL_CLAUDE_USE_API_KEY=1 (in the
+// caller's environment or with --env) to keep them, e.g. to use an API key
+// or a gateway on purpose.
+//
+// A prompt over 100 kB is written to prompt.txt in the session's folder and
+// given to claude on stdin (through /bin/sh, which then execs claude).
+func (a *Adapter) Launch(req adapters.LaunchRequest) (adapters.LaunchSpec, error) {
+	id := uuid.NewString()
+	return a.build(req, []string{"--session-id", id}, id)
+}
+
+// Resume implements adapters.Launcher: claude -p --resume <id> ..., which
+// appends to the same transcript.
+func (a *Adapter) Resume(req adapters.LaunchRequest) (adapters.LaunchSpec, error) {
+	if !validID(req.NativeID) {
+		return adapters.LaunchSpec{}, fmt.Errorf("resume: %q is not a Claude session id", req.NativeID)
+	}
+	return a.build(req, []string{"--resume", req.NativeID}, req.NativeID)
+}
+
+func (a *Adapter) build(req adapters.LaunchRequest, session []string, nativeID string) (adapters.LaunchSpec, error) {
+	if req.Prompt == "" {
+		return adapters.LaunchSpec{}, errors.New("no prompt given")
+	}
+	env := launchEnv(req.Env)
+	bin, err := lookPath(Binary, env)
+	if err != nil {
+		return adapters.LaunchSpec{}, fmt.Errorf("%s is not installed or not on PATH (%w); install it: %s", Binary, err, InstallHint)
+	}
+	args := append([]string{"-p"}, session...)
+	args = append(args, "--output-format", "stream-json", "--verbose")
+	args = append(args, permissionArgs(env)...)
+	if req.Model != "" {
+		args = append(args, "--model", req.Model)
+	}
+	spec := adapters.LaunchSpec{Env: env, NativeID: nativeID}
+	if len(req.Prompt) <= maxArgPrompt {
+		// "--" ends the options, so a prompt starting with '-' stays a prompt.
+		spec.Argv = append(append([]string{Binary}, args...), "--", req.Prompt)
+		return spec, nil
+	}
+	if req.SessionDir == "" {
+		return adapters.LaunchSpec{}, errors.New("prompt over 100 kB and no session folder to put it in")
+	}
+	pf := filepath.Join(req.SessionDir, promptFile)
+	if err := os.WriteFile(pf, []byte(req.Prompt), 0o600); err != nil {
+		return adapters.LaunchSpec{}, fmt.Errorf("write the prompt file: %w", err)
+	}
+	// claude -p reads the prompt from stdin when it is not a terminal and no
+	// prompt argument is given; the shell replaces itself with claude.
+	spec.Argv = append([]string{"/bin/sh", "-c", `exec "$@" < "$0"`, pf, bin}, args...)
+	return spec, nil
+}
+
+// StopSignal implements adapters.Launcher: on SIGTERM Claude Code kills its
+// tool commands, closes the transcript and exits 143 (SIGINT would make it
+// exit 0, as if the turn had succeeded).
+func (a *Adapter) StopSignal() syscall.Signal { return syscall.SIGTERM }
+
+// Binary implements adapters.Launcher.
+func (a *Adapter) Binary() string { return Binary }
+
+// InstallHint implements adapters.Launcher.
+func (a *Adapter) InstallHint() string { return InstallHint }
+
+// launchEnv is env without Claude's API credentials, unless
+// AGENTCTL_CLAUDE_USE_API_KEY=1 keeps them.
+func launchEnv(env []string) []string {
+	if envValue(env, UseAPIKeyVar) == "1" {
+		return append([]string(nil), env...)
+	}
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		strip := false
+		for _, s := range strippedVars {
+			if k == s {
+				strip = true
+			}
+		}
+		if !strip {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// permissionArgs lets the agent work unattended: every tool allowed, or as
+// root (where Claude refuses that outside a sandbox) edits and Bash.
+func permissionArgs(env []string) []string {
+	if os.Geteuid() != 0 || envValue(env, "IS_SANDBOX") == "1" {
+		return []string{"--dangerously-skip-permissions"}
+	}
+	return []string{"--permission-mode", "acceptEdits", "--allowedTools", "Bash"}
+}
+
+// envValue is the last value of key in env ("" when unset).
+func envValue(env []string, key string) string {
+	v := ""
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
+			v = val
+		}
+	}
+	return v
+}
+
+// lookPath finds name on the PATH of env (the agent's environment, not
+// ours).
+func lookPath(name string, env []string) (string, error) {
+	if strings.Contains(name, "/") {
+		if executable(name) {
+			return name, nil
+		}
+		return "", fmt.Errorf("%s: %w", name, os.ErrNotExist)
+	}
+	for _, dir := range filepath.SplitList(envValue(env, "PATH")) {
+		if dir == "" {
+			dir = "."
+		}
+		p := filepath.Join(dir, name)
+		if executable(p) {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s not found in PATH", name)
+}
+
+func executable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
+}

@@ -1,0 +1,231 @@
+package claude
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/proc"
+)
+
+// registryEntry is ~/.claude/sessions/<pid>.json, which a running Claude
+// Code writes for itself and removes on a normal exit or on
+// SIGTERM/SIGINT/SIGHUP (not on SIGKILL, so stale entries exist).
+type registryEntry struct {
+	PID       int    `json:"pid"`
+	SessionID string `json:"sessionId"`
+	Cwd       string `json:"cwd"`
+	StartedAt int64  `json:"startedAt"` // epoch ms
+	// ProcStart is the process's start stamp as the kernel gives it (on
+	// Linux the starttime field of /proc/<pid>/stat, in clock ticks).
+	ProcStart string `json:"procStart"`
+	Status    string `json:"status"` // "busy" or "idle"
+	UpdatedAt int64  `json:"updatedAt"`
+	Kind      string `json:"kind"`
+}
+
+// liveSession is a running Claude process and the session it works on.
+type liveSession struct {
+	proc     proc.Info
+	cwd      string
+	state    adapters.NativeState
+	evidence string
+	started  time.Time // from the registry, when known
+}
+
+// startSlack is how far apart a process's kernel start time and the
+// startedAt it recorded for itself may be (used only where procStart cannot
+// be compared exactly).
+const startSlack = 10 * time.Second
+
+// readRegistry returns the sessions of live processes registered under dir
+// (~/.claude/sessions), by session id. Entries whose pid is gone or now
+// belongs to another process (its start differs) are stale and skipped.
+func readRegistry(dir string) (map[string]liveSession, []string) {
+	out := map[string]liveSession{}
+	names, err := readDirNames(dir)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return out, nil
+		}
+		return out, []string{"read the live-session registry: " + err.Error()}
+	}
+	var warnings []string
+	for _, n := range names {
+		if !strings.HasSuffix(n, ".json") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, n))
+		if err != nil {
+			continue // removed by its exiting process since the listing
+		}
+		var e registryEntry
+		if err := json.Unmarshal(b, &e); err != nil || e.PID <= 0 || e.SessionID == "" {
+			warnings = append(warnings, "unreadable live-session registry entry "+n)
+			continue
+		}
+		info, ok := registryProcess(e)
+		if !ok {
+			continue
+		}
+		ls := liveSession{proc: info, cwd: e.Cwd, state: adapters.NativeRunning, evidence: "registry"}
+		if e.StartedAt > 0 {
+			ls.started = time.UnixMilli(e.StartedAt)
+		}
+		switch e.Status {
+		case "busy":
+			ls.state = adapters.NativeBusy
+		case "idle":
+			ls.state = adapters.NativeIdle
+		}
+		out[e.SessionID] = ls
+	}
+	return out, warnings
+}
+
+// registryProcess finds the live process an entry speaks for, checking its
+// identity by start time.
+func registryProcess(e registryEntry) (proc.Info, bool) {
+	info, err := proc.Lookup(e.PID)
+	if err != nil || info.Zombie {
+		return proc.Info{}, false
+	}
+	if runtime.GOOS == "linux" {
+		if ticks, err := strconv.ParseUint(e.ProcStart, 10, 64); err == nil {
+			return info, ticks == info.Start
+		}
+	}
+	if e.StartedAt <= 0 {
+		return proc.Info{}, false
+	}
+	d := time.UnixMilli(e.StartedAt).Sub(info.StartTime)
+	return info, d > -startSlack && d < startSlack
+}
+
+// claudeArgv reports whether argv runs Claude Code: the native binary
+// (claude, claude.exe) or an older Node install (node .../claude-code/cli.js).
+func claudeArgv(argv []string) bool {
+	if len(argv) == 0 {
+		return false
+	}
+	base := filepath.Base(argv[0])
+	if base == "claude" || base == "claude.exe" {
+		return true
+	}
+	if (base == "node" || base == "bun") && len(argv) > 1 {
+		return strings.Contains(argv[1], "claude-code") || filepath.Base(argv[1]) == "claude"
+	}
+	return false
+}
+
+// argvSession returns the session a Claude command line works on, from
+// --session-id or --resume (not with --fork-session, which starts a new
+// one); "" when its args do not say.
+func argvSession(argv []string) string {
+	var id string
+	fork := false
+	for i := 1; i < len(argv); i++ {
+		a := argv[i]
+		if a == "--" {
+			break
+		}
+		switch {
+		case a == "--session-id" || a == "--resume" || a == "-r":
+			if i+1 < len(argv) {
+				id = argv[i+1]
+				i++
+			}
+		case strings.HasPrefix(a, "--session-id="):
+			id = strings.TrimPrefix(a, "--session-id=")
+		case strings.HasPrefix(a, "--resume="):
+			id = strings.TrimPrefix(a, "--resume=")
+		case a == "--fork-session":
+			fork = true
+		}
+	}
+	if fork && !containsFlag(argv, "--session-id") {
+		return ""
+	}
+	if !validID(id) {
+		return ""
+	}
+	return id
+}
+
+func containsFlag(argv []string, flag string) bool {
+	for _, a := range argv {
+		if a == flag || strings.HasPrefix(a, flag+"=") {
+			return true
+		}
+	}
+	return false
+}
+
+// liveProcesses finds the running Claude processes: the registry first,
+// then command lines for what the registry does not cover. unmatched holds
+// the working directories of Claude processes tied to no session: their
+// presence makes "ended" unprovable for sessions in those directories.
+func liveProcesses(registryDir string) (bySession map[string]liveSession, unmatched map[string]bool, warnings []string) {
+	bySession, warnings = readRegistry(registryDir)
+	unmatched = map[string]bool{}
+	claimed := map[int]bool{}
+	for _, ls := range bySession {
+		claimed[ls.proc.PID] = true
+	}
+	pids, err := candidatePIDs()
+	if err != nil {
+		return bySession, unmatched, append(warnings, "read the process table: "+err.Error())
+	}
+	self := os.Getpid()
+	for _, pid := range pids {
+		if claimed[pid] || pid == self {
+			continue
+		}
+		argv, err := proc.Cmdline(pid)
+		if err != nil || !claudeArgv(argv) {
+			continue
+		}
+		info, err := proc.Lookup(pid)
+		if err != nil || info.Zombie {
+			continue
+		}
+		if id := argvSession(argv); id != "" {
+			if _, ok := bySession[id]; !ok {
+				bySession[id] = liveSession{proc: info, state: adapters.NativeRunning, evidence: "argv"}
+			}
+			continue
+		}
+		if cwd, err := proc.Cwd(pid); err == nil {
+			unmatched[cwd] = true
+		}
+	}
+	return bySession, unmatched, warnings
+}
+
+// validID accepts what Claude uses as a session id (a UUID) and nothing that
+// could step out of a folder.
+func validID(id string) bool {
+	if len(id) < 8 || len(id) > 64 {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func readDirNames(dir string) ([]string, error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.Readdirnames(-1)
+}

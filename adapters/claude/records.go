@@ -1,0 +1,465 @@
+package claude
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentctl/agentctl/adapters"
+)
+
+// A Claude Code transcript (~/.claude/projects/<slug>/<uuid>.jsonl) holds one
+// JSON record per line, told apart by "type". Only the types below are read;
+// the schema grows with every release (api-request*, atis-latch, mode,
+// attachment, ...), so every other type is skipped without complaint.
+
+// record is the union of the fields read from the record types used.
+type record struct {
+	Type        string    `json:"type"`
+	SessionID   string    `json:"sessionId"`
+	Cwd         string    `json:"cwd"`
+	Timestamp   time.Time `json:"timestamp"`
+	IsMeta      bool      `json:"isMeta"`
+	IsSidechain bool      `json:"isSidechain"`
+	// IsAPIErrorMessage marks the synthetic assistant message Claude writes
+	// when the model API failed for good.
+	IsAPIErrorMessage bool     `json:"isApiErrorMessage"`
+	Message           *message `json:"message"`
+
+	// queue-operation
+	Operation string          `json:"operation"`
+	Content   json.RawMessage `json:"content"`
+
+	// cost-state: cumulative over the session, resumes included.
+	TotalCostUSD *float64              `json:"totalCostUSD"`
+	ModelUsage   map[string]modelUsage `json:"modelUsage"`
+}
+
+type message struct {
+	ID         string          `json:"id"`
+	Role       string          `json:"role"`
+	Model      string          `json:"model"`
+	Content    json.RawMessage `json:"content"`
+	StopReason string          `json:"stop_reason"`
+	Usage      *usage          `json:"usage"`
+}
+
+type usage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+}
+
+type modelUsage struct {
+	InputTokens              int64 `json:"inputTokens"`
+	OutputTokens             int64 `json:"outputTokens"`
+	CacheReadInputTokens     int64 `json:"cacheReadInputTokens"`
+	CacheCreationInputTokens int64 `json:"cacheCreationInputTokens"`
+}
+
+type block struct {
+	Type    string          `json:"type"`
+	Text    string          `json:"text"`
+	Name    string          `json:"name"`
+	Input   json.RawMessage `json:"input"`
+	Content json.RawMessage `json:"content"`
+	IsError bool            `json:"is_error"`
+}
+
+// syntheticModel is the model name on messages Claude Code writes itself
+// (API errors, interruptions), not a model that answered.
+const syntheticModel = "<synthetic>"
+
+// interruptedPrefix starts the user text Claude records when a turn is
+// interrupted.
+const interruptedPrefix = "[Request interrupted by user"
+
+// recordTypes are the types decoded; lines of other types are recognised by
+// a cheap look at their "type" and skipped, which matters because the
+// api-request* records hold the whole system prompt.
+var recordTypes = map[string]bool{"user": true, "assistant": true, "queue-operation": true, "cost-state": true}
+
+// parseRecord decodes one line. ok is false for a line of a type not read;
+// err is set for a line that is not a JSON object or has wrong types in the
+// fields read.
+func parseRecord(line []byte) (rec record, ok bool, err error) {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
+		return rec, false, nil
+	}
+	if t, found := peekType(line); found && !recordTypes[t] {
+		return rec, false, nil
+	}
+	if err := json.Unmarshal(line, &rec); err != nil {
+		return rec, false, fmt.Errorf("unreadable record: %w", err)
+	}
+	return rec, recordTypes[rec.Type], nil
+}
+
+// peekType returns the value of the record's top-level "type" key by
+// scanning the line without decoding it, so that large records of types
+// not read (attachments, api-request*) cost a byte scan only. found is
+// false when the line has no such string value where expected.
+func peekType(line []byte) (typ string, found bool) {
+	depth := 0
+	expectKey := false
+	for i := 0; i < len(line); i++ {
+		switch line[i] {
+		case '"':
+			end := stringEnd(line, i+1)
+			if end < 0 {
+				return "", false
+			}
+			if depth == 1 && expectKey && string(line[i+1:end]) == "type" {
+				return stringValueAfterColon(line[end+1:])
+			}
+			expectKey = false
+			i = end
+		case '{':
+			depth++
+			expectKey = depth == 1
+		case '[':
+			depth++
+		case '}', ']':
+			depth--
+		case ',':
+			expectKey = depth == 1
+		}
+	}
+	return "", false
+}
+
+// stringEnd returns the index of the quote closing the string that starts
+// at b[from], or -1.
+func stringEnd(b []byte, from int) int {
+	for {
+		j := bytes.IndexByte(b[from:], '"')
+		if j < 0 {
+			return -1
+		}
+		q := from + j
+		bs := 0
+		for k := q - 1; k >= from && b[k] == '\\'; k-- {
+			bs++
+		}
+		if bs%2 == 0 {
+			return q
+		}
+		from = q + 1
+	}
+}
+
+// stringValueAfterColon reads `: "value"` (with optional spaces) when the
+// value is a string without escapes.
+func stringValueAfterColon(b []byte) (string, bool) {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	if len(b) == 0 || b[0] != ':' {
+		return "", false
+	}
+	b = bytes.TrimLeft(b[1:], " \t\r\n")
+	if len(b) == 0 || b[0] != '"' {
+		return "", false
+	}
+	end := stringEnd(b, 1)
+	if end < 0 || bytes.IndexByte(b[1:end], '\\') >= 0 {
+		return "", false
+	}
+	return string(b[1:end]), true
+}
+
+// userText returns a user message's own text: a string, or its text
+// blocks. Tool results are not user text.
+func userText(content json.RawMessage) (text string, hasToolResult bool) {
+	var s string
+	if json.Unmarshal(content, &s) == nil {
+		return s, false
+	}
+	var blocks []block
+	if json.Unmarshal(content, &blocks) != nil {
+		return "", false
+	}
+	var parts []string
+	for _, b := range blocks {
+		switch b.Type {
+		case "text":
+			parts = append(parts, b.Text)
+		case "tool_result":
+			hasToolResult = true
+		}
+	}
+	return strings.Join(parts, "\n"), hasToolResult
+}
+
+func decodeBlocks(content json.RawMessage) []block {
+	var blocks []block
+	if json.Unmarshal(content, &blocks) != nil {
+		return nil
+	}
+	return blocks
+}
+
+// turnState follows the last turn of a transcript.
+type turnState int
+
+const (
+	turnUnknown     turnState = iota
+	turnInProgress            // a prompt or tool call without its answer yet
+	turnDone                  // the model ended its turn
+	turnFailed                // the API failed for good
+	turnInterrupted           // the user (or a signal) interrupted it
+)
+
+func (t turnState) native() adapters.NativeState {
+	switch t {
+	case turnDone:
+		return adapters.NativeDone
+	case turnFailed:
+		return adapters.NativeFailed
+	case turnInterrupted:
+		return adapters.NativeAborted
+	}
+	return adapters.NativeUnknown
+}
+
+// summary is what Discover knows of one transcript. It is built from the
+// head and tail of the file and then kept up to date by reading only what
+// was appended.
+type summary struct {
+	ID          string
+	Cwd         string
+	FirstPrompt string
+	Model       string
+	LastText    string
+	Created     time.Time
+	Updated     time.Time
+	Turn        turnState
+
+	// Cost and tokens: Claude's cumulative cost-state, plus the assistant
+	// usage after it (a turn still running has no cost-state yet).
+	HaveCost     bool
+	CostUSD      float64
+	CostIn       int64
+	CostOut      int64
+	UsageIn      int64
+	UsageOut     int64
+	lastUsageMsg string // message id whose usage was counted last
+	// lastBackMsg and usageSeen track usage while reading backwards.
+	lastBackMsg string
+	usageSeen   bool
+	// Complete is true when every line up to Offset was read, so usage
+	// sums are exact even without a cost-state.
+	Complete bool
+
+	// Offset is where reading stopped (after the last complete line), with
+	// a fingerprint of the bytes before it, for incremental reads.
+	Offset      int64
+	Fingerprint []byte
+
+	BadLines  int
+	LongLines int
+	Warnings  []string
+}
+
+// clone copies s so that an update never changes a value another reader
+// holds from the cache.
+func (s summary) clone() summary {
+	s.Warnings = append([]string(nil), s.Warnings...)
+	s.Fingerprint = append([]byte(nil), s.Fingerprint...)
+	return s
+}
+
+// head applies a record from the start of the file: where the session
+// began, in which directory, with which prompt.
+func (s *summary) head(r record) {
+	if s.ID == "" && r.SessionID != "" {
+		s.ID = r.SessionID
+	}
+	if s.Cwd == "" && r.Cwd != "" {
+		s.Cwd = r.Cwd
+	}
+	if s.Created.IsZero() && !r.Timestamp.IsZero() {
+		s.Created = r.Timestamp
+	}
+	if s.FirstPrompt != "" || r.IsSidechain || r.IsMeta {
+		return
+	}
+	switch {
+	case r.Type == "user" && r.Message != nil:
+		if text, isResult := userText(r.Message.Content); !isResult && text != "" {
+			s.FirstPrompt = text
+		}
+	case r.Type == "queue-operation" && r.Operation == "enqueue":
+		var text string
+		if json.Unmarshal(r.Content, &text) == nil && text != "" {
+			s.FirstPrompt = text
+		}
+	}
+}
+
+// apply applies a record in file order: the latest state.
+func (s *summary) apply(r record) {
+	if !r.Timestamp.IsZero() && r.Timestamp.After(s.Updated) {
+		s.Updated = r.Timestamp
+	}
+	if r.IsSidechain {
+		return
+	}
+	switch r.Type {
+	case "cost-state":
+		if r.TotalCostUSD == nil {
+			return
+		}
+		s.HaveCost, s.CostUSD = true, *r.TotalCostUSD
+		s.CostIn, s.CostOut = 0, 0
+		for _, u := range r.ModelUsage {
+			s.CostIn += u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens
+			s.CostOut += u.OutputTokens
+		}
+		s.UsageIn, s.UsageOut, s.lastUsageMsg = 0, 0, ""
+	case "assistant":
+		m := r.Message
+		if m == nil {
+			return
+		}
+		if m.Model != "" && m.Model != syntheticModel {
+			s.Model = m.Model
+		}
+		// Claude writes one record per content block, each repeating the
+		// message's usage: count it once per message.
+		if m.Usage != nil && m.Model != syntheticModel && (m.ID == "" || m.ID != s.lastUsageMsg) {
+			s.UsageIn += m.Usage.InputTokens + m.Usage.CacheReadInputTokens + m.Usage.CacheCreationInputTokens
+			s.UsageOut += m.Usage.OutputTokens
+			s.lastUsageMsg = m.ID
+		}
+		for _, b := range decodeBlocks(m.Content) {
+			if b.Type == "text" && strings.TrimSpace(b.Text) != "" {
+				s.LastText = b.Text
+			}
+		}
+		switch {
+		case r.IsAPIErrorMessage:
+			s.Turn = turnFailed
+		case m.StopReason == "tool_use":
+			s.Turn = turnInProgress
+		case m.StopReason != "":
+			s.Turn = turnDone
+		}
+	case "user":
+		if r.Message == nil || r.IsMeta {
+			return
+		}
+		text, _ := userText(r.Message.Content)
+		if strings.HasPrefix(text, interruptedPrefix) {
+			s.Turn = turnInterrupted
+		} else {
+			s.Turn = turnInProgress
+		}
+	}
+}
+
+// tailFacts says which latest facts a backwards read has found.
+type tailFacts struct {
+	updated, model, text, turn, cost bool
+}
+
+func (f tailFacts) all() bool { return f.updated && f.model && f.text && f.turn && f.cost }
+
+// applyBackwards applies a record met reading from the end of the file:
+// the first value found for each fact is the latest. It gives the same
+// summary as apply over the same records in file order, and reports when
+// nothing older can change it.
+func (s *summary) applyBackwards(r record, f *tailFacts) bool {
+	if !f.updated && !r.Timestamp.IsZero() {
+		s.Updated, f.updated = r.Timestamp, true
+	}
+	if r.IsSidechain {
+		return f.all()
+	}
+	switch r.Type {
+	case "cost-state":
+		if f.cost || r.TotalCostUSD == nil {
+			break
+		}
+		f.cost = true
+		s.HaveCost, s.CostUSD = true, *r.TotalCostUSD
+		s.CostIn, s.CostOut = 0, 0
+		for _, u := range r.ModelUsage {
+			s.CostIn += u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens
+			s.CostOut += u.OutputTokens
+		}
+	case "assistant":
+		m := r.Message
+		if m == nil {
+			break
+		}
+		if !f.model && m.Model != "" && m.Model != syntheticModel {
+			s.Model, f.model = m.Model, true
+		}
+		if !f.cost && m.Usage != nil && m.Model != syntheticModel && (m.ID == "" || m.ID != s.lastBackMsg) {
+			s.UsageIn += m.Usage.InputTokens + m.Usage.CacheReadInputTokens + m.Usage.CacheCreationInputTokens
+			s.UsageOut += m.Usage.OutputTokens
+			if s.lastBackMsg == "" && !s.usageSeen {
+				// The latest counted message, as a forward read would
+				// leave it.
+				s.lastUsageMsg = m.ID
+			}
+			s.lastBackMsg, s.usageSeen = m.ID, true
+		}
+		if !f.text {
+			blocks := decodeBlocks(m.Content)
+			for i := len(blocks) - 1; i >= 0; i-- {
+				if blocks[i].Type == "text" && strings.TrimSpace(blocks[i].Text) != "" {
+					s.LastText, f.text = blocks[i].Text, true
+					break
+				}
+			}
+		}
+		if !f.turn {
+			switch {
+			case r.IsAPIErrorMessage:
+				s.Turn, f.turn = turnFailed, true
+			case m.StopReason == "tool_use":
+				s.Turn, f.turn = turnInProgress, true
+			case m.StopReason != "":
+				s.Turn, f.turn = turnDone, true
+			}
+		}
+	case "user":
+		if r.Message == nil || r.IsMeta || f.turn {
+			break
+		}
+		text, _ := userText(r.Message.Content)
+		if strings.HasPrefix(text, interruptedPrefix) {
+			s.Turn = turnInterrupted
+		} else {
+			s.Turn = turnInProgress
+		}
+		f.turn = true
+	}
+	return f.all()
+}
+
+// tokens returns the session's token totals, nil when they cannot be known
+// from what was read.
+func (s *summary) tokens() (in, out *int64) {
+	switch {
+	case s.HaveCost:
+		i, o := s.CostIn+s.UsageIn, s.CostOut+s.UsageOut
+		return &i, &o
+	case s.Complete:
+		i, o := s.UsageIn, s.UsageOut
+		return &i, &o
+	}
+	return nil, nil
+}
+
+func (s *summary) cost() *float64 {
+	if !s.HaveCost {
+		return nil
+	}
+	c := s.CostUSD
+	return &c
+}

@@ -1,0 +1,205 @@
+package claude
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+
+	"github.com/agentctl/agentctl/adapters"
+)
+
+const (
+	// Files up to wholeFile are read whole on first sight; larger ones by
+	// their head and tail.
+	wholeFile = 128 << 10
+	headBytes = 64 << 10
+	headLines = 64
+	// The tail window starts at tailStart and doubles up to tailMax until
+	// it holds a cost-state and an assistant text.
+	tailStart = 128 << 10
+	tailMax   = 8 << 20
+	// fullScanMax bounds the files read whole to total tokens when no
+	// cost-state says them (a first run still going, an older release).
+	fullScanMax = 64 << 20
+	// maxLine bounds one record; longer lines are skipped with a warning.
+	maxLine = 32 << 20
+	// ctxEvery is how many lines are read between context checks.
+	ctxEvery = 512
+)
+
+// summaryReader builds and updates summaries; ctx bounds the reading.
+type summaryReader struct {
+	ctx context.Context
+}
+
+// fill is an adapters.FillFunc: read the transcript f at key, continuing
+// from prev when the file only grew.
+func (sr summaryReader) fill(f *os.File, key adapters.FileKey, prev *adapters.Entry[summary]) (summary, error) {
+	if prev != nil {
+		if off := adapters.ResumeOffset(f, key, prev.Key, prev.Value.Offset, prev.Value.Fingerprint); off > 0 {
+			s := prev.Value.clone()
+			if key.Size-off <= fullScanMax {
+				if err := sr.scan(&s, f, off, key.Size, s.Complete); err != nil {
+					return summary{}, err
+				}
+				return sr.finish(s, f)
+			}
+			// Gigabytes appended since the last look: keep what the head
+			// said and read only the tail.
+			s = summary{ID: s.ID, Cwd: s.Cwd, FirstPrompt: s.FirstPrompt, Created: s.Created}
+			if _, err := sr.tail(&s, f, key.Size); err != nil {
+				return summary{}, err
+			}
+			return sr.finish(s, f)
+		}
+	}
+	var s summary
+	if key.Size <= wholeFile {
+		if err := sr.scan(&s, f, 0, key.Size, true); err != nil {
+			return summary{}, err
+		}
+		return sr.finish(s, f)
+	}
+	lines, err := adapters.HeadLines(f, key.Size, headLines, headBytes)
+	if err != nil {
+		return summary{}, fmt.Errorf("read %s: %w", key.Path, err)
+	}
+	for _, l := range lines {
+		if r, ok, err := parseRecord(l); err != nil {
+			s.BadLines++
+		} else if ok {
+			s.head(r)
+		}
+	}
+	found, err := sr.tail(&s, f, key.Size)
+	if err != nil {
+		return summary{}, err
+	}
+	if !found && key.Size <= fullScanMax {
+		// No cost-state near the end (a first run still going, an older
+		// release): total the usage records of the whole file instead.
+		full := summary{}
+		if err := sr.scan(&full, f, 0, key.Size, true); err != nil {
+			return summary{}, err
+		}
+		s = full
+	}
+	return sr.finish(s, f)
+}
+
+// tail reads the file backwards from its last complete line, in a window
+// that grows until the latest facts are all found. found reports whether
+// the token totals are known (a cost-state was met, or the whole file
+// read). The summary's offset is set after the last complete line.
+func (sr summaryReader) tail(s *summary, f *os.File, size int64) (found bool, err error) {
+	end, err := lastLineEnd(f, size)
+	if err != nil {
+		return false, err
+	}
+	base := s.clone()
+	for window := int64(tailStart); ; window *= 2 {
+		lines, start, err := adapters.TailLines(f, end, math.MaxInt32, window)
+		if err != nil {
+			return false, fmt.Errorf("read tail: %w", err)
+		}
+		t := base.clone()
+		var facts tailFacts
+		for i := len(lines) - 1; i >= 0; i-- {
+			if i%ctxEvery == 0 {
+				if err := sr.ctx.Err(); err != nil {
+					return false, err
+				}
+			}
+			r, ok, err := parseRecord(lines[i])
+			if err != nil {
+				t.BadLines++
+				continue
+			}
+			if ok && t.applyBackwards(r, &facts) {
+				break
+			}
+		}
+		whole := start == 0 && len(lines) > 0
+		if facts.all() || whole || window >= tailMax || window >= end {
+			t.Offset = end
+			t.Complete = false
+			*s = t
+			return facts.cost || whole, nil
+		}
+	}
+}
+
+// lastLineEnd returns the offset after the file's last '\n': an
+// unterminated last line is most likely still being written.
+func lastLineEnd(f io.ReaderAt, size int64) (int64, error) {
+	buf := make([]byte, 4096)
+	for end := size; end > 0; {
+		n := min(int64(len(buf)), end)
+		if _, err := f.ReadAt(buf[:n], end-n); err != nil && !errors.Is(err, io.EOF) {
+			return 0, fmt.Errorf("read tail: %w", err)
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			return end - n + int64(i) + 1, nil
+		}
+		end -= n
+		if size-end > maxLine {
+			break
+		}
+	}
+	return 0, nil
+}
+
+// scan applies every complete line of f in [from, to). complete says the
+// summary has seen every line before from, so head facts may still be
+// learnt and usage sums stay exact.
+func (sr summaryReader) scan(s *summary, f *os.File, from, to int64, complete bool) error {
+	n := 0
+	res, err := adapters.ScanLines(io.NewSectionReader(f, from, to-from), maxLine, func(line []byte) error {
+		if n++; n%ctxEvery == 0 {
+			if err := sr.ctx.Err(); err != nil {
+				return err
+			}
+		}
+		r, ok, err := parseRecord(line)
+		if err != nil {
+			s.BadLines++
+			return nil
+		}
+		if !ok {
+			return nil
+		}
+		if complete {
+			s.head(r)
+		}
+		s.apply(r)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("read transcript: %w", err)
+	}
+	s.LongLines += res.Skipped
+	s.Offset = from + res.Consumed
+	s.Complete = complete
+	return nil
+}
+
+// finish records where reading stopped and turns counters into warnings.
+func (sr summaryReader) finish(s summary, f *os.File) (summary, error) {
+	fp, err := adapters.Fingerprint(f, s.Offset)
+	if err != nil {
+		return summary{}, err
+	}
+	s.Fingerprint = fp
+	s.Warnings = s.Warnings[:0]
+	if s.BadLines > 0 {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("%d unreadable lines skipped in the transcript", s.BadLines))
+	}
+	if s.LongLines > 0 {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("%d lines over %d MB skipped in the transcript", s.LongLines, maxLine>>20))
+	}
+	return s, nil
+}
