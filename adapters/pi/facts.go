@@ -2,6 +2,7 @@ package pi
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -28,6 +29,14 @@ const (
 	promptRunes  = 200
 	messageRunes = 1000
 )
+
+// smallFile is the size up to which a session file is read in one go.
+const smallFile = 256 << 10
+
+// readerAt is what the readers need of a file.
+type readerAt interface {
+	io.ReaderAt
+}
 
 // facts is what one session file says, cached per file version and
 // revalidated by a stat on every Discover.
@@ -68,8 +77,19 @@ var errNoHeader = errors.New("no session header on the first line")
 // readFacts reads the file f at version key. prev, the value cached for an
 // earlier version, lets the usage sums continue where they stopped when the
 // file only grew.
-func readFacts(f *os.File, key adapters.FileKey, prev *adapters.Entry[*facts]) (*facts, error) {
+func readFacts(file *os.File, key adapters.FileKey, prev *adapters.Entry[*facts]) (*facts, error) {
 	out := &facts{mtime: key.ModTime}
+	// Most sessions are small: one read serves the head, the sums and the
+	// tail.
+	var f readerAt = file
+	if key.Size <= smallFile {
+		buf := make([]byte, key.Size)
+		n, err := file.ReadAt(buf, 0)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("read pi session: %w", err)
+		}
+		f = bytes.NewReader(buf[:n])
+	}
 	var p *facts
 	if prev != nil && prev.Value != nil && prev.Value.bad == nil && prev.Value.sumsKnown {
 		p = prev.Value
@@ -123,7 +143,7 @@ func headWarnings(ws []string) []string {
 }
 
 // readHead reads the header and the first user prompt.
-func (x *facts) readHead(f *os.File, size int64) error {
+func (x *facts) readHead(f readerAt, size int64) error {
 	lines, err := adapters.HeadLines(f, size, headLines, headWindow)
 	if err != nil {
 		return fmt.Errorf("read pi session head: %w", err)
@@ -155,6 +175,9 @@ func (x *facts) headLines(lines [][]byte) {
 				x.addHeadWarning(warn)
 			}
 			continue
+		}
+		if x.firstPrompt != "" && x.headModel != "" {
+			return
 		}
 		if !ok {
 			continue
@@ -197,7 +220,7 @@ func (x *facts) addHeadWarning(err error) {
 
 // sum adds the usage of assistant messages from x.summedTo to the last
 // complete line before size.
-func (x *facts) sum(f *os.File, size int64) error {
+func (x *facts) sum(f readerAt, size int64) error {
 	res, err := adapters.ScanLines(io.NewSectionReader(f, x.summedTo, size-x.summedTo), maxLineBytes, func(line []byte) error {
 		x.addUsage(line)
 		return nil
@@ -217,18 +240,22 @@ var (
 	markUsage     = []byte(`"usage":`)
 )
 
-// addUsage adds one line's usage. Pi writes compact JSON, so a line is
-// checked for the role and usage keys before it is decoded, which keeps
-// the scan of large transcripts fast.
+// addUsage adds one line's usage. Pi writes compact JSON with the usage
+// after the content, so a line is checked for the role and usage keys and
+// only the usage object is decoded: the scan of a large transcript never
+// decodes its contents.
 func (x *facts) addUsage(line []byte) {
-	if !bytes.Contains(line, markAssistant) || !bytes.Contains(line, markUsage) {
+	if !bytes.Contains(line, markAssistant) {
 		return
 	}
-	r, ok, _ := parseRecord(bytes.TrimSpace(line))
-	if !ok || r.Type != typeMessage || r.Message == nil || r.Message.Role != roleAssistant || r.Message.Usage == nil {
+	i := bytes.LastIndex(line, markUsage)
+	if i < 0 {
 		return
 	}
-	u := r.Message.Usage
+	var u usage
+	if json.NewDecoder(bytes.NewReader(line[i+len(markUsage):])).Decode(&u) != nil {
+		return
+	}
 	x.hasUsage = true
 	x.tokensIn += int64(u.Input + u.CacheRead + u.CacheWrite)
 	x.tokensOut += int64(u.Output)
@@ -238,16 +265,10 @@ func (x *facts) addUsage(line []byte) {
 	}
 }
 
-// tailEntry is what the tail read keeps of one record.
-type tailEntry struct {
-	parent string
-	rec    record
-}
-
 // readTail reads the last records: the latest model, the last assistant
 // message on the active branch, and how the last turn ended. The window
 // grows until it holds a message record.
-func (x *facts) readTail(f *os.File, size int64) error {
+func (x *facts) readTail(f readerAt, size int64) error {
 	for window := int64(tailWindow); ; window *= 4 {
 		lines, start, err := adapters.TailLines(f, size, 1<<30, window)
 		if err != nil {
@@ -259,14 +280,20 @@ func (x *facts) readTail(f *os.File, size int64) error {
 	}
 }
 
-// tailRecords fills the tail facts from complete lines; it reports whether
-// it found a message record.
+// tailRecords fills the tail facts from complete lines, reading them from
+// the last one backwards and stopping as soon as it knows enough, so that
+// large records further back are not decoded. It follows the active
+// branch (each record's parentId, from the last record) for the last
+// assistant message. It reports whether it found a message record.
 func (x *facts) tailRecords(lines [][]byte) bool {
-	byID := map[string]tailEntry{}
-	x.lastModel, x.lastMessage, x.lastRole, x.lastStop = "", "", "", ""
-	var lastID string
-	for _, line := range lines {
-		line = bytes.TrimSpace(line)
+	x.lastModel, x.lastMessage, x.lastRole, x.lastStop, x.lastTime = "", "", "", "", time.Time{}
+	want := "" // the next record of the active branch, walking back
+	started := false
+	for i := len(lines) - 1; i >= 0; i-- {
+		if x.lastRole != "" && x.lastModel != "" && (x.lastMessage != "" || want == "" && started) {
+			break
+		}
+		line := bytes.TrimSpace(lines[i])
 		if len(line) == 0 {
 			continue
 		}
@@ -275,52 +302,49 @@ func (x *facts) tailRecords(lines [][]byte) bool {
 			// A half-written or garbled line is skipped, as Pi skips it.
 			continue
 		}
-		if t := parseTime(r.Timestamp); !t.IsZero() {
-			x.lastTime = t
+		onBranch := false
+		if !started {
+			started = true
+			onBranch = true
+			if t := parseTime(r.Timestamp); !t.IsZero() {
+				x.lastTime = t
+			}
+		} else if r.ID != "" && r.ID == want {
+			onBranch = true
+		}
+		if onBranch {
+			want = ""
+			if r.ParentID != nil {
+				want = *r.ParentID
+			}
 		}
 		switch r.Type {
 		case typeModelChange:
-			if m := modelName(r.Provider, r.ModelID); m != "" {
-				x.lastModel = m
+			if x.lastModel == "" {
+				x.lastModel = modelName(r.Provider, r.ModelID)
 			}
 		case typeMessage:
-			if r.Message == nil {
+			m := r.Message
+			if m == nil {
 				break
 			}
-			x.lastRole, x.lastStop = r.Message.Role, r.Message.StopReason
-			if r.Message.Role == roleAssistant {
-				if m := modelName(r.Message.Provider, r.Message.Model); m != "" {
-					x.lastModel = m
+			if x.lastRole == "" {
+				x.lastRole, x.lastStop = m.Role, m.StopReason
+			}
+			if m.Role != roleAssistant {
+				break
+			}
+			if x.lastModel == "" {
+				x.lastModel = modelName(m.Provider, m.Model)
+			}
+			if onBranch && x.lastMessage == "" {
+				if t := textOf(m.Content); t != "" {
+					x.lastMessage = clip(t, messageRunes)
+				} else if m.StopReason == stopError && m.ErrorMessage != "" {
+					x.lastMessage = clip("error: "+m.ErrorMessage, messageRunes)
 				}
 			}
 		}
-		if r.ID != "" {
-			parent := ""
-			if r.ParentID != nil {
-				parent = *r.ParentID
-			}
-			byID[r.ID] = tailEntry{parent: parent, rec: r}
-			lastID = r.ID
-		}
-	}
-	// Walk the active branch (from the last record towards the root) for
-	// the last assistant message with text.
-	for id, steps := lastID, 0; id != "" && steps <= len(byID); steps++ {
-		e, ok := byID[id]
-		if !ok {
-			break
-		}
-		if m := e.rec.Message; e.rec.Type == typeMessage && m != nil && m.Role == roleAssistant {
-			if t := textOf(m.Content); t != "" {
-				x.lastMessage = clip(t, messageRunes)
-				break
-			}
-			if m.StopReason == stopError && m.ErrorMessage != "" {
-				x.lastMessage = clip("error: "+m.ErrorMessage, messageRunes)
-				break
-			}
-		}
-		id = e.parent
 	}
 	return x.lastRole != ""
 }

@@ -11,8 +11,9 @@ import (
 	"github.com/agentctl/agentctl/adapters"
 )
 
-// seedLines adds every line of the checked-in sessions to f's corpus.
-func seedLines(f *testing.F) [][]byte {
+// seedLines returns the checked-in sessions and, with addLines, adds each of
+// their lines to f's corpus.
+func seedLines(f *testing.F, addLines bool) [][]byte {
 	var all [][]byte
 	files, _ := filepath.Glob(filepath.Join("testdata", "sessions", "*.jsonl"))
 	for _, p := range files {
@@ -22,7 +23,9 @@ func seedLines(f *testing.F) [][]byte {
 		}
 		all = append(all, b)
 		for _, line := range bytes.Split(b, []byte("\n")) {
-			f.Add(line)
+			if addLines {
+				f.Add(line)
+			}
 		}
 	}
 	return all
@@ -31,7 +34,7 @@ func seedLines(f *testing.F) [][]byte {
 // FuzzRecord: any line parses or is rejected, never panics, and what it
 // yields for a transcript is well formed.
 func FuzzRecord(f *testing.F) {
-	seedLines(f)
+	seedLines(f, true)
 	f.Add([]byte(`{"type":"message","message":{"role":"assistant","content":"x","usage":{"cost":1}}}`))
 	f.Add([]byte(`{"type":"message","message":{"role":"toolResult","content":[{"type":"text"},7,null]}}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
@@ -51,65 +54,58 @@ func FuzzRecord(f *testing.F) {
 	})
 }
 
-// FuzzSessionFile: any file content gives a session (or a warning), never a
-// panic, and Transcript never fails on a file Discover could read.
+// FuzzSessionFile: any file content gives facts (or a reason it is not a
+// session), never a panic; growing the file and reading it incrementally
+// gives the same facts as reading it afresh; Transcript never fails on a
+// file that has a header.
 func FuzzSessionFile(f *testing.F) {
-	for _, b := range seedLines(f) {
-		f.Add(b)
+	for _, b := range seedLines(f, false) {
+		f.Add(b, []byte(robustAnswer))
 	}
-	f.Add([]byte(robustHeader + "\n" + robustUser + "\n" + robustAnswer))
-	f.Add([]byte(robustHeader + "\n" + robustAnswer[:50]))
-	f.Fuzz(func(t *testing.T, content []byte) {
-		home := t.TempDir()
-		p := sessionPath(home)
-		os.MkdirAll(filepath.Dir(p), 0o755)
+	f.Add([]byte(robustHeader+"\n"+robustUser+"\n"+robustAnswer), []byte("\n"))
+	f.Add([]byte(robustHeader+"\n"+robustAnswer[:50]), []byte(robustAnswer[50:]+"\n"))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, content, more []byte) {
+		p := filepath.Join(dir, "s.jsonl")
 		if err := os.WriteFile(p, content, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		a := New(adapters.Env{Home: home})
-		got, err := a.Discover(context.Background())
+		cache := adapters.NewFileCache[*facts](4)
+		x, _, err := cache.Get(p, readFacts)
 		if err != nil {
-			t.Fatalf("Discover: %v", err)
+			t.Fatalf("read: %v", err)
 		}
-		if len(got) != 1 {
-			t.Fatalf("got %d sessions from one file", len(got))
-		}
-		s := got[0]
-		if s.NativeID == "" {
-			t.Fatal("session without an id")
-		}
-		if (s.TokensIn == nil) != (s.TokensOut == nil) {
-			t.Fatal("tokens in without tokens out")
-		}
-		if len(s.Warnings) == 0 {
-			if _, err := a.Transcript(context.Background(), s.NativeID, 3); err != nil {
+		if x.bad == nil {
+			if x.id == "" {
+				t.Fatal("a session without an id")
+			}
+			if _, err := readTranscript(context.Background(), p, 3); err != nil {
 				t.Fatalf("Transcript of a readable session: %v", err)
 			}
 		}
-		// Growing the file continues the sums from the cache, and the result
-		// is the same as reading the grown file afresh.
-		fh, _ := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
-		fh.Write([]byte("\n" + robustAnswer + "\n"))
-		fh.Close()
-		warm, err := a.Discover(context.Background())
+		fh, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
 		if err != nil {
-			t.Fatalf("Discover after growth: %v", err)
+			t.Fatal(err)
 		}
-		cold, err := New(adapters.Env{Home: home}).Discover(context.Background())
-		if err != nil || len(cold) != 1 || len(warm) != 1 {
-			t.Fatalf("Discover after growth: %v", err)
+		fh.Write(more)
+		fh.Close()
+		warm, _, err := cache.Get(p, readFacts)
+		if err != nil {
+			t.Fatalf("read grown: %v", err)
 		}
-		w, c := warm[0], cold[0]
-		if fmt.Sprint(deref(w.TokensIn), deref(w.TokensOut), deref(w.CostUSD), w.LastMessage, w.Model) !=
-			fmt.Sprint(deref(c.TokensIn), deref(c.TokensOut), deref(c.CostUSD), c.LastMessage, c.Model) {
-			t.Fatalf("incremental read differs from a fresh one:\nwarm %+v\ncold %+v", w, c)
+		cold, _, err := adapters.NewFileCache[*facts](4).Get(p, readFacts)
+		if err != nil {
+			t.Fatalf("read grown afresh: %v", err)
+		}
+		if summary(warm) != summary(cold) {
+			t.Fatalf("incremental read differs from a fresh one:\nwarm %s\ncold %s", summary(warm), summary(cold))
 		}
 	})
 }
 
-func deref[T any](p *T) any {
-	if p == nil {
-		return nil
+func summary(x *facts) string {
+	if x.bad != nil {
+		return "bad: " + x.bad.Error()
 	}
-	return *p
+	return fmt.Sprint(x.id, x.sumsKnown, x.hasUsage, x.tokensIn, x.tokensOut, x.hasCost, x.cost, x.lastMessage, x.lastModel, x.lastRole, x.lastStop)
 }

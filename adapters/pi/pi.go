@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -180,11 +181,21 @@ func listSessionFiles(roots []string) ([]string, error) {
 // Discover returns every Pi session in the store, with the live process
 // matched to it where the evidence is unambiguous.
 func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error) {
+	procs, perr := livePis()
+	if a.name == NamePiRust {
+		if perr != nil {
+			return nil, fmt.Errorf("match pi-rust processes: %w", perr)
+		}
+		// pi-rust reports only sessions a live pi-rust process is working
+		// on: without one there is nothing to read.
+		if !slices.ContainsFunc(procs, func(p liveProc) bool { return p.rust }) {
+			return []adapters.NativeSession{}, nil
+		}
+	}
 	files, err := a.scan(ctx)
 	if err != nil {
 		return nil, err
 	}
-	procs, perr := livePis()
 	refs := matchProcesses(candidatesOf(files), procs)
 
 	out := make([]adapters.NativeSession, 0, len(files))
@@ -216,9 +227,6 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 			ns.Warnings = []string{fmt.Sprintf("unreadable pi session %s: %v", s.path, reason)}
 		}
 		out = append(out, ns)
-	}
-	if perr != nil && a.name == NamePiRust {
-		return out, fmt.Errorf("match pi-rust processes: %w", perr)
 	}
 	if perr != nil {
 		for i := range out {

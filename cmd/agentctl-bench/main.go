@@ -1,0 +1,326 @@
+// Command agentctl-bench measures agentctl over synthetic native stores of
+// growing size. For each size it generates a mixed store (every agent that
+// has a store generator gets an equal share of the sessions, with realistic
+// sizes up to several MB per transcript) under a temporary HOME, then runs
+// the real agentctl binary against it and prints, per command, the wall
+// time end to end with the service's caches cold (service just restarted)
+// and warm (median of --runs), and the service's memory.
+//
+//	agentctl-bench [--sizes 100,1000,10000] [--bin PATH] [--runs N] [--keep]
+//
+// Without --bin it builds agentctl from the module it is run in.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/agentctl/agentctl/api"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "agentctl-bench:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	sizes []int
+	bin   string
+	runs  int
+	keep  bool
+	seed  int64
+}
+
+func parseFlags(args []string) (options, error) {
+	fl := flag.NewFlagSet("agentctl-bench", flag.ContinueOnError)
+	sizes := fl.String("sizes", "100,1000,10000", "comma-separated store sizes (sessions)")
+	o := options{}
+	fl.StringVar(&o.bin, "bin", "", "the agentctl binary (default: build it from this module)")
+	fl.IntVar(&o.runs, "runs", 5, "warm runs per command (the median is reported)")
+	fl.BoolVar(&o.keep, "keep", false, "keep the generated stores")
+	fl.Int64Var(&o.seed, "seed", 1, "generator seed")
+	if err := fl.Parse(args); err != nil {
+		return o, err
+	}
+	if fl.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fl.Args())
+	}
+	for _, f := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return o, fmt.Errorf("--sizes: %q is not a positive number", f)
+		}
+		o.sizes = append(o.sizes, n)
+	}
+	if o.runs < 1 {
+		return o, errors.New("--runs must be at least 1")
+	}
+	return o, nil
+}
+
+// row is one line of the result table.
+type row struct {
+	size         int
+	storeMB      int64
+	command      string
+	cold, warm   time.Duration
+	rssMB, hwmMB float64
+}
+
+func run(ctx context.Context, args []string, out io.Writer) error {
+	o, err := parseFlags(args)
+	if err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp("", "acb")
+	if err != nil {
+		return fmt.Errorf("make work folder: %w", err)
+	}
+	if !o.keep {
+		defer os.RemoveAll(work)
+	} else {
+		fmt.Fprintln(os.Stderr, "keeping stores under", work)
+	}
+	if o.bin == "" {
+		o.bin = filepath.Join(work, "agentctl")
+		fmt.Fprintln(os.Stderr, "building agentctl")
+		b := exec.CommandContext(ctx, "go", "build", "-o", o.bin, "github.com/agentctl/agentctl/cmd/agentctl")
+		b.Stdout, b.Stderr = os.Stderr, os.Stderr
+		if err := b.Run(); err != nil {
+			return fmt.Errorf("build agentctl (or pass --bin): %w", err)
+		}
+	}
+	var rows []row
+	for i, n := range o.sizes {
+		rs, err := measure(ctx, o, filepath.Join(work, strconv.Itoa(i)), n)
+		if err != nil {
+			return fmt.Errorf("%d sessions: %w", n, err)
+		}
+		rows = append(rows, rs...)
+	}
+	printTable(out, rows)
+	return nil
+}
+
+// bench is one generated store and the agentctl installation reading it.
+type bench struct {
+	o    options
+	env  []string
+	home string
+}
+
+func measure(ctx context.Context, o options, dir string, n int) ([]row, error) {
+	b := &bench{o: o, home: filepath.Join(dir, "home")}
+	start := time.Now()
+	names, err := generate(b.home, n, o.seed)
+	if err != nil {
+		return nil, err
+	}
+	size := treeSize(b.home)
+	fmt.Fprintf(os.Stderr, "%d sessions (%s): %d MB generated in %s\n", n, strings.Join(names, ", "), size>>20, time.Since(start).Round(time.Millisecond))
+
+	// A clean environment: the stores are found through HOME only.
+	b.env = []string{
+		"HOME=" + b.home,
+		"AGENTCTL_HOME=" + filepath.Join(dir, "ac"),
+		"PATH=" + os.Getenv("PATH"),
+		"TMPDIR=" + os.TempDir(),
+		"XDG_DATA_HOME=" + filepath.Join(b.home, ".local", "share"),
+		"XDG_CONFIG_HOME=" + filepath.Join(b.home, ".config"),
+	}
+	defer b.agentctl(ctx, "daemon", "stop")
+
+	// Pick the sessions status and peek read: the one with the largest
+	// transcript (several MB at realistic sizes).
+	if _, err := b.agentctl(ctx, "daemon", "start"); err != nil {
+		return nil, err
+	}
+	target, err := b.largestSession(ctx)
+	if err != nil {
+		return nil, err
+	}
+	commands := []struct {
+		name string
+		args []string
+	}{
+		{"list", []string{"list"}},
+		{"list -a", []string{"list", "-a"}},
+		{"status", []string{"status", target}},
+		{"peek", []string{"peek", target}},
+	}
+	var rows []row
+	for _, c := range commands {
+		// Cold: a service just restarted, whose caches are empty.
+		if _, err := b.agentctl(ctx, "daemon", "restart"); err != nil {
+			return nil, err
+		}
+		cold, err := b.timed(ctx, c.args...)
+		if err != nil {
+			return nil, err
+		}
+		var warm []time.Duration
+		for range o.runs {
+			d, err := b.timed(ctx, c.args...)
+			if err != nil {
+				return nil, err
+			}
+			warm = append(warm, d)
+		}
+		slices.Sort(warm)
+		rss, hwm, err := b.serviceMemory(ctx)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, row{size: n, storeMB: size >> 20, command: c.name, cold: cold, warm: warm[len(warm)/2], rssMB: rss, hwmMB: hwm})
+	}
+	return rows, nil
+}
+
+// generate splits n sessions between the agents' generators.
+func generate(home string, n int, seed int64) ([]string, error) {
+	gens := stores()
+	var names []string
+	for i, s := range gens {
+		share := n / len(gens)
+		if i < n%len(gens) {
+			share++
+		}
+		if share == 0 {
+			continue
+		}
+		if err := s.generate(home, share, seed+int64(i)); err != nil {
+			return nil, fmt.Errorf("generate %s store: %w", s.name, err)
+		}
+		names = append(names, fmt.Sprintf("%d %s", share, s.name))
+	}
+	return names, nil
+}
+
+func treeSize(dir string) int64 {
+	var total int64
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				total += fi.Size()
+			}
+		}
+		return nil
+	})
+	return total
+}
+
+// agentctl runs the binary and returns its stdout.
+func (b *bench) agentctl(ctx context.Context, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, b.o.bin, args...)
+	cmd.Env = b.env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("agentctl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.Bytes(), nil
+}
+
+// timed runs agentctl and returns its wall time, end to end.
+func (b *bench) timed(ctx context.Context, args ...string) (time.Duration, error) {
+	start := time.Now()
+	_, err := b.agentctl(ctx, args...)
+	return time.Since(start), err
+}
+
+// largestSession returns the agentctl id of the discovered session with the
+// largest native file.
+func (b *bench) largestSession(ctx context.Context) (string, error) {
+	out, err := b.agentctl(ctx, "list", "-a", "--json")
+	if err != nil {
+		return "", err
+	}
+	var l api.SessionList
+	if err := json.Unmarshal(out, &l); err != nil {
+		return "", fmt.Errorf("decode list -a: %w", err)
+	}
+	if len(l.Sessions) == 0 {
+		return "", fmt.Errorf("list -a found no sessions in the generated store (warnings: %q)", l.Warnings)
+	}
+	// The largest file under HOME whose name carries a listed native id.
+	type file struct {
+		path string
+		size int64
+	}
+	var files []file
+	filepath.WalkDir(b.home, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".jsonl") {
+			if fi, err := d.Info(); err == nil {
+				files = append(files, file{p, fi.Size()})
+			}
+		}
+		return nil
+	})
+	slices.SortFunc(files, func(a, b file) int { return int(b.size - a.size) })
+	for _, f := range files {
+		for _, s := range l.Sessions {
+			if s.NativeID != "" && strings.Contains(filepath.Base(f.path), s.NativeID) {
+				fmt.Fprintf(os.Stderr, "status and peek read %s (%s, %.1f MB)\n", s.ID, s.Adapter, float64(f.size)/(1<<20))
+				return s.ID, nil
+			}
+		}
+	}
+	return l.Sessions[0].ID, nil
+}
+
+// serviceMemory reads the service's resident set (now and peak) from /proc.
+func (b *bench) serviceMemory(ctx context.Context) (rss, hwm float64, err error) {
+	out, err := b.agentctl(ctx, "daemon", "status", "--json")
+	if err != nil {
+		return 0, 0, err
+	}
+	var st api.DaemonStatus
+	if err := json.Unmarshal(out, &st); err != nil || st.PID <= 0 {
+		return 0, 0, fmt.Errorf("daemon status: no pid in %q", out)
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", st.PID))
+	if err != nil {
+		return 0, 0, fmt.Errorf("read service memory: %w", err)
+	}
+	return statusKB(data, "VmRSS:") / 1024, statusKB(data, "VmHWM:") / 1024, nil
+}
+
+func statusKB(data []byte, key string) float64 {
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, key); ok {
+			f := strings.Fields(v)
+			if len(f) > 0 {
+				n, _ := strconv.ParseFloat(f[0], 64)
+				return n
+			}
+		}
+	}
+	return 0
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond)) }
+
+func printTable(w io.Writer, rows []row) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "sessions\tstore MB\tcommand\tcold ms\twarm ms (median)\tservice RSS MB\tservice peak MB\t")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%.1f\t%.1f\t\n", r.size, r.storeMB, r.command, ms(r.cold), ms(r.warm), r.rssMB, r.hwmMB)
+	}
+	tw.Flush()
+}

@@ -1,0 +1,26 @@
+package main
+
+import (
+	"path/filepath"
+
+	"github.com/agentctl/agentctl/adapters/codex"
+	"github.com/agentctl/agentctl/adapters/pi"
+)
+
+// store generates one agent's synthetic native store under a home
+// directory, in the agent's default location there.
+type store struct {
+	name     string
+	generate func(home string, n int, seed int64) error
+}
+
+// stores are the agents whose synthetic stores make up the mixed store:
+// adding an agent is one line here.
+func stores() []store {
+	return []store{
+		{"codex", func(home string, n int, seed int64) error {
+			return codex.GenerateStore(filepath.Join(home, ".codex"), n, seed)
+		}},
+		{"pi", pi.GenerateStore},
+	}
+}
