@@ -45,6 +45,8 @@ func runHelperDaemon(home string, withChild bool) error {
 	if home == "" {
 		return errors.New(HomeEnv + " is not set")
 	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	lock, err := os.OpenFile(filepath.Join(home, "helper.lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return err
@@ -52,18 +54,7 @@ func runHelperDaemon(home string, withChild bool) error {
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		return fmt.Errorf("another service holds %s: %w", home, err)
 	}
-	sock := filepath.Join(home, SocketName)
-	os.Remove(sock) // stale: the lock is ours
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		return err
-	}
-	starts, err := os.OpenFile(filepath.Join(home, "helper.starts"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(starts, os.Getpid())
-	starts.Close()
+	// Everything a test reads is written before the socket answers.
 	if withChild {
 		child, err := os.StartProcess("/bin/sleep", []string{"sleep", "600"}, &os.ProcAttr{
 			Sys: &syscall.SysProcAttr{Setsid: true},
@@ -79,9 +70,19 @@ func runHelperDaemon(home string, withChild bool) error {
 		children.Close()
 		child.Release()
 	}
+	starts, err := os.OpenFile(filepath.Join(home, "helper.starts"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(starts, os.Getpid())
+	starts.Close()
+	sock := filepath.Join(home, SocketName)
+	os.Remove(sock) // stale: the lock is ours
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		return err
+	}
 	fmt.Println("helper daemon serving", sock) // lands in the service's log
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	go func() {
 		for {
 			c, err := l.Accept()

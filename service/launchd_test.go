@@ -453,6 +453,14 @@ func TestLaunchdLifecycle(t *testing.T) {
 		t.Errorf("not bootstrapped into the GUI domain: %v", fx.fake.commands())
 	}
 	firstPID := st.PID
+	if !fx.ctl.servesHome() {
+		t.Error("the installed plist does not serve its AGENTCTL_HOME")
+	}
+	other := *fx.ctl
+	other.spec.Home = fx.spec.Home + "2"
+	if other.servesHome() {
+		t.Error("the installed plist serves another AGENTCTL_HOME")
+	}
 
 	// Installing the same unit again changes nothing.
 	res, err = fx.ctl.Install(ctx)

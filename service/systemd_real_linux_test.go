@@ -301,3 +301,41 @@ func TestSystemdRealUninstallAfterManualRemoval(t *testing.T) {
 		t.Fatalf("removed %v; link %s exists: %v", removed, links[0], fileExists(links[0]))
 	}
 }
+
+// The CLI's auto-start while the unit's service is down (here: right after
+// kill -9, during RestartSec) starts the unit, not a service of its own.
+func TestSystemdRealStartInstalledAfterKill(t *testing.T) {
+	realSystemd(t)
+	ctx := context.Background()
+	spec := realSpec(t, false)
+	c, err := New(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Uninstall(context.Background()) })
+	res, err := c.Install(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(res.Status.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	handled, err := StartInstalled(ctx, spec.Home)
+	if err != nil || !handled {
+		t.Fatalf("StartInstalled = %v, %v; want true, nil", handled, err)
+	}
+	st, err := c.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Running || st.PID == res.Status.PID || st.SocketPID != st.PID {
+		t.Fatalf("after StartInstalled: %+v (killed pid %d)", st, res.Status.PID)
+	}
+	starts := readPIDs(t, filepath.Join(spec.Home, "helper.starts"))
+	if len(starts) != 2 || starts[1] != st.PID {
+		t.Fatalf("service starts %v: want the killed one and the unit's new one (%d), nothing else", starts, st.PID)
+	}
+	if handled, err := StartInstalled(ctx, spec.Home+"-other"); err != nil || handled {
+		t.Fatalf("StartInstalled for a home no unit serves = %v, %v; want false, nil", handled, err)
+	}
+}
