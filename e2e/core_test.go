@@ -19,13 +19,14 @@ import (
 
 func TestRunListStatusLogs(t *testing.T) {
 	e := NewEnv(t)
-	s := e.Start("--name", "greeter", "--", "sh", "-c", "echo hello from agentctl; sleep 1; exit 3")
+	s := e.Start("--name", "greeter", "--", "sh", "-c", "echo hello from agentctl; read reply; exit 3")
 	if s.Status != api.StatusRunning || s.PID == 0 || s.PGID != s.PID || s.StartTime == nil {
 		t.Fatalf("started session = %+v; want running with pid == pgid and a start time", s)
 	}
 	if list := e.List(); len(list.Sessions) != 1 || list.Sessions[0].ID != s.ID {
 		t.Fatalf("list = %+v, want the one running session", list)
 	}
+	e.MustRun("send", s.ID, "bye")
 	out := e.MustRun("logs", "-f", s.ID[:8])
 	if !strings.Contains(out, "hello from agentctl") {
 		t.Errorf("logs -f = %q", out)

@@ -27,7 +27,11 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	agentctlBin = filepath.Join(dir, "agentctl")
-	build := exec.Command("go", "build", "-o", agentctlBin, "../cmd/agentctl")
+	buildArgs := []string{"build", "-o", agentctlBin}
+	if raceBuild {
+		buildArgs = append(buildArgs, "-race")
+	}
+	build := exec.Command("go", append(buildArgs, "../cmd/agentctl")...)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build agentctl:", err)

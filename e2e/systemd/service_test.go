@@ -349,3 +349,38 @@ func TestServiceOnRealSystemd(t *testing.T) {
 		t.Fatalf("list with an auto-started service after uninstall: exit %d: %s", code, errOut)
 	}
 }
+
+// A CLI command that finds the service down while the unit restarts it
+// (after kill -9, during RestartSec) starts the unit's service through
+// systemd instead of spawning one of its own, which would hold the home's
+// lock and make the unit fail on every restart.
+func TestAutostartGoesThroughTheUnit(t *testing.T) {
+	e := newEnv(t)
+	e.must("service", "install")
+	pid := e.servedByUnit(0)
+	restarts, _ := strconv.Atoi(unitProp(t, "NRestarts"))
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// At once, with auto-start allowed, as a hook or a script would.
+	if out, errOut, code := e.agentctl(nil, "list"); code != 0 {
+		t.Fatalf("list right after kill -9 of the service: exit %d\n%s%s", code, out, errOut)
+	}
+	pid = e.servedByUnit(pid)
+	// Long enough for a unit that lost its lock to fail and restart again.
+	time.Sleep(3 * time.Second)
+	if got := unitProp(t, "ActiveState"); got != "active" {
+		t.Fatalf("unit is %s after an auto-start during its restart", got)
+	}
+	if got := mainPID(t); got != pid {
+		t.Fatalf("MainPID changed from %d to %d: the unit's service kept failing", pid, got)
+	}
+	if got, _ := strconv.Atoi(unitProp(t, "NRestarts")); got > restarts+1 {
+		t.Fatalf("NRestarts went from %d to %d: the unit's service kept failing", restarts, got)
+	}
+	var st api.DaemonStatus
+	e.mustJSON(&st, "daemon", "status", "--json")
+	if st.PID != pid {
+		t.Fatalf("the CLI talks to pid %d, not to the unit's service %d", st.PID, pid)
+	}
+}
