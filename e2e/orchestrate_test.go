@@ -590,6 +590,7 @@ func TestRealAgentMatrix(t *testing.T) {
 		files = append(files, "--file", name)
 	}
 	orchWrite(t, filepath.Join(repo, "compare.yaml"), fmt.Sprintf(`prompt: "compare [[bash: echo hello > hello.txt]]"
+cwd: .
 matrix:
   - adapter: pi
     model: [%s, %s]

@@ -90,7 +90,7 @@ func (r Result) Failed() []MemberResult {
 type Stage int
 
 const (
-	Queued   Stage = iota // waiting for its turn
+	Queued   Stage = iota // waiting for its turn; the detail is the member's name (suffix)
 	Fetching              // fetching its base branch
 	Creating              // creating its worktree
 	Starting              // asking the service to start it
@@ -206,7 +206,7 @@ func Launch(ctx context.Context, s Starter, req Request, p Progress) (Result, er
 	var register sync.Mutex
 	var wg sync.WaitGroup
 	for i := range res.Members {
-		p.Update(i, Queued, "")
+		p.Update(i, Queued, res.Members[i].Suffix)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -224,7 +224,7 @@ func Launch(ctx context.Context, s Starter, req Request, p Progress) (Result, er
 }
 
 // launchMember sets up one member's worktree and starts its session.
-func launchMember(ctx context.Context, s Starter, req Request, group string, repo Repo, register sync.Locker, base *Base, baseErr error, mr *MemberResult, i int, p Progress) error {
+func launchMember(ctx context.Context, s Starter, req Request, group string, repo Repo, register sync.Locker, base *Base, baseErr error, mr *MemberResult, i int, p Progress) (err error) {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("not started: %w", err)
 	}
@@ -244,11 +244,30 @@ func launchMember(ctx context.Context, s Starter, req Request, group string, rep
 		mr.Base = base.Name
 		mr.BaseRef = base
 		p.Update(i, Creating, mr.Worktree)
-		reused, err := AddWorktree(ctx, repo.Root, mr.Worktree, mr.Branch, base.Commit, register)
-		if err != nil {
-			return fmt.Errorf("create worktree %s: %w", mr.Worktree, err)
+		newBranch := !BranchExists(ctx, repo.Root, mr.Branch)
+		reused, addErr := AddWorktree(ctx, repo.Root, mr.Worktree, mr.Branch, base.Commit, register)
+		if addErr != nil {
+			return fmt.Errorf("create worktree %s: %w", mr.Worktree, addErr)
 		}
 		mr.Reused = reused
+		if !reused {
+			// A member that does not start leaves no worktree or branch
+			// behind: nothing was done in them yet.
+			defer func() {
+				if err == nil {
+					return
+				}
+				undo := context.WithoutCancel(ctx)
+				if rmErr := RemoveWorktree(undo, repo.Root, mr.Worktree, true); rmErr != nil {
+					err = fmt.Errorf("%w (the worktree made for it stays: %v)", err, rmErr)
+					return
+				}
+				if newBranch {
+					DeleteBranch(undo, repo.Root, mr.Branch)
+				}
+				mr.Worktree, mr.Cwd = "", ""
+			}()
+		}
 		mr.Cwd = mr.Worktree
 		if repo.Prefix != "" {
 			sub := filepath.Join(mr.Worktree, repo.Prefix)

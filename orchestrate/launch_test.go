@@ -163,9 +163,19 @@ func TestLaunchMemberFailures(t *testing.T) {
 	if res.Members[1].Session == nil || len(st.reqs) != 1 || st.reqs[0].Adapter != "codex" {
 		t.Errorf("codex did not start: %+v, requests %+v", res.Members[1], st.reqs)
 	}
-	// The member whose start failed keeps its worktree, so a retry reuses it.
-	if _, err := os.Stat(res.Members[0].Worktree); err != nil {
+	// The member whose start failed leaves no worktree or branch behind;
+	// the folder that was in the way is left alone.
+	if res.Members[0].Worktree != "" || BranchExists(ctx, repo, "try/g-0000aa/bogus") {
+		t.Errorf("the failed start left %q or its branch", res.Members[0].Worktree)
+	}
+	if _, err := os.Stat(WorktreePath(repo, "try/g-0000aa/bogus")); !os.IsNotExist(err) {
 		t.Errorf("worktree of the failed start: %v", err)
+	}
+	if _, err := os.Stat(blocker); err != nil {
+		t.Errorf("the folder in the way: %v", err)
+	}
+	if list, _ := ListWorktrees(ctx, repo); len(list) != 2 {
+		t.Errorf("worktrees = %+v, want the main one and codex's", list)
 	}
 }
 

@@ -3,6 +3,7 @@ package orchestrate
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -34,18 +35,22 @@ type LineProgress struct {
 	labels []string
 }
 
-// NewLineProgress reports members (named by labels) on w, a line at a time.
+// NewLineProgress reports members on w, a line at a time. Members are
+// named by labels until their names in the group are known.
 func NewLineProgress(w io.Writer, labels []string) *LineProgress {
-	return &LineProgress{w: w, labels: labels}
+	return &LineProgress{w: w, labels: slices.Clone(labels)}
 }
 
 // Update implements Progress.
 func (l *LineProgress) Update(i int, st Stage, detail string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if st == Queued && detail != "" {
+		l.labels[i] = detail
+	}
 	if st == Queued || st == Starting {
 		return
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	fmt.Fprintf(l.w, "%s: %s\n", l.labels[i], oneLine(stageText(st, detail)))
 }
 
@@ -63,7 +68,7 @@ type TerminalProgress struct {
 // NewTerminalProgress shows members (named by labels) on a terminal w that
 // is width columns wide.
 func NewTerminalProgress(w io.Writer, labels []string, width int) *TerminalProgress {
-	t := &TerminalProgress{w: w, width: width, labels: labels, lines: make([]string, len(labels))}
+	t := &TerminalProgress{w: w, width: width, labels: slices.Clone(labels), lines: make([]string, len(labels))}
 	for i := range t.lines {
 		t.lines[i] = stageText(Queued, "")
 	}
@@ -77,6 +82,10 @@ func (t *TerminalProgress) Update(i int, st Stage, detail string) {
 	mark := map[Stage]string{Started: "✓", Failed: "✗"}[st]
 	if mark == "" {
 		mark = "·"
+	}
+	if st == Queued && detail != "" {
+		t.labels[i] = detail
+		detail = ""
 	}
 	t.lines[i] = mark + " " + oneLine(stageText(st, detail))
 	t.draw()

@@ -49,6 +49,7 @@ after 'agentctl service install'. State lives in $AGENTCTL_HOME (default
 		newRunCmd(), newLaunchCmd(), newListCmd(), newStatusCmd(), newLogsCmd(),
 		newPeekCmd(), newStopCmd(), newAttachCmd(), newSendCmd(), newResumeCmd(),
 		newPruneCmd(), newDaemonCmd(), newShimCmd(),
+		newGroupCmd(), newWorktreeCmd(),
 	)
 	return root
 }

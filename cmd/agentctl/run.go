@@ -27,6 +27,8 @@ type runFlags struct {
 	wait    bool
 	rows    uint16
 	cols    uint16
+	// group holds the flags that start several members or worktrees.
+	group groupFlags
 }
 
 func (f *runFlags) register(cmd *cobra.Command, withPrompt bool) {
@@ -42,7 +44,7 @@ func (f *runFlags) register(cmd *cobra.Command, withPrompt bool) {
 	fl.Uint16Var(&f.cols, "cols", 0, "terminal columns (default 120)")
 	if withPrompt {
 		fl.StringVarP(&f.prompt, "prompt", "p", "", "the prompt for the agent")
-		fl.StringVar(&f.model, "model", "", "model to use (provider/model for agents that take a provider)")
+		fl.Var(modelFlag{f}, "model", "model to use (provider/model for agents that take a provider); after an --adapter, that adapter's model")
 	}
 }
 
@@ -153,6 +155,12 @@ func start(cmd *cobra.Command, f *runFlags, req api.RunRequest) error {
 	if err != nil {
 		return err
 	}
+	return showStarted(cmd, f, c, sess)
+}
+
+// showStarted prints a started session the way the flags ask, and with
+// --wait follows it to its end.
+func showStarted(cmd *cobra.Command, f *runFlags, c *supervisor.Client, sess api.Session) error {
 	if f.asJSON {
 		if err := printJSON(os.Stdout, sess); err != nil {
 			return err
@@ -220,29 +228,19 @@ children. With --wait it streams the output and exits with the session's exit
 code; killing 'run --wait' leaves the session running.
 
 With --adapter it starts an agent like 'launch' does: agentctl run --adapter
-claude -p "fix the tests".
+claude -p "fix the tests". Several --adapter flags, --matrix and --worktree
+start a group in git worktrees, as with launch (see 'agentctl launch --help');
+an exec member (--adapter exec) runs COMMAND in its worktree.
 
 OPENCLAW_* variables that identify the calling gateway or agent are recorded
 as labels (never tokens or keys).`,
 		Args: args(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			if f.adapter == "" || f.adapter == supervisor.ExecAdapter {
-				if len(a) == 0 {
-					return usageError{fmt.Errorf("run: no command given: agentctl run [flags] -- COMMAND [ARGS...]")}
-				}
-			} else if len(a) > 0 {
-				return usageError{fmt.Errorf("run --adapter %s takes a prompt (-p), not a command", f.adapter)}
-			}
-			req, err := f.request(loadConfig())
-			if err != nil {
-				return err
-			}
-			req.Command = a
-			return start(cmd, f, req)
+			return f.dispatch(cmd, loadConfig(), "", supervisor.ExecAdapter, a)
 		},
 	}
 	f.register(cmd, true)
-	cmd.Flags().StringVar(&f.adapter, "adapter", "", "start an agent through its adapter instead of a plain command")
+	f.registerGroup(cmd)
 	cmd.Flags().SetInterspersed(false)
 	return cmd
 }
@@ -254,28 +252,40 @@ func newLaunchCmd() *cobra.Command {
 		Short: "Start a coding agent headless with a prompt",
 		Long: `Start an agent (claude, codex, opencode, pi, ...) with PROMPT as a supervised
 session, and print its id once the agent has started. ADAPTER defaults to the
-'adapter' key of config.json, then claude.`,
+'adapter' key of config.json, then claude.
+
+Comparisons: several --adapter flags (each --model pairs with the --adapter
+before it), or --matrix FILE, start a group: every member in its own git
+worktree and branch of the repository (--worktree REPO, default the current
+one), in parallel, tagged with one group id. Branches are try/<group>/<member>
+from --base-branch (origin's, when there is an origin) or HEAD; worktrees sit
+next to the repository as <repo>-try-<group>-<member>. A member that fails to
+start does not stop the others; the exit status is 1 if any failed. Compare
+them with 'agentctl group status GROUP'; remove worktrees with 'agentctl
+worktree clean'.
+
+  agentctl launch --adapter claude --model opus --adapter codex -p "fix the flaky test"
+  agentctl launch --matrix compare.yaml
+  agentctl launch claude --worktree . --branch fix-login -p "fix the login bug"
+
+--file and --spec put files' contents in front of the prompt (relative paths
+start from --cwd, or REPO), each at most --max-file-size (default 50k).`,
 		Args: args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			cfg := loadConfig()
-			f.adapter = "claude"
+			def := "claude"
 			if cfg.Adapter != "" {
-				f.adapter = cfg.Adapter
+				def = cfg.Adapter
 			}
+			positional := ""
 			if len(a) == 1 {
-				f.adapter = a[0]
+				positional = a[0]
 			}
-			if f.prompt == "" {
-				return usageError{fmt.Errorf("launch: a prompt is required (-p PROMPT)")}
-			}
-			req, err := f.request(cfg)
-			if err != nil {
-				return err
-			}
-			return start(cmd, f, req)
+			return f.dispatch(cmd, cfg, positional, def, nil)
 		},
 	}
 	f.register(cmd, true)
+	f.registerGroup(cmd)
 	return cmd
 }
 

@@ -64,14 +64,29 @@ func printSessions(w io.Writer, sessions []api.Session) {
 		fmt.Fprintln(w, "no sessions")
 		return
 	}
+	// The group column shows only when a session has one.
+	grouped := false
+	for _, s := range sessions {
+		grouped = grouped || s.Group != ""
+	}
+	group := func(s api.Session) string {
+		if !grouped {
+			return ""
+		}
+		return dash(s.Group) + "\t"
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tADAPTER\tSTATUS\tPID\tAGE\tLAST\tMODEL\tTOKENS\tCOST\tNAME/PROMPT")
+	header := "ID\tADAPTER\tSTATUS\tPID\tAGE\tLAST\tMODEL\tTOKENS\tCOST\t"
+	if grouped {
+		header += "GROUP\t"
+	}
+	fmt.Fprintln(tw, header+"NAME/PROMPT")
 	now := time.Now()
 	for _, s := range sessions {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s%s\n",
 			shortID(s.ID), s.Adapter, statusText(s), dash(pidText(s.PID)),
 			dash(ago(now, s.CreatedAt)), dash(ago(now, lastActivity(s))), dash(s.Model),
-			dash(tokensText(s)), dash(costText(s.CostUSD)), oneLine(label(s), 50))
+			dash(tokensText(s)), dash(costText(s.CostUSD)), group(s), oneLine(label(s), 50))
 	}
 	tw.Flush()
 }

@@ -1,0 +1,487 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/config"
+	"github.com/agentctl/agentctl/orchestrate"
+	"github.com/agentctl/agentctl/supervisor"
+)
+
+// groupFlags are the launch and run flags that start several members, or
+// one member in a worktree.
+type groupFlags struct {
+	// members are the --adapter flags in order, each with the --model that
+	// followed it.
+	members     []orchestrate.Member
+	matrix      string
+	worktree    string
+	branch      string
+	baseBranch  string
+	group       string
+	files       []string
+	spec        string
+	maxFileSize string
+}
+
+// adapterFlag is --adapter: each one starts a member.
+type adapterFlag struct{ f *runFlags }
+
+func (a adapterFlag) String() string { return "" }
+func (a adapterFlag) Type() string   { return "name" }
+func (a adapterFlag) Set(v string) error {
+	if v == "" || strings.HasPrefix(v, "-") {
+		return fmt.Errorf("--adapter needs an adapter name")
+	}
+	a.f.group.members = append(a.f.group.members, orchestrate.Member{Adapter: v})
+	return nil
+}
+
+// modelFlag is --model: the model of the --adapter before it, or of the
+// only adapter when none came before.
+type modelFlag struct{ f *runFlags }
+
+func (m modelFlag) String() string { return m.f.model }
+func (m modelFlag) Type() string   { return "model" }
+func (m modelFlag) Set(v string) error {
+	if v == "" || strings.HasPrefix(v, "-") {
+		return fmt.Errorf("--model needs a model name")
+	}
+	list := m.f.group.members
+	if len(list) == 0 {
+		if m.f.model != "" {
+			return fmt.Errorf("--model given twice (%s, %s); for several models repeat --adapter before each", m.f.model, v)
+		}
+		m.f.model = v
+		return nil
+	}
+	last := &list[len(list)-1]
+	if last.Model != "" {
+		return fmt.Errorf("--model given twice for --adapter %s; repeat --adapter %s before each model", last.Adapter, last.Adapter)
+	}
+	last.Model = v
+	return nil
+}
+
+// registerGroup adds the flags that start groups and worktrees.
+func (f *runFlags) registerGroup(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.Var(adapterFlag{f}, "adapter", "an agent to start (repeatable: several start a group, each in its own worktree)")
+	fl.StringVar(&f.group.matrix, "matrix", "", "a YAML matrix file: the prompt and the adapters × models to start as a group")
+	fl.StringVar(&f.group.worktree, "worktree", "", "give the session(s) their own git worktree and branch of the repository REPO")
+	fl.StringVar(&f.group.branch, "branch", "", "with --worktree and one member: its branch (default try/<group>/<member>)")
+	fl.StringVar(&f.group.baseBranch, "base-branch", "", "start new branches from this branch (from origin when the repository has one; default HEAD)")
+	fl.StringVar(&f.group.group, "group", "", "the group id to tag the session(s) with (default for several members: a new g-xxxxxx)")
+	fl.StringArrayVar(&f.group.files, "file", nil, "add a file's contents to the prompt (repeatable)")
+	fl.StringVar(&f.group.spec, "spec", "", "add a specification file's contents to the prompt, first")
+	fl.StringVar(&f.group.maxFileSize, "max-file-size", "", "size limit per --file/--spec, in bytes or with k/M (default 50k)")
+}
+
+// isExec says whether a member runs a plain command rather than an agent.
+func isExec(adapter string) bool { return adapter == "" || adapter == supervisor.ExecAdapter }
+
+// dispatch starts what run or launch was asked for: one session, one
+// session in a worktree, or a group of members each in its own worktree.
+// positional is launch's ADAPTER argument, defaultAdapter the adapter when
+// none is named, command run's COMMAND.
+func (f *runFlags) dispatch(cmd *cobra.Command, cfg config.Config, positional, defaultAdapter string, command []string) error {
+	g := &f.group
+	name := cmd.Name()
+	members := g.members
+	if positional != "" {
+		if len(members) > 0 {
+			return usageError{fmt.Errorf("%s: give the adapter as the argument or with --adapter, not both", name)}
+		}
+		members = []orchestrate.Member{{Adapter: positional, Model: f.model}}
+	}
+	var mx *orchestrate.Matrix
+	if g.matrix != "" {
+		if len(members) > 0 || f.model != "" {
+			return usageError{fmt.Errorf("%s: --matrix lists the adapters and models; do not also give --adapter, --model or an ADAPTER argument", name)}
+		}
+		h, _ := os.UserHomeDir()
+		m, err := orchestrate.LoadMatrix(g.matrix, h)
+		if err != nil {
+			return usageError{fmt.Errorf("matrix file: %w", err)}
+		}
+		for _, w := range m.Warnings {
+			warn("%s", w)
+		}
+		members, mx = m.Members(), &m
+	}
+	switch {
+	case len(members) == 0:
+		members = []orchestrate.Member{{Adapter: defaultAdapter, Model: f.model}}
+	case f.model != "" && positional == "":
+		// --model came before the first --adapter.
+		if len(members) > 1 || members[0].Model != "" {
+			return usageError{fmt.Errorf("%s: --model must follow the --adapter it is for", name)}
+		}
+		members[0].Model = f.model
+	}
+	group := len(members) > 1 || mx != nil
+	worktrees := group || g.worktree != ""
+
+	hasExec, firstAgent := false, ""
+	for _, m := range members {
+		if isExec(m.Adapter) {
+			hasExec = true
+		} else if firstAgent == "" {
+			firstAgent = m.Adapter
+		}
+	}
+	switch {
+	case hasExec && len(command) == 0:
+		return usageError{fmt.Errorf("%s: no command given: agentctl run [flags] -- COMMAND [ARGS...]", name)}
+	case !hasExec && len(command) > 0:
+		return usageError{fmt.Errorf("%s --adapter %s takes a prompt (-p), not a command", name, firstAgent)}
+	}
+	if f.prompt == "" && mx != nil {
+		f.prompt = mx.Prompt
+	}
+	if firstAgent != "" && f.prompt == "" {
+		return usageError{fmt.Errorf("%s: a prompt is required (-p PROMPT)", name)}
+	}
+	spec := g.spec
+	if spec == "" && mx != nil {
+		spec = mx.Spec
+	}
+	if firstAgent == "" && (spec != "" || len(g.files) > 0) {
+		return usageError{fmt.Errorf("%s: --file and --spec add to an agent's prompt; a plain command has none", name)}
+	}
+	if !worktrees && (g.branch != "" || g.baseBranch != "") {
+		return usageError{fmt.Errorf("%s: --branch and --base-branch need --worktree REPO (or several members)", name)}
+	}
+	if g.worktree != "" && f.cwd != "" {
+		return usageError{fmt.Errorf("%s: --cwd and --worktree both say where to work; give one (members start in the worktree's copy of the folder you name)", name)}
+	}
+	if g.group != "" && !orchestrate.ValidGroup(g.group) {
+		return usageError{fmt.Errorf("%s: --group %q: use letters, digits, '-', '_' and '.' (at most 64)", name, g.group)}
+	}
+	if group && f.wait {
+		return usageError{fmt.Errorf("%s: --wait follows one session; a group has %d (follow them with 'agentctl group status')", name, len(members))}
+	}
+	maxSize := int64(orchestrate.DefaultMaxFileSize)
+	if g.maxFileSize != "" {
+		n, err := orchestrate.ParseSize(g.maxFileSize)
+		if err != nil {
+			return usageError{fmt.Errorf("--max-file-size: %w", err)}
+		}
+		maxSize = n
+	}
+
+	if len(members) == 1 {
+		f.adapter, f.model = members[0].Adapter, members[0].Model
+	} else {
+		f.adapter, f.model = "", ""
+	}
+	req, err := f.request(cfg)
+	if err != nil {
+		return err
+	}
+	req.Command = command
+	if mx != nil && mx.Cwd != "" && f.cwd == "" {
+		req.Cwd = mx.Cwd
+	}
+	dir := req.Cwd
+	if g.worktree != "" {
+		if dir, err = absPath(g.worktree); err != nil {
+			return err
+		}
+	}
+	ctxFiles := orchestrate.ContextFiles{Dir: dir, Spec: spec, Files: g.files, MaxFileSize: maxSize}
+	if req.Prompt, err = ctxFiles.Prompt(req.Prompt); err != nil {
+		return err
+	}
+	if !worktrees {
+		req.Group = g.group
+		return start(cmd, f, req)
+	}
+
+	base := g.baseBranch
+	if base == "" && mx != nil {
+		base = mx.BaseBranch
+	}
+	c, err := client()
+	if err != nil {
+		return err
+	}
+	labels := make([]string, len(members))
+	for i, m := range members {
+		labels[i] = m.Label()
+	}
+	progress := newProgress(labels)
+	res, err := orchestrate.Launch(cmd.Context(), c, orchestrate.Request{
+		Group: g.group, Repo: dir, Branch: g.branch, Base: base, Members: members, Template: req,
+	}, progress)
+	progress.Close()
+	if err != nil {
+		return err
+	}
+	if !group {
+		m := res.Members[0]
+		if m.Err != nil {
+			return m.Err
+		}
+		how := "created"
+		if m.Reused {
+			how = "reused"
+		}
+		fmt.Fprintf(os.Stderr, "agentctl: worktree %s %s on branch %s (group %s)\n", m.Worktree, how, m.Branch, res.Group)
+		return showStarted(cmd, f, c, *m.Session)
+	}
+	if f.asJSON {
+		if err := printJSON(os.Stdout, res); err != nil {
+			return err
+		}
+	} else {
+		printLaunchedGroup(os.Stdout, res)
+	}
+	if failed := res.Failed(); len(failed) > 0 {
+		fmt.Fprintf(os.Stderr, "agentctl: %d of %d members did not start:\n", len(failed), len(res.Members))
+		for _, m := range failed {
+			fmt.Fprintf(os.Stderr, "  %s: %s\n", m.Label(), m.Error)
+		}
+		return exitError{code: 1}
+	}
+	return nil
+}
+
+// progressView is a Progress that can be put away when the launch is done.
+type progressView interface {
+	orchestrate.Progress
+	Close()
+}
+
+type lineView struct{ *orchestrate.LineProgress }
+
+func (lineView) Close() {}
+
+// newProgress shows progress on standard error: redrawn in place on a
+// terminal, one line per change otherwise.
+func newProgress(labels []string) progressView {
+	fd := int(os.Stderr.Fd())
+	if term.IsTerminal(fd) {
+		w, _, err := term.GetSize(fd)
+		if err != nil {
+			w = 80
+		}
+		return orchestrate.NewTerminalProgress(os.Stderr, labels, w)
+	}
+	return lineView{orchestrate.NewLineProgress(os.Stderr, labels)}
+}
+
+// printLaunchedGroup lists a group's members with their sessions and
+// worktrees.
+func printLaunchedGroup(w io.Writer, res orchestrate.Result) {
+	started := len(res.Members) - len(res.Failed())
+	fmt.Fprintf(w, "group %s: %d of %d members started", res.Group, started, len(res.Members))
+	if res.Repo != "" {
+		fmt.Fprintf(w, " in worktrees of %s", res.Repo)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  MEMBER\tADAPTER\tMODEL\tSESSION\tBRANCH\tWORKTREE")
+	for _, m := range res.Members {
+		id := "failed"
+		if m.Session != nil {
+			id = m.Session.ID
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", m.Suffix, m.Adapter, dash(m.Model), id, dash(m.Branch), dash(m.Worktree))
+	}
+	tw.Flush()
+	if started > 0 {
+		fmt.Fprintf(w, "compare them with: agentctl group status %s\n", res.Group)
+	}
+}
+
+// foreverAgo asks list for ended sessions however old: a group's comparison
+// covers all its members.
+const foreverAgo = 100 * 365 * 24 * time.Hour
+
+func newGroupCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "group",
+		Short: "Compare the sessions of a group started together",
+		Long: `A group is the sessions one launch or run started side by side (several
+--adapter flags, or --matrix): the same task for each agent or model, each in
+its own git worktree and branch, all tagged with the group id (g-xxxxxx).`,
+	}
+	cmd.AddCommand(newGroupStatusCmd(), newGroupListCmd())
+	return cmd
+}
+
+func newGroupStatusCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status GROUP",
+		Short: "Each member side by side: status, duration, tokens, cost, and diff size",
+		Long: `Show every session of GROUP side by side: its status, how long it ran, its
+tokens and cost (where the agent records them), and the size of its changes:
+git diff of its worktree (commits, edits and new files) against the commit its
+branch started from.`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			c, err := client()
+			if err != nil {
+				return err
+			}
+			list, err := c.List(cmd.Context(), supervisor.ListOptions{All: true, Group: a[0], Since: foreverAgo})
+			if err != nil {
+				return err
+			}
+			for _, w := range list.Warnings {
+				warn("%s", w)
+			}
+			if len(list.Sessions) == 0 {
+				return api.Errorf(api.CodeNotFound, "no sessions in group %s", a[0])
+			}
+			rows := orchestrate.GroupStatus(cmd.Context(), list.Sessions, time.Now())
+			if asJSON {
+				return printJSON(os.Stdout, struct {
+					Group   string                     `json:"group"`
+					Members []orchestrate.MemberStatus `json:"members"`
+				}{a[0], rows})
+			}
+			printGroupStatus(os.Stdout, a[0], rows)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func printGroupStatus(w io.Writer, group string, rows []orchestrate.MemberStatus) {
+	count := map[api.Status]int{}
+	for _, r := range rows {
+		count[r.Session.Status]++
+	}
+	var parts []string
+	for _, st := range []api.Status{api.StatusRunning, api.StatusExited, api.StatusKilled, api.StatusLost, api.StatusEnded, api.StatusUnknown} {
+		if count[st] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", count[st], st))
+		}
+	}
+	fmt.Fprintf(w, "group %s: %d sessions (%s)\n", group, len(rows), strings.Join(parts, ", "))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MEMBER\tID\tADAPTER\tMODEL\tSTATUS\tDURATION\tTOKENS\tCOST\tDIFF\tWORKTREE")
+	for _, r := range rows {
+		s := r.Session
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			dash(r.Member), shortID(s.ID), s.Adapter, dash(s.Model), statusText(s),
+			dash(durationText(r.DurationS)), dash(tokensText(s)), dash(costText(s.CostUSD)),
+			diffText(r), dash(r.Worktree))
+	}
+	tw.Flush()
+}
+
+func durationText(secs *float64) string {
+	if secs == nil {
+		return ""
+	}
+	d := time.Duration(*secs * float64(time.Second)).Round(time.Second)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}
+
+func diffText(r orchestrate.MemberStatus) string {
+	switch {
+	case r.Diff != nil:
+		d := r.Diff
+		files := "files"
+		if d.Files == 1 {
+			files = "file"
+		}
+		return fmt.Sprintf("%d %s +%d -%d", d.Files, files, d.Insertions, d.Deletions)
+	case r.DiffError == "worktree removed":
+		return "(worktree removed)"
+	case r.Worktree != "":
+		return "unknown"
+	}
+	return "-"
+}
+
+func newGroupListCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List groups: their members and how many still run",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := client()
+			if err != nil {
+				return err
+			}
+			list, err := c.List(cmd.Context(), supervisor.ListOptions{All: true})
+			if err != nil {
+				return err
+			}
+			for _, w := range list.Warnings {
+				warn("%s", w)
+			}
+			type groupRow struct {
+				Group    string    `json:"group"`
+				Sessions int       `json:"sessions"`
+				Running  int       `json:"running"`
+				Adapters []string  `json:"adapters"`
+				Created  time.Time `json:"created_at"`
+			}
+			byGroup := map[string]*groupRow{}
+			var order []*groupRow
+			for _, s := range list.Sessions {
+				if s.Group == "" {
+					continue
+				}
+				r := byGroup[s.Group]
+				if r == nil {
+					r = &groupRow{Group: s.Group, Created: s.CreatedAt}
+					byGroup[s.Group] = r
+					order = append(order, r)
+				}
+				r.Sessions++
+				if s.Status == api.StatusRunning {
+					r.Running++
+				}
+				r.Adapters = append(r.Adapters, s.Adapter)
+				if s.CreatedAt.Before(r.Created) {
+					r.Created = s.CreatedAt
+				}
+			}
+			sort.Slice(order, func(i, j int) bool { return order[i].Created.After(order[j].Created) })
+			if asJSON {
+				if order == nil {
+					order = []*groupRow{}
+				}
+				return printJSON(os.Stdout, order)
+			}
+			if len(order) == 0 {
+				fmt.Println("no groups")
+				return nil
+			}
+			tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "GROUP\tSESSIONS\tRUNNING\tAGE\tADAPTERS")
+			now := time.Now()
+			for _, r := range order {
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", r.Group, r.Sessions, r.Running, dash(ago(now, r.Created)), strings.Join(r.Adapters, ","))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
