@@ -447,3 +447,30 @@ func TestSendAndEnvAndCwd(t *testing.T) {
 		}
 	}
 }
+
+// A service auto-started from inside a session descends from that session's
+// monitor (a subreaper), yet must survive the session's end, and so must the
+// sessions it started.
+func TestServiceStartedInsideASessionSurvivesIt(t *testing.T) {
+	e := NewEnv(t)
+	// The session waits for the service to go, then starts a new one (by
+	// running agentctl) and a session through it, then ends.
+	script := `while [ -S "$AGENTCTL_HOME/agentctl.sock" ]; do sleep 0.05; done; ` +
+		e.Bin + ` daemon start >/dev/null; ` + e.Bin + ` run -- sleep 60 > "$AGENTCTL_HOME/inner.id"; echo done`
+	outer := e.Start("--", "sh", "-c", script)
+	e.MustRun("daemon", "stop")
+	idFile := filepath.Join(e.Home, "inner.id")
+	WaitFor(t, 30*time.Second, "the session to start a service and a session", func() bool {
+		b, _ := os.ReadFile(idFile)
+		return len(bytes.TrimSpace(b)) > 0
+	})
+	WaitFor(t, 30*time.Second, "the outer session to end", func() bool {
+		return e.Session(outer.ID).Status.Ended()
+	})
+	time.Sleep(3 * time.Second) // longer than the leftover grace
+	b, _ := os.ReadFile(idFile)
+	inner := e.Session(strings.TrimSpace(string(b)))
+	if inner.Status != api.StatusRunning || !alive(inner.PID) {
+		t.Fatalf("the session started by the inner service is %s: ending the outer session killed it", inner.Status)
+	}
+}

@@ -57,9 +57,13 @@ func Alive(id Identity) bool {
 // Table returns every process the caller may see.
 func Table() ([]Info, error) { return table() }
 
-// Descendants returns the live descendants of root in t (root excluded),
-// parents before children.
-func Descendants(t []Info, root int) []Info {
+// Descendants returns the descendants of root in t (root excluded), parents
+// before children.
+func Descendants(t []Info, root int) []Info { return DescendantsExcept(t, root, nil) }
+
+// DescendantsExcept is Descendants, leaving out every process for which skip
+// returns true together with everything below it.
+func DescendantsExcept(t []Info, root int, skip func(Info) bool) []Info {
 	children := make(map[int][]Info, len(t))
 	for _, p := range t {
 		children[p.PPID] = append(children[p.PPID], p)
@@ -71,7 +75,7 @@ func Descendants(t []Info, root int) []Info {
 		pid := queue[0]
 		queue = queue[1:]
 		for _, c := range children[pid] {
-			if seen[c.PID] {
+			if seen[c.PID] || (skip != nil && skip(c)) {
 				continue
 			}
 			seen[c.PID] = true

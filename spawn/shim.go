@@ -12,6 +12,8 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -32,6 +34,11 @@ type Spec struct {
 	Stdin      []byte `json:"stdin,omitempty"`
 	LogMaxSize int64  `json:"log_max_size,omitempty"`
 	LogFiles   int    `json:"log_files,omitempty"`
+	// ServiceLock is the service's lock file, which holds its pid. A
+	// service auto-started from inside a session descends from that
+	// session's shim (the subreaper), yet is not part of the session: it
+	// and everything below it are spared when the session's processes end.
+	ServiceLock string `json:"service_lock,omitempty"`
 }
 
 // readyMessage is what the shim writes on its ready pipe (fd 3) once.
@@ -55,11 +62,12 @@ const (
 
 // shim holds one session: the pty master, the log, the attached viewers.
 type shim struct {
-	dir    string
-	rec    Record
-	log    *logs.Writer
-	master *os.File
-	logger *slog.Logger
+	dir         string
+	rec         Record
+	serviceLock string
+	log         *logs.Writer
+	master      *os.File
+	logger      *slog.Logger
 
 	mu        sync.Mutex
 	viewers   map[*viewer]struct{}
@@ -184,7 +192,7 @@ func startShim(dir string, spec Spec, logger *slog.Logger) (*shim, error) {
 		return nil, fmt.Errorf("start %s: %w", rec.Argv[0], err)
 	}
 	s := &shim{
-		dir: dir, rec: rec, log: lw, master: master, logger: logger,
+		dir: dir, rec: rec, serviceLock: spec.ServiceLock, log: lw, master: master, logger: logger,
 		viewers:  map[*viewer]struct{}{},
 		reaped:   make(chan struct{}),
 		finished: make(chan struct{}),
@@ -432,15 +440,31 @@ func (s *shim) session() []proc.Info {
 		seen[p.PID] = true
 		out = append(out, p)
 	}
-	for _, p := range proc.Descendants(table, self) {
+	service := s.servicePID()
+	spare := func(p proc.Info) bool { return p.PID == service }
+	for _, p := range proc.DescendantsExcept(table, self, spare) {
 		add(p)
 	}
 	for _, p := range table {
-		if p.PGID == s.rec.PGID || p.SID == s.rec.PGID {
+		if (p.PGID == s.rec.PGID || p.SID == s.rec.PGID) && !spare(p) {
 			add(p)
 		}
 	}
 	return out
+}
+
+// servicePID reads the agentctl service's pid from its lock file (0 when
+// there is none).
+func (s *shim) servicePID() int {
+	if s.serviceLock == "" {
+		return 0
+	}
+	b, err := os.ReadFile(s.serviceLock)
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid
 }
 
 func (s *shim) signalTree(sig unix.Signal) int {

@@ -51,7 +51,7 @@ func (s *Server) launch(ctx context.Context, req api.RunRequest) (api.Session, e
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return api.Session{}, fmt.Errorf("create session folder: %w", err)
 	}
-	spec := spawn.Spec{Env: env}
+	spec := spawn.Spec{Env: env, ServiceLock: s.opts.Home.LockFile()}
 	var finder adapters.NativeIDFinder
 	if rec.Adapter == ExecAdapter {
 		if len(req.Command) == 0 {
