@@ -6,6 +6,8 @@ import (
 	"os"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/adapters/claude"
+	"github.com/agentctl/agentctl/adapters/codex"
 	"github.com/agentctl/agentctl/adapters/openclaw"
 	"github.com/agentctl/agentctl/adapters/pi"
 )
@@ -25,6 +27,8 @@ func Local(agentctlHome string, getenv func(string) string) []adapters.Adapter {
 	}
 	env := adapters.Env{Home: home, Getenv: getenv}
 	out := []adapters.Adapter{
+		claude.New(env),
+		codex.New(env),
 		pi.New(env),
 		pi.NewRust(env),
 	}
