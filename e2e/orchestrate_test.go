@@ -199,6 +199,22 @@ func TestGroupOfCommandsInWorktrees(t *testing.T) {
 	if _, errOut, code := e.Run("worktree", "clean", repo); code != 1 || !strings.Contains(errOut, "main working tree") {
 		t.Errorf("clean of the main working tree: exit %d %s", code, errOut)
 	}
+	// The whole group at once: the running member refuses, then goes.
+	second := res.Members[1]
+	if _, errOut, code := e.Run("worktree", "clean", "--group", g); code != 1 || !strings.Contains(errOut, "a session runs in it: "+second.Session.ID) {
+		t.Errorf("clean --group while a member runs: exit %d %s", code, errOut)
+	}
+	e.MustRun("stop", second.Session.ID)
+	out = e.MustRun("worktree", "clean", "--group", g, "--force", "--delete-branch")
+	if !strings.Contains(out, "removed worktree "+second.Worktree) || !strings.Contains(out, "deleted branch "+second.Branch) {
+		t.Errorf("clean --group said:\n%s", out)
+	}
+	if b := orchGit(t, repo, "branch", "--list", "try/*"); b != "" {
+		t.Errorf("branches left: %q", b)
+	}
+	if out := e.MustRun("worktree", "clean", "--group", g); !strings.Contains(out, "no worktree left") {
+		t.Errorf("clean --group of a cleaned group: %q", out)
+	}
 }
 
 // A matrix file: its cwd relative to the file, its prompt, a list of models
@@ -623,5 +639,60 @@ matrix:
 	}
 	if big < 2 {
 		t.Errorf("%d model requests carried the whole >100 kB prompt, want one per member at least", big)
+	}
+}
+
+// Each member is locked to its own worktree: the members never collide, and
+// another launch into a member's worktree is refused while it runs.
+func TestGroupLocksPerWorktree(t *testing.T) {
+	e, _, have, _ := agentEnv(t)
+	var pi *realAgent
+	for i := range have {
+		if have[i].adapter == "pi" {
+			pi = &have[i]
+		}
+	}
+	if pi == nil {
+		t.Skip("SKIP group locks: Pi is not usable (see TestRealAgentGroup's reasons)")
+	}
+	if _, errOut, code := e.Run("locks", "--help"); code != 0 {
+		t.Skipf("SKIP group locks: this agentctl has no 'locks' command yet (directory locks not wired): %s", strings.TrimSpace(errOut))
+	}
+	repo := orchRepo(t)
+	res, stderr, code := e.groupResult("launch", "--json", "--worktree", repo, "-p", "hold [[sleep: 20]]",
+		"--adapter", "pi", "--model", pi.models[0], "--adapter", "pi", "--model", pi.models[1])
+	if code != 0 || len(res.Failed()) != 0 {
+		t.Fatalf("group launch exit %d: %s", code, stderr)
+	}
+	out := e.MustRun("locks", "--json")
+	var raw any
+	if err := json.Unmarshal([]byte(out), &raw); err != nil {
+		t.Fatalf("locks --json printed %q: %v", out, err)
+	}
+	if obj, ok := raw.(map[string]any); ok {
+		raw = obj["locks"]
+	}
+	held := map[string]string{} // directory → session
+	list, _ := raw.([]any)
+	for _, item := range list {
+		l, _ := item.(map[string]any)
+		dir, _ := l["directory"].(string)
+		sid, _ := l["sessionId"].(string)
+		if sid == "" {
+			sid, _ = l["session_id"].(string)
+		}
+		held[dir] = sid
+	}
+	for _, m := range res.Members {
+		if held[m.Cwd] != m.Session.ID {
+			t.Errorf("member %s: its worktree %s is locked by %q, want its session %s (locks: %s)", m.Suffix, m.Cwd, held[m.Cwd], m.Session.ID, out)
+		}
+	}
+	_, errOut, code := e.Run("launch", "pi", "--model", pi.models[0], "--cwd", res.Members[0].Cwd, "-p", "intrude")
+	if code == 0 || !strings.Contains(errOut, res.Members[0].Session.ID) {
+		t.Errorf("a launch into a member's worktree: exit %d, stderr %q; want it refused naming %s", code, errOut, res.Members[0].Session.ID)
+	}
+	for _, m := range res.Members {
+		e.MustRun("stop", m.Session.ID)
 	}
 }

@@ -70,7 +70,7 @@ type TerminalProgress struct {
 func NewTerminalProgress(w io.Writer, labels []string, width int) *TerminalProgress {
 	t := &TerminalProgress{w: w, width: width, labels: slices.Clone(labels), lines: make([]string, len(labels))}
 	for i := range t.lines {
-		t.lines[i] = stageText(Queued, "")
+		t.lines[i] = "· " + stageText(Queued, "")
 	}
 	return t
 }

@@ -76,15 +76,15 @@ func (m modelFlag) Set(v string) error {
 // registerGroup adds the flags that start groups and worktrees.
 func (f *runFlags) registerGroup(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.Var(adapterFlag{f}, "adapter", "an agent to start (repeatable: several start a group, each in its own worktree)")
-	fl.StringVar(&f.group.matrix, "matrix", "", "a YAML matrix file: the prompt and the adapters × models to start as a group")
-	fl.StringVar(&f.group.worktree, "worktree", "", "give the session(s) their own git worktree and branch of the repository REPO")
-	fl.StringVar(&f.group.branch, "branch", "", "with --worktree and one member: its branch (default try/<group>/<member>)")
-	fl.StringVar(&f.group.baseBranch, "base-branch", "", "start new branches from this branch (from origin when the repository has one; default HEAD)")
-	fl.StringVar(&f.group.group, "group", "", "the group id to tag the session(s) with (default for several members: a new g-xxxxxx)")
-	fl.StringArrayVar(&f.group.files, "file", nil, "add a file's contents to the prompt (repeatable)")
-	fl.StringVar(&f.group.spec, "spec", "", "add a specification file's contents to the prompt, first")
-	fl.StringVar(&f.group.maxFileSize, "max-file-size", "", "size limit per --file/--spec, in bytes or with k/M (default 50k)")
+	fl.Var(adapterFlag{f}, "adapter", "an agent to start, by `NAME` (repeatable: several start a group, each in its own worktree)")
+	fl.StringVar(&f.group.matrix, "matrix", "", "a YAML matrix `FILE`: the prompt and the adapters × models to start as a group")
+	fl.StringVar(&f.group.worktree, "worktree", "", "give the session(s) their own git worktree and branch of the repository `REPO`")
+	fl.StringVar(&f.group.branch, "branch", "", "with --worktree and one member: its branch `NAME` (default try/<group>/<member>)")
+	fl.StringVar(&f.group.baseBranch, "base-branch", "", "start new branches from `BRANCH` (origin's when the repository has an origin; default HEAD)")
+	fl.StringVar(&f.group.group, "group", "", "tag the session(s) with group `ID` (default for several members: a new g-xxxxxx)")
+	fl.StringArrayVar(&f.group.files, "file", nil, "add the contents of the file at `PATH` to the prompt (repeatable)")
+	fl.StringVar(&f.group.spec, "spec", "", "add the contents of the specification file at `PATH` to the prompt, first")
+	fl.StringVar(&f.group.maxFileSize, "max-file-size", "", "`SIZE` limit per --file/--spec, in bytes or with k/M (default 50k)")
 }
 
 // isExec says whether a member runs a plain command rather than an agent.

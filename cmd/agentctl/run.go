@@ -44,7 +44,7 @@ func (f *runFlags) register(cmd *cobra.Command, withPrompt bool) {
 	fl.Uint16Var(&f.cols, "cols", 0, "terminal columns (default 120)")
 	if withPrompt {
 		fl.StringVarP(&f.prompt, "prompt", "p", "", "the prompt for the agent")
-		fl.Var(modelFlag{f}, "model", "model to use (provider/model for agents that take a provider); after an --adapter, that adapter's model")
+		fl.Var(modelFlag{f}, "model", "`MODEL` to use (provider/model for agents that take a provider); after an --adapter, that adapter's model")
 	}
 }
 

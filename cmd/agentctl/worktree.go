@@ -76,17 +76,33 @@ func newWorktreeListCmd() *cobra.Command {
 
 func newWorktreeCleanCmd() *cobra.Command {
 	var deleteBranch, force bool
+	var group string
 	cmd := &cobra.Command{
-		Use:   "clean PATH...",
+		Use:   "clean PATH... | --group ID",
 		Short: "Remove worktrees (and with --delete-branch their branches)",
 		Long: `Remove the linked git worktree at each PATH. It refuses while a session runs in
 the worktree (stop it first), and when the worktree has changes that are not
 committed (they would be lost); --force removes it anyway. --delete-branch
 also deletes the worktree's branch, merged or not, and prints the commit it
-pointed to so it can be restored.`,
-		Args: args(cobra.MinimumNArgs(1)),
+pointed to so it can be restored. --group cleans the worktrees of every
+member of a group that still has one.`,
+		Args: args(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, a []string) error {
+			if (len(a) == 0) == (group == "") {
+				return usageError{fmt.Errorf("worktree clean: give worktree paths or --group ID (one of the two)")}
+			}
 			running, runningErr := runningSessions(cmd)
+			if group != "" {
+				paths, err := groupWorktrees(cmd, group)
+				if err != nil {
+					return err
+				}
+				if len(paths) == 0 {
+					fmt.Printf("group %s has no worktree left\n", group)
+					return nil
+				}
+				a = paths
+			}
 			failed := 0
 			for _, p := range a {
 				if err := cleanWorktree(cmd, p, running, runningErr, deleteBranch, force); err != nil {
@@ -102,7 +118,37 @@ pointed to so it can be restored.`,
 	}
 	cmd.Flags().BoolVar(&deleteBranch, "delete-branch", false, "also delete the worktree's branch")
 	cmd.Flags().BoolVar(&force, "force", false, "remove even while a session runs in it or it has uncommitted changes")
+	cmd.Flags().StringVar(&group, "group", "", "clean the worktrees of group `ID`'s members")
 	return cmd
+}
+
+// groupWorktrees lists the worktrees a group's members were started in that
+// still exist.
+func groupWorktrees(cmd *cobra.Command, group string) ([]string, error) {
+	c, err := client()
+	if err != nil {
+		return nil, err
+	}
+	list, err := c.List(cmd.Context(), supervisor.ListOptions{All: true, Group: group, Since: foreverAgo})
+	if err != nil {
+		return nil, err
+	}
+	if len(list.Sessions) == 0 {
+		return nil, api.Errorf(api.CodeNotFound, "no sessions in group %s", group)
+	}
+	var paths []string
+	seen := map[string]bool{}
+	for _, s := range list.Sessions {
+		p := s.Labels[orchestrate.LabelWorktree]
+		if p == "" || seen[p] {
+			continue
+		}
+		seen[p] = true
+		if _, err := os.Stat(p); err == nil {
+			paths = append(paths, p)
+		}
+	}
+	return paths, nil
 }
 
 // runningSessions asks the service what runs now: sessions it launched and
