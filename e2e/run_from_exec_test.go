@@ -200,8 +200,12 @@ func checkDetached(t *testing.T, e *Env, c *execCaller, s api.Session) {
 	}
 }
 
-// sessionScript runs a few seconds, prints as it goes, and exits 7.
-const sessionScript = `echo session-started; i=0; while [ $i -lt 25 ]; do echo tick $i; i=$((i+1)); sleep 0.1; done; exit 7`
+// gatedScript prints ticks until the file gate exists (two minutes at
+// most), then exits with code: the test decides when the session ends, so a
+// slow machine cannot end it before the checks.
+func gatedScript(gate string, code int) string {
+	return fmt.Sprintf(`echo session-started; i=0; while [ ! -e %s ] && [ $i -lt 1200 ]; do echo tick $i; i=$((i+1)); sleep 0.1; done; echo session-ending; exit %d`, shellQuote(gate), code)
+}
 
 func TestRunWaitFromExecSurvivesGroupKill(t *testing.T) {
 	cases := []struct {
@@ -243,7 +247,8 @@ func TestRunWaitFromExecSurvivesGroupKill(t *testing.T) {
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			label := fmt.Sprintf("case=%d-%d", i, time.Now().UnixNano())
-			c := startExec(t, e, tc.shellPrefix, tc.shellSuffix, "--label", label, "--label", "origin=openclaw-exec", "--", "sh", "-c", sessionScript)
+			gate := filepath.Join(t.TempDir(), "gate")
+			c := startExec(t, e, tc.shellPrefix, tc.shellSuffix, "--label", label, "--label", "origin=openclaw-exec", "--", "sh", "-c", gatedScript(gate, 7))
 			if tc.killAfter != "" {
 				c.waitOutput(t, tc.killAfter, 30*time.Second)
 				// The scan must see the caller's own hold on the pipe, or
@@ -290,12 +295,22 @@ func TestRunWaitFromExecSurvivesGroupKill(t *testing.T) {
 			if _, ok := s.Labels["OPENCLAW_GATEWAY_TOKEN"]; ok {
 				t.Error("the gateway token was recorded as a label")
 			}
+			// It keeps producing output with nobody attached.
+			ticks := func() int {
+				b, _ := os.ReadFile(filepath.Join(e.SessionDir(s.ID), "output.log"))
+				return strings.Count(string(b), "tick ")
+			}
+			before := ticks()
+			WaitFor(t, 30*time.Second, "the session to keep printing", func() bool { return ticks() > before+3 })
+			if err := os.WriteFile(gate, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
 			final := e.WaitStatus(s.ID, api.StatusExited, 30*time.Second)
 			if final.ExitCode == nil || *final.ExitCode != 7 {
 				t.Fatalf("session ended as %+v, want exit code 7", final)
 			}
 			log, _ := os.ReadFile(filepath.Join(e.SessionDir(s.ID), "output.log"))
-			if !strings.Contains(string(log), "tick 24") {
+			if !strings.Contains(string(log), "session-ending") {
 				t.Errorf("the session did not run to its end; output.log:\n%s", log)
 			}
 			assertNoSecretOnDisk(t, e.SessionDir(s.ID))
