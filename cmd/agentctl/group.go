@@ -190,6 +190,11 @@ func (f *runFlags) dispatch(cmd *cobra.Command, cfg config.Config, positional, d
 		return err
 	}
 	req.Command = command
+	if len(members) == 1 && mx == nil {
+		// The request may have taken the model from config.json (a matrix
+		// names its models itself).
+		members[0].Model = req.Model
+	}
 	if mx != nil && mx.Cwd != "" && f.cwd == "" {
 		req.Cwd = mx.Cwd
 	}
