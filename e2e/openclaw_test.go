@@ -384,7 +384,7 @@ func TestOpenClawGateway(t *testing.T) {
 			if s == nil {
 				t.Fatalf("session %s missing from Discover (%d sessions)", k, len(got))
 			}
-			if s.Adapter != openclaw.Name || s.State != adapters.NativeIdle || s.CreatedAt.IsZero() ||
+			if s.Adapter != openclaw.Name || s.State != adapters.NativeDone || s.CreatedAt.IsZero() ||
 				s.Cwd != "" || s.Process != nil || s.FirstPrompt != fmt.Sprintf("listed-%d", i) {
 				t.Errorf("never-run session mapped to %+v", *s)
 			}
@@ -529,6 +529,12 @@ func TestOpenClawGateway(t *testing.T) {
 		for _, w := range list.Warnings {
 			if strings.Contains(w, "openclaw") {
 				t.Errorf("warning with a working gateway: %s", w)
+			}
+		}
+		// Without an active run nothing runs: the default list leaves it out.
+		for _, s := range e.List().Sessions {
+			if s.ID == created.Key {
+				t.Errorf("a gateway session with no run is listed as running: %+v", s)
 			}
 		}
 	})

@@ -415,7 +415,7 @@ func TestNativeState(t *testing.T) {
 		{"failed", sessionRow{Status: "failed", LastRunError: ptr("boom")}, adapters.NativeFailed, true},
 		{"timeout", sessionRow{Status: "timeout"}, adapters.NativeFailed, true},
 		{"killed", sessionRow{Status: "killed", AbortedLastRun: ptr(true)}, adapters.NativeAborted, false},
-		{"never ran", sessionRow{HasActiveRun: ptr(false)}, adapters.NativeIdle, false},
+		{"never ran", sessionRow{HasActiveRun: ptr(false)}, adapters.NativeDone, false},
 		{"says nothing", sessionRow{}, adapters.NativeUnknown, false},
 		{"unknown status", sessionRow{Status: "paused"}, adapters.NativeUnknown, true},
 	}

@@ -77,6 +77,12 @@ func msTime(ms *int64) time.Time {
 // nativeState reads the gateway's own word on a session: hasActiveRun says
 // whether it is working now, status how the latest run ended. Nothing is
 // inferred from timestamps; what the row does not say stays unknown.
+//
+// What runs on a gateway is a run, not the session: a session without an
+// active run is over as far as agentctl can act on it, whether its last run
+// finished or it never had one. So a session that never ran is "done" like
+// one whose run completed; calling it idle would list every session ever
+// opened in the dashboard as running, forever.
 func nativeState(r sessionRow) (adapters.NativeState, []string) {
 	if r.HasActiveRun != nil && *r.HasActiveRun {
 		return adapters.NativeBusy, nil
@@ -87,8 +93,8 @@ func nativeState(r sessionRow) (adapters.NativeState, []string) {
 	switch r.Status {
 	case "":
 		if saysIdle {
-			// A session that never ran: it exists and waits for a message.
-			return adapters.NativeIdle, nil
+			// Never ran: nothing is running and nothing failed.
+			return adapters.NativeDone, nil
 		}
 		return adapters.NativeUnknown, nil
 	case runRunning:
