@@ -194,13 +194,14 @@ func liveProcesses(registryDir string) (bySession map[string]liveSession, unmatc
 		if err != nil || info.Zombie {
 			continue
 		}
+		cwd, _ := proc.Cwd(pid)
 		if id := argvSession(argv); id != "" {
 			if _, ok := bySession[id]; !ok {
-				bySession[id] = liveSession{proc: info, state: adapters.NativeRunning, evidence: "argv"}
+				bySession[id] = liveSession{proc: info, cwd: cwd, state: adapters.NativeRunning, evidence: "argv"}
 			}
 			continue
 		}
-		if cwd, err := proc.Cwd(pid); err == nil {
+		if cwd != "" {
 			unmatched[cwd] = true
 		}
 	}

@@ -53,6 +53,11 @@ type usage struct {
 	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
 }
 
+// input is all input tokens: fresh, cache reads and cache writes.
+func (u *usage) input() int64 {
+	return u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens
+}
+
 type modelUsage struct {
 	InputTokens              int64 `json:"inputTokens"`
 	OutputTokens             int64 `json:"outputTokens"`
@@ -246,6 +251,8 @@ type summary struct {
 	UsageIn      int64
 	UsageOut     int64
 	lastUsageMsg string // message id whose usage was counted last
+	lastMsgIn    int64  // and its usage
+	lastMsgOut   int64
 	// lastBackMsg and usageSeen track usage while reading backwards.
 	lastBackMsg string
 	usageSeen   bool
@@ -318,7 +325,8 @@ func (s *summary) apply(r record) {
 			s.CostIn += u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens
 			s.CostOut += u.OutputTokens
 		}
-		s.UsageIn, s.UsageOut, s.lastUsageMsg = 0, 0, ""
+		s.UsageIn, s.UsageOut = 0, 0
+		s.lastUsageMsg, s.lastMsgIn, s.lastMsgOut = "", 0, 0
 	case "assistant":
 		m := r.Message
 		if m == nil {
@@ -328,11 +336,14 @@ func (s *summary) apply(r record) {
 			s.Model = m.Model
 		}
 		// Claude writes one record per content block, each repeating the
-		// message's usage: count it once per message.
-		if m.Usage != nil && m.Model != syntheticModel && (m.ID == "" || m.ID != s.lastUsageMsg) {
-			s.UsageIn += m.Usage.InputTokens + m.Usage.CacheReadInputTokens + m.Usage.CacheCreationInputTokens
-			s.UsageOut += m.Usage.OutputTokens
-			s.lastUsageMsg = m.ID
+		// message's usage: count it once per message, the last record's.
+		if m.Usage != nil && m.Model != syntheticModel {
+			in, out := m.Usage.input(), m.Usage.OutputTokens
+			if m.ID != "" && m.ID == s.lastUsageMsg {
+				s.UsageIn, s.UsageOut = s.UsageIn-s.lastMsgIn, s.UsageOut-s.lastMsgOut
+			}
+			s.UsageIn, s.UsageOut = s.UsageIn+in, s.UsageOut+out
+			s.lastUsageMsg, s.lastMsgIn, s.lastMsgOut = m.ID, in, out
 		}
 		for _, b := range decodeBlocks(m.Content) {
 			if b.Type == "text" && strings.TrimSpace(b.Text) != "" {
@@ -398,13 +409,15 @@ func (s *summary) applyBackwards(r record, f *tailFacts) bool {
 		if !f.model && m.Model != "" && m.Model != syntheticModel {
 			s.Model, f.model = m.Model, true
 		}
-		if !f.cost && m.Usage != nil && m.Model != syntheticModel && (m.ID == "" || m.ID != s.lastBackMsg) {
-			s.UsageIn += m.Usage.InputTokens + m.Usage.CacheReadInputTokens + m.Usage.CacheCreationInputTokens
-			s.UsageOut += m.Usage.OutputTokens
-			if s.lastBackMsg == "" && !s.usageSeen {
+		// Backwards, the first record met of a message is its last.
+		if !f.cost && m.Usage != nil && m.Model != syntheticModel && (m.ID == "" || !s.usageSeen || m.ID != s.lastBackMsg) {
+			in, out := m.Usage.input(), m.Usage.OutputTokens
+			s.UsageIn += in
+			s.UsageOut += out
+			if !s.usageSeen {
 				// The latest counted message, as a forward read would
 				// leave it.
-				s.lastUsageMsg = m.ID
+				s.lastUsageMsg, s.lastMsgIn, s.lastMsgOut = m.ID, in, out
 			}
 			s.lastBackMsg, s.usageSeen = m.ID, true
 		}

@@ -16,7 +16,9 @@ const (
 	// Files up to wholeFile are read whole on first sight; larger ones by
 	// their head and tail.
 	wholeFile = 128 << 10
-	headBytes = 64 << 10
+	// The head is read until the first prompt, at most headLines records
+	// within headMax bytes.
+	headMax   = 8 << 20
 	headLines = 64
 	// The tail window starts at tailStart and doubles up to tailMax until
 	// it holds a cost-state and an assistant text.
@@ -64,16 +66,8 @@ func (sr summaryReader) fill(f *os.File, key adapters.FileKey, prev *adapters.En
 		}
 		return sr.finish(s, f)
 	}
-	lines, err := adapters.HeadLines(f, key.Size, headLines, headBytes)
-	if err != nil {
-		return summary{}, fmt.Errorf("read %s: %w", key.Path, err)
-	}
-	for _, l := range lines {
-		if r, ok, err := parseRecord(l); err != nil {
-			s.BadLines++
-		} else if ok {
-			s.head(r)
-		}
+	if err := sr.head(&s, f, key.Size); err != nil {
+		return summary{}, err
 	}
 	found, err := sr.tail(&s, f, key.Size)
 	if err != nil {
@@ -89,6 +83,31 @@ func (sr summaryReader) fill(f *os.File, key adapters.FileKey, prev *adapters.En
 		s = full
 	}
 	return sr.finish(s, f)
+}
+
+// errHeadDone stops the head scan once the head facts are known.
+var errHeadDone = errors.New("head read")
+
+// head reads the first records until it knows where and how the session
+// began: the first prompt may be a long line of its own.
+func (sr summaryReader) head(s *summary, f *os.File, size int64) error {
+	n := 0
+	_, err := adapters.ScanLines(io.NewSectionReader(f, 0, min(size, headMax)), maxLine, func(line []byte) error {
+		r, ok, err := parseRecord(line)
+		if err != nil {
+			s.BadLines++
+		} else if ok {
+			s.head(r)
+		}
+		if n++; n >= headLines || (s.FirstPrompt != "" && s.Cwd != "" && !s.Created.IsZero()) {
+			return errHeadDone
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errHeadDone) {
+		return fmt.Errorf("read head: %w", err)
+	}
+	return nil
 }
 
 // tail reads the file backwards from its last complete line, in a window

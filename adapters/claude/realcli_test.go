@@ -1,0 +1,277 @@
+package claude
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/internal/fakemodel"
+)
+
+// agentsBin is the folder scripts/install-agents.sh installs the agent
+// CLIs into: $AGENTCTL_AGENTS_DIR/bin, else .cache/agents/bin in the
+// repository.
+func agentsBin(t *testing.T) string {
+	t.Helper()
+	if d := os.Getenv("AGENTCTL_AGENTS_DIR"); d != "" {
+		return filepath.Join(d, "bin")
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(dir, ".cache", "agents", "bin")
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test's folder")
+		}
+		dir = parent
+	}
+}
+
+// realClaude returns the installed Claude Code CLI's folder, or skips the
+// test loudly.
+func realClaude(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("SKIPPED in -short mode: the real Claude Code CLI tests take about a minute")
+	}
+	bin := agentsBin(t)
+	if !executable(filepath.Join(bin, Binary)) {
+		t.Skipf("SKIPPED: the real Claude Code CLI is not installed in %s; run scripts/install-agents.sh claude (or set AGENTCTL_AGENTS_DIR)", bin)
+	}
+	return bin
+}
+
+// realEnv is a throwaway home for the real CLI, pointed at the fake model.
+type realEnv struct {
+	home, cwd string
+	env       []string
+	srv       *fakemodel.Server
+	adapter   *Adapter
+}
+
+func newRealEnv(t *testing.T) *realEnv {
+	t.Helper()
+	bin := realClaude(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	srv, err := fakemodel.Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &realEnv{home: filepath.Join(root, "home"), cwd: filepath.Join(root, "proj"), srv: srv}
+	os.MkdirAll(e.home, 0o755)
+	os.MkdirAll(e.cwd, 0o755)
+	e.env = []string{
+		"HOME=" + e.home,
+		"PATH=" + bin + ":/usr/local/bin:/usr/bin:/bin",
+		"ANTHROPIC_BASE_URL=" + srv.URL(),
+		"ANTHROPIC_API_KEY=sk-ant-fake",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		"DISABLE_AUTOUPDATER=1",
+		// Keep the variables above: without this the adapter strips them
+		// (subscription billing) and the CLI would not find the fake.
+		UseAPIKeyVar + "=1",
+	}
+	e.adapter = New(adapters.Env{Home: e.home, Getenv: func(string) string { return "" }})
+	return e
+}
+
+// run starts spec under a pty, as agentctl does, and returns the exit code
+// and output. onStart, when set, runs while the agent is alive.
+func (e *realEnv) run(t *testing.T, spec adapters.LaunchSpec, onStart func(pid int)) (int, string) {
+	t.Helper()
+	path, err := lookPath(spec.Argv[0], spec.Env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(path, spec.Argv[1:]...)
+	cmd.Args[0] = spec.Argv[0]
+	cmd.Env = spec.Env
+	cmd.Dir = e.cwd
+	ptmx, err := pty.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ptmx.Close()
+	var out bytes.Buffer
+	copied := make(chan struct{})
+	go func() {
+		io.Copy(&out, ptmx) // ends with EIO once the agent is gone
+		close(copied)
+	}()
+	if onStart != nil {
+		onStart(cmd.Process.Pid)
+	}
+	timer := time.AfterFunc(2*time.Minute, func() { cmd.Process.Kill() })
+	defer timer.Stop()
+	err = cmd.Wait()
+	<-copied
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			code = 128 + int(ws.Signal())
+		}
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return code, out.String()
+}
+
+func (e *realEnv) session(t *testing.T, id string) adapters.NativeSession {
+	t.Helper()
+	ss, err := e.adapter.Discover(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range ss {
+		if s.NativeID == id {
+			return s
+		}
+	}
+	t.Fatalf("session %s not discovered (%d sessions)", id, len(ss))
+	return adapters.NativeSession{}
+}
+
+// TestRealClaude runs the installed Claude Code headless under a pty with
+// the argv and environment Launch and Resume build, against the fake model,
+// and reads back what it wrote: the pre-assigned id, the live registry while
+// it works, model, tokens, cost and the last answer.
+func TestRealClaude(t *testing.T) {
+	e := newRealEnv(t)
+	req := adapters.LaunchRequest{Prompt: "-work [[sleep: 3]] [[text: real ok]]", Cwd: e.cwd, Env: e.env, SessionDir: t.TempDir()}
+	spec, err := e.adapter.Launch(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var live adapters.NativeSession
+	code, out := e.run(t, spec, func(pid int) {
+		// While the tool call sleeps, the agent's own registry vouches
+		// for the process.
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) {
+			ss, _ := e.adapter.Discover(context.Background())
+			for _, s := range ss {
+				if s.NativeID == spec.NativeID && s.Process != nil && s.Process.Evidence == "registry" {
+					live = s
+					return
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	if code != 0 {
+		t.Fatalf("claude exited %d:\n%s", code, out)
+	}
+	if live.Process == nil || live.Process.Evidence != "registry" || (live.State != adapters.NativeBusy && live.State != adapters.NativeIdle) {
+		t.Errorf("while running: %+v process %+v", live, live.Process)
+	}
+	reqs := e.srv.Requests()
+	if len(reqs) != 2 || reqs[0].Reply != "tool: Bash echo sleeping 3; sleep 3; echo slept 3" {
+		t.Fatalf("model requests: %+v", reqs)
+	}
+	s := e.session(t, spec.NativeID)
+	if s.Model == "" || s.Model != reqs[0].Model || s.Cwd != e.cwd || s.FirstPrompt != req.Prompt ||
+		s.LastMessage != "real ok (after 1 tool calls)" || s.State != adapters.NativeDone || s.Process != nil ||
+		s.TokensIn == nil || *s.TokensIn <= 0 || s.TokensOut == nil || *s.TokensOut <= 0 || s.CostUSD == nil || len(s.Warnings) != 0 {
+		t.Errorf("after the run: %+v", s)
+	}
+	if !strings.Contains(out, `"result":"real ok (after 1 tool calls)"`) {
+		t.Errorf("stream-json output lacks the result:\n%s", out)
+	}
+	tokensBefore := *s.TokensIn
+
+	// Resume appends to the same session.
+	spec, err = e.adapter.Resume(adapters.LaunchRequest{Prompt: "again [[text: resumed ok]]", NativeID: spec.NativeID, Cwd: e.cwd, Env: e.env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, out := e.run(t, spec, nil); code != 0 {
+		t.Fatalf("resume exited %d:\n%s", code, out)
+	}
+	s = e.session(t, spec.NativeID)
+	if s.LastMessage != "resumed ok" || *s.TokensIn <= tokensBefore || s.FirstPrompt != req.Prompt {
+		t.Errorf("after resume: %+v", s)
+	}
+	msgs, err := e.adapter.Transcript(context.Background(), spec.NativeID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var assistant []string
+	for _, m := range msgs {
+		if m.Role == "assistant" {
+			assistant = append(assistant, m.Text)
+		}
+	}
+	if strings.Join(assistant, "|") != "real ok (after 1 tool calls)|resumed ok" {
+		t.Errorf("assistant messages %q", assistant)
+	}
+}
+
+// TestRealClaudeLargePrompt: a prompt over 100 kB reaches the model
+// through the prompt file, not argv.
+func TestRealClaudeLargePrompt(t *testing.T) {
+	e := newRealEnv(t)
+	prompt := strings.Repeat("lorem ipsum ", 15000) + "[[text: big ok]]"
+	spec, err := e.adapter.Launch(adapters.LaunchRequest{Prompt: prompt, Cwd: e.cwd, Env: e.env, SessionDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, out := e.run(t, spec, nil); code != 0 {
+		t.Fatalf("claude exited %d:\n%.2000s", code, out)
+	}
+	s := e.session(t, spec.NativeID)
+	if s.LastMessage != "big ok" || len(s.FirstPrompt) != len(prompt) {
+		t.Errorf("large prompt: last %q, prompt of %d bytes", s.LastMessage, len(s.FirstPrompt))
+	}
+}
+
+// TestRealClaudeStop: SIGTERM, the adapter's stop signal, ends a working
+// claude with 143 and its registry entry removed.
+func TestRealClaudeStop(t *testing.T) {
+	e := newRealEnv(t)
+	spec, err := e.adapter.Launch(adapters.LaunchRequest{Prompt: "long [[sleep: 60]]", Cwd: e.cwd, Env: e.env, SessionDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out := e.run(t, spec, func(pid int) {
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) && len(e.srv.Requests()) == 0 {
+			time.Sleep(50 * time.Millisecond)
+		}
+		time.Sleep(time.Second) // the tool call is running
+		syscall.Kill(pid, e.adapter.StopSignal())
+	})
+	if code != 143 {
+		t.Errorf("exit %d after SIGTERM, want 143:\n%s", code, out)
+	}
+	s := e.session(t, spec.NativeID)
+	if s.Process != nil {
+		t.Errorf("stopped session still matched to a process: %+v", s.Process)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(e.home, ".claude", "sessions")); len(entries) != 0 {
+		t.Errorf("registry entries left: %v", entries)
+	}
+}
