@@ -83,9 +83,9 @@ check() {
 		results+=("FAIL  $name (exit $rc, $(since "$t") s)")
 	fi
 }
-check "service package on systemd (install/enable/start, restart + KillMode=process, kill -9 + Restart=on-failure, stop/start, uninstall, quoting, takeover)" \
+check "service package on systemd (install/enable/start, restart + KillMode=process, kill -9 + Restart=on-failure, stop/start, uninstall, quoting, takeover, start through the unit)" \
 	"$work/service.test" -test.run 'SystemdReal'
-check "agentctl binary on systemd (install + list via the unit, 5 sessions across systemctl restart and kill -9, uninstall)" \
+check "agentctl binary on systemd (install + list via the unit, 5 sessions across systemctl restart and kill -9, uninstall, auto-start through the unit)" \
 	"$work/systemd.test"
 
 t=$(date +%s.%N)

@@ -362,7 +362,9 @@ func TestAutostartGoesThroughTheUnit(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	// At once, with auto-start allowed, as a hook or a script would.
+	// Once it is gone (a request that races the kill itself may fail), at
+	// once, with auto-start allowed, as a hook or a script would.
+	waitFor(t, "the killed service to be gone", func() bool { return !alive(pid) })
 	if out, errOut, code := e.agentctl(nil, "list"); code != 0 {
 		t.Fatalf("list right after kill -9 of the service: exit %d\n%s%s", code, out, errOut)
 	}
