@@ -1,0 +1,434 @@
+package opencode
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentctl/agentctl/adapters"
+)
+
+// recentMessages is how many of a session's latest messages are read to
+// find its last answer.
+const recentMessages = 30
+
+// dbStore reads one opencode.db. The whole result is reused while the
+// database and its WAL are unchanged (by stat); when they changed, only the
+// sessions whose time_updated moved are read again.
+type dbStore struct {
+	path string
+
+	mu       sync.Mutex
+	stamp    [2]adapters.FileKey
+	sessions map[string]*session // by id
+	stamps   map[string]stamp    // id -> the stamp the entry was read at
+}
+
+// stamp says which version of a session an entry was read at: the
+// session's time_updated, and its event sequence number, which OpenCode
+// advances on every message and part update (the session row itself is
+// not touched by all of them).
+type stamp struct {
+	updated int64
+	seq     int64
+}
+
+func newDBStore(path string) *dbStore {
+	return &dbStore{path: path, sessions: map[string]*session{}, stamps: map[string]stamp{}}
+}
+
+// statStamp returns the keys of the database and its WAL (zero when absent).
+func statStamp(db string) ([2]adapters.FileKey, error) {
+	var st [2]adapters.FileKey
+	for i, p := range []string{db, db + "-wal"} {
+		fi, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return st, fmt.Errorf("stat %s: %w", p, err)
+		}
+		st[i] = adapters.KeyOf(p, fi)
+	}
+	return st, nil
+}
+
+// load returns the store's sessions. A missing database is no sessions; a
+// database that cannot be read (locked, busy, not a database) is an error,
+// and the previous result is kept for next time.
+func (d *dbStore) load(ctx context.Context) ([]*session, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	st, err := statStamp(d.path)
+	if err != nil {
+		return nil, err
+	}
+	if st[0] == (adapters.FileKey{}) {
+		d.sessions, d.stamps, d.stamp = map[string]*session{}, map[string]stamp{}, st
+		return nil, nil
+	}
+	if st[0].Same(d.stamp[0]) && st[1].Same(d.stamp[1]) {
+		return d.list(), nil
+	}
+	if err := d.refresh(ctx); err != nil {
+		return nil, err
+	}
+	d.stamp = st
+	return d.list(), nil
+}
+
+func (d *dbStore) list() []*session {
+	out := make([]*session, 0, len(d.sessions))
+	for _, s := range d.sessions {
+		out = append(out, s)
+	}
+	return out
+}
+
+// refresh reads what changed since the last read.
+func (d *dbStore) refresh(ctx context.Context) error {
+	db, err := adapters.OpenSQLiteReadOnly(ctx, d.path, 0)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	cols, err := adapters.SQLiteColumns(ctx, db, "session")
+	if err != nil {
+		return err
+	}
+	if !cols["id"] || !cols["time_updated"] {
+		return fmt.Errorf("read %s: no session table with id and time_updated", d.path)
+	}
+	seqCols, err := adapters.SQLiteColumns(ctx, db, "event_sequence")
+	if err != nil {
+		return err
+	}
+	stamps, err := queryStamps(ctx, db, cols["parent_id"], seqCols["aggregate_id"] && seqCols["seq"])
+	if err != nil {
+		return err
+	}
+	var changed []string
+	for id, st := range stamps {
+		old, ok := d.stamps[id]
+		// Without event sequence numbers, a session whose turn is not
+		// over may have changed without its row showing it.
+		if !ok || old != st || (st.seq == 0 && d.sessions[id] != nil && !d.sessions[id].settled()) {
+			changed = append(changed, id)
+		}
+	}
+	rows, err := querySessions(ctx, db, cols, changed, len(changed) > len(stamps)/4)
+	if err != nil {
+		return err
+	}
+	next := make(map[string]*session, len(stamps))
+	nextStamps := make(map[string]stamp, len(stamps))
+	for id, st := range stamps {
+		if s, ok := d.sessions[id]; ok && d.stamps[id] == st {
+			next[id], nextStamps[id] = s, st
+		}
+	}
+	for _, s := range rows {
+		if _, ok := stamps[s.id]; !ok {
+			continue // a child session, or one added since the stamps were read
+		}
+		s.path = d.path
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("read %s: %w", d.path, err)
+		}
+		if prev, ok := d.sessions[s.id]; ok {
+			s.firstPrompt = prev.firstPrompt // the first prompt never changes
+		}
+		if err := readDetails(ctx, db, s, cols); err != nil {
+			if adapters.IsSQLiteBusy(err) || ctx.Err() != nil {
+				return err
+			}
+			s.warnings = append(s.warnings, err.Error())
+		}
+		next[s.id], nextStamps[s.id] = s, stamps[s.id]
+	}
+	for _, id := range changed {
+		if _, ok := next[id]; !ok {
+			// The row could not be scanned: report it, and read it again
+			// only when it changes.
+			next[id] = &session{id: id, path: d.path, warnings: []string{"unreadable session row in " + d.path}}
+			nextStamps[id] = stamps[id]
+		}
+	}
+	d.sessions, d.stamps = next, nextStamps
+	return nil
+}
+
+// queryStamps returns every top-level session's stamp. Child sessions (a
+// sub-agent's, started by the task tool) belong to their parent's work and
+// are left out, as OpenCode's own session list does.
+func queryStamps(ctx context.Context, db *sql.DB, hasParent, hasSeq bool) (map[string]stamp, error) {
+	q := "SELECT s.id, s.time_updated, 0 FROM session s"
+	if hasSeq {
+		q = "SELECT s.id, s.time_updated, COALESCE(e.seq, 0) FROM session s LEFT JOIN event_sequence e ON e.aggregate_id = s.id"
+	}
+	if hasParent {
+		q += " WHERE s.parent_id IS NULL OR s.parent_id = ''"
+	}
+	rs, err := db.QueryContext(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("read sessions: %w", err)
+	}
+	defer rs.Close()
+	out := map[string]stamp{}
+	for rs.Next() {
+		var id, up, seq any
+		if err := rs.Scan(&id, &up, &seq); err != nil || asString(id) == "" {
+			continue // an odd row hides only itself
+		}
+		st := stamp{}
+		st.updated, _ = asInt(up)
+		st.seq, _ = asInt(seq)
+		out[asString(id)] = st
+	}
+	if err := rs.Err(); err != nil {
+		return nil, fmt.Errorf("read sessions: %w", err)
+	}
+	return out, nil
+}
+
+// querySessions reads the session rows of ids (all rows when all is set,
+// which is cheaper than many lookups), child sessions excluded.
+func querySessions(ctx context.Context, db *sql.DB, cols map[string]bool, ids []string, all bool) ([]*session, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	col := func(name, fallback string) string {
+		if cols[name] {
+			return name
+		}
+		return fallback
+	}
+	q := "SELECT id, COALESCE(" + col("parent_id", "''") + ", ''), COALESCE(" + col("directory", "''") + ", ''), " +
+		"COALESCE(" + col("model", "''") + ", ''), " + col("time_created", "0") + ", time_updated, " +
+		col("tokens_input", "NULL") + ", " + col("tokens_output", "NULL") + ", " + col("cost", "NULL") + " FROM session"
+	want := map[string]bool{}
+	if !all {
+		for _, id := range ids {
+			want[id] = true
+		}
+	}
+	var out []*session
+	scan := func(rs *sql.Rows) error {
+		defer rs.Close()
+		for rs.Next() {
+			var s session
+			// Scanned loosely: a wrong type in one column leaves only that
+			// fact unknown.
+			var id, parent, dir, model, created, updated, in, outTok, cost any
+			if err := rs.Scan(&id, &parent, &dir, &model, &created, &updated, &in, &outTok, &cost); err != nil {
+				continue
+			}
+			s.id, s.parentID, s.directory = asString(id), asString(parent), asString(dir)
+			if s.id == "" || s.parentID != "" || (!all && !want[s.id]) {
+				continue
+			}
+			s.model = modelOf(json.RawMessage(asString(model)))
+			if ms, ok := asInt(created); ok && ms > 0 {
+				s.created = time.UnixMilli(ms)
+			}
+			if ms, ok := asInt(updated); ok && ms > 0 {
+				s.updated = time.UnixMilli(ms)
+			}
+			i, okIn := asInt(in)
+			o, okOut := asInt(outTok)
+			if okIn && okOut {
+				s.tokensIn, s.tokensOut, s.hasTokens = i, o, true
+			}
+			if c, ok := asFloat(cost); ok {
+				s.cost, s.hasCost = c, true
+			}
+			out = append(out, &s)
+		}
+		return rs.Err()
+	}
+	if all {
+		rs, err := db.QueryContext(ctx, q)
+		if err != nil {
+			return nil, fmt.Errorf("read sessions: %w", err)
+		}
+		if err := scan(rs); err != nil {
+			return nil, fmt.Errorf("read sessions: %w", err)
+		}
+		return out, nil
+	}
+	for _, id := range ids {
+		rs, err := db.QueryContext(ctx, q+" WHERE id = ?", id)
+		if err != nil {
+			return nil, fmt.Errorf("read session %s: %w", id, err)
+		}
+		if err := scan(rs); err != nil {
+			return nil, fmt.Errorf("read session %s: %w", id, err)
+		}
+	}
+	return out, nil
+}
+
+// dbMessage is one message row with its decoded data.
+type dbMessage struct {
+	id   string
+	data messageData
+}
+
+// readDetails reads what the session row does not say: the first prompt,
+// the latest message's state, the last answer, and (for schemas without
+// token columns) the token sums.
+func readDetails(ctx context.Context, db *sql.DB, s *session, cols map[string]bool) error {
+	recent, err := queryMessages(ctx, db, "SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created DESC, id DESC LIMIT ?", s.id, recentMessages)
+	if err != nil {
+		return err
+	}
+	if len(recent) > 0 {
+		s.last = lastOf(recent[0].data)
+	}
+	var assistants []string
+	for _, m := range recent {
+		if m.data.Role == "assistant" {
+			assistants = append(assistants, m.id)
+			if s.model == "" {
+				s.model = joinModel(m.data.ProviderID, m.data.ModelID)
+			}
+		}
+	}
+	if len(assistants) > 0 {
+		parts, err := queryParts(ctx, db, assistants)
+		if err != nil {
+			return err
+		}
+		for _, id := range assistants {
+			if t := textParts(parts[id]); t != "" {
+				s.lastMessage = truncate(t, messageRunes)
+				break
+			}
+		}
+	}
+	if s.firstPrompt == "" {
+		first, err := queryMessages(ctx, db, "SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created, id LIMIT ?", s.id, 1)
+		if err != nil {
+			return err
+		}
+		if len(first) == 1 && first[0].data.Role == "user" {
+			parts, err := queryParts(ctx, db, []string{first[0].id})
+			if err != nil {
+				return err
+			}
+			s.firstPrompt = truncate(textParts(parts[first[0].id]), promptRunes)
+		}
+	}
+	if !cols["tokens_input"] || !cols["tokens_output"] {
+		var in, out sql.NullFloat64
+		var cost sql.NullFloat64
+		err := db.QueryRowContext(ctx, `SELECT sum(json_extract(data, '$.tokens.input')), sum(json_extract(data, '$.tokens.output')), sum(json_extract(data, '$.cost'))
+			FROM message WHERE session_id = ? AND json_valid(data) AND json_extract(data, '$.role') = 'assistant'`, s.id).Scan(&in, &out, &cost)
+		if err != nil {
+			return fmt.Errorf("sum tokens of %s: %w", s.id, err)
+		}
+		if in.Valid && out.Valid {
+			s.tokensIn, s.tokensOut, s.hasTokens = int64(in.Float64), int64(out.Float64), true
+		}
+		if cost.Valid && !cols["cost"] {
+			s.cost, s.hasCost = cost.Float64, true
+		}
+	}
+	return nil
+}
+
+func queryMessages(ctx context.Context, db *sql.DB, q string, args ...any) ([]dbMessage, error) {
+	rs, err := db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read messages: %w", err)
+	}
+	defer rs.Close()
+	var out []dbMessage
+	for rs.Next() {
+		var m dbMessage
+		var data []byte
+		if err := rs.Scan(&m.id, &data); err != nil {
+			continue
+		}
+		// A message whose data is not an object keeps its place (it may
+		// be the latest) with nothing known about it.
+		_ = decodeJSON(data, &m.data)
+		out = append(out, m)
+	}
+	if err := rs.Err(); err != nil {
+		return nil, fmt.Errorf("read messages: %w", err)
+	}
+	return out, nil
+}
+
+// queryParts returns the parts of the given messages, by message id, in
+// order.
+func queryParts(ctx context.Context, db *sql.DB, messageIDs []string) (map[string][]partData, error) {
+	args := make([]any, len(messageIDs))
+	for i, id := range messageIDs {
+		args[i] = id
+	}
+	q := "SELECT message_id, data FROM part WHERE message_id IN (?" + strings.Repeat(",?", len(messageIDs)-1) + ") ORDER BY message_id, id"
+	rs, err := db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read parts: %w", err)
+	}
+	defer rs.Close()
+	out := map[string][]partData{}
+	for rs.Next() {
+		var mid string
+		var data []byte
+		if err := rs.Scan(&mid, &data); err != nil {
+			continue
+		}
+		var p partData
+		if decodeJSON(data, &p) != nil {
+			continue
+		}
+		out[mid] = append(out[mid], p)
+	}
+	if err := rs.Err(); err != nil {
+		return nil, fmt.Errorf("read parts: %w", err)
+	}
+	return out, nil
+}
+
+// asString returns a text column's value; "" for NULL or other types.
+func asString(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case []byte:
+		return string(x)
+	}
+	return ""
+}
+
+// asInt returns an integer column's value; ok is false for NULL or text.
+func asInt(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return x, true
+	case float64:
+		return int64(x), true
+	}
+	return 0, false
+}
+
+// asFloat returns a numeric column's value; ok is false for NULL or text.
+func asFloat(v any) (float64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return float64(x), true
+	case float64:
+		return x, true
+	}
+	return 0, false
+}

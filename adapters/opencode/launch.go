@@ -1,0 +1,220 @@
+package opencode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/proc"
+)
+
+// maxArgPrompt is the largest prompt passed in argv; larger ones go
+// through stdin from a file.
+const maxArgPrompt = 100_000
+
+// promptFileName is the file, in agentctl's session folder, that holds a
+// prompt passed through stdin.
+const promptFileName = "prompt.txt"
+
+// Binary is the executable the adapter runs.
+func (a *Adapter) Binary() string { return "opencode" }
+
+// InstallHint says how to get the binary.
+func (a *Adapter) InstallHint() string {
+	return "install OpenCode with: npm install -g opencode-ai"
+}
+
+// StopSignal is SIGTERM: `opencode run` ignores SIGINT and runs on to the
+// end. On SIGTERM it exits at once but leaves its running tool command
+// behind (in its own session), so the supervisor must end the tool's
+// process group itself.
+func (a *Adapter) StopSignal() syscall.Signal { return syscall.SIGTERM }
+
+// Launch builds `opencode run [--model provider/model] -- WORDS…`. OpenCode
+// chooses the session id; FindNativeID learns it from the store.
+func (a *Adapter) Launch(req adapters.LaunchRequest) (adapters.LaunchSpec, error) {
+	if strings.TrimSpace(req.Prompt) == "" {
+		return adapters.LaunchSpec{}, errors.New("launch opencode: empty prompt")
+	}
+	argv, err := withPrompt(a.Binary(), runArgs(req.Model, ""), req)
+	if err != nil {
+		return adapters.LaunchSpec{}, fmt.Errorf("launch opencode: %w", err)
+	}
+	return adapters.LaunchSpec{Argv: argv, Env: append([]string(nil), req.Env...)}, nil
+}
+
+// sessionIDPattern matches OpenCode session ids (ses_ and 26 characters).
+var sessionIDPattern = regexp.MustCompile(`^ses_[0-9A-Za-z]{10,40}$`)
+
+// Resume builds `opencode run --session ID -- WORDS…`, which appends to the
+// same session.
+func (a *Adapter) Resume(req adapters.LaunchRequest) (adapters.LaunchSpec, error) {
+	id := strings.TrimSpace(req.NativeID)
+	if !sessionIDPattern.MatchString(id) {
+		return adapters.LaunchSpec{}, fmt.Errorf("resume opencode: %q is not an opencode session id", req.NativeID)
+	}
+	if strings.TrimSpace(req.Prompt) == "" {
+		return adapters.LaunchSpec{}, fmt.Errorf("resume opencode session %s: empty prompt", id)
+	}
+	argv, err := withPrompt(a.Binary(), runArgs(req.Model, id), req)
+	if err != nil {
+		return adapters.LaunchSpec{}, fmt.Errorf("resume opencode session %s: %w", id, err)
+	}
+	return adapters.LaunchSpec{Argv: argv, Env: append([]string(nil), req.Env...), NativeID: id}, nil
+}
+
+func runArgs(model, session string) []string {
+	args := []string{"run"}
+	if m := strings.TrimSpace(model); m != "" {
+		args = append(args, "--model", m)
+	}
+	if session != "" {
+		args = append(args, "--session", session)
+	}
+	return args
+}
+
+// withPrompt passes the prompt as the message words after "--". OpenCode
+// joins its message words with single spaces and wraps any word that
+// contains a space in quotes, so the prompt is split at each space: joined
+// back, the words are the prompt exactly. Its argument parser turns
+// number-like words into numbers, on which `opencode run` crashes, so a
+// prompt with such a word, or too large for argv, is written to a file in
+// the session folder and given as stdin through /bin/sh: OpenCode reads a
+// non-terminal stdin to its end as the message, exactly (under agentctl's
+// pty its stdin is otherwise the terminal, which it leaves alone).
+func withPrompt(bin string, args []string, req adapters.LaunchRequest) ([]string, error) {
+	p := req.Prompt
+	words := strings.Split(p, " ")
+	if argvSafe(p, words) {
+		argv := append(append([]string{bin}, args...), "--")
+		return append(argv, words...), nil
+	}
+	if req.SessionDir == "" {
+		return nil, errors.New("a prompt passed through stdin needs the session folder, and none was given")
+	}
+	if err := os.MkdirAll(req.SessionDir, 0o700); err != nil {
+		return nil, fmt.Errorf("write prompt file: %w", err)
+	}
+	file := filepath.Join(req.SessionDir, promptFileName)
+	if err := os.WriteFile(file, []byte(p), 0o600); err != nil {
+		return nil, fmt.Errorf("write prompt file: %w", err)
+	}
+	// $0 is the prompt file, "$@" the agent's argv.
+	return append([]string{"/bin/sh", "-c", `exec "$@" <"$0"`, file, bin}, args...), nil
+}
+
+// numberLike matches what OpenCode's argument parser converts to a number
+// (decimal, exponent, hex; with a sign), checked loosely: a false positive
+// only sends the prompt through stdin.
+var numberLike = regexp.MustCompile(`^[+-]?(\.?[0-9]|0[xX])|^[+-]?(Infinity|NaN)$`)
+
+func argvSafe(p string, words []string) bool {
+	if len(p) > maxArgPrompt || strings.ContainsRune(p, 0) {
+		return false
+	}
+	for _, w := range words {
+		if numberLike.MatchString(w) {
+			return false
+		}
+	}
+	return true
+}
+
+// Native id discovery.
+const findInterval = 200 * time.Millisecond
+
+// FindNativeID learns the session id of the OpenCode started at pid: the
+// id of --session in its argv, else the one session of its folder begun
+// after since whose first prompt is the process's message (from its argv
+// words, or the file that is its stdin). It waits until the session
+// appears or ctx ends. Two sessions that fit are an error, never a guess.
+func (a *Adapter) FindNativeID(ctx context.Context, pid int, cwd string, since time.Time) (string, error) {
+	var p *liveProc
+	t := time.NewTicker(findInterval)
+	defer t.Stop()
+	for {
+		if p == nil {
+			if lp, ok := lookProcess(pid, since); ok {
+				if lp.inv.session != "" {
+					return lp.inv.session, nil
+				}
+				p = &lp
+			}
+		}
+		id, err := a.findSession(ctx, p, cwd, since)
+		if id != "" || err != nil {
+			return id, err
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("no opencode session for pid %d in %s yet: %w", pid, cwd, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// lookProcess describes pid if it is a live OpenCode started after since.
+func lookProcess(pid int, since time.Time) (liveProc, bool) {
+	info, err := proc.Lookup(pid)
+	if err != nil || info.Zombie || info.StartTime.Before(since.Add(-startSlack)) {
+		return liveProc{}, false
+	}
+	argv, err := proc.Cmdline(pid)
+	if err != nil {
+		return liveProc{}, false
+	}
+	inv, ok := parseArgv(argv)
+	if !ok {
+		return liveProc{}, false
+	}
+	return describe(info, inv), true
+}
+
+// findSession returns the session that fits: of cwd (or the process's
+// folder), created after since, with the process's prompt when it is
+// known. "" with no error while none fits yet.
+func (a *Adapter) findSession(ctx context.Context, p *liveProc, cwd string, since time.Time) (string, error) {
+	ss, err := a.sessions(ctx)
+	if err != nil {
+		return "", err
+	}
+	dirs := sameDirs(cwd)
+	prompt := ""
+	if p != nil {
+		for d := range sameDirs(p.dir) {
+			dirs[d] = true
+		}
+		prompt = p.prompt
+	}
+	var ids []string
+	for _, s := range ss {
+		if !dirs[s.directory] || s.created.Before(since.Add(-startSlack)) {
+			continue
+		}
+		if prompt != "" && s.firstPrompt != truncate(prompt, promptRunes) {
+			continue
+		}
+		ids = append(ids, s.id)
+	}
+	switch len(ids) {
+	case 0:
+		return "", nil
+	case 1:
+		return ids[0], nil
+	}
+	return "", fmt.Errorf("%d opencode sessions in %s begun after %s fit: cannot tell which is the process's", len(ids), cwd, since.Format(time.RFC3339))
+}
+
+var (
+	_ adapters.Adapter        = (*Adapter)(nil)
+	_ adapters.Launcher       = (*Adapter)(nil)
+	_ adapters.NativeIDFinder = (*Adapter)(nil)
+)

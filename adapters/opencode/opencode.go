@@ -1,0 +1,187 @@
+// Package opencode reads the native store of OpenCode (opencode-ai): the
+// SQLite database $XDG_DATA_HOME/opencode/opencode.db (tables session,
+// message, part), opened read-only next to the live writer, and the JSON
+// tree under storage/ that releases before 1.0 wrote. It matches live
+// OpenCode processes to sessions and builds the headless `opencode run`
+// argv.
+package opencode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/agentctl/agentctl/adapters"
+)
+
+// Name is the adapter's name.
+const Name = "opencode"
+
+// Adapter reads OpenCode's store and launches OpenCode.
+type Adapter struct {
+	env adapters.Env
+
+	mu     sync.Mutex
+	dbs    map[string]*dbStore // by database path
+	legacy *legacyStore
+}
+
+// New returns the adapter for the OpenCode store env points at.
+func New(env adapters.Env) *Adapter {
+	return &Adapter{env: env, dbs: map[string]*dbStore{}, legacy: newLegacyStore()}
+}
+
+// Name is "opencode".
+func (a *Adapter) Name() string { return Name }
+
+// dataDir is $XDG_DATA_HOME/opencode, else ~/.local/share/opencode.
+func (a *Adapter) dataDir() string {
+	if d := a.env.Lookup("XDG_DATA_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "opencode")
+	}
+	return filepath.Join(a.env.Home, ".local", "share", "opencode")
+}
+
+// dbPaths returns the databases to read: OPENCODE_DB when set (absolute,
+// or relative to the data folder, as OpenCode resolves it), else
+// opencode.db and the per-channel opencode-<channel>.db files beside it.
+func (a *Adapter) dbPaths() []string {
+	dir := a.dataDir()
+	if p := a.env.Lookup("OPENCODE_DB"); p != "" && p != ":memory:" {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		return []string{p}
+	}
+	paths := []string{filepath.Join(dir, "opencode.db")}
+	if more, err := filepath.Glob(filepath.Join(dir, "opencode-*.db")); err == nil {
+		paths = append(paths, more...)
+	}
+	return paths
+}
+
+func (a *Adapter) store(path string) *dbStore {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	d, ok := a.dbs[path]
+	if !ok {
+		d = newDBStore(path)
+		a.dbs[path] = d
+	}
+	return d
+}
+
+// sessions reads every store. A database that cannot be read fails the
+// whole read: its sessions would otherwise vanish from the list, which
+// callers would take for ended.
+func (a *Adapter) sessions(ctx context.Context) ([]*session, error) {
+	byID := map[string]*session{}
+	add := func(ss []*session) {
+		for _, s := range ss {
+			if old, ok := byID[s.id]; !ok || s.updated.After(old.updated) {
+				byID[s.id] = s
+			}
+		}
+	}
+	legacy, err := a.legacy.load(ctx, filepath.Join(a.dataDir(), "storage"))
+	if err != nil {
+		return nil, err
+	}
+	add(legacy)
+	// The database wins over the JSON tree it was migrated from.
+	for _, p := range a.dbPaths() {
+		ss, err := a.store(p).load(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("read opencode database: %w", err)
+		}
+		for _, s := range ss {
+			if old, ok := byID[s.id]; ok && old.path != p && strings.HasSuffix(old.path, ".json") {
+				delete(byID, s.id)
+			}
+		}
+		add(ss)
+	}
+	out := make([]*session, 0, len(byID))
+	for _, s := range byID {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out, nil
+}
+
+// Discover returns every session in OpenCode's store, with the live
+// OpenCode process matched to it where the evidence is unambiguous.
+func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error) {
+	ss, err := a.sessions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	procs, perr := liveOpencodes()
+	var refs map[string]*adapters.ProcessRef
+	if perr == nil {
+		refs = matchProcesses(ss, procs)
+	}
+	out := make([]adapters.NativeSession, 0, len(ss))
+	for _, s := range ss {
+		ns := s.native(refs[s.id])
+		if perr != nil {
+			ns.Warnings = append(ns.Warnings, "processes not matched: "+perr.Error())
+		}
+		out = append(out, ns)
+	}
+	return out, nil
+}
+
+// find returns the session of an id (or of a unique id prefix).
+func (a *Adapter) find(ctx context.Context, id string) (*session, error) {
+	id = strings.TrimSpace(id)
+	if id == "" {
+		return nil, errors.New("empty opencode session id")
+	}
+	ss, err := a.sessions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var found []*session
+	for _, s := range ss {
+		if s.id == id {
+			return s, nil
+		}
+		if strings.HasPrefix(s.id, id) {
+			found = append(found, s)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, fmt.Errorf("opencode session %s: %w", id, fs.ErrNotExist)
+	case 1:
+		return found[0], nil
+	}
+	return nil, fmt.Errorf("opencode session id %q is ambiguous: %d sessions start with it", id, len(found))
+}
+
+// Transcript returns the last n messages of a session (all when n <= 0),
+// oldest first.
+func (a *Adapter) Transcript(ctx context.Context, nativeID string, n int) ([]adapters.Message, error) {
+	s, err := a.find(ctx, nativeID)
+	if err != nil {
+		return nil, err
+	}
+	if strings.HasSuffix(s.path, ".json") {
+		return a.legacy.transcript(ctx, filepath.Join(a.dataDir(), "storage"), s.id, n)
+	}
+	return dbTranscript(ctx, s.path, s.id, n)
+}
+
+// exists reports whether path exists (a stat error other than absence
+// counts as existing, so it is reported when read).
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return !errors.Is(err, fs.ErrNotExist)
+}

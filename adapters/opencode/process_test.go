@@ -1,0 +1,345 @@
+package opencode
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/proc"
+)
+
+// The test binary doubles as a stand-in OpenCode process: run through a
+// symlink named "opencode" with helperEnv set, it just waits to be killed.
+const helperEnv = "OPENCODE_ADAPTER_TEST_HELPER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) == "1" {
+		time.Sleep(2 * time.Minute)
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// fakeOpencode starts the test binary as an "opencode" process in cwd with
+// args (through /bin/sh with stdin from stdinFile when it is not empty),
+// and kills it at cleanup.
+func fakeOpencode(t *testing.T, cwd, stdinFile string, args ...string) *exec.Cmd {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "opencode")
+	if err := os.Symlink(self, bin); err != nil {
+		t.Fatal(err)
+	}
+	var cmd *exec.Cmd
+	if stdinFile != "" {
+		cmd = exec.Command("/bin/sh", append([]string{"-c", `exec "$@" <"$0"`, stdinFile, bin}, args...)...)
+	} else {
+		cmd = exec.Command(bin, args...)
+	}
+	cmd.Dir = cwd
+	cmd.Env = append(os.Environ(), helperEnv+"=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	// Wait until the process is the helper (past the shell's exec).
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if argv, err := proc.Cmdline(cmd.Process.Pid); err == nil && isOpencode(argv) {
+			return cmd
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("helper did not start")
+	return nil
+}
+
+// addSession writes a session of dir with a first prompt, created at.
+func addSession(t *testing.T, db *sql.DB, id, dir, prompt string, at time.Time) {
+	t.Helper()
+	ms := at.UnixMilli()
+	insertRow(t, db, "session", map[string]any{"id": id, "project_id": "global", "slug": "s", "directory": dir, "title": "t",
+		"version": "1.18.33", "time_created": ms, "time_updated": ms})
+	if prompt == "" {
+		return
+	}
+	mid := "msg_" + strings.TrimPrefix(id, "ses_")
+	insertRow(t, db, "message", map[string]any{"id": mid, "session_id": id, "time_created": ms, "time_updated": ms,
+		"data": `{"role":"user","time":{"created":` + itoa(ms) + `}}`})
+	insertRow(t, db, "part", map[string]any{"id": "prt_" + strings.TrimPrefix(id, "ses_"), "message_id": mid, "session_id": id,
+		"time_created": ms, "time_updated": ms, "data": fmt.Sprintf(`{"type":"text","text":%q}`, prompt)})
+}
+
+func TestMatchBySessionArgv(t *testing.T) {
+	data, a := testData(t)
+	loadFixture(t, data)
+	cmd := fakeOpencode(t, t.TempDir(), "", "run", "--model", "fake/fake-model", "--session", idResumed, "--", "more")
+	got := discoverByID(t, a)
+	p := got[idResumed].Process
+	info, err := proc.Lookup(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p == nil || p.PID != cmd.Process.Pid || p.Start != info.Start || p.Evidence != evidenceArgv {
+		t.Fatalf("process = %+v", p)
+	}
+	if got[idResumed].State != adapters.NativeIdle {
+		t.Errorf("state %q", got[idResumed].State)
+	}
+	for id, s := range got {
+		if id != idResumed && s.Process != nil {
+			t.Errorf("%s matched too", id)
+		}
+	}
+}
+
+func TestMatchByCwdStartAndPrompt(t *testing.T) {
+	data, a := testData(t)
+	db := loadFixture(t, data)
+	dir := t.TempDir()
+	cmd := fakeOpencode(t, dir, "", "run", "--", "fix", "the", "", "bug")
+	after := time.Now().Add(time.Second)
+	addSession(t, db, "ses_aaaa00000001ffMatchMeXxxxxx", dir, "fix the  bug", after)
+	addSession(t, db, "ses_aaaa00000002ffOtherPromptXx", dir, "something else", after)
+	addSession(t, db, "ses_aaaa00000003ffBeforeStartXx", dir, "fix the  bug", after.Add(-time.Hour))
+	got := discoverByID(t, a)
+	if p := got["ses_aaaa00000001ffMatchMeXxxxxx"].Process; p == nil || p.PID != cmd.Process.Pid || p.Evidence != evidenceCwdStart {
+		t.Errorf("matching session: %+v", p)
+	}
+	for _, id := range []string{"ses_aaaa00000002ffOtherPromptXx", "ses_aaaa00000003ffBeforeStartXx"} {
+		if p := got[id].Process; p != nil {
+			t.Errorf("%s matched: %+v", id, p)
+		}
+	}
+}
+
+func TestMatchAmbiguousFolderIsUnknown(t *testing.T) {
+	data, a := testData(t)
+	db := loadFixture(t, data)
+	dir := t.TempDir()
+	// Two TUIs in one folder (no prompt known) and one new session there:
+	// either could own it.
+	fakeOpencode(t, dir, "")
+	fakeOpencode(t, dir, "")
+	addSession(t, db, "ses_bbbb00000001ffTwoOwnersXxxx", dir, "hello", time.Now().Add(time.Second))
+	// One TUI in another folder with two new sessions: it owns one of
+	// them, which one is not known.
+	dir2 := t.TempDir()
+	fakeOpencode(t, dir2, "")
+	addSession(t, db, "ses_bbbb00000002ffOneOfTwoXxxxx", dir2, "a", time.Now().Add(time.Second))
+	addSession(t, db, "ses_bbbb00000003ffOneOfTwoXxxxx", dir2, "b", time.Now().Add(time.Second))
+	got := discoverByID(t, a)
+	for _, id := range []string{"ses_bbbb00000001ffTwoOwnersXxxx", "ses_bbbb00000002ffOneOfTwoXxxxx", "ses_bbbb00000003ffOneOfTwoXxxxx"} {
+		if p := got[id].Process; p != nil {
+			t.Errorf("%s matched without evidence: %+v", id, p)
+		}
+		if got[id].State == adapters.NativeBusy || got[id].State == adapters.NativeRunning {
+			t.Errorf("%s reported %q", id, got[id].State)
+		}
+	}
+}
+
+func TestParseArgv(t *testing.T) {
+	tests := []struct {
+		argv []string
+		ok   bool
+		want invocation
+	}{
+		{[]string{"opencode", "run", "say", "hi"}, true, invocation{words: []string{"say", "hi"}}},
+		{[]string{"/x/opencode.exe", "run", "-m", "a/b", "--session", "ses_1", "--", "-v", "x"}, true, invocation{session: "ses_1", words: []string{"-v", "x"}}},
+		{[]string{"opencode", "--session=ses_2", "--dir", "sub"}, true, invocation{session: "ses_2", dir: "sub"}},
+		{[]string{"opencode", "run", "-c", "--format", "json", "again"}, true, invocation{continues: true, words: []string{"again"}}},
+		{[]string{"node", "/usr/lib/node_modules/opencode-ai/bin/opencode", "run", "hi"}, true, invocation{words: []string{"hi"}}},
+		{[]string{"opencode", "/some/project"}, true, invocation{}},
+		{[]string{"opencode", "serve", "--port", "4096"}, false, invocation{}},
+		{[]string{"node", "server.js"}, false, invocation{}},
+		{[]string{"vim", "opencode.json"}, false, invocation{}},
+	}
+	for _, tt := range tests {
+		got, ok := parseArgv(tt.argv)
+		if ok != tt.ok || fmt.Sprint(got) != fmt.Sprint(tt.want) {
+			t.Errorf("parseArgv(%q) = %+v, %v; want %+v, %v", tt.argv, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+func TestFindNativeIDByPrompt(t *testing.T) {
+	data, a := testData(t)
+	db := loadFixture(t, data)
+	dir := t.TempDir()
+	since := time.Now()
+	cmd := fakeOpencode(t, dir, "", "run", "--", "please", "do", "it")
+	// Another agent's session in the same folder: not it.
+	addSession(t, db, "ses_cccc00000001ffOtherAgentXxx", dir, "other work", time.Now())
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		addSession(t, db, "ses_cccc00000002ffMineXxxxxxxxx", dir, "please do it", time.Now())
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	got, err := a.FindNativeID(ctx, cmd.Process.Pid, dir, since)
+	if err != nil || got != "ses_cccc00000002ffMineXxxxxxxxx" {
+		t.Errorf("FindNativeID = %q, %v", got, err)
+	}
+}
+
+func TestFindNativeIDByStdinPrompt(t *testing.T) {
+	data, a := testData(t)
+	db := loadFixture(t, data)
+	dir := t.TempDir()
+	prompt := "fix bug 42\n  and the -v flag\n"
+	file := filepath.Join(t.TempDir(), "prompt.txt")
+	if err := os.WriteFile(file, []byte(prompt), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	since := time.Now()
+	cmd := fakeOpencode(t, dir, file, "run")
+	addSession(t, db, "ses_dddd00000001ffOtherXxxxxxxx", dir, "fix bug 42", time.Now())
+	addSession(t, db, "ses_dddd00000002ffMineXxxxxxxxx", dir, prompt, time.Now())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	got, err := a.FindNativeID(ctx, cmd.Process.Pid, dir, since)
+	if err != nil || got != "ses_dddd00000002ffMineXxxxxxxxx" {
+		t.Errorf("FindNativeID = %q, %v", got, err)
+	}
+}
+
+func TestFindNativeIDFromSessionArgv(t *testing.T) {
+	data, a := testData(t)
+	loadFixture(t, data)
+	cmd := fakeOpencode(t, t.TempDir(), "", "run", "--session", idKilled, "--", "go", "on")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	got, err := a.FindNativeID(ctx, cmd.Process.Pid, "/x", time.Now().Add(-time.Second))
+	if err != nil || got != idKilled {
+		t.Errorf("FindNativeID = %q, %v", got, err)
+	}
+}
+
+func TestFindNativeIDAfterExit(t *testing.T) {
+	data, a := testData(t)
+	db := loadFixture(t, data)
+	dir := t.TempDir()
+	since := time.Now()
+	done := exec.Command("true")
+	if err := done.Run(); err != nil {
+		t.Fatal(err)
+	}
+	addSession(t, db, "ses_eeee00000001ffOnlyOneXxxxxx", dir, "x", time.Now())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	got, err := a.FindNativeID(ctx, done.Process.Pid, dir, since)
+	if err != nil || got != "ses_eeee00000001ffOnlyOneXxxxxx" {
+		t.Errorf("FindNativeID = %q, %v", got, err)
+	}
+	addSession(t, db, "ses_eeee00000002ffSecondXxxxxxx", dir, "y", time.Now())
+	if got, err := a.FindNativeID(ctx, done.Process.Pid, dir, since); err == nil {
+		t.Errorf("two candidates: %q, no error", got)
+	}
+}
+
+func TestLaunchArgv(t *testing.T) {
+	_, a := testData(t)
+	tests := []struct {
+		name   string
+		req    adapters.LaunchRequest
+		resume bool
+		want   []string
+		file   bool
+		err    string
+	}{
+		{"words", adapters.LaunchRequest{Prompt: "say  hi -v"}, false, []string{"opencode", "run", "--", "say", "", "hi", "-v"}, false, ""},
+		{"model", adapters.LaunchRequest{Prompt: "x", Model: "fake/fake-model"}, false, []string{"opencode", "run", "--model", "fake/fake-model", "--", "x"}, false, ""},
+		{"resume", adapters.LaunchRequest{Prompt: "go on", NativeID: idResumed}, true, []string{"opencode", "run", "--session", idResumed, "--", "go", "on"}, false, ""},
+		{"number word", adapters.LaunchRequest{Prompt: "fix bug 42"}, false, []string{"/bin/sh", "-c", `exec "$@" <"$0"`, "", "opencode", "run"}, true, ""},
+		{"negative number", adapters.LaunchRequest{Prompt: "try -5"}, false, []string{"/bin/sh", "-c", `exec "$@" <"$0"`, "", "opencode", "run"}, true, ""},
+		{"large", adapters.LaunchRequest{Prompt: strings.Repeat("word ", 30000)}, false, []string{"/bin/sh", "-c", `exec "$@" <"$0"`, "", "opencode", "run"}, true, ""},
+		{"empty", adapters.LaunchRequest{Prompt: " "}, false, nil, false, "empty prompt"},
+		{"bad resume id", adapters.LaunchRequest{Prompt: "x", NativeID: "--continue"}, true, nil, false, "not an opencode session id"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := tt.req
+			req.SessionDir = t.TempDir()
+			var spec adapters.LaunchSpec
+			var err error
+			if tt.resume {
+				spec, err = a.Resume(req)
+			} else {
+				spec, err = a.Launch(req)
+			}
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Errorf("err = %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := append([]string(nil), tt.want...)
+			if tt.file {
+				want[3] = filepath.Join(req.SessionDir, promptFileName)
+				b, err := os.ReadFile(want[3])
+				if err != nil || string(b) != tt.req.Prompt {
+					t.Errorf("prompt file: %v", err)
+				}
+			}
+			if strings.Join(spec.Argv, "\x00") != strings.Join(want, "\x00") {
+				t.Errorf("argv = %q\nwant %q", spec.Argv, want)
+			}
+		})
+	}
+	if a.StopSignal() != syscall.SIGTERM || a.Binary() != "opencode" || !strings.Contains(a.InstallHint(), "opencode-ai") {
+		t.Error("launcher facts")
+	}
+}
+
+// TestPromptArrivesExactly runs the argv the adapter builds with a stand-in
+// for opencode that prints its message the way OpenCode assembles it:
+// the words after "--" joined by spaces, or stdin when it is not a
+// terminal.
+func TestPromptArrivesExactly(t *testing.T) {
+	_, a := testData(t)
+	bin := filepath.Join(t.TempDir(), "opencode")
+	script := "#!/bin/sh\nwhile [ \"$1\" != \"--\" ] && [ $# -gt 0 ]; do shift; done\n[ $# -gt 0 ] && shift\nif [ $# -gt 0 ]; then printf '%s' \"$*\"; else cat; fi\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, prompt := range []string{
+		"say hi", "  leading and  double  spaces ", "-v --help -- x", "line one\nline two\ttab", "fix bug 42", "0x1f and 1e3",
+		`quotes "here" and 'there'`, "ünïcødé ✓", strings.Repeat("big ", 40000),
+	} {
+		spec, err := a.Launch(adapters.LaunchRequest{Prompt: prompt, SessionDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		argv := spec.Argv
+		if argv[0] == "opencode" {
+			argv = append([]string{bin}, argv[1:]...)
+		}
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Env = []string{"PATH=" + filepath.Dir(bin) + ":/usr/bin:/bin"}
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(out) != prompt {
+			t.Errorf("prompt %.40q arrived as %.40q", prompt, out)
+		}
+	}
+}

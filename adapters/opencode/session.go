@@ -1,0 +1,120 @@
+package opencode
+
+import (
+	"time"
+
+	"github.com/agentctl/agentctl/adapters"
+)
+
+// session is what the store says about one session, from the database or
+// the legacy JSON tree.
+type session struct {
+	id        string
+	parentID  string
+	directory string
+	model     string
+	created   time.Time
+	updated   time.Time
+	tokensIn  int64
+	tokensOut int64
+	hasTokens bool
+	cost      float64
+	hasCost   bool
+
+	firstPrompt string
+	lastMessage string
+	last        lastMessage
+
+	// path is the database or session file the session was read from.
+	path     string
+	warnings []string
+}
+
+// lastMessage is how the session's latest message stands.
+type lastMessage struct {
+	role      string // "user", "assistant", or "" when there is none
+	completed bool
+	finish    string
+	errText   string
+	errName   string
+}
+
+// lastOf describes m as the latest message.
+func lastOf(m messageData) lastMessage {
+	l := lastMessage{role: m.Role, finish: m.Finish, completed: !timeOf(m.Time.Completed).IsZero()}
+	l.errText, l.errName = errorText(m.Error)
+	return l
+}
+
+// state maps the latest message to the agent's own view: a completed
+// answer is done (idle while a process is attached), an error failed or
+// aborted, anything else a turn in progress. Without a live process a turn
+// in progress is unknown: OpenCode killed mid-turn (SIGTERM) leaves exactly
+// that behind.
+func (s *session) state(alive bool) adapters.NativeState {
+	l := s.last
+	ended := func(st adapters.NativeState) adapters.NativeState {
+		if alive {
+			return adapters.NativeIdle
+		}
+		return st
+	}
+	switch {
+	case l.role == "":
+		if alive {
+			return adapters.NativeRunning
+		}
+		return adapters.NativeUnknown
+	case l.role == "assistant" && l.errText != "":
+		if l.errName == abortedError {
+			return ended(adapters.NativeAborted)
+		}
+		return ended(adapters.NativeFailed)
+	case l.role == "assistant" && l.completed && l.finish != "tool-calls" && l.finish != "tool_calls":
+		return ended(adapters.NativeDone)
+	}
+	if alive {
+		return adapters.NativeBusy
+	}
+	return adapters.NativeUnknown
+}
+
+// settled reports whether the session's last turn is over (its facts
+// change only with a new message).
+func (s *session) settled() bool {
+	switch s.state(false) {
+	case adapters.NativeDone, adapters.NativeFailed, adapters.NativeAborted:
+		return s.firstPrompt != ""
+	}
+	return false
+}
+
+// native builds the session the adapter reports.
+func (s *session) native(ref *adapters.ProcessRef) adapters.NativeSession {
+	ns := adapters.NativeSession{
+		Adapter:     Name,
+		NativeID:    s.id,
+		Cwd:         s.directory,
+		Model:       s.model,
+		FirstPrompt: s.firstPrompt,
+		LastMessage: s.lastMessage,
+		CreatedAt:   s.created,
+		UpdatedAt:   s.updated,
+		State:       s.state(ref != nil),
+		Process:     ref,
+		Path:        s.path,
+	}
+	if s.hasTokens {
+		in, out := s.tokensIn, s.tokensOut
+		ns.TokensIn, ns.TokensOut = &in, &out
+	}
+	if s.hasCost {
+		c := s.cost
+		ns.CostUSD = &c
+	}
+	if s.last.errText != "" && s.last.errName != abortedError {
+		ns.Warnings = append(ns.Warnings, "last message failed: "+truncate(s.last.errText, messageRunes))
+	}
+	ns.Warnings = append(ns.Warnings, s.warnings...)
+	return ns
+}
