@@ -1,0 +1,207 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/internal/fakemodel"
+)
+
+// claudeBin finds the claude CLI installed by scripts/install-agents.sh, or
+// skips the test loudly.
+func claudeBin(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("AGENTCTL_AGENTS_DIR")
+	if dir == "" {
+		dir = filepath.Join("..", ".cache", "agents")
+	}
+	bin, err := filepath.Abs(filepath.Join(dir, "bin", "claude"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Skipf("SKIP Claude Code end-to-end: %s not found; install it with scripts/install-agents.sh claude (or set AGENTCTL_AGENTS_DIR)", bin)
+	}
+	return bin
+}
+
+// claudeEnv is an agentctl installation whose agents reach a fake model
+// server: claude on PATH, a throwaway HOME, and a project folder.
+type claudeEnv struct {
+	*Env
+	srv  *fakemodel.Server
+	home string
+	proj string
+}
+
+func newClaudeEnv(t *testing.T) *claudeEnv {
+	t.Helper()
+	bin := claudeBin(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	srv, err := fakemodel.Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	e := NewEnv(t)
+	c := &claudeEnv{Env: e, srv: srv, home: t.TempDir()}
+	c.proj, _ = filepath.EvalSymlinks(t.TempDir())
+	e.Setenv("HOME", c.home)
+	e.Setenv("PATH", filepath.Dir(bin)+":"+os.Getenv("PATH"))
+	e.Setenv("ANTHROPIC_BASE_URL", srv.URL())
+	e.Setenv("ANTHROPIC_API_KEY", "sk-ant-fake")
+	e.Setenv("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+	e.Setenv("DISABLE_AUTOUPDATER", "1")
+	// Without it the adapter removes the three ANTHROPIC_ variables (the
+	// old tool's subscription billing) and claude could not reach the fake.
+	e.Setenv("AGENTCTL_CLAUDE_USE_API_KEY", "1")
+	return c
+}
+
+func (c *claudeEnv) launch(prompt string, extra ...string) api.Session {
+	c.T.Helper()
+	var s api.Session
+	c.JSON(&s, append([]string{"launch", "claude", "--json", "--cwd", c.proj, "-p", prompt}, extra...)...)
+	return s
+}
+
+func (c *claudeEnv) peek(id string, n int) []string {
+	c.T.Helper()
+	var tr api.Transcript
+	c.JSON(&tr, "peek", "--json", "-n", fmt.Sprint(n), id)
+	return texts(tr)
+}
+
+// A prompt whose tool runs a few seconds: list shows it running with the
+// pre-assigned native id, peek shows the answer, status says exited 0 with
+// the native facts; resume continues the same native session.
+func TestClaudeLaunchPeekResume(t *testing.T) {
+	c := newClaudeEnv(t)
+	s := c.launch("work [[sleep: 6]]")
+	if _, err := uuid.Parse(s.NativeID); err != nil || s.Adapter != "claude" {
+		t.Fatalf("launched %+v: want adapter claude and a pre-assigned native id", s)
+	}
+	WaitFor(t, 60*time.Second, "the session to be listed running with its native id", func() bool {
+		for _, l := range c.List().Sessions {
+			if l.ID == s.ID && l.Status == api.StatusRunning && l.NativeID == s.NativeID {
+				return true
+			}
+		}
+		return false
+	})
+	for _, l := range c.List("-a").Sessions {
+		if l.NativeID == s.NativeID && l.ID != s.ID {
+			t.Errorf("native session %s listed twice: %s (%s) and %s", s.NativeID, l.ID, l.Origin, s.ID)
+		}
+	}
+	done := c.WaitStatus(s.ID, api.StatusExited, 120*time.Second)
+	if done.ExitCode == nil || *done.ExitCode != 0 {
+		t.Fatalf("session ended %+v, want exit 0", done)
+	}
+	reqs := c.srv.Requests()
+	if len(reqs) == 0 || done.Model != reqs[0].Model || done.TokensIn == nil || *done.TokensIn <= 0 || done.CostUSD == nil ||
+		!strings.HasPrefix(done.Prompt, "work") {
+		t.Errorf("native facts not merged: model %q (sent %q) tokens %v cost %v prompt %q", done.Model, reqs[0].Model, done.TokensIn, done.CostUSD, done.Prompt)
+	}
+	if got := c.peek(s.ID, 1); len(got) != 1 || got[0] != "hi from fakellm (after 1 tool calls)" {
+		t.Errorf("peek = %q", got)
+	}
+
+	var r api.Session
+	c.JSON(&r, "resume", "--json", s.ID, "again [[text: resumed ok]]")
+	if r.NativeID != s.NativeID || r.ID == s.ID {
+		t.Fatalf("resume: %+v, want a new run of native session %s", r, s.NativeID)
+	}
+	if rd := c.WaitStatus(r.ID, api.StatusExited, 120*time.Second); rd.ExitCode == nil || *rd.ExitCode != 0 {
+		t.Fatalf("resumed run ended %+v", rd)
+	}
+	want := []string{"hi from fakellm (after 1 tool calls)", "resumed ok"}
+	for _, id := range []string{s.ID, r.ID} {
+		if got := c.peek(id, 2); strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("peek -n 2 %s = %q, want %q (one native session)", id, got, want)
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(c.home, ".claude", "projects", "*", s.NativeID+".jsonl"))
+	if len(files) != 1 {
+		t.Errorf("native transcript files for %s: %v", s.NativeID, files)
+	}
+}
+
+// A long session stopped: claude and its tool (which Claude runs in a
+// session of its own) are gone, and status reports how it ended.
+func TestClaudeStop(t *testing.T) {
+	c := newClaudeEnv(t)
+	s := c.launch("long [[sleep: 117.31]]")
+	WaitFor(t, 60*time.Second, "the tool to run", func() bool { return liveArgv("sleep", "117.31") })
+	var final api.Session
+	c.JSON(&final, "stop", "--json", s.ID)
+	if !final.Status.Ended() {
+		t.Fatalf("after stop: %+v", final)
+	}
+	t.Logf("after stop: status %s, exit code %v, signal %q", final.Status, final.ExitCode, final.Signal)
+	// Claude ends itself on SIGTERM with 143; a kill after the grace period
+	// shows as the signal.
+	if final.Status == api.StatusExited && (final.ExitCode == nil || *final.ExitCode != 143) {
+		t.Errorf("stopped claude exited %v, want 143 (SIGTERM) or killed", final.ExitCode)
+	}
+	if final.Status == api.StatusKilled && final.Signal == "" {
+		t.Errorf("killed without a signal: %+v", final)
+	}
+	if alive(final.PID) {
+		t.Errorf("claude (pid %d) survived the stop", final.PID)
+	}
+	if liveArgv("sleep", "117.31") {
+		t.Error("the tool (sleep 117.31) survived the stop")
+	}
+	for _, l := range c.List("-a").Sessions {
+		if l.NativeID == s.NativeID && l.Status == api.StatusRunning {
+			t.Errorf("stopped session still listed running: %+v", l)
+		}
+	}
+}
+
+// A model error ends the session with Claude's non-zero code.
+func TestClaudeModelError(t *testing.T) {
+	c := newClaudeEnv(t)
+	c.Setenv("CLAUDE_CODE_MAX_RETRIES", "0")
+	s := c.launch("fail [[error: 500]]")
+	done := c.WaitStatus(s.ID, api.StatusExited, 120*time.Second)
+	if done.ExitCode == nil || *done.ExitCode != 1 {
+		t.Fatalf("model error ended %+v, want exit code 1", done)
+	}
+	out := c.MustRun("status", s.ID)
+	if !strings.Contains(out, "1") || !strings.Contains(out, "exited") {
+		t.Errorf("status does not show the exit:\n%s", out)
+	}
+}
+
+// Without claude on PATH, launch fails at once naming the binary and how to
+// install it, for a small prompt and for one that goes through a file.
+func TestClaudeMissingBinary(t *testing.T) {
+	e := NewEnv(t)
+	e.Setenv("HOME", t.TempDir())
+	e.Setenv("PATH", "/usr/bin:/bin")
+	proj := t.TempDir()
+	for _, prompt := range []string{"say hi", "-" + strings.Repeat("x", 120_000)} {
+		start := time.Now()
+		_, errOut, code := e.Run("launch", "claude", "--cwd", proj, "-p", prompt)
+		if code == 0 {
+			t.Fatalf("launch without claude succeeded")
+		}
+		if !strings.Contains(errOut, "claude") || !strings.Contains(errOut, "@anthropic-ai/claude-code") {
+			t.Errorf("launch error does not name claude and its install: %q", errOut)
+		}
+		if d := time.Since(start); d > 20*time.Second {
+			t.Errorf("launch took %s to fail", d)
+		}
+	}
+}
