@@ -107,6 +107,9 @@ func FuzzSummaryBackwards(f *testing.F) {
 	}
 	f.Add([]byte(lines(userRec("a"), assistantRec("m1", "x", "end_turn", 1, 2), costRec(0.5, 3, 4), assistantRec("m1", "y", "tool_use", 5, 6))))
 	f.Add([]byte(lines(assistantRec("", "x", "", 1, 1), assistantRec("", "y", "", 1, 1), userRec("[Request interrupted by user]"))))
+	// Keys match case-insensitively when decoding; two records of one
+	// message with different usage: the last one counts.
+	f.Add([]byte("{\"messAge\":{\"id\":\"m1\",\"usAge\":{}},\"tYpe\":\"assistant\"}\n{\"messAge\":{\"id\":\"m1\",\"usAge\":{\"output_tokens\":1}},\"tYpe\":\"assistant\"}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var recs []record
 		for _, l := range bytes.Split(data, []byte{'\n'}) {

@@ -51,7 +51,7 @@ func readHistory(f *os.File, key adapters.FileKey, prev *adapters.Entry[historyI
 			return nil
 		}
 		if _, ok := h.byID[l.SessionID]; !ok {
-			h.byID[l.SessionID] = historyEntry{prompt: l.Display, cwd: l.Project}
+			h.byID[l.SessionID] = historyEntry{prompt: keep(l.Display), cwd: l.Project}
 		}
 		return nil
 	})

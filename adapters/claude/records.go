@@ -206,6 +206,23 @@ func decodeBlocks(content json.RawMessage) []block {
 	return blocks
 }
 
+// maxKept bounds the first prompt and last message a summary keeps: the
+// cache holds one summary per session.
+const maxKept = 8 << 10
+
+// keep returns s cut to maxKept bytes (on a character boundary), as a copy
+// that does not pin the line it was decoded from.
+func keep(s string) string {
+	if len(s) <= maxKept {
+		return strings.Clone(s)
+	}
+	cut := maxKept
+	for cut > 0 && !utf8RuneStart(s[cut]) {
+		cut--
+	}
+	return strings.Clone(s[:cut]) + "…"
+}
+
 // turnState follows the last turn of a transcript.
 type turnState int
 
@@ -296,12 +313,12 @@ func (s *summary) head(r record) {
 	switch {
 	case r.Type == "user" && r.Message != nil:
 		if text, isResult := userText(r.Message.Content); !isResult && text != "" {
-			s.FirstPrompt = text
+			s.FirstPrompt = keep(text)
 		}
 	case r.Type == "queue-operation" && r.Operation == "enqueue":
 		var text string
 		if json.Unmarshal(r.Content, &text) == nil && text != "" {
-			s.FirstPrompt = text
+			s.FirstPrompt = keep(text)
 		}
 	}
 }
@@ -347,7 +364,7 @@ func (s *summary) apply(r record) {
 		}
 		for _, b := range decodeBlocks(m.Content) {
 			if b.Type == "text" && strings.TrimSpace(b.Text) != "" {
-				s.LastText = b.Text
+				s.LastText = keep(b.Text)
 			}
 		}
 		switch {
@@ -425,7 +442,7 @@ func (s *summary) applyBackwards(r record, f *tailFacts) bool {
 			blocks := decodeBlocks(m.Content)
 			for i := len(blocks) - 1; i >= 0; i-- {
 				if blocks[i].Type == "text" && strings.TrimSpace(blocks[i].Text) != "" {
-					s.LastText, f.text = blocks[i].Text, true
+					s.LastText, f.text = keep(blocks[i].Text), true
 					break
 				}
 			}
