@@ -35,6 +35,10 @@ import (
 // older entries are dropped first.
 const maxLoggedRequests = 2000
 
+// maxKeptBodies is how many of the latest requests keep their body in the
+// log.
+const maxKeptBodies = 100
+
 // maxBody bounds a request body the server will read.
 const maxBody = 64 << 20
 
@@ -64,7 +68,8 @@ type Request struct {
 	// Reply says what was answered: "text: WORDS", "tool: NAME CMD",
 	// "error: CODE", ...
 	Reply string `json:"reply"`
-	// Body is the raw request body (not written to the log file).
+	// Body is the raw request body, kept for the latest 100 requests only
+	// and not written to the log file.
 	Body []byte `json:"-"`
 }
 
@@ -182,6 +187,9 @@ func (s *Server) record(r Request) {
 		s.requests = append(s.requests[:0], s.requests[len(s.requests)-maxLoggedRequests+1:]...)
 	}
 	s.requests = append(s.requests, r)
+	if n := len(s.requests); n > maxKeptBodies {
+		s.requests[n-maxKeptBodies-1].Body = nil
+	}
 	if s.logFile != nil {
 		b, err := json.Marshal(r)
 		if err == nil {
