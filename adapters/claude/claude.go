@@ -129,7 +129,7 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 	if err != nil {
 		return nil, fmt.Errorf("discover claude sessions: %w", err)
 	}
-	live, unmatchedCwds, liveWarnings := liveProcesses(filepath.Join(a.configDir(), "sessions"))
+	live, unmatchedCwds, liveErr := liveProcesses(filepath.Join(a.configDir(), "sessions"))
 
 	type result struct {
 		sum  summary
@@ -199,10 +199,13 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 		attachLive(&ns, ls)
 		out = append(out, ns)
 	}
-	if len(liveWarnings) > 0 {
+	if liveErr != nil {
+		// Without the full picture of live processes, a finished last turn
+		// does not prove the session ended.
 		for i := range out {
 			if out[i].Process == nil {
-				out[i].Warnings = append(out[i].Warnings, liveWarnings...)
+				out[i].State = adapters.NativeUnknown
+				out[i].Warnings = append(out[i].Warnings, liveErr.Error())
 			}
 		}
 	}

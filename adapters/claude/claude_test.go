@@ -531,3 +531,21 @@ func TestConfigDirFromEnv(t *testing.T) {
 		t.Errorf("empty home: %d sessions", len(got))
 	}
 }
+
+// TestRegistryUnreadable: when the live processes cannot all be seen, no
+// session is said to have ended, and each says why.
+func TestRegistryUnreadable(t *testing.T) {
+	home := fixtureHome(t)
+	// A file where the registry folder should be.
+	if err := os.WriteFile(filepath.Join(home, ".claude", "sessions"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := discover(t, newAdapter(home))
+	s := got[resumedID]
+	if s.State != adapters.NativeUnknown || len(s.Warnings) != 1 || !strings.Contains(s.Warnings[0], "live-session registry") {
+		t.Errorf("unreadable registry: %+v", s)
+	}
+	if s.LastMessage != "resumed ok" {
+		t.Errorf("facts lost with the registry: %+v", s)
+	}
+}

@@ -262,7 +262,10 @@ func FuzzRegistry(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		dir := t.TempDir()
 		os.WriteFile(filepath.Join(dir, "1.json"), data, 0o644)
-		live, _ := readRegistry(dir)
+		live, err := readRegistry(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for id, ls := range live {
 			if ls.proc.PID <= 0 || id == "" {
 				t.Fatalf("matched %q to %+v", id, ls.proc)

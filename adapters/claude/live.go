@@ -2,6 +2,8 @@ package claude
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -45,17 +47,19 @@ const startSlack = 10 * time.Second
 
 // readRegistry returns the sessions of live processes registered under dir
 // (~/.claude/sessions), by session id. Entries whose pid is gone or now
-// belongs to another process (its start differs) are stale and skipped.
-func readRegistry(dir string) (map[string]liveSession, []string) {
+// belongs to another process (its start differs) are stale and skipped, as
+// are unreadable ones (Claude may be writing it; the process is then still
+// matched by its argv where that names the session). An error means the
+// folder could not be read.
+func readRegistry(dir string) (map[string]liveSession, error) {
 	out := map[string]liveSession{}
 	names, err := readDirNames(dir)
 	if err != nil {
 		if os.IsNotExist(err) {
 			return out, nil
 		}
-		return out, []string{"read the live-session registry: " + err.Error()}
+		return out, fmt.Errorf("read the live-session registry: %w", err)
 	}
-	var warnings []string
 	for _, n := range names {
 		if !strings.HasSuffix(n, ".json") {
 			continue
@@ -66,7 +70,6 @@ func readRegistry(dir string) (map[string]liveSession, []string) {
 		}
 		var e registryEntry
 		if err := json.Unmarshal(b, &e); err != nil || e.PID <= 0 || e.SessionID == "" {
-			warnings = append(warnings, "unreadable live-session registry entry "+n)
 			continue
 		}
 		info, ok := registryProcess(e)
@@ -85,7 +88,7 @@ func readRegistry(dir string) (map[string]liveSession, []string) {
 		}
 		out[e.SessionID] = ls
 	}
-	return out, warnings
+	return out, nil
 }
 
 // registryProcess finds the live process an entry speaks for, checking its
@@ -169,17 +172,19 @@ func containsFlag(argv []string, flag string) bool {
 // liveProcesses finds the running Claude processes: the registry first,
 // then command lines for what the registry does not cover. unmatched holds
 // the working directories of Claude processes tied to no session: their
-// presence makes "ended" unprovable for sessions in those directories.
-func liveProcesses(registryDir string) (bySession map[string]liveSession, unmatched map[string]bool, warnings []string) {
-	bySession, warnings = readRegistry(registryDir)
+// presence makes "ended" unprovable for sessions in those directories. An
+// error means the processes could not all be seen: no session can then be
+// said to have ended.
+func liveProcesses(registryDir string) (bySession map[string]liveSession, unmatched map[string]bool, err error) {
+	bySession, err = readRegistry(registryDir)
 	unmatched = map[string]bool{}
 	claimed := map[int]bool{}
 	for _, ls := range bySession {
 		claimed[ls.proc.PID] = true
 	}
-	pids, err := candidatePIDs()
-	if err != nil {
-		return bySession, unmatched, append(warnings, "read the process table: "+err.Error())
+	pids, perr := candidatePIDs()
+	if perr != nil {
+		return bySession, unmatched, errors.Join(err, fmt.Errorf("read the process table: %w", perr))
 	}
 	self := os.Getpid()
 	for _, pid := range pids {
@@ -205,7 +210,7 @@ func liveProcesses(registryDir string) (bySession map[string]liveSession, unmatc
 			unmatched[cwd] = true
 		}
 	}
-	return bySession, unmatched, warnings
+	return bySession, unmatched, err
 }
 
 // validID accepts what Claude uses as a session id (a UUID) and nothing that
