@@ -353,39 +353,70 @@ type abortResult struct {
 	AbortedRunID *string `json:"abortedRunId"`
 }
 
-// Stop aborts the session's active run (sessions.abort). It needs the
-// operator.write scope; a gateway that does not grant it gets an error
-// matching ErrMissingScope. A session with nothing running gives
-// ErrNoActiveRun.
+// ErrNotOwner means the gateway lets only the run's owner (the device or
+// connection that started it) or an operator.admin client abort it.
+var ErrNotOwner = errors.New("not the run's owner")
+
+// Stop aborts the session's active run (sessions.abort). That needs the
+// operator.write scope, and the gateway lets only the run's owner or an
+// operator.admin client abort a run: a run someone else started is tried
+// again with operator.admin, asked for only then. Errors: ErrMissingScope
+// when write is not granted, ErrNotOwner when admin is not either,
+// ErrNoActiveRun when nothing runs, ErrNotFound for an unknown key.
 func (a *Adapter) Stop(ctx context.Context, nativeID string) error {
 	ctx, cancel := a.withTimeout(ctx)
 	defer cancel()
-	c, err := a.dial(ctx, ScopeRead, ScopeWrite)
+	err := a.abort(ctx, nativeID, false)
+	if errors.Is(err, ErrNotOwner) {
+		err = a.abort(ctx, nativeID, true)
+	}
 	if err != nil {
 		return fmt.Errorf("stop openclaw session %s: %w", nativeID, err)
 	}
+	return nil
+}
+
+func (a *Adapter) abort(ctx context.Context, key string, asAdmin bool) error {
+	scopes := []string{ScopeRead, ScopeWrite}
+	if asAdmin {
+		scopes = append(scopes, ScopeAdmin)
+	}
+	c, err := a.dial(ctx, scopes...)
+	if err != nil {
+		return err
+	}
 	defer c.Close()
 	if !c.HasScope(ScopeWrite) {
-		return fmt.Errorf("stop openclaw session %s: %w: the gateway granted %v; aborting a run needs %s (use a token that grants it, or approve the scope with `openclaw devices`)",
-			nativeID, ErrMissingScope, c.Scopes(), ScopeWrite)
+		return fmt.Errorf("%w: the gateway granted %v; aborting a run needs %s (use a token that grants it, or approve the scope with `openclaw devices`)",
+			ErrMissingScope, c.Scopes(), ScopeWrite)
 	}
-	if err := requireSession(ctx, c, nativeID); err != nil {
-		return fmt.Errorf("stop openclaw session: %w", err)
+	if asAdmin && !c.HasScope(ScopeAdmin) {
+		return fmt.Errorf("%w: the run was started by another client, and the gateway lets only its owner or an %s client abort it; it granted %v",
+			ErrNotOwner, ScopeAdmin, c.Scopes())
+	}
+	if err := requireSession(ctx, c, key); err != nil {
+		return err
 	}
 	var res abortResult
-	if err := c.Call(ctx, "sessions.abort", map[string]any{"key": nativeID}, &res); err != nil {
-		return fmt.Errorf("stop openclaw session %s: %w", nativeID, err)
+	if err := c.Call(ctx, "sessions.abort", map[string]any{"key": key}, &res); err != nil {
+		// The owner check answers a bare "unauthorized" with no detail
+		// code, so the message is all there is to go on.
+		var ge *GatewayError
+		if errors.As(err, &ge) && ge.Code == "INVALID_REQUEST" && ge.DetailCode == "" && ge.Message == "unauthorized" {
+			return fmt.Errorf("%w: %w", ErrNotOwner, err)
+		}
+		return err
 	}
 	switch res.Status {
 	case "aborted":
 		return nil
 	case "no-active-run":
-		return fmt.Errorf("stop openclaw session %s: %w", nativeID, ErrNoActiveRun)
+		return ErrNoActiveRun
 	}
 	if res.OK {
 		return nil
 	}
-	return fmt.Errorf("stop openclaw session %s: gateway answered status %q", nativeID, res.Status)
+	return fmt.Errorf("sessions.abort: gateway answered status %q", res.Status)
 }
 
 // EventKind says what a watch event reports.

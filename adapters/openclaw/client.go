@@ -24,6 +24,7 @@ const DefaultURL = "ws://127.0.0.1:18789"
 const (
 	ScopeRead  = "operator.read"
 	ScopeWrite = "operator.write"
+	ScopeAdmin = "operator.admin"
 )
 
 const (

@@ -32,15 +32,18 @@ type testGateway struct {
 	minPro int // lowest protocol accepted from operators
 
 	mu sync.Mutex
-	// grantWrite: whether operator.write is granted when asked for.
-	grantWrite bool
+	// grantWrite, grantAdmin: whether operator.write and operator.admin are
+	// granted when asked for.
+	grantWrite, grantAdmin bool
 	// unavailable: how many connects to refuse as "still starting".
 	unavailable int
 	rows        []map[string]any // sessions, newest first
 	history     map[string][]map[string]any
-	active      map[string]bool // keys with an active run
-	aborted     []string
-	calls       []string
+	// active maps keys with an active run to the run owner's device id
+	// ("" for a run without an owner, which anyone may abort).
+	active  map[string]string
+	aborted []string
+	calls   []string
 	// beforePage runs before each sessions.list page is answered.
 	beforePage func(offset int)
 	// conns are the live connections, for pushing events.
@@ -77,7 +80,7 @@ func newTestGateway(t *testing.T) *testGateway {
 		minPro:     4,
 		grantWrite: true,
 		history:    map[string][]map[string]any{},
-		active:     map[string]bool{},
+		active:     map[string]string{},
 		silent:     map[string]bool{},
 	}
 	g.srv = httptest.NewServer(http.HandlerFunc(g.serve))
@@ -246,7 +249,7 @@ func (g *testGateway) serve(w http.ResponseWriter, r *http.Request) {
 	granted := map[string]bool{}
 	g.mu.Lock()
 	for _, s := range p.Scopes {
-		if s == ScopeRead || (s == ScopeWrite && g.grantWrite) {
+		if s == ScopeRead || (s == ScopeWrite && g.grantWrite) || (s == ScopeAdmin && g.grantAdmin) {
 			granted[s] = true
 		}
 	}
@@ -296,7 +299,7 @@ func (g *testGateway) serve(w http.ResponseWriter, r *http.Request) {
 		if silent {
 			continue
 		}
-		payload, errRes := g.handle(c, req.Method, req.Params, granted)
+		payload, errRes := g.handle(c, req.Method, req.Params, granted, p.Device.ID)
 		if errRes != nil {
 			errRes["id"] = req.ID
 			c.send(ctx, errRes)
@@ -317,7 +320,7 @@ func joinComma(ss []string) string {
 	return b.String()
 }
 
-func (g *testGateway) handle(c *gatewayConn, method string, raw json.RawMessage, granted map[string]bool) (any, map[string]any) {
+func (g *testGateway) handle(c *gatewayConn, method string, raw json.RawMessage, granted map[string]bool, device string) (any, map[string]any) {
 	need := ScopeRead
 	if method == "sessions.abort" {
 		need = ScopeWrite
@@ -391,8 +394,13 @@ func (g *testGateway) handle(c *gatewayConn, method string, raw json.RawMessage,
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		key, _ := p["key"].(string)
-		if !g.active[key] {
+		owner, ok := g.active[key]
+		if !ok {
 			return map[string]any{"ok": true, "abortedRunId": nil, "status": "no-active-run"}, nil
+		}
+		// Only the run's owner or an admin may abort it.
+		if owner != "" && owner != device && !granted[ScopeAdmin] {
+			return nil, errFrame("", "INVALID_REQUEST", "unauthorized", nil)
 		}
 		delete(g.active, key)
 		g.aborted = append(g.aborted, key)

@@ -512,7 +512,7 @@ func TestStop(t *testing.T) {
 	g := newTestGateway(t)
 	key := "agent:main:busy"
 	g.rows = []map[string]any{row(key, map[string]any{"hasActiveRun": true, "status": "running"}), row("agent:main:idle", nil)}
-	g.active[key] = true
+	g.active[key] = ""
 	a := New(g.config(t, testToken))
 	if err := a.Stop(testCtx(t), key); err != nil {
 		t.Fatal(err)
@@ -533,7 +533,7 @@ func TestStopWithoutWriteScope(t *testing.T) {
 	g.grantWrite = false
 	key := "agent:main:busy"
 	g.rows = []map[string]any{row(key, nil)}
-	g.active[key] = true
+	g.active[key] = ""
 	err := New(g.config(t, testToken)).Stop(testCtx(t), key)
 	if !errors.Is(err, ErrMissingScope) || !strings.Contains(err.Error(), ScopeWrite) {
 		t.Fatalf("err %v, want ErrMissingScope naming %s", err, ScopeWrite)
@@ -638,5 +638,39 @@ func TestConfigFromEnv(t *testing.T) {
 	}
 	if New(Config{}).URL() != DefaultURL {
 		t.Error("default URL")
+	}
+}
+
+func TestStopRunOfAnotherClient(t *testing.T) {
+	tests := []struct {
+		name       string
+		grantAdmin bool
+		wantErr    error
+		connects   int
+	}{
+		{name: "admin granted: aborted on the second try", grantAdmin: true, connects: 2},
+		{name: "admin refused: a clear error", grantAdmin: false, wantErr: ErrNotOwner, connects: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := newTestGateway(t)
+			g.grantAdmin = tt.grantAdmin
+			key := "agent:main:theirs"
+			g.rows = []map[string]any{row(key, map[string]any{"hasActiveRun": true, "status": "running"})}
+			g.active[key] = "some-other-device"
+			err := New(g.config(t, testToken)).Stop(testCtx(t), key)
+			if tt.wantErr == nil && err != nil {
+				t.Fatal(err)
+			}
+			if tt.wantErr != nil && (!errors.Is(err, tt.wantErr) || !strings.Contains(err.Error(), ScopeAdmin)) {
+				t.Fatalf("err %v, want %v naming %s", err, tt.wantErr, ScopeAdmin)
+			}
+			if n := g.connectCount(); n != tt.connects {
+				t.Errorf("connects %d, want %d", n, tt.connects)
+			}
+			if aborted := len(g.aborted) == 1; aborted != (tt.wantErr == nil) {
+				t.Errorf("aborted %v", g.aborted)
+			}
+		})
 	}
 }
