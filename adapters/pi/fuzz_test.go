@@ -3,10 +3,12 @@ package pi
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/agentctl/agentctl/adapters"
 )
@@ -54,11 +56,11 @@ func FuzzRecord(f *testing.F) {
 	})
 }
 
-// FuzzSessionFile: any file content gives facts (or a reason it is not a
-// session), never a panic; growing the file and reading it incrementally
-// gives the same facts as reading it afresh; Transcript never fails on a
-// file that has a header.
-func FuzzSessionFile(f *testing.F) {
+// FuzzSessionGrowth: any file content gives facts (or a reason it is not a
+// session) without a panic or a stall; growing the file and reading it
+// incrementally gives the same facts as reading it afresh; Transcript never
+// fails on a file that has a header.
+func FuzzSessionGrowth(f *testing.F) {
 	for _, b := range seedLines(f, false) {
 		f.Add(b, []byte(robustAnswer))
 	}
@@ -70,37 +72,53 @@ func FuzzSessionFile(f *testing.F) {
 		if err := os.WriteFile(p, content, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		cache := adapters.NewFileCache[*facts](4)
-		x, _, err := cache.Get(p, readFacts)
-		if err != nil {
-			t.Fatalf("read: %v", err)
-		}
-		if x.bad == nil {
-			if x.id == "" {
-				t.Fatal("a session without an id")
+		// The reads run on their own goroutine so a stall is reported as a
+		// failure of this input rather than hanging the fuzzer.
+		errc := make(chan error, 1)
+		go func() { errc <- growAndCompare(p, more) }()
+		select {
+		case err := <-errc:
+			if err != nil {
+				t.Fatal(err)
 			}
-			if _, err := readTranscript(context.Background(), p, 3); err != nil {
-				t.Fatalf("Transcript of a readable session: %v", err)
-			}
-		}
-		fh, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fh.Write(more)
-		fh.Close()
-		warm, _, err := cache.Get(p, readFacts)
-		if err != nil {
-			t.Fatalf("read grown: %v", err)
-		}
-		cold, _, err := adapters.NewFileCache[*facts](4).Get(p, readFacts)
-		if err != nil {
-			t.Fatalf("read grown afresh: %v", err)
-		}
-		if summary(warm) != summary(cold) {
-			t.Fatalf("incremental read differs from a fresh one:\nwarm %s\ncold %s", summary(warm), summary(cold))
+		case <-time.After(10 * time.Second):
+			t.Fatalf("reading a %d-byte session stalled", len(content))
 		}
 	})
+}
+
+func growAndCompare(p string, more []byte) error {
+	cache := adapters.NewFileCache[*facts](4)
+	x, _, err := cache.Get(p, readFacts)
+	if err != nil {
+		return fmt.Errorf("read: %w", err)
+	}
+	if x.bad == nil {
+		if x.id == "" {
+			return errors.New("a session without an id")
+		}
+		if _, err := readTranscript(context.Background(), p, 3); err != nil {
+			return fmt.Errorf("Transcript of a readable session: %w", err)
+		}
+	}
+	fh, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	fh.Write(more)
+	fh.Close()
+	warm, _, err := cache.Get(p, readFacts)
+	if err != nil {
+		return fmt.Errorf("read grown: %w", err)
+	}
+	cold, _, err := adapters.NewFileCache[*facts](4).Get(p, readFacts)
+	if err != nil {
+		return fmt.Errorf("read grown afresh: %w", err)
+	}
+	if summary(warm) != summary(cold) {
+		return fmt.Errorf("incremental read differs from a fresh one:\nwarm %s\ncold %s", summary(warm), summary(cold))
+	}
+	return nil
 }
 
 func summary(x *facts) string {
