@@ -9,6 +9,7 @@ import (
 	"github.com/agentctl/agentctl/adapters/claude"
 	"github.com/agentctl/agentctl/adapters/codex"
 	"github.com/agentctl/agentctl/adapters/openclaw"
+	"github.com/agentctl/agentctl/adapters/opencode"
 	"github.com/agentctl/agentctl/adapters/pi"
 )
 
@@ -29,6 +30,7 @@ func Local(agentctlHome string, getenv func(string) string) []adapters.Adapter {
 	out := []adapters.Adapter{
 		claude.New(env),
 		codex.New(env),
+		opencode.New(env),
 		pi.New(env),
 		pi.NewRust(env),
 	}
