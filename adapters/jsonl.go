@@ -58,14 +58,15 @@ func TailLines(r io.ReaderAt, size int64, n int, maxBytes int64) (lines [][]byte
 	if n <= 0 || size <= 0 || maxBytes <= 0 {
 		return nil, size, nil
 	}
-	// buf holds the bytes [off, size) read so far. With c newlines in
-	// it, the c-1 lines between them are complete, so n+1 newlines are
-	// enough.
+	// Blocks are read backwards and joined once at the end. With c
+	// newlines read, the c-1 lines between them are complete, so n+1
+	// newlines are enough.
 	off := size
-	var buf []byte
-	for off > 0 && size-off < maxBytes && bytes.Count(buf, []byte{'\n'}) <= n {
+	var blocks [][]byte
+	newlines := 0
+	for off > 0 && size-off < maxBytes && newlines <= n {
 		step := min(int64(tailBlock), off, maxBytes-(size-off))
-		block := make([]byte, step, step+int64(len(buf)))
+		block := make([]byte, step)
 		got, err := r.ReadAt(block, off-step)
 		if err != nil && !errors.Is(err, io.EOF) {
 			return nil, size, fmt.Errorf("read tail: %w", err)
@@ -74,7 +75,12 @@ func TailLines(r io.ReaderAt, size int64, n int, maxBytes int64) (lines [][]byte
 			return nil, size, fmt.Errorf("read tail: file shrank while reading")
 		}
 		off -= step
-		buf = append(block, buf...)
+		newlines += bytes.Count(block, []byte{'\n'})
+		blocks = append(blocks, block)
+	}
+	buf := make([]byte, 0, size-off)
+	for i := len(blocks) - 1; i >= 0; i-- {
+		buf = append(buf, blocks[i]...)
 	}
 	// Split buf into lines. The first piece is complete only if off == 0.
 	var pieces [][]byte

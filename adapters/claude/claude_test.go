@@ -476,18 +476,18 @@ func TestTranscript(t *testing.T) {
 func TestTranscriptTail(t *testing.T) {
 	home := t.TempDir()
 	var b strings.Builder
-	for i := 0; i < 3000; i++ {
-		b.WriteString(userRec(fmt.Sprintf("prompt %d %s", i, strings.Repeat("p", 300))) + "\n")
+	for i := 0; i < 400; i++ {
+		b.WriteString(userRec(fmt.Sprintf("prompt %d %s", i, strings.Repeat("p", 400))) + "\n")
 		b.WriteString(assistantRec(fmt.Sprintf("m%d", i), fmt.Sprintf("answer %d", i), "end_turn", 1, 1) + "\n")
 	}
 	id := "0b6c1b1e-0000-4000-8000-00000000000a"
 	writeTranscript(t, home, "/w/p", id, b.String())
 	a := newAdapter(home)
 	all, err := a.Transcript(context.Background(), id, 0)
-	if err != nil || len(all) != 6000 {
+	if err != nil || len(all) != 800 {
 		t.Fatalf("all: %d %v", len(all), err)
 	}
-	for _, n := range []int{1, 5, 1000, 5999, 6000, 7000} {
+	for _, n := range []int{1, 5, 300, 799, 800, 1000} {
 		got, err := a.Transcript(context.Background(), id, n)
 		if err != nil {
 			t.Fatal(err)
