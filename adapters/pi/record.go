@@ -63,29 +63,49 @@ type message struct {
 }
 
 type usage struct {
-	Input      float64         `json:"input"`
-	Output     float64         `json:"output"`
-	CacheRead  float64         `json:"cacheRead"`
-	CacheWrite float64         `json:"cacheWrite"`
-	Cost       json.RawMessage `json:"cost"` // {..., "total": n} or, in older files, a number
+	Input      float64 `json:"input"`
+	Output     float64 `json:"output"`
+	CacheRead  float64 `json:"cacheRead"`
+	CacheWrite float64 `json:"cacheWrite"`
+	Cost       cost    `json:"cost"`
+}
+
+// cost is {..., "total": n} or, in older files, a plain number.
+type cost struct {
+	total float64
+	known bool
+}
+
+func (c *cost) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 || b[0] == 'n' { // null
+		return nil
+	}
+	if b[0] == '{' {
+		var v struct {
+			Total *float64 `json:"total"`
+		}
+		if err := json.Unmarshal(b, &v); err != nil {
+			return err
+		}
+		if v.Total != nil {
+			c.total, c.known = *v.Total, true
+		}
+		return nil
+	}
+	if err := json.Unmarshal(b, &c.total); err != nil {
+		return err
+	}
+	c.known = true
+	return nil
 }
 
 // costUSD returns the total cost the usage carries.
 func (u *usage) costUSD() (float64, bool) {
-	if u == nil || len(u.Cost) == 0 {
+	if u == nil {
 		return 0, false
 	}
-	var n float64
-	if json.Unmarshal(u.Cost, &n) == nil {
-		return n, true
-	}
-	var c struct {
-		Total *float64 `json:"total"`
-	}
-	if json.Unmarshal(u.Cost, &c) == nil && c.Total != nil {
-		return *c.Total, true
-	}
-	return 0, false
+	return u.Cost.total, u.Cost.known
 }
 
 // parseRecord decodes one line. A syntax error (a half-written or garbled
