@@ -224,6 +224,8 @@ func TestRunOnceAfterInterruptedRun(t *testing.T) {
 		{"claimed, then crashed before writing", "", "interrupted"},
 		{"started, process gone", `{"phase":"on-complete","command":"x","pid":2147483000,"start_ticks":1,"finished":false}`, "interrupted"},
 		{"started, process alive", `{"phase":"on-complete","command":"x","pid":` + strconv.Itoa(os.Getpid()) + `,"start_ticks":` + selfTicks(t) + `,"finished":false}`, "running"},
+		{"claimed by a live runner, not started yet", `{"phase":"on-complete","command":"x","runner":{"pid":` + strconv.Itoa(os.Getpid()) + `,"start_ticks":` + selfTicks(t) + `},"finished":false}`, "running"},
+		{"claimed by a runner that is gone", `{"phase":"on-complete","command":"x","runner":{"pid":2147483000,"start_ticks":1},"finished":false}`, "interrupted"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -30,18 +30,24 @@ type Record struct {
 	Result
 	// StartTicks completes PID into the hook process's identity.
 	StartTicks uint64 `json:"start_ticks,omitempty"`
-	Finished   bool   `json:"finished"`
+	// Runner is the process that claimed the run (the service): while it
+	// lives, an unfinished record is a run in progress.
+	Runner   *proc.Identity `json:"runner,omitempty"`
+	Finished bool           `json:"finished"`
 }
 
 // Status derives the state of the run: "ok", "failed", "timeout", "error"
-// for a finished run; "running" while the hook's process lives;
-// "interrupted" when the service stopped while the hook ran, so how it
-// ended is unknown.
+// for a finished run; "running" while the hook's process or the process
+// that runs it lives; "interrupted" when that process stopped while the
+// hook ran, so how it ended is unknown.
 func (r Record) Status() string {
 	if r.Finished {
 		return r.Outcome()
 	}
 	if r.PID > 0 && proc.Alive(proc.Identity{PID: r.PID, Start: r.StartTicks}) {
+		return "running"
+	}
+	if r.Runner != nil && proc.Alive(*r.Runner) {
 		return "running"
 	}
 	return "interrupted"
@@ -61,7 +67,11 @@ func RunOnce(ctx context.Context, sessionDir string, c Command) (rec Record, ran
 	if c.LogPath == "" {
 		c.LogPath = filepath.Join(sessionDir, LogName)
 	}
-	claim := Record{Result: Result{Phase: c.Phase, Command: c.Script}}
+	var runner *proc.Identity
+	if self, err := proc.Lookup(os.Getpid()); err == nil {
+		runner = &self.Identity
+	}
+	claim := Record{Result: Result{Phase: c.Phase, Command: c.Script}, Runner: runner}
 	if err := createExclusive(path, claim); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			rec, rerr := ReadRecord(sessionDir, c.Phase)
@@ -72,14 +82,14 @@ func RunOnce(ctx context.Context, sessionDir string, c Command) (rec Record, ran
 	var saveErr error
 	onStart := c.OnStart
 	c.OnStart = func(id proc.Identity) {
-		running := Record{Result: Result{Phase: c.Phase, Command: c.Script, PID: id.PID, StartedAt: id.StartTime}, StartTicks: id.Start}
+		running := Record{Result: Result{Phase: c.Phase, Command: c.Script, PID: id.PID, StartedAt: id.StartTime}, StartTicks: id.Start, Runner: runner}
 		saveErr = atomicfile.WriteJSON(path, running, 0o600)
 		if onStart != nil {
 			onStart(id)
 		}
 	}
 	res := Run(ctx, c)
-	rec = Record{Result: res, Finished: true}
+	rec = Record{Result: res, Runner: runner, Finished: true}
 	if err := atomicfile.WriteJSON(path, rec, 0o600); err != nil {
 		return rec, true, fmt.Errorf("record %s hook result: %w", c.Phase, err)
 	}
