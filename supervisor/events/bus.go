@@ -146,6 +146,7 @@ func (b *Bus) Subscribe(after uint64) *Subscription {
 	defer b.mu.Unlock()
 	s.head = b.seq
 	s.next = min(after, b.seq) + 1
+	s.start = s.next - 1
 	if b.closed {
 		close(s.ch)
 		return s
@@ -176,6 +177,8 @@ type Subscription struct {
 	// lagging is signalled when the buffer overflowed: the consumer then
 	// reads what it missed from the journal.
 	lagging chan struct{}
+	// start is the sequence number the subscription began after.
+	start uint64
 	// head is the last event published before the subscription started:
 	// events up to it come from the journal, later ones from ch.
 	head uint64
@@ -188,6 +191,11 @@ type Subscription struct {
 
 // Dropped counts events this subscriber's buffer could not take.
 func (s *Subscription) Dropped() uint64 { return s.dropped.Load() }
+
+// After is the sequence number the subscription started after: a consumer
+// that reconnects with it (or the last number it saw, once it saw one)
+// misses nothing.
+func (s *Subscription) After() uint64 { return s.start }
 
 // Next returns the next event in sequence order. It returns a *GapError
 // when events are missing (and the following event on the next call),
