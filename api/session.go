@@ -70,6 +70,8 @@ type Session struct {
 	Activity string `json:"activity,omitempty"`
 
 	Labels map[string]string `json:"labels,omitempty"`
+	// Hooks are the session's lifecycle hook runs, where it has hooks.
+	Hooks []HookRun `json:"hooks,omitempty"`
 	// Warnings explains why a field is unknown or a record was odd.
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -101,6 +103,16 @@ type RunRequest struct {
 	Cols         uint16            `json:"cols,omitempty"`
 	// ResumeOf is the agentctl id whose native session this run continues.
 	ResumeOf string `json:"resume_of,omitempty"`
+
+	// Lock asks a plain command for the directory lock agents always take.
+	Lock bool `json:"lock,omitempty"`
+	// Force starts even in a locked directory.
+	Force bool `json:"force,omitempty"`
+	// OnCreate and OnComplete are lifecycle hooks, run by /bin/sh -c in the
+	// session's directory; HookTimeout bounds each (Go duration, default 5m).
+	OnCreate    string `json:"on_create,omitempty"`
+	OnComplete  string `json:"on_complete,omitempty"`
+	HookTimeout string `json:"hook_timeout,omitempty"`
 }
 
 // StopRequest asks the service to stop a session.
