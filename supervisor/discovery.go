@@ -19,6 +19,9 @@ import (
 type discovery struct {
 	adapters []adapters.Adapter
 	timeout  time.Duration
+	// observe, when set, hears how long each adapter took and whether it
+	// failed (metrics).
+	observe func(adapter string, took time.Duration, err error)
 
 	// last holds each adapter's last successful answer, so that when it
 	// fails the sessions it vouched for show as unknown rather than vanish.
@@ -51,6 +54,10 @@ func (d *discovery) run(ctx context.Context) discovered {
 			defer wg.Done()
 			actx, cancel := context.WithTimeout(ctx, d.timeout)
 			defer cancel()
+			began := time.Now()
+			if d.observe != nil {
+				defer func() { d.observe(results[i].name, time.Since(began), results[i].err) }()
+			}
 			done := make(chan result, 1)
 			go func() {
 				ss, err := a.Discover(actx)

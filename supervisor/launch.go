@@ -51,6 +51,16 @@ func (s *Server) launch(ctx context.Context, req api.RunRequest) (api.Session, e
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return api.Session{}, fmt.Errorf("create session folder: %w", err)
 	}
+	if err := s.ops.reserve(id, dir, rec.Adapter, req); err != nil {
+		os.RemoveAll(dir)
+		return api.Session{}, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			s.ops.abandon(id)
+		}
+	}()
 	spec := spawn.Spec{Env: env, ServiceLock: s.opts.Home.LockFile()}
 	var finder adapters.NativeIDFinder
 	if rec.Adapter == ExecAdapter {
@@ -72,6 +82,7 @@ func (s *Server) launch(ctx context.Context, req api.RunRequest) (api.Session, e
 	sort.Strings(rec.EnvKeys)
 	spec.Record = rec
 
+	began := time.Now()
 	started, err := spawn.Start(ctx, s.opts.Exe, dir, spec, nil)
 	if err != nil {
 		if errors.Is(err, spawn.ErrStart) {
@@ -80,6 +91,8 @@ func (s *Server) launch(ctx context.Context, req api.RunRequest) (api.Session, e
 		}
 		return api.Session{}, err
 	}
+	ok = true
+	s.ops.started(id, started, time.Since(began))
 	sess, err := s.records.get(id)
 	if err != nil {
 		return api.Session{}, err

@@ -34,6 +34,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /v1/sessions/{id}/stop", s.handleStop)
 	mux.HandleFunc("POST /v1/sessions/{id}/input", s.handleInput)
 	mux.HandleFunc("POST /v1/prune", s.handlePrune)
+	s.opsRoutes(mux)
 	return onlyOwner(mux)
 }
 
@@ -161,7 +162,9 @@ func (s *Server) sessions(ctx context.Context) ([]api.Session, []string, error) 
 		return nil, nil, err
 	}
 	disc := s.disc.run(ctx)
-	return merge(launched, disc), append(warnings, disc.warnings...), nil
+	all := merge(launched, disc)
+	s.ops.observeActivity(all)
+	return all, append(warnings, disc.warnings...), nil
 }
 
 func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
@@ -265,7 +268,7 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sess.Warnings = append(sess.Warnings, warnings...)
-	writeJSON(w, http.StatusOK, sess)
+	writeJSON(w, http.StatusOK, s.withHooks(sess))
 }
 
 // launchedDir resolves a launched session's folder, or explains why the

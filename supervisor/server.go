@@ -14,10 +14,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
 	"golang.org/x/sys/unix"
 
 	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/proc"
 	"github.com/agentctl/agentctl/spawn"
 )
 
@@ -54,6 +56,7 @@ type Server struct {
 	started time.Time
 	records *records
 	disc    *discovery
+	ops     *ops
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -112,6 +115,11 @@ func Run(ctx context.Context, opts Options) error {
 		cancel:   cancel,
 		watching: map[string]bool{},
 	}
+	if s.ops, err = newOps(ctx, opts.Home, s.records, s.log, opts.Version); err != nil {
+		return err
+	}
+	s.opts.Observers = append(s.opts.Observers, s.ops)
+	s.disc.observe = s.ops.metrics.Discovered
 	srv := &http.Server{
 		Handler:           s.routes(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -119,6 +127,7 @@ func Run(ctx context.Context, opts Options) error {
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
 	s.recover()
+	s.ops.start(s.running())
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.pruneLoop() }()
 	errc := make(chan error, 1)
@@ -139,6 +148,7 @@ func Run(ctx context.Context, opts Options) error {
 	os.Remove(opts.Home.Socket())
 	cancel()
 	s.wg.Wait()
+	s.ops.close()
 	s.log.Info("agentctl service stopped; sessions keep running")
 	return nil
 }
@@ -208,9 +218,27 @@ func (s *Server) recover() {
 	}
 }
 
-// watch follows a running session to its end without polling: it waits for
-// the shim's exit (the shim writes exit.json just before), and if the shim
-// died first, for the agent's.
+// running returns the launched sessions running now.
+func (s *Server) running() []api.Session {
+	all, _, err := s.records.all()
+	if err != nil {
+		s.log.Error("read sessions", "err", err)
+		return nil
+	}
+	var out []api.Session
+	for _, sess := range all {
+		if sess.Status == api.StatusRunning {
+			out = append(out, sess)
+		}
+	}
+	return out
+}
+
+// watch follows a running session to its end without polling: it waits
+// for the agent's exit (pidfd), then for the shim's exit record to appear
+// (a file watch) or the shim to die without writing one, whichever comes
+// first: the shim lingers after writing it (in-flight answers), and the
+// end must not wait for that.
 func (s *Server) watch(id string) {
 	s.mu.Lock()
 	if s.watching[id] {
@@ -228,10 +256,10 @@ func (s *Server) watch(id string) {
 		if err != nil {
 			return
 		}
-		if err := spawn.WaitExit(s.ctx, rec.Shim); err != nil {
+		if err := spawn.WaitExit(s.ctx, rec.Process); err != nil {
 			return // the service is stopping
 		}
-		if err := spawn.WaitExit(s.ctx, rec.Process); err != nil {
+		if err := waitExitRecord(s.ctx, dir, rec.Shim); err != nil {
 			return
 		}
 		sess, err := s.records.get(id)
@@ -241,6 +269,46 @@ func (s *Server) watch(id string) {
 		}
 		s.notifyEnded(sess)
 	}()
+}
+
+// waitExitRecord returns once dir holds an exit record or the shim is gone.
+// The file watch lives only between the agent's exit and the record, so
+// live sessions hold no inotify instance.
+func waitExitRecord(ctx context.Context, dir string, shim proc.Identity) error {
+	var changed <-chan fsnotify.Event
+	var errs <-chan error
+	if w, err := fsnotify.NewWatcher(); err == nil {
+		defer w.Close()
+		if w.Add(dir) == nil {
+			changed, errs = w.Events, w.Errors
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, spawn.ExitFile)); err == nil {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	shimGone := make(chan error, 1)
+	go func() { shimGone <- spawn.WaitExit(ctx, shim) }()
+	for {
+		select {
+		case ev, ok := <-changed:
+			if !ok {
+				changed = nil
+				continue
+			}
+			if filepath.Base(ev.Name) == spawn.ExitFile && ev.Has(fsnotify.Create) {
+				return nil
+			}
+		case <-errs:
+			// An overflowed queue may have lost the create: look.
+			if _, err := os.Stat(filepath.Join(dir, spawn.ExitFile)); err == nil {
+				return nil
+			}
+		case err := <-shimGone:
+			return err
+		}
+	}
 }
 
 func (s *Server) notifyStarted(sess api.Session) {

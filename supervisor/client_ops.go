@@ -1,0 +1,116 @@
+package supervisor
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/supervisor/events"
+)
+
+// HeaderEventsAfter, on an event stream's answer, is the sequence number
+// the stream starts after: reconnect with it to miss nothing.
+const HeaderEventsAfter = "X-Agentctl-Events-After"
+
+// Locks lists the directory locks.
+func (c *Client) Locks(ctx context.Context) ([]api.Lock, error) {
+	var out []api.Lock
+	err := c.do(ctx, http.MethodGet, "/v1/locks", nil, &out)
+	return out, err
+}
+
+// Lock takes a manual lock.
+func (c *Client) Lock(ctx context.Context, req api.LockRequest) (api.Lock, error) {
+	var out api.Lock
+	err := c.do(ctx, http.MethodPost, "/v1/locks", req, &out)
+	return out, err
+}
+
+// Unlock releases a manual lock.
+func (c *Client) Unlock(ctx context.Context, dir string) (api.Lock, error) {
+	var out api.Lock
+	err := c.do(ctx, http.MethodPost, "/v1/locks/release", api.UnlockRequest{Directory: dir}, &out)
+	return out, err
+}
+
+// Fuses lists the fuses, soonest first.
+func (c *Client) Fuses(ctx context.Context) ([]api.Fuse, error) {
+	var out []api.Fuse
+	err := c.do(ctx, http.MethodGet, "/v1/fuses", nil, &out)
+	return out, err
+}
+
+// SetFuse sets a directory's fuse, replacing the one it had.
+func (c *Client) SetFuse(ctx context.Context, req api.FuseRequest) (api.Fuse, error) {
+	var out api.Fuse
+	err := c.do(ctx, http.MethodPost, "/v1/fuses", req, &out)
+	return out, err
+}
+
+// ExtendFuse re-arms a directory's fuse.
+func (c *Client) ExtendFuse(ctx context.Context, req api.FuseRequest) (api.Fuse, error) {
+	var out api.Fuse
+	err := c.do(ctx, http.MethodPost, "/v1/fuses/extend", req, &out)
+	return out, err
+}
+
+// CancelFuse removes a directory's fuse without firing it.
+func (c *Client) CancelFuse(ctx context.Context, dir string) (api.Fuse, error) {
+	var out api.Fuse
+	err := c.do(ctx, http.MethodPost, "/v1/fuses/cancel", api.FuseRequest{Directory: dir}, &out)
+	return out, err
+}
+
+// EventOptions select an event stream.
+type EventOptions struct {
+	// Since is where the stream starts: a sequence number, a duration or
+	// an RFC 3339 time (see events.ParseSince); "" means from now.
+	Since string
+	Types []string
+}
+
+// Events streams events to fn until ctx ends, fn fails or the stream ends
+// (the service stopped: reconnect with Since set to the last sequence
+// number seen, or to what started reports when none was seen). started is
+// called once the stream is open, with the sequence number it starts after.
+func (c *Client) Events(ctx context.Context, o EventOptions, started func(after uint64), fn func(events.Event) error) error {
+	q := url.Values{}
+	if o.Since != "" {
+		q.Set("since", o.Since)
+	}
+	for _, t := range o.Types {
+		q.Add("type", t)
+	}
+	resp, err := c.send(ctx, http.MethodGet, "/v1/events?"+q.Encode(), nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if started != nil {
+		after, _ := strconv.ParseUint(resp.Header.Get(HeaderEventsAfter), 10, 64)
+		started(after)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	for sc.Scan() {
+		var e events.Event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			return fmt.Errorf("read event stream: %w", err)
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("read event stream: %w", err)
+	}
+	return fmt.Errorf("the event stream ended (the service stopped?)")
+}

@@ -1,0 +1,266 @@
+package supervisor
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/supervisor/events"
+	"github.com/agentctl/agentctl/supervisor/fuses"
+	"github.com/agentctl/agentctl/supervisor/locks"
+)
+
+func (s *Server) opsRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /v1/locks", s.handleLocks)
+	mux.HandleFunc("POST /v1/locks", s.handleLock)
+	mux.HandleFunc("POST /v1/locks/release", s.handleUnlock)
+	mux.HandleFunc("GET /v1/fuses", s.handleFuses)
+	mux.HandleFunc("POST /v1/fuses", s.handleFuseSet)
+	mux.HandleFunc("POST /v1/fuses/extend", s.handleFuseExtend)
+	mux.HandleFunc("POST /v1/fuses/cancel", s.handleFuseCancel)
+	mux.HandleFunc("GET /v1/events", s.handleEvents)
+}
+
+// absDir checks a directory sent by a client: the service's working
+// directory is not the caller's, so it must be absolute.
+func absDir(dir string) error {
+	if dir == "" || !filepath.IsAbs(dir) {
+		return api.Errorf(api.CodeInvalid, "directory %q must be an absolute path", dir)
+	}
+	return nil
+}
+
+func apiLock(l locks.Lock) api.Lock {
+	return api.Lock{Directory: l.Directory, Type: string(l.Type), PID: l.PID, StartTicks: l.StartTicks, SessionID: l.SessionID, LockedBy: l.LockedBy, Reason: l.Reason, LockedAt: l.LockedAt}
+}
+
+func apiFuse(f fuses.Fuse) api.Fuse {
+	out := api.Fuse{Directory: f.Directory, TTLMs: f.TTLMs, ExpiresAt: f.ExpiresAt, SessionID: f.SessionID, Label: f.Label, SetAt: f.SetAt}
+	if f.OnExpire != nil {
+		out.OnExpire = &api.FuseAction{Script: f.OnExpire.Script, Webhook: f.OnExpire.Webhook}
+	}
+	return out
+}
+
+func (s *Server) handleLocks(w http.ResponseWriter, r *http.Request) {
+	out := []api.Lock{}
+	for _, l := range s.ops.locks.List() {
+		out = append(out, apiLock(l))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleLock(w http.ResponseWriter, r *http.Request) {
+	var req api.LockRequest
+	if err := decode(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := absDir(req.Directory); err != nil {
+		writeError(w, err)
+		return
+	}
+	l, err := s.ops.locks.Acquire(locks.Request{Dir: req.Directory, Type: locks.Manual, By: req.By, Reason: req.Reason, Force: req.Force})
+	if errors.Is(err, locks.ErrLocked) {
+		writeError(w, api.Errorf(api.CodeLocked, "%s", err.Error()))
+		return
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, apiLock(l))
+}
+
+func (s *Server) handleUnlock(w http.ResponseWriter, r *http.Request) {
+	var req api.UnlockRequest
+	if err := decode(r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := absDir(req.Directory); err != nil {
+		writeError(w, err)
+		return
+	}
+	l, err := s.ops.locks.Unlock(req.Directory)
+	if errors.Is(err, locks.ErrNoManualLock) {
+		writeError(w, api.Errorf(api.CodeNotFound, "%s", err.Error()))
+		return
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, apiLock(l))
+}
+
+func (s *Server) handleFuses(w http.ResponseWriter, r *http.Request) {
+	out := []api.Fuse{}
+	for _, f := range s.ops.fuses.List() {
+		out = append(out, apiFuse(f))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// fuseRequest decodes and checks a fuse request; ttlRequired says whether
+// an empty TTL is an error.
+func fuseRequest(r *http.Request, ttlRequired bool) (api.FuseRequest, time.Duration, error) {
+	var req api.FuseRequest
+	if err := decode(r, &req); err != nil {
+		return req, 0, err
+	}
+	if err := absDir(req.Directory); err != nil {
+		return req, 0, err
+	}
+	var ttl time.Duration
+	if req.TTL != "" || ttlRequired {
+		d, err := time.ParseDuration(req.TTL)
+		if err != nil || d <= 0 {
+			return req, 0, api.Errorf(api.CodeInvalid, "ttl %q: want a positive duration such as 30m", req.TTL)
+		}
+		ttl = d
+	}
+	return req, ttl, nil
+}
+
+func fuseError(err error) error {
+	if errors.Is(err, fuses.ErrNoFuse) {
+		return api.Errorf(api.CodeNotFound, "%s", err.Error())
+	}
+	return api.Errorf(api.CodeInvalid, "%s", err.Error())
+}
+
+func (s *Server) handleFuseSet(w http.ResponseWriter, r *http.Request) {
+	req, ttl, err := fuseRequest(r, true)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	f, err := s.ops.fuses.Set(fuses.SetRequest{Dir: req.Directory, TTL: ttl, SessionID: req.SessionID, Label: req.Label, Script: req.Script, Webhook: req.Webhook})
+	if err != nil {
+		writeError(w, fuseError(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, apiFuse(f))
+}
+
+func (s *Server) handleFuseExtend(w http.ResponseWriter, r *http.Request) {
+	req, ttl, err := fuseRequest(r, false)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	f, err := s.ops.fuses.Extend(req.Directory, ttl)
+	if err != nil {
+		writeError(w, fuseError(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, apiFuse(f))
+}
+
+func (s *Server) handleFuseCancel(w http.ResponseWriter, r *http.Request) {
+	req, _, err := fuseRequest(r, false)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	f, err := s.ops.fuses.Cancel(req.Directory)
+	if err != nil {
+		writeError(w, fuseError(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, apiFuse(f))
+}
+
+// GapEvent is the type of the line the event stream writes where events
+// are missing (rotated out of the journal before a slow or late reader got
+// them); its meta holds the missing sequence numbers, from and to.
+const GapEvent = "events.gap"
+
+// handleEvents streams events as NDJSON: those after ?since= from the
+// journal, then live ones, filtered by ?type=, until the client goes away
+// or the service stops.
+func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	filter, err := events.ParseFilter(q["type"])
+	if err != nil {
+		writeError(w, api.Errorf(api.CodeInvalid, "%s", err.Error()))
+		return
+	}
+	after := uint64(events.Now)
+	if v := q.Get("since"); v != "" {
+		since, err := events.ParseSince(v, time.Now())
+		if err != nil {
+			writeError(w, api.Errorf(api.CodeInvalid, "%s", err.Error()))
+			return
+		}
+		if after, err = s.ops.bus.Resolve(since); err != nil {
+			writeError(w, err)
+			return
+		}
+	}
+	sub := s.ops.bus.Subscribe(after)
+	defer sub.Close()
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set(HeaderEventsAfter, strconv.FormatUint(sub.After(), 10))
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	if err := rc.Flush(); err != nil {
+		return
+	}
+	enc := json.NewEncoder(w)
+	for {
+		e, err := sub.Next(r.Context())
+		var gap *events.GapError
+		switch {
+		case errors.As(err, &gap):
+			e = events.Event{Type: GapEvent, Timestamp: time.Now().UTC(), Meta: map[string]any{"from": gap.From, "to": gap.To, "message": gap.Error()}}
+		case err != nil:
+			return // the client left, or the service is stopping
+		case !filter.Match(e.Type):
+			continue
+		}
+		if err := enc.Encode(e); err != nil {
+			return
+		}
+		if err := rc.Flush(); err != nil {
+			return
+		}
+	}
+}
+
+// withHooks adds a launched session's hook runs for status.
+func (s *Server) withHooks(sess api.Session) api.Session {
+	if sess.Origin == api.OriginLaunched {
+		sess.Hooks = s.ops.hookRuns(sess.ID)
+		for _, h := range sess.Hooks {
+			switch h.Status {
+			case "ok", "running":
+			default:
+				sess.Warnings = append(sess.Warnings, fmt.Sprintf("%s hook %s (see %s)", h.Phase, hookWords(h), h.Log))
+			}
+		}
+	}
+	return sess
+}
+
+func hookWords(h api.HookRun) string {
+	switch {
+	case h.Status == "interrupted":
+		return "was interrupted by a service restart; its outcome is unknown"
+	case h.Status == "timeout":
+		return "timed out"
+	case h.ExitCode != nil:
+		return fmt.Sprintf("failed with exit code %d", *h.ExitCode)
+	case h.Signal != "":
+		return "was killed by " + h.Signal
+	case h.Error != "":
+		return "failed: " + h.Error
+	}
+	return h.Status
+}
