@@ -50,6 +50,7 @@ after 'agentctl service install'. State lives in $AGENTCTL_HOME (default
 		newPeekCmd(), newStopCmd(), newAttachCmd(), newSendCmd(), newResumeCmd(),
 		newPruneCmd(), newDaemonCmd(), newShimCmd(),
 		newGroupCmd(), newWorktreeCmd(),
+		newLockCmd(), newUnlockCmd(), newLocksCmd(), newFuseCmd(), newFusesCmd("fuses"), newEventsCmd(),
 	)
 	return root
 }

@@ -27,6 +27,12 @@ type runFlags struct {
 	wait    bool
 	rows    uint16
 	cols    uint16
+	// lock, force and the hooks: the operational layer.
+	lock        bool
+	force       bool
+	onCreate    string
+	onComplete  string
+	hookTimeout string
 	// group holds the flags that start several members or worktrees.
 	group groupFlags
 }
@@ -42,6 +48,11 @@ func (f *runFlags) register(cmd *cobra.Command, withPrompt bool) {
 	fl.BoolVar(&f.wait, "wait", false, "stream the session's output and exit with its exit code")
 	fl.Uint16Var(&f.rows, "rows", 0, "terminal rows (default 40)")
 	fl.Uint16Var(&f.cols, "cols", 0, "terminal columns (default 120)")
+	fl.BoolVar(&f.lock, "lock", false, "lock the directory while a plain command runs (agents always do)")
+	fl.BoolVar(&f.force, "force", false, "start even if the directory is locked")
+	fl.StringVar(&f.onCreate, "on-create", "", "command run by /bin/sh -c in the session's directory once it has started (AGENTCTL_* variables describe it)")
+	fl.StringVar(&f.onComplete, "on-complete", "", "command run by the service once the session has ended, exactly once, also if it ends while the service is down (AGENTCTL_EXIT_CODE and others describe it)")
+	fl.StringVar(&f.hookTimeout, "hook-timeout", "", "time limit for each hook (default 5m)")
 	if withPrompt {
 		fl.StringVarP(&f.prompt, "prompt", "p", "", "the prompt for the agent")
 		fl.Var(modelFlag{f}, "model", "`MODEL` to use (provider/model for agents that take a provider); after an --adapter, that adapter's model")
@@ -87,6 +98,7 @@ func (f *runFlags) request(cfg config.Config) (api.RunRequest, error) {
 		Adapter: f.adapter, Prompt: f.prompt, Model: model, Cwd: abs,
 		Env: os.Environ(), EnvOverrides: f.env, Name: f.name, Labels: labels,
 		Rows: f.rows, Cols: f.cols,
+		Lock: f.lock, Force: f.force, OnCreate: f.onCreate, OnComplete: f.onComplete, HookTimeout: f.hookTimeout,
 	}, nil
 }
 

@@ -264,6 +264,9 @@ func printSession(w io.Writer, s api.Session) {
 	for k, v := range s.Labels {
 		row("label", k+"="+v)
 	}
+	for _, h := range s.Hooks {
+		row("hook "+h.Phase, hookText(h))
+	}
 	for _, wn := range s.Warnings {
 		row("warning", wn)
 	}
@@ -457,4 +460,16 @@ touched. The service also prunes sessions ended over 7 days ago by itself.`,
 	}
 	cmd.Flags().DurationVar(&older, "older-than", 0, "only sessions that ended longer ago than this")
 	return cmd
+}
+
+// hookText says how a lifecycle hook went.
+func hookText(h api.HookRun) string {
+	out := h.Status
+	switch {
+	case h.ExitCode != nil:
+		out += fmt.Sprintf(" (exit %d)", *h.ExitCode)
+	case h.Signal != "":
+		out += " (" + h.Signal + ")"
+	}
+	return out + ": " + oneLine(h.Command, 60)
 }

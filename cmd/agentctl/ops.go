@@ -1,0 +1,396 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/supervisor"
+	"github.com/agentctl/agentctl/supervisor/events"
+)
+
+func newLockCmd() *cobra.Command {
+	var by, reason string
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "lock DIR",
+		Short: "Lock a directory so agents are not launched into it",
+		Long: `Take a manual lock on DIR (symlinks resolved, so every spelling of it is one
+lock). While it holds, launching a session into DIR fails with a message
+naming you and your reason, unless the launch passes --force. A manual lock
+never expires: 'agentctl unlock DIR' releases it.
+
+Sessions take automatic locks on their directory themselves (agents always,
+plain commands with run --lock); those are released the moment the session's
+process is gone.`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			dir, err := absPath(a[0])
+			if err != nil {
+				return err
+			}
+			if by == "" {
+				if u, err := user.Current(); err == nil {
+					by = u.Username
+				}
+			}
+			c, err := client()
+			if err != nil {
+				return err
+			}
+			l, err := c.Lock(cmd.Context(), api.LockRequest{Directory: dir, By: by, Reason: reason, Force: force})
+			if err != nil {
+				return err
+			}
+			fmt.Printf("Locked: %s\n", l.Directory)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&by, "by", "", "who holds the lock (default: your user name)")
+	cmd.Flags().StringVar(&reason, "reason", "", "why, shown to whoever is refused")
+	cmd.Flags().BoolVar(&force, "force", false, "replace another manual lock on the directory")
+	return cmd
+}
+
+func newUnlockCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "unlock DIR",
+		Short: "Release a directory's manual lock",
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			dir, err := absPath(a[0])
+			if err != nil {
+				return err
+			}
+			c, err := client()
+			if err != nil {
+				return err
+			}
+			l, err := c.Unlock(cmd.Context(), dir)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("Unlocked: %s\n", l.Directory)
+			return nil
+		},
+	}
+}
+
+func newLocksCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "locks",
+		Short: "List directory locks",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := client()
+			if err != nil {
+				return err
+			}
+			ls, err := c.Locks(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(os.Stdout, ls)
+			}
+			printLocks(os.Stdout, ls, time.Now())
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func printLocks(w io.Writer, ls []api.Lock, now time.Time) {
+	if len(ls) == 0 {
+		fmt.Fprintln(w, "No active locks")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "DIRECTORY\tTYPE\tLOCKED BY\tREASON\tSINCE")
+	for _, l := range ls {
+		who := l.LockedBy
+		if l.Type == "auto" {
+			who = fmt.Sprintf("session %s (pid %d)", shortID(l.SessionID), l.PID)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", l.Directory, l.Type, dash(who), dash(l.Reason), ago(now, l.LockedAt))
+	}
+	tw.Flush()
+}
+
+func newFuseCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "fuse",
+		Short: "Set, extend or cancel a directory's fuse (a timer that runs a script or posts a webhook)",
+		Long: `A fuse is a timer on a directory, one per directory. When it runs out, its
+script runs in the directory (through /bin/sh -c, at most 2 minutes, output in
+$AGENTCTL_HOME/fuses.log) and/or its webhook is posted, and a fuse.expired
+event goes out (and to the configured webhook_url). Fuses survive a service
+restart with their remaining time; one that ran out while the service was down
+fires when it starts. Each fuse fires once.`,
+	}
+	cmd.AddCommand(newFuseSetCmd(), newFuseExtendCmd(), newFuseCancelCmd(), newFusesCmd("list"))
+	return cmd
+}
+
+func newFuseSetCmd() *cobra.Command {
+	var req api.FuseRequest
+	var ttl time.Duration
+	cmd := &cobra.Command{
+		Use:   "set DIR --ttl D",
+		Short: "Set DIR's fuse, replacing the one it had",
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			if ttl <= 0 {
+				return usageError{errors.New("fuse set: --ttl is required and must be positive (e.g. --ttl 30m)")}
+			}
+			dir, err := absPath(a[0])
+			if err != nil {
+				return err
+			}
+			req.Directory, req.TTL = dir, ttl.String()
+			c, err := client()
+			if err != nil {
+				return err
+			}
+			f, err := c.SetFuse(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			printFuseLine("Fuse set", f)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.DurationVar(&ttl, "ttl", 0, "time until the fuse expires (e.g. 30m, 2h)")
+	fl.StringVar(&req.Script, "on-expire-script", "", "command run by /bin/sh -c in DIR when the fuse expires")
+	fl.StringVar(&req.Webhook, "on-expire-webhook", "", "URL posted when the fuse expires")
+	fl.StringVar(&req.Label, "label", "", "a label shown in 'agentctl fuses' and events")
+	fl.StringVar(&req.SessionID, "session", "", "a session id the fuse is about (informational)")
+	return cmd
+}
+
+func newFuseExtendCmd() *cobra.Command {
+	var ttl time.Duration
+	cmd := &cobra.Command{
+		Use:   "extend DIR [--ttl D]",
+		Short: "Re-arm DIR's fuse from now, for --ttl or its own ttl",
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			if ttl < 0 {
+				return usageError{errors.New("fuse extend: --ttl must be positive")}
+			}
+			dir, err := absPath(a[0])
+			if err != nil {
+				return err
+			}
+			req := api.FuseRequest{Directory: dir}
+			if ttl > 0 {
+				req.TTL = ttl.String()
+			}
+			c, err := client()
+			if err != nil {
+				return err
+			}
+			f, err := c.ExtendFuse(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			printFuseLine("Fuse extended", f)
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&ttl, "ttl", 0, "new time until the fuse expires (default: the fuse's own ttl)")
+	return cmd
+}
+
+func newFuseCancelCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "cancel DIR",
+		Short: "Remove DIR's fuse without firing it",
+		Args:  args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			dir, err := absPath(a[0])
+			if err != nil {
+				return err
+			}
+			c, err := client()
+			if err != nil {
+				return err
+			}
+			f, err := c.CancelFuse(cmd.Context(), dir)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("Fuse cancelled: %s\n", f.Directory)
+			return nil
+		},
+	}
+}
+
+func printFuseLine(what string, f api.Fuse) {
+	fmt.Printf("%s: %s expires in %s (at %s)\n", what, f.Directory, fuseRemaining(time.Until(f.ExpiresAt)), f.ExpiresAt.Local().Format(time.RFC3339))
+}
+
+func newFusesCmd(use string) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: "List fuses, soonest first",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := client()
+			if err != nil {
+				return err
+			}
+			fs, err := c.Fuses(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(os.Stdout, fs)
+			}
+			printFuses(os.Stdout, fs, time.Now())
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func printFuses(w io.Writer, fs []api.Fuse, now time.Time) {
+	if len(fs) == 0 {
+		fmt.Fprintln(w, "No active fuses")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "DIRECTORY\tLABEL\tEXPIRES IN\tON EXPIRE")
+	for _, f := range fs {
+		action := ""
+		if f.OnExpire != nil {
+			switch {
+			case f.OnExpire.Script != "" && f.OnExpire.Webhook != "":
+				action = "script, webhook"
+			case f.OnExpire.Script != "":
+				action = "script: " + oneLine(f.OnExpire.Script, 40)
+			default:
+				action = "webhook: " + f.OnExpire.Webhook
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f.Directory, dash(f.Label), fuseRemaining(f.ExpiresAt.Sub(now)), dash(action))
+	}
+	tw.Flush()
+}
+
+// fuseRemaining writes a time left the way the old tool did: "expired",
+// "42s", "7m", "2h 5m".
+func fuseRemaining(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "expired"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	}
+	return fmt.Sprintf("%dh %dm", int(d.Hours()), int(d.Minutes())%60)
+}
+
+func newEventsCmd() *cobra.Command {
+	var types []string
+	var since string
+	cmd := &cobra.Command{
+		Use:   "events",
+		Short: "Stream the service's events as NDJSON",
+		Long: `Print the service's events, one JSON object per line, as they happen:
+session.started, session.stopped (with the exit code or signal in its session
+object), session.lost, session.idle and session.busy (where an agent reports
+it), lock.acquired, lock.released, fuse.set, fuse.extended, fuse.cancelled,
+fuse.expired and hook.failed. Each has a seq number; --since SEQ replays the
+events after it from the service's journal, --since 10m those of the last ten
+minutes. When the service restarts, events reconnects and carries on from the
+last event it printed, missing none. A line of type events.gap says events
+were no longer in the journal.
+
+  agentctl events --type session.stopped | jq -r '.session.exit_code'`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if _, err := events.ParseFilter(types); err != nil {
+				return usageError{err}
+			}
+			if since != "" {
+				if _, err := events.ParseSince(since, time.Now()); err != nil {
+					return usageError{err}
+				}
+			}
+			c, err := client()
+			if err != nil {
+				return err
+			}
+			return streamEvents(cmd.Context(), c, supervisor.EventOptions{Since: since, Types: types}, os.Stdout)
+		},
+	}
+	cmd.Flags().StringArrayVar(&types, "type", nil, "only events of this type, or family (lock.*) (repeatable)")
+	cmd.Flags().StringVar(&since, "since", "", "first replay the events after this sequence number, or of this duration (10m), or since this RFC 3339 time")
+	cmd.Flags().Bool("json", true, "print NDJSON (the only format; accepted for compatibility)")
+	return cmd
+}
+
+// streamEvents prints events until ctx ends, reconnecting after the last
+// event printed whenever the stream breaks (a service restart).
+func streamEvents(ctx context.Context, c *supervisor.Client, o supervisor.EventOptions, w io.Writer) error {
+	enc := json.NewEncoder(w)
+	var last uint64
+	known := false
+	for {
+		err := c.Events(ctx, o, func(after uint64) {
+			if !known {
+				last, known = after, true
+			}
+		}, func(e events.Event) error {
+			if e.Seq > 0 {
+				last = e.Seq
+			}
+			return enc.Encode(e)
+		})
+		if ctx.Err() != nil {
+			return nil
+		}
+		if !known {
+			return err // never connected: say why
+		}
+		o.Since = strconv.FormatUint(last, 10)
+		if err := waitForService(ctx, c); err != nil {
+			return nil
+		}
+	}
+}
+
+// waitForService waits for the service's socket to answer again, without
+// starting it: a stopped service is the user's choice.
+func waitForService(ctx context.Context, c *supervisor.Client) error {
+	probe := supervisor.NewClient(c.Home(), "", false)
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if _, err := probe.DaemonStatus(ctx); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
