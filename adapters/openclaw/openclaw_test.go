@@ -412,6 +412,8 @@ func TestNativeState(t *testing.T) {
 		{"running", sessionRow{Status: "running"}, adapters.NativeRunning, false},
 		{"running but no active run", sessionRow{Status: "running", HasActiveRun: ptr(false)}, adapters.NativeUnknown, true},
 		{"done", sessionRow{Status: "done", HasActiveRun: ptr(false)}, adapters.NativeDone, false},
+		{"done, but aborted", sessionRow{Status: "done", HasActiveRun: ptr(false), AbortedLastRun: ptr(true)}, adapters.NativeAborted, false},
+		{"done, not aborted", sessionRow{Status: "done", AbortedLastRun: ptr(false)}, adapters.NativeDone, false},
 		{"failed", sessionRow{Status: "failed", LastRunError: ptr("boom")}, adapters.NativeFailed, true},
 		{"timeout", sessionRow{Status: "timeout"}, adapters.NativeFailed, true},
 		{"killed", sessionRow{Status: "killed", AbortedLastRun: ptr(true)}, adapters.NativeAborted, false},

@@ -103,6 +103,11 @@ func nativeState(r sessionRow) (adapters.NativeState, []string) {
 		}
 		return adapters.NativeRunning, nil
 	case runDone:
+		// A run aborted before it got going can end as "done"; the
+		// gateway's abortedLastRun says what happened.
+		if r.AbortedLastRun != nil && *r.AbortedLastRun {
+			return adapters.NativeAborted, nil
+		}
 		return adapters.NativeDone, nil
 	case runFailed:
 		if r.LastRunError != nil && *r.LastRunError != "" {
