@@ -33,6 +33,13 @@ func seedLines(f *testing.F, addLines bool) [][]byte {
 	return all
 }
 
+// The fuzz targets run with, for example:
+//
+//	go test -run '^$' -fuzz '^FuzzSessionGrowth$' -fuzztime 90s -fuzzminimizetime 5s ./adapters/pi
+//
+// (the default minimisation budget of 60 s per new input otherwise eats
+// most of a short run).
+
 // FuzzRecord: any line parses or is rejected, never panics, and what it
 // yields for a transcript is well formed.
 func FuzzRecord(f *testing.F) {
