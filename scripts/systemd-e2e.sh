@@ -1,20 +1,28 @@
 #!/usr/bin/env bash
-# Proves `agentctl service` on a real systemd: brings up the harness of
-# scripts/systemd-harness.sh (a systemd user manager in a private mount
-# namespace, for a throwaway user), runs the service package's tests and the
-# end-to-end tests of e2e/systemd in it as that user, tears everything down,
-# and prints a summary with durations.
+# Proves `agentctl service` on a real systemd, in two tiers, and prints a
+# summary with durations:
+#   1. user units: the harness of scripts/systemd-harness.sh (a systemd user
+#      manager in a private mount namespace, for a throwaway user) runs the
+#      service package's tests and the end-to-end tests of e2e/systemd as
+#      that user (about 30 s);
+#   2. system units, and user units under a user@.service started by a real
+#      system manager: the Debian container of
+#      scripts/systemd-nspawn-harness.sh (its root is built once, about 90 to
+#      200 s, and cached in SYSTEMD_NSPAWN_DIR; a boot takes about 2 s).
+#      SYSTEMD_E2E_NSPAWN=0 skips this tier.
 #
 #   scripts/systemd-e2e.sh
 #
-# Needs root and Go; installs systemd and util-linux with apt-get when they
-# are missing. Exits non-zero when any check fails. Bounded: each test binary
-# gets SYSTEMD_E2E_TIMEOUT seconds (default 300).
+# Needs root and Go; installs systemd, util-linux, debootstrap and
+# systemd-container with apt-get when they are missing. Exits non-zero when
+# any check fails. Bounded: each test binary gets SYSTEMD_E2E_TIMEOUT seconds
+# (default 300); the harnesses bound their own start and stop.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 cd "$repo"
 harness=$repo/scripts/systemd-harness.sh
+nspawn=$repo/scripts/systemd-nspawn-harness.sh
 limit=${SYSTEMD_E2E_TIMEOUT:-300}
 start=$(date +%s.%N)
 
@@ -44,11 +52,14 @@ work=$(mktemp -d /tmp/agentctl-systemd-e2e.XXXXXX)
 chmod 755 "$work"
 cleanup() {
 	"$harness" down || true
+	[ "${SYSTEMD_E2E_NSPAWN:-1}" = 0 ] || "$nspawn" down || true
 	rm -rf "$work"
 }
 trap cleanup EXIT
 
 t=$(date +%s.%N)
+# Static, so the same binaries run in the container.
+export CGO_ENABLED=0
 go build -o "$work/agentctl" ./cmd/agentctl
 go test -c -o "$work/service.test" ./service
 go test -c -o "$work/systemd.test" ./e2e/systemd
@@ -91,11 +102,52 @@ check "agentctl binary on systemd (install + list via the unit, 5 sessions acros
 t=$(date +%s.%N)
 "$harness" down
 down_s=$(since "$t")
+timing="user-manager harness: up ${up_s} s, down ${down_s} s"
+
+if [ "${SYSTEMD_E2E_NSPAWN:-1}" != 0 ]; then
+	"$nspawn" down >/dev/null 2>&1 || true
+	t=$(date +%s.%N)
+	if timeout 900 "$nspawn" up; then
+		nup_s=$(since "$t")
+		"$nspawn" install "$work/agentctl" /usr/local/bin/agentctl
+		"$nspawn" install "$work/systemd.test" /usr/local/bin/agentctl-systemd.test
+		# ncheck NAME TESTS PREFIX...: run the e2e tests matching TESTS in the
+		# container, behind PREFIX (the env -i and setpriv that set the scene).
+		ncheck() {
+			local name=$1 tests=$2 t rc=0
+			shift 2
+			t=$(date +%s.%N)
+			timeout --kill-after=10 "$limit" "$nspawn" run "$@" AGENTCTL_BIN=/usr/local/bin/agentctl \
+				/usr/local/bin/agentctl-systemd.test -test.run "$tests" -test.v -test.timeout "$((limit - 10))s" || rc=$?
+			if [ "$rc" = 0 ]; then
+				passed=$((passed + 1))
+				results+=("ok    $name ($(since "$t") s)")
+			else
+				failed=$((failed + 1))
+				results+=("FAIL  $name (exit $rc, $(since "$t") s)")
+			fi
+		}
+		ncheck "system unit in a booted Debian (install --system --user ci as root, runs as ci, sessions across restart and kill -9, status without root, uninstall via SUDO_USER)" \
+			'^TestSystemService' \
+			env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/root AGENTCTL_SYSTEMD_SYSTEM_TEST=1 AGENTCTL_TEST_USER=ci
+		ncheck "user unit under a real user@1000.service in a booted Debian (the binary tests above, as ci)" \
+			'^(TestServiceOnRealSystemd|TestAutostartGoesThroughTheUnit)$' \
+			setpriv --reuid=1000 --regid=1000 --init-groups env -i HOME=/home/ci USER=ci LOGNAME=ci \
+			PATH=/usr/local/bin:/usr/bin:/bin XDG_RUNTIME_DIR=/run/user/1000 \
+			DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1000/bus AGENTCTL_SYSTEMD_TEST=1
+		t=$(date +%s.%N)
+		"$nspawn" down
+		timing="$timing; nspawn container: up ${nup_s} s (root cached in ${SYSTEMD_NSPAWN_DIR:-/var/cache/agentctl-nspawn}), down $(since "$t") s"
+	else
+		failed=$((failed + 1))
+		results+=("FAIL  nspawn container boot (see the log above)")
+	fi
+fi
 trap 'rm -rf "$work"' EXIT
 
 echo
-echo "systemd-e2e summary (harness: systemd --user in a private mount namespace)"
-echo "  build ${build_s} s, harness up ${up_s} s, down ${down_s} s, total $(since "$start") s"
+echo "systemd-e2e summary"
+echo "  build ${build_s} s; $timing; total $(since "$start") s"
 printf '  %s\n' "${results[@]}"
 echo "systemd-e2e: $passed passed, $failed failed"
 [ "$failed" = 0 ]
