@@ -105,7 +105,7 @@ func (a *Adapter) piSpec(req adapters.LaunchRequest, file string) (adapters.Laun
 	args = append(args, "--session", file)
 	env := withDefault(req.Env, "PI_OFFLINE", "1")
 	env = withValue(env, envSessionMarker, file)
-	argv, err := withPrompt(a.Binary(), a.InstallHint(), args, req, false)
+	argv, err := withPrompt(a.Binary(), a.InstallHint(), args, req, "")
 	if err != nil {
 		return adapters.LaunchSpec{}, err
 	}
@@ -118,19 +118,16 @@ func (a *Adapter) piSpec(req adapters.LaunchRequest, file string) (adapters.Laun
 // from the store afterwards (FindNativeID).
 func (a *Adapter) rustSpec(req adapters.LaunchRequest, resumeFile *string) (adapters.LaunchSpec, error) {
 	var args []string
+	before := "--"
 	if resumeFile != nil {
 		args = []string{"--session", *resumeFile}
+		before = "-p"
 	}
 	args = append(args, modelArgs(req.Model)...)
 	args = append(args, "--print")
-	argv, err := withPrompt(a.Binary(), a.InstallHint(), args, req, resumeFile == nil)
+	argv, err := withPrompt(a.Binary(), a.InstallHint(), args, req, before)
 	if err != nil {
 		return adapters.LaunchSpec{}, err
-	}
-	if resumeFile != nil && argv[0] == a.Binary() {
-		// The message goes after -p, as the previous tool passed it.
-		last := argv[len(argv)-1]
-		argv = append(argv[:len(argv)-1], "-p", last)
 	}
 	return adapters.LaunchSpec{Argv: argv, Env: append([]string(nil), req.Env...)}, nil
 }
@@ -148,21 +145,21 @@ func modelArgs(model string) []string {
 	return []string{"--model", model}
 }
 
-// withPrompt appends the prompt to argv, or, when it is too large for argv
-// or would be read as an option ('-') or a file argument ('@', Pi's
-// syntax), writes it to a file in the session folder and runs the agent
-// through /bin/sh with that file as its stdin: Pi reads a piped stdin as
-// the prompt, but ignores stdin when it is a terminal, as it is under
-// agentctl's pty. dashDash puts "--" before an argv prompt (pi-rust
-// accepts it; Pi has no such marker).
-func withPrompt(bin, hint string, args []string, req adapters.LaunchRequest, dashDash bool) ([]string, error) {
+// withPrompt appends the prompt to argv, after before when set, or, when it
+// is too large for argv or would be read as an option ('-') or, by Pi, as a
+// file argument ('@'), writes it to a file in the session folder and runs
+// the agent through /bin/sh with that file as its stdin: Pi reads a piped
+// stdin as the prompt, but ignores stdin when it is a terminal, as it is
+// under agentctl's pty. before "--" (pi-rust accepts it; Pi has no such
+// marker) makes any prompt safe in argv.
+func withPrompt(bin, hint string, args []string, req adapters.LaunchRequest, before string) ([]string, error) {
 	p := req.Prompt
 	viaFile := len(p) > maxArgPrompt || strings.ContainsRune(p, 0) ||
-		(!dashDash && (strings.HasPrefix(p, "-") || strings.HasPrefix(p, "@")))
+		(before != "--" && (strings.HasPrefix(p, "-") || strings.HasPrefix(p, "@")))
 	if !viaFile {
 		argv := append([]string{bin}, args...)
-		if dashDash {
-			argv = append(argv, "--")
+		if before != "" {
+			argv = append(argv, before)
 		}
 		return append(argv, p), nil
 	}

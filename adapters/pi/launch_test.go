@@ -353,3 +353,20 @@ func TestFindNativeID(t *testing.T) {
 		t.Errorf("two candidates: %v, want an ambiguity error", err)
 	}
 }
+
+func TestRustResumeArgv(t *testing.T) {
+	r := NewRust(adapters.Env{Home: t.TempDir()})
+	cwd := t.TempDir()
+	// A session pi-rust wrote (same store, same format).
+	file, id, err := r.createSession(cwd, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := r.Resume(adapters.LaunchRequest{Prompt: "again", NativeID: id, Cwd: cwd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"pi-rust", "--session", file, "--print", "-p", "again"}; !slices.Equal(spec.Argv, want) || spec.NativeID != id {
+		t.Errorf("pi-rust resume argv = %q, want %q", spec.Argv, want)
+	}
+}

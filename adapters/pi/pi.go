@@ -242,46 +242,49 @@ func (a *Adapter) pathOf(ctx context.Context, nativeID string) (string, error) {
 	if nativeID == "" {
 		return "", errors.New("empty pi session id")
 	}
-	lookup := func() (string, error) {
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		if p, ok := a.paths[nativeID]; ok {
+	p, err := a.knownPath(nativeID)
+	if err != nil {
+		return "", err
+	}
+	if p != "" {
+		if _, err := os.Stat(p); err == nil {
 			return p, nil
 		}
-		var found []string
-		for id, p := range a.paths {
-			if strings.HasPrefix(id, nativeID) {
-				found = append(found, p)
-			}
-		}
-		switch len(found) {
-		case 0:
-			return "", nil
-		case 1:
-			return found[0], nil
-		}
-		return "", fmt.Errorf("pi session id %q is ambiguous: %d sessions start with it", nativeID, len(found))
 	}
-	if p, err := lookup(); p != "" || err != nil {
-		if p != "" {
-			if _, serr := os.Stat(p); serr == nil {
-				return p, nil
-			}
-		} else {
-			return "", err
-		}
-	}
+	// Not seen yet, or moved: scan the store again.
 	if _, err := a.scan(ctx); err != nil {
 		return "", err
 	}
-	p, err := lookup()
-	if err != nil {
+	if p, err = a.knownPath(nativeID); err != nil {
 		return "", err
 	}
 	if p == "" {
 		return "", fmt.Errorf("pi session %s: %w", nativeID, fs.ErrNotExist)
 	}
 	return p, nil
+}
+
+// knownPath looks nativeID (or a unique prefix of one) up in the ids the
+// last scan saw; "" when none matches.
+func (a *Adapter) knownPath(nativeID string) (string, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if p, ok := a.paths[nativeID]; ok {
+		return p, nil
+	}
+	var found []string
+	for id, p := range a.paths {
+		if strings.HasPrefix(id, nativeID) {
+			found = append(found, p)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return "", nil
+	case 1:
+		return found[0], nil
+	}
+	return "", fmt.Errorf("pi session id %q is ambiguous: %d sessions start with it", nativeID, len(found))
 }
 
 // Transcript returns the last n messages of the session's active branch
