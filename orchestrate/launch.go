@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/agentctl/agentctl/api"
@@ -291,6 +292,7 @@ func launchMember(ctx context.Context, s Starter, req Request, group string, rep
 	if len(rr.Labels) == 0 {
 		rr.Labels = nil
 	}
+	rr.Env = withPWD(req.Template.Env, rr.Cwd)
 	p.Update(i, Starting, "")
 	sess, err := s.Run(ctx, rr)
 	if err != nil {
@@ -299,6 +301,23 @@ func launchMember(ctx context.Context, s Starter, req Request, group string, rep
 	mr.Session = &sess
 	p.Update(i, Started, sess.ID)
 	return nil
+}
+
+// withPWD returns a copy of env whose PWD is dir. The caller's PWD names
+// the folder the command was typed in, not the member's worktree, and some
+// agents (OpenCode) take PWD over their real working directory and would
+// work in the wrong tree.
+func withPWD(env []string, dir string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "PWD=") {
+			out = append(out, kv)
+		}
+	}
+	if dir == "" {
+		return out
+	}
+	return append(out, "PWD="+dir)
 }
 
 // newGroup makes a group id no branch of the repository uses yet.

@@ -53,7 +53,7 @@ func TestLaunchGroup(t *testing.T) {
 	head := gitIn(t, repo, "rev-parse", "HEAD")
 	st := &recordingStarter{}
 	progress := &stageLog{}
-	tmpl := api.RunRequest{Prompt: "fix it", Env: []string{"A=1"}, Name: "cmp", Labels: map[string]string{"ticket": "42"}}
+	tmpl := api.RunRequest{Prompt: "fix it", Env: []string{"A=1", "PWD=/where/the/command/was/typed"}, Name: "cmp", Labels: map[string]string{"ticket": "42"}}
 	res, err := Launch(ctx, st, Request{
 		Repo: filepath.Join(repo, "pkg"),
 		Members: []Member{
@@ -101,7 +101,10 @@ func TestLaunchGroup(t *testing.T) {
 		r.Labels[LabelBaseCommit] != head || r.Labels[LabelBase] != "HEAD" || r.Labels[LabelMember] != "cc-opus" {
 		t.Errorf("request of member 1 = %+v", r)
 	}
-	if len(tmpl.Labels) != 1 {
+	if strings.Join(r.Env, " ") != "A=1 PWD="+res.Members[0].Cwd {
+		t.Errorf("member 1's environment = %q; want PWD set to its own folder", r.Env)
+	}
+	if len(tmpl.Labels) != 1 || tmpl.Env[1] != "PWD=/where/the/command/was/typed" {
 		t.Errorf("the template's labels were changed: %v", tmpl.Labels)
 	}
 
