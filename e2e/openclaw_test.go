@@ -599,11 +599,21 @@ func TestOpenClawGateway(t *testing.T) {
 		local := e.Start("--", "sleep", "30")
 		var list api.SessionList
 		e.JSON(&list, "list", "--json")
-		if len(list.Sessions) != 1 || list.Sessions[0].ID != local.ID || list.Sessions[0].Status != api.StatusRunning {
-			t.Fatalf("list with the gateway down: %+v", list)
+		var shown bool
+		for _, s := range list.Sessions {
+			shown = shown || (s.ID == local.ID && s.Status == api.StatusRunning)
 		}
-		if len(list.Warnings) != 1 || !strings.Contains(list.Warnings[0], "openclaw") || !strings.Contains(list.Warnings[0], "not reachable") {
-			t.Fatalf("warnings %q, want one naming the adapter and the reason", list.Warnings)
+		if !shown {
+			t.Fatalf("list with the gateway down does not show the local session running: %+v", list)
+		}
+		var warned []string
+		for _, w := range list.Warnings {
+			if strings.Contains(w, "openclaw") {
+				warned = append(warned, w)
+			}
+		}
+		if len(warned) != 1 || !strings.Contains(warned[0], "not reachable") {
+			t.Fatalf("warnings %q, want one naming the openclaw adapter and the reason", list.Warnings)
 		}
 	})
 
@@ -642,10 +652,17 @@ func TestOpenClawGateway(t *testing.T) {
 			t.Errorf("the exec's result does not carry the session id %s: %+v", s.ID, msgs)
 		}
 		// With nothing of the session holding the exec's pipes, the gateway
-		// has no background exec to drain and stops at once.
+		// has no background exec session to drain before it stops (one that
+		// did would hold its shutdown for minutes).
 		g.stop(t)
-		if g.stopTook > 15*time.Second {
-			t.Errorf("gateway took %s to stop", g.stopTook)
+		logged, _ := os.ReadFile(g.log)
+		for _, line := range strings.Split(string(logged), "\n") {
+			if strings.Contains(line, "draining active work") && strings.Contains(line, "backgroundExecSessions=") {
+				t.Errorf("the gateway drained a background exec session at shutdown: %s", line)
+			}
+		}
+		if !strings.Contains(string(logged), "drain settled") {
+			t.Errorf("the gateway log does not show its drain settling; stop took %s", g.stopTook)
 		}
 		if st := execEnv.Session(s.ID); st.Status != api.StatusRunning {
 			t.Fatalf("session is %s after the gateway stopped, want running", st.Status)
