@@ -560,7 +560,7 @@ func checkAgentGroup(t *testing.T, e *Env, srv *fakemodel.Server, group string, 
 			continue
 		}
 		if r.Session.TokensIn == nil {
-			t.Errorf("member %s (%s): no tokens after it ran", r.Member, r.Session.Adapter)
+			t.Errorf("member %s (%s): no tokens after it ran (native id %q: did the adapter learn it? see daemon.log in the kept AGENTCTL_HOME)", r.Member, r.Session.Adapter, r.Session.NativeID)
 		}
 		if r.Session.Adapter == "pi" && (r.Diff == nil || r.Diff.Untracked != 1 || r.Diff.Insertions != 1) {
 			t.Errorf("pi's diff = %+v (%s), want hello.txt", r.Diff, r.DiffError)
