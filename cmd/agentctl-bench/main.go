@@ -81,6 +81,9 @@ type row struct {
 	command      string
 	cold, warm   time.Duration
 	rssMB, hwmMB float64
+	// note says when a timed run printed warnings (an adapter timed out,
+	// so its answer was partial).
+	note string
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
@@ -151,6 +154,9 @@ func measure(ctx context.Context, o options, dir string, n int) ([]row, error) {
 	if _, err := b.agentctl(ctx, "daemon", "start"); err != nil {
 		return nil, err
 	}
+	if err := b.settle(ctx); err != nil {
+		return nil, err
+	}
 	target, err := b.largestSession(ctx)
 	if err != nil {
 		return nil, err
@@ -170,15 +176,24 @@ func measure(ctx context.Context, o options, dir string, n int) ([]row, error) {
 		if _, err := b.agentctl(ctx, "daemon", "restart"); err != nil {
 			return nil, err
 		}
-		cold, err := b.timed(ctx, c.args...)
+		cold, coldWarned, err := b.timed(ctx, c.args...)
 		if err != nil {
 			return nil, err
 		}
+		// Let discoveries that timed out finish filling the caches before
+		// the warm runs.
+		if err := b.settle(ctx); err != nil {
+			return nil, err
+		}
 		var warm []time.Duration
+		warmWarned := 0
 		for range o.runs {
-			d, err := b.timed(ctx, c.args...)
+			d, warned, err := b.timed(ctx, c.args...)
 			if err != nil {
 				return nil, err
+			}
+			if warned {
+				warmWarned++
 			}
 			warm = append(warm, d)
 		}
@@ -187,9 +202,43 @@ func measure(ctx context.Context, o options, dir string, n int) ([]row, error) {
 		if err != nil {
 			return nil, err
 		}
-		rows = append(rows, row{size: n, storeMB: size >> 20, command: c.name, cold: cold, warm: warm[len(warm)/2], rssMB: rss, hwmMB: hwm})
+		var notes []string
+		if coldWarned {
+			notes = append(notes, "cold run partial (adapter timeout)")
+		}
+		if warmWarned > 0 {
+			notes = append(notes, fmt.Sprintf("%d warm runs with warnings", warmWarned))
+		}
+		rows = append(rows, row{size: n, storeMB: size >> 20, command: c.name, cold: cold, warm: warm[len(warm)/2], rssMB: rss, hwmMB: hwm, note: strings.Join(notes, "; ")})
 	}
 	return rows, nil
+}
+
+// settleTimeout bounds how long a cold service may take to read the whole
+// store, across repeated lists that each time out part way.
+const settleTimeout = 10 * time.Minute
+
+// settle lists until an answer comes back without warnings: a discovery cut
+// short by the service's per-adapter timeout keeps what it read, so each
+// list gets further.
+func (b *bench) settle(ctx context.Context) error {
+	deadline := time.Now().Add(settleTimeout)
+	for {
+		out, err := b.agentctl(ctx, "list", "-a", "--json")
+		if err != nil {
+			return err
+		}
+		var l api.SessionList
+		if err := json.Unmarshal(out, &l); err != nil {
+			return fmt.Errorf("decode list -a: %w", err)
+		}
+		if len(l.Warnings) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the service still warns after %s: %q", settleTimeout, l.Warnings)
+		}
+	}
 }
 
 // generate splits n sessions between the agents' generators.
@@ -227,21 +276,28 @@ func treeSize(dir string) int64 {
 
 // agentctl runs the binary and returns its stdout.
 func (b *bench) agentctl(ctx context.Context, args ...string) ([]byte, error) {
+	out, _, err := b.agentctlErr(ctx, args...)
+	return out, err
+}
+
+// agentctlErr runs the binary and returns its stdout and stderr.
+func (b *bench) agentctlErr(ctx context.Context, args ...string) ([]byte, []byte, error) {
 	cmd := exec.CommandContext(ctx, b.o.bin, args...)
 	cmd.Env = b.env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("agentctl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+		return nil, nil, fmt.Errorf("agentctl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
-	return stdout.Bytes(), nil
+	return stdout.Bytes(), stderr.Bytes(), nil
 }
 
-// timed runs agentctl and returns its wall time, end to end.
-func (b *bench) timed(ctx context.Context, args ...string) (time.Duration, error) {
+// timed runs agentctl and returns its wall time, end to end, and whether it
+// printed warnings.
+func (b *bench) timed(ctx context.Context, args ...string) (time.Duration, bool, error) {
 	start := time.Now()
-	_, err := b.agentctl(ctx, args...)
-	return time.Since(start), err
+	_, stderr, err := b.agentctlErr(ctx, args...)
+	return time.Since(start), len(bytes.TrimSpace(stderr)) > 0, err
 }
 
 // largestSession returns the agentctl id of the discovered session with the
@@ -319,8 +375,15 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/float64(
 func printTable(w io.Writer, rows []row) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "sessions\tstore MB\tcommand\tcold ms\twarm ms (median)\tservice RSS MB\tservice peak MB\t")
+	var notes []string
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%.1f\t%.1f\t\n", r.size, r.storeMB, r.command, ms(r.cold), ms(r.warm), r.rssMB, r.hwmMB)
+		if r.note != "" {
+			notes = append(notes, fmt.Sprintf("%d sessions, %s: %s", r.size, r.command, r.note))
+		}
 	}
 	tw.Flush()
+	for _, n := range notes {
+		fmt.Fprintln(w, "note:", n)
+	}
 }
