@@ -55,27 +55,30 @@ func piKind(argv []string) (isPi, rust bool) {
 }
 
 // livePis lists the running Pi and pi-rust processes the caller may see.
+// It reads each process's argv first and the kernel's process record only
+// for Pi's, which halves the work of a Discover on a busy machine.
 func livePis() ([]liveProc, error) {
-	table, err := proc.Table()
+	pids, err := allPIDs()
 	if err != nil {
 		return nil, err
 	}
 	var out []liveProc
-	for _, info := range table {
-		if info.Zombie {
-			continue
-		}
-		argv, err := proc.Cmdline(info.PID)
+	for _, pid := range pids {
+		argv, err := proc.Cmdline(pid)
 		if err != nil {
-			continue
+			continue // gone, or not ours to read
 		}
 		isPi, rust := piKind(argv)
 		if !isPi {
 			continue
 		}
+		info, err := proc.Lookup(pid)
+		if err != nil || info.Zombie {
+			continue
+		}
 		p := liveProc{info: info, argv: argv, rust: rust}
-		p.cwd, _ = proc.Cwd(info.PID)
-		p.marker = environValue(info.PID, envSessionMarker)
+		p.cwd, _ = proc.Cwd(pid)
+		p.marker = environValue(pid, envSessionMarker)
 		out = append(out, p)
 	}
 	return out, nil
