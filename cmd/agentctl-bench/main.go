@@ -352,7 +352,13 @@ func (b *bench) serviceMemory(ctx context.Context) (rss, hwm float64, err error)
 	}
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", st.PID))
 	if err != nil {
-		return 0, 0, fmt.Errorf("read service memory: %w", err)
+		// No /proc (macOS): ps knows the resident set, not its peak.
+		out, perr := exec.CommandContext(ctx, "ps", "-o", "rss=", "-p", strconv.Itoa(st.PID)).Output()
+		if perr != nil {
+			return 0, 0, fmt.Errorf("read service memory: %w", err)
+		}
+		kb, _ := strconv.ParseFloat(strings.TrimSpace(string(out)), 64)
+		return kb / 1024, 0, nil
 	}
 	return statusKB(data, "VmRSS:") / 1024, statusKB(data, "VmHWM:") / 1024, nil
 }
