@@ -474,3 +474,16 @@ func TestServiceStartedInsideASessionSurvivesIt(t *testing.T) {
 		t.Fatalf("the session started by the inner service is %s: ending the outer session killed it", inner.Status)
 	}
 }
+
+// The session's PWD is its own cwd, not the caller's: some agents work in
+// $PWD rather than in their real working directory.
+func TestPWDFollowsCwd(t *testing.T) {
+	e := NewEnv(t)
+	dir := t.TempDir()
+	e.Setenv("PWD", "/somewhere/else")
+	s := e.Start("--cwd", dir, "--", "env")
+	e.WaitStatus(s.ID, api.StatusExited, 10*time.Second)
+	if out := e.MustRun("logs", "-n", "0", s.ID); !strings.Contains(out, "PWD="+dir+"\n") {
+		t.Errorf("environment %q lacks PWD=%s", out, dir)
+	}
+}

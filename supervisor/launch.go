@@ -35,7 +35,9 @@ func (s *Server) launch(ctx context.Context, req api.RunRequest) (api.Session, e
 			return api.Session{}, api.Errorf(api.CodeInvalid, "--env %q: want KEY=VALUE", kv)
 		}
 	}
-	env := spawn.MergeEnv(req.Env, req.EnvOverrides...)
+	// PWD follows the session's cwd, not the caller's: some agents
+	// (OpenCode) work in $PWD rather than in their real working directory.
+	env := spawn.MergeEnv(spawn.MergeEnv(req.Env, "PWD="+req.Cwd), req.EnvOverrides...)
 	now := time.Now().UTC()
 	id := NewID(now)
 	dir := s.opts.Home.SessionDir(id)
@@ -45,9 +47,7 @@ func (s *Server) launch(ctx context.Context, req api.RunRequest) (api.Session, e
 		CreatedAt: now, Rows: req.Rows, Cols: req.Cols,
 		StopSignal: "SIGTERM",
 	}
-	if rec.Adapter == "" {
-		rec.Adapter = ExecAdapter
-	}
+	rec.Adapter = canonicalAdapter(rec.Adapter)
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return api.Session{}, fmt.Errorf("create session folder: %w", err)
 	}
@@ -103,6 +103,18 @@ func (s *Server) launch(ctx context.Context, req api.RunRequest) (api.Session, e
 		s.learnNativeID(id, finder, started)
 	}
 	return sess, nil
+}
+
+// canonicalAdapter maps the names the old tool used onto today's, and ""
+// onto the plain-command adapter.
+func canonicalAdapter(name string) string {
+	switch name {
+	case "":
+		return ExecAdapter
+	case "claude-code":
+		return "claude"
+	}
+	return name
 }
 
 // adapterSpec builds an agent's argv and environment through its adapter.

@@ -334,6 +334,17 @@ whole conversation. Prints the new run's id.`,
 			if req.Model == "" {
 				req.Model = prev.Model
 			}
+			// A resumed run stays in its group with its labels, so group
+			// views and label filters keep finding it.
+			req.Group = prev.Group
+			for k, v := range prev.Labels {
+				if req.Labels == nil {
+					req.Labels = map[string]string{}
+				}
+				if _, set := req.Labels[k]; !set {
+					req.Labels[k] = v
+				}
+			}
 			return start(cmd, f, req)
 		},
 	}
