@@ -235,26 +235,34 @@ func StableExecutable() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("locate the running executable: %w", err)
 	}
+	argv0 := ""
+	if len(os.Args) > 0 {
+		argv0 = os.Args[0]
+	}
+	return stableExecutable(exe, argv0, os.Getenv("PATH"))
+}
+
+func stableExecutable(exe, argv0, pathEnv string) (string, error) {
 	real, err := filepath.EvalSymlinks(exe)
 	if err != nil {
 		return "", fmt.Errorf("resolve %s: %w", exe, err)
 	}
-	if len(os.Args) > 0 {
-		if cand, ok := lookPathAbs(os.Args[0]); ok {
-			if candReal, err := filepath.EvalSymlinks(cand); err == nil && sameFile(candReal, real) {
-				return cand, nil
-			}
-		}
+	if cand, ok := lookPathAbs(argv0, pathEnv); ok && sameFile(cand, real) {
+		return cand, nil
 	}
 	return real, nil
 }
 
-func lookPathAbs(name string) (string, bool) {
+// lookPathAbs finds name as a shell would, as an absolute path.
+func lookPathAbs(name, pathEnv string) (string, bool) {
+	if name == "" {
+		return "", false
+	}
 	if strings.Contains(name, "/") {
 		abs, err := filepath.Abs(name)
 		return abs, err == nil
 	}
-	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+	for _, dir := range filepath.SplitList(pathEnv) {
 		if dir == "" || !filepath.IsAbs(dir) {
 			continue
 		}
