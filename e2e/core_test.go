@@ -483,7 +483,7 @@ func TestPWDFollowsCwd(t *testing.T) {
 	e.Setenv("PWD", "/somewhere/else")
 	s := e.Start("--cwd", dir, "--", "env")
 	e.WaitStatus(s.ID, api.StatusExited, 10*time.Second)
-	if out := e.MustRun("logs", "-n", "0", s.ID); !strings.Contains(out, "PWD="+dir+"\n") {
+	if out := e.MustRun("logs", "-n", "0", s.ID); !strings.Contains("\n"+out+"\n", "\nPWD="+dir+"\n") {
 		t.Errorf("environment %q lacks PWD=%s", out, dir)
 	}
 }
