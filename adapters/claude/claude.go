@@ -34,20 +34,16 @@ const maxCached = 50000
 // Adapter reads Claude Code's native store. It is safe for concurrent use.
 type Adapter struct {
 	env       adapters.Env
-	summaries *adapters.FileCache[summary]
+	summaries *adapters.FileCache[*summary]
 	history   *adapters.FileCache[historyIndex]
-
-	mu    sync.Mutex
-	paths map[string]string // native id -> transcript, from the last Discover
 }
 
 // New returns the adapter for the Claude store env points at.
 func New(env adapters.Env) *Adapter {
 	return &Adapter{
 		env:       env,
-		summaries: adapters.NewFileCache[summary](maxCached),
+		summaries: adapters.NewFileCache[*summary](maxCached),
 		history:   adapters.NewFileCache[historyIndex](1),
-		paths:     map[string]string{},
 	}
 }
 
@@ -132,7 +128,7 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 	live, unmatchedCwds, liveErr := liveProcesses(filepath.Join(a.configDir(), "sessions"))
 
 	type result struct {
-		sum  summary
+		sum  *summary
 		mod  time.Time
 		err  error
 		gone bool
@@ -148,14 +144,14 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 	}
 
 	hist := a.historyIndex()
-	paths := make(map[string]string, len(files))
+	listed := make(map[string]bool, len(files))
 	out := make([]adapters.NativeSession, 0, len(files)+len(live))
 	for i, f := range files {
 		r := results[i]
 		if r.gone {
 			continue // deleted between listing and reading
 		}
-		paths[f.id] = f.key.Path
+		listed[f.id] = true
 		ns := adapters.NativeSession{Adapter: Name, NativeID: f.id, Path: f.key.Path}
 		if r.err != nil {
 			ns.Warnings = []string{fmt.Sprintf("read transcript: %v", r.err)}
@@ -192,7 +188,7 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 	// Running sessions with no transcript yet (an interactive claude before
 	// its first prompt).
 	for id, ls := range live {
-		if _, ok := paths[id]; ok {
+		if listed[id] {
 			continue
 		}
 		ns := adapters.NativeSession{Adapter: Name, NativeID: id, Cwd: ls.cwd, CreatedAt: ls.started, FirstPrompt: hist[id].prompt}
@@ -209,14 +205,14 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 			}
 		}
 	}
-	seen := make(map[string]bool, len(files))
-	for _, f := range files {
-		seen[f.key.Path] = true
+	if a.summaries.Stats().Entries > len(files) {
+		// Some cached transcripts were not listed: forget the deleted.
+		seen := make(map[string]bool, len(files))
+		for _, f := range files {
+			seen[f.key.Path] = true
+		}
+		a.summaries.Retain(func(p string) bool { return seen[p] })
 	}
-	a.summaries.Retain(func(p string) bool { return seen[p] })
-	a.mu.Lock()
-	a.paths = paths
-	a.mu.Unlock()
 	return out, nil
 }
 
@@ -228,19 +224,10 @@ func attachLive(ns *adapters.NativeSession, ls liveSession) {
 	}
 }
 
-// transcriptPath finds the transcript of id: where the last Discover saw
-// it, else by looking in every project folder.
+// transcriptPath finds the transcript of id in the project folders.
 func (a *Adapter) transcriptPath(id string) (string, error) {
 	if !validID(id) {
 		return "", fmt.Errorf("claude session %q: not a session id", id)
-	}
-	a.mu.Lock()
-	p, ok := a.paths[id]
-	a.mu.Unlock()
-	if ok {
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
 	}
 	matches, err := filepath.Glob(filepath.Join(a.configDir(), "projects", "*", id+".jsonl"))
 	if err != nil {

@@ -149,7 +149,7 @@ func FuzzSummaryFile(f *testing.F) {
 		dir := t.TempDir()
 		p := filepath.Join(dir, "s.jsonl")
 		sr := summaryReader{ctx: context.Background()}
-		read := func(prev *adapters.Entry[summary]) (summary, adapters.FileKey) {
+		read := func(prev *adapters.Entry[*summary]) (*summary, adapters.FileKey) {
 			f, err := os.Open(p)
 			if err != nil {
 				t.Fatal(err)
@@ -172,7 +172,7 @@ func FuzzSummaryFile(f *testing.F) {
 		fh, _ := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
 		fh.Write(data[c:])
 		fh.Close()
-		second, _ := read(&adapters.Entry[summary]{Key: key, Value: first})
+		second, _ := read(&adapters.Entry[*summary]{Key: key, Value: first})
 		if len(data) > wholeFile {
 			return // read by head and tail: the two paths may see different windows
 		}

@@ -39,8 +39,21 @@ type summaryReader struct {
 }
 
 // fill is an adapters.FillFunc: read the transcript f at key, continuing
-// from prev when the file only grew.
-func (sr summaryReader) fill(f *os.File, key adapters.FileKey, prev *adapters.Entry[summary]) (summary, error) {
+// from prev when the file only grew. The cache holds pointers so that a hit
+// copies nothing; a stored summary is never changed.
+func (sr summaryReader) fill(f *os.File, key adapters.FileKey, prev *adapters.Entry[*summary]) (*summary, error) {
+	var pv *adapters.Entry[summary]
+	if prev != nil && prev.Value != nil {
+		pv = &adapters.Entry[summary]{Key: prev.Key, Value: *prev.Value}
+	}
+	s, err := sr.fillValue(f, key, pv)
+	if err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+func (sr summaryReader) fillValue(f *os.File, key adapters.FileKey, prev *adapters.Entry[summary]) (summary, error) {
 	if prev != nil {
 		if off := adapters.ResumeOffset(f, key, prev.Key, prev.Value.Offset, prev.Value.Fingerprint); off > 0 {
 			s := prev.Value.clone()
