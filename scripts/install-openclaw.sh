@@ -84,7 +84,7 @@ fi
 # version. A scratch HOME keeps it from touching the user's ~/.openclaw.
 smoke_home="$(mktemp -d)"
 trap 'rm -rf "$smoke_home"' EXIT
-if ! got="$(HOME="$smoke_home" OPENCLAW_NO_AUTO_UPDATE=1 "$node_bin" "$entry" --version 2>&1)"; then
+if ! got="$(HOME="$smoke_home" TMPDIR="$smoke_home" OPENCLAW_NO_AUTO_UPDATE=1 "$node_bin" "$entry" --version 2>&1)"; then
 	echo "install-openclaw: openclaw --version failed: $got" >&2
 	exit 1
 fi
