@@ -77,3 +77,11 @@ func TestFrames(t *testing.T) {
 		t.Fatal("read past the end succeeded")
 	}
 }
+
+func TestWithoutSecrets(t *testing.T) {
+	got := WithoutSecrets([]string{"PATH=/bin", "ANTHROPIC_API_KEY=x", "OPENCLAW_GATEWAY_TOKEN=y", "GH_TOKEN=z", "DB_PASSWORD=p", "HOME=/h", "OPENCLAW_AGENT_ID=a"})
+	want := []string{"PATH=/bin", "HOME=/h", "OPENCLAW_AGENT_ID=a"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("WithoutSecrets = %q, want %q", got, want)
+	}
+}

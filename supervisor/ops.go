@@ -48,8 +48,8 @@ type lifecycle struct {
 	OnCreate    string `json:"on_create,omitempty"`
 	OnComplete  string `json:"on_complete,omitempty"`
 	HookTimeout string `json:"hook_timeout,omitempty"`
-	// Env is the caller's environment, which the hooks run with (written
-	// only when there are hooks; the folder is private to the user).
+	// Env is the caller's environment less credentials, which the hooks
+	// run with (written only when there are hooks).
 	Env []string `json:"env,omitempty"`
 }
 
@@ -235,7 +235,9 @@ func (o *ops) reserve(id, dir, adapter string, req api.RunRequest) error {
 		}
 	}
 	if lc.OnCreate != "" || lc.OnComplete != "" {
-		lc.Env = spawn.MergeEnv(req.Env, req.EnvOverrides...)
+		// Hooks may run after a restart, so their environment is kept on
+		// disk: without credentials, which records never hold.
+		lc.Env = spawn.WithoutSecrets(spawn.MergeEnv(req.Env, req.EnvOverrides...))
 	}
 	if o.wantsLock(adapter, lc) {
 		_, err := o.locks.Acquire(locks.Request{Dir: req.Cwd, Type: locks.Auto, SessionID: id, Owner: o.self, Force: req.Force})

@@ -26,7 +26,7 @@ func TestNewIDSortsByTimeAndIsValid(t *testing.T) {
 	if !sort.StringsAreSorted(ids) {
 		t.Fatal("ids made later do not sort later")
 	}
-	if NewID(t0) == NewID(t0) {
+	if a, b := NewID(t0), NewID(t0); a == b {
 		t.Fatal("two ids in the same millisecond are equal")
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/config"
+	"github.com/agentctl/agentctl/spawn"
 	"github.com/agentctl/agentctl/supervisor"
 )
 
@@ -127,14 +128,7 @@ func openclawIdentity(env []string) map[string]string {
 		if !ok || !strings.HasPrefix(k, "OPENCLAW_") || v == "" {
 			continue
 		}
-		upper := strings.ToUpper(k)
-		secret := false
-		for _, w := range []string{"TOKEN", "SECRET", "KEY", "PASSWORD", "AUTH", "CREDENTIAL"} {
-			if strings.Contains(upper, w) {
-				secret = true
-			}
-		}
-		if !secret {
+		if !spawn.SecretName(k) {
 			out[k] = v
 		}
 	}
