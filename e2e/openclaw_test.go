@@ -138,8 +138,16 @@ func startGateway(t *testing.T, env ...string) *gateway {
 	g.PID = cmd.Process.Pid
 	g.exited = make(chan struct{})
 	go func() { cmd.Wait(); close(g.exited) }()
+	// The gateway makes its preferred temporary root whatever TMPDIR says;
+	// one it made (and left empty) goes with it.
+	const gatewayTmp = "/tmp/openclaw"
+	_, statErr := os.Stat(gatewayTmp)
+	madeTmp := errors.Is(statErr, os.ErrNotExist)
 	t.Cleanup(func() {
 		g.stop(t)
+		if madeTmp {
+			os.Remove(gatewayTmp) // only if empty
+		}
 		cancel()
 		model.Close()
 		if t.Failed() {
