@@ -176,7 +176,7 @@ func measure(ctx context.Context, o options, dir string, n int) ([]row, error) {
 		if _, err := b.agentctl(ctx, "daemon", "restart"); err != nil {
 			return nil, err
 		}
-		cold, coldWarned, err := b.timed(ctx, c.args...)
+		cold, coldNote, err := b.timed(ctx, c.args...)
 		if err != nil {
 			return nil, err
 		}
@@ -186,14 +186,14 @@ func measure(ctx context.Context, o options, dir string, n int) ([]row, error) {
 			return nil, err
 		}
 		var warm []time.Duration
-		warmWarned := 0
+		var warmNotes []string
 		for range o.runs {
-			d, warned, err := b.timed(ctx, c.args...)
+			d, note, err := b.timed(ctx, c.args...)
 			if err != nil {
 				return nil, err
 			}
-			if warned {
-				warmWarned++
+			if note != "" {
+				warmNotes = append(warmNotes, note)
 			}
 			warm = append(warm, d)
 		}
@@ -203,11 +203,11 @@ func measure(ctx context.Context, o options, dir string, n int) ([]row, error) {
 			return nil, err
 		}
 		var notes []string
-		if coldWarned {
-			notes = append(notes, "cold run partial (adapter timeout)")
+		if coldNote != "" {
+			notes = append(notes, "cold run "+coldNote)
 		}
-		if warmWarned > 0 {
-			notes = append(notes, fmt.Sprintf("%d warm runs with warnings", warmWarned))
+		if len(warmNotes) > 0 {
+			notes = append(notes, fmt.Sprintf("%d of %d warm runs not clean, first: %s", len(warmNotes), o.runs, warmNotes[0]))
 		}
 		rows = append(rows, row{size: n, storeMB: size >> 20, command: c.name, cold: cold, warm: warm[len(warm)/2], rssMB: rss, hwmMB: hwm, note: strings.Join(notes, "; ")})
 	}
@@ -276,28 +276,46 @@ func treeSize(dir string) int64 {
 
 // agentctl runs the binary and returns its stdout.
 func (b *bench) agentctl(ctx context.Context, args ...string) ([]byte, error) {
-	out, _, err := b.agentctlErr(ctx, args...)
-	return out, err
-}
-
-// agentctlErr runs the binary and returns its stdout and stderr.
-func (b *bench) agentctlErr(ctx context.Context, args ...string) ([]byte, []byte, error) {
 	cmd := exec.CommandContext(ctx, b.o.bin, args...)
 	cmd.Env = b.env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return nil, nil, fmt.Errorf("agentctl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+		return nil, fmt.Errorf("agentctl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
-	return stdout.Bytes(), stderr.Bytes(), nil
+	return stdout.Bytes(), nil
 }
 
-// timed runs agentctl and returns its wall time, end to end, and whether it
-// printed warnings.
-func (b *bench) timed(ctx context.Context, args ...string) (time.Duration, bool, error) {
+// timed runs agentctl and returns its wall time, end to end, and a note
+// when the answer was not a clean one: warnings printed (an adapter timed
+// out, so the answer was partial) or a failure (a cold service that cannot
+// vouch for the session yet). Only a failure to run the binary is an error.
+func (b *bench) timed(ctx context.Context, args ...string) (time.Duration, string, error) {
+	cmd := exec.CommandContext(ctx, b.o.bin, args...)
+	cmd.Env = b.env
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 	start := time.Now()
-	_, stderr, err := b.agentctlErr(ctx, args...)
-	return time.Since(start), len(bytes.TrimSpace(stderr)) > 0, err
+	err := cmd.Run()
+	d := time.Since(start)
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		return d, "failed: " + firstLine(stderr.String()), nil
+	case err != nil:
+		return 0, "", fmt.Errorf("agentctl %s: %w", strings.Join(args, " "), err)
+	case len(bytes.TrimSpace(stderr.Bytes())) > 0:
+		return d, "warned: " + firstLine(stderr.String()), nil
+	}
+	return d, "", nil
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
 }
 
 // largestSession returns the agentctl id of the discovered session with the
