@@ -26,3 +26,12 @@ fi
 timed "lint" make lint
 timed "cross-compile for macOS" make cross
 timed "go test -race" make test
+
+# Packages: build the .deb and .rpm, install the .deb with dpkg, check where
+# its files land, purge it.
+timed "install nfpm" bash scripts/install-nfpm.sh >/dev/null
+timed "packages" make package-test
+
+# The service on a real systemd (a user manager in a private mount
+# namespace, and a booted Debian container for system units).
+timed "systemd e2e" bash scripts/systemd-e2e.sh

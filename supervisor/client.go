@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/api"
+	units "github.com/agentctl/agentctl/service"
 )
 
 // Client talks to the service over its unix socket, starting it first when
@@ -78,6 +79,12 @@ func (c *Client) Ensure(ctx context.Context) error {
 // own session, no inherited descriptors, output to the home's daemon.log.
 // It returns once the socket answers.
 func (c *Client) StartDaemon(ctx context.Context) error {
+	// An installed unit serving this home is started through its manager:
+	// a service spawned here while the unit restarts would take the lock
+	// and make the unit fail on every restart.
+	if handled, err := units.StartInstalled(ctx, string(c.home)); handled || err != nil {
+		return err
+	}
 	if err := c.home.Ensure(); err != nil {
 		return err
 	}

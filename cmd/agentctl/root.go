@@ -51,6 +51,7 @@ after 'agentctl service install'. State lives in $AGENTCTL_HOME (default
 		newPruneCmd(), newDaemonCmd(), newShimCmd(),
 		newGroupCmd(), newWorktreeCmd(),
 		newLockCmd(), newUnlockCmd(), newLocksCmd(), newFuseCmd(), newFusesCmd("fuses"), newEventsCmd(),
+		newServiceCmd(), newGenDocsCmd(),
 	)
 	return root
 }
