@@ -15,14 +15,14 @@ import (
 const (
 	// Files up to wholeFile are read whole on first sight; larger ones by
 	// their head and tail.
-	wholeFile = 128 << 10
+	wholeFile = 32 << 10
 	// The head is read until the first prompt, at most headLines records
 	// within headMax bytes.
 	headMax   = 8 << 20
 	headLines = 64
 	// The tail window starts at tailStart and doubles up to tailMax until
 	// it holds a cost-state and an assistant text.
-	tailStart = 128 << 10
+	tailStart = 32 << 10
 	tailMax   = 8 << 20
 	// fullScanMax bounds the files read whole to total tokens when no
 	// cost-state says them (a first run still going, an older release).
