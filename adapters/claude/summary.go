@@ -66,7 +66,7 @@ func (sr summaryReader) fillValue(f *os.File, key adapters.FileKey, prev *adapte
 			// Gigabytes appended since the last look: keep what the head
 			// said and read only the tail.
 			s = summary{ID: s.ID, Cwd: s.Cwd, FirstPrompt: s.FirstPrompt, Created: s.Created}
-			if _, err := sr.tail(&s, f, key.Size); err != nil {
+			if _, err := sr.tail(&s, f, key.Size, 0); err != nil {
 				return summary{}, err
 			}
 			return sr.finish(s, f)
@@ -79,16 +79,18 @@ func (sr summaryReader) fillValue(f *os.File, key adapters.FileKey, prev *adapte
 		}
 		return sr.finish(s, f)
 	}
-	if err := sr.head(&s, f, key.Size); err != nil {
+	headEnd, err := sr.head(&s, f, key.Size)
+	if err != nil {
 		return summary{}, err
 	}
-	found, err := sr.tail(&s, f, key.Size)
+	found, err := sr.tail(&s, f, key.Size, headEnd)
 	if err != nil {
 		return summary{}, err
 	}
 	if !found && key.Size <= fullScanMax {
-		// No cost-state near the end (a first run still going, an older
-		// release): total the usage records of the whole file instead.
+		// The tail window grew to the whole file, or found no cost-state
+		// (a first run still going, an older release): read every record
+		// in order, which totals the usage exactly.
 		full := summary{}
 		if err := sr.scan(&full, f, 0, key.Size, true); err != nil {
 			return summary{}, err
@@ -102,10 +104,11 @@ func (sr summaryReader) fillValue(f *os.File, key adapters.FileKey, prev *adapte
 var errHeadDone = errors.New("head read")
 
 // head reads the first records until it knows where and how the session
-// began: the first prompt may be a long line of its own.
-func (sr summaryReader) head(s *summary, f *os.File, size int64) error {
+// began (the first prompt may be a long line of its own), and returns the
+// offset after the last line read.
+func (sr summaryReader) head(s *summary, f *os.File, size int64) (int64, error) {
 	n := 0
-	_, err := adapters.ScanLines(io.NewSectionReader(f, 0, min(size, headMax)), maxLine, func(line []byte) error {
+	res, err := adapters.ScanLines(io.NewSectionReader(f, 0, min(size, headMax)), maxLine, func(line []byte) error {
 		r, ok, err := parseRecord(line)
 		if err != nil {
 			s.BadLines++
@@ -118,16 +121,18 @@ func (sr summaryReader) head(s *summary, f *os.File, size int64) error {
 		return nil
 	})
 	if err != nil && !errors.Is(err, errHeadDone) {
-		return fmt.Errorf("read head: %w", err)
+		return 0, fmt.Errorf("read head: %w", err)
 	}
-	return nil
+	return res.Consumed, nil
 }
 
 // tail reads the file backwards from its last complete line, in a window
 // that grows until the latest facts are all found. found reports whether
-// the token totals are known (a cost-state was met, or the whole file
-// read). The summary's offset is set after the last complete line.
-func (sr summaryReader) tail(s *summary, f *os.File, size int64) (found bool, err error) {
+// the token totals are known from a cost-state; it is false when the window
+// reached the start of the file, which is then better read forwards.
+// Unreadable lines before headEnd were counted by the head read. The
+// summary's offset is set after the last complete line.
+func (sr summaryReader) tail(s *summary, f *os.File, size, headEnd int64) (found bool, err error) {
 	end, err := lastLineEnd(f, size)
 	if err != nil {
 		return false, err
@@ -138,9 +143,14 @@ func (sr summaryReader) tail(s *summary, f *os.File, size int64) (found bool, er
 		if err != nil {
 			return false, fmt.Errorf("read tail: %w", err)
 		}
+		if start == 0 && len(lines) > 0 {
+			return false, nil
+		}
 		t := base.clone()
 		var facts tailFacts
+		pos := end
 		for i := len(lines) - 1; i >= 0; i-- {
+			pos -= int64(len(lines[i])) + 1
 			if i%ctxEvery == 0 {
 				if err := sr.ctx.Err(); err != nil {
 					return false, err
@@ -148,19 +158,20 @@ func (sr summaryReader) tail(s *summary, f *os.File, size int64) (found bool, er
 			}
 			r, ok, err := parseRecord(lines[i])
 			if err != nil {
-				t.BadLines++
+				if pos >= headEnd {
+					t.BadLines++
+				}
 				continue
 			}
 			if ok && t.applyBackwards(r, &facts) {
 				break
 			}
 		}
-		whole := start == 0 && len(lines) > 0
-		if facts.all() || whole || window >= tailMax || window >= end {
+		if facts.all() || window >= tailMax || window >= end {
 			t.Offset = end
 			t.Complete = false
 			*s = t
-			return facts.cost || whole, nil
+			return facts.cost, nil
 		}
 	}
 }
