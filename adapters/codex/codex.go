@@ -76,7 +76,7 @@ type scanned struct {
 // scan lists the rollouts and reads the ones that changed since the last
 // scan. It fails only when the sessions folder exists but cannot be listed.
 func (a *Adapter) scan(ctx context.Context) ([]scanned, error) {
-	paths, err := a.dirs.rollouts(a.sessionsDir())
+	files, err := a.dirs.rollouts(a.sessionsDir())
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +84,7 @@ func (a *Adapter) scan(ctx context.Context) ([]scanned, error) {
 	// be read, the rollouts say the same.
 	threads, _ := a.threads.load(ctx, filepath.Join(a.home(), stateDBName))
 
-	out := make([]scanned, len(paths))
+	out := make([]scanned, len(files))
 	jobs := make(chan int)
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), 8) {
@@ -92,12 +92,12 @@ func (a *Adapter) scan(ctx context.Context) ([]scanned, error) {
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				out[i] = a.readOne(paths[i], threads)
+				out[i] = a.readOne(files[i], threads)
 			}
 		}()
 	}
 	var ctxErr error
-	for i := range paths {
+	for i := range files {
 		if ctxErr = ctx.Err(); ctxErr != nil {
 			break
 		}
@@ -131,8 +131,9 @@ func (a *Adapter) scan(ctx context.Context) ([]scanned, error) {
 
 // readOne returns the facts of one rollout, from the cache when a stat
 // shows it unchanged.
-func (a *Adapter) readOne(path string, threads map[string]*thread) scanned {
-	s := scanned{path: path, id: idFromRolloutPath(path)}
+func (a *Adapter) readOne(file rolloutFile, threads map[string]*thread) scanned {
+	path := file.path
+	s := scanned{path: path, id: file.id}
 	head := threads[s.id]
 	var key adapters.FileKey
 	s.facts, key, s.err = a.rollouts.Get(path, func(f *os.File, key adapters.FileKey, prev *adapters.Entry[*facts]) (*facts, error) {
@@ -267,8 +268,15 @@ func (a *Adapter) Transcript(ctx context.Context, nativeID string, n int) ([]ada
 // dirListing is what one folder held at one version of the folder.
 type dirListing struct {
 	key   adapters.FileKey
-	files []string // rollout files, full paths
+	files []rolloutFile
 	dirs  []string // sub-folders, full paths
+}
+
+// rolloutFile is a rollout and the session id its name carries ("" when
+// the name carries none).
+type rolloutFile struct {
+	path string
+	id   string
 }
 
 // dirCache lists the rollout tree, re-reading a folder only when its stat
@@ -288,8 +296,8 @@ const maxDepth = 4
 
 // rollouts returns every rollout file under root, sorted. A missing root
 // is an empty store.
-func (c *dirCache) rollouts(root string) ([]string, error) {
-	var out []string
+func (c *dirCache) rollouts(root string) ([]rolloutFile, error) {
+	var out []rolloutFile
 	seen := map[string]bool{}
 	var walk func(dir string, depth int) error
 	walk = func(dir string, depth int) error {
@@ -322,7 +330,7 @@ func (c *dirCache) rollouts(root string) ([]string, error) {
 		}
 	}
 	c.mu.Unlock()
-	sort.Strings(out)
+	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
 	return out, nil
 }
 
@@ -350,7 +358,7 @@ func (c *dirCache) list(dir string) (dirListing, error) {
 		case e.IsDir():
 			l.dirs = append(l.dirs, p)
 		case e.Type().IsRegular() && strings.HasPrefix(e.Name(), "rollout-") && strings.HasSuffix(e.Name(), ".jsonl"):
-			l.files = append(l.files, p)
+			l.files = append(l.files, rolloutFile{path: p, id: idFromRolloutPath(p)})
 		}
 	}
 	c.mu.Lock()

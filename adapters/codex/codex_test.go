@@ -3,6 +3,7 @@ package codex
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -435,5 +436,38 @@ func TestTranscript(t *testing.T) {
 	aborted, err := a.Transcript(ctx, idAborted, 0)
 	if err != nil || len(aborted) == 0 || aborted[0].Text != "please sleep 30" {
 		t.Errorf("aborted: %+v %v", aborted, err)
+	}
+}
+
+// TestSkippingIrrelevantLinesChangesNothing reads every fixture line with
+// and without the quick skip of irrelevant lines: the facts must agree.
+func TestSkippingIrrelevantLinesChangesNothing(t *testing.T) {
+	entries, err := os.ReadDir("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	skipped := 0
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), "rollout-") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("testdata", e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fast, full facts
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			fast.apply([]byte(l))
+			if irrelevant([]byte(l)) {
+				skipped++
+			}
+			full.applyDecoded([]byte(l))
+		}
+		if fmt.Sprint(fast) != fmt.Sprint(full) {
+			t.Errorf("%s:\nskipping: %+v\nfull:     %+v", e.Name(), fast, full)
+		}
+	}
+	if skipped == 0 {
+		t.Error("no line was skipped")
 	}
 }

@@ -79,6 +79,15 @@ type facts struct {
 // apply folds one line into the facts. Facts that describe the latest state
 // are overwritten by later lines; head facts keep their first value.
 func (x *facts) apply(line []byte) {
+	if irrelevant(line) {
+		x.skimmed(line)
+		return
+	}
+	x.applyDecoded(line)
+}
+
+// applyDecoded folds one line into the facts, decoding it in full.
+func (x *facts) applyDecoded(line []byte) {
 	r, p, err := decode(line)
 	if err != nil {
 		x.badLines++
@@ -137,6 +146,23 @@ func (x *facts) apply(line []byte) {
 		}
 	case typeEventMsg:
 		x.applyEvent(p)
+	}
+}
+
+// skimmed takes from a line that is otherwise not read its timestamp,
+// which leads the line in Codex's layout.
+func (x *facts) skimmed(line []byte) {
+	const key = `{"timestamp":"`
+	if !bytes.HasPrefix(line, []byte(key)) {
+		return
+	}
+	rest := line[len(key):]
+	end := bytes.IndexByte(rest[:min(len(rest), 64)], '"')
+	if end < 0 {
+		return
+	}
+	if t := parseTime(string(rest[:end])); !t.IsZero() && t.After(x.lastTime) {
+		x.lastTime = t
 	}
 }
 

@@ -45,8 +45,12 @@ func FuzzRolloutLine(f *testing.F) {
 	f.Add([]byte(`{"type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":-1,"output_tokens":1e300}}}}`))
 	f.Add([]byte(`{"type":"response_item","payload":{"type":"message","role":"user","content":"plain string"}}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
-		var x facts
+		var x, full facts
 		x.apply(line)
+		full.applyDecoded(line)
+		if x.turn != full.turn || x.prompt() != full.prompt() || x.lastMessage != full.lastMessage || x.hasTokens != full.hasTokens || x.model != full.model || x.id != full.id {
+			t.Errorf("skipping the line changed the facts:\n%+v\n%+v", x, full)
+		}
 		if x.hasTokens && (x.tokensIn < 0 || x.tokensOut < 0) {
 			t.Errorf("negative tokens %d/%d", x.tokensIn, x.tokensOut)
 		}

@@ -2,6 +2,7 @@ package codex
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -219,11 +220,40 @@ func (r *rolloutWriter) write(typ string, payload any) {
 	_, r.err = r.w.Write(b)
 }
 
-type obj = map[string]any
+// ordered is a JSON object that keeps its keys in the order given, as
+// Codex writes them ("type" first in a payload).
+type ordered []any
 
-func usageOf(in, out int64) obj {
-	return obj{"input_tokens": in, "cached_input_tokens": in / 2, "cache_write_input_tokens": 0,
-		"output_tokens": out, "reasoning_output_tokens": out / 4, "total_tokens": in + out}
+// o builds an ordered object from alternating keys and values.
+func o(kv ...any) ordered { return ordered(kv) }
+
+// MarshalJSON writes the object with its keys in order.
+func (m ordered) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i := 0; i+1 < len(m); i += 2 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, err := json.Marshal(m[i])
+		if err != nil {
+			return nil, err
+		}
+		v, err := json.Marshal(m[i+1])
+		if err != nil {
+			return nil, err
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+func usageOf(in, out int64) ordered {
+	return o("input_tokens", in, "cached_input_tokens", in/2, "cache_write_input_tokens", 0,
+		"output_tokens", out, "reasoning_output_tokens", out/4, "total_tokens", in+out)
 }
 
 // session writes one rollout.
@@ -255,12 +285,12 @@ func (g *generator) session(home string, i int) (genSession, error) {
 	}
 	outputBudget := max(0, target-30<<10) / turns
 
-	r.write("session_meta", obj{"account_scoped": true, "session_id": s.id, "id": s.id,
-		"timestamp": created.UTC().Format("2006-01-02T15:04:05.000Z"), "cwd": s.cwd,
-		"runtime_workspace_roots": []string{s.cwd}, "originator": "codex_exec", "cli_version": "0.169.0",
-		"source": "exec", "thread_source": "user", "model_provider": "openai",
-		"base_instructions": obj{"text": g.textOfSize(20 << 10), "provenance": obj{"type": "model", "model": s.model}},
-		"history_mode":      "paginated", "context_window": obj{"window_id": g.uuidV7(created)}})
+	r.write("session_meta", o("account_scoped", true, "session_id", s.id, "id", s.id,
+		"timestamp", created.UTC().Format("2006-01-02T15:04:05.000Z"), "cwd", s.cwd,
+		"runtime_workspace_roots", []string{s.cwd}, "originator", "codex_exec", "cli_version", "0.169.0",
+		"source", "exec", "thread_source", "user", "model_provider", "openai",
+		"base_instructions", o("text", g.textOfSize(20<<10), "provenance", o("type", "model", "model", s.model)),
+		"history_mode", "paginated", "context_window", o("window_id", g.uuidV7(created))))
 	var tin, tout int64
 	for t := range turns {
 		turnID := g.uuidV7(r.at)
@@ -268,21 +298,21 @@ func (g *generator) session(home string, i int) (genSession, error) {
 		if t == 0 {
 			s.prompt = prompt
 		}
-		r.write("event_msg", obj{"type": "task_started", "turn_id": turnID, "root_turn_id": turnID,
-			"started_at": r.at.Unix(), "model_context_window": 258400, "collaboration_mode_kind": "default"})
+		r.write("event_msg", o("type", "task_started", "turn_id", turnID, "root_turn_id", turnID,
+			"started_at", r.at.Unix(), "model_context_window", 258400, "collaboration_mode_kind", "default"))
 		if t == 0 {
-			r.write("response_item", obj{"type": "message", "id": "msg_" + g.uuidV7(r.at), "role": "developer",
-				"content": []obj{{"type": "input_text", "text": "<skills_instructions>\n" + g.textOfSize(2<<10) + "</skills_instructions>"}}})
-			r.write("response_item", obj{"type": "message", "id": "msg_" + g.uuidV7(r.at), "role": "user",
-				"content": []obj{{"type": "input_text", "text": "<environment_context>\n  <cwd>" + s.cwd + "</cwd>\n  <shell>bash</shell>\n</environment_context>"}}})
-			r.write("world_state", obj{"full": true, "state": obj{"model": s.model, "environments": obj{"environments": obj{"local": obj{"cwd": s.cwd, "status": "available", "shell": "bash"}}}}})
+			r.write("response_item", o("type", "message", "id", "msg_"+g.uuidV7(r.at), "role", "developer",
+				"content", []any{o("type", "input_text", "text", "<skills_instructions>\n"+g.textOfSize(2<<10)+"</skills_instructions>")}))
+			r.write("response_item", o("type", "message", "id", "msg_"+g.uuidV7(r.at), "role", "user",
+				"content", []any{o("type", "input_text", "text", "<environment_context>\n  <cwd>"+s.cwd+"</cwd>\n  <shell>bash</shell>\n</environment_context>")}))
+			r.write("world_state", o("full", true, "state", o("model", s.model, "environments", o("environments", o("local", o("cwd", s.cwd, "status", "available", "shell", "bash"))))))
 		}
-		r.write("turn_context", obj{"turn_id": turnID, "root_turn_id": turnID, "cwd": s.cwd, "approval_policy": "never",
-			"model": s.model, "summary": "none", "sandbox_policy": obj{"type": "danger-full-access"}})
-		r.write("response_item", obj{"type": "message", "id": "msg_" + g.uuidV7(r.at), "role": "user",
-			"content": []obj{{"type": "input_text", "text": prompt}}})
-		r.write("event_msg", obj{"type": "item_completed", "thread_id": s.id, "turn_id": turnID,
-			"item": obj{"type": "UserMessage", "id": g.uuidV7(r.at), "content": []obj{{"type": "text", "text": prompt, "text_elements": []any{}}}}})
+		r.write("turn_context", o("turn_id", turnID, "root_turn_id", turnID, "cwd", s.cwd, "approval_policy", "never",
+			"model", s.model, "summary", "none", "sandbox_policy", o("type", "danger-full-access")))
+		r.write("response_item", o("type", "message", "id", "msg_"+g.uuidV7(r.at), "role", "user",
+			"content", []any{o("type", "input_text", "text", prompt)}))
+		r.write("event_msg", o("type", "item_completed", "thread_id", s.id, "turn_id", turnID,
+			"item", o("type", "UserMessage", "id", g.uuidV7(r.at), "content", []any{o("type", "text", "text", prompt, "text_elements", []any{})})))
 		last := t == turns-1
 		// The last turn of some sessions failed, was interrupted, or is
 		// still open (the process was killed, or is still working).
@@ -302,51 +332,51 @@ func (g *generator) session(home string, i int) (genSession, error) {
 			r.at = r.at.Add(time.Duration(200+g.rng.IntN(3000)) * time.Millisecond)
 			callID := fmt.Sprintf("call_%d_%d", t, c)
 			cmd := "rg -n " + genWords[g.rng.IntN(len(genWords))] + " " + genDirs[g.rng.IntN(len(genDirs))]
-			args, _ := json.Marshal(obj{"cmd": cmd, "yield_time_ms": 10000})
-			r.write("response_item", obj{"type": "function_call", "status": "completed", "id": "fc_" + callID,
-				"name": "exec_command", "arguments": string(args), "call_id": callID})
+			args, _ := json.Marshal(o("cmd", cmd, "yield_time_ms", 10000))
+			r.write("response_item", o("type", "function_call", "status", "completed", "id", "fc_"+callID,
+				"name", "exec_command", "arguments", string(args), "call_id", callID))
 			if ending == "open" && c == calls-1 {
 				break
 			}
 			out := g.textOfSize(max(64, outputBudget/max(calls, 1)))
-			r.write("event_msg", obj{"type": "item_completed", "thread_id": s.id, "turn_id": turnID,
-				"item": obj{"type": "CommandExecution", "id": callID, "command": []string{"/bin/bash", "-lc", cmd},
-					"status": "completed", "aggregated_output": out, "exit_code": 0}})
-			r.write("response_item", obj{"type": "function_call_output", "call_id": callID,
-				"output": "Chunk ID: 3f0780\nWall time: 0.2 seconds\nProcess exited with code 0\nOriginal token count: 120\nOutput:\n" + out})
+			r.write("event_msg", o("type", "item_completed", "thread_id", s.id, "turn_id", turnID,
+				"item", o("type", "CommandExecution", "id", callID, "command", []string{"/bin/bash", "-lc", cmd},
+					"status", "completed", "aggregated_output", out, "exit_code", 0)))
+			r.write("response_item", o("type", "function_call_output", "call_id", callID,
+				"output", "Chunk ID: 3f0780\nWall time: 0.2 seconds\nProcess exited with code 0\nOriginal token count: 120\nOutput:\n"+out))
 			tin += int64(1000 + g.rng.IntN(9000))
 			tout += int64(50 + g.rng.IntN(500))
-			r.write("event_msg", obj{"type": "token_count", "info": obj{"total_token_usage": usageOf(tin, tout),
-				"last_token_usage": usageOf(1000, 100), "model_context_window": 258400}})
+			r.write("event_msg", o("type", "token_count", "info", o("total_token_usage", usageOf(tin, tout),
+				"last_token_usage", usageOf(1000, 100), "model_context_window", 258400)))
 		}
 		if ending == "open" {
 			if calls == 0 {
-				r.write("event_msg", obj{"type": "thread_settings_applied", "thread_id": s.id, "thread_settings": obj{"model": s.model}})
+				r.write("event_msg", o("type", "thread_settings_applied", "thread_id", s.id, "thread_settings", o("model", s.model)))
 			}
 			break
 		}
 		r.at = r.at.Add(time.Duration(500+g.rng.IntN(5000)) * time.Millisecond)
 		switch ending {
 		case "aborted":
-			r.write("event_msg", obj{"type": "turn_aborted", "turn_id": turnID, "reason": "interrupted"})
+			r.write("event_msg", o("type", "turn_aborted", "turn_id", turnID, "reason", "interrupted"))
 		case "failed":
-			r.write("event_msg", obj{"type": "task_complete", "turn_id": turnID, "root_turn_id": turnID,
-				"last_agent_message": nil, "error": obj{"message": "stream disconnected before completion", "codex_error_info": "other"},
-				"started_at": r.at.Unix(), "completed_at": r.at.Unix(), "duration_ms": 104})
+			r.write("event_msg", o("type", "task_complete", "turn_id", turnID, "root_turn_id", turnID,
+				"last_agent_message", nil, "error", o("message", "stream disconnected before completion", "codex_error_info", "other"),
+				"started_at", r.at.Unix(), "completed_at", r.at.Unix(), "duration_ms", 104))
 		default:
 			answer := "Done: " + g.words(10+g.rng.IntN(60))
-			r.write("event_msg", obj{"type": "item_completed", "thread_id": s.id, "turn_id": turnID,
-				"item": obj{"type": "AgentMessage", "id": "msg_" + turnID, "content": []obj{{"type": "Text", "text": answer}}}})
-			r.write("response_item", obj{"type": "message", "status": "completed", "id": "msg_" + turnID, "role": "assistant",
-				"content": []obj{{"type": "output_text", "text": answer, "annotations": []any{}}}})
+			r.write("event_msg", o("type", "item_completed", "thread_id", s.id, "turn_id", turnID,
+				"item", o("type", "AgentMessage", "id", "msg_"+turnID, "content", []any{o("type", "Text", "text", answer)})))
+			r.write("response_item", o("type", "message", "status", "completed", "id", "msg_"+turnID, "role", "assistant",
+				"content", []any{o("type", "output_text", "text", answer, "annotations", []any{})}))
 			tin += int64(1000 + g.rng.IntN(9000))
 			tout += int64(50 + g.rng.IntN(500))
-			r.write("token_usage_record", obj{"thread_id": s.id, "turn_id": turnID, "session_id": s.id,
-				"usage": usageOf(1000, 100), "thread_token_usage": usageOf(tin, tout)})
-			r.write("event_msg", obj{"type": "token_count", "info": obj{"total_token_usage": usageOf(tin, tout),
-				"last_token_usage": usageOf(1000, 100), "model_context_window": 258400}})
-			r.write("event_msg", obj{"type": "task_complete", "turn_id": turnID, "root_turn_id": turnID,
-				"last_agent_message": answer, "started_at": r.at.Unix(), "completed_at": r.at.Unix(), "duration_ms": 5120})
+			r.write("token_usage_record", o("thread_id", s.id, "turn_id", turnID, "session_id", s.id,
+				"usage", usageOf(1000, 100), "thread_token_usage", usageOf(tin, tout)))
+			r.write("event_msg", o("type", "token_count", "info", o("total_token_usage", usageOf(tin, tout),
+				"last_token_usage", usageOf(1000, 100), "model_context_window", 258400)))
+			r.write("event_msg", o("type", "task_complete", "turn_id", turnID, "root_turn_id", turnID,
+				"last_agent_message", answer, "started_at", r.at.Unix(), "completed_at", r.at.Unix(), "duration_ms", 5120))
 		}
 		r.at = r.at.Add(time.Duration(g.rng.IntN(600)) * time.Second)
 	}

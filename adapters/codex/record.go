@@ -104,6 +104,71 @@ type eventItem struct {
 	Content json.RawMessage `json:"content"`
 }
 
+// skipHead is how much of a line irrelevant reveals its types in.
+const skipHead = 512
+
+// irrelevant reports whether a line is certainly of a kind the facts do not
+// use: tool calls and their (often large) output, command results,
+// reasoning, developer instructions, world state, token records. It looks
+// only at the line's head, in the layout Codex writes ("type" before
+// "payload", the payload's "type" first); a line it cannot place is
+// decoded in full, so a false "relevant" only costs time.
+func irrelevant(line []byte) bool {
+	head := line[:min(len(line), skipHead)]
+	i := bytes.Index(head, []byte(`,"type":"`))
+	if i < 0 {
+		return false
+	}
+	rest := head[i+len(`,"type":"`):]
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 {
+		return false
+	}
+	recType := string(rest[:j])
+	switch recType {
+	case "world_state", "token_usage_record":
+		return true
+	case typeResponseItem, typeEventMsg:
+	default:
+		return false
+	}
+	k := bytes.Index(rest, []byte(`"payload":{"type":"`))
+	if k < 0 {
+		return false
+	}
+	pt := rest[k+len(`"payload":{"type":"`):]
+	e := bytes.IndexByte(pt, '"')
+	if e < 0 {
+		return false
+	}
+	payloadType := string(pt[:e])
+	after := pt[e:]
+	if recType == typeResponseItem {
+		switch payloadType {
+		case "message":
+			return bytes.Contains(after, []byte(`"role":"developer"`)) || bytes.Contains(after, []byte(`"role":"system"`))
+		case "function_call", "function_call_output", "custom_tool_call", "custom_tool_call_output",
+			"local_shell_call", "reasoning", "web_search_call", "image_generation_call":
+			return true
+		}
+		return false
+	}
+	switch payloadType {
+	case eventItemCompleted:
+		m := bytes.Index(after, []byte(`"item":{"type":"`))
+		if m < 0 {
+			return false
+		}
+		it := after[m+len(`"item":{"type":"`):]
+		return !bytes.HasPrefix(it, []byte(itemUserMessage+`"`)) && !bytes.HasPrefix(it, []byte(itemAgentMessage+`"`))
+	case "exec_command_begin", "exec_command_end", "exec_command_output_delta", "agent_reasoning",
+		"agent_reasoning_delta", "agent_message_delta", "mcp_tool_call_begin", "mcp_tool_call_end",
+		"patch_apply_begin", "patch_apply_end", "turn_diff", "web_search_end":
+		return true
+	}
+	return false
+}
+
 // errBadLine marks a line that is not a JSON object at all.
 var errBadLine = errors.New("not a JSON object")
 
