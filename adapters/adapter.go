@@ -8,6 +8,7 @@ package adapters
 
 import (
 	"context"
+	"errors"
 	"syscall"
 	"time"
 )
@@ -141,4 +142,32 @@ func (e Env) Lookup(key string) string {
 		return ""
 	}
 	return e.Getenv(key)
+}
+
+// Errors an adapter's Stop wraps, so callers can tell the cases apart
+// without knowing the adapter.
+var (
+	ErrNotRunning = errors.New("session is not running")
+	ErrNoSession  = errors.New("no such session")
+	ErrForbidden  = errors.New("not allowed")
+)
+
+// Stopper stops a session the adapter knows but agentctl did not start (a
+// gateway run), through the agent's own means.
+type Stopper interface {
+	Stop(ctx context.Context, nativeID string) error
+}
+
+// Change is one push from an adapter that watches its source.
+type Change struct {
+	// Session is the session's state after the change.
+	Session *NativeSession
+	// Err says the watch lost its source; it retries by itself.
+	Err error
+}
+
+// ChangeWatcher is an adapter that pushes session changes instead of only
+// being asked.
+type ChangeWatcher interface {
+	WatchChanges(ctx context.Context) (<-chan Change, error)
 }

@@ -21,13 +21,13 @@ func lookup(pid int) (Info, error) {
 		}
 		return Info{}, fmt.Errorf("look up pid %d: %w", pid, err)
 	}
-	return parseStat(pid, b)
+	return parseStat(pid, b, bootTime())
 }
 
 // parseStat parses /proc/<pid>/stat. The command name sits in parentheses
 // and may itself contain spaces and parentheses, so fields are counted from
 // the last ')'.
-func parseStat(pid int, b []byte) (Info, error) {
+func parseStat(pid int, b []byte, boot time.Time) (Info, error) {
 	end := bytes.LastIndexByte(b, ')')
 	if end < 0 || end+2 >= len(b) {
 		return Info{}, fmt.Errorf("parse /proc/%d/stat: no command field", pid)
@@ -43,7 +43,7 @@ func parseStat(pid int, b []byte) (Info, error) {
 		return Info{}, fmt.Errorf("parse /proc/%d/stat starttime: %w", pid, err)
 	}
 	info := Info{
-		Identity: Identity{PID: pid, Start: start, StartTime: bootTime().Add(time.Duration(start) * time.Second / clockTicks)},
+		Identity: Identity{PID: pid, Start: start, StartTime: boot.Add(time.Duration(start) * time.Second / clockTicks)},
 		PPID:     num(1),
 		PGID:     num(2),
 		SID:      num(3),
@@ -63,16 +63,19 @@ func table() ([]Info, error) {
 		return nil, fmt.Errorf("read process table: %w", err)
 	}
 	out := make([]Info, 0, len(names))
+	boot := bootTime()
 	for _, n := range names {
 		pid, err := strconv.Atoi(n)
 		if err != nil {
 			continue
 		}
-		info, err := lookup(pid)
+		b, err := os.ReadFile("/proc/" + n + "/stat")
 		if err != nil {
 			continue // exited between readdir and read
 		}
-		out = append(out, info)
+		if info, err := parseStat(pid, b, boot); err == nil {
+			out = append(out, info)
+		}
 	}
 	return out, nil
 }

@@ -79,14 +79,15 @@ type ops struct {
 
 	mu       sync.Mutex
 	watched  map[proc.Identity]bool
-	activity map[string]string // session id → last busy/idle seen
+	activity map[string]string     // session id → last busy/idle seen
+	native   map[string]api.Status // discovered session id → last status pushed
 }
 
 // newOps opens the state of the operational layer in home. Problems with
 // its files are logged and worked around (a corrupt file is moved aside);
 // only what makes the layer unusable is an error.
 func newOps(ctx context.Context, home Home, recs *records, log *slog.Logger, version string) (*ops, error) {
-	o := &ops{home: home, log: log, records: recs, ctx: ctx, watched: map[proc.Identity]bool{}, activity: map[string]string{}}
+	o := &ops{home: home, log: log, records: recs, ctx: ctx, watched: map[proc.Identity]bool{}, activity: map[string]string{}, native: map[string]api.Status{}}
 	info, err := proc.Lookup(os.Getpid())
 	if err != nil {
 		return nil, fmt.Errorf("identify the service process: %w", err)
@@ -421,6 +422,23 @@ func (o *ops) hookRuns(id string) []api.HookRun {
 		out = append(out, run)
 	}
 	return out
+}
+
+// nativeChanged announces a change an adapter pushed for a session agentctl
+// did not start: started when it begins running, stopped when it ends, and
+// busy/idle in between.
+func (o *ops) nativeChanged(sess api.Session) {
+	o.mu.Lock()
+	prev, seen := o.native[sess.ID]
+	o.native[sess.ID] = sess.Status
+	o.mu.Unlock()
+	switch {
+	case sess.Status == api.StatusRunning && (!seen || prev != api.StatusRunning):
+		o.bus.Publish(events.Event{Type: events.SessionStarted, Adapter: sess.Adapter, SessionID: sess.ID, Session: &sess})
+	case sess.Status.Ended() && (!seen || prev == api.StatusRunning):
+		o.bus.Publish(events.Event{Type: events.SessionStopped, Adapter: sess.Adapter, SessionID: sess.ID, Session: &sess})
+	}
+	o.observeActivity([]api.Session{sess})
 }
 
 // observeActivity announces busy/idle changes an adapter reports, as they

@@ -359,7 +359,9 @@ func (s *Server) handleTranscript(w http.ResponseWriter, r *http.Request) {
 	}
 	out := api.Transcript{Session: sess, Warnings: warnings, Messages: []api.Message{}}
 	if a := s.disc.adapter(sess.Adapter); a != nil && sess.NativeID != "" {
-		msgs, err := a.Transcript(r.Context(), sess.NativeID, 0)
+		// Read a bounded tail: enough for n assistant messages among the
+		// user and tool entries around them, without the whole history.
+		msgs, err := a.Transcript(r.Context(), sess.NativeID, 8*n+32)
 		if err != nil {
 			out.Warnings = append(out.Warnings, fmt.Sprintf("adapter %s: read transcript: %v", sess.Adapter, err))
 		} else {
@@ -417,7 +419,7 @@ func (s *Server) handleStop(w http.ResponseWriter, r *http.Request) {
 		}
 		grace = d
 	}
-	sess, dir, err := s.launchedDir(r.Context(), r.PathValue("id"))
+	sess, _, err := s.lookup(r.Context(), r.PathValue("id"))
 	if err != nil {
 		writeError(w, err)
 		return
@@ -427,7 +429,16 @@ func (s *Server) handleStop(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := context.WithoutCancel(r.Context())
-	final, err := s.stop(ctx, sess.ID, dir, spawn.StopOptions{Grace: grace, Force: req.Force})
+	if sess.Origin != api.OriginLaunched {
+		final, err := s.stopNative(ctx, sess)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, final)
+		return
+	}
+	final, err := s.stop(ctx, sess.ID, s.opts.Home.SessionDir(sess.ID), spawn.StopOptions{Grace: grace, Force: req.Force})
 	if err != nil {
 		writeError(w, err)
 		return

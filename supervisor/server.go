@@ -128,6 +128,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	s.recover()
 	s.ops.start(s.running())
+	s.followAdapters()
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.pruneLoop() }()
 	errc := make(chan error, 1)

@@ -41,10 +41,10 @@ const (
 )
 
 // ErrNoActiveRun means a stop found nothing to abort.
-var ErrNoActiveRun = errors.New("no active run")
+var ErrNoActiveRun = fmt.Errorf("no active run: %w", adapters.ErrNotRunning)
 
 // ErrNotFound means the gateway has no session with that key.
-var ErrNotFound = errors.New("no such openclaw session")
+var ErrNotFound = fmt.Errorf("no such openclaw session: %w", adapters.ErrNoSession)
 
 // Adapter is the OpenClaw gateway adapter.
 type Adapter struct {
@@ -355,7 +355,7 @@ type abortResult struct {
 
 // ErrNotOwner means the gateway lets only the run's owner (the device or
 // connection that started it) or an operator.admin client abort it.
-var ErrNotOwner = errors.New("not the run's owner")
+var ErrNotOwner = fmt.Errorf("not the run's owner: %w", adapters.ErrForbidden)
 
 // Stop aborts the session's active run (sessions.abort). That needs the
 // operator.write scope, and the gateway lets only the run's owner or an
@@ -563,4 +563,39 @@ func (a *Adapter) watchOnce(ctx context.Context, last map[string]adapters.Native
 			}
 		}
 	}
+}
+
+// WatchChanges implements adapters.ChangeWatcher over Watch.
+func (a *Adapter) WatchChanges(ctx context.Context) (<-chan adapters.Change, error) {
+	events, err := a.Watch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan adapters.Change, watchBuffer)
+	go func() {
+		defer close(out)
+		for ev := range events {
+			var c adapters.Change
+			switch ev.Kind {
+			case EventChanged:
+				if ev.Session == nil {
+					continue
+				}
+				c.Session = ev.Session
+			case EventDisconnected:
+				c.Err = ev.Err
+				if c.Err == nil {
+					c.Err = errors.New("gateway connection closed")
+				}
+			default:
+				continue
+			}
+			select {
+			case out <- c:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
 }

@@ -6,13 +6,15 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/agentctl/agentctl/adapters"
 )
 
 // ErrUnreachable means no gateway answered at the configured URL.
 var ErrUnreachable = errors.New("gateway not reachable")
 
 // ErrMissingScope means the gateway did not grant a scope a method needs.
-var ErrMissingScope = errors.New("missing scope")
+var ErrMissingScope = fmt.Errorf("missing scope: %w", adapters.ErrForbidden)
 
 // Detail codes the client branches on (error.details.code).
 const (

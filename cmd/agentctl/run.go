@@ -24,6 +24,7 @@ type runFlags struct {
 	env     []string
 	name    string
 	labels  []string
+	meta    []string
 	asJSON  bool
 	wait    bool
 	rows    uint16
@@ -44,7 +45,7 @@ func (f *runFlags) register(cmd *cobra.Command, withPrompt bool) {
 	fl.StringArrayVar(&f.env, "env", nil, "set an environment variable KEY=VALUE for the session (repeatable)")
 	fl.StringVar(&f.name, "name", "", "a name for the session")
 	fl.StringArrayVar(&f.labels, "label", nil, "attach a label KEY=VALUE, filterable with list --label (repeatable)")
-	fl.StringArrayVar(&f.labels, "meta", nil, "same as --label")
+	fl.StringArrayVar(&f.meta, "meta", nil, "same as --label")
 	fl.BoolVar(&f.asJSON, "json", false, "print the session as JSON")
 	fl.BoolVar(&f.wait, "wait", false, "stream the session's output and exit with its exit code")
 	fl.Uint16Var(&f.rows, "rows", 0, "terminal rows (default 40)")
@@ -79,7 +80,7 @@ func (f *runFlags) request(cfg config.Config) (api.RunRequest, error) {
 	if err != nil {
 		return api.RunRequest{}, err
 	}
-	labels, err := parseLabels(f.labels)
+	labels, err := parseLabels(append(append([]string(nil), f.labels...), f.meta...))
 	if err != nil {
 		return api.RunRequest{}, err
 	}
@@ -118,17 +119,20 @@ func parseLabels(in []string) (map[string]string, error) {
 	return out, nil
 }
 
-// openclawIdentity picks the OPENCLAW_* variables that say which gateway and
-// agent started this run. Anything that looks like a credential is left out:
-// records are never a place for secrets.
+// openclawIdentity picks the OPENCLAW_* variables OpenClaw's exec tool sets
+// to say a command comes from a gateway's agent (its shell marker, its CLI
+// marker, the gateway's port or URL, and the channel a run came from).
+// Other OPENCLAW_* settings say nothing about the caller, and credentials
+// are never recorded.
 func openclawIdentity(env []string) map[string]string {
 	out := map[string]string{}
 	for _, kv := range env {
 		k, v, ok := strings.Cut(kv, "=")
-		if !ok || !strings.HasPrefix(k, "OPENCLAW_") || v == "" {
+		if !ok || v == "" || spawn.SecretName(k) {
 			continue
 		}
-		if !spawn.SecretName(k) {
+		switch k {
+		case "OPENCLAW_SHELL", "OPENCLAW_CLI", "OPENCLAW_GATEWAY_PORT", "OPENCLAW_GATEWAY_URL", "OPENCLAW_CHANNEL_CONTEXT":
 			out[k] = v
 		}
 	}
