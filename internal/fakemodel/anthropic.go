@@ -65,15 +65,22 @@ func (anthropicAPI) parse(body []byte) (*conversation, error) {
 	// Walk back to the latest user message with plain text, collecting the
 	// tool results after it.
 	var results []toolResult
+	// The prompt is every plain user text since the last assistant turn:
+	// some clients (OpenClaw) send their own context as a second user
+	// message after the user's.
+	var prompts []string
 	for i := len(req.Messages) - 1; i >= 0; i-- {
 		m := req.Messages[i]
+		if m.Role == "assistant" && len(prompts) > 0 {
+			break
+		}
 		if m.Role != "user" {
 			continue
 		}
 		var s string
 		if json.Unmarshal(m.Content, &s) == nil {
-			c.prompt = s
-			break
+			prompts = append([]string{s}, prompts...)
+			continue
 		}
 		blocks := anthropicBlocks(m.Content)
 		var texts []string
@@ -83,16 +90,21 @@ func (anthropicAPI) parse(body []byte) (*conversation, error) {
 			switch b.Type {
 			case "tool_result":
 				hasResult = true
-				results = append(results, toolResult{callName: callNames[b.ToolUseID], output: contentText(b.Content)})
+				if len(prompts) == 0 {
+					results = append(results, toolResult{callName: callNames[b.ToolUseID], output: contentText(b.Content)})
+				}
 			case "text":
 				texts = append([]string{b.Text}, texts...)
 			}
 		}
-		if !hasResult && len(texts) > 0 {
-			c.prompt = strings.Join(texts, "\n")
+		if hasResult && len(prompts) > 0 {
 			break
 		}
+		if !hasResult && len(texts) > 0 {
+			prompts = append([]string{strings.Join(texts, "\n")}, prompts...)
+		}
 	}
+	c.prompt = strings.Join(prompts, "\n")
 	for i := len(results) - 1; i >= 0; i-- {
 		c.results = append(c.results, results[i])
 	}

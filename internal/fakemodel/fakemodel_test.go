@@ -477,3 +477,26 @@ func TestSplitWords(t *testing.T) {
 		}
 	}
 }
+
+// Some clients (OpenClaw) send their own context as a second user message
+// after the user's: the directives come from every user text since the last
+// assistant turn, on every API.
+func TestDirectivesFromEveryUserMessageOfTheTurn(t *testing.T) {
+	srv := startServer(t)
+	history := func(userRole string) []any {
+		return []any{
+			map[string]any{"role": userRole, "content": "earlier [[text: old answer]]"},
+			map[string]any{"role": "assistant", "content": "old answer"},
+			map[string]any{"role": userRole, "content": "now [[text: fresh answer]]"},
+			map[string]any{"role": userRole, "content": "<<<client context, no directives>>>"},
+		}
+	}
+	resp := post(t, srv.URL()+"/v1/chat/completions", map[string]any{"model": "m", "messages": history("user")}, nil)
+	if v := decodeJSON(t, resp.Body); field(v, "choices", 0, "message", "content") != "fresh answer" {
+		t.Errorf("chat completions answered %v", v)
+	}
+	resp = post(t, srv.URL()+"/v1/messages", map[string]any{"model": "m", "max_tokens": 10, "messages": history("user")}, nil)
+	if v := decodeJSON(t, resp.Body); field(v, "content", 0, "text") != "fresh answer" {
+		t.Errorf("messages answered %v", v)
+	}
+}

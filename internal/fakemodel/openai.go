@@ -107,21 +107,28 @@ func (chatAPI) parse(body []byte) (*conversation, error) {
 		}
 	}
 	var results []toolResult
+	var prompts []string
 	for i := len(req.Messages) - 1; i >= 0; i-- {
 		m := req.Messages[i]
 		if m.Role == "tool" {
+			if len(prompts) > 0 {
+				break
+			}
 			out, _ := userText(m.Content)
 			results = append(results, toolResult{callName: callNames[m.ToolCallID], output: out})
 			continue
+		}
+		if m.Role == "assistant" && len(prompts) > 0 {
+			break
 		}
 		if m.Role != "user" {
 			continue
 		}
 		if text, ok := userText(m.Content); ok {
-			c.prompt = text
-			break
+			prompts = append([]string{text}, prompts...)
 		}
 	}
+	c.prompt = strings.Join(prompts, "\n")
 	for i := len(results) - 1; i >= 0; i-- {
 		c.results = append(c.results, results[i])
 	}
@@ -230,24 +237,32 @@ func (responsesAPI) parse(body []byte) (*conversation, error) {
 		}
 	}
 	var results []toolResult
+	var prompts []string
+walk:
 	for i := len(items) - 1; i >= 0; i-- {
 		it := items[i]
 		switch it.Type {
 		case "function_call_output", "custom_tool_call_output":
+			if len(prompts) > 0 {
+				break walk
+			}
 			results = append(results, toolResult{callName: callNames[it.CallID], output: contentText(it.Output)})
 			continue
 		case "message", "":
 		default:
 			continue
 		}
+		if it.Role == "assistant" && len(prompts) > 0 {
+			break
+		}
 		if it.Role != "user" {
 			continue
 		}
 		if text, ok := userText(it.Content); ok {
-			c.prompt = text
-			break
+			prompts = append([]string{text}, prompts...)
 		}
 	}
+	c.prompt = strings.Join(prompts, "\n")
 	for i := len(results) - 1; i >= 0; i-- {
 		c.results = append(c.results, results[i])
 	}
