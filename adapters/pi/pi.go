@@ -15,7 +15,6 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 
@@ -74,13 +73,14 @@ type scanned struct {
 }
 
 // scan lists every session file and reads the ones that changed since the
-// last scan. It returns an error only when no root could be read at all.
+// last scan. Folders are listed (one stat per file) and read in parallel.
+// It returns an error only when no root could be read at all.
 func (a *Adapter) scan(ctx context.Context) ([]scanned, error) {
-	paths, err := listSessionFiles(a.layout().roots())
+	dirs, err := sessionDirs(a.layout().roots())
 	if err != nil {
 		return nil, err
 	}
-	out := make([]scanned, len(paths))
+	perDir := make([][]scanned, len(dirs))
 	jobs := make(chan int)
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), 8) {
@@ -88,12 +88,12 @@ func (a *Adapter) scan(ctx context.Context) ([]scanned, error) {
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				out[i] = a.readOne(paths[i])
+				perDir[i] = a.scanDir(ctx, dirs[i])
 			}
 		}()
 	}
 	var ctxErr error
-	for i := range paths {
+	for i := range dirs {
 		if ctxErr = ctx.Err(); ctxErr != nil {
 			break
 		}
@@ -101,23 +101,29 @@ func (a *Adapter) scan(ctx context.Context) ([]scanned, error) {
 	}
 	close(jobs)
 	wg.Wait()
+	if ctxErr == nil {
+		ctxErr = ctx.Err()
+	}
 	if ctxErr != nil {
 		return nil, fmt.Errorf("scan pi sessions: %w", ctxErr)
 	}
 
-	listed := make(map[string]bool, len(paths))
-	kept := out[:0]
-	ids := make(map[string]string, len(out))
-	for _, s := range out {
-		listed[s.path] = true
-		if s.facts == nil && errors.Is(s.err, fs.ErrNotExist) {
-			continue // removed between the listing and the read
+	var kept []scanned
+	listed := map[string]bool{}
+	ids := map[string]string{}
+	for _, ss := range perDir {
+		for _, s := range ss {
+			listed[s.path] = true
+			if s.facts == nil && errors.Is(s.err, fs.ErrNotExist) {
+				continue // removed between the listing and the read
+			}
+			if s.facts != nil && s.facts.id != "" {
+				ids[s.facts.id] = s.path
+			}
+			kept = append(kept, s)
 		}
-		if s.facts != nil && s.facts.id != "" {
-			ids[s.facts.id] = s.path
-		}
-		kept = append(kept, s)
 	}
+	slices.SortFunc(kept, func(a, b scanned) int { return strings.Compare(a.path, b.path) })
 	a.files.Retain(func(p string) bool { return listed[p] })
 	a.mu.Lock()
 	a.paths = ids
@@ -125,19 +131,37 @@ func (a *Adapter) scan(ctx context.Context) ([]scanned, error) {
 	return kept, nil
 }
 
-// readOne returns the cached facts when a stat shows the file unchanged,
-// and reads it otherwise.
-func (a *Adapter) readOne(path string) scanned {
-	f, _, err := a.files.Get(path, readFacts)
+// scanDir lists one folder's session files and reads the changed ones.
+func (a *Adapter) scanDir(ctx context.Context, dir string) []scanned {
+	keys, err := adapters.ListFiles(dir, isSessionFile)
 	if err != nil {
-		return scanned{path: path, err: err}
+		return nil // vanished or unreadable: its sessions stay unknown
 	}
-	return scanned{path: path, facts: f, err: f.bad}
+	out := make([]scanned, 0, len(keys))
+	for _, k := range keys {
+		if ctx.Err() != nil {
+			break
+		}
+		out = append(out, a.readOne(k))
+	}
+	return out
 }
 
-// listSessionFiles returns the .jsonl files directly in each root and one
-// folder below it, sorted.
-func listSessionFiles(roots []string) ([]string, error) {
+// readOne returns the cached facts when the listing's stat shows the file
+// unchanged, and reads it otherwise.
+func (a *Adapter) readOne(key adapters.FileKey) scanned {
+	f, _, err := a.files.GetKey(key, readFacts)
+	if err != nil {
+		return scanned{path: key.Path, err: err}
+	}
+	return scanned{path: key.Path, facts: f, err: f.bad}
+}
+
+func isSessionFile(name string) bool { return strings.HasSuffix(name, ".jsonl") }
+
+// sessionDirs returns the folders that may hold session files: each root
+// and the folders directly in it.
+func sessionDirs(roots []string) ([]string, error) {
 	var out []string
 	var errs []error
 	readable := 0
@@ -152,29 +176,16 @@ func listSessionFiles(roots []string) ([]string, error) {
 			continue
 		}
 		readable++
+		out = append(out, root)
 		for _, e := range entries {
-			p := filepath.Join(root, e.Name())
 			if e.IsDir() {
-				sub, err := os.ReadDir(p)
-				if err != nil {
-					continue // vanished or unreadable: its sessions stay unknown
-				}
-				for _, s := range sub {
-					if !s.IsDir() && strings.HasSuffix(s.Name(), ".jsonl") {
-						out = append(out, filepath.Join(p, s.Name()))
-					}
-				}
-				continue
-			}
-			if strings.HasSuffix(e.Name(), ".jsonl") {
-				out = append(out, p)
+				out = append(out, filepath.Join(root, e.Name()))
 			}
 		}
 	}
 	if readable == 0 {
 		return nil, errors.Join(errs...)
 	}
-	sort.Strings(out)
 	return out, nil
 }
 

@@ -157,8 +157,8 @@ func TestVanishingFile(t *testing.T) {
 	if err != nil || len(got) != 1 || got[0].NativeID != robustID {
 		t.Fatalf("Discover = %+v, %v; want only the readable session", got, err)
 	}
-	if s := a.readOne(filepath.Join(home, "nothing.jsonl")); s.facts != nil || !errors.Is(s.err, fs.ErrNotExist) {
-		t.Errorf("readOne of a missing file = %+v", s)
+	if _, _, s := a.files.Get(filepath.Join(home, "nothing.jsonl"), readFacts); !errors.Is(s, fs.ErrNotExist) {
+		t.Errorf("reading a missing file: %v", s)
 	}
 }
 
