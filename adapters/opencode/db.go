@@ -103,8 +103,14 @@ func (d *dbStore) refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if len(cols) == 0 {
+		// A database without a session table yet: OpenCode creates its
+		// tables when it first starts. No sessions.
+		d.sessions, d.stamps = map[string]*session{}, map[string]stamp{}
+		return nil
+	}
 	if !cols["id"] || !cols["time_updated"] {
-		return fmt.Errorf("read %s: no session table with id and time_updated", d.path)
+		return fmt.Errorf("read %s: the session table has no id or time_updated column", d.path)
 	}
 	seqCols, err := adapters.SQLiteColumns(ctx, db, "event_sequence")
 	if err != nil {

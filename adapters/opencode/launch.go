@@ -150,12 +150,19 @@ func (a *Adapter) FindNativeID(ctx context.Context, pid int, cwd string, since t
 			}
 		}
 		id, err := a.findSession(ctx, p, cwd, since)
-		if id != "" || err != nil {
-			return id, err
+		switch {
+		case id != "":
+			return id, nil
+		case errors.Is(err, errAmbiguous):
+			return "", err
 		}
+		// Other errors (the database being created, or busy) may pass.
 		select {
 		case <-ctx.Done():
-			return "", fmt.Errorf("no opencode session for pid %d in %s yet: %w", pid, cwd, ctx.Err())
+			if err == nil {
+				err = ctx.Err()
+			}
+			return "", fmt.Errorf("no opencode session for pid %d in %s: %w", pid, cwd, err)
 		case <-t.C:
 		}
 	}
@@ -210,8 +217,11 @@ func (a *Adapter) findSession(ctx context.Context, p *liveProc, cwd string, sinc
 	case 1:
 		return ids[0], nil
 	}
-	return "", fmt.Errorf("%d opencode sessions in %s begun after %s fit: cannot tell which is the process's", len(ids), cwd, since.Format(time.RFC3339))
+	return "", fmt.Errorf("%d opencode sessions in %s begun after %s fit: %w", len(ids), cwd, since.Format(time.RFC3339), errAmbiguous)
 }
+
+// errAmbiguous means several sessions fit a process equally.
+var errAmbiguous = errors.New("cannot tell which is the process's")
 
 var (
 	_ adapters.Adapter        = (*Adapter)(nil)
