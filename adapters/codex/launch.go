@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/proc"
+	"github.com/agentctl/agentctl/spawn"
 )
 
 // maxArgPrompt is the largest prompt passed in argv; larger ones go through
@@ -25,10 +26,11 @@ const promptFileName = "prompt.txt"
 // Binary is the executable the adapter runs.
 func (a *Adapter) Binary() string { return "codex" }
 
+// installHint says how to get the binary.
+const installHint = "install the Codex CLI with: npm install -g @openai/codex"
+
 // InstallHint says how to get the binary.
-func (a *Adapter) InstallHint() string {
-	return "install the Codex CLI with: npm install -g @openai/codex"
-}
+func (a *Adapter) InstallHint() string { return installHint }
 
 // StopSignal is SIGINT: Codex's graceful stop. It aborts the turn, kills
 // the running tool, records turn_aborted in the rollout and exits 1;
@@ -89,19 +91,25 @@ func withPrompt(bin string, args []string, req adapters.LaunchRequest) ([]string
 	if len(p) <= maxArgPrompt && !strings.ContainsRune(p, 0) {
 		return append(append([]string{bin}, args...), "--", p), nil
 	}
+	if req.SessionDir == "" {
+		return nil, errors.New("a prompt passed through stdin needs the session folder, and none was given")
+	}
+	// The shell, not the agent, is argv[0] now, so the agent is resolved
+	// here: a missing binary must fail the launch with its name.
+	path, err := spawn.LookPath(bin, req.Env, req.Cwd)
+	if err != nil {
+		return nil, fmt.Errorf("%s is not installed or not on PATH (%w); %s", bin, err, installHint)
+	}
 	file, err := writePromptFile(req)
 	if err != nil {
 		return nil, err
 	}
 	// $0 is the prompt file, "$@" the agent's argv.
-	argv := append([]string{"/bin/sh", "-c", `exec "$@" <"$0"`, file, bin}, args...)
+	argv := append([]string{"/bin/sh", "-c", `exec "$@" <"$0"`, file, path}, args...)
 	return append(argv, "--", "-"), nil
 }
 
 func writePromptFile(req adapters.LaunchRequest) (string, error) {
-	if req.SessionDir == "" {
-		return "", errors.New("a prompt passed through stdin needs the session folder, and none was given")
-	}
 	if err := os.MkdirAll(req.SessionDir, 0o700); err != nil {
 		return "", fmt.Errorf("write prompt file: %w", err)
 	}

@@ -52,6 +52,14 @@ func TestLaunchArgv(t *testing.T) {
 	}
 }
 
+func TestLargePromptWithoutBinaryFailsAtOnce(t *testing.T) {
+	_, a := testHome(t)
+	_, err := a.Launch(adapters.LaunchRequest{Prompt: strings.Repeat("x", maxArgPrompt+1), SessionDir: t.TempDir(), Env: []string{"PATH=/nonexistent"}})
+	if err == nil || !strings.Contains(err.Error(), "codex is not installed") || !strings.Contains(err.Error(), "@openai/codex") {
+		t.Errorf("err = %v", err)
+	}
+}
+
 func TestLaunchKeepsCallerEnv(t *testing.T) {
 	_, a := testHome(t)
 	env := []string{"PATH=/bin", "OPENAI_API_KEY=k", "CODEX_HOME=/h"}

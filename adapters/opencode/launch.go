@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/proc"
+	"github.com/agentctl/agentctl/spawn"
 )
 
 // maxArgPrompt is the largest prompt passed in argv; larger ones go
@@ -26,10 +27,11 @@ const promptFileName = "prompt.txt"
 // Binary is the executable the adapter runs.
 func (a *Adapter) Binary() string { return "opencode" }
 
+// installHint says how to get the binary.
+const installHint = "install OpenCode with: npm install -g opencode-ai"
+
 // InstallHint says how to get the binary.
-func (a *Adapter) InstallHint() string {
-	return "install OpenCode with: npm install -g opencode-ai"
-}
+func (a *Adapter) InstallHint() string { return installHint }
 
 // StopSignal is SIGTERM: `opencode run` ignores SIGINT and runs on to the
 // end. On SIGTERM it exits at once but leaves its running tool command
@@ -100,6 +102,12 @@ func withPrompt(bin string, args []string, req adapters.LaunchRequest) ([]string
 	if req.SessionDir == "" {
 		return nil, errors.New("a prompt passed through stdin needs the session folder, and none was given")
 	}
+	// The shell, not the agent, is argv[0] now, so the agent is resolved
+	// here: a missing binary must fail the launch with its name.
+	path, err := spawn.LookPath(bin, req.Env, req.Cwd)
+	if err != nil {
+		return nil, fmt.Errorf("%s is not installed or not on PATH (%w); %s", bin, err, installHint)
+	}
 	if err := os.MkdirAll(req.SessionDir, 0o700); err != nil {
 		return nil, fmt.Errorf("write prompt file: %w", err)
 	}
@@ -108,7 +116,7 @@ func withPrompt(bin string, args []string, req adapters.LaunchRequest) ([]string
 		return nil, fmt.Errorf("write prompt file: %w", err)
 	}
 	// $0 is the prompt file, "$@" the agent's argv.
-	return append([]string{"/bin/sh", "-c", `exec "$@" <"$0"`, file, bin}, args...), nil
+	return append([]string{"/bin/sh", "-c", `exec "$@" <"$0"`, file, path}, args...), nil
 }
 
 // numberLike matches what OpenCode's argument parser converts to a number

@@ -254,6 +254,11 @@ func TestFindNativeIDAfterExit(t *testing.T) {
 
 func TestLaunchArgv(t *testing.T) {
 	_, a := testData(t)
+	binDir := t.TempDir()
+	bin := filepath.Join(binDir, "opencode")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name   string
 		req    adapters.LaunchRequest
@@ -275,6 +280,7 @@ func TestLaunchArgv(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			req := tt.req
 			req.SessionDir = t.TempDir()
+			req.Env = []string{"PATH=" + binDir}
 			var spec adapters.LaunchSpec
 			var err error
 			if tt.resume {
@@ -294,6 +300,7 @@ func TestLaunchArgv(t *testing.T) {
 			want := append([]string(nil), tt.want...)
 			if tt.file {
 				want[3] = filepath.Join(req.SessionDir, promptFileName)
+				want[4] = bin
 				b, err := os.ReadFile(want[3])
 				if err != nil || string(b) != tt.req.Prompt {
 					t.Errorf("prompt file: %v", err)
@@ -303,6 +310,10 @@ func TestLaunchArgv(t *testing.T) {
 				t.Errorf("argv = %q\nwant %q", spec.Argv, want)
 			}
 		})
+	}
+	_, err := a.Launch(adapters.LaunchRequest{Prompt: "fix bug 42", SessionDir: t.TempDir(), Env: []string{"PATH=/nonexistent"}})
+	if err == nil || !strings.Contains(err.Error(), "opencode is not installed") || !strings.Contains(err.Error(), "opencode-ai") {
+		t.Errorf("missing binary: %v", err)
 	}
 	if a.StopSignal() != syscall.SIGTERM || a.Binary() != "opencode" || !strings.Contains(a.InstallHint(), "opencode-ai") {
 		t.Error("launcher facts")
@@ -324,7 +335,7 @@ func TestPromptArrivesExactly(t *testing.T) {
 		"say hi", "  leading and  double  spaces ", "-v --help -- x", "line one\nline two\ttab", "fix bug 42", "0x1f and 1e3",
 		`quotes "here" and 'there'`, "ünïcødé ✓", strings.Repeat("big ", 40000),
 	} {
-		spec, err := a.Launch(adapters.LaunchRequest{Prompt: prompt, SessionDir: t.TempDir()})
+		spec, err := a.Launch(adapters.LaunchRequest{Prompt: prompt, SessionDir: t.TempDir(), Env: []string{"PATH=" + filepath.Dir(bin)}})
 		if err != nil {
 			t.Fatal(err)
 		}
