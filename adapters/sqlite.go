@@ -62,9 +62,16 @@ func IsSQLiteBusy(err error) bool {
 	return false
 }
 
-// SQLiteColumns returns the column names of table, so readers can adapt to
-// the schema of the agent version that wrote the database.
-func SQLiteColumns(ctx context.Context, db *sql.DB, table string) (map[string]bool, error) {
+// Querier is what SQLiteColumns reads through: a *sql.DB, *sql.Conn or
+// *sql.Tx.
+type Querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// SQLiteColumns returns the column names of table (none when there is no
+// such table), so readers can adapt to the schema of the agent version
+// that wrote the database.
+func SQLiteColumns(ctx context.Context, db Querier, table string) (map[string]bool, error) {
 	rows, err := db.QueryContext(ctx, "SELECT name FROM pragma_table_info(?)", table)
 	if err != nil {
 		return nil, fmt.Errorf("read columns of %s: %w", table, err)

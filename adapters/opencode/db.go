@@ -15,6 +15,10 @@ import (
 	"github.com/agentctl/agentctl/adapters"
 )
 
+// recentTurn is how long after its last change a session whose turn is
+// not over is checked on every read, whether or not events name it.
+const recentTurn = time.Hour
+
 // recentMessages is how many of a session's latest messages are read to
 // find its last answer.
 const recentMessages = 30
@@ -29,6 +33,9 @@ type dbStore struct {
 	stamp    [2]adapters.FileKey
 	sessions map[string]*session // by id
 	stamps   map[string]stamp    // id -> the stamp the entry was read at
+	// mark is the last event (rowid) seen when marked.
+	mark   int64
+	marked bool
 }
 
 // stamp says which version of a session an entry was read at: the
@@ -92,44 +99,72 @@ func (d *dbStore) list() []*session {
 	return out
 }
 
-// refresh reads what changed since the last read.
+// refresh reads what changed since the last read, in one read
+// transaction so every query sees the same state.
 func (d *dbStore) refresh(ctx context.Context) error {
 	db, err := adapters.OpenSQLiteReadOnly(ctx, d.path, 0)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	cols, err := adapters.SQLiteColumns(ctx, db, "session")
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("read %s: %w", d.path, err)
+	}
+	defer tx.Rollback()
+	cols, err := adapters.SQLiteColumns(ctx, tx, "session")
 	if err != nil {
 		return err
 	}
 	if len(cols) == 0 {
 		// A database without a session table yet: OpenCode creates its
 		// tables when it first starts. No sessions.
-		d.sessions, d.stamps = map[string]*session{}, map[string]stamp{}
+		d.sessions, d.stamps, d.marked = map[string]*session{}, map[string]stamp{}, false
 		return nil
 	}
 	if !cols["id"] || !cols["time_updated"] {
 		return fmt.Errorf("read %s: the session table has no id or time_updated column", d.path)
 	}
-	seqCols, err := adapters.SQLiteColumns(ctx, db, "event_sequence")
+	seqCols, err := adapters.SQLiteColumns(ctx, tx, "event_sequence")
 	if err != nil {
 		return err
 	}
-	stamps, err := queryStamps(ctx, db, cols["parent_id"], seqCols["aggregate_id"] && seqCols["seq"])
+	eventCols, err := adapters.SQLiteColumns(ctx, tx, "event")
 	if err != nil {
 		return err
 	}
-	var changed []string
-	for id, st := range stamps {
-		old, ok := d.stamps[id]
-		// Without event sequence numbers, a session whose turn is not
-		// over may have changed without its row showing it.
-		if !ok || old != st || (st.seq == 0 && d.sessions[id] != nil && !d.sessions[id].settled()) {
-			changed = append(changed, id)
+	hasSeq := seqCols["aggregate_id"] && seqCols["seq"]
+	hasEvents := hasSeq && eventCols["aggregate_id"]
+	var mark int64
+	if hasEvents {
+		if err := tx.QueryRowContext(ctx, "SELECT COALESCE(max(rowid), 0) FROM event").Scan(&mark); err != nil {
+			return fmt.Errorf("read events of %s: %w", d.path, err)
 		}
 	}
-	rows, err := querySessions(ctx, db, cols, changed, len(changed) > len(stamps)/4)
+	var stamps map[string]stamp
+	var changed []string
+	ok := false
+	if hasEvents && d.marked && mark >= d.mark {
+		stamps, changed, ok, err = d.changedSince(ctx, tx, cols["parent_id"])
+		if err != nil {
+			return err
+		}
+	}
+	if !ok {
+		if stamps, err = queryStamps(ctx, tx, cols["parent_id"], hasSeq); err != nil {
+			return err
+		}
+		changed = changed[:0]
+		for id, st := range stamps {
+			old, ok := d.stamps[id]
+			// Without event sequence numbers, a session whose turn is not
+			// over may have changed without its row showing it.
+			if !ok || old != st || (st.seq == 0 && d.sessions[id] != nil && !d.sessions[id].settled()) {
+				changed = append(changed, id)
+			}
+		}
+	}
+	rows, err := querySessions(ctx, tx, cols, changed, len(changed) > len(stamps)/4)
 	if err != nil {
 		return err
 	}
@@ -142,7 +177,7 @@ func (d *dbStore) refresh(ctx context.Context) error {
 	}
 	for _, s := range rows {
 		if _, ok := stamps[s.id]; !ok {
-			continue // a child session, or one added since the stamps were read
+			continue // a child session
 		}
 		s.path = d.path
 		if err := ctx.Err(); err != nil {
@@ -151,7 +186,7 @@ func (d *dbStore) refresh(ctx context.Context) error {
 		if prev, ok := d.sessions[s.id]; ok {
 			s.firstPrompt = prev.firstPrompt // the first prompt never changes
 		}
-		if err := readDetails(ctx, db, s, cols); err != nil {
+		if err := readDetails(ctx, tx, s, cols); err != nil {
 			if adapters.IsSQLiteBusy(err) || ctx.Err() != nil {
 				return err
 			}
@@ -168,13 +203,85 @@ func (d *dbStore) refresh(ctx context.Context) error {
 		}
 	}
 	d.sessions, d.stamps = next, nextStamps
+	d.mark, d.marked = mark, hasEvents
 	return nil
+}
+
+// changedSince finds the sessions changed since the last read from the
+// event log OpenCode appends to on every change: the sessions of the
+// events after the last one seen. The cost grows with what changed, not
+// with the number of sessions. ok is false when the log cannot be trusted
+// for this (the session count does not add up), and the caller reads
+// every session's stamp instead.
+func (d *dbStore) changedSince(ctx context.Context, tx *sql.Tx, hasParent bool) (stamps map[string]stamp, changed []string, ok bool, err error) {
+	rs, err := tx.QueryContext(ctx, "SELECT DISTINCT aggregate_id FROM event WHERE rowid > ?", d.mark)
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("read events of %s: %w", d.path, err)
+	}
+	var ids []string
+	for rs.Next() {
+		var id any
+		if rs.Scan(&id) == nil && asString(id) != "" {
+			ids = append(ids, asString(id))
+		}
+	}
+	rs.Close()
+	if err := rs.Err(); err != nil {
+		return nil, nil, false, fmt.Errorf("read events of %s: %w", d.path, err)
+	}
+	stamps = make(map[string]stamp, len(d.stamps)+len(ids))
+	for id, st := range d.stamps {
+		stamps[id] = st
+	}
+	// Sessions in the middle of a turn lately are checked as well,
+	// events or not: they are few, and they are the ones that change.
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		seen[id] = true
+	}
+	recent := time.Now().Add(-recentTurn)
+	for id, s := range d.sessions {
+		if !seen[id] && !s.settled() && s.updated.After(recent) {
+			ids = append(ids, id)
+		}
+	}
+	q := "SELECT s.time_updated, COALESCE(e.seq, 0) FROM session s LEFT JOIN event_sequence e ON e.aggregate_id = s.id WHERE s.id = ?"
+	if hasParent {
+		q += " AND (s.parent_id IS NULL OR s.parent_id = '')"
+	}
+	for _, id := range ids {
+		var up, seq any
+		err := tx.QueryRowContext(ctx, q, id).Scan(&up, &seq)
+		if errors.Is(err, sql.ErrNoRows) {
+			delete(stamps, id) // deleted, a child session, or not a session
+			continue
+		}
+		if err != nil {
+			return nil, nil, false, fmt.Errorf("read session %s: %w", id, err)
+		}
+		st := stamp{}
+		st.updated, _ = asInt(up)
+		st.seq, _ = asInt(seq)
+		if old, ok := d.stamps[id]; !ok || old != st {
+			changed = append(changed, id)
+		}
+		stamps[id] = st
+	}
+	count := "SELECT count(*) FROM session"
+	if hasParent {
+		count += " WHERE parent_id IS NULL OR parent_id = ''"
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, count).Scan(&n); err != nil {
+		return nil, nil, false, fmt.Errorf("count sessions of %s: %w", d.path, err)
+	}
+	return stamps, changed, n == len(stamps), nil
 }
 
 // queryStamps returns every top-level session's stamp. Child sessions (a
 // sub-agent's, started by the task tool) belong to their parent's work and
 // are left out, as OpenCode's own session list does.
-func queryStamps(ctx context.Context, db *sql.DB, hasParent, hasSeq bool) (map[string]stamp, error) {
+func queryStamps(ctx context.Context, db querier, hasParent, hasSeq bool) (map[string]stamp, error) {
 	q := "SELECT s.id, s.time_updated, 0 FROM session s"
 	if hasSeq {
 		q = "SELECT s.id, s.time_updated, COALESCE(e.seq, 0) FROM session s LEFT JOIN event_sequence e ON e.aggregate_id = s.id"
@@ -206,7 +313,7 @@ func queryStamps(ctx context.Context, db *sql.DB, hasParent, hasSeq bool) (map[s
 
 // querySessions reads the session rows of ids (all rows when all is set,
 // which is cheaper than many lookups), child sessions excluded.
-func querySessions(ctx context.Context, db *sql.DB, cols map[string]bool, ids []string, all bool) ([]*session, error) {
+func querySessions(ctx context.Context, db querier, cols map[string]bool, ids []string, all bool) ([]*session, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -281,6 +388,12 @@ func querySessions(ctx context.Context, db *sql.DB, cols map[string]bool, ids []
 	return out, nil
 }
 
+// querier is a database or a transaction.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
 // dbMessage is one message row with its decoded data.
 type dbMessage struct {
 	id   string
@@ -290,7 +403,7 @@ type dbMessage struct {
 // readDetails reads what the session row does not say: the first prompt,
 // the latest message's state, the last answer, and (for schemas without
 // token columns) the token sums.
-func readDetails(ctx context.Context, db *sql.DB, s *session, cols map[string]bool) error {
+func readDetails(ctx context.Context, db querier, s *session, cols map[string]bool) error {
 	recent, err := queryMessages(ctx, db, "SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created DESC, id DESC LIMIT ?", s.id, recentMessages)
 	if err != nil {
 		return err
@@ -350,7 +463,7 @@ func readDetails(ctx context.Context, db *sql.DB, s *session, cols map[string]bo
 	return nil
 }
 
-func queryMessages(ctx context.Context, db *sql.DB, q string, args ...any) ([]dbMessage, error) {
+func queryMessages(ctx context.Context, db querier, q string, args ...any) ([]dbMessage, error) {
 	rs, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read messages: %w", err)
@@ -376,7 +489,7 @@ func queryMessages(ctx context.Context, db *sql.DB, q string, args ...any) ([]db
 
 // queryParts returns the parts of the given messages, by message id, in
 // order.
-func queryParts(ctx context.Context, db *sql.DB, messageIDs []string) (map[string][]partData, error) {
+func queryParts(ctx context.Context, db querier, messageIDs []string) (map[string][]partData, error) {
 	args := make([]any, len(messageIDs))
 	for i, id := range messageIDs {
 		args[i] = id

@@ -140,7 +140,8 @@ func CreateDB(path string) (*sql.DB, error) {
 // (an XDG_DATA_HOME): opencode/opencode.db with sessions, messages and
 // parts shaped as OpenCode 1.18 writes them (user prompts, assistant steps
 // with step-start, bash tool calls and their output, text, step-finish;
-// token and cost totals; per-session event sequence numbers). Most turns
+// token and cost totals; the event log OpenCode keeps beside the rows, with
+// its per-session sequence numbers). Most turns
 // complete; some end in an API error, some were interrupted, some are left
 // open mid-tool. Sizes are long-tailed, from a few kB to about 2 MB per
 // session. The same seed writes the same store, relative to the current
@@ -179,7 +180,7 @@ func GenerateStore(dir string, n int, seed int64) error {
 
 // rowWriter holds the prepared inserts.
 type rowWriter struct {
-	session, message, part, seq *sql.Stmt
+	session, message, part, seq, event *sql.Stmt
 }
 
 func newRowWriter(tx *sql.Tx) (*rowWriter, error) {
@@ -199,6 +200,7 @@ func newRowWriter(tx *sql.Tx) (*rowWriter, error) {
 	w.message = prep(`INSERT INTO message (id, session_id, time_created, time_updated, data) VALUES (?, ?, ?, ?, ?)`)
 	w.part = prep(`INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES (?, ?, ?, ?, ?, ?)`)
 	w.seq = prep(`INSERT INTO event_sequence (aggregate_id, seq) VALUES (?, ?)`)
+	w.event = prep(`INSERT INTO event (id, aggregate_id, seq, type, data) VALUES (?, ?, ?, ?, ?)`)
 	if err != nil {
 		w.close()
 		return nil, fmt.Errorf("generate opencode store: %w", err)
@@ -207,7 +209,7 @@ func newRowWriter(tx *sql.Tx) (*rowWriter, error) {
 }
 
 func (w *rowWriter) close() {
-	for _, st := range []*sql.Stmt{w.session, w.message, w.part, w.seq} {
+	for _, st := range []*sql.Stmt{w.session, w.message, w.part, w.seq, w.event} {
 		if st != nil {
 			st.Close()
 		}
@@ -218,6 +220,18 @@ type generator struct {
 	rng *rand.Rand
 	now time.Time
 	err error
+	// seq numbers the current session's events.
+	seq int
+}
+
+// event appends the event OpenCode logs with every write: its
+// event-sourced copy of the session's rows.
+func (g *generator) event(w *rowWriter, sid, typ, key string, at time.Time, data obj) error {
+	if _, err := w.event.Exec(g.id("evt_", at), sid, g.seq, typ, g.jsonText(obj{"sessionID": sid, key: data})); err != nil {
+		return fmt.Errorf("generate opencode event: %w", err)
+	}
+	g.seq++
+	return nil
 }
 
 var (
@@ -290,7 +304,7 @@ func (g *generator) session(w *rowWriter, i int) error {
 	at := created
 	var tin, tout int64
 	var cost float64
-	seq := 1
+	g.seq = 0
 	var prompt string
 	tick := func(d time.Duration) int64 { at = at.Add(d); return at.UnixMilli() }
 	for t := range turns {
@@ -300,14 +314,18 @@ func (g *generator) session(w *rowWriter, i int) error {
 		}
 		uid := g.id("msg_", at)
 		ums := tick(50 * time.Millisecond)
-		if _, err := w.message.Exec(uid, sid, ums, ums, g.jsonText(obj{"role": "user", "time": obj{"created": ums}, "agent": "build",
-			"model": obj{"providerID": provider, "modelID": model}, "summary": obj{"diffs": []any{}}})); err != nil {
+		user := obj{"role": "user", "time": obj{"created": ums}, "agent": "build",
+			"model": obj{"providerID": provider, "modelID": model}, "summary": obj{"diffs": []any{}}}
+		if _, err := w.message.Exec(uid, sid, ums, ums, g.jsonText(user)); err != nil {
 			return fmt.Errorf("generate opencode session %d: %w", i, err)
 		}
-		if _, err := w.part.Exec(g.id("prt_", at), uid, sid, ums, ums, g.jsonText(obj{"type": "text", "text": text})); err != nil {
-			return fmt.Errorf("generate opencode session %d: %w", i, err)
+		user["id"], user["sessionID"] = uid, sid
+		if err := g.event(w, sid, "message.updated.1", "info", at, user); err != nil {
+			return err
 		}
-		seq += 2
+		if err := g.part(w, uid, sid, at, obj{"type": "text", "text": text}); err != nil {
+			return err
+		}
 		last := t == turns-1
 		ending := "stop"
 		if last {
@@ -380,7 +398,10 @@ func (g *generator) session(w *rowWriter, i int) error {
 			if _, err := w.message.Exec(mid, sid, mstart, at.UnixMilli(), g.jsonText(data)); err != nil {
 				return fmt.Errorf("generate opencode session %d: %w", i, err)
 			}
-			seq += 4
+			data["id"], data["sessionID"] = mid, sid
+			if err := g.event(w, sid, "message.updated.1", "info", at, data); err != nil {
+				return err
+			}
 			if finalStep && (ending == "open" || ending == "error" || ending == "aborted") {
 				break
 			}
@@ -399,7 +420,12 @@ func (g *generator) session(w *rowWriter, i int) error {
 	if _, err := w.session.Exec(sid, slug, dir, strings.TrimPrefix(dir, "/"), title, cost, tin, tout, tin/2, modelJSON, created.UnixMilli(), at.UnixMilli()); err != nil {
 		return fmt.Errorf("generate opencode session %d: %w", i, err)
 	}
-	if _, err := w.seq.Exec(sid, seq); err != nil {
+	info := obj{"id": sid, "slug": slug, "projectID": "global", "directory": dir, "title": title, "version": "1.18.33",
+		"time": obj{"created": created.UnixMilli(), "updated": at.UnixMilli()}}
+	if err := g.event(w, sid, "session.updated.1", "info", at, info); err != nil {
+		return err
+	}
+	if _, err := w.seq.Exec(sid, g.seq-1); err != nil {
 		return fmt.Errorf("generate opencode session %d: %w", i, err)
 	}
 	return nil
@@ -407,8 +433,10 @@ func (g *generator) session(w *rowWriter, i int) error {
 
 func (g *generator) part(w *rowWriter, mid, sid string, at time.Time, data obj) error {
 	ms := at.UnixMilli()
-	if _, err := w.part.Exec(g.id("prt_", at), mid, sid, ms, ms, g.jsonText(data)); err != nil {
+	pid := g.id("prt_", at)
+	if _, err := w.part.Exec(pid, mid, sid, ms, ms, g.jsonText(data)); err != nil {
 		return fmt.Errorf("generate opencode part: %w", err)
 	}
-	return nil
+	data["id"], data["messageID"], data["sessionID"] = pid, mid, sid
+	return g.event(w, sid, "message.part.updated.1", "part", at, data)
 }

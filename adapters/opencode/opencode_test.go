@@ -195,9 +195,7 @@ func TestDatabaseChangesAreSeen(t *testing.T) {
 		"time_created": now, "time_updated": now, "data": `{"type":"text","text":"and again"}`})
 	insertRow(t, db, "message", map[string]any{"id": "msg_ffff00000002AAAAAAAAAAAAAA", "session_id": idComplete, "time_created": now + 1, "time_updated": now + 1,
 		"data": `{"role":"assistant","time":{"created":` + itoa(now+1) + `},"modelID":"other","providerID":"fake"}`})
-	if _, err := db.Exec("UPDATE event_sequence SET seq = seq + 3 WHERE aggregate_id = ?", idComplete); err != nil {
-		t.Fatal(err)
-	}
+	bumpEvents(t, db, idComplete, 3)
 	s := discoverByID(t, a)[idComplete]
 	if s.State != adapters.NativeUnknown || s.FirstPrompt != `-v "a  b" q"x` || s.LastMessage != "hi from fakellm (turn 8)" {
 		t.Errorf("mid-turn without a process: state=%q prompt=%q last=%q", s.State, s.FirstPrompt, s.LastMessage)
@@ -208,9 +206,7 @@ func TestDatabaseChangesAreSeen(t *testing.T) {
 	if _, err := db.Exec(`UPDATE message SET data = json_set(data, '$.time.completed', ?, '$.finish', 'stop') WHERE id = 'msg_ffff00000002AAAAAAAAAAAAAA'`, now+3); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec("UPDATE event_sequence SET seq = seq + 2 WHERE aggregate_id = ?", idComplete); err != nil {
-		t.Fatal(err)
-	}
+	bumpEvents(t, db, idComplete, 2)
 	s = discoverByID(t, a)[idComplete]
 	if s.State != adapters.NativeDone || s.LastMessage != "again done" {
 		t.Errorf("after the answer: state=%q last=%q", s.State, s.LastMessage)
@@ -221,6 +217,21 @@ func TestDatabaseChangesAreSeen(t *testing.T) {
 	}
 	if _, ok := discoverByID(t, a)[idFailed]; ok {
 		t.Error("a deleted session is still listed")
+	}
+}
+
+// bumpEvents appends n events for a session, as OpenCode does with every
+// message and part it writes.
+func bumpEvents(t *testing.T, db *sql.DB, id string, n int) {
+	t.Helper()
+	for range n {
+		if _, err := db.Exec("UPDATE event_sequence SET seq = seq + 1 WHERE aggregate_id = ?", id); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(`INSERT INTO event (id, aggregate_id, seq, type, data)
+			SELECT 'evt_' || hex(randomblob(8)), aggregate_id, seq, 'message.part.updated.1', '{}' FROM event_sequence WHERE aggregate_id = ?`, id); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
