@@ -107,6 +107,8 @@ func merge(launched []api.Session, disc discovered) []api.Session {
 	out := make([]api.Session, 0, len(launched)+len(disc.sessions))
 	// Resumed runs share one native session: every run is enriched, and the
 	// native session is not listed again as discovered.
+	// Native ids are claimed alone, not per adapter: two adapters may read
+	// one store (pi and pi-rust share theirs).
 	claimed := map[string]bool{}
 	for _, s := range launched {
 		if s.NativeID != "" {
@@ -114,16 +116,15 @@ func merge(launched []api.Session, disc discovered) []api.Session {
 			if ns, ok := byNative[key]; ok {
 				enrich(&s, ns)
 			}
-			claimed[key] = true
+			claimed[s.NativeID] = true
 		}
 		out = append(out, s)
 	}
 	for _, ns := range disc.sessions {
-		key := ns.Adapter + "\x00" + ns.NativeID
-		if claimed[key] {
+		if claimed[ns.NativeID] {
 			continue
 		}
-		claimed[key] = true
+		claimed[ns.NativeID] = true
 		out = append(out, fromNative(ns))
 	}
 	for i := range out {

@@ -3,7 +3,9 @@ package main
 import (
 	"path/filepath"
 
+	"github.com/agentctl/agentctl/adapters/claude"
 	"github.com/agentctl/agentctl/adapters/codex"
+	"github.com/agentctl/agentctl/adapters/opencode"
 	"github.com/agentctl/agentctl/adapters/pi"
 )
 
@@ -22,5 +24,9 @@ func stores() []store {
 			return codex.GenerateStore(filepath.Join(home, ".codex"), n, seed)
 		}},
 		{"pi", pi.GenerateStore},
+		{"claude", claude.GenerateStore},
+		{"opencode", func(home string, n int, seed int64) error {
+			return opencode.GenerateStore(filepath.Join(home, ".local", "share"), n, seed)
+		}},
 	}
 }
