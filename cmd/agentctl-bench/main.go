@@ -6,7 +6,10 @@
 // time end to end with the service's caches cold (service just restarted)
 // and warm (median of --runs), and the service's memory.
 //
-//	agentctl-bench [--sizes 100,1000,10000] [--bin PATH] [--runs N] [--keep]
+// First it times the supervisor's own paths (run round trip, start to
+// exec, output through the pty) against baselines measured in the same run.
+//
+//	agentctl-bench [--sizes 100,1000,10000] [--bin PATH] [--runs N] [--keep] [--core=false]
 //
 // Without --bin it builds agentctl from the module it is run in.
 package main
@@ -45,6 +48,7 @@ type options struct {
 	runs  int
 	keep  bool
 	seed  int64
+	core  bool
 }
 
 func parseFlags(args []string) (options, error) {
@@ -55,6 +59,7 @@ func parseFlags(args []string) (options, error) {
 	fl.IntVar(&o.runs, "runs", 5, "warm runs per command (the median is reported)")
 	fl.BoolVar(&o.keep, "keep", false, "keep the generated stores")
 	fl.Int64Var(&o.seed, "seed", 1, "generator seed")
+	fl.BoolVar(&o.core, "core", true, "also time run, start and output throughput against baselines")
 	if err := fl.Parse(args); err != nil {
 		return o, err
 	}
@@ -108,6 +113,14 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		if err := b.Run(); err != nil {
 			return fmt.Errorf("build agentctl (or pass --bin): %w", err)
 		}
+	}
+	if o.core {
+		rows, err := measureCore(ctx, o, work)
+		if err != nil {
+			return fmt.Errorf("core paths: %w", err)
+		}
+		printCore(out, rows)
+		fmt.Fprintln(out)
 	}
 	var rows []row
 	for i, n := range o.sizes {
