@@ -471,3 +471,24 @@ func TestSkippingIrrelevantLinesChangesNothing(t *testing.T) {
 		t.Error("no line was skipped")
 	}
 }
+
+func TestConcurrentDiscoverAndTranscript(t *testing.T) {
+	home, a := testHome(t)
+	installFixtures(t, home)
+	done := make(chan error, 8)
+	for range 4 {
+		go func() {
+			_, err := a.Discover(context.Background())
+			done <- err
+		}()
+		go func() {
+			_, err := a.Transcript(context.Background(), idResumed, 2)
+			done <- err
+		}()
+	}
+	for range 8 {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}

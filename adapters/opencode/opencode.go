@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -177,11 +176,4 @@ func (a *Adapter) Transcript(ctx context.Context, nativeID string, n int) ([]ada
 		return a.legacy.transcript(ctx, filepath.Join(a.dataDir(), "storage"), s.id, n)
 	}
 	return dbTranscript(ctx, s.path, s.id, n)
-}
-
-// exists reports whether path exists (a stat error other than absence
-// counts as existing, so it is reported when read).
-func exists(path string) bool {
-	_, err := os.Stat(path)
-	return !errors.Is(err, fs.ErrNotExist)
 }

@@ -405,3 +405,25 @@ func TestGenerateStoreIsReadable(t *testing.T) {
 		t.Errorf("states = %v: want a mix", states)
 	}
 }
+
+func TestConcurrentDiscoverAndTranscript(t *testing.T) {
+	data, a := testData(t)
+	loadFixture(t, data)
+	installLegacy(t, data)
+	done := make(chan error, 8)
+	for range 4 {
+		go func() {
+			_, err := a.Discover(context.Background())
+			done <- err
+		}()
+		go func() {
+			_, err := a.Transcript(context.Background(), idResumed, 2)
+			done <- err
+		}()
+	}
+	for range 8 {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}

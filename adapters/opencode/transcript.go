@@ -19,7 +19,10 @@ func dbTranscript(ctx context.Context, path, id string, n int) ([]adapters.Messa
 		return nil, fmt.Errorf("read opencode session %s: %w", id, err)
 	}
 	defer db.Close()
-	var out []adapters.Message
+	// batches holds each batch's messages, oldest first; the batches come
+	// newest first.
+	var batches [][]adapters.Message
+	count := 0
 	for offset := 0; ; offset += transcriptBatch {
 		msgs, err := queryMessages(ctx, db, "SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created DESC, id DESC LIMIT ? OFFSET ?", id, transcriptBatch, offset)
 		if err != nil {
@@ -36,15 +39,22 @@ func dbTranscript(ctx context.Context, path, id string, n int) ([]adapters.Messa
 		if err != nil {
 			return nil, fmt.Errorf("read opencode session %s: %w", id, err)
 		}
-		for _, m := range msgs {
-			out = append(entries(m.data, parts[m.id]), out...)
+		var batch []adapters.Message
+		for i := len(msgs) - 1; i >= 0; i-- {
+			batch = append(batch, entries(msgs[i].data, parts[msgs[i].id])...)
 		}
-		if n > 0 && len(out) >= n {
-			return out[len(out)-n:], nil
-		}
-		if len(msgs) < transcriptBatch {
+		batches = append(batches, batch)
+		count += len(batch)
+		if (n > 0 && count >= n) || len(msgs) < transcriptBatch {
 			break
 		}
+	}
+	out := make([]adapters.Message, 0, count)
+	for i := len(batches) - 1; i >= 0; i-- {
+		out = append(out, batches[i]...)
+	}
+	if n > 0 && len(out) > n {
+		out = out[len(out)-n:]
 	}
 	return out, nil
 }
