@@ -3,7 +3,9 @@ package codex
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -490,5 +492,36 @@ func TestConcurrentDiscoverAndTranscript(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestRolloutVanishingBetweenListAndRead: a rollout removed after the
+// folder was listed is left out, without an error or a warning.
+func TestRolloutVanishingBetweenListAndRead(t *testing.T) {
+	home, a := testHome(t)
+	day := installFixtures(t, home)
+	files, err := a.dirs.rollouts(a.sessionsDir())
+	if err != nil || len(files) != 4 {
+		t.Fatalf("%d rollouts, %v", len(files), err)
+	}
+	if err := os.Remove(filepath.Join(day, "rollout-2026-11-22T06-26-06-"+idComplete+".jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	var kept int
+	for _, f := range files {
+		s := a.readOne(f, nil)
+		if s.facts == nil && !errors.Is(s.err, fs.ErrNotExist) {
+			t.Errorf("%s: %v", f.path, s.err)
+		}
+		if s.facts != nil {
+			kept++
+		}
+	}
+	if kept != 3 {
+		t.Errorf("%d rollouts read, want 3", kept)
+	}
+	got := discoverByID(t, a)
+	if _, ok := got[idComplete]; ok || len(got) != 3 {
+		t.Errorf("after removal: %d sessions", len(got))
 	}
 }
