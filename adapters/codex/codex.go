@@ -74,11 +74,13 @@ type scanned struct {
 }
 
 // scan lists the rollouts and reads the ones that changed since the last
-// scan. It fails only when the sessions folder exists but cannot be listed.
-func (a *Adapter) scan(ctx context.Context) ([]scanned, error) {
+// scan; it also returns Codex's thread index (nil when it has none or it
+// cannot be read). It fails only when the sessions folder exists but
+// cannot be listed.
+func (a *Adapter) scan(ctx context.Context) ([]scanned, map[string]*thread, error) {
 	files, err := a.dirs.rollouts(a.sessionsDir())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// The thread index only spares reading rollout heads; when it cannot
 	// be read, the rollouts say the same.
@@ -106,7 +108,7 @@ func (a *Adapter) scan(ctx context.Context) ([]scanned, error) {
 	close(jobs)
 	wg.Wait()
 	if ctxErr != nil {
-		return nil, fmt.Errorf("scan codex sessions: %w", ctxErr)
+		return nil, nil, fmt.Errorf("scan codex sessions: %w", ctxErr)
 	}
 
 	kept := out[:0]
@@ -126,7 +128,7 @@ func (a *Adapter) scan(ctx context.Context) ([]scanned, error) {
 	a.mu.Lock()
 	a.paths = ids
 	a.mu.Unlock()
-	return kept, nil
+	return kept, threads, nil
 }
 
 // readOne returns the facts of one rollout, from the cache when a stat
@@ -153,7 +155,7 @@ func (a *Adapter) readOne(file rolloutFile, threads map[string]*thread) scanned 
 // Discover returns every session in the Codex store, with the live Codex
 // process matched to it where the evidence is unambiguous.
 func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error) {
-	files, err := a.scan(ctx)
+	files, threads, err := a.scan(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +164,6 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 	if perr == nil {
 		refs = matchProcesses(procs)
 	}
-	threads, _ := a.threads.load(ctx, filepath.Join(a.home(), stateDBName))
 	out := make([]adapters.NativeSession, 0, len(files))
 	for _, s := range files {
 		if s.id == "" {
@@ -243,7 +244,7 @@ func (a *Adapter) pathOf(ctx context.Context, id string) (string, error) {
 			return p, nil
 		}
 	}
-	if _, err := a.scan(ctx); err != nil {
+	if _, _, err := a.scan(ctx); err != nil {
 		return "", err
 	}
 	if p, err = lookup(); err != nil {

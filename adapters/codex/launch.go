@@ -188,7 +188,7 @@ func idOfProcessTree(pid int, since time.Time) (string, bool) {
 // holding one: the single rollout in cwd begun after since and held by no
 // live Codex.
 func (a *Adapter) idOfExited(ctx context.Context, cwd string, since time.Time, pid int) (string, error) {
-	files, err := a.scan(ctx)
+	files, _, err := a.scan(ctx)
 	if err != nil {
 		return "", err
 	}
