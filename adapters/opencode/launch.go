@@ -149,15 +149,26 @@ func (a *Adapter) FindNativeID(ctx context.Context, pid int, cwd string, since t
 	t := time.NewTicker(findInterval)
 	defer t.Stop()
 	for {
+		var id string
+		var err error
+		gone := false
 		if p == nil {
-			if lp, ok := lookProcess(pid, since); ok {
+			lp, state := lookProcess(pid, since)
+			switch state {
+			case procOpencode:
 				if lp.inv.session != "" {
 					return lp.inv.session, nil
 				}
 				p = &lp
+			case procGone:
+				// It exited before it was seen: only the folder and the
+				// start time are left to go by.
+				gone = true
 			}
 		}
-		id, err := a.findSession(ctx, p, cwd, since)
+		if p != nil || gone {
+			id, err = a.findSession(ctx, p, cwd, since)
+		}
 		switch {
 		case id != "":
 			return id, nil
@@ -176,21 +187,28 @@ func (a *Adapter) FindNativeID(ctx context.Context, pid int, cwd string, since t
 	}
 }
 
+// What lookProcess found.
+const (
+	procOpencode = iota // a live OpenCode
+	procNotYet          // alive, not OpenCode yet (the shell that passes a prompt file)
+	procGone            // exited, or the pid is another process's now
+)
+
 // lookProcess describes pid if it is a live OpenCode started after since.
-func lookProcess(pid int, since time.Time) (liveProc, bool) {
+func lookProcess(pid int, since time.Time) (liveProc, int) {
 	info, err := proc.Lookup(pid)
 	if err != nil || info.Zombie || info.StartTime.Before(since.Add(-startSlack)) {
-		return liveProc{}, false
+		return liveProc{}, procGone
 	}
 	argv, err := proc.Cmdline(pid)
 	if err != nil {
-		return liveProc{}, false
+		return liveProc{}, procGone
 	}
 	inv, ok := parseArgv(argv)
 	if !ok {
-		return liveProc{}, false
+		return liveProc{}, procNotYet
 	}
-	return describe(info, inv), true
+	return describe(info, inv), procOpencode
 }
 
 // findSession returns the session that fits: of cwd (or the process's
