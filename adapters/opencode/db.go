@@ -214,15 +214,21 @@ func (d *dbStore) refresh(ctx context.Context) error {
 // for this (the session count does not add up), and the caller reads
 // every session's stamp instead.
 func (d *dbStore) changedSince(ctx context.Context, tx *sql.Tx, hasParent bool) (stamps map[string]stamp, changed []string, ok bool, err error) {
-	rs, err := tx.QueryContext(ctx, "SELECT DISTINCT aggregate_id FROM event WHERE rowid > ?", d.mark)
+	// Not DISTINCT: SQLite would answer that from an index over the
+	// whole log; the range of new rows is what is wanted.
+	rs, err := tx.QueryContext(ctx, "SELECT aggregate_id FROM event WHERE rowid > ?", d.mark)
 	if err != nil {
 		return nil, nil, false, fmt.Errorf("read events of %s: %w", d.path, err)
 	}
 	var ids []string
+	seen := map[string]bool{}
 	for rs.Next() {
-		var id any
-		if rs.Scan(&id) == nil && asString(id) != "" {
-			ids = append(ids, asString(id))
+		var v any
+		if rs.Scan(&v) == nil {
+			if id := asString(v); id != "" && !seen[id] {
+				seen[id] = true
+				ids = append(ids, id)
+			}
 		}
 	}
 	rs.Close()
@@ -235,10 +241,6 @@ func (d *dbStore) changedSince(ctx context.Context, tx *sql.Tx, hasParent bool) 
 	}
 	// Sessions in the middle of a turn lately are checked as well,
 	// events or not: they are few, and they are the ones that change.
-	seen := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		seen[id] = true
-	}
 	recent := time.Now().Add(-recentTurn)
 	for id, s := range d.sessions {
 		if !seen[id] && !s.settled() && s.updated.After(recent) {
