@@ -525,3 +525,30 @@ func TestRolloutVanishingBetweenListAndRead(t *testing.T) {
 		t.Errorf("after removal: %d sessions", len(got))
 	}
 }
+
+// TestFirstReadCutShortGoesOn: a discovery whose context ends while a large
+// store is first read fails, and the next one goes on from where it
+// stopped instead of starting over.
+func TestFirstReadCutShortGoesOn(t *testing.T) {
+	home, a := testHome(t)
+	if err := GenerateStore(home, 200, 9); err != nil {
+		t.Fatal(err)
+	}
+	var calls int
+	for {
+		calls++
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		ss, err := a.Discover(ctx)
+		cancel()
+		if err == nil {
+			if len(ss) != 200 {
+				t.Fatalf("%d sessions", len(ss))
+			}
+			break
+		}
+		if calls > 1000 {
+			t.Fatalf("no progress after %d cut-short reads: %v", calls, err)
+		}
+	}
+	t.Logf("read in %d calls of 100 ms", calls)
+}

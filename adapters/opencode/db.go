@@ -181,6 +181,7 @@ func (d *dbStore) refresh(ctx context.Context) error {
 		}
 		s.path = d.path
 		if err := ctx.Err(); err != nil {
+			d.keepPartial(next, nextStamps)
 			return fmt.Errorf("read %s: %w", d.path, err)
 		}
 		if prev, ok := d.sessions[s.id]; ok {
@@ -188,6 +189,7 @@ func (d *dbStore) refresh(ctx context.Context) error {
 		}
 		if err := readDetails(ctx, tx, s, cols); err != nil {
 			if adapters.IsSQLiteBusy(err) || ctx.Err() != nil {
+				d.keepPartial(next, nextStamps)
 				return err
 			}
 			s.warnings = append(s.warnings, err.Error())
@@ -205,6 +207,16 @@ func (d *dbStore) refresh(ctx context.Context) error {
 	d.sessions, d.stamps = next, nextStamps
 	d.mark, d.marked = mark, hasEvents
 	return nil
+}
+
+// keepPartial keeps the sessions a refresh cut short had read, so the next
+// refresh goes on from there: a first read of a large store may take longer
+// than one discovery may wait. The next refresh compares every stamp.
+func (d *dbStore) keepPartial(next map[string]*session, nextStamps map[string]stamp) {
+	for id, s := range next {
+		d.sessions[id], d.stamps[id] = s, nextStamps[id]
+	}
+	d.marked = false
 }
 
 // changedSince finds the sessions changed since the last read from the
@@ -313,8 +325,9 @@ func queryStamps(ctx context.Context, db querier, hasParent, hasSeq bool) (map[s
 	return out, nil
 }
 
-// querySessions reads the session rows of ids (all rows when all is set,
-// which is cheaper than many lookups), child sessions excluded.
+// querySessions reads the session rows of ids, child sessions excluded.
+// With all set it scans the table once and keeps the rows of ids, which is
+// cheaper than many lookups.
 func querySessions(ctx context.Context, db querier, cols map[string]bool, ids []string, all bool) ([]*session, error) {
 	if len(ids) == 0 {
 		return nil, nil
@@ -328,11 +341,9 @@ func querySessions(ctx context.Context, db querier, cols map[string]bool, ids []
 	q := "SELECT id, COALESCE(" + col("parent_id", "''") + ", ''), COALESCE(" + col("directory", "''") + ", ''), " +
 		"COALESCE(" + col("model", "''") + ", ''), " + col("time_created", "0") + ", time_updated, " +
 		col("tokens_input", "NULL") + ", " + col("tokens_output", "NULL") + ", " + col("cost", "NULL") + " FROM session"
-	want := map[string]bool{}
-	if !all {
-		for _, id := range ids {
-			want[id] = true
-		}
+	want := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		want[id] = true
 	}
 	var out []*session
 	scan := func(rs *sql.Rows) error {
@@ -346,7 +357,7 @@ func querySessions(ctx context.Context, db querier, cols map[string]bool, ids []
 				continue
 			}
 			s.id, s.parentID, s.directory = asString(id), asString(parent), asString(dir)
-			if s.id == "" || s.parentID != "" || (!all && !want[s.id]) {
+			if s.id == "" || s.parentID != "" || !want[s.id] {
 				continue
 			}
 			s.model = modelOf(json.RawMessage(asString(model)))

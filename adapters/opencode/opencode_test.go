@@ -427,3 +427,30 @@ func TestConcurrentDiscoverAndTranscript(t *testing.T) {
 		}
 	}
 }
+
+// TestFirstReadCutShortGoesOn: a discovery whose context ends while a large
+// store is first read fails, and the next one goes on from where it
+// stopped instead of starting over.
+func TestFirstReadCutShortGoesOn(t *testing.T) {
+	data, a := testData(t)
+	if err := GenerateStore(data, 300, 9); err != nil {
+		t.Fatal(err)
+	}
+	var calls int
+	for {
+		calls++
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		ss, err := a.Discover(ctx)
+		cancel()
+		if err == nil {
+			if len(ss) != 300 {
+				t.Fatalf("%d sessions", len(ss))
+			}
+			break
+		}
+		if calls > 1000 {
+			t.Fatalf("no progress after %d cut-short reads: %v", calls, err)
+		}
+	}
+	t.Logf("read in %d calls of 100 ms", calls)
+}
