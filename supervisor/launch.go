@@ -152,8 +152,15 @@ func (s *Server) adapterSpec(req api.RunRequest, rec *spawn.Record, env []string
 	if len(ls.Argv) == 0 {
 		return ls, nil, fmt.Errorf("adapter %s built no command", rec.Adapter)
 	}
-	if _, err := spawn.LookPath(ls.Argv[0], ls.Env, req.Cwd); err != nil {
-		return ls, nil, api.Errorf(api.CodeSpawnFailed, "start %s: %s is not installed or not on PATH (%v); install it: %s", rec.Adapter, ls.Argv[0], err, launcher.InstallHint())
+	// The agent itself must be there, also when a wrapper (a shell passing a
+	// prompt file) comes first in argv.
+	for _, bin := range []string{ls.Argv[0], launcher.Binary()} {
+		if bin == "" {
+			continue
+		}
+		if _, err := spawn.LookPath(bin, ls.Env, req.Cwd); err != nil {
+			return ls, nil, api.Errorf(api.CodeSpawnFailed, "start %s: %s is not installed or not on PATH (%v); install it: %s", rec.Adapter, bin, err, launcher.InstallHint())
+		}
 	}
 	rec.StopSignal = unix.SignalName(launcher.StopSignal())
 	finder, _ := a.(adapters.NativeIDFinder)

@@ -129,6 +129,10 @@ func Run(ctx context.Context, opts Options) error {
 	s.recover()
 	s.ops.start(s.running())
 	s.followAdapters()
+	// A first discovery in the background warms the adapters' caches, so
+	// the first list after a start does not pay for reading every store.
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); s.disc.run(s.ctx) }()
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.pruneLoop() }()
 	errc := make(chan error, 1)
