@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -203,5 +204,45 @@ func TestClaudeMissingBinary(t *testing.T) {
 		if d := time.Since(start); d > 20*time.Second {
 			t.Errorf("launch took %s to fail", d)
 		}
+	}
+}
+
+// csiSequence matches the cursor and colour sequences of a TUI.
+var csiSequence = regexp.MustCompile(`\x1b\[[0-9;?]*[a-zA-Z]`)
+
+// An interactive Claude (no -p) under agentctl's pty: typed input reaches
+// its prompt, its answer lands in the log, and stop ends it and its tree.
+func TestClaudeInteractive(t *testing.T) {
+	c := newClaudeEnv(t)
+	key := "sk-ant-fake"
+	seed := fmt.Sprintf(`{"hasCompletedOnboarding": true, "projects": {%q: {"hasTrustDialogAccepted": true}},
+		"customApiKeyResponses": {"approved": [%q], "rejected": []}}`, c.proj, key[len(key)-min(20, len(key)):])
+	if err := os.WriteFile(filepath.Join(c.home, ".claude.json"), []byte(seed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := c.Start("--cwd", c.proj, "--", "claude")
+	WaitFor(t, 60*time.Second, "claude's prompt to be drawn", func() bool {
+		out, _, _ := c.Run("logs", "-n", "0", s.ID)
+		return len(strings.TrimSpace(out)) > 0 && c.Session(s.ID).Status == api.StatusRunning
+	})
+	time.Sleep(2 * time.Second) // the input box takes keys once drawn
+	c.MustRun("send", "-n", s.ID, "hello [[text: interactive-answer]]")
+	time.Sleep(500 * time.Millisecond)
+	c.MustRun("send", "-n", s.ID, "\r")
+	WaitFor(t, 60*time.Second, "the answer in the log", func() bool {
+		// The TUI moves the cursor instead of printing spaces, and echoes
+		// the typed directive: look for the answer outside the echo.
+		out, _, _ := c.Run("logs", "--raw", "-n", "0", s.ID)
+		out = csiSequence.ReplaceAllString(out, "")
+		out = strings.ReplaceAll(strings.Join(strings.Fields(out), ""), "text:interactive-answer", "")
+		return strings.Contains(out, "interactive-answer") && len(c.srv.Requests()) > 0
+	})
+	if got := c.Session(s.ID); got.Status != api.StatusRunning {
+		t.Fatalf("after answering, the interactive session is %s, want running (idle at its prompt)", got.Status)
+	}
+	var final api.Session
+	c.JSON(&final, "stop", "--json", s.ID)
+	if !final.Status.Ended() || alive(s.PID) {
+		t.Fatalf("after stop: %s, pid alive %v", final.Status, alive(s.PID))
 	}
 }
