@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -244,5 +245,32 @@ func TestClaudeInteractive(t *testing.T) {
 	c.JSON(&final, "stop", "--json", s.ID)
 	if !final.Status.Ended() || alive(s.PID) {
 		t.Fatalf("after stop: %s, pid alive %v", final.Status, alive(s.PID))
+	}
+}
+
+// kill -9 of the service while a real agent works: the agent finishes, and
+// its true exit code is reported by the next service.
+func TestClaudeOutlivesServiceKill9(t *testing.T) {
+	c := newClaudeEnv(t)
+	s := c.launch("work [[sleep: 5]]")
+	daemon := c.DaemonPID()
+	killPID(t, daemon, syscall.SIGKILL)
+	waitGone(t, daemon, 10*time.Second)
+	if !alive(s.PID) {
+		t.Fatal("the agent died with the service")
+	}
+	waitGone(t, s.PID, 120*time.Second)
+	// The next command starts a new service; the monitor may still be
+	// writing the exit record for a moment (status unknown).
+	var final api.Session
+	WaitFor(t, 15*time.Second, "the session to read ended", func() bool {
+		final = c.Session(s.ID)
+		return final.Status.Ended()
+	})
+	if final.Status != api.StatusExited || final.ExitCode == nil || *final.ExitCode != 0 {
+		t.Fatalf("after the service was killed, the session reads %s (code %v), want exited 0", final.Status, final.ExitCode)
+	}
+	if got := c.peek(s.ID, 1); len(got) != 1 || got[0] != "hi from fakellm (after 1 tool calls)" {
+		t.Errorf("peek = %q", got)
 	}
 }
