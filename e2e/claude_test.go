@@ -14,26 +14,13 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/internal/agenttest"
 	"github.com/agentctl/agentctl/internal/fakemodel"
 )
 
 // claudeBin finds the claude CLI installed by scripts/install-agents.sh, or
 // skips the test loudly.
-func claudeBin(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("AGENTCTL_AGENTS_DIR")
-	if dir == "" {
-		dir = filepath.Join("..", ".cache", "agents")
-	}
-	bin, err := filepath.Abs(filepath.Join(dir, "bin", "claude"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("SKIP Claude Code end-to-end: %s not found; install it with scripts/install-agents.sh claude (or set AGENTCTL_AGENTS_DIR)", bin)
-	}
-	return bin
-}
+func claudeBin(t *testing.T) string { return agenttest.Bin(t, "claude") }
 
 // claudeEnv is an agentctl installation whose agents reach a fake model
 // server: claude on PATH, a throwaway HOME, and a project folder.

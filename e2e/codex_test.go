@@ -12,26 +12,13 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/internal/agenttest"
 	"github.com/agentctl/agentctl/internal/fakemodel"
 )
 
 // codexBin finds the codex CLI installed by scripts/install-agents.sh, or
 // skips the test loudly.
-func codexBin(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("AGENTCTL_AGENTS_DIR")
-	if dir == "" {
-		dir = filepath.Join("..", ".cache", "agents")
-	}
-	bin, err := filepath.Abs(filepath.Join(dir, "bin", "codex"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("SKIP Codex end-to-end: %s not found; install it with scripts/install-agents.sh codex (or set AGENTCTL_AGENTS_DIR)", bin)
-	}
-	return bin
-}
+func codexBin(t *testing.T) string { return agenttest.Bin(t, "codex") }
 
 // codexEnv is an agentctl installation whose codex reaches a fake model
 // server: codex on PATH, a throwaway HOME and CODEX_HOME with an offline

@@ -11,26 +11,13 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/internal/agenttest"
 	"github.com/agentctl/agentctl/internal/fakemodel"
 )
 
 // opencodeBin finds the opencode CLI installed by scripts/install-agents.sh,
 // or skips the test loudly.
-func opencodeBin(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("AGENTCTL_AGENTS_DIR")
-	if dir == "" {
-		dir = filepath.Join("..", ".cache", "agents")
-	}
-	bin, err := filepath.Abs(filepath.Join(dir, "bin", "opencode"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("SKIP OpenCode end-to-end: %s not found; install it with scripts/install-agents.sh opencode (or set AGENTCTL_AGENTS_DIR)", bin)
-	}
-	return bin
-}
+func opencodeBin(t *testing.T) string { return agenttest.Bin(t, "opencode") }
 
 // opencodeEnv is an agentctl installation whose opencode reaches a fake
 // model server: opencode on PATH, a throwaway HOME with XDG folders and an

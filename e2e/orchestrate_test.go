@@ -15,6 +15,7 @@ import (
 	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/adapters/registry"
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/internal/agenttest"
 	"github.com/agentctl/agentctl/internal/fakemodel"
 	"github.com/agentctl/agentctl/orchestrate"
 )
@@ -457,14 +458,7 @@ func agentEnv(t *testing.T) (e *Env, srv *fakemodel.Server, have []realAgent, mi
 			registered[a.Name()] = true
 		}
 	}
-	dir := os.Getenv("AGENTCTL_AGENTS_DIR")
-	if dir == "" {
-		dir = filepath.Join("..", ".cache", "agents")
-	}
-	binDir, err := filepath.Abs(filepath.Join(dir, "bin"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	binDir := agenttest.BinDir(t)
 	for _, a := range realAgents {
 		switch _, err := os.Stat(filepath.Join(binDir, a.bin)); {
 		case !registered[a.adapter]:
@@ -480,7 +474,7 @@ func agentEnv(t *testing.T) (e *Env, srv *fakemodel.Server, have []realAgent, mi
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	srv, err = fakemodel.Start(ctx)
+	srv, err := fakemodel.Start(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

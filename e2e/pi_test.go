@@ -10,26 +10,13 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/internal/agenttest"
 	"github.com/agentctl/agentctl/internal/fakemodel"
 )
 
 // piBin finds the pi CLI installed by scripts/install-agents.sh, or skips
 // the test loudly.
-func piBin(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("AGENTCTL_AGENTS_DIR")
-	if dir == "" {
-		dir = filepath.Join("..", ".cache", "agents")
-	}
-	bin, err := filepath.Abs(filepath.Join(dir, "bin", "pi"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("SKIP Pi end-to-end: %s not found; install it with scripts/install-agents.sh pi (or set AGENTCTL_AGENTS_DIR)", bin)
-	}
-	return bin
-}
+func piBin(t *testing.T) string { return agenttest.Bin(t, "pi") }
 
 // piEnv is an agentctl installation whose HOME has a Pi models.json
 // pointing at a fake model server, with pi on PATH, and a project folder.

@@ -18,6 +18,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/internal/agenttest"
 	"github.com/agentctl/agentctl/internal/fakemodel"
 	"github.com/agentctl/agentctl/proc"
 )
@@ -25,26 +26,7 @@ import (
 // agentsBin is the folder scripts/install-agents.sh installs the agent
 // CLIs into: $AGENTCTL_AGENTS_DIR/bin, else .cache/agents/bin in the
 // repository.
-func agentsBin(t *testing.T) string {
-	t.Helper()
-	if d := os.Getenv("AGENTCTL_AGENTS_DIR"); d != "" {
-		return filepath.Join(d, "bin")
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, ".cache", "agents", "bin")
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test's folder")
-		}
-		dir = parent
-	}
-}
+func agentsBin(t *testing.T) string { return agenttest.BinDir(t) }
 
 // realEnv is a throwaway HOME with XDG folders for the real OpenCode CLI,
 // configured to talk only to the fake model server.

@@ -18,6 +18,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/internal/agenttest"
 	"github.com/agentctl/agentctl/internal/fakemodel"
 	"github.com/agentctl/agentctl/proc"
 )
@@ -29,24 +30,7 @@ func piBinary(t *testing.T) string {
 	if testing.Short() {
 		t.Skip("SKIP real Pi CLI: -short")
 	}
-	dir := os.Getenv("AGENTCTL_AGENTS_DIR")
-	if dir == "" {
-		wd, _ := os.Getwd()
-		for d := wd; ; d = filepath.Dir(d) {
-			if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-				dir = filepath.Join(d, ".cache", "agents")
-				break
-			}
-			if filepath.Dir(d) == d {
-				break
-			}
-		}
-	}
-	bin := filepath.Join(dir, "bin", "pi")
-	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("SKIP real Pi CLI: %s not found (run scripts/install-agents.sh pi, or set AGENTCTL_AGENTS_DIR)", bin)
-	}
-	return bin
+	return agenttest.Bin(t, "pi")
 }
 
 // piWorld is a throwaway home with models.json pointing Pi at a fake model
