@@ -87,24 +87,30 @@ func newUnlockCmd() *cobra.Command {
 }
 
 func newLocksCmd() *cobra.Command {
+	return readCmd("locks", "List directory locks", (*supervisor.Client).Locks, printLocks)
+}
+
+// readCmd is a read command without arguments: ask the service, then print
+// JSON with --json or a table.
+func readCmd[T any](use, short string, fetch func(*supervisor.Client, context.Context) (T, error), table func(io.Writer, T, time.Time)) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "locks",
-		Short: "List directory locks",
+		Use:   use,
+		Short: short,
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := client()
 			if err != nil {
 				return err
 			}
-			ls, err := c.Locks(cmd.Context())
+			v, err := fetch(c, cmd.Context())
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				return printJSON(os.Stdout, ls)
+				return printJSON(os.Stdout, v)
 			}
-			printLocks(os.Stdout, ls, time.Now())
+			table(os.Stdout, v, time.Now())
 			return nil
 		},
 	}
@@ -244,29 +250,7 @@ func printFuseLine(what string, f api.Fuse) {
 }
 
 func newFusesCmd(use string) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
-		Use:   use,
-		Short: "List fuses, soonest first",
-		Args:  args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := client()
-			if err != nil {
-				return err
-			}
-			fs, err := c.Fuses(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(os.Stdout, fs)
-			}
-			printFuses(os.Stdout, fs, time.Now())
-			return nil
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	return cmd
+	return readCmd(use, "List fuses, soonest first", (*supervisor.Client).Fuses, printFuses)
 }
 
 func printFuses(w io.Writer, fs []api.Fuse, now time.Time) {
