@@ -1,19 +1,13 @@
 package claude
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/creack/pty"
 
 	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/internal/agenttest"
@@ -83,58 +77,16 @@ func newRealEnv(t *testing.T) *realEnv {
 // and output. onStart, when set, runs while the agent is alive.
 func (e *realEnv) run(t *testing.T, spec adapters.LaunchSpec, onStart func(pid int)) (int, string) {
 	t.Helper()
-	path, err := lookPath(spec.Argv[0], spec.Env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(path, spec.Argv[1:]...)
-	cmd.Args[0] = spec.Argv[0]
-	cmd.Env = spec.Env
-	cmd.Dir = e.cwd
-	ptmx, err := pty.Start(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ptmx.Close()
-	var out bytes.Buffer
-	copied := make(chan struct{})
-	go func() {
-		io.Copy(&out, ptmx) // ends with EIO once the agent is gone
-		close(copied)
-	}()
+	var started func(int, time.Time)
 	if onStart != nil {
-		onStart(cmd.Process.Pid)
+		started = func(pid int, _ time.Time) { onStart(pid) }
 	}
-	timer := time.AfterFunc(2*time.Minute, func() { cmd.Process.Kill() })
-	defer timer.Stop()
-	err = cmd.Wait()
-	<-copied
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			code = 128 + int(ws.Signal())
-		}
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return code, out.String()
+	return agenttest.RunPTY(t, spec, e.cwd, 2*time.Minute, started)
 }
 
 func (e *realEnv) session(t *testing.T, id string) adapters.NativeSession {
 	t.Helper()
-	ss, err := e.adapter.Discover(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range ss {
-		if s.NativeID == id {
-			return s
-		}
-	}
-	t.Fatalf("session %s not discovered (%d sessions)", id, len(ss))
-	return adapters.NativeSession{}
+	return agenttest.Session(t, e.adapter, id)
 }
 
 // TestRealClaude runs the installed Claude Code headless under a pty with

@@ -1,20 +1,14 @@
 package codex
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/creack/pty"
 
 	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/internal/agenttest"
@@ -107,82 +101,16 @@ apps = false
 	return e
 }
 
-// lookPath resolves name on the PATH of env.
-func lookPath(name string, env []string) (string, error) {
-	if strings.Contains(name, "/") {
-		return name, nil
-	}
-	for _, kv := range env {
-		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
-			for _, dir := range filepath.SplitList(p) {
-				c := filepath.Join(dir, name)
-				if fi, err := os.Stat(c); err == nil && fi.Mode()&0o111 != 0 {
-					return c, nil
-				}
-			}
-		}
-	}
-	return "", fmt.Errorf("%s: %w", name, exec.ErrNotFound)
-}
-
 // run starts spec under a pty in its own session, as agentctl does, and
-// returns the exit code (128+signal when killed) and the output. onStart,
-// when set, runs while the agent is alive, with its pid and start time.
+// returns the exit code (128+signal when killed) and the output.
 func (e *realEnv) run(t *testing.T, spec adapters.LaunchSpec, onStart func(pid int, since time.Time)) (int, string) {
 	t.Helper()
-	path, err := lookPath(spec.Argv[0], spec.Env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(path, spec.Argv[1:]...)
-	cmd.Args[0] = spec.Argv[0]
-	cmd.Env = spec.Env
-	cmd.Dir = e.cwd
-	since := time.Now()
-	ptmx, err := pty.Start(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ptmx.Close()
-	var out bytes.Buffer
-	copied := make(chan struct{})
-	go func() {
-		io.Copy(&out, ptmx) // ends with EIO once the agent is gone
-		close(copied)
-	}()
-	if onStart != nil {
-		onStart(cmd.Process.Pid, since)
-	}
-	timer := time.AfterFunc(3*time.Minute, func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
-	defer timer.Stop()
-	err = cmd.Wait()
-	<-copied
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			code = 128 + int(ws.Signal())
-		}
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return code, out.String()
+	return agenttest.RunPTY(t, spec, e.cwd, 3*time.Minute, onStart)
 }
 
 func (e *realEnv) session(t *testing.T, id string) adapters.NativeSession {
 	t.Helper()
-	ss, err := e.adapter.Discover(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range ss {
-		if s.NativeID == id {
-			return s
-		}
-	}
-	t.Fatalf("session %s not discovered (%d sessions)", id, len(ss))
-	return adapters.NativeSession{}
+	return agenttest.Session(t, e.adapter, id)
 }
 
 // waitLive learns the id of the Codex at pid and waits until Discover
