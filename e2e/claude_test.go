@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -34,13 +33,7 @@ type claudeEnv struct {
 func newClaudeEnv(t *testing.T) *claudeEnv {
 	t.Helper()
 	bin := claudeBin(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	srv, err := fakemodel.Start(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
+	srv := agenttest.FakeModel(t)
 	e := NewEnv(t)
 	c := &claudeEnv{Env: e, srv: srv, home: t.TempDir()}
 	c.proj, _ = filepath.EvalSymlinks(t.TempDir())

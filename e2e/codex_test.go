@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -33,13 +32,7 @@ type codexEnv struct {
 func newCodexEnv(t *testing.T) *codexEnv {
 	t.Helper()
 	bin := codexBin(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	srv, err := fakemodel.Start(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
+	srv := agenttest.FakeModel(t)
 	e := NewEnv(t)
 	home := t.TempDir()
 	c := &codexEnv{Env: e, srv: srv, codexHome: filepath.Join(home, ".codex")}

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -32,13 +31,7 @@ type opencodeEnv struct {
 func newOpencodeEnv(t *testing.T) *opencodeEnv {
 	t.Helper()
 	bin := opencodeBin(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	srv, err := fakemodel.Start(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
+	srv := agenttest.FakeModel(t)
 	e := NewEnv(t)
 	home := t.TempDir()
 	o := &opencodeEnv{Env: e, srv: srv, data: filepath.Join(home, ".local", "share")}

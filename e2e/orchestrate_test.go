@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -472,13 +471,7 @@ func agentEnv(t *testing.T) (e *Env, srv *fakemodel.Server, have []realAgent, mi
 	if len(have) == 0 {
 		t.Skipf("SKIP real-agent group: no agent usable: %s", strings.Join(missing, "; "))
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	srv, err := fakemodel.Start(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
+	srv = agenttest.FakeModel(t)
 	e = NewEnv(t)
 	home := t.TempDir()
 	e.Setenv("HOME", home)

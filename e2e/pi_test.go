@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/internal/agenttest"
-	"github.com/agentctl/agentctl/internal/fakemodel"
 )
 
 // piBin finds the pi CLI installed by scripts/install-agents.sh, or skips
@@ -29,13 +27,7 @@ type piEnv struct {
 func newPiEnv(t *testing.T) *piEnv {
 	t.Helper()
 	bin := piBin(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	srv, err := fakemodel.Start(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
+	srv := agenttest.FakeModel(t)
 
 	e := NewEnv(t)
 	p := &piEnv{Env: e, home: t.TempDir(), binDir: filepath.Dir(bin)}

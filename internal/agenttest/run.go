@@ -13,6 +13,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/internal/fakemodel"
 	"github.com/agentctl/agentctl/spawn"
 )
 
@@ -78,4 +79,18 @@ func Session(t testing.TB, a adapters.Adapter, id string) adapters.NativeSession
 	}
 	t.Fatalf("session %s not discovered (%d sessions)", id, len(ss))
 	return adapters.NativeSession{}
+}
+
+// FakeModel starts the project's fake model server on 127.0.0.1 for the
+// length of the test.
+func FakeModel(t testing.TB) *fakemodel.Server {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	srv, err := fakemodel.Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv
 }
