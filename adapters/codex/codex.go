@@ -218,22 +218,11 @@ func (a *Adapter) pathOf(ctx context.Context, id string) (string, error) {
 	lookup := func() (string, error) {
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		if p, ok := a.paths[id]; ok {
-			return p, nil
+		p, err := adapters.ByIDPrefix(a.paths, id)
+		if err != nil {
+			return "", fmt.Errorf("codex: %w", err)
 		}
-		var found []string
-		for k, p := range a.paths {
-			if strings.HasPrefix(k, id) {
-				found = append(found, p)
-			}
-		}
-		switch len(found) {
-		case 0:
-			return "", nil
-		case 1:
-			return found[0], nil
-		}
-		return "", fmt.Errorf("codex session id %q is ambiguous: %d sessions start with it", id, len(found))
+		return p, nil
 	}
 	p, err := lookup()
 	if err != nil {

@@ -280,22 +280,11 @@ func (a *Adapter) pathOf(ctx context.Context, nativeID string) (string, error) {
 func (a *Adapter) knownPath(nativeID string) (string, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if p, ok := a.paths[nativeID]; ok {
-		return p, nil
+	p, err := adapters.ByIDPrefix(a.paths, nativeID)
+	if err != nil {
+		return "", fmt.Errorf("pi: %w", err)
 	}
-	var found []string
-	for id, p := range a.paths {
-		if strings.HasPrefix(id, nativeID) {
-			found = append(found, p)
-		}
-	}
-	switch len(found) {
-	case 0:
-		return "", nil
-	case 1:
-		return found[0], nil
-	}
-	return "", fmt.Errorf("pi session id %q is ambiguous: %d sessions start with it", nativeID, len(found))
+	return p, nil
 }
 
 // Transcript returns the last n messages of the session's active branch
