@@ -24,15 +24,6 @@ func setSubreaper() error {
 	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 }
 
-// peerAllowed admits only the socket owner's uid (and root).
-func peerAllowed(conn net.Conn) bool {
-	uid, err := PeerUID(conn)
-	if err != nil {
-		return false
-	}
-	return uid == os.Getuid() || uid == 0
-}
-
 // PeerUID returns the uid of the process at the other end of a unix socket.
 func PeerUID(conn net.Conn) (int, error) {
 	uc, ok := conn.(*net.UnixConn)

@@ -25,8 +25,8 @@ func withPeer(ctx context.Context, c net.Conn) context.Context {
 // the socket's mode already says so, this checks it per connection.
 func onlyOwner(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		uid, _ := r.Context().Value(peerKey{}).(int)
-		if uid != os.Getuid() && uid != 0 {
+		uid, ok := r.Context().Value(peerKey{}).(int)
+		if !ok || !spawn.OwnerOrRoot(uid) {
 			writeError(w, api.Errorf(api.CodeForbidden, "uid %d may not use the agentctl service of uid %d", uid, os.Getuid()))
 			return
 		}

@@ -54,19 +54,7 @@ func newDaemonStartCmd() *cobra.Command {
 		Short: "Start the service in the background (if it is not running)",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := client()
-			if err != nil {
-				return err
-			}
-			if err := c.StartDaemon(cmd.Context()); err != nil {
-				return err
-			}
-			st, err := c.DaemonStatus(cmd.Context())
-			if err != nil {
-				return err
-			}
-			fmt.Printf("agentctl service running, pid %d\n", st.PID)
-			return nil
+			return startDaemon(cmd)
 		},
 	}
 }
@@ -80,6 +68,24 @@ func newDaemonStopCmd() *cobra.Command {
 			return stopDaemon(cmd)
 		},
 	}
+}
+
+// startDaemon starts the service (through its unit when one is installed)
+// and says which pid runs it.
+func startDaemon(cmd *cobra.Command) error {
+	c, err := client()
+	if err != nil {
+		return err
+	}
+	if err := c.StartDaemon(cmd.Context()); err != nil {
+		return err
+	}
+	st, err := c.DaemonStatus(cmd.Context())
+	if err != nil {
+		return err
+	}
+	fmt.Printf("agentctl service running, pid %d\n", st.PID)
+	return nil
 }
 
 func stopDaemon(cmd *cobra.Command) error {
@@ -121,19 +127,7 @@ func newDaemonRestartCmd() *cobra.Command {
 			if err := stopDaemon(cmd); err != nil {
 				return err
 			}
-			c, err := client()
-			if err != nil {
-				return err
-			}
-			if err := c.StartDaemon(cmd.Context()); err != nil {
-				return err
-			}
-			st, err := c.DaemonStatus(cmd.Context())
-			if err != nil {
-				return err
-			}
-			fmt.Printf("agentctl service running, pid %d\n", st.PID)
-			return nil
+			return startDaemon(cmd)
 		},
 	}
 }
