@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"syscall"
 	"time"
 )
@@ -72,11 +73,18 @@ func Tail(path string, n int) ([]byte, Position, error) {
 	if done, err := collect(cur, pos.Offset); err != nil || done {
 		return bytes.Join(chunks, nil), pos, err
 	}
-	// Older rotated files, newest first.
-	all := files(path)
-	for i := len(all) - 2; i >= 0; i-- {
-		f, err := os.Open(all[i])
-		if err != nil {
+	// Older rotated files, newest first: those listed before ours (a
+	// rotation since we opened it may have moved it down the list).
+	all := snapshot(path)
+	ours := 0 // not listed: rotated out, so nothing older remains
+	for i, lf := range all {
+		if lf.ino == pos.Inode {
+			ours = i
+		}
+	}
+	for i := ours - 1; i >= 0; i-- {
+		f, err := retryMoved(all[i].open)
+		if err != nil || f == nil {
 			continue
 		}
 		fst, _ := f.Stat()
@@ -201,23 +209,86 @@ func Follow(ctx context.Context, path string, pos Position, ended func() bool, e
 	}
 }
 
+// logFile is one file of a log as a listing saw it.
+type logFile struct {
+	name string
+	ino  uint64
+}
+
+// snapshot lists the log's files, oldest first, with their inodes. A
+// rotation renames every file, so a listing taken while one runs may mix
+// the states before and after it: listings are repeated until two agree.
+func snapshot(path string) []logFile {
+	list := func() []logFile {
+		var out []logFile
+		for _, name := range files(path) {
+			if st, err := os.Stat(name); err == nil {
+				out = append(out, logFile{name, inode(st)})
+			}
+		}
+		return out
+	}
+	prev := list()
+	for i := 0; i < 100; i++ {
+		cur := list()
+		if slices.Equal(prev, cur) {
+			return cur
+		}
+		prev = cur
+	}
+	return prev
+}
+
+// errMoved means a file was renamed between listing and opening it.
+var errMoved = errors.New("log file moved while being opened")
+
+// open opens lf by name and checks it is still the file the listing saw.
+func (lf logFile) open() (*os.File, error) {
+	f, err := os.Open(lf.name)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, errMoved
+		}
+		return nil, fmt.Errorf("follow log: %w", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("follow log: %w", err)
+	}
+	if inode(st) != lf.ino {
+		f.Close()
+		return nil, errMoved
+	}
+	return f, nil
+}
+
+// retryMoved runs open again while a rotation moves files under it.
+func retryMoved(open func() (*os.File, error)) (*os.File, error) {
+	for i := 0; ; i++ {
+		f, err := open()
+		if !errors.Is(err, errMoved) || i == 100 {
+			return f, err
+		}
+	}
+}
+
 // openAt opens the file holding pos (by inode) at its offset; with a zero
 // or rotated-away position it opens the oldest file at its start. It returns
 // nil, nil when the log does not exist yet.
 func openAt(path string, pos Position) (*os.File, error) {
-	all := files(path)
-	if len(all) == 0 {
-		return nil, nil
-	}
-	if pos.Inode != 0 {
-		for _, name := range all {
-			st, err := os.Stat(name)
-			if err != nil || inode(st) != pos.Inode {
+	return retryMoved(func() (*os.File, error) {
+		all := snapshot(path)
+		if len(all) == 0 {
+			return nil, nil
+		}
+		for _, lf := range all {
+			if pos.Inode == 0 || lf.ino != pos.Inode {
 				continue
 			}
-			f, err := os.Open(name)
+			f, err := lf.open()
 			if err != nil {
-				return nil, fmt.Errorf("follow log: %w", err)
+				return nil, err
 			}
 			if _, err := f.Seek(pos.Offset, io.SeekStart); err != nil {
 				f.Close()
@@ -226,12 +297,8 @@ func openAt(path string, pos Position) (*os.File, error) {
 			return f, nil
 		}
 		// Our file is gone (rotated out): start from the oldest that remains.
-	}
-	f, err := os.Open(all[0])
-	if err != nil {
-		return nil, fmt.Errorf("follow log: %w", err)
-	}
-	return f, nil
+		return all[0].open()
+	})
 }
 
 // nextFile returns the file written after cur, or nil when cur is the live one.
@@ -241,28 +308,21 @@ func nextFile(path string, cur *os.File) (*os.File, error) {
 		return nil, fmt.Errorf("follow log: %w", err)
 	}
 	ino := inode(st)
-	all := files(path)
-	for i, name := range all {
-		nst, err := os.Stat(name)
-		if err != nil || inode(nst) != ino {
-			continue
+	return retryMoved(func() (*os.File, error) {
+		all := snapshot(path)
+		for i, lf := range all {
+			if lf.ino != ino {
+				continue
+			}
+			if i == len(all)-1 {
+				return nil, nil
+			}
+			return all[i+1].open()
 		}
-		if i == len(all)-1 {
+		// cur was rotated out while we read it: continue with the oldest left.
+		if len(all) == 0 {
 			return nil, nil
 		}
-		f, err := os.Open(all[i+1])
-		if err != nil {
-			return nil, fmt.Errorf("follow log: %w", err)
-		}
-		return f, nil
-	}
-	// cur was rotated out while we read it: continue with the oldest left.
-	if len(all) == 0 {
-		return nil, nil
-	}
-	f, err := os.Open(all[0])
-	if err != nil {
-		return nil, fmt.Errorf("follow log: %w", err)
-	}
-	return f, nil
+		return all[0].open()
+	})
 }
