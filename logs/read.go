@@ -195,6 +195,20 @@ func Follow(ctx context.Context, path string, pos Position, ended func() bool, e
 			if next == nil {
 				break
 			}
+			// The writer may have added to f between our EOF and its
+			// rotation; f is closed for writing now, so read what is left.
+			for {
+				n, rerr := f.Read(buf)
+				if n > 0 {
+					if err := emit(buf[:n]); err != nil {
+						next.Close()
+						return err
+					}
+				}
+				if n == 0 || rerr != nil {
+					break
+				}
+			}
 			f.Close()
 			f = next
 		}
