@@ -88,7 +88,7 @@ func (c *FileCache[V]) Get(path string, fill FillFunc[V]) (V, FileKey, error) {
 }
 
 // GetKey is Get with the stat already made by the caller (for instance by
-// ListFiles, which stats a folder's files cheaply): key must come from a
+// Lister.List, which stats a folder's files cheaply): key must come from a
 // stat made for this query.
 func (c *FileCache[V]) GetKey(key FileKey, fill FillFunc[V]) (V, FileKey, error) {
 	var zero V

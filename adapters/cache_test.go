@@ -172,27 +172,3 @@ func TestFileCacheFillErrorNotCached(t *testing.T) {
 		t.Errorf("after a failed fill: %d %v", v, err)
 	}
 }
-
-func TestListFiles(t *testing.T) {
-	dir := t.TempDir()
-	appendFile(t, filepath.Join(dir, "a.jsonl"), "x\n")
-	appendFile(t, filepath.Join(dir, "b.txt"), "y\n")
-	os.Mkdir(filepath.Join(dir, "c.jsonl"), 0o755)
-	keys, err := ListFiles(dir, func(n string) bool { return filepath.Ext(n) == ".jsonl" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(keys) != 1 {
-		t.Fatalf("keys %+v", keys)
-	}
-	fi, err := os.Stat(filepath.Join(dir, "a.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := KeyOf(filepath.Join(dir, "a.jsonl"), fi); !keys[0].Same(want) {
-		t.Errorf("ListFiles key %+v, stat key %+v", keys[0], want)
-	}
-	if _, err := ListFiles(filepath.Join(dir, "nope"), func(string) bool { return true }); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("missing folder: %v", err)
-	}
-}

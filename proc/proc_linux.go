@@ -53,23 +53,14 @@ func parseStat(pid int, b []byte, boot time.Time) (Info, error) {
 }
 
 func table() ([]Info, error) {
-	d, err := os.Open("/proc")
+	all, err := pids()
 	if err != nil {
 		return nil, fmt.Errorf("read process table: %w", err)
 	}
-	defer d.Close()
-	names, err := d.Readdirnames(-1)
-	if err != nil {
-		return nil, fmt.Errorf("read process table: %w", err)
-	}
-	out := make([]Info, 0, len(names))
+	out := make([]Info, 0, len(all))
 	boot := bootTime()
-	for _, n := range names {
-		pid, err := strconv.Atoi(n)
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + n + "/stat")
+	for _, pid := range all {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 		if err != nil {
 			continue // exited between readdir and read
 		}

@@ -17,12 +17,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/proc"
 )
 
 // Name is the adapter's name.
@@ -36,6 +35,7 @@ type Adapter struct {
 	env       adapters.Env
 	summaries *adapters.FileCache[*summary]
 	history   *adapters.FileCache[historyIndex]
+	folders   *adapters.Lister
 }
 
 // New returns the adapter for the Claude store env points at.
@@ -44,6 +44,7 @@ func New(env adapters.Env) *Adapter {
 		env:       env,
 		summaries: adapters.NewFileCache[*summary](maxCached),
 		history:   adapters.NewFileCache[historyIndex](1),
+		folders:   adapters.NewLister(),
 	}
 }
 
@@ -70,51 +71,38 @@ type transcriptFile struct {
 // skipped.
 func (a *Adapter) listTranscripts(ctx context.Context) ([]transcriptFile, error) {
 	root := filepath.Join(a.configDir(), "projects")
-	projects, err := readDirNames(root)
+	top, err := a.folders.List(root, func(string) bool { return false })
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, nil
 		}
-		return nil, fmt.Errorf("list %s: %w", root, err)
+		return nil, err
 	}
+	projects := top.Dirs
 	perProject := make([][]adapters.FileKey, len(projects))
-	parallel(ctx, len(projects), func(i int) {
-		keys, err := adapters.ListFiles(filepath.Join(root, projects[i]), func(n string) bool {
-			id, ok := strings.CutSuffix(n, ".jsonl")
-			return ok && validID(id)
-		})
+	if err := adapters.Parallel(ctx, len(projects), func(i int) {
+		ls, err := a.folders.List(projects[i], isTranscriptName)
 		if err == nil {
-			perProject[i] = keys
+			perProject[i] = ls.Files
 		}
-	})
+	}); err != nil {
+		return nil, err
+	}
+	a.folders.Sweep()
 	var out []transcriptFile
 	for _, keys := range perProject {
 		for _, k := range keys {
 			out = append(out, transcriptFile{id: strings.TrimSuffix(filepath.Base(k.Path), ".jsonl"), key: k})
 		}
 	}
-	return out, ctx.Err()
+	return out, nil
 }
 
-// parallel runs fn(0..n-1) on as many goroutines as there are CPUs, and
-// stops handing out work once ctx is done.
-func parallel(ctx context.Context, n int, fn func(i int)) {
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for w := 0; w < min(runtime.GOMAXPROCS(0), n); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				fn(i)
-			}
-		}()
-	}
-	for i := 0; i < n && ctx.Err() == nil; i++ {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
+// isTranscriptName says whether a project folder's entry is a transcript:
+// <uuid>.jsonl.
+func isTranscriptName(n string) bool {
+	id, ok := strings.CutSuffix(n, ".jsonl")
+	return ok && validID(id)
 }
 
 // Discover implements adapters.Adapter: every transcript's summary (read
@@ -125,7 +113,7 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 	if err != nil {
 		return nil, fmt.Errorf("discover claude sessions: %w", err)
 	}
-	live, unmatchedCwds, liveErr := liveProcesses(filepath.Join(a.configDir(), "sessions"))
+	live, unmatchedCwds, liveErr := liveProcesses(filepath.Join(a.configDir(), "sessions"), proc.SnapshotFrom(ctx))
 
 	type result struct {
 		sum  *summary
@@ -135,11 +123,10 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 	}
 	results := make([]result, len(files))
 	reader := summaryReader{ctx: ctx}
-	parallel(ctx, len(files), func(i int) {
+	if err := adapters.Parallel(ctx, len(files), func(i int) {
 		s, key, err := a.summaries.GetKey(files[i].key, reader.fill)
 		results[i] = result{sum: s, mod: key.ModTime, err: err, gone: errors.Is(err, os.ErrNotExist)}
-	})
-	if err := ctx.Err(); err != nil {
+	}); err != nil {
 		return nil, fmt.Errorf("discover claude sessions: %w", err)
 	}
 

@@ -175,14 +175,14 @@ func containsFlag(argv []string, flag string) bool {
 // presence makes "ended" unprovable for sessions in those directories. An
 // error means the processes could not all be seen: no session can then be
 // said to have ended.
-func liveProcesses(registryDir string) (bySession map[string]liveSession, unmatched map[string]bool, err error) {
+func liveProcesses(registryDir string, snap *proc.Snapshot) (bySession map[string]liveSession, unmatched map[string]bool, err error) {
 	bySession, err = readRegistry(registryDir)
 	unmatched = map[string]bool{}
 	claimed := map[int]bool{}
 	for _, ls := range bySession {
 		claimed[ls.proc.PID] = true
 	}
-	pids, perr := candidatePIDs()
+	pids, perr := snap.PIDs()
 	if perr != nil {
 		return bySession, unmatched, errors.Join(err, fmt.Errorf("read the process table: %w", perr))
 	}
@@ -191,11 +191,11 @@ func liveProcesses(registryDir string) (bySession map[string]liveSession, unmatc
 		if claimed[pid] || pid == self {
 			continue
 		}
-		argv, err := proc.Cmdline(pid)
+		argv, err := snap.Cmdline(pid)
 		if err != nil || !claudeArgv(argv) {
 			continue
 		}
-		info, err := proc.Lookup(pid)
+		info, err := snap.Lookup(pid)
 		if err != nil || info.Zombie {
 			continue
 		}

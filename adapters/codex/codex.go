@@ -13,13 +13,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/proc"
 )
 
 // Name is the adapter's name.
@@ -34,7 +34,7 @@ type Adapter struct {
 
 	rollouts *adapters.FileCache[*facts]
 	threads  threadIndex
-	dirs     dirCache
+	folders  *adapters.Lister
 
 	mu sync.Mutex
 	// paths maps session ids to rollout files, from the last scan.
@@ -46,7 +46,7 @@ func New(env adapters.Env) *Adapter {
 	return &Adapter{
 		env:      env,
 		rollouts: adapters.NewFileCache[*facts](maxCachedFiles),
-		dirs:     dirCache{entries: map[string]dirListing{}},
+		folders:  adapters.NewLister(),
 		paths:    map[string]string{},
 	}
 }
@@ -78,7 +78,7 @@ type scanned struct {
 // cannot be read). It fails only when the sessions folder exists but
 // cannot be listed.
 func (a *Adapter) scan(ctx context.Context) ([]scanned, map[string]*thread, error) {
-	files, err := a.dirs.rollouts(a.sessionsDir())
+	files, err := a.listRollouts(ctx, a.sessionsDir())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -87,28 +87,10 @@ func (a *Adapter) scan(ctx context.Context) ([]scanned, map[string]*thread, erro
 	threads, _ := a.threads.load(ctx, filepath.Join(a.home(), stateDBName))
 
 	out := make([]scanned, len(files))
-	jobs := make(chan int)
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), 8) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range jobs {
-				out[i] = a.readOne(files[i], threads)
-			}
-		}()
-	}
-	var ctxErr error
-	for i := range files {
-		if ctxErr = ctx.Err(); ctxErr != nil {
-			break
-		}
-		jobs <- i
-	}
-	close(jobs)
-	wg.Wait()
-	if ctxErr != nil {
-		return nil, nil, fmt.Errorf("scan codex sessions: %w", ctxErr)
+	if err := adapters.Parallel(ctx, len(files), func(i int) {
+		out[i] = a.readOne(files[i], threads)
+	}); err != nil {
+		return nil, nil, fmt.Errorf("scan codex sessions: %w", err)
 	}
 
 	kept := out[:0]
@@ -134,16 +116,11 @@ func (a *Adapter) scan(ctx context.Context) ([]scanned, map[string]*thread, erro
 // readOne returns the facts of one rollout, from the cache when a stat
 // shows it unchanged.
 func (a *Adapter) readOne(file rolloutFile, threads map[string]*thread) scanned {
-	path := file.path
-	s := scanned{path: path, id: file.id}
+	s := scanned{path: file.key.Path, id: file.id}
 	head := threads[s.id]
 	var key adapters.FileKey
-	s.facts, key, s.err = a.rollouts.Get(path, func(f *os.File, key adapters.FileKey, prev *adapters.Entry[*facts]) (*facts, error) {
-		x, err := readFacts(f, key, prev, head)
-		if err != nil {
-			return nil, err
-		}
-		return x, nil
+	s.facts, key, s.err = a.rollouts.GetKey(file.key, func(f *os.File, key adapters.FileKey, prev *adapters.Entry[*facts]) (*facts, error) {
+		return readFacts(f, key, prev, head)
 	})
 	s.mtime = key.ModTime
 	if s.facts != nil && s.id == "" {
@@ -160,7 +137,7 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 		return nil, err
 	}
 	var refs map[string]*adapters.ProcessRef
-	procs, perr := liveCodexes()
+	procs, perr := liveCodexes(proc.SnapshotFrom(ctx))
 	if perr == nil {
 		refs = matchProcesses(procs)
 	}
@@ -255,104 +232,54 @@ func (a *Adapter) Transcript(ctx context.Context, nativeID string, n int) ([]ada
 	return readTranscript(ctx, p, n)
 }
 
-// dirListing is what one folder held at one version of the folder.
-type dirListing struct {
-	key   adapters.FileKey
-	files []rolloutFile
-	dirs  []string // sub-folders, full paths
-}
-
-// rolloutFile is a rollout and the session id its name carries ("" when
-// the name carries none).
+// rolloutFile is a rollout, with its fresh stat, and the session id its
+// name carries ("" when the name carries none).
 type rolloutFile struct {
-	path string
-	id   string
+	key adapters.FileKey
+	id  string
 }
-
-// dirCache lists the rollout tree, re-reading a folder only when its stat
-// changed. A folder modified in the last second is always re-read: its
-// modification time may not yet show an entry added in the same tick.
-type dirCache struct {
-	mu      sync.Mutex
-	entries map[string]dirListing
-}
-
-// freshDir is how recent a folder's change must be for its listing not to
-// be trusted from the cache.
-const freshDir = time.Second
 
 // maxDepth is how deep rollouts sit under sessions/ (YYYY/MM/DD) plus one.
 const maxDepth = 4
 
-// rollouts returns every rollout file under root, sorted. A missing root
-// is an empty store.
-func (c *dirCache) rollouts(root string) ([]rolloutFile, error) {
-	var out []rolloutFile
-	seen := map[string]bool{}
-	var walk func(dir string, depth int) error
-	walk = func(dir string, depth int) error {
-		seen[dir] = true
-		l, err := c.list(dir)
-		if err != nil {
-			return err
+// listRollouts lists and stats every rollout file under root, sorted,
+// one level of the YYYY/MM/DD tree at a time with the folders of a level
+// in parallel. A missing root is an empty store; an unreadable sub-folder
+// hides only its own sessions.
+func (a *Adapter) listRollouts(ctx context.Context, root string) ([]rolloutFile, error) {
+	top, err := a.folders.List(root, isRolloutName)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("codex sessions: %w", err)
+	}
+	files := top.Files
+	level := top.Dirs
+	for depth := 1; depth <= maxDepth && len(level) > 0; depth++ {
+		listings := make([]adapters.Listing, len(level))
+		if err := adapters.Parallel(ctx, len(level), func(i int) {
+			listings[i], _ = a.folders.List(level[i], isRolloutName)
+		}); err != nil {
+			return nil, fmt.Errorf("codex sessions: %w", err)
 		}
-		out = append(out, l.files...)
-		if depth >= maxDepth {
-			return nil
-		}
-		for _, d := range l.dirs {
-			if err := walk(d, depth+1); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				continue // an unreadable sub-folder hides only its own sessions
+		level = nil
+		for _, ls := range listings {
+			files = append(files, ls.Files...)
+			if depth < maxDepth {
+				level = append(level, ls.Dirs...)
 			}
 		}
-		return nil
 	}
-	if err := walk(root, 0); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("list codex sessions: %w", err)
+	a.folders.Sweep()
+	out := make([]rolloutFile, len(files))
+	for i, k := range files {
+		out[i] = rolloutFile{key: k, id: idFromRolloutPath(k.Path)}
 	}
-	c.mu.Lock()
-	for d := range c.entries {
-		if !seen[d] {
-			delete(c.entries, d)
-		}
-	}
-	c.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
+	slices.SortFunc(out, func(x, y rolloutFile) int { return strings.Compare(x.key.Path, y.key.Path) })
 	return out, nil
 }
 
-// list returns one folder's listing, from the cache when unchanged.
-func (c *dirCache) list(dir string) (dirListing, error) {
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return dirListing{}, err
-	}
-	key := adapters.KeyOf(dir, fi)
-	c.mu.Lock()
-	l, ok := c.entries[dir]
-	c.mu.Unlock()
-	if ok && l.key.Same(key) && time.Since(key.ModTime) > freshDir {
-		return l, nil
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return dirListing{}, err
-	}
-	l = dirListing{key: key}
-	for _, e := range entries {
-		p := filepath.Join(dir, e.Name())
-		switch {
-		case e.IsDir():
-			l.dirs = append(l.dirs, p)
-		case e.Type().IsRegular() && strings.HasPrefix(e.Name(), "rollout-") && strings.HasSuffix(e.Name(), ".jsonl"):
-			l.files = append(l.files, rolloutFile{path: p, id: idFromRolloutPath(p)})
-		}
-	}
-	c.mu.Lock()
-	c.entries[dir] = l
-	c.mu.Unlock()
-	return l, nil
+func isRolloutName(n string) bool {
+	return strings.HasPrefix(n, "rollout-") && strings.HasSuffix(n, ".jsonl")
 }

@@ -500,7 +500,7 @@ func TestConcurrentDiscoverAndTranscript(t *testing.T) {
 func TestRolloutVanishingBetweenListAndRead(t *testing.T) {
 	home, a := testHome(t)
 	day := installFixtures(t, home)
-	files, err := a.dirs.rollouts(a.sessionsDir())
+	files, err := a.listRollouts(context.Background(), a.sessionsDir())
 	if err != nil || len(files) != 4 {
 		t.Fatalf("%d rollouts, %v", len(files), err)
 	}
@@ -511,7 +511,7 @@ func TestRolloutVanishingBetweenListAndRead(t *testing.T) {
 	for _, f := range files {
 		s := a.readOne(f, nil)
 		if s.facts == nil && !errors.Is(s.err, fs.ErrNotExist) {
-			t.Errorf("%s: %v", f.path, s.err)
+			t.Errorf("%s: %v", f.key.Path, s.err)
 		}
 		if s.facts != nil {
 			kept++

@@ -20,21 +20,65 @@ const (
 const uuidPattern = `[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`
 
 var (
-	// rolloutName matches rollout-YYYY-MM-DDTHH-MM-SS-<id>.jsonl.
-	rolloutName = regexp.MustCompile(`^rollout-(\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d)-(` + uuidPattern + `)\.jsonl$`)
 	// lockName matches thread-writer-locks/<id>.lock, which Codex also
 	// keeps open while it writes a thread.
 	lockName = regexp.MustCompile(`^(` + uuidPattern + `)\.lock$`)
 	uuidOnly = regexp.MustCompile(`^` + uuidPattern + `$`)
 )
 
-// idFromRolloutPath returns the session id a rollout's file name carries.
+// idFromRolloutPath returns the session id a rollout's file name carries:
+// rollout-YYYY-MM-DDTHH-MM-SS-<id>.jsonl. It runs for every rollout on
+// every discovery, so it matches by hand rather than by regular expression.
 func idFromRolloutPath(path string) string {
-	m := rolloutName.FindStringSubmatch(filepath.Base(path))
-	if m == nil {
+	name := filepath.Base(path)
+	const stamp = "YYYY-MM-DDTHH-MM-SS-"
+	rest, ok := strings.CutPrefix(name, "rollout-")
+	if !ok {
 		return ""
 	}
-	return strings.ToLower(m[2])
+	rest, ok = strings.CutSuffix(rest, ".jsonl")
+	if !ok || len(rest) != len(stamp)+36 {
+		return ""
+	}
+	for i := 0; i < len(stamp); i++ {
+		c := rest[i]
+		switch stamp[i] {
+		case '-', 'T':
+			if c != stamp[i] {
+				return ""
+			}
+		default:
+			if c < '0' || c > '9' {
+				return ""
+			}
+		}
+	}
+	id := rest[len(stamp):]
+	if !isUUID(id) {
+		return ""
+	}
+	return strings.ToLower(id)
+}
+
+// isUUID says whether s is a UUID in its 8-4-4-4-12 hex form.
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // idFromOpenFile returns the session a file Codex holds open belongs to: a
@@ -116,22 +160,24 @@ type liveProc struct {
 	argv []string
 }
 
-// liveCodexes lists the Codex processes the caller may see, by pid.
-func liveCodexes() (map[int]liveProc, error) {
-	table, err := proc.Table()
+// liveCodexes lists the Codex processes the caller may see, by pid. It
+// reads each process's argv first and the kernel's record only for Codex's.
+func liveCodexes(snap *proc.Snapshot) (map[int]liveProc, error) {
+	pids, err := snap.PIDs()
 	if err != nil {
 		return nil, err
 	}
 	out := map[int]liveProc{}
-	for _, info := range table {
-		if info.Zombie {
-			continue
-		}
-		argv, err := proc.Cmdline(info.PID)
+	for _, pid := range pids {
+		argv, err := snap.Cmdline(pid)
 		if err != nil || !isCodex(argv) {
 			continue
 		}
-		out[info.PID] = liveProc{info: info, argv: argv}
+		info, err := snap.Lookup(pid)
+		if err != nil || info.Zombie {
+			continue
+		}
+		out[pid] = liveProc{info: info, argv: argv}
 	}
 	return out, nil
 }

@@ -259,3 +259,25 @@ func TestFindNativeIDGivesUpWithContext(t *testing.T) {
 		t.Errorf("found %q for a process that opens no rollout", got)
 	}
 }
+
+func TestIDFromRolloutPath(t *testing.T) {
+	const id = "019a2b3c-4d5e-7f80-9a1b-2c3d4e5f6a7b"
+	for _, tc := range []struct{ path, want string }{
+		{"/s/2026/11/22/rollout-2026-11-22T06-26-06-" + id + ".jsonl", id},
+		{"rollout-2026-11-22T06-26-06-" + strings.ToUpper(id) + ".jsonl", id},
+		{"rollout-2026-11-22T06-26-06-" + id + ".json", ""},
+		{"rollout-2026-11-22T06-26-06-" + id[:35] + ".jsonl", ""},
+		{"rollout-2026-11-22X06-26-06-" + id + ".jsonl", ""},
+		{"rollout-2026-11-2aT06-26-06-" + id + ".jsonl", ""},
+		{"rollout-2026-11-22T06-26-06_" + id + ".jsonl", ""},
+		{"rollout-2026-11-22T06-26-06-" + strings.Replace(id, "-", "x", 1) + ".jsonl", ""},
+		{"rollout-2026-11-22T06-26-06-" + strings.Replace(id, "a", "g", 1) + ".jsonl", ""},
+		{"rollout-" + id + ".jsonl", ""},
+		{"session-2026-11-22T06-26-06-" + id + ".jsonl", ""},
+		{"", ""},
+	} {
+		if got := idFromRolloutPath(tc.path); got != tc.want {
+			t.Errorf("idFromRolloutPath(%q) = %q, want %q", tc.path, got, tc.want)
+		}
+	}
+}

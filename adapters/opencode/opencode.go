@@ -17,6 +17,7 @@ import (
 	"sync"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/proc"
 )
 
 // Name is the adapter's name.
@@ -121,7 +122,7 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 	if err != nil {
 		return nil, err
 	}
-	procs, perr := liveOpencodes()
+	procs, perr := liveOpencodes(proc.SnapshotFrom(ctx))
 	var refs map[string]*adapters.ProcessRef
 	if perr == nil {
 		refs = matchProcesses(ss, procs)

@@ -143,23 +143,25 @@ type liveProc struct {
 	prompt string
 }
 
-// liveOpencodes lists the OpenCode processes the caller may see.
-func liveOpencodes() ([]liveProc, error) {
-	table, err := proc.Table()
+// liveOpencodes lists the OpenCode processes the caller may see. It reads
+// each process's argv first and the kernel's record only for OpenCode's.
+func liveOpencodes(snap *proc.Snapshot) ([]liveProc, error) {
+	pids, err := snap.PIDs()
 	if err != nil {
 		return nil, err
 	}
 	var out []liveProc
-	for _, info := range table {
-		if info.Zombie {
-			continue
-		}
-		argv, err := proc.Cmdline(info.PID)
+	for _, pid := range pids {
+		argv, err := snap.Cmdline(pid)
 		if err != nil {
 			continue
 		}
 		inv, ok := parseArgv(argv)
 		if !ok {
+			continue
+		}
+		info, err := snap.Lookup(pid)
+		if err != nil || info.Zombie {
 			continue
 		}
 		out = append(out, describe(info, inv))

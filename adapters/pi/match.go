@@ -57,14 +57,14 @@ func piKind(argv []string) (isPi, rust bool) {
 // livePis lists the running Pi and pi-rust processes the caller may see.
 // It reads each process's argv first and the kernel's process record only
 // for Pi's, which halves the work of a Discover on a busy machine.
-func livePis() ([]liveProc, error) {
-	pids, err := allPIDs()
+func livePis(snap *proc.Snapshot) ([]liveProc, error) {
+	pids, err := snap.PIDs()
 	if err != nil {
 		return nil, err
 	}
 	var out []liveProc
 	for _, pid := range pids {
-		argv, err := proc.Cmdline(pid)
+		argv, err := snap.Cmdline(pid)
 		if err != nil {
 			continue // gone, or not ours to read
 		}
@@ -72,7 +72,7 @@ func livePis() ([]liveProc, error) {
 		if !isPi {
 			continue
 		}
-		info, err := proc.Lookup(pid)
+		info, err := snap.Lookup(pid)
 		if err != nil || info.Zombie {
 			continue
 		}

@@ -13,12 +13,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/proc"
 )
 
 // Variant names.
@@ -35,6 +35,8 @@ type Adapter struct {
 	// files caches what each session file said; an entry is used only
 	// while a stat shows the same size, mtime and inode.
 	files *adapters.FileCache[*facts]
+	// folders lists the session folders.
+	folders *adapters.Lister
 
 	mu sync.Mutex
 	// paths maps native ids to files, from the last scan.
@@ -54,7 +56,7 @@ func New(env adapters.Env) *Adapter { return newAdapter(NamePi, env) }
 func NewRust(env adapters.Env) *Adapter { return newAdapter(NamePiRust, env) }
 
 func newAdapter(name string, env adapters.Env) *Adapter {
-	return &Adapter{name: name, env: env, files: adapters.NewFileCache[*facts](maxCachedFiles), paths: map[string]string{}}
+	return &Adapter{name: name, env: env, files: adapters.NewFileCache[*facts](maxCachedFiles), folders: adapters.NewLister(), paths: map[string]string{}}
 }
 
 // Name is "pi" or "pi-rust".
@@ -76,37 +78,22 @@ type scanned struct {
 // last scan. Folders are listed (one stat per file) and read in parallel.
 // It returns an error only when no root could be read at all.
 func (a *Adapter) scan(ctx context.Context) ([]scanned, error) {
-	dirs, err := sessionDirs(a.layout().roots())
+	rootFiles, dirs, err := a.listRoots(a.layout().roots())
 	if err != nil {
 		return nil, err
 	}
-	perDir := make([][]scanned, len(dirs))
-	jobs := make(chan int)
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), 8) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range jobs {
-				perDir[i] = a.scanDir(ctx, dirs[i])
-			}
-		}()
-	}
-	var ctxErr error
-	for i := range dirs {
-		if ctxErr = ctx.Err(); ctxErr != nil {
-			break
+	perDir := make([][]scanned, len(dirs)+1)
+	perDir[len(dirs)] = a.readAll(ctx, rootFiles)
+	if err := adapters.Parallel(ctx, len(dirs), func(i int) {
+		ls, err := a.folders.List(dirs[i], isSessionFile)
+		if err != nil {
+			return // vanished or unreadable: its sessions stay unknown
 		}
-		jobs <- i
+		perDir[i] = a.readAll(ctx, ls.Files)
+	}); err != nil {
+		return nil, fmt.Errorf("scan pi sessions: %w", err)
 	}
-	close(jobs)
-	wg.Wait()
-	if ctxErr == nil {
-		ctxErr = ctx.Err()
-	}
-	if ctxErr != nil {
-		return nil, fmt.Errorf("scan pi sessions: %w", ctxErr)
-	}
+	a.folders.Sweep()
 
 	var kept []scanned
 	listed := map[string]bool{}
@@ -131,12 +118,9 @@ func (a *Adapter) scan(ctx context.Context) ([]scanned, error) {
 	return kept, nil
 }
 
-// scanDir lists one folder's session files and reads the changed ones.
-func (a *Adapter) scanDir(ctx context.Context, dir string) []scanned {
-	keys, err := adapters.ListFiles(dir, isSessionFile)
-	if err != nil {
-		return nil // vanished or unreadable: its sessions stay unknown
-	}
+// readAll reads the session files of one folder: from the cache where the
+// listing's stat shows them unchanged.
+func (a *Adapter) readAll(ctx context.Context, keys []adapters.FileKey) []scanned {
 	out := make([]scanned, 0, len(keys))
 	for _, k := range keys {
 		if ctx.Err() != nil {
@@ -159,40 +143,36 @@ func (a *Adapter) readOne(key adapters.FileKey) scanned {
 
 func isSessionFile(name string) bool { return strings.HasSuffix(name, ".jsonl") }
 
-// sessionDirs returns the folders that may hold session files: each root
-// and the folders directly in it.
-func sessionDirs(roots []string) ([]string, error) {
-	var out []string
+// listRoots lists the roots: the session files directly in them, and
+// the folders in them (one per cwd in Pi's default layout). A missing root
+// is an empty one; it fails only when no root could be read.
+func (a *Adapter) listRoots(roots []string) (files []adapters.FileKey, dirs []string, err error) {
 	var errs []error
 	readable := 0
 	for _, root := range roots {
-		entries, err := os.ReadDir(root)
+		ls, err := a.folders.List(root, isSessionFile)
 		if errors.Is(err, fs.ErrNotExist) {
 			readable++
 			continue
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("list pi sessions in %s: %w", root, err))
+			errs = append(errs, fmt.Errorf("pi sessions: %w", err))
 			continue
 		}
 		readable++
-		out = append(out, root)
-		for _, e := range entries {
-			if e.IsDir() {
-				out = append(out, filepath.Join(root, e.Name()))
-			}
-		}
+		files = append(files, ls.Files...)
+		dirs = append(dirs, ls.Dirs...)
 	}
 	if readable == 0 {
-		return nil, errors.Join(errs...)
+		return nil, nil, errors.Join(errs...)
 	}
-	return out, nil
+	return files, dirs, nil
 }
 
 // Discover returns every Pi session in the store, with the live process
 // matched to it where the evidence is unambiguous.
 func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error) {
-	procs, perr := livePis()
+	procs, perr := livePis(proc.SnapshotFrom(ctx))
 	if a.name == NamePiRust {
 		if perr != nil {
 			return nil, fmt.Errorf("match pi-rust processes: %w", perr)

@@ -1,0 +1,148 @@
+package adapters
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+)
+
+func isJSONL(n string) bool { return filepath.Ext(n) == ".jsonl" }
+
+func names(ls Listing) []string {
+	var out []string
+	for _, k := range ls.Files {
+		out = append(out, filepath.Base(k.Path))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// age sets dir's modification time an hour back, as a folder nobody touched
+// lately: its listing may then be cached.
+func age(t *testing.T, dir string) {
+	t.Helper()
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(dir, old, old); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestListerListsAcceptedFilesAndFolders(t *testing.T) {
+	dir := t.TempDir()
+	appendFile(t, filepath.Join(dir, "a.jsonl"), "x\n")
+	appendFile(t, filepath.Join(dir, "b.txt"), "y\n")
+	os.Mkdir(filepath.Join(dir, "c.jsonl"), 0o755)
+	os.Symlink(filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "link.jsonl"))
+	os.Symlink(filepath.Join(dir, "c.jsonl"), filepath.Join(dir, "dirlink.jsonl"))
+	os.Symlink(filepath.Join(dir, "nowhere"), filepath.Join(dir, "dangling.jsonl"))
+	l := NewLister()
+	ls, err := l.List(dir, isJSONL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(ls); !slices.Equal(got, []string{"a.jsonl", "link.jsonl"}) {
+		t.Errorf("files %q, want a.jsonl and the link to it", got)
+	}
+	if !slices.Equal(ls.Dirs, []string{filepath.Join(dir, "c.jsonl")}) {
+		t.Errorf("dirs %q", ls.Dirs)
+	}
+	fi, err := os.Stat(filepath.Join(dir, "a.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range ls.Files {
+		if k.Path == filepath.Join(dir, "a.jsonl") && !k.Same(KeyOf(k.Path, fi)) {
+			t.Errorf("key %+v, stat says %+v", k, KeyOf(k.Path, fi))
+		}
+	}
+	if _, err := l.List(filepath.Join(dir, "nope"), isJSONL); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing folder: %v", err)
+	}
+}
+
+// A cached listing still stats every file on every call, and a change to
+// the folder's entries is seen at once.
+func TestListerSeesEveryChange(t *testing.T) {
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a.jsonl")
+	appendFile(t, a, "x\n")
+	appendFile(t, filepath.Join(dir, "gone.jsonl"), "x\n")
+	age(t, dir)
+	l := NewLister()
+	if _, err := l.List(dir, isJSONL); err != nil {
+		t.Fatal(err)
+	}
+	// The folder is unchanged, so its entries come from the cache; the file
+	// grew, and the key must say so.
+	appendFile(t, a, "more\n")
+	ls, err := l.List(dir, isJSONL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range ls.Files {
+		if k.Path == a && k.Size != int64(len("x\nmore\n")) {
+			t.Errorf("a.jsonl has size %d in the listing, want the grown size", k.Size)
+		}
+	}
+	// A removed file is left out; an added one shows up.
+	os.Remove(filepath.Join(dir, "gone.jsonl"))
+	appendFile(t, filepath.Join(dir, "new.jsonl"), "y\n")
+	ls, err = l.List(dir, isJSONL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(ls); !slices.Equal(got, []string{"a.jsonl", "new.jsonl"}) {
+		t.Errorf("after a remove and an add: %q", got)
+	}
+}
+
+// A folder read soon after its last change is not trusted from the cache:
+// an entry added within the same clock tick leaves the folder's stat as it
+// was.
+func TestListerRereadsARecentlyChangedFolder(t *testing.T) {
+	dir := t.TempDir()
+	appendFile(t, filepath.Join(dir, "a.jsonl"), "x\n")
+	fi, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := NewLister()
+	if _, err := l.List(dir, isJSONL); err != nil {
+		t.Fatal(err)
+	}
+	// An add in the same tick: put the folder's times back as they were.
+	appendFile(t, filepath.Join(dir, "b.jsonl"), "y\n")
+	if err := os.Chtimes(dir, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := l.List(dir, isJSONL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(ls); !slices.Equal(got, []string{"a.jsonl", "b.jsonl"}) {
+		t.Errorf("files %q: a same-tick add was missed", got)
+	}
+}
+
+func TestListerSweepForgetsUnlistedFolders(t *testing.T) {
+	root := t.TempDir()
+	a, b := filepath.Join(root, "a"), filepath.Join(root, "b")
+	os.Mkdir(a, 0o755)
+	os.Mkdir(b, 0o755)
+	l := NewLister()
+	l.List(a, isJSONL)
+	l.List(b, isJSONL)
+	l.Sweep()
+	l.List(a, isJSONL)
+	l.Sweep()
+	if _, ok := l.folders[b]; ok {
+		t.Error("b was not listed since the last sweep but is still cached")
+	}
+	if _, ok := l.folders[a]; !ok {
+		t.Error("a was listed and is gone from the cache")
+	}
+}
