@@ -3,7 +3,7 @@ package supervisor
 import (
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -34,7 +34,9 @@ func newDiscovery(as []adapters.Adapter, timeout time.Duration) *discovery {
 }
 
 type discovered struct {
-	sessions []adapters.NativeSession
+	// sessions holds each adapter's answer, one slice per adapter: they are
+	// read in place, never copied into one.
+	sessions [][]adapters.NativeSession
 	// failed names adapters whose discovery failed this time.
 	failed   map[string]bool
 	warnings []string
@@ -47,6 +49,8 @@ func (d *discovery) run(ctx context.Context) discovered {
 		err      error
 	}
 	results := make([]result, len(d.adapters))
+	// One look at the process table serves every adapter.
+	ctx = proc.WithSnapshot(ctx, proc.NewSnapshot())
 	var wg sync.WaitGroup
 	for i, a := range d.adapters {
 		wg.Add(1)
@@ -79,11 +83,11 @@ func (d *discovery) run(ctx context.Context) discovered {
 		if r.err != nil {
 			out.failed[r.name] = true
 			out.warnings = append(out.warnings, fmt.Sprintf("adapter %s: %v (its sessions are shown as unknown)", r.name, r.err))
-			out.sessions = append(out.sessions, d.last[r.name]...)
+			out.sessions = append(out.sessions, d.last[r.name])
 			continue
 		}
 		d.last[r.name] = r.sessions
-		out.sessions = append(out.sessions, r.sessions...)
+		out.sessions = append(out.sessions, r.sessions)
 	}
 	return out
 }
@@ -97,49 +101,95 @@ func (d *discovery) adapter(name string) adapters.Adapter {
 	return nil
 }
 
+// nativeKey names one native session of one adapter.
+type nativeKey struct{ adapter, id string }
+
 // merge enriches launched sessions with their native facts and adds the
-// sessions only the adapters know.
-func merge(launched []api.Session, disc discovered) []api.Session {
-	byNative := map[string]adapters.NativeSession{}
-	for _, ns := range disc.sessions {
-		byNative[ns.Adapter+"\x00"+ns.NativeID] = ns
-	}
-	out := make([]api.Session, 0, len(launched)+len(disc.sessions))
+// sessions only the adapters know, keeping those keep accepts (all when
+// keep is nil). Filtering here, rather than after, spares building every
+// session of a large store for a list that shows a few. The order is not
+// defined: callers that show a list sort what is left (sortByCreation).
+func merge(launched []api.Session, disc discovered, keep func(*api.Session) bool) []api.Session {
+	// Launched sessions by native session: few, so the lookup for each
+	// discovered session is cheap.
+	launchedBy := map[nativeKey][]int{}
 	// Resumed runs share one native session: every run is enriched, and the
 	// native session is not listed again as discovered.
 	// Native ids are claimed alone, not per adapter: two adapters may read
 	// one store (pi and pi-rust share theirs).
-	claimed := map[string]bool{}
-	for _, s := range launched {
+	n := 0
+	for _, ss := range disc.sessions {
+		n += len(ss)
+	}
+	claimed := make(map[string]bool, len(launched)+n)
+	for i, s := range launched {
 		if s.NativeID != "" {
-			key := s.Adapter + "\x00" + s.NativeID
-			if ns, ok := byNative[key]; ok {
-				enrich(&s, ns)
+			k := nativeKey{s.Adapter, s.NativeID}
+			launchedBy[k] = append(launchedBy[k], i)
+		}
+	}
+	enriched := make([]api.Session, len(launched))
+	copy(enriched, launched)
+	var out []api.Session
+	for _, ss := range disc.sessions {
+		for i := range ss {
+			ns := &ss[i]
+			k := nativeKey{ns.Adapter, ns.NativeID}
+			if idx, ok := launchedBy[k]; ok {
+				for _, j := range idx {
+					enrich(&enriched[j], ns)
+				}
+				delete(launchedBy, k) // a duplicate in the store enriches once
 			}
+		}
+	}
+	for _, s := range enriched {
+		if s.NativeID != "" {
 			claimed[s.NativeID] = true
 		}
-		out = append(out, s)
-	}
-	for _, ns := range disc.sessions {
-		if claimed[ns.NativeID] {
-			continue
+		if keep == nil || keep(&s) {
+			out = append(out, s)
 		}
-		claimed[ns.NativeID] = true
-		out = append(out, fromNative(ns))
 	}
-	for i := range out {
-		if out[i].Origin == api.OriginLaunched || !disc.failed[out[i].Adapter] {
-			continue
+	for _, ss := range disc.sessions {
+		for i := range ss {
+			ns := &ss[i]
+			if claimed[ns.NativeID] {
+				continue
+			}
+			claimed[ns.NativeID] = true
+			s := fromNative(ns)
+			if disc.failed[s.Adapter] {
+				// Its adapter could not vouch for it this time.
+				s.Status = api.StatusUnknown
+			}
+			if keep == nil || keep(&s) {
+				out = append(out, s)
+			}
 		}
-		out[i].Status = api.StatusUnknown
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
 	return out
+}
+
+// sortByCreation orders sessions oldest first (ties keep their order). It
+// sorts indices rather than the sessions themselves: a session is a large
+// value, and moving thousands of them dominated list's time.
+func sortByCreation(ss []api.Session) {
+	idx := make([]int, len(ss))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return ss[a].CreatedAt.Compare(ss[b].CreatedAt) })
+	sorted := make([]api.Session, len(ss))
+	for i, j := range idx {
+		sorted[i] = ss[j]
+	}
+	copy(ss, sorted)
 }
 
 // enrich copies native facts into a launched session; status stays derived
 // from the process, except for the agent's own busy/idle signal.
-func enrich(s *api.Session, ns adapters.NativeSession) {
+func enrich(s *api.Session, ns *adapters.NativeSession) {
 	if ns.Model != "" {
 		s.Model = ns.Model
 	}
@@ -162,7 +212,7 @@ func enrich(s *api.Session, ns adapters.NativeSession) {
 
 // fromNative is the session object for a session only an adapter knows.
 // Its id is the native id.
-func fromNative(ns adapters.NativeSession) api.Session {
+func fromNative(ns *adapters.NativeSession) api.Session {
 	s := api.Session{
 		ID:        ns.NativeID,
 		Adapter:   ns.Adapter,

@@ -75,7 +75,7 @@ func (s *Server) followAdapters() {
 					continue
 				}
 				if c.Session != nil {
-					s.ops.nativeChanged(fromNative(*c.Session))
+					s.ops.nativeChanged(fromNative(c.Session))
 				}
 			}
 		}()

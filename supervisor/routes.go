@@ -119,7 +119,7 @@ func parseListFilter(r *http.Request) (listFilter, error) {
 	return f, nil
 }
 
-func (f listFilter) keep(s api.Session) bool {
+func (f listFilter) keep(s *api.Session) bool {
 	switch {
 	case f.status != "":
 		if string(s.Status) != f.status {
@@ -155,15 +155,24 @@ func (f listFilter) keep(s api.Session) bool {
 	return true
 }
 
-// sessions is the merged view: launched sessions and those only adapters know.
-func (s *Server) sessions(ctx context.Context) ([]api.Session, []string, error) {
+// sessions is the merged view: launched sessions and those only adapters
+// know, those keep accepts (all when keep is nil).
+func (s *Server) sessions(ctx context.Context, keep func(*api.Session) bool) ([]api.Session, []string, error) {
 	launched, warnings, err := s.records.all()
 	if err != nil {
 		return nil, nil, err
 	}
 	disc := s.disc.run(ctx)
-	all := merge(launched, disc)
-	s.ops.observeActivity(all)
+	// Busy/idle changes are announced for every running session, listed
+	// or not.
+	var active []api.Session
+	all := merge(launched, disc, func(sess *api.Session) bool {
+		if sess.Activity != "" && sess.Status == api.StatusRunning {
+			active = append(active, *sess)
+		}
+		return keep == nil || keep(sess)
+	})
+	s.ops.observeActivity(active)
 	return all, append(warnings, disc.warnings...), nil
 }
 
@@ -173,17 +182,16 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	all, warnings, err := s.sessions(r.Context())
+	kept, warnings, err := s.sessions(r.Context(), f.keep)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	out := api.SessionList{Sessions: []api.Session{}, Warnings: warnings}
-	for _, sess := range all {
-		if f.keep(sess) {
-			out.Sessions = append(out.Sessions, sess)
-		}
+	out := api.SessionList{Sessions: kept, Warnings: warnings}
+	if out.Sessions == nil {
+		out.Sessions = []api.Session{}
 	}
+	sortByCreation(out.Sessions)
 	writeJSON(w, http.StatusOK, out)
 }
 
@@ -206,7 +214,9 @@ func (s *Server) lookup(ctx context.Context, prefix string) (api.Session, []stri
 		return api.Session{}, nil, err
 	}
 	// Not launched here: maybe a session only an adapter knows.
-	all, warnings, err := s.sessions(ctx)
+	all, warnings, err := s.sessions(ctx, func(sess *api.Session) bool {
+		return sess.Origin == api.OriginDiscovered && strings.HasPrefix(sess.ID, prefix)
+	})
 	if err != nil {
 		return api.Session{}, nil, err
 	}
@@ -231,7 +241,7 @@ func (s *Server) withNative(ctx context.Context, sess api.Session) (api.Session,
 	if a := s.disc.adapter(sess.Adapter); a != nil {
 		d.adapters = append(d.adapters, a)
 	}
-	merged := merge([]api.Session{sess}, d.run(ctx))
+	merged := merge([]api.Session{sess}, d.run(ctx), nil)
 	for _, m := range merged {
 		if m.ID == sess.ID {
 			return m, nil

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"errors"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -96,14 +97,15 @@ func TestMerge(t *testing.T) {
 		{ID: "01c", Adapter: "codex", Origin: api.OriginLaunched, Status: api.StatusRunning, CreatedAt: now},
 	}
 	disc := discovered{
-		sessions: []adapters.NativeSession{
+		sessions: [][]adapters.NativeSession{{
 			{Adapter: "claude", NativeID: "n1", Model: "m", TokensIn: &in, State: adapters.NativeBusy},
 			{Adapter: "claude", NativeID: "n2", State: adapters.NativeDone, CreatedAt: now},
+		}, {
 			{Adapter: "codex", NativeID: "n3", CreatedAt: now},
-		},
+		}},
 		failed: map[string]bool{"codex": true},
 	}
-	out := merge(launched, disc)
+	out := merge(launched, disc, nil)
 	byID := map[string]api.Session{}
 	for _, s := range out {
 		byID[s.ID] = s
@@ -125,6 +127,45 @@ func TestMerge(t *testing.T) {
 	}
 	if s := byID["01c"]; s.Status != api.StatusRunning {
 		t.Errorf("a launched session of a failed adapter is %s: its process still speaks for it", s.Status)
+	}
+}
+
+// A filtered merge keeps only what the filter accepts, and a launched
+// session left out still claims its native session: it never shows up again
+// as discovered.
+func TestMergeFiltered(t *testing.T) {
+	now := time.Now()
+	launched := []api.Session{
+		{ID: "01a", Adapter: "claude", Origin: api.OriginLaunched, Status: api.StatusExited, NativeID: "n1", CreatedAt: now},
+	}
+	disc := discovered{sessions: [][]adapters.NativeSession{{
+		{Adapter: "claude", NativeID: "n1", State: adapters.NativeDone},
+		{Adapter: "claude", NativeID: "n2", State: adapters.NativeBusy},
+		{Adapter: "claude", NativeID: "n3", State: adapters.NativeDone},
+	}, {
+		// The same store read by a second adapter (pi and pi-rust).
+		{Adapter: "claude-too", NativeID: "n2", State: adapters.NativeBusy},
+	}}}
+	for _, tc := range []struct {
+		name string
+		keep func(*api.Session) bool
+		want []string
+	}{
+		{"all", nil, []string{"01a", "n2", "n3"}},
+		{"running", func(s *api.Session) bool { return s.Status == api.StatusRunning }, []string{"n2"}},
+		{"ended", func(s *api.Session) bool { return s.Status == api.StatusEnded }, []string{"n3"}},
+		{"none", func(*api.Session) bool { return false }, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, s := range merge(launched, disc, tc.keep) {
+				got = append(got, s.ID)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("merge kept %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
 
@@ -150,13 +191,13 @@ func (f *failing) Transcript(context.Context, string, int) ([]adapters.Message, 
 // time is shown as unknown, with a warning naming it.
 func TestFailedDiscoveryMarksNothingStopped(t *testing.T) {
 	d := newDiscovery([]adapters.Adapter{&failing{}}, 100*time.Millisecond)
-	first := merge(nil, d.run(context.Background()))
+	first := merge(nil, d.run(context.Background()), nil)
 	if len(first) != 1 || first[0].Status != api.StatusRunning {
 		t.Fatalf("first discovery = %+v", first)
 	}
 	for i, wantWarning := range []string{"timed out", "store unreadable"} {
 		disc := d.run(context.Background())
-		got := merge(nil, disc)
+		got := merge(nil, disc, nil)
 		if len(got) != 1 || got[0].Status != api.StatusUnknown {
 			t.Fatalf("run %d: sessions = %+v, want the known one as unknown", i+2, got)
 		}
@@ -164,4 +205,23 @@ func TestFailedDiscoveryMarksNothingStopped(t *testing.T) {
 			t.Errorf("run %d: warnings = %q", i+2, disc.warnings)
 		}
 	}
+}
+
+func TestSortByCreation(t *testing.T) {
+	t0 := time.Now()
+	ss := []api.Session{
+		{ID: "c", CreatedAt: t0.Add(2 * time.Second)},
+		{ID: "a1", CreatedAt: t0},
+		{ID: "b", CreatedAt: t0.Add(time.Second)},
+		{ID: "a2", CreatedAt: t0},
+	}
+	sortByCreation(ss)
+	var got []string
+	for _, s := range ss {
+		got = append(got, s.ID)
+	}
+	if want := []string{"a1", "a2", "b", "c"}; !slices.Equal(got, want) {
+		t.Errorf("order %q, want %q (ties keep their order)", got, want)
+	}
+	sortByCreation(nil)
 }
