@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -181,13 +182,27 @@ func label(s api.Session) string {
 	return strings.Join(s.Command, " ")
 }
 
+// oneLine is s with its runs of white space made one space, cut to n runes
+// with an ellipsis. It stops reading s once past n runes: a list shows
+// thousands of long prompts.
 func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	r := []rune(s)
-	if len(r) > n {
-		return string(r[:n-1]) + "…"
+	out := make([]rune, 0, n+1)
+	space := false
+	for _, r := range strings.TrimSpace(s) {
+		if unicode.IsSpace(r) {
+			space = true
+			continue
+		}
+		if space {
+			out = append(out, ' ')
+			space = false
+		}
+		out = append(out, r)
+		if len(out) > n {
+			return string(out[:n-1]) + "…"
+		}
 	}
-	return s
+	return string(out)
 }
 
 func dash(s string) string {
