@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -111,6 +112,33 @@ func FuzzRolloutFile(f *testing.F) {
 		}
 		if _, err := readTranscript(context.Background(), path, 3); err != nil {
 			t.Error(err)
+		}
+	})
+}
+
+// FuzzRolloutName checks the hand-written rollout name parser against the
+// pattern it replaced, which names Codex's files exactly.
+func FuzzRolloutName(f *testing.F) {
+	entries, err := os.ReadDir("testdata")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, e := range entries {
+		f.Add(e.Name())
+	}
+	f.Add("rollout-2026-11-22T06-26-06-01A201EE-F061-7C00-B411-41D396AE5594.jsonl")
+	f.Add("rollout-2026-11-22T06-26-06-01a201ee-f061-7c00-b411-41d396ae559.jsonl")
+	oracle := regexp.MustCompile(`^rollout-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-(` + uuidPattern + `)\.jsonl$`)
+	f.Fuzz(func(t *testing.T, name string) {
+		want := ""
+		if m := oracle.FindStringSubmatch(name); m != nil {
+			want = strings.ToLower(m[1])
+		}
+		if strings.ContainsRune(name, '/') {
+			return // a path: only its base name counts
+		}
+		if got := idFromRolloutPath(name); got != want {
+			t.Errorf("idFromRolloutPath(%q) = %q, the pattern says %q", name, got, want)
 		}
 	})
 }
