@@ -3,10 +3,12 @@ package adapters
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 )
 
 // Agents append JSON Lines transcripts while we read them, so every reader
@@ -82,7 +84,7 @@ func TailLines(r io.ReaderAt, size int64, n int, maxBytes int64) (lines [][]byte
 	for i := len(blocks) - 1; i >= 0; i-- {
 		buf = append(buf, blocks[i]...)
 	}
-	// Split buf into lines. The first piece is complete only if off == 0.
+	// Split buf into lines.
 	var pieces [][]byte
 	rest := buf
 	pos := off
@@ -101,10 +103,19 @@ func TailLines(r io.ReaderAt, size int64, n int, maxBytes int64) (lines [][]byte
 		pos += int64(i) + 1
 		rest = rest[i+1:]
 	}
+	// The first piece is a whole line when the byte before it ends one.
+	firstWhole := off == 0
+	if off > 0 {
+		var b [1]byte
+		if _, err := r.ReadAt(b[:], off-1); err != nil {
+			return nil, size, fmt.Errorf("read tail: %w", err)
+		}
+		firstWhole = b[0] == '\n'
+	}
 	var out [][]byte
 	var outStarts []int64
 	for i, p := range pieces {
-		if i == 0 && off > 0 {
+		if i == 0 && !firstWhole {
 			continue // cut at the front: not a whole line
 		}
 		if i == len(pieces)-1 && len(buf) > 0 && buf[len(buf)-1] != '\n' {
@@ -124,6 +135,41 @@ func TailLines(r io.ReaderAt, size int64, n int, maxBytes int64) (lines [][]byte
 		return nil, size, nil
 	}
 	return out, outStarts[0], nil
+}
+
+// TailChunks hands fn the complete lines of the first size bytes of r from
+// the end backwards, a chunk at a time, each line once: the first chunk
+// holds the lines of about the last window bytes, and each next one the
+// lines before, in a window four times larger. Lines come oldest first
+// within a chunk. fn says when it has enough; the scan also ends at the
+// start of the file or once maxBytes are read. A reader that needs the last
+// n of something thus reads the file's end, and a file's every byte at
+// most once, where re-reading a growing tail would parse it many times.
+func TailChunks(ctx context.Context, r io.ReaderAt, size, window, maxBytes int64, fn func(lines [][]byte) (enough bool)) error {
+	end := size
+	for end > 0 && size-end < maxBytes {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		budget := min(window, maxBytes-(size-end))
+		lines, start, err := TailLines(r, end, math.MaxInt, budget)
+		if err != nil {
+			return err
+		}
+		if len(lines) == 0 {
+			if budget >= end || budget < window {
+				return nil // the rest is one line longer than the budget
+			}
+			window *= 4 // one line longer than the window: widen it
+			continue
+		}
+		if fn(lines) {
+			return nil
+		}
+		end = start
+		window *= 4
+	}
+	return nil
 }
 
 // ScanResult says how far ScanLines got.

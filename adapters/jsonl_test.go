@@ -2,6 +2,7 @@ package adapters
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -222,5 +223,88 @@ func TestResumeOffset(t *testing.T) {
 	}
 	if !bytes.Equal(fp, []byte("{\"a\":1}\n")) {
 		t.Errorf("fingerprint %q", fp)
+	}
+}
+
+// chunksOf runs TailChunks to the end and returns the lines it handed over
+// in file order, and how many chunks it took.
+func chunksOf(t *testing.T, data string, window, maxBytes int64) ([]string, int) {
+	t.Helper()
+	var chunks [][]string
+	err := TailChunks(context.Background(), strings.NewReader(data), int64(len(data)), window, maxBytes, func(lines [][]byte) bool {
+		var c []string
+		for _, l := range lines {
+			c = append(c, string(l))
+		}
+		chunks = append(chunks, c)
+		return false
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []string
+	for i := len(chunks) - 1; i >= 0; i-- {
+		all = append(all, chunks[i]...)
+	}
+	return all, len(chunks)
+}
+
+func TestTailChunksHandsEachLineOnce(t *testing.T) {
+	var lines []string
+	for i := range 500 {
+		// Varied lengths, some longer than the first window.
+		lines = append(lines, fmt.Sprintf(`{"i":%d,"pad":%q}`, i, strings.Repeat("x", (i*37)%300)))
+	}
+	data := strings.Join(lines, "\n") + "\n"
+	for _, window := range []int64{64, 100, 1000, 1 << 20} {
+		got, chunks := chunksOf(t, data, window, 1<<30)
+		if strings.Join(got, "\n") != strings.Join(lines, "\n") {
+			t.Fatalf("window %d: %d lines back, want the %d lines once each, in order", window, len(got), len(lines))
+		}
+		if window < 1000 && chunks < 2 {
+			t.Errorf("window %d: %d chunks, want the file read in several", window, chunks)
+		}
+	}
+}
+
+func TestTailChunks(t *testing.T) {
+	tests := []struct {
+		name             string
+		data             string
+		window, maxBytes int64
+		want             string
+	}{
+		{"empty", "", 8, 100, ""},
+		{"half-written last line left out", "{\"a\":1}\n{\"b\":", 4, 100, `{"a":1}`},
+		{"unterminated valid JSON kept", "{\"a\":1}\n{\"b\":2}", 4, 100, `{"a":1}|{"b":2}`},
+		{"a line longer than the window", "{\"a\":1}\n{\"bbbbbbbbbbbbbbbbbbbbbb\":2}\n{}\n", 4, 100, `{"a":1}|{"bbbbbbbbbbbbbbbbbbbbbb":2}|{}`},
+		{"only the last maxBytes", "{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n", 4, 16, `{"b":2}|{"c":3}`},
+		{"a first line longer than what is left", strings.Repeat("z", 50) + "\n{}\n", 4, 20, `{}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, _ := chunksOf(t, tt.data, tt.window, tt.maxBytes)
+			if s := strings.Join(got, "|"); s != tt.want {
+				t.Errorf("lines %q, want %q", s, tt.want)
+			}
+		})
+	}
+}
+
+func TestTailChunksStops(t *testing.T) {
+	data := strings.Repeat("{\"line\":true}\n", 10000)
+	calls := 0
+	err := TailChunks(context.Background(), strings.NewReader(data), int64(len(data)), 256, 1<<30, func([][]byte) bool {
+		calls++
+		return calls == 2
+	})
+	if err != nil || calls != 2 {
+		t.Errorf("%d calls, %v; want a stop after the second chunk", calls, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err = TailChunks(ctx, strings.NewReader(data), int64(len(data)), 256, 1<<30, func([][]byte) bool { return false })
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
 	}
 }

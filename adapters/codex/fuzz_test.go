@@ -3,6 +3,7 @@ package codex
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -139,6 +140,32 @@ func FuzzRolloutName(f *testing.F) {
 		}
 		if got := idFromRolloutPath(name); got != want {
 			t.Errorf("idFromRolloutPath(%q) = %q, the pattern says %q", name, got, want)
+		}
+	})
+}
+
+// FuzzStringHead checks that a shortened view decoded from the head of a
+// string value is the view decoding all of it gives.
+func FuzzStringHead(f *testing.F) {
+	f.Add("plain text", uint8(3))
+	f.Add(strings.Repeat("é\"\\\n\t😀x", 40), uint8(7))
+	f.Add(strings.Repeat("\u2028<>&", 30), uint8(1))
+	f.Fuzz(func(t *testing.T, s string, n uint8) {
+		runes := int(n%64) + 1
+		raw, err := json.Marshal(s)
+		if err != nil {
+			return
+		}
+		// Codex's own encoder escapes less than Go's: try both spellings.
+		var plain bytes.Buffer
+		enc := json.NewEncoder(&plain)
+		enc.SetEscapeHTML(false)
+		enc.Encode(s)
+		for _, r := range [][]byte{raw, bytes.TrimSpace(plain.Bytes()), []byte(strings.ReplaceAll(string(raw), `\u003c`, `\u003C`))} {
+			want := truncate(stringOf(r), runes)
+			if got := truncate(stringHead(r, 12*runes+16), runes); got != want {
+				t.Errorf("head of %s: %q, whole: %q", r, got, want)
+			}
 		}
 	})
 }

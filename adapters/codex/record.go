@@ -40,11 +40,16 @@ const (
 // record is one rollout line. Every field is optional: a wrong type in one
 // field still yields the others (see decode).
 type record struct {
-	Timestamp string          `json:"timestamp"`
-	Type      string          `json:"type"`
-	Payload   json.RawMessage `json:"payload"`
+	Timestamp string `json:"timestamp"`
+	Type      string `json:"type"`
 	// ThreadID is the top-level id some older releases wrote.
 	ThreadID string `json:"thread_id"`
+}
+
+// rolloutLine is a line decoded in one pass, its payload included.
+type rolloutLine struct {
+	record
+	Payload payload `json:"payload"`
 }
 
 // payload is the union of the payload fields agentctl reads.
@@ -183,15 +188,13 @@ func decode(line []byte) (record, payload, error) {
 	if len(line) == 0 || line[0] != '{' {
 		return r, p, errBadLine
 	}
-	if err := json.Unmarshal(line, &r); err != nil && !isTypeError(err) {
+	// One pass: a line can hold hundreds of KB of tool output, and decoding
+	// its payload separately would scan it all again.
+	var l rolloutLine
+	if err := json.Unmarshal(line, &l); err != nil && !isTypeError(err) {
 		return r, p, err
 	}
-	if len(r.Payload) > 0 && r.Payload[0] == '{' {
-		if err := json.Unmarshal(r.Payload, &p); err != nil && !isTypeError(err) {
-			return r, p, err
-		}
-	}
-	return r, p, nil
+	return l.record, l.Payload, nil
 }
 
 func isTypeError(err error) bool {
@@ -304,6 +307,44 @@ func injectedContext(text string) bool {
 }
 
 // truncate shortens s to at most n runes, marking the cut.
+// stringHead is stringOf for a view of at most about maxBytes of a string
+// value: only that much of it is unquoted, so a peek at a rollout full of
+// large tool outputs does not decode them whole. The result may be cut
+// short, and then truncate marks it.
+func stringHead(raw json.RawMessage, maxBytes int) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) <= maxBytes+2 || raw[0] != '"' {
+		return stringOf(raw)
+	}
+	// Cut after maxBytes bytes of the string's body, not inside an escape
+	// sequence (\uXXXX is the longest), and close the string there.
+	end := 1
+	for end < maxBytes {
+		if raw[end] == '\\' {
+			end += 2
+			if end < len(raw) && raw[end-1] == 'u' {
+				end += 4
+			}
+			continue
+		}
+		if raw[end] == '"' {
+			return stringOf(raw[:end+1]) // ends before maxBytes after all
+		}
+		end++
+	}
+	if end >= len(raw) {
+		return stringOf(raw)
+	}
+	head := make([]byte, 0, end+1)
+	head = append(head, raw[:end]...)
+	head = append(head, '"')
+	s := stringOf(head)
+	if s == "" {
+		return stringOf(raw)
+	}
+	return s + "…"
+}
+
 func truncate(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {
 		return s

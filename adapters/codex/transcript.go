@@ -14,7 +14,10 @@ import (
 // Transcript limits: tool output is shortened, and a tail read grows until
 // it holds n messages or reaches transcriptMax.
 const (
-	toolRunes     = 2000
+	toolRunes = 2000
+	// toolHeadBytes of a tool output's JSON always hold more than toolRunes
+	// runes: no rune takes more than 12 bytes (a surrogate pair escaped).
+	toolHeadBytes = 12*toolRunes + 16
 	transcriptMax = 64 << 20
 )
 
@@ -58,7 +61,7 @@ func (t *transcript) apply(line []byte) {
 			add(&t.events, "tool", text)
 			add(&t.items, "tool", text)
 		case "function_call_output", "custom_tool_call_output":
-			text := truncate(stringOf(p.Output), toolRunes)
+			text := truncate(stringHead(p.Output, toolHeadBytes), toolRunes)
 			add(&t.events, "tool", text)
 			add(&t.items, "tool", text)
 		}
@@ -107,6 +110,13 @@ func (t *transcript) messages(n int) []adapters.Message {
 	return append([]adapters.Message(nil), list...)
 }
 
+// prepend puts the messages of an earlier part of the rollout before t's.
+func (t *transcript) prepend(earlier *transcript) {
+	t.events = append(earlier.events, t.events...)
+	t.items = append(earlier.items, t.items...)
+	t.hasEvt = t.hasEvt || earlier.hasEvt
+}
+
 func (t *transcript) count() int {
 	if t.hasEvt {
 		return len(t.events)
@@ -114,9 +124,9 @@ func (t *transcript) count() int {
 	return len(t.items)
 }
 
-// readTranscript reads the last n messages of a rollout (all when n <= 0),
-// reading backwards in growing windows so a peek at a large file reads
-// only its end.
+// readTranscript reads the last n messages of a rollout (all when n <= 0).
+// For the last n it reads backwards from the end, each line once, until it
+// has them.
 func readTranscript(ctx context.Context, path string, n int) ([]adapters.Message, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -128,40 +138,30 @@ func readTranscript(ctx context.Context, path string, n int) ([]adapters.Message
 		return nil, fmt.Errorf("stat codex rollout: %w", err)
 	}
 	size := fi.Size()
-	for window := int64(tailWindow); ; window *= 4 {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("read codex transcript: %w", err)
-		}
-		start := int64(0)
-		if n > 0 {
-			start = max(0, size-min(window, transcriptMax))
-		}
-		var t transcript
-		if err := scanTranscript(f, start, size, &t); err != nil {
+	var t transcript
+	if n <= 0 {
+		if err := scanTranscript(f, size, &t); err != nil {
 			return nil, err
 		}
-		if n <= 0 || start == 0 || t.count() >= n || window >= transcriptMax {
-			return t.messages(n), nil
-		}
+		return t.messages(0), nil
 	}
+	err = adapters.TailChunks(ctx, f, size, tailWindow, transcriptMax, func(lines [][]byte) bool {
+		var chunk transcript
+		for _, line := range lines {
+			chunk.apply(line)
+		}
+		t.prepend(&chunk)
+		return t.count() >= n
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read codex transcript: %w", err)
+	}
+	return t.messages(n), nil
 }
 
-// scanTranscript applies the lines of [start, size) to t, skipping the
-// line start cuts.
-func scanTranscript(f *os.File, start, size int64, t *transcript) error {
-	cut := false
-	if start > 0 {
-		var b [1]byte
-		if _, err := f.ReadAt(b[:], start-1); err != nil {
-			return fmt.Errorf("read codex rollout: %w", err)
-		}
-		cut = b[0] != '\n'
-	}
-	_, err := adapters.ScanLines(io.NewSectionReader(f, start, size-start), maxLine, func(line []byte) error {
-		if cut {
-			cut = false
-			return nil
-		}
+// scanTranscript applies every line of the first size bytes to t.
+func scanTranscript(f *os.File, size int64, t *transcript) error {
+	_, err := adapters.ScanLines(io.NewSectionReader(f, 0, size), maxLine, func(line []byte) error {
 		t.apply(line)
 		return nil
 	})
