@@ -145,7 +145,17 @@ func TailLines(r io.ReaderAt, size int64, n int, maxBytes int64) (lines [][]byte
 // start of the file or once maxBytes are read. A reader that needs the last
 // n of something thus reads the file's end, and a file's every byte at
 // most once, where re-reading a growing tail would parse it many times.
+// As with ScanLines, only '\n'-terminated lines count: an unterminated
+// last line is never handed over.
 func TailChunks(ctx context.Context, r io.ReaderAt, size, window, maxBytes int64, fn func(lines [][]byte) (enough bool)) error {
+	terminated := true
+	if size > 0 {
+		var b [1]byte
+		if _, err := r.ReadAt(b[:], size-1); err != nil {
+			return fmt.Errorf("read tail: %w", err)
+		}
+		terminated = b[0] == '\n'
+	}
 	end := size
 	for end > 0 && size-end < maxBytes {
 		if err := ctx.Err(); err != nil {
@@ -163,7 +173,17 @@ func TailChunks(ctx context.Context, r io.ReaderAt, size, window, maxBytes int64
 			window *= 4 // one line longer than the window: widen it
 			continue
 		}
-		if fn(lines) {
+		if !terminated && end == size {
+			// TailLines keeps an unterminated last line that parses: drop it.
+			last := start
+			for _, l := range lines[:len(lines)-1] {
+				last += int64(len(l)) + 1
+			}
+			if last+int64(len(lines[len(lines)-1])) == size {
+				lines = lines[:len(lines)-1]
+			}
+		}
+		if len(lines) > 0 && fn(lines) {
 			return nil
 		}
 		end = start

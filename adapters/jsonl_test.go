@@ -276,7 +276,7 @@ func TestTailChunks(t *testing.T) {
 	}{
 		{"empty", "", 8, 100, ""},
 		{"half-written last line left out", "{\"a\":1}\n{\"b\":", 4, 100, `{"a":1}`},
-		{"unterminated valid JSON kept", "{\"a\":1}\n{\"b\":2}", 4, 100, `{"a":1}|{"b":2}`},
+		{"unterminated valid JSON left out too", "{\"a\":1}\n{\"b\":2}", 4, 100, `{"a":1}`},
 		{"a line longer than the window", "{\"a\":1}\n{\"bbbbbbbbbbbbbbbbbbbbbb\":2}\n{}\n", 4, 100, `{"a":1}|{"bbbbbbbbbbbbbbbbbbbbbb":2}|{}`},
 		{"only the last maxBytes", "{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n", 4, 16, `{"b":2}|{"c":3}`},
 		{"a first line longer than what is left", strings.Repeat("z", 50) + "\n{}\n", 4, 20, `{}`},

@@ -246,45 +246,49 @@ func (a *Adapter) Transcript(ctx context.Context, id string, n int) ([]adapters.
 	return readMessages(ctx, f, fi.Size(), n)
 }
 
-// readMessages reads the messages of a transcript of size bytes.
+// readMessages reads the last n messages of a transcript of size bytes
+// (all when n <= 0). For the last n it reads backwards from the end, each
+// line once, until it has them.
 func readMessages(ctx context.Context, f io.ReaderAt, size int64, n int) ([]adapters.Message, error) {
-	for window := int64(tailStart); ; window *= 2 {
-		from := int64(0)
-		if n > 0 && window < size {
-			lines, start, err := adapters.TailLines(f, size, 1<<30, window)
-			if err != nil {
-				return nil, fmt.Errorf("read transcript: %w", err)
-			}
-			if len(lines) == 0 {
-				continue
-			}
-			from = start
-		}
-		var msgs []adapters.Message
+	var msgs []adapters.Message
+	if n <= 0 {
 		count := 0
-		_, err := adapters.ScanLines(io.NewSectionReader(f, from, size-from), maxLine, func(line []byte) error {
+		_, err := adapters.ScanLines(io.NewSectionReader(f, 0, size), maxLine, func(line []byte) error {
 			if count++; count%ctxEvery == 0 {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
 			}
-			r, ok, err := parseRecord(line)
-			if err != nil || !ok {
-				return nil
+			if r, ok, err := parseRecord(line); err == nil && ok {
+				msgs = appendMessages(msgs, r)
 			}
-			msgs = appendMessages(msgs, r)
 			return nil
 		})
 		if err != nil {
 			return nil, fmt.Errorf("read transcript: %w", err)
 		}
-		if n <= 0 || len(msgs) >= n || from == 0 {
-			if n > 0 && len(msgs) > n {
-				msgs = msgs[len(msgs)-n:]
-			}
-			return msgs, nil
-		}
+		return msgs, nil
 	}
+	err := adapters.TailChunks(ctx, f, size, tailStart, size, func(lines [][]byte) bool {
+		var chunk []adapters.Message
+		for _, line := range lines {
+			if len(line) > maxLine {
+				continue // as ScanLines skips it
+			}
+			if r, ok, err := parseRecord(line); err == nil && ok {
+				chunk = appendMessages(chunk, r)
+			}
+		}
+		msgs = append(chunk, msgs...)
+		return len(msgs) >= n
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read transcript: %w", err)
+	}
+	if len(msgs) > n {
+		msgs = msgs[len(msgs)-n:]
+	}
+	return msgs, nil
 }
 
 // maxToolText bounds the text kept of one tool call or result.
