@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -244,5 +245,29 @@ func TestGenerateStoreIsReadable(t *testing.T) {
 	}
 	if states[adapters.NativeDone] == 0 || states[adapters.NativeDone] == len(ss) {
 		t.Errorf("states = %v: want a mix", states)
+	}
+
+	// The last n messages, read from the end of the largest rollout (larger
+	// than the first read window), are the end of the whole transcript.
+	var big adapters.NativeSession
+	var bigSize int64
+	for _, s := range ss {
+		if fi, err := os.Stat(s.Path); err == nil && fi.Size() > bigSize {
+			big, bigSize = s, fi.Size()
+		}
+	}
+	if bigSize <= tailWindow {
+		t.Fatalf("largest rollout is %d bytes; want one over the %d-byte window", bigSize, tailWindow)
+	}
+	all, err := a.Transcript(context.Background(), big.NativeID, 0)
+	if err != nil || len(all) < 4 {
+		t.Fatalf("whole transcript: %d messages, %v", len(all), err)
+	}
+	for _, n := range []int{1, 3, len(all) - 1, len(all) + 5} {
+		last, err := a.Transcript(context.Background(), big.NativeID, n)
+		want := all[max(len(all)-n, 0):]
+		if err != nil || !slices.Equal(last, want) {
+			t.Errorf("last %d: %d messages (%v), want the %d at the end of the whole", n, len(last), err, len(want))
+		}
 	}
 }

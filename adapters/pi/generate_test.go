@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/agentctl/agentctl/adapters"
@@ -26,13 +27,16 @@ func TestGenerateStore(t *testing.T) {
 	}
 	states := map[adapters.NativeState]int{}
 	var biggest int64
+	var biggestID string
 	for _, s := range got {
 		states[s.State]++
 		if s.NativeID == "" || s.Cwd == "" || s.Model == "" || s.FirstPrompt == "" || s.TokensIn == nil || s.CostUSD == nil || len(s.Warnings) > 0 {
 			t.Fatalf("incomplete generated session: %+v", s)
 		}
 		if fi, err := os.Stat(s.Path); err == nil {
-			biggest = max(biggest, fi.Size())
+			if fi.Size() > biggest {
+				biggest, biggestID = fi.Size(), s.NativeID
+			}
 			if !fi.ModTime().Equal(s.UpdatedAt) {
 				t.Errorf("file time %v, last record %v", fi.ModTime(), s.UpdatedAt)
 			}
@@ -47,6 +51,19 @@ func TestGenerateStore(t *testing.T) {
 	msgs, err := a.Transcript(context.Background(), got[0].NativeID, 5)
 	if err != nil || len(msgs) == 0 {
 		t.Errorf("Transcript of a generated session = %v, %v", msgs, err)
+	}
+	// The last n messages, read from the end of a file larger than the first
+	// read window, are the end of the whole transcript.
+	all, err := a.Transcript(context.Background(), biggestID, 0)
+	if err != nil || len(all) < 50 {
+		t.Fatalf("whole transcript of %s: %d messages, %v", biggestID, len(all), err)
+	}
+	for _, n := range []int{1, 7, 40, len(all) - 1, len(all) + 5} {
+		last, err := a.Transcript(context.Background(), biggestID, n)
+		want := all[max(len(all)-n, 0):]
+		if err != nil || !slices.Equal(last, want) {
+			t.Errorf("last %d of %s: %d messages (%v), want the %d at the end of the whole", n, biggestID, len(last), err, len(want))
+		}
 	}
 
 	// The same seed gives the same sessions (their dates follow now, so

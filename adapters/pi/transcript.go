@@ -55,23 +55,26 @@ func readTranscript(ctx context.Context, path string, n int) ([]adapters.Message
 		msgs, _ := walk(t.nodes, t.last, 0)
 		return msgs, nil
 	}
-	for window := int64(tailWindow); ; window *= 4 {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("read pi transcript: %w", err)
-		}
-		lines, start, err := adapters.TailLines(f, size, 1<<30, window)
-		if err != nil {
-			return nil, fmt.Errorf("read pi transcript: %w", err)
-		}
-		t := newTree()
+	// From the end backwards, each line once, until the active branch has
+	// n messages or reaches its root.
+	t := newTree()
+	last := "" // the file's last record: where the active branch ends
+	var msgs []adapters.Message
+	err = adapters.TailChunks(ctx, f, size, tailWindow, transcriptMax, func(lines [][]byte) bool {
 		for _, line := range lines {
 			t.add(line)
 		}
-		msgs, complete := walk(t.nodes, t.last, n)
-		if len(msgs) >= n || complete || (start == 0 && len(lines) > 0) || window >= size || window >= transcriptMax {
-			return msgs, nil
+		if last == "" {
+			last = t.last
 		}
+		var complete bool
+		msgs, complete = walk(t.nodes, last, n)
+		return len(msgs) >= n || complete
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read pi transcript: %w", err)
 	}
+	return msgs, nil
 }
 
 // tree is the records of a session file, by id.
