@@ -6,7 +6,6 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -295,7 +294,7 @@ func printLaunchedGroup(w io.Writer, res orchestrate.Result) {
 		fmt.Fprintf(w, " in worktrees of %s", res.Repo)
 	}
 	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := newTable(w)
 	fmt.Fprintln(tw, "  MEMBER\tADAPTER\tMODEL\tSESSION\tBRANCH\tWORKTREE")
 	for _, m := range res.Members {
 		id := "failed"
@@ -378,7 +377,7 @@ func printGroupStatus(w io.Writer, group string, rows []orchestrate.MemberStatus
 		}
 	}
 	fmt.Fprintf(w, "group %s: %d sessions (%s)\n", group, len(rows), strings.Join(parts, ", "))
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := newTable(w)
 	fmt.Fprintln(tw, "MEMBER\tID\tADAPTER\tMODEL\tSTATUS\tDURATION\tTOKENS\tCOST\tDIFF\tWORKTREE")
 	for _, r := range rows {
 		s := r.Session
@@ -478,7 +477,7 @@ func newGroupListCmd() *cobra.Command {
 				fmt.Println("no groups")
 				return nil
 			}
-			tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+			tw := newTable(os.Stdout)
 			fmt.Fprintln(tw, "GROUP\tSESSIONS\tRUNNING\tAGE\tADAPTERS")
 			now := time.Now()
 			for _, r := range order {

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/user"
 	"strconv"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -123,7 +122,7 @@ func printLocks(w io.Writer, ls []api.Lock, now time.Time) {
 		fmt.Fprintln(w, "No active locks")
 		return
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := newTable(w)
 	fmt.Fprintln(tw, "DIRECTORY\tTYPE\tLOCKED BY\tREASON\tSINCE")
 	for _, l := range ls {
 		who := l.LockedBy
@@ -258,7 +257,7 @@ func printFuses(w io.Writer, fs []api.Fuse, now time.Time) {
 		fmt.Fprintln(w, "No active fuses")
 		return
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := newTable(w)
 	fmt.Fprintln(tw, "DIRECTORY\tLABEL\tEXPIRES IN\tON EXPIRE")
 	for _, f := range fs {
 		action := ""

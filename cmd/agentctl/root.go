@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"runtime/debug"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -80,6 +82,27 @@ func client() (*supervisor.Client, error) {
 		return nil, fmt.Errorf("find the agentctl binary: %w", err)
 	}
 	return supervisor.NewClient(h, exe, os.Getenv("AGENTCTL_NO_AUTOSTART") != "1"), nil
+}
+
+// table writes aligned columns, buffered: tabwriter writes each cell on
+// its own, which unbuffered is a system call per cell (40,000 for a list of
+// 2,000 sessions) to a terminal or a pipe.
+type table struct {
+	*tabwriter.Writer
+	buf *bufio.Writer
+}
+
+func newTable(w io.Writer) *table {
+	buf := bufio.NewWriterSize(w, 64<<10)
+	return &table{Writer: tabwriter.NewWriter(buf, 0, 4, 2, ' ', 0), buf: buf}
+}
+
+// Flush aligns and writes out what was written.
+func (t *table) Flush() error {
+	if err := t.Writer.Flush(); err != nil {
+		return err
+	}
+	return t.buf.Flush()
 }
 
 func printJSON(w io.Writer, v any) error {

@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 	"unicode"
 
@@ -76,7 +75,7 @@ func printSessions(w io.Writer, sessions []api.Session) {
 		}
 		return dash(s.Group) + "\t"
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := newTable(w)
 	header := "ID\tADAPTER\tSTATUS\tPID\tAGE\tLAST\tMODEL\tTOKENS\tCOST\t"
 	if grouped {
 		header += "GROUP\t"
@@ -239,7 +238,7 @@ func newStatusCmd() *cobra.Command {
 }
 
 func printSession(w io.Writer, s api.Session) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := newTable(w)
 	row := func(k, v string) {
 		if v != "" {
 			fmt.Fprintf(tw, "%s\t%s\n", k, v)

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -49,7 +48,7 @@ func newWorktreeListCmd() *cobra.Command {
 			if asJSON {
 				return printJSON(os.Stdout, list)
 			}
-			tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+			tw := newTable(os.Stdout)
 			fmt.Fprintln(tw, "PATH\tBRANCH\tHEAD\tNOTE")
 			for _, w := range list {
 				var notes []string
