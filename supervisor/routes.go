@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/logs"
 	"github.com/agentctl/agentctl/proc"
@@ -369,31 +370,16 @@ func (s *Server) handleTranscript(w http.ResponseWriter, r *http.Request) {
 	}
 	out := api.Transcript{Session: sess, Warnings: warnings, Messages: []api.Message{}}
 	if a := s.disc.adapter(sess.Adapter); a != nil && sess.NativeID != "" {
-		// Read a bounded tail: enough for n assistant messages among the
-		// user and tool entries around them, without the whole history.
-		msgs, err := a.Transcript(r.Context(), sess.NativeID, 8*n+32)
+		assistant, err := lastAssistant(r.Context(), a, sess.NativeID, n)
 		if err != nil {
 			out.Warnings = append(out.Warnings, fmt.Sprintf("adapter %s: read transcript: %v", sess.Adapter, err))
-		} else {
-			var assistant []api.Message
-			for _, m := range msgs {
-				if m.Role == "assistant" {
-					am := api.Message{Role: m.Role, Text: m.Text}
-					if !m.Time.IsZero() {
-						t := m.Time
-						am.Time = &t
-					}
-					assistant = append(assistant, am)
-				}
+		} else if len(assistant) > 0 {
+			if len(assistant) > n {
+				assistant = assistant[len(assistant)-n:]
 			}
-			if len(assistant) > 0 {
-				if len(assistant) > n {
-					assistant = assistant[len(assistant)-n:]
-				}
-				out.Source, out.Messages = "native", assistant
-				writeJSON(w, http.StatusOK, out)
-				return
-			}
+			out.Source, out.Messages = "native", assistant
+			writeJSON(w, http.StatusOK, out)
+			return
 		}
 	}
 	if sess.Origin != api.OriginLaunched {
@@ -410,6 +396,36 @@ func (s *Server) handleTranscript(w http.ResponseWriter, r *http.Request) {
 	out.Source = "log"
 	out.Messages = append(out.Messages, api.Message{Role: "output", Text: strings.Join(logs.StripLines(data), "\n")})
 	writeJSON(w, http.StatusOK, out)
+}
+
+// maxPeekMessages bounds how far back a peek looks for assistant messages.
+const maxPeekMessages = 4096
+
+// lastAssistant returns the last n assistant messages of a native session.
+// It reads a bounded tail, enough for n assistant messages among the user
+// and tool entries around them, and reads further back only when a long
+// run of tool calls hides them.
+func lastAssistant(ctx context.Context, a adapters.Adapter, nativeID string, n int) ([]api.Message, error) {
+	for want := 8*n + 32; ; want *= 4 {
+		msgs, err := a.Transcript(ctx, nativeID, want)
+		if err != nil {
+			return nil, err
+		}
+		var assistant []api.Message
+		for _, m := range msgs {
+			if m.Role == "assistant" {
+				am := api.Message{Role: m.Role, Text: m.Text}
+				if !m.Time.IsZero() {
+					t := m.Time
+					am.Time = &t
+				}
+				assistant = append(assistant, am)
+			}
+		}
+		if len(assistant) >= n || len(msgs) < want || want >= maxPeekMessages {
+			return assistant, nil
+		}
+	}
 }
 
 func (s *Server) handleStop(w http.ResponseWriter, r *http.Request) {
