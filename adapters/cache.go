@@ -55,20 +55,38 @@ type FillFunc[V any] func(f *os.File, key FileKey, prev *Entry[V]) (V, error)
 // modification time and inode. Every Get revalidates with a stat: a value is
 // never returned for a file version other than the one it was read from.
 // It holds at most a fixed number of entries, dropping the least recently
-// used. It is safe for concurrent use; two concurrent misses on one path may
-// both fill, and the later result wins.
+// used. It is safe for concurrent use. A miss on a file version that another
+// caller is already reading waits for that read rather than repeating it: a
+// list arriving while a service that just started reads a large store
+// shares the reads instead of doubling them.
 type FileCache[V any] struct {
-	mu      sync.Mutex
-	max     int
-	entries map[string]*list.Element // of *Entry[V]
-	lru     *list.List               // front: most recently used
-	hits    int64
-	misses  int64
+	mu       sync.Mutex
+	max      int
+	entries  map[string]*list.Element // of *Entry[V]
+	lru      *list.List               // front: most recently used
+	inflight map[string]*pendingFill[V]
+	hits     int64
+	misses   int64
+}
+
+// pendingFill is a read of one file version in progress.
+type pendingFill[V any] struct {
+	key  FileKey // the version asked for
+	done chan struct{}
+	// Set before done is closed.
+	value V
+	got   FileKey
+	err   error
 }
 
 // NewFileCache returns a cache of at most maxEntries files (at least 1).
 func NewFileCache[V any](maxEntries int) *FileCache[V] {
-	return &FileCache[V]{max: max(maxEntries, 1), entries: make(map[string]*list.Element), lru: list.New()}
+	return &FileCache[V]{
+		max:      max(maxEntries, 1),
+		entries:  make(map[string]*list.Element),
+		lru:      list.New(),
+		inflight: make(map[string]*pendingFill[V]),
+	}
 }
 
 // Get returns the value for path's current version: the cached one when a
@@ -91,14 +109,47 @@ func (c *FileCache[V]) Get(path string, fill FillFunc[V]) (V, FileKey, error) {
 // Lister.List, which stats a folder's files cheaply): key must come from a
 // stat made for this query.
 func (c *FileCache[V]) GetKey(key FileKey, fill FillFunc[V]) (V, FileKey, error) {
+	path := key.Path
+	c.mu.Lock()
+	var prev Entry[V]
+	el, cached := c.entries[path]
+	if cached {
+		c.lru.MoveToFront(el)
+		prev = *el.Value.(*Entry[V])
+		if prev.Key.Same(key) {
+			c.hits++
+			c.mu.Unlock()
+			return prev.Value, key, nil
+		}
+	}
+	c.misses++
+	if p, ok := c.inflight[path]; ok && p.key.Same(key) {
+		c.mu.Unlock()
+		<-p.done
+		return p.value, p.got, p.err
+	}
+	p := &pendingFill[V]{key: key, done: make(chan struct{})}
+	c.inflight[path] = p
+	c.mu.Unlock()
+
+	var prevp *Entry[V]
+	if cached {
+		prevp = &prev
+	}
+	p.value, p.got, p.err = c.fill(key, prevp, fill)
+	c.mu.Lock()
+	if c.inflight[path] == p {
+		delete(c.inflight, path)
+	}
+	c.mu.Unlock()
+	close(p.done)
+	return p.value, p.got, p.err
+}
+
+// fill reads the file at key and caches the result.
+func (c *FileCache[V]) fill(key FileKey, prev *Entry[V], fill FillFunc[V]) (V, FileKey, error) {
 	var zero V
 	path := key.Path
-	prev, ok := c.lookup(path)
-	if ok && prev.Key.Same(key) {
-		c.count(true)
-		return prev.Value, key, nil
-	}
-	c.count(false)
 	f, err := os.Open(path)
 	if err != nil {
 		c.Forget(path)
@@ -110,27 +161,12 @@ func (c *FileCache[V]) GetKey(key FileKey, fill FillFunc[V]) (V, FileKey, error)
 		return zero, FileKey{}, fmt.Errorf("stat %s: %w", path, err)
 	}
 	key = KeyOf(path, fi)
-	var prevp *Entry[V]
-	if ok {
-		prevp = &prev
-	}
-	v, err := fill(f, key, prevp)
+	v, err := fill(f, key, prev)
 	if err != nil {
 		return zero, FileKey{}, err
 	}
 	c.store(Entry[V]{Key: key, Value: v})
 	return v, key, nil
-}
-
-func (c *FileCache[V]) lookup(path string) (Entry[V], bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	el, ok := c.entries[path]
-	if !ok {
-		return Entry[V]{}, false
-	}
-	c.lru.MoveToFront(el)
-	return *el.Value.(*Entry[V]), true
 }
 
 func (c *FileCache[V]) store(e Entry[V]) {
@@ -146,16 +182,6 @@ func (c *FileCache[V]) store(e Entry[V]) {
 		last := c.lru.Back()
 		c.lru.Remove(last)
 		delete(c.entries, last.Value.(*Entry[V]).Key.Path)
-	}
-}
-
-func (c *FileCache[V]) count(hit bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if hit {
-		c.hits++
-	} else {
-		c.misses++
 	}
 }
 

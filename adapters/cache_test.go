@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // lineCount is an incremental value: the number of complete lines, read
@@ -170,5 +172,53 @@ func TestFileCacheFillErrorNotCached(t *testing.T) {
 	v, _, err := c.Get(path, func(*os.File, FileKey, *Entry[int]) (int, error) { return 7, nil })
 	if err != nil || v != 7 {
 		t.Errorf("after a failed fill: %d %v", v, err)
+	}
+}
+
+// Concurrent misses on one file version share one read; a newer version is
+// read on its own.
+func TestFileCacheSharesAReadInProgress(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	appendFile(t, path, "one\n")
+	c := NewFileCache[int](10)
+	var fills atomic.Int32
+	release := make(chan struct{})
+	slowFill := func(f *os.File, key FileKey, _ *Entry[int]) (int, error) {
+		fills.Add(1)
+		<-release
+		return int(key.Size), nil
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := KeyOf(path, fi)
+	const callers = 5
+	got := make(chan int, callers)
+	for range callers {
+		go func() {
+			v, _, err := c.GetKey(key, slowFill)
+			if err != nil {
+				t.Error(err)
+			}
+			got <- v
+		}()
+	}
+	// Let every caller reach the cache before the first read ends.
+	for deadline := time.Now().Add(5 * time.Second); c.Stats().Misses < callers && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	for range callers {
+		if v := <-got; v != 4 {
+			t.Errorf("a caller got %d, want 4", v)
+		}
+	}
+	if n := fills.Load(); n != 1 {
+		t.Errorf("%d reads for %d concurrent callers of one version, want 1", n, callers)
+	}
+	appendFile(t, path, "two\n")
+	if v, _, err := c.Get(path, slowFill); err != nil || v != 8 || fills.Load() != 2 {
+		t.Errorf("after a change: %d, %v, %d reads; want 8 from a second read", v, err, fills.Load())
 	}
 }
