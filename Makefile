@@ -4,7 +4,7 @@ BIN     ?= bin/agentctl
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: build test check lint cross demo bench
+.PHONY: build test check lint cross demo bench fuzz
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/agentctl
@@ -35,6 +35,10 @@ demo:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./e2e/
+
+# Every fuzz target for FUZZTIME (default 30s) each.
+fuzz:
+	bash scripts/fuzz.sh
 
 # Distribution packages: dist/*.deb and dist/*.rpm with the binary, the
 # systemd units, completions and man pages (packaging/nfpm.yaml).
