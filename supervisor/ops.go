@@ -336,13 +336,16 @@ func (o *ops) announceEnd(sess api.Session) {
 	}
 	s := sess
 	o.bus.Publish(events.Event{Type: typ, Adapter: sess.Adapter, SessionID: sess.ID, Session: &s})
-	var ran time.Duration
+	ran := time.Duration(-1) // unknown
 	if sess.EndedAt != nil {
 		start := sess.CreatedAt
 		if sess.StartTime != nil {
 			start = *sess.StartTime
 		}
-		ran = sess.EndedAt.Sub(start)
+		// The start comes from the kernel's clock ticks (10 ms), the end
+		// from the wall clock: a session over within a tick can come out
+		// below zero. It ran for about no time, and still counts.
+		ran = max(sess.EndedAt.Sub(start), 0)
 	}
 	o.metrics.SessionEnded(sess.Adapter, sess.Status, sess.ExitCode, ran)
 	if o.cfg.WebhookURL == "" {

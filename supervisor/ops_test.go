@@ -656,7 +656,9 @@ func TestMetricsEndpoint(t *testing.T) {
 	}
 	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
 	var fams map[string]*dto.MetricFamily
-	eventually(t, 10*time.Second, "session counted in /metrics", func() bool {
+	// The end is fed to the histogram when the service notices it, which
+	// may be a moment after the exit record is on disk.
+	eventually(t, 10*time.Second, "session counted and its end observed in /metrics", func() bool {
 		resp, err := http.Get(url)
 		if err != nil {
 			return false
@@ -669,7 +671,9 @@ func TestMetricsEndpoint(t *testing.T) {
 		}
 		fams = parsed
 		f := fams["agentctl_sessions_total"]
-		return f != nil && len(f.GetMetric()) > 0 && f.GetMetric()[0].GetCounter().GetValue() == 1
+		h := fams["agentctl_session_duration_seconds"]
+		return f != nil && len(f.GetMetric()) > 0 && f.GetMetric()[0].GetCounter().GetValue() == 1 &&
+			h != nil && len(h.GetMetric()) > 0 && h.GetMetric()[0].GetHistogram().GetSampleCount() >= 1
 	})
 	if h := fams["agentctl_session_duration_seconds"]; h == nil || h.GetMetric()[0].GetHistogram().GetSampleCount() != 1 {
 		t.Errorf("duration histogram not fed: %v", h)

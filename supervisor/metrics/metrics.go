@@ -126,11 +126,11 @@ func EndStatus(status api.Status, exitCode *int) string {
 	return string(status)
 }
 
-// SessionEnded counts an ended session and records how long it ran (when
-// known: ran <= 0 is not recorded).
+// SessionEnded counts an ended session and records how long it ran; ran < 0
+// means unknown and is not recorded.
 func (m *Metrics) SessionEnded(adapter string, status api.Status, exitCode *int, ran time.Duration) {
 	m.sessionsEnded.WithLabelValues(adapter, EndStatus(status, exitCode)).Inc()
-	if ran > 0 {
+	if ran >= 0 {
 		m.sessionDuration.WithLabelValues(adapter).Observe(ran.Seconds())
 	}
 }

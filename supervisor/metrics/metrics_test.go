@@ -110,7 +110,8 @@ func TestScrape(t *testing.T) {
 	m.SessionEnded("exec", api.StatusExited, &code0, 90*time.Second)
 	m.SessionEnded("exec", api.StatusExited, &code2, 10*time.Second)
 	m.SessionEnded("claude", api.StatusKilled, nil, 4000*time.Second)
-	m.SessionEnded("claude", api.StatusLost, nil, 0)
+	m.SessionEnded("claude", api.StatusLost, nil, -1)   // how long: unknown
+	m.SessionEnded("exec", api.StatusExited, &code0, 0) // over within the clock's resolution
 	m.FuseExpired()
 	m.HookRun("on-complete", "ok")
 	m.HookRun("on-complete", "timeout")
@@ -145,7 +146,7 @@ func TestScrape(t *testing.T) {
 		labels map[string]string
 		want   float64
 	}{
-		{"agentctl_sessions_total", map[string]string{"adapter": "exec", "status": "completed"}, 1},
+		{"agentctl_sessions_total", map[string]string{"adapter": "exec", "status": "completed"}, 2},
 		{"agentctl_sessions_total", map[string]string{"adapter": "exec", "status": "failed"}, 1},
 		{"agentctl_sessions_total", map[string]string{"adapter": "claude", "status": "stopped"}, 1},
 		{"agentctl_sessions_total", map[string]string{"adapter": "claude", "status": "lost"}, 1},
@@ -162,8 +163,8 @@ func TestScrape(t *testing.T) {
 	}
 	// The duration histogram is fed, with the old tool's buckets.
 	h := value(t, fams, "agentctl_session_duration_seconds", map[string]string{"adapter": "exec"}).GetHistogram()
-	if h.GetSampleCount() != 2 || h.GetSampleSum() != 100 {
-		t.Errorf("exec durations: count %d sum %v, want 2 and 100", h.GetSampleCount(), h.GetSampleSum())
+	if h.GetSampleCount() != 3 || h.GetSampleSum() != 100 {
+		t.Errorf("exec durations: count %d sum %v, want 3 and 100", h.GetSampleCount(), h.GetSampleSum())
 	}
 	var bounds []float64
 	for _, b := range h.GetBucket() {
