@@ -1,6 +1,7 @@
 package adapters
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -144,5 +145,53 @@ func TestListerSweepForgetsUnlistedFolders(t *testing.T) {
 	}
 	if _, ok := l.folders[a]; !ok {
 		t.Error("a was listed and is gone from the cache")
+	}
+}
+
+func TestListerWalk(t *testing.T) {
+	root := t.TempDir()
+	for _, p := range []string{"a.jsonl", "x.txt", "d1/b.jsonl", "d1/d2/c.jsonl", "d1/d2/d3/deep.jsonl"} {
+		os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755)
+		appendFile(t, filepath.Join(root, p), "{}\n")
+	}
+	notAFolder := filepath.Join(root, "x.txt")
+	missing := filepath.Join(root, "missing")
+	rel := func(keys []FileKey) []string {
+		var out []string
+		for _, k := range keys {
+			r, _ := filepath.Rel(root, k.Path)
+			out = append(out, r)
+		}
+		slices.Sort(out)
+		return out
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		roots   []string
+		depth   int
+		want    []string
+		wantErr bool
+	}{
+		{"the roots only", []string{root}, 0, []string{"a.jsonl"}, false},
+		{"two levels down", []string{root}, 2, []string{"a.jsonl", "d1/b.jsonl", "d1/d2/c.jsonl"}, false},
+		{"a missing root is empty", []string{missing}, 3, nil, false},
+		{"an unreadable root beside a good one", []string{notAFolder, root}, 1, []string{"a.jsonl", "d1/b.jsonl"}, false},
+		{"no root readable", []string{notAFolder}, 1, nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			keys, err := NewLister().Walk(ctx, tc.roots, tc.depth, isJSONL)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want an error: %v", err, tc.wantErr)
+			}
+			if got := rel(keys); !slices.Equal(got, tc.want) {
+				t.Errorf("files %q, want %q", got, tc.want)
+			}
+		})
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := NewLister().Walk(ctx, []string{root}, 3, isJSONL); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled walk: %v", err)
 	}
 }

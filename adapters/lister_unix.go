@@ -3,10 +3,13 @@
 package adapters
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -72,7 +75,8 @@ func (l *Lister) List(dir string, accept func(name string) bool) (Listing, error
 	if err != nil {
 		return Listing{}, err
 	}
-	out := Listing{Files: make([]FileKey, 0, len(f.names)), Dirs: f.dirs}
+	// Clipped: a caller's append must not write into the cached listing.
+	out := Listing{Files: make([]FileKey, 0, len(f.names)), Dirs: slices.Clip(f.dirs)}
 	for i, n := range f.names {
 		if err := unix.Fstatat(fd, n, &st, 0); err != nil {
 			if errors.Is(err, unix.ENOENT) {
@@ -124,6 +128,45 @@ func (l *Lister) folder(d *os.File, key FileKey, accept func(string) bool) (*fol
 	l.folders[key.Path] = f
 	l.mu.Unlock()
 	return f, nil
+}
+
+// Walk lists roots and the folders below them, down to depth levels under
+// each root, a level at a time with the folders of a level in parallel, and
+// returns every accepted file, freshly stat'ed. A missing root is an empty
+// one and an unreadable sub-folder hides only its own files; Walk fails
+// only when no root could be read, or when ctx ends. It ends with a Sweep.
+func (l *Lister) Walk(ctx context.Context, roots []string, depth int, accept func(name string) bool) ([]FileKey, error) {
+	var files []FileKey
+	level := roots
+	for d := 0; d <= depth && len(level) > 0; d++ {
+		listings := make([]Listing, len(level))
+		errs := make([]error, len(level))
+		if err := Parallel(ctx, len(level), func(i int) {
+			listings[i], errs[i] = l.List(level[i], accept)
+		}); err != nil {
+			return nil, err
+		}
+		if d == 0 {
+			var failed []error
+			for _, err := range errs {
+				if err != nil && !errors.Is(err, fs.ErrNotExist) {
+					failed = append(failed, err)
+				}
+			}
+			if len(failed) > 0 && len(failed) == len(roots) {
+				return nil, errors.Join(failed...)
+			}
+		}
+		level = nil
+		for _, ls := range listings {
+			files = append(files, ls.Files...)
+			if d < depth {
+				level = append(level, ls.Dirs...)
+			}
+		}
+	}
+	l.Sweep()
+	return files, nil
 }
 
 // Sweep forgets the folders not listed since the previous Sweep: a scan of

@@ -242,36 +242,13 @@ type rolloutFile struct {
 // maxDepth is how deep rollouts sit under sessions/ (YYYY/MM/DD) plus one.
 const maxDepth = 4
 
-// listRollouts lists and stats every rollout file under root, sorted,
-// one level of the YYYY/MM/DD tree at a time with the folders of a level
-// in parallel. A missing root is an empty store; an unreadable sub-folder
-// hides only its own sessions.
+// listRollouts lists and stats every rollout file under root (see
+// adapters.Lister.Walk), sorted. A missing root is an empty store.
 func (a *Adapter) listRollouts(ctx context.Context, root string) ([]rolloutFile, error) {
-	top, err := a.folders.List(root, isRolloutName)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
+	files, err := a.folders.Walk(ctx, []string{root}, maxDepth, isRolloutName)
 	if err != nil {
 		return nil, fmt.Errorf("codex sessions: %w", err)
 	}
-	files := top.Files
-	level := top.Dirs
-	for depth := 1; depth <= maxDepth && len(level) > 0; depth++ {
-		listings := make([]adapters.Listing, len(level))
-		if err := adapters.Parallel(ctx, len(level), func(i int) {
-			listings[i], _ = a.folders.List(level[i], isRolloutName)
-		}); err != nil {
-			return nil, fmt.Errorf("codex sessions: %w", err)
-		}
-		level = nil
-		for _, ls := range listings {
-			files = append(files, ls.Files...)
-			if depth < maxDepth {
-				level = append(level, ls.Dirs...)
-			}
-		}
-	}
-	a.folders.Sweep()
 	out := make([]rolloutFile, len(files))
 	for i, k := range files {
 		out[i] = rolloutFile{key: k, id: idFromRolloutPath(k.Path)}

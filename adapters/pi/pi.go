@@ -78,37 +78,30 @@ type scanned struct {
 // last scan. Folders are listed (one stat per file) and read in parallel.
 // It returns an error only when no root could be read at all.
 func (a *Adapter) scan(ctx context.Context) ([]scanned, error) {
-	rootFiles, dirs, err := a.listRoots(a.layout().roots())
+	// Session files sit in each root and in the folders directly in it.
+	keys, err := a.folders.Walk(ctx, a.layout().roots(), 1, isSessionFile)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("scan pi sessions: %w", err)
 	}
-	perDir := make([][]scanned, len(dirs)+1)
-	perDir[len(dirs)] = a.readAll(ctx, rootFiles)
-	if err := adapters.Parallel(ctx, len(dirs), func(i int) {
-		ls, err := a.folders.List(dirs[i], isSessionFile)
-		if err != nil {
-			return // vanished or unreadable: its sessions stay unknown
-		}
-		perDir[i] = a.readAll(ctx, ls.Files)
+	read := make([]scanned, len(keys))
+	if err := adapters.Parallel(ctx, len(keys), func(i int) {
+		read[i] = a.readOne(keys[i])
 	}); err != nil {
 		return nil, fmt.Errorf("scan pi sessions: %w", err)
 	}
-	a.folders.Sweep()
 
 	var kept []scanned
 	listed := map[string]bool{}
 	ids := map[string]string{}
-	for _, ss := range perDir {
-		for _, s := range ss {
-			listed[s.path] = true
-			if s.facts == nil && errors.Is(s.err, fs.ErrNotExist) {
-				continue // removed between the listing and the read
-			}
-			if s.facts != nil && s.facts.id != "" {
-				ids[s.facts.id] = s.path
-			}
-			kept = append(kept, s)
+	for _, s := range read {
+		listed[s.path] = true
+		if s.facts == nil && errors.Is(s.err, fs.ErrNotExist) {
+			continue // removed between the listing and the read
 		}
+		if s.facts != nil && s.facts.id != "" {
+			ids[s.facts.id] = s.path
+		}
+		kept = append(kept, s)
 	}
 	slices.SortFunc(kept, func(a, b scanned) int { return strings.Compare(a.path, b.path) })
 	a.files.Retain(func(p string) bool { return listed[p] })
@@ -116,19 +109,6 @@ func (a *Adapter) scan(ctx context.Context) ([]scanned, error) {
 	a.paths = ids
 	a.mu.Unlock()
 	return kept, nil
-}
-
-// readAll reads the session files of one folder: from the cache where the
-// listing's stat shows them unchanged.
-func (a *Adapter) readAll(ctx context.Context, keys []adapters.FileKey) []scanned {
-	out := make([]scanned, 0, len(keys))
-	for _, k := range keys {
-		if ctx.Err() != nil {
-			break
-		}
-		out = append(out, a.readOne(k))
-	}
-	return out
 }
 
 // readOne returns the cached facts when the listing's stat shows the file
@@ -142,32 +122,6 @@ func (a *Adapter) readOne(key adapters.FileKey) scanned {
 }
 
 func isSessionFile(name string) bool { return strings.HasSuffix(name, ".jsonl") }
-
-// listRoots lists the roots: the session files directly in them, and
-// the folders in them (one per cwd in Pi's default layout). A missing root
-// is an empty one; it fails only when no root could be read.
-func (a *Adapter) listRoots(roots []string) (files []adapters.FileKey, dirs []string, err error) {
-	var errs []error
-	readable := 0
-	for _, root := range roots {
-		ls, err := a.folders.List(root, isSessionFile)
-		if errors.Is(err, fs.ErrNotExist) {
-			readable++
-			continue
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("pi sessions: %w", err))
-			continue
-		}
-		readable++
-		files = append(files, ls.Files...)
-		dirs = append(dirs, ls.Dirs...)
-	}
-	if readable == 0 {
-		return nil, nil, errors.Join(errs...)
-	}
-	return files, dirs, nil
-}
 
 // Discover returns every Pi session in the store, with the live process
 // matched to it where the evidence is unambiguous.
