@@ -93,6 +93,9 @@ type LaunchRequest struct {
 	// SessionDir is agentctl's folder for this session, where an adapter may
 	// put a prompt file.
 	SessionDir string
+	// BinaryPath is the absolute path of the launcher's Binary(), resolved
+	// by the caller with the launch's PATH and cwd (once per launch).
+	BinaryPath string
 }
 
 // LaunchSpec is how to start the agent.

@@ -20,14 +20,19 @@ const (
 	CodeAlreadyExists = "already_exists"
 )
 
-// Error is the JSON body of every failed API call.
+// Error is the JSON body of every failed API call. On the service's side it
+// keeps the error it was made from, so errors.Is still sees the cause.
 type Error struct {
 	Code       string   `json:"code"`
 	Message    string   `json:"message"`
 	Candidates []string `json:"candidates,omitempty"`
+	Err        error    `json:"-"`
 }
 
 func (e *Error) Error() string { return e.Message }
+
+// Unwrap returns the error the answer was made from (nil on a client).
+func (e *Error) Unwrap() error { return e.Err }
 
 // Errorf builds an *Error with a code.
 func Errorf(code, format string, args ...any) *Error {

@@ -2,7 +2,13 @@
 // clients: the session object, requests, and error codes.
 package api
 
-import "time"
+import (
+	"net/url"
+	"strconv"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
 
 // Status is a session's state, derived at query time and never stored.
 type Status string
@@ -51,7 +57,7 @@ type Session struct {
 	PID       int        `json:"pid,omitempty"`
 	PGID      int        `json:"pgid,omitempty"`
 	StartTime *time.Time `json:"start_time,omitempty"`
-	CreatedAt time.Time  `json:"created_at"`
+	CreatedAt time.Time  `json:"created_at,omitzero"`
 	EndedAt   *time.Time `json:"ended_at,omitempty"`
 	ExitCode  *int       `json:"exit_code,omitempty"`
 	Signal    string     `json:"signal,omitempty"`
@@ -171,4 +177,107 @@ type Transcript struct {
 	Source   string    `json:"source"`
 	Messages []Message `json:"messages"`
 	Warnings []string  `json:"warnings,omitempty"`
+}
+
+// ExecAdapter is the adapter name of a plain command.
+const ExecAdapter = "exec"
+
+// ListOptions narrow a list. The zero value lists running sessions.
+type ListOptions struct {
+	// All adds sessions that ended within Since.
+	All     bool
+	Status  string
+	Adapter string
+	Group   string
+	// Labels are KEY=VALUE pairs a session must carry.
+	Labels []string
+	// Since bounds how long ago an ended session may have ended (default 7 days).
+	Since time.Duration
+}
+
+// Query encodes o as URL query parameters.
+func (o ListOptions) Query() url.Values {
+	q := url.Values{}
+	if o.All {
+		q.Set("all", "1")
+	}
+	if o.Status != "" {
+		q.Set("status", o.Status)
+	}
+	if o.Adapter != "" {
+		q.Set("adapter", o.Adapter)
+	}
+	if o.Group != "" {
+		q.Set("group", o.Group)
+	}
+	for _, l := range o.Labels {
+		q.Add("label", l)
+	}
+	if o.Since != 0 {
+		q.Set("since", o.Since.String())
+	}
+	return q
+}
+
+// ParseListOptions decodes what Query encodes.
+func ParseListOptions(q url.Values) (ListOptions, error) {
+	o := ListOptions{All: q.Get("all") == "1", Status: q.Get("status"), Adapter: q.Get("adapter"), Group: q.Get("group"), Labels: q["label"]}
+	if v := q.Get("since"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return o, Errorf(CodeInvalid, "since %q: %v", v, err)
+		}
+		o.Since = d
+	}
+	return o, nil
+}
+
+// LogOptions select what a log stream carries.
+type LogOptions struct {
+	// Lines is how many of the last lines to start with (0: all).
+	Lines int
+	// Raw asks for the terminal's bytes rather than escape-stripped lines.
+	Raw bool
+	// Follow goes on with new output until the session ends.
+	Follow bool
+}
+
+// Query encodes o as URL query parameters.
+func (o LogOptions) Query() url.Values {
+	q := url.Values{}
+	q.Set("n", strconv.Itoa(o.Lines))
+	if o.Raw {
+		q.Set("raw", "1")
+	}
+	if o.Follow {
+		q.Set("follow", "1")
+	}
+	return q
+}
+
+// ParseLogOptions decodes what Query encodes.
+func ParseLogOptions(q url.Values) (LogOptions, error) {
+	o := LogOptions{Raw: q.Get("raw") == "1", Follow: q.Get("follow") == "1"}
+	if v := q.Get("n"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return o, Errorf(CodeInvalid, "lines %q: want a whole number, 0 for all", v)
+		}
+		o.Lines = n
+	}
+	return o, nil
+}
+
+// ExitStatus is how a shell would report the session's end: its exit code,
+// or 128+n for death by signal n. ok is false while neither is known.
+func (s Session) ExitStatus() (status int, ok bool) {
+	switch {
+	case s.ExitCode != nil:
+		return *s.ExitCode, true
+	case s.Signal != "":
+		if n := unix.SignalNum(s.Signal); n != 0 {
+			return 128 + int(n), true
+		}
+	}
+	return 0, false
 }

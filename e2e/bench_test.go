@@ -10,26 +10,27 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/api"
-	"github.com/agentctl/agentctl/supervisor"
+	"github.com/agentctl/agentctl/client"
+	"github.com/agentctl/agentctl/home"
 )
 
 // benchEnv is NewEnv for benchmarks: one service for the whole benchmark.
-func benchEnv(b *testing.B) (*Env, *supervisor.Client) {
+func benchEnv(b *testing.B) (*Env, *client.Client) {
 	b.Helper()
 	t := &testing.T{}
-	home, err := os.MkdirTemp("", "acb")
+	homeDir, err := os.MkdirTemp("", "acb")
 	if err != nil {
 		b.Fatal(err)
 	}
-	e := &Env{T: t, Home: home, Bin: agentctlBin, Vars: append(os.Environ(), "AGENTCTL_HOME="+home)}
+	e := &Env{T: t, Home: homeDir, Bin: agentctlBin, Vars: append(os.Environ(), "AGENTCTL_HOME="+homeDir)}
 	if out, err := e.Command("daemon", "start").CombinedOutput(); err != nil {
 		b.Fatalf("daemon start: %v %s", err, out)
 	}
 	b.Cleanup(func() {
 		e.Command("daemon", "stop").Run()
-		os.RemoveAll(home)
+		os.RemoveAll(homeDir)
 	})
-	return e, supervisor.NewClient(supervisor.Home(home), agentctlBin, false)
+	return e, client.New(home.Home(homeDir), agentctlBin, false)
 }
 
 // BenchmarkRunRoundTrip: `agentctl run -- true` as a user runs it, process
@@ -53,7 +54,7 @@ func BenchmarkSpawnToExec(b *testing.B) {
 	req := api.RunRequest{Command: []string{"true"}, Cwd: cwd, Env: os.Environ()}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := c.Run(ctx, req); err != nil {
+		if _, err := c.Launch(ctx, req); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -83,7 +84,7 @@ func BenchmarkOutputThroughput(b *testing.B) {
 		cwd, _ := os.Getwd()
 		b.SetBytes(int64(len(data)))
 		for i := 0; i < b.N; i++ {
-			s, err := c.Run(ctx, api.RunRequest{Command: []string{"sh", "-c", "stty raw -echo -opost; cat " + src}, Cwd: cwd, Env: os.Environ()})
+			s, err := c.Launch(ctx, api.RunRequest{Command: []string{"sh", "-c", "stty raw -echo -opost; cat " + src}, Cwd: cwd, Env: os.Environ()})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -26,7 +26,7 @@ const (
 // Starter starts one session and returns it once started; the service's
 // client is one.
 type Starter interface {
-	Run(ctx context.Context, req api.RunRequest) (api.Session, error)
+	Launch(ctx context.Context, req api.RunRequest) (api.Session, error)
 }
 
 // Request is a launch of one or more members.
@@ -294,7 +294,7 @@ func launchMember(ctx context.Context, s Starter, req Request, group string, rep
 	}
 	rr.Env = withPWD(req.Template.Env, rr.Cwd)
 	p.Update(i, Starting, "")
-	sess, err := s.Run(ctx, rr)
+	sess, err := s.Launch(ctx, rr)
 	if err != nil {
 		return err
 	}

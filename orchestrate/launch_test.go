@@ -22,7 +22,7 @@ type recordingStarter struct {
 	reqs []api.RunRequest
 }
 
-func (r *recordingStarter) Run(_ context.Context, req api.RunRequest) (api.Session, error) {
+func (r *recordingStarter) Launch(_ context.Context, req api.RunRequest) (api.Session, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if req.Adapter == "bogus" {

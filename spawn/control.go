@@ -3,7 +3,6 @@ package spawn
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,23 +10,14 @@ import (
 	"net"
 	"path/filepath"
 	"time"
+
+	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/home"
 )
 
 // The shim's socket speaks a small protocol: the client sends one JSON
 // request line; the shim answers with one JSON line, and for "attach" then
-// switches to frames in both directions.
-//
-// A frame is one type byte, a big-endian uint32 length, and the payload.
-const (
-	FrameOutput = 'o' // shim → client: terminal output
-	FrameExit   = 'x' // shim → client: the agent ended (payload: ExitRecord JSON)
-	FrameInput  = 'i' // client → shim: bytes for the terminal
-	FrameResize = 'r' // client → shim: rows, cols as two big-endian uint16
-)
-
-// maxFrame bounds a frame's payload so a broken peer cannot make us allocate
-// without limit.
-const maxFrame = 1 << 20
+// switches to the frames of api.WriteFrame in both directions.
 
 type controlRequest struct {
 	Op     string `json:"op"` // "attach", "input", "stop", "resize"
@@ -45,49 +35,12 @@ type controlResponse struct {
 	Exit  *ExitRecord `json:"exit,omitempty"`
 }
 
-// WriteFrame writes one frame.
-func WriteFrame(w io.Writer, typ byte, payload []byte) error {
-	var hdr [5]byte
-	hdr[0] = typ
-	binary.BigEndian.PutUint32(hdr[1:], uint32(len(payload)))
-	if _, err := w.Write(hdr[:]); err != nil {
-		return err
-	}
-	_, err := w.Write(payload)
-	return err
-}
-
-// ReadFrame reads one frame.
-func ReadFrame(r io.Reader) (byte, []byte, error) {
-	var hdr [5]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return 0, nil, err
-	}
-	n := binary.BigEndian.Uint32(hdr[1:])
-	if n > maxFrame {
-		return 0, nil, fmt.Errorf("frame of %d bytes exceeds the limit", n)
-	}
-	buf := make([]byte, n)
-	if _, err := io.ReadFull(r, buf); err != nil {
-		return 0, nil, err
-	}
-	return hdr[0], buf, nil
-}
-
-// ResizePayload encodes a window size for a FrameResize.
-func ResizePayload(rows, cols uint16) []byte {
-	b := make([]byte, 4)
-	binary.BigEndian.PutUint16(b, rows)
-	binary.BigEndian.PutUint16(b[2:], cols)
-	return b
-}
-
 // ErrShimGone means the session's shim no longer answers.
 var ErrShimGone = errors.New("session monitor is not running")
 
 func dial(ctx context.Context, dir string) (net.Conn, error) {
 	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", filepath.Join(dir, SocketFile))
+	conn, err := d.DialContext(ctx, "unix", filepath.Join(dir, home.SocketFile))
 	if err != nil {
 		return nil, fmt.Errorf("connect to session monitor: %w (%w)", ErrShimGone, err)
 	}
@@ -169,15 +122,27 @@ func Attach(ctx context.Context, dir string, rows, cols uint16) (*Attachment, er
 }
 
 // Input sends bytes to the terminal.
-func (a *Attachment) Input(p []byte) error { return WriteFrame(a.conn, FrameInput, p) }
+func (a *Attachment) Input(p []byte) error { return api.WriteFrame(a.conn, api.FrameInput, p) }
 
 // Resize forwards a new window size.
 func (a *Attachment) Resize(rows, cols uint16) error {
-	return WriteFrame(a.conn, FrameResize, ResizePayload(rows, cols))
+	return api.WriteFrame(a.conn, api.FrameResize, api.ResizePayload(rows, cols))
 }
 
 // Next returns the next frame from the shim.
-func (a *Attachment) Next() (byte, []byte, error) { return ReadFrame(a.r) }
+func (a *Attachment) Next() (byte, []byte, error) { return api.ReadFrame(a.r) }
+
+// Splice connects the terminal to peer, which speaks the same frames (a
+// client attached through the service), until either side ends or ctx
+// does. The caller closes both afterwards.
+func (a *Attachment) Splice(ctx context.Context, peer io.ReadWriter) {
+	stop := context.AfterFunc(ctx, func() { a.conn.Close() })
+	defer stop()
+	done := make(chan struct{}, 2)
+	go func() { io.Copy(a.conn, peer); done <- struct{}{} }()
+	go func() { io.Copy(peer, a.r); done <- struct{}{} }()
+	<-done
+}
 
 // Close detaches; the session goes on.
 func (a *Attachment) Close() error { return a.conn.Close() }

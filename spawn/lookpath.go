@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/agentctl/agentctl/internal/envvar"
 )
 
 // ErrNotFound means the command is not on the PATH it would run with.
@@ -26,7 +28,7 @@ func LookPath(name string, env []string, cwd string) (string, error) {
 		}
 		return p, nil
 	}
-	path := EnvValue(env, "PATH")
+	path := envvar.Value(env, "PATH")
 	for _, dir := range filepath.SplitList(path) {
 		if dir == "" {
 			dir = "."

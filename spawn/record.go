@@ -12,17 +12,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/agentctl/agentctl/home"
 	"github.com/agentctl/agentctl/internal/atomicfile"
 	"github.com/agentctl/agentctl/proc"
-)
-
-// File names inside a session's folder.
-const (
-	LaunchFile = "launch.json"
-	ExitFile   = "exit.json"
-	LogFile    = "output.log"
-	SocketFile = "attach.sock"
-	ShimLog    = "shim.log"
 )
 
 // Record is launch.json: what was launched and the process that runs it.
@@ -70,11 +62,11 @@ type ExitRecord struct {
 // ReadRecord reads a session folder's launch.json.
 func ReadRecord(dir string) (Record, error) {
 	var r Record
-	if err := readJSON(filepath.Join(dir, LaunchFile), &r); err != nil {
+	if err := readJSON(filepath.Join(dir, home.LaunchFile), &r); err != nil {
 		return Record{}, err
 	}
 	if r.ID == "" || len(r.Argv) == 0 {
-		return Record{}, fmt.Errorf("read %s: missing id or argv", filepath.Join(dir, LaunchFile))
+		return Record{}, fmt.Errorf("read %s: missing id or argv", filepath.Join(dir, home.LaunchFile))
 	}
 	return r, nil
 }
@@ -82,7 +74,7 @@ func ReadRecord(dir string) (Record, error) {
 // ReadExit reads exit.json; it returns (nil, nil) when there is none yet.
 func ReadExit(dir string) (*ExitRecord, error) {
 	var e ExitRecord
-	err := readJSON(filepath.Join(dir, ExitFile), &e)
+	err := readJSON(filepath.Join(dir, home.ExitFile), &e)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -104,7 +96,7 @@ func readJSON(path string, v any) error {
 }
 
 func writeExit(dir string, e ExitRecord) error {
-	path := filepath.Join(dir, ExitFile)
+	path := filepath.Join(dir, home.ExitFile)
 	if _, err := os.Stat(path); err == nil {
 		return nil // written once: a second writer keeps the first answer
 	}

@@ -21,7 +21,10 @@ import (
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
+	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/home"
 	"github.com/agentctl/agentctl/internal/atomicfile"
+	"github.com/agentctl/agentctl/internal/envvar"
 	"github.com/agentctl/agentctl/logs"
 	"github.com/agentctl/agentctl/proc"
 )
@@ -30,6 +33,9 @@ import (
 type Spec struct {
 	Record Record   `json:"record"`
 	Env    []string `json:"env"`
+	// Path is the program argv[0] names, when the service resolved it
+	// already; the monitor resolves it otherwise.
+	Path string `json:"path,omitempty"`
 	// Stdin is typed into the terminal right after the start.
 	Stdin      []byte `json:"stdin,omitempty"`
 	LogMaxSize int64  `json:"log_max_size,omitempty"`
@@ -135,12 +141,15 @@ func startShim(dir string, spec Spec, logger *slog.Logger) (*shim, error) {
 		return nil, fmt.Errorf("start %s: working directory %s is not a directory", rec.Argv[0], rec.Cwd)
 	}
 	env := spec.Env
-	if EnvValue(env, "TERM") == "" {
+	if envvar.Value(env, "TERM") == "" {
 		env = append(env, "TERM=xterm-256color")
 	}
-	path, err := LookPath(rec.Argv[0], env, rec.Cwd)
-	if err != nil {
-		return nil, fmt.Errorf("start %s in %s: %w", rec.Argv[0], rec.Cwd, err)
+	path := spec.Path
+	if path == "" {
+		var err error
+		if path, err = LookPath(rec.Argv[0], env, rec.Cwd); err != nil {
+			return nil, fmt.Errorf("start %s in %s: %w", rec.Argv[0], rec.Cwd, err)
+		}
 	}
 	if err := setSubreaper(); err != nil {
 		logger.Warn("cannot become child subreaper; orphans of the agent may escape a stop", "err", err)
@@ -151,7 +160,7 @@ func startShim(dir string, spec Spec, logger *slog.Logger) (*shim, error) {
 	if rec.Cols == 0 {
 		rec.Cols = DefaultCols
 	}
-	lw, err := logs.OpenWriter(filepath.Join(dir, LogFile), spec.LogMaxSize, spec.LogFiles)
+	lw, err := logs.OpenWriter(filepath.Join(dir, home.LogFile), spec.LogMaxSize, spec.LogFiles)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", rec.Argv[0], err)
 	}
@@ -185,7 +194,7 @@ func startShim(dir string, spec Spec, logger *slog.Logger) (*shim, error) {
 		ptmx.Close()
 		return nil, fmt.Errorf("start %s: %w", rec.Argv[0], err)
 	}
-	if err := atomicfile.WriteJSON(filepath.Join(dir, LaunchFile), rec, 0o600); err != nil {
+	if err := atomicfile.WriteJSON(filepath.Join(dir, home.LaunchFile), rec, 0o600); err != nil {
 		// Without its record the session would be invisible: end it.
 		unix.Kill(-pid, unix.SIGKILL)
 		master.Close()
@@ -306,7 +315,7 @@ func (s *shim) broadcast(chunk []byte) {
 	cp := append([]byte(nil), chunk...)
 	for v := range s.viewers {
 		select {
-		case v.out <- frame{FrameOutput, cp}:
+		case v.out <- frame{api.FrameOutput, cp}:
 		default:
 			// A viewer that cannot keep up is dropped rather than
 			// slowing the agent; it can attach again.
@@ -318,7 +327,7 @@ func (s *shim) broadcast(chunk []byte) {
 
 // run serves the socket and holds the session until it is over.
 func (s *shim) run() {
-	ln, err := listen(filepath.Join(s.dir, SocketFile))
+	ln, err := listen(filepath.Join(s.dir, home.SocketFile))
 	if err != nil {
 		s.logger.Error("serve session socket; attach and stop through it are unavailable", "err", err)
 	} else {
@@ -328,7 +337,7 @@ func (s *shim) run() {
 	s.finish()
 	if ln != nil {
 		ln.Close()
-		os.Remove(filepath.Join(s.dir, SocketFile))
+		os.Remove(filepath.Join(s.dir, home.SocketFile))
 	}
 	// Let in-flight answers (a stop waiting for the end) go out.
 	done := make(chan struct{})
@@ -371,7 +380,7 @@ func (s *shim) finish() {
 	s.mu.Lock()
 	for v := range s.viewers {
 		select {
-		case v.out <- frame{FrameExit, payload}:
+		case v.out <- frame{api.FrameExit, payload}:
 		default:
 		}
 		close(v.out)
@@ -581,7 +590,7 @@ func (s *shim) attach(conn net.Conn, r *bufio.Reader, req controlRequest) {
 
 	go func() {
 		for {
-			typ, payload, err := ReadFrame(r)
+			typ, payload, err := api.ReadFrame(r)
 			if err != nil {
 				s.mu.Lock()
 				if _, ok := s.viewers[v]; ok {
@@ -592,9 +601,9 @@ func (s *shim) attach(conn net.Conn, r *bufio.Reader, req controlRequest) {
 				return
 			}
 			switch typ {
-			case FrameInput:
+			case api.FrameInput:
 				s.master.Write(payload)
-			case FrameResize:
+			case api.FrameResize:
 				if len(payload) == 4 {
 					s.setSize(uint16(payload[0])<<8|uint16(payload[1]), uint16(payload[2])<<8|uint16(payload[3]))
 				}
@@ -602,7 +611,7 @@ func (s *shim) attach(conn net.Conn, r *bufio.Reader, req controlRequest) {
 		}
 	}()
 	for f := range v.out {
-		if err := WriteFrame(conn, f.typ, f.data); err != nil {
+		if err := api.WriteFrame(conn, f.typ, f.data); err != nil {
 			return
 		}
 	}

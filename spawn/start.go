@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/agentctl/agentctl/home"
 )
 
 // ErrStart wraps a failure to start the command itself (not found, not
@@ -35,7 +37,7 @@ func Start(ctx context.Context, exe, dir string, spec Spec, onExit func()) (Reco
 		readyW.Close()
 		return Record{}, fmt.Errorf("start session monitor: %w", err)
 	}
-	logf, err := os.OpenFile(filepath.Join(dir, ShimLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	logf, err := os.OpenFile(filepath.Join(dir, home.ShimLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		readyW.Close()
 		stdinR.Close()
@@ -84,7 +86,7 @@ func Start(ctx context.Context, exe, dir string, spec Spec, onExit func()) (Reco
 	select {
 	case r := <-got:
 		if r.err != nil {
-			return Record{}, fmt.Errorf("session monitor ended before reporting the start (see %s): %w", filepath.Join(dir, ShimLog), r.err)
+			return Record{}, fmt.Errorf("session monitor ended before reporting the start (see %s): %w", filepath.Join(dir, home.ShimLog), r.err)
 		}
 		if !r.msg.OK {
 			return Record{}, fmt.Errorf("%w: %s", ErrStart, r.msg.Error)

@@ -12,12 +12,13 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/config"
+	"github.com/agentctl/agentctl/home"
 	"github.com/agentctl/agentctl/internal/atomicfile"
+	"github.com/agentctl/agentctl/internal/envvar"
 	"github.com/agentctl/agentctl/proc"
+	"github.com/agentctl/agentctl/session"
 	"github.com/agentctl/agentctl/spawn"
 	"github.com/agentctl/agentctl/supervisor/events"
 	"github.com/agentctl/agentctl/supervisor/fuses"
@@ -25,17 +26,6 @@ import (
 	"github.com/agentctl/agentctl/supervisor/locks"
 	"github.com/agentctl/agentctl/supervisor/metrics"
 	"github.com/agentctl/agentctl/supervisor/webhook"
-)
-
-// Files of the operational layer.
-const (
-	// lifecycleFile is written in a session's folder before it starts: the
-	// lock and hooks it asked for, read again when it ends, also by a
-	// service started after that.
-	lifecycleFile = "lifecycle.json"
-	// endedFile marks a session's end as announced (event, webhook,
-	// metrics), so a restarted service does not announce it again.
-	endedFile = "ended.json"
 )
 
 // lockSweepEvery is the backstop for lock owners whose exit nobody
@@ -59,14 +49,16 @@ func (l lifecycle) hookTimeout() time.Duration {
 }
 
 // ops is the service's operational layer: directory locks, fuses,
-// lifecycle hooks, webhooks, the event stream and metrics. It hears of
-// sessions' starts and ends as a Lifecycle observer.
+// lifecycle hooks, webhooks, the event stream and metrics. It guards
+// launches (session.Gate) and hears of sessions' starts, ends and
+// transitions from the service.
 type ops struct {
-	home    Home
-	log     *slog.Logger
-	records *records
-	cfg     config.Config
-	self    proc.Identity
+	home home.Home
+	log  *slog.Logger
+	// sessions counts sessions for metrics (set once the core exists).
+	sessions func() ([]api.Session, []string, error)
+	cfg      config.Config
+	self     proc.Identity
 
 	bus      *events.Bus
 	locks    *locks.Table
@@ -77,24 +69,22 @@ type ops struct {
 	ctx context.Context
 	wg  sync.WaitGroup
 
-	mu       sync.Mutex
-	watched  map[proc.Identity]bool
-	activity map[string]string     // session id → last busy/idle seen
-	native   map[string]api.Status // discovered session id → last status pushed
+	mu      sync.Mutex
+	watched map[proc.Identity]bool
 }
 
 // newOps opens the state of the operational layer in home. Problems with
 // its files are logged and worked around (a corrupt file is moved aside);
 // only what makes the layer unusable is an error.
-func newOps(ctx context.Context, home Home, recs *records, log *slog.Logger, version string) (*ops, error) {
-	o := &ops{home: home, log: log, records: recs, ctx: ctx, watched: map[proc.Identity]bool{}, activity: map[string]string{}, native: map[string]api.Status{}}
+func newOps(ctx context.Context, h home.Home, log *slog.Logger, version string) (*ops, error) {
+	o := &ops{home: h, log: log, ctx: ctx, watched: map[proc.Identity]bool{}}
 	info, err := proc.Lookup(os.Getpid())
 	if err != nil {
 		return nil, fmt.Errorf("identify the service process: %w", err)
 	}
 	o.self = info.Identity
 
-	cfg, warnings, err := config.Load(config.Path(string(home)))
+	cfg, warnings, err := config.Load(config.Path(string(h)))
 	for _, w := range warnings {
 		log.Warn(w)
 	}
@@ -107,7 +97,7 @@ func newOps(ctx context.Context, home Home, recs *records, log *slog.Logger, ver
 		o.cfg = cfg
 	}
 
-	if o.bus, err = events.Open(events.Options{JournalPath: filepath.Join(string(home), "events.jsonl"), Logger: log}); err != nil {
+	if o.bus, err = events.Open(events.Options{JournalPath: filepath.Join(string(h), "events.jsonl"), Logger: log}); err != nil {
 		return nil, err
 	}
 	o.metrics = metrics.New(metrics.Sources{
@@ -121,7 +111,7 @@ func newOps(ctx context.Context, home Home, recs *records, log *slog.Logger, ver
 		Logger:    log,
 		OnResult:  func(r webhook.Result) { o.metrics.WebhookDelivery(r.Outcome) },
 	})
-	o.locks, warnings, err = locks.Open(filepath.Join(string(home), "locks.json"), locks.Options{Logger: log, OnChange: o.lockChanged})
+	o.locks, warnings, err = locks.Open(filepath.Join(string(h), "locks.json"), locks.Options{Logger: log, OnChange: o.lockChanged})
 	if err != nil {
 		o.bus.Close()
 		return nil, err
@@ -129,11 +119,11 @@ func newOps(ctx context.Context, home Home, recs *records, log *slog.Logger, ver
 	for _, w := range warnings {
 		log.Warn(w)
 	}
-	o.fuses, warnings, err = fuses.Open(filepath.Join(string(home), "fuses.json"), fuses.Options{
+	o.fuses, warnings, err = fuses.Open(filepath.Join(string(h), "fuses.json"), fuses.Options{
 		OnChange:      o.fuseChanged,
 		Webhook:       o.webhooks,
 		WebhookSecret: o.cfg.WebhookSecret,
-		ScriptLog:     filepath.Join(string(home), "fuses.log"),
+		ScriptLog:     filepath.Join(string(h), "fuses.log"),
 		ScriptEnv:     os.Environ(),
 		Logger:        log,
 	})
@@ -221,14 +211,14 @@ func (o *ops) close() {
 // wantsLock says whether a session holds its directory's lock: agents
 // always, plain commands when asked.
 func (o *ops) wantsLock(adapter string, lc lifecycle) bool {
-	return adapter != ExecAdapter && adapter != "" || lc.Lock
+	return adapter != api.ExecAdapter && adapter != "" || lc.Lock
 }
 
-// reserve runs before a session starts: it takes the directory lock (in
+// Reserve runs before a session starts: it takes the directory lock (in
 // the service's name until the session's process exists) and records what
 // the session asked for. A locked directory refuses the start unless
 // req.Force.
-func (o *ops) reserve(id, dir, adapter string, req api.RunRequest) error {
+func (o *ops) Reserve(id, dir, adapter string, req api.RunRequest) error {
 	lc := lifecycle{Lock: req.Lock, OnCreate: req.OnCreate, OnComplete: req.OnComplete, HookTimeout: req.HookTimeout}
 	if lc.HookTimeout != "" {
 		if d, err := time.ParseDuration(lc.HookTimeout); err != nil || d <= 0 {
@@ -238,7 +228,7 @@ func (o *ops) reserve(id, dir, adapter string, req api.RunRequest) error {
 	if lc.OnCreate != "" || lc.OnComplete != "" {
 		// Hooks may run after a restart, so their environment is kept on
 		// disk: without credentials, which records never hold.
-		lc.Env = spawn.WithoutSecrets(spawn.MergeEnv(req.Env, req.EnvOverrides...))
+		lc.Env = envvar.WithoutSecrets(envvar.Merge(req.Env, req.EnvOverrides...))
 	}
 	if o.wantsLock(adapter, lc) {
 		_, err := o.locks.Acquire(locks.Request{Dir: req.Cwd, Type: locks.Auto, SessionID: id, Owner: o.self, Force: req.Force})
@@ -253,24 +243,24 @@ func (o *ops) reserve(id, dir, adapter string, req api.RunRequest) error {
 	if !lc.Lock && lc.OnCreate == "" && lc.OnComplete == "" {
 		return nil
 	}
-	if err := atomicfile.WriteJSON(filepath.Join(dir, lifecycleFile), lc, 0o600); err != nil {
+	if err := atomicfile.WriteJSON(filepath.Join(dir, home.LifecycleFile), lc, 0o600); err != nil {
 		o.locks.ReleaseSession(id)
 		return fmt.Errorf("record the session's hooks: %w", err)
 	}
 	return nil
 }
 
-// started hands the session's lock to its process, which the lock follows
+// Started hands the session's lock to its process, which the lock follows
 // from now on.
-func (o *ops) started(id string, rec spawn.Record, took time.Duration) {
+func (o *ops) Started(id string, rec spawn.Record, took time.Duration) {
 	o.metrics.Spawned(rec.Adapter, took)
 	if err := o.locks.SetOwner(id, rec.Process); err == nil {
 		o.watchOwner(rec.Process)
 	}
 }
 
-// abandon undoes reserve for a start that failed.
-func (o *ops) abandon(id string) { o.locks.ReleaseSession(id) }
+// Abandon undoes Reserve for a start that failed.
+func (o *ops) Abandon(id string) { o.locks.ReleaseSession(id) }
 
 // watchOwner releases the locks of a process the moment it exits: the
 // kernel says so (pidfd), nobody polls.
@@ -293,10 +283,10 @@ func (o *ops) watchOwner(id proc.Identity) {
 	}()
 }
 
-// SessionStarted announces a start and runs the on-create hook.
-func (o *ops) SessionStarted(sess api.Session) {
+// sessionStarted announces a start and runs the on-create hook.
+func (o *ops) sessionStarted(sess api.Session) {
 	s := sess
-	o.bus.Publish(events.Event{Type: events.SessionStarted, Adapter: sess.Adapter, SessionID: sess.ID, Session: &s})
+	o.bus.Publish(api.Event{Type: api.EventSessionStarted, Adapter: sess.Adapter, SessionID: sess.ID, Session: &s})
 	dir := o.home.SessionDir(sess.ID)
 	lc, err := readLifecycle(dir)
 	if err != nil || lc.OnCreate == "" {
@@ -305,16 +295,13 @@ func (o *ops) SessionStarted(sess api.Session) {
 	go o.runHook(dir, hooks.OnCreate, lc.OnCreate, lc, sess)
 }
 
-// SessionEnded releases the session's locks, announces the end once per
+// sessionEnded releases the session's locks, announces the end once per
 // session (event, metrics, webhook) and runs the on-complete hook once.
 // It is called for every ended session at each service start, too.
-func (o *ops) SessionEnded(sess api.Session) {
+func (o *ops) sessionEnded(sess api.Session) {
 	o.locks.ReleaseSession(sess.ID)
 	dir := o.home.SessionDir(sess.ID)
-	o.mu.Lock()
-	delete(o.activity, sess.ID)
-	o.mu.Unlock()
-	if claimed, err := claimFile(filepath.Join(dir, endedFile), map[string]any{"status": sess.Status, "announced_at": time.Now().UTC()}); err != nil {
+	if claimed, err := claimFile(filepath.Join(dir, home.EndedFile), map[string]any{"status": sess.Status, "announced_at": time.Now().UTC()}); err != nil {
 		o.log.Warn("record session end", "session", sess.ID, "err", err)
 	} else if claimed {
 		o.announceEnd(sess)
@@ -330,12 +317,12 @@ func (o *ops) SessionEnded(sess api.Session) {
 }
 
 func (o *ops) announceEnd(sess api.Session) {
-	typ := events.SessionStopped
+	typ := api.EventSessionStopped
 	if sess.Status == api.StatusLost {
-		typ = events.SessionLost
+		typ = api.EventSessionLost
 	}
 	s := sess
-	o.bus.Publish(events.Event{Type: typ, Adapter: sess.Adapter, SessionID: sess.ID, Session: &s})
+	o.bus.Publish(api.Event{Type: typ, Adapter: sess.Adapter, SessionID: sess.ID, Session: &s})
 	ran := time.Duration(-1) // unknown
 	if sess.EndedAt != nil {
 		start := sess.CreatedAt
@@ -366,15 +353,8 @@ func (o *ops) announceEnd(sess api.Session) {
 func (o *ops) runHook(dir, phase, script string, lc lifecycle, sess api.Session) {
 	vars := hooks.Vars{SessionID: sess.ID, Cwd: sess.Cwd, Adapter: sess.Adapter, Group: sess.Group, Model: sess.Model, Branch: sess.Labels["branch"]}
 	if phase == hooks.OnComplete {
-		switch {
-		case sess.ExitCode != nil:
-			code := *sess.ExitCode
+		if code, ok := sess.ExitStatus(); ok {
 			vars.ExitCode = &code
-		case sess.Signal != "":
-			if n := unix.SignalNum(sess.Signal); n != 0 {
-				code := 128 + int(n)
-				vars.ExitCode = &code
-			}
 		}
 	}
 	rec, ran, err := hooks.RunOnce(context.Background(), dir, hooks.Command{
@@ -397,7 +377,7 @@ func (o *ops) runHook(dir, phase, script string, lc lifecycle, sess api.Session)
 		meta["exit_code"] = *rec.ExitCode
 	}
 	s := sess
-	o.bus.Publish(events.Event{Type: events.HookFailed, Adapter: sess.Adapter, SessionID: sess.ID, Session: &s, Meta: meta})
+	o.bus.Publish(api.Event{Type: api.EventHookFailed, Adapter: sess.Adapter, SessionID: sess.ID, Session: &s, Meta: meta})
 }
 
 // hookRuns reads a session's hook records for status.
@@ -427,44 +407,24 @@ func (o *ops) hookRuns(id string) []api.HookRun {
 	return out
 }
 
-// nativeChanged announces a change an adapter pushed for a session agentctl
-// did not start: started when it begins running, stopped when it ends, and
-// busy/idle in between.
-func (o *ops) nativeChanged(sess api.Session) {
-	o.mu.Lock()
-	prev, seen := o.native[sess.ID]
-	o.native[sess.ID] = sess.Status
-	o.mu.Unlock()
-	switch {
-	case sess.Status == api.StatusRunning && (!seen || prev != api.StatusRunning):
-		o.bus.Publish(events.Event{Type: events.SessionStarted, Adapter: sess.Adapter, SessionID: sess.ID, Session: &sess})
-	case sess.Status.Ended() && (!seen || prev == api.StatusRunning):
-		o.bus.Publish(events.Event{Type: events.SessionStopped, Adapter: sess.Adapter, SessionID: sess.ID, Session: &sess})
+// changed announces a transition the session core saw in the adapters'
+// answers.
+func (o *ops) changed(ch session.Change) {
+	var typ string
+	switch ch.Kind {
+	case session.ChangeStarted:
+		typ = api.EventSessionStarted
+	case session.ChangeEnded:
+		typ = api.EventSessionStopped
+	case session.ChangeBusy:
+		typ = api.EventSessionBusy
+	case session.ChangeIdle:
+		typ = api.EventSessionIdle
+	default:
+		return
 	}
-	o.observeActivity([]api.Session{sess})
-}
-
-// observeActivity announces busy/idle changes an adapter reports, as they
-// are seen.
-func (o *ops) observeActivity(all []api.Session) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	for i := range all {
-		s := all[i]
-		if s.Activity == "" || s.Status != api.StatusRunning {
-			continue
-		}
-		prev, seen := o.activity[s.ID]
-		o.activity[s.ID] = s.Activity
-		if !seen || prev == s.Activity {
-			continue
-		}
-		typ := events.SessionIdle
-		if s.Activity == "busy" {
-			typ = events.SessionBusy
-		}
-		o.bus.Publish(events.Event{Type: typ, Adapter: s.Adapter, SessionID: s.ID, Session: &s})
-	}
+	s := ch.Session
+	o.bus.Publish(api.Event{Type: typ, Adapter: s.Adapter, SessionID: s.ID, Session: &s})
 }
 
 func (o *ops) lockChanged(c locks.Change) {
@@ -480,12 +440,12 @@ func (o *ops) lockChanged(c locks.Change) {
 		// until the session's process exists.)
 		meta["pid"] = c.Lock.PID
 	}
-	typ := events.LockAcquired
+	typ := api.EventLockAcquired
 	if c.Kind == locks.Released {
-		typ = events.LockReleased
+		typ = api.EventLockReleased
 		meta["released_because"] = c.Reason
 	}
-	o.bus.Publish(events.Event{Type: typ, SessionID: c.Lock.SessionID, Meta: meta})
+	o.bus.Publish(api.Event{Type: typ, SessionID: c.Lock.SessionID, Meta: meta})
 }
 
 func (o *ops) fuseChanged(c fuses.Change) {
@@ -497,27 +457,27 @@ func (o *ops) fuseChanged(c fuses.Change) {
 	var typ string
 	switch c.Kind {
 	case fuses.Set:
-		typ = events.FuseSet
+		typ = api.EventFuseSet
 	case fuses.Extended:
-		typ = events.FuseExtended
+		typ = api.EventFuseExtended
 	case fuses.Cancelled:
-		typ = events.FuseCancelled
+		typ = api.EventFuseCancelled
 	case fuses.Expired:
-		typ = events.FuseExpired
+		typ = api.EventFuseExpired
 		o.metrics.FuseExpired()
 		o.fuseWebhook(f, c.At)
 	case fuses.ScriptDone:
 		if c.Script == nil || c.Script.OK() {
 			return
 		}
-		typ = events.HookFailed
+		typ = api.EventHookFailed
 		meta["phase"], meta["command"], meta["status"], meta["result"] = "fuse", c.Script.Command, c.Script.Outcome(), c.Script.Describe()
 		meta["log"] = filepath.Join(string(o.home), "fuses.log")
 		o.metrics.HookRun("fuse", c.Script.Outcome())
 	default:
 		return
 	}
-	o.bus.Publish(events.Event{Type: typ, SessionID: f.SessionID, Meta: meta})
+	o.bus.Publish(api.Event{Type: typ, SessionID: f.SessionID, Meta: meta})
 }
 
 // fuseWebhook posts fuse.expired to the configured webhook_url.
@@ -533,7 +493,10 @@ func (o *ops) fuseWebhook(f fuses.Fuse, at time.Time) {
 }
 
 func (o *ops) sessionCounts() []metrics.SessionCount {
-	all, _, err := o.records.all()
+	if o.sessions == nil {
+		return nil
+	}
+	all, _, err := o.sessions()
 	if err != nil {
 		return nil
 	}
@@ -564,38 +527,77 @@ func (o *ops) lockCounts() map[string]int {
 // asked for nothing.
 func readLifecycle(dir string) (lifecycle, error) {
 	var lc lifecycle
-	b, err := os.ReadFile(filepath.Join(dir, lifecycleFile))
+	b, err := os.ReadFile(filepath.Join(dir, home.LifecycleFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return lc, nil
 	}
 	if err != nil {
-		return lc, fmt.Errorf("read %s: %w", lifecycleFile, err)
+		return lc, fmt.Errorf("read %s: %w", home.LifecycleFile, err)
 	}
 	if err := json.Unmarshal(b, &lc); err != nil {
-		return lc, fmt.Errorf("parse %s: %w", filepath.Join(dir, lifecycleFile), err)
+		return lc, fmt.Errorf("parse %s: %w", filepath.Join(dir, home.LifecycleFile), err)
 	}
 	return lc, nil
 }
 
-// claimFile creates path with v in it unless it exists: true when this
-// call created it. The creation is durable before it returns.
+// claimFile makes path hold v unless a complete claim is there already:
+// true when this call made it. The claim is written to a temporary file,
+// synced, and linked into place, so path never exists incomplete: a claim
+// whose writing failed (a full disk) is no claim, and a later call makes
+// it. A path left empty or torn (by a version that wrote it in place) is
+// repaired the same way.
 func claimFile(path string, v any) (bool, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return false, err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) {
-		return false, nil
+	for attempt := 0; ; attempt++ {
+		if claimComplete(path) {
+			return false, nil
+		}
+		if attempt > 0 {
+			// A torn claim: nobody can finish it, so replace it.
+			if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return false, fmt.Errorf("repair %s: %w", path, err)
+			}
+		}
+		err := linkNew(path, append(b, '\n'))
+		if errors.Is(err, fs.ErrExist) && attempt == 0 {
+			continue // raced, or torn: look again
+		}
+		if err != nil {
+			return false, err
+		}
+		return true, atomicfile.SyncDir(filepath.Dir(path))
 	}
+}
+
+// claimComplete reports whether path holds a whole JSON claim.
+func claimComplete(path string) bool {
+	b, err := os.ReadFile(path)
+	return err == nil && json.Valid(b)
+}
+
+// linkNew writes data to a temporary file beside path, syncs it, and links
+// it to path: fs.ErrExist when path exists.
+func linkNew(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
-		return false, err
+		return fmt.Errorf("claim %s: %w", path, err)
 	}
-	_, werr := f.Write(append(b, '\n'))
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	_, werr := f.Write(data)
 	serr := f.Sync()
 	cerr := f.Close()
 	if err := errors.Join(werr, serr, cerr); err != nil {
-		return true, err
+		return fmt.Errorf("claim %s: %w", path, err)
 	}
-	return true, atomicfile.SyncDir(filepath.Dir(path))
+	if err := os.Link(tmp, path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		return fmt.Errorf("claim %s: %w", path, err)
+	}
+	return nil
 }

@@ -57,7 +57,7 @@ func (s *Server) handleLocks(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleLock(w http.ResponseWriter, r *http.Request) {
 	var req api.LockRequest
-	if err := decode(r, &req); err != nil {
+	if err := decode(r, &req, false); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -66,20 +66,12 @@ func (s *Server) handleLock(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	l, err := s.ops.locks.Acquire(locks.Request{Dir: req.Directory, Type: locks.Manual, By: req.By, Reason: req.Reason, Force: req.Force})
-	if errors.Is(err, locks.ErrLocked) {
-		writeError(w, api.Errorf(api.CodeLocked, "%s", err.Error()))
-		return
-	}
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, apiLock(l))
+	answer(w, http.StatusOK, apiLock(l), err)
 }
 
 func (s *Server) handleUnlock(w http.ResponseWriter, r *http.Request) {
 	var req api.UnlockRequest
-	if err := decode(r, &req); err != nil {
+	if err := decode(r, &req, false); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -88,15 +80,7 @@ func (s *Server) handleUnlock(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	l, err := s.ops.locks.Unlock(req.Directory)
-	if errors.Is(err, locks.ErrNoManualLock) {
-		writeError(w, api.Errorf(api.CodeNotFound, "%s", err.Error()))
-		return
-	}
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, apiLock(l))
+	answer(w, http.StatusOK, apiLock(l), err)
 }
 
 func (s *Server) handleFuses(w http.ResponseWriter, r *http.Request) {
@@ -111,7 +95,7 @@ func (s *Server) handleFuses(w http.ResponseWriter, r *http.Request) {
 // an empty TTL is an error.
 func fuseRequest(r *http.Request, ttlRequired bool) (api.FuseRequest, time.Duration, error) {
 	var req api.FuseRequest
-	if err := decode(r, &req); err != nil {
+	if err := decode(r, &req, false); err != nil {
 		return req, 0, err
 	}
 	if err := absDir(req.Directory); err != nil {
@@ -128,13 +112,6 @@ func fuseRequest(r *http.Request, ttlRequired bool) (api.FuseRequest, time.Durat
 	return req, ttl, nil
 }
 
-func fuseError(err error) error {
-	if errors.Is(err, fuses.ErrNoFuse) {
-		return api.Errorf(api.CodeNotFound, "%s", err.Error())
-	}
-	return api.Errorf(api.CodeInvalid, "%s", err.Error())
-}
-
 func (s *Server) handleFuseSet(w http.ResponseWriter, r *http.Request) {
 	req, ttl, err := fuseRequest(r, true)
 	if err != nil {
@@ -142,11 +119,7 @@ func (s *Server) handleFuseSet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f, err := s.ops.fuses.Set(fuses.SetRequest{Dir: req.Directory, TTL: ttl, SessionID: req.SessionID, Label: req.Label, Script: req.Script, Webhook: req.Webhook})
-	if err != nil {
-		writeError(w, fuseError(err))
-		return
-	}
-	writeJSON(w, http.StatusOK, apiFuse(f))
+	answer(w, http.StatusOK, apiFuse(f), err)
 }
 
 func (s *Server) handleFuseExtend(w http.ResponseWriter, r *http.Request) {
@@ -156,11 +129,7 @@ func (s *Server) handleFuseExtend(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f, err := s.ops.fuses.Extend(req.Directory, ttl)
-	if err != nil {
-		writeError(w, fuseError(err))
-		return
-	}
-	writeJSON(w, http.StatusOK, apiFuse(f))
+	answer(w, http.StatusOK, apiFuse(f), err)
 }
 
 func (s *Server) handleFuseCancel(w http.ResponseWriter, r *http.Request) {
@@ -170,31 +139,22 @@ func (s *Server) handleFuseCancel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f, err := s.ops.fuses.Cancel(req.Directory)
-	if err != nil {
-		writeError(w, fuseError(err))
-		return
-	}
-	writeJSON(w, http.StatusOK, apiFuse(f))
+	answer(w, http.StatusOK, apiFuse(f), err)
 }
-
-// GapEvent is the type of the line the event stream writes where events
-// are missing (rotated out of the journal before a slow or late reader got
-// them); its meta holds the missing sequence numbers, from and to.
-const GapEvent = "events.gap"
 
 // handleEvents streams events as NDJSON: those after ?since= from the
 // journal, then live ones, filtered by ?type=, until the client goes away
 // or the service stops.
 func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	filter, err := events.ParseFilter(q["type"])
+	filter, err := api.ParseEventFilter(q["type"])
 	if err != nil {
 		writeError(w, api.Errorf(api.CodeInvalid, "%s", err.Error()))
 		return
 	}
 	after := uint64(events.Now)
 	if v := q.Get("since"); v != "" {
-		since, err := events.ParseSince(v, time.Now())
+		since, err := api.ParseEventsSince(v, time.Now())
 		if err != nil {
 			writeError(w, api.Errorf(api.CodeInvalid, "%s", err.Error()))
 			return
@@ -207,7 +167,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	sub := s.ops.bus.Subscribe(after)
 	defer sub.Close()
 	w.Header().Set("Content-Type", "application/x-ndjson")
-	w.Header().Set(HeaderEventsAfter, strconv.FormatUint(sub.After(), 10))
+	w.Header().Set(api.HeaderEventsAfter, strconv.FormatUint(sub.After(), 10))
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	if err := rc.Flush(); err != nil {
@@ -219,7 +179,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		var gap *events.GapError
 		switch {
 		case errors.As(err, &gap):
-			e = events.Event{Type: GapEvent, Timestamp: time.Now().UTC(), Meta: map[string]any{"from": gap.From, "to": gap.To, "message": gap.Error()}}
+			e = api.Event{Type: api.EventGap, Timestamp: time.Now().UTC(), Meta: map[string]any{"from": gap.From, "to": gap.To, "message": gap.Error()}}
 		case err != nil:
 			return // the client left, or the service is stopping
 		case !filter.Match(e.Type):

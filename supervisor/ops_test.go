@@ -24,8 +24,9 @@ import (
 
 	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/client"
+	"github.com/agentctl/agentctl/home"
 	"github.com/agentctl/agentctl/spawn"
-	"github.com/agentctl/agentctl/supervisor/events"
 	"github.com/agentctl/agentctl/supervisor/webhook"
 )
 
@@ -42,38 +43,38 @@ func TestMain(m *testing.M) {
 // this process; sessions run under real shims and ptys.
 type service struct {
 	t      *testing.T
-	home   Home
-	client *Client
+	home   home.Home
+	client *client.Client
 	cancel context.CancelFunc
 	done   chan error
 }
 
 // newHome makes a short home (socket paths have a length limit) removed
 // with the test.
-func newHome(t *testing.T) Home {
+func newHome(t *testing.T) home.Home {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "ac")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	return Home(dir)
+	return home.Home(dir)
 }
 
-func startService(t *testing.T, home Home) *service {
+func startService(t *testing.T, home home.Home) *service {
 	t.Helper()
 	return startServiceWith(t, home, nil)
 }
 
 // startServiceWith starts a service reading the given adapters.
-func startServiceWith(t *testing.T, home Home, as []adapters.Adapter) *service {
+func startServiceWith(t *testing.T, home home.Home, as []adapters.Adapter) *service {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &service{t: t, home: home, client: NewClient(home, "", false), cancel: cancel, done: make(chan error, 1)}
+	s := &service{t: t, home: home, client: client.New(home, "", false), cancel: cancel, done: make(chan error, 1)}
 	go func() {
 		s.done <- Run(ctx, Options{Home: home, Exe: exe, Version: "test", Logger: slog.New(slog.DiscardHandler), Adapters: as})
 	}()
@@ -118,7 +119,7 @@ func (s *service) run(req api.RunRequest) (api.Session, error) {
 	if req.Env == nil {
 		req.Env = []string{"PATH=" + os.Getenv("PATH")}
 	}
-	sess, err := s.client.Run(context.Background(), req)
+	sess, err := s.client.Launch(context.Background(), req)
 	if err == nil {
 		home := s.home
 		s.t.Cleanup(func() { killSession(home, sess.ID) })
@@ -127,7 +128,7 @@ func (s *service) run(req api.RunRequest) (api.Session, error) {
 }
 
 // killSession ends a session's process group without the service.
-func killSession(home Home, id string) {
+func killSession(home home.Home, id string) {
 	rec, err := spawn.ReadRecord(home.SessionDir(id))
 	if err == nil && rec.PGID > 0 {
 		syscall.Kill(-rec.PGID, syscall.SIGKILL)
@@ -147,7 +148,7 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 }
 
 // waitEnded waits for a session's exit record, with or without a service.
-func waitEnded(t *testing.T, home Home, id string) {
+func waitEnded(t *testing.T, home home.Home, id string) {
 	t.Helper()
 	eventually(t, 20*time.Second, "session "+id+" ended", func() bool {
 		e, _ := spawn.ReadExit(home.SessionDir(id))
@@ -252,7 +253,7 @@ func TestParallelRunsOneWinner(t *testing.T) {
 			t.Fatalf("lock error %q does not name the holder %s", err, winner)
 		}
 	}
-	list, err := svc.client.List(context.Background(), ListOptions{All: true})
+	list, err := svc.client.List(context.Background(), api.ListOptions{All: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,8 +400,8 @@ func TestHooksCreateAndFailure(t *testing.T) {
 	svc := startService(t, newHome(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	failed := make(chan events.Event, 1)
-	go svc.client.Events(ctx, EventOptions{Types: []string{events.HookFailed}}, nil, func(e events.Event) error {
+	failed := make(chan api.Event, 1)
+	go svc.client.Events(ctx, client.EventOptions{Types: []string{api.EventHookFailed}}, nil, func(e api.Event) error {
 		failed <- e
 		return nil
 	})
@@ -415,7 +416,7 @@ func TestHooksCreateAndFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var e events.Event
+	var e api.Event
 	select {
 	case e = <-failed:
 	case <-ctx.Done():
@@ -522,8 +523,8 @@ func TestWebhook(t *testing.T) {
 }
 
 // collect reads events from a stream into a channel until ctx ends.
-func collect(ctx context.Context, c *Client, since string, out chan<- events.Event) error {
-	return c.Events(ctx, EventOptions{Since: since}, nil, func(e events.Event) error {
+func collect(ctx context.Context, c *client.Client, since string, out chan<- api.Event) error {
+	return c.Events(ctx, client.EventOptions{Since: since}, nil, func(e api.Event) error {
 		out <- e
 		return nil
 	})
@@ -546,13 +547,13 @@ func TestEventsAcrossReconnect(t *testing.T) {
 			}
 		}
 	}
-	got := make(chan events.Event, 1000)
+	got := make(chan api.Event, 1000)
 	streamCtx, cancel := context.WithCancel(ctx)
 	ended := make(chan error, 1)
 	go func() { ended <- collect(streamCtx, svc.client, "", got) }()
 	time.Sleep(100 * time.Millisecond)
 	publish(10)
-	var seen []events.Event
+	var seen []api.Event
 	for len(seen) < 20 {
 		seen = append(seen, <-got)
 	}
@@ -581,9 +582,9 @@ func TestEventsAcrossReconnect(t *testing.T) {
 		if i > 0 && e.Seq != seen[i-1].Seq+1 {
 			t.Fatalf("event %d has seq %d after %d: a gap or a duplicate", i, e.Seq, seen[i-1].Seq)
 		}
-		want := events.LockAcquired
+		want := api.EventLockAcquired
 		if i%2 == 1 {
-			want = events.LockReleased
+			want = api.EventLockReleased
 		}
 		if e.Type != want {
 			t.Fatalf("event %d is %s, want %s", i, e.Type, want)
@@ -597,8 +598,8 @@ func TestExitEvent(t *testing.T) {
 	svc := startService(t, newHome(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	got := make(chan events.Event, 100)
-	go svc.client.Events(ctx, EventOptions{Types: []string{"session.*"}}, nil, func(e events.Event) error {
+	got := make(chan api.Event, 100)
+	go svc.client.Events(ctx, client.EventOptions{Types: []string{"session.*"}}, nil, func(e api.Event) error {
 		got <- e
 		return nil
 	})
@@ -610,20 +611,20 @@ func TestExitEvent(t *testing.T) {
 			t.Fatal(err)
 		}
 		for {
-			var e events.Event
+			var e api.Event
 			select {
 			case e = <-got:
 			case <-ctx.Done():
 				t.Fatal("no session.stopped")
 			}
-			if e.Type != events.SessionStopped || e.SessionID != sess.ID {
+			if e.Type != api.EventSessionStopped || e.SessionID != sess.ID {
 				continue
 			}
 			if e.Session == nil || e.Session.ExitCode == nil || *e.Session.ExitCode != i || e.Session.EndedAt == nil {
 				t.Fatalf("session.stopped = %+v", e.Session)
 			}
 			lat = append(lat, time.Since(*e.Session.EndedAt))
-			if st, err := os.Stat(filepath.Join(svc.home.SessionDir(sess.ID), spawn.ExitFile)); err == nil {
+			if st, err := os.Stat(filepath.Join(svc.home.SessionDir(sess.ID), home.ExitFile)); err == nil {
 				t.Logf("exit.json written %s after the exit", st.ModTime().Sub(*e.Session.EndedAt))
 			}
 			break

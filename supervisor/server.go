@@ -1,8 +1,12 @@
+// Package supervisor is the running agentctl service: the API on a unix
+// socket (each route decodes, makes one call to the session core, and
+// encodes), recovery at start, the watch on every running session, pruning,
+// and the operational layer below it (locks, fuses, hooks, webhooks, events,
+// metrics).
 package supervisor
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,13 +23,15 @@ import (
 
 	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/home"
 	"github.com/agentctl/agentctl/proc"
+	"github.com/agentctl/agentctl/session"
 	"github.com/agentctl/agentctl/spawn"
 )
 
 // Options configure the service.
 type Options struct {
-	Home    Home
+	Home    home.Home
 	Version string
 	// Exe is the agentctl binary the service runs as each session's shim.
 	Exe      string
@@ -37,16 +43,6 @@ type Options struct {
 	// PruneEvery is how often the service prunes (default 1 h).
 	PruneEvery time.Duration
 	Logger     *slog.Logger
-	// Observers hear of every session start and end.
-	Observers []Lifecycle
-}
-
-// Lifecycle receives the service's notices about sessions. SessionEnded is
-// called once per session per service lifetime, also for sessions that
-// ended while the service was down (at start-up).
-type Lifecycle interface {
-	SessionStarted(api.Session)
-	SessionEnded(api.Session)
 }
 
 // Server is the running service.
@@ -54,8 +50,7 @@ type Server struct {
 	opts    Options
 	log     *slog.Logger
 	started time.Time
-	records *records
-	disc    *discovery
+	core    *session.Core
 	ops     *ops
 
 	ctx    context.Context
@@ -109,17 +104,24 @@ func Run(ctx context.Context, opts Options) error {
 		opts:     opts,
 		log:      opts.Logger,
 		started:  time.Now(),
-		records:  newRecords(opts.Home),
-		disc:     newDiscovery(opts.Adapters, opts.DiscoveryTimeout),
 		ctx:      ctx,
 		cancel:   cancel,
 		watching: map[string]bool{},
 	}
-	if s.ops, err = newOps(ctx, opts.Home, s.records, s.log, opts.Version); err != nil {
+	if s.ops, err = newOps(ctx, opts.Home, s.log, opts.Version); err != nil {
 		return err
 	}
-	s.opts.Observers = append(s.opts.Observers, s.ops)
-	s.disc.observe = s.ops.metrics.Discovered
+	s.core = session.New(ctx, session.Options{
+		Home:             opts.Home,
+		Exe:              opts.Exe,
+		Adapters:         opts.Adapters,
+		DiscoveryTimeout: opts.DiscoveryTimeout,
+		Logger:           s.log,
+		Observers:        []session.Observer{s},
+		Gate:             s.ops,
+		ObserveDiscovery: s.ops.metrics.Discovered,
+	})
+	s.ops.sessions = s.core.AllLaunched
 	srv := &http.Server{
 		Handler:           s.routes(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -128,11 +130,11 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	s.recover()
 	s.ops.start(s.running())
-	s.followAdapters()
+	s.core.WatchAdapters(ctx)
 	// A first discovery in the background warms the adapters' caches, so
 	// the first list after a start does not pay for reading every store.
 	s.wg.Add(1)
-	go func() { defer s.wg.Done(); s.disc.run(s.ctx) }()
+	go func() { defer s.wg.Done(); s.core.Warm(s.ctx) }()
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.pruneLoop() }()
 	errc := make(chan error, 1)
@@ -153,23 +155,24 @@ func Run(ctx context.Context, opts Options) error {
 	os.Remove(opts.Home.Socket())
 	cancel()
 	s.wg.Wait()
+	s.core.Wait()
 	s.ops.close()
 	s.log.Info("agentctl service stopped; sessions keep running")
 	return nil
 }
 
 // lockHome takes the home's lock file, so two services never share one home.
-func lockHome(home Home) (*os.File, error) {
-	f, err := os.OpenFile(home.LockFile(), os.O_RDWR|os.O_CREATE, 0o600)
+func lockHome(h home.Home) (*os.File, error) {
+	f, err := os.OpenFile(h.LockFile(), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", home.LockFile(), err)
+		return nil, fmt.Errorf("open %s: %w", h.LockFile(), err)
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
 			return nil, ErrAlreadyRunning
 		}
-		return nil, fmt.Errorf("lock %s: %w", home.LockFile(), err)
+		return nil, fmt.Errorf("lock %s: %w", h.LockFile(), err)
 	}
 	f.Truncate(0)
 	fmt.Fprintf(f, "%d\n", os.Getpid())
@@ -202,15 +205,15 @@ func listenSocket(path string) (net.Listener, error) {
 // an exit watch; sessions that ended while the service was down are
 // announced as ended.
 func (s *Server) recover() {
-	ids, err := s.records.ids()
+	ids, err := s.core.LaunchedIDs()
 	if err != nil {
 		s.log.Error("read sessions at start-up", "err", err)
 		return
 	}
 	for _, id := range ids {
-		sess, err := s.records.get(id)
+		sess, err := s.core.Launched(id)
 		if err != nil {
-			if !errors.Is(err, errIncomplete) {
+			if !errors.Is(err, session.ErrIncomplete) {
 				s.log.Warn("skip unreadable session", "session", id, "err", err)
 			}
 			continue
@@ -225,7 +228,7 @@ func (s *Server) recover() {
 
 // running returns the launched sessions running now.
 func (s *Server) running() []api.Session {
-	all, _, err := s.records.all()
+	all, _, err := s.core.AllLaunched()
 	if err != nil {
 		s.log.Error("read sessions", "err", err)
 		return nil
@@ -267,7 +270,7 @@ func (s *Server) watch(id string) {
 		if err := waitExitRecord(s.ctx, dir, rec.Shim); err != nil {
 			return
 		}
-		sess, err := s.records.get(id)
+		sess, err := s.core.Launched(id)
 		if err != nil {
 			s.log.Warn("derive ended session", "session", id, "err", err)
 			return
@@ -288,7 +291,7 @@ func waitExitRecord(ctx context.Context, dir string, shim proc.Identity) error {
 			changed, errs = w.Events, w.Errors
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, spawn.ExitFile)); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, home.ExitFile)); err == nil {
 		return nil
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -302,12 +305,12 @@ func waitExitRecord(ctx context.Context, dir string, shim proc.Identity) error {
 				changed = nil
 				continue
 			}
-			if filepath.Base(ev.Name) == spawn.ExitFile && ev.Has(fsnotify.Create) {
+			if filepath.Base(ev.Name) == home.ExitFile && ev.Has(fsnotify.Create) {
 				return nil
 			}
 		case <-errs:
 			// An overflowed queue may have lost the create: look.
-			if _, err := os.Stat(filepath.Join(dir, spawn.ExitFile)); err == nil {
+			if _, err := os.Stat(filepath.Join(dir, home.ExitFile)); err == nil {
 				return nil
 			}
 		case err := <-shimGone:
@@ -316,12 +319,16 @@ func waitExitRecord(ctx context.Context, dir string, shim proc.Identity) error {
 	}
 }
 
-func (s *Server) notifyStarted(sess api.Session) {
+// Launched hears of a session the core started: it is announced and
+// watched to its end.
+func (s *Server) Launched(sess api.Session) {
 	s.log.Info("session started", "session", sess.ID, "adapter", sess.Adapter, "pid", sess.PID)
-	for _, o := range s.opts.Observers {
-		o.SessionStarted(sess)
-	}
+	s.ops.sessionStarted(sess)
+	s.watch(sess.ID)
 }
+
+// Changed hears of a transition the core saw in the adapters' answers.
+func (s *Server) Changed(ch session.Change) { s.ops.changed(ch) }
 
 func (s *Server) notifyEnded(sess api.Session) {
 	attrs := []any{"session", sess.ID, "status", sess.Status}
@@ -332,9 +339,7 @@ func (s *Server) notifyEnded(sess api.Session) {
 		attrs = append(attrs, "signal", sess.Signal)
 	}
 	s.log.Info("session ended", attrs...)
-	for _, o := range s.opts.Observers {
-		o.SessionEnded(sess)
-	}
+	s.ops.sessionEnded(sess)
 }
 
 func (s *Server) pruneLoop() {
@@ -357,22 +362,22 @@ func (s *Server) pruneLoop() {
 // prune removes the folders of sessions that ended more than olderThan ago,
 // and of failed starts that left no launch record.
 func (s *Server) prune(olderThan time.Duration) ([]string, error) {
-	ids, err := s.records.ids()
+	ids, err := s.core.LaunchedIDs()
 	if err != nil {
 		return nil, err
 	}
 	removed := []string{}
 	for _, id := range ids {
 		dir := s.opts.Home.SessionDir(id)
-		sess, err := s.records.get(id)
+		sess, err := s.core.Launched(id)
 		var ended time.Time
 		switch {
-		case errors.Is(err, errIncomplete):
+		case errors.Is(err, session.ErrIncomplete):
 			continue
 		case err != nil:
 			// No launch record: a start that failed; corrupt records are
 			// kept for a person to look at.
-			if _, statErr := os.Stat(filepath.Join(dir, spawn.LaunchFile)); !errors.Is(statErr, os.ErrNotExist) {
+			if _, statErr := os.Stat(filepath.Join(dir, home.LaunchFile)); !errors.Is(statErr, os.ErrNotExist) {
 				continue
 			}
 			st, statErr := os.Stat(dir)
@@ -394,23 +399,8 @@ func (s *Server) prune(olderThan time.Duration) ([]string, error) {
 		if err := os.RemoveAll(dir); err != nil {
 			return removed, fmt.Errorf("remove %s: %w", dir, err)
 		}
-		s.records.forget(id)
+		s.core.Forget(id)
 		removed = append(removed, id)
 	}
 	return removed, nil
-}
-
-// writeJSON and writeError are the one place API answers are encoded.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
-}
-
-func writeError(w http.ResponseWriter, err error) {
-	var e *api.Error
-	if !errors.As(err, &e) {
-		e = &api.Error{Code: api.CodeInternal, Message: err.Error()}
-	}
-	writeJSON(w, api.HTTPStatus(e.Code), e)
 }

@@ -13,7 +13,8 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/api"
-	"github.com/agentctl/agentctl/supervisor"
+	"github.com/agentctl/agentctl/client"
+	"github.com/agentctl/agentctl/home"
 )
 
 // coreRow compares one agentctl path with a baseline measured in the same
@@ -30,8 +31,8 @@ type coreRow struct {
 // socket against the same, and output through a session's pty into its log
 // against cat of the same bytes to a file.
 func measureCore(ctx context.Context, o options, work string) ([]coreRow, error) {
-	home := filepath.Join(work, "core")
-	env := append(os.Environ(), "AGENTCTL_HOME="+home, "AGENTCTL_NO_AUTOSTART=")
+	homeDir := filepath.Join(work, "core")
+	env := append(os.Environ(), "AGENTCTL_HOME="+homeDir, "AGENTCTL_NO_AUTOSTART=")
 	cli := func(args ...string) error {
 		cmd := exec.CommandContext(ctx, o.bin, args...)
 		cmd.Env = env
@@ -44,7 +45,7 @@ func measureCore(ctx context.Context, o options, work string) ([]coreRow, error)
 		return nil, err
 	}
 	defer cli("daemon", "stop")
-	c := supervisor.NewClient(supervisor.Home(home), o.bin, false)
+	c := client.New(home.Home(homeDir), o.bin, false)
 	median := func(f func() error) (time.Duration, error) {
 		var ds []time.Duration
 		for i := 0; i < o.runs*4; i++ {
@@ -67,7 +68,7 @@ func measureCore(ctx context.Context, o options, work string) ([]coreRow, error)
 	}
 	cwd, _ := os.Getwd()
 	spawn, err := median(func() error {
-		_, err := c.Run(ctx, api.RunRequest{Command: []string{"true"}, Cwd: cwd, Env: os.Environ()})
+		_, err := c.Launch(ctx, api.RunRequest{Command: []string{"true"}, Cwd: cwd, Env: os.Environ()})
 		return err
 	})
 	if err != nil {
@@ -87,7 +88,7 @@ func measureCore(ctx context.Context, o options, work string) ([]coreRow, error)
 		return nil, err
 	}
 	session, err := median(func() error {
-		s, err := c.Run(ctx, api.RunRequest{Command: []string{"sh", "-c", "stty raw -echo -opost; cat " + payload}, Cwd: cwd, Env: os.Environ()})
+		s, err := c.Launch(ctx, api.RunRequest{Command: []string{"sh", "-c", "stty raw -echo -opost; cat " + payload}, Cwd: cwd, Env: os.Environ()})
 		if err != nil {
 			return err
 		}

@@ -14,7 +14,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/agentctl/agentctl/api"
-	"github.com/agentctl/agentctl/spawn"
+	"github.com/agentctl/agentctl/client"
 )
 
 // detachKey is Ctrl-]: it leaves the session running. Ctrl-C and Ctrl-D go
@@ -31,7 +31,7 @@ Press Ctrl-] to detach and leave the session running. Several people may be
 attached at once.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			c, err := client()
+			c, err := newClient()
 			if err != nil {
 				return err
 			}
@@ -45,18 +45,18 @@ attached at once.`,
 			if s.Status != api.StatusRunning {
 				return fmt.Errorf("session %s is %s: nothing to attach to (see `agentctl logs %s`)", s.ID, statusText(s), shortID(s.ID))
 			}
-			return attach(cmd, c.Home().SessionDir(s.ID), s.ID)
+			return attach(cmd, c, s.ID)
 		},
 	}
 }
 
-func attach(cmd *cobra.Command, dir, id string) error {
+func attach(cmd *cobra.Command, c *client.Client, id string) error {
 	in := int(os.Stdin.Fd())
 	rows, cols := uint16(0), uint16(0)
 	if w, h, err := term.GetSize(in); err == nil {
 		rows, cols = uint16(h), uint16(w)
 	}
-	at, err := spawn.Attach(cmd.Context(), dir, rows, cols)
+	at, err := c.Attach(cmd.Context(), id, rows, cols)
 	if err != nil {
 		return fmt.Errorf("attach to %s: %w", id, err)
 	}
@@ -122,10 +122,10 @@ func attach(cmd *cobra.Command, dir, id string) error {
 			return fmt.Errorf("attach: %w", err)
 		}
 		switch typ {
-		case spawn.FrameOutput:
+		case api.FrameOutput:
 			os.Stdout.Write(payload)
-		case spawn.FrameExit:
-			var e spawn.ExitRecord
+		case api.FrameExit:
+			var e api.AttachExit
 			json.Unmarshal(payload, &e)
 			sess := api.Session{ExitCode: e.ExitCode, Signal: e.Signal}
 			fmt.Fprintf(os.Stderr, "\r\n[session %s ended]\r\n", shortID(id))

@@ -7,11 +7,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/agentctl/agentctl/client"
+	"github.com/agentctl/agentctl/cmd/agentctl/internal/serve"
 	"github.com/spf13/cobra"
-
-	"github.com/agentctl/agentctl/proc"
-	"github.com/agentctl/agentctl/spawn"
-	"github.com/agentctl/agentctl/supervisor"
 )
 
 func newDaemonCmd() *cobra.Command {
@@ -33,17 +31,12 @@ func newDaemonRunCmd() *cobra.Command {
 		Short: "Run the service in the foreground",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			h, err := home()
+			h, err := userHome()
 			if err != nil {
 				return err
 			}
 			logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-			return supervisor.Run(cmd.Context(), supervisor.Options{
-				Home:     h,
-				Version:  buildVersion(),
-				Logger:   logger,
-				Adapters: localAdapters(h),
-			})
+			return serve.Service(cmd.Context(), h, buildVersion(), logger)
 		},
 	}
 }
@@ -73,45 +66,46 @@ func newDaemonStopCmd() *cobra.Command {
 // startDaemon starts the service (through its unit when one is installed)
 // and says which pid runs it.
 func startDaemon(cmd *cobra.Command) error {
-	c, err := client()
+	c, err := newClient()
 	if err != nil {
 		return err
 	}
-	if err := c.StartDaemon(cmd.Context()); err != nil {
+	started, err := c.Start(cmd.Context())
+	if err != nil {
 		return err
 	}
 	st, err := c.DaemonStatus(cmd.Context())
 	if err != nil {
 		return err
+	}
+	if !started {
+		fmt.Printf("agentctl service already running, pid %d\n", st.PID)
+		return nil
 	}
 	fmt.Printf("agentctl service running, pid %d\n", st.PID)
 	return nil
 }
 
 func stopDaemon(cmd *cobra.Command) error {
-	h, err := home()
+	h, err := userHome()
 	if err != nil {
 		return err
 	}
-	c := supervisor.NewClient(h, "", false)
+	c := client.New(h, "", false)
 	st, err := c.DaemonStatus(cmd.Context())
 	if err != nil {
-		if errors.Is(err, supervisor.ErrNoService) {
+		if errors.Is(err, client.ErrNoService) {
 			fmt.Println("agentctl service is not running")
 			return nil
 		}
 		return err
-	}
-	id, err := proc.Lookup(st.PID)
-	if err != nil {
-		return fmt.Errorf("find the service's process %d: %w", st.PID, err)
 	}
 	if _, err := c.Shutdown(cmd.Context()); err != nil {
 		return err
 	}
 	ctx, cancel := contextWithTimeout(cmd, 15*time.Second)
 	defer cancel()
-	if err := spawn.WaitExit(ctx, id.Identity); err != nil {
+	if err := c.WaitStopped(ctx); err != nil {
 		return fmt.Errorf("the service (pid %d) did not exit within 15s", st.PID)
 	}
 	fmt.Printf("agentctl service stopped (pid %d); sessions keep running\n", st.PID)
@@ -139,14 +133,14 @@ func newDaemonStatusCmd() *cobra.Command {
 		Short: "Show whether the service runs, its pid, version and uptime",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			h, err := home()
+			h, err := userHome()
 			if err != nil {
 				return err
 			}
-			c := supervisor.NewClient(h, "", false)
+			c := client.New(h, "", false)
 			st, err := c.DaemonStatus(cmd.Context())
 			if err != nil {
-				if errors.Is(err, supervisor.ErrNoService) {
+				if errors.Is(err, client.ErrNoService) {
 					if asJSON {
 						printJSON(os.Stdout, map[string]any{"running": false, "socket": h.Socket()})
 					} else {
@@ -178,7 +172,7 @@ func newShimCmd() *cobra.Command {
 		Hidden: true,
 		Args:   args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			if code := spawn.RunShim(a[0]); code != 0 {
+			if code := serve.Shim(a[0]); code != 0 {
 				return exitError{code: code}
 			}
 			return nil

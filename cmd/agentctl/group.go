@@ -14,7 +14,6 @@ import (
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/config"
 	"github.com/agentctl/agentctl/orchestrate"
-	"github.com/agentctl/agentctl/supervisor"
 )
 
 // groupFlags are the launch and run flags that start several members, or
@@ -87,7 +86,7 @@ func (f *runFlags) registerGroup(cmd *cobra.Command) {
 }
 
 // isExec says whether a member runs a plain command rather than an agent.
-func isExec(adapter string) bool { return adapter == "" || adapter == supervisor.ExecAdapter }
+func isExec(adapter string) bool { return adapter == "" || adapter == api.ExecAdapter }
 
 // dispatch starts what run or launch was asked for: one session, one
 // session in a worktree, or a group of members each in its own worktree.
@@ -216,7 +215,7 @@ func (f *runFlags) dispatch(cmd *cobra.Command, cfg config.Config, positional, d
 	if base == "" && mx != nil {
 		base = mx.BaseBranch
 	}
-	c, err := client()
+	c, err := newClient()
 	if err != nil {
 		return err
 	}
@@ -336,11 +335,11 @@ git diff of its worktree (commits, edits and new files) against the commit its
 branch started from.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			c, err := client()
+			c, err := newClient()
 			if err != nil {
 				return err
 			}
-			list, err := c.List(cmd.Context(), supervisor.ListOptions{All: true, Group: a[0], Since: foreverAgo})
+			list, err := c.List(cmd.Context(), api.ListOptions{All: true, Group: a[0], Since: foreverAgo})
 			if err != nil {
 				return err
 			}
@@ -427,11 +426,11 @@ func newGroupListCmd() *cobra.Command {
 		Short: "List groups: their members and how many still run",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := client()
+			c, err := newClient()
 			if err != nil {
 				return err
 			}
-			list, err := c.List(cmd.Context(), supervisor.ListOptions{All: true})
+			list, err := c.List(cmd.Context(), api.ListOptions{All: true})
 			if err != nil {
 				return err
 			}

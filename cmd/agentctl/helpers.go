@@ -6,25 +6,15 @@ import (
 	"path/filepath"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/spf13/cobra"
 
-	"github.com/agentctl/agentctl/adapters"
-	"github.com/agentctl/agentctl/adapters/registry"
 	"github.com/agentctl/agentctl/api"
-	"github.com/agentctl/agentctl/supervisor"
 )
 
 type apiDaemonStatus = api.DaemonStatus
 
 func contextWithTimeout(cmd *cobra.Command, d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(cmd.Context(), d)
-}
-
-// localAdapters are the adapters the service reads native stores with.
-func localAdapters(h supervisor.Home) []adapters.Adapter {
-	return registry.Local(string(h), nil)
 }
 
 func absPath(p string) (string, error) {
@@ -34,5 +24,3 @@ func absPath(p string) (string, error) {
 	}
 	return abs, nil
 }
-
-func signalNumber(name string) int { return int(unix.SignalNum(name)) }

@@ -14,8 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentctl/agentctl/api"
-	"github.com/agentctl/agentctl/supervisor"
-	"github.com/agentctl/agentctl/supervisor/events"
+	"github.com/agentctl/agentctl/client"
 )
 
 func newLockCmd() *cobra.Command {
@@ -43,7 +42,7 @@ process is gone.`,
 					by = u.Username
 				}
 			}
-			c, err := client()
+			c, err := newClient()
 			if err != nil {
 				return err
 			}
@@ -71,7 +70,7 @@ func newUnlockCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			c, err := client()
+			c, err := newClient()
 			if err != nil {
 				return err
 			}
@@ -86,19 +85,19 @@ func newUnlockCmd() *cobra.Command {
 }
 
 func newLocksCmd() *cobra.Command {
-	return readCmd("locks", "List directory locks", (*supervisor.Client).Locks, printLocks)
+	return readCmd("locks", "List directory locks", (*client.Client).Locks, printLocks)
 }
 
 // readCmd is a read command without arguments: ask the service, then print
 // JSON with --json or a table.
-func readCmd[T any](use, short string, fetch func(*supervisor.Client, context.Context) (T, error), table func(io.Writer, T, time.Time)) *cobra.Command {
+func readCmd[T any](use, short string, fetch func(*client.Client, context.Context) (T, error), table func(io.Writer, T, time.Time)) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   use,
 		Short: short,
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := client()
+			c, err := newClient()
 			if err != nil {
 				return err
 			}
@@ -165,7 +164,7 @@ func newFuseSetCmd() *cobra.Command {
 				return err
 			}
 			req.Directory, req.TTL = dir, ttl.String()
-			c, err := client()
+			c, err := newClient()
 			if err != nil {
 				return err
 			}
@@ -204,7 +203,7 @@ func newFuseExtendCmd() *cobra.Command {
 			if ttl > 0 {
 				req.TTL = ttl.String()
 			}
-			c, err := client()
+			c, err := newClient()
 			if err != nil {
 				return err
 			}
@@ -230,7 +229,7 @@ func newFuseCancelCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			c, err := client()
+			c, err := newClient()
 			if err != nil {
 				return err
 			}
@@ -249,7 +248,7 @@ func printFuseLine(what string, f api.Fuse) {
 }
 
 func newFusesCmd(use string) *cobra.Command {
-	return readCmd(use, "List fuses, soonest first", (*supervisor.Client).Fuses, printFuses)
+	return readCmd(use, "List fuses, soonest first", (*client.Client).Fuses, printFuses)
 }
 
 func printFuses(w io.Writer, fs []api.Fuse, now time.Time) {
@@ -309,19 +308,19 @@ were no longer in the journal.
   agentctl events --type session.stopped | jq -r '.session.exit_code'`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if _, err := events.ParseFilter(types); err != nil {
+			if _, err := api.ParseEventFilter(types); err != nil {
 				return usageError{err}
 			}
 			if since != "" {
-				if _, err := events.ParseSince(since, time.Now()); err != nil {
+				if _, err := api.ParseEventsSince(since, time.Now()); err != nil {
 					return usageError{err}
 				}
 			}
-			c, err := client()
+			c, err := newClient()
 			if err != nil {
 				return err
 			}
-			return streamEvents(cmd.Context(), c, supervisor.EventOptions{Since: since, Types: types}, os.Stdout)
+			return streamEvents(cmd.Context(), c, client.EventOptions{Since: since, Types: types}, os.Stdout)
 		},
 	}
 	cmd.Flags().StringArrayVar(&types, "type", nil, "only events of this type, or family (lock.*) (repeatable)")
@@ -332,7 +331,7 @@ were no longer in the journal.
 
 // streamEvents prints events until ctx ends, reconnecting after the last
 // event printed whenever the stream breaks (a service restart).
-func streamEvents(ctx context.Context, c *supervisor.Client, o supervisor.EventOptions, w io.Writer) error {
+func streamEvents(ctx context.Context, c *client.Client, o client.EventOptions, w io.Writer) error {
 	enc := json.NewEncoder(w)
 	var last uint64
 	known := false
@@ -341,7 +340,7 @@ func streamEvents(ctx context.Context, c *supervisor.Client, o supervisor.EventO
 			if !known {
 				last, known = after, true
 			}
-		}, func(e events.Event) error {
+		}, func(e api.Event) error {
 			if e.Seq > 0 {
 				last = e.Seq
 			}
@@ -362,8 +361,8 @@ func streamEvents(ctx context.Context, c *supervisor.Client, o supervisor.EventO
 
 // waitForService waits for the service's socket to answer again, without
 // starting it: a stopped service is the user's choice.
-func waitForService(ctx context.Context, c *supervisor.Client) error {
-	probe := supervisor.NewClient(c.Home(), "", false)
+func waitForService(ctx context.Context, c *client.Client) error {
+	probe := client.New(c.Home(), "", false)
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
 	for {

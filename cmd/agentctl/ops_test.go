@@ -11,9 +11,10 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/client"
+	"github.com/agentctl/agentctl/home"
 	"github.com/agentctl/agentctl/spawn"
 	"github.com/agentctl/agentctl/supervisor"
-	"github.com/agentctl/agentctl/supervisor/events"
 )
 
 // The test binary doubles as the session monitor, as agentctl does.
@@ -26,7 +27,7 @@ func TestMain(m *testing.M) {
 
 // runService runs a service for home in this process until the returned
 // stop is called.
-func runService(t *testing.T, home supervisor.Home) (stop func()) {
+func runService(t *testing.T, h home.Home) (stop func()) {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -35,9 +36,9 @@ func runService(t *testing.T, home supervisor.Home) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- supervisor.Run(ctx, supervisor.Options{Home: home, Exe: exe, Logger: slog.New(slog.DiscardHandler)})
+		done <- supervisor.Run(ctx, supervisor.Options{Home: h, Exe: exe, Logger: slog.New(slog.DiscardHandler)})
 	}()
-	c := supervisor.NewClient(home, "", false)
+	c := client.New(h, "", false)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if _, err := c.DaemonStatus(context.Background()); err == nil {
@@ -71,9 +72,9 @@ func TestStreamEventsAcrossRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	home := supervisor.Home(dir)
-	stop := runService(t, home)
-	c := supervisor.NewClient(home, "", false)
+	h := home.Home(dir)
+	stop := runService(t, h)
+	c := client.New(h, "", false)
 	work := t.TempDir()
 	lockUnlock := func(n int) {
 		for range n {
@@ -91,14 +92,14 @@ func TestStreamEventsAcrossRestart(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	streamed := make(chan error, 1)
 	go func() {
-		streamed <- streamEvents(ctx, c, supervisor.EventOptions{Since: "4", Types: []string{"lock.*"}}, w)
+		streamed <- streamEvents(ctx, c, client.EventOptions{Since: "4", Types: []string{"lock.*"}}, w)
 		w.Close()
 	}()
-	lines := make(chan events.Event, 100)
+	lines := make(chan api.Event, 100)
 	go func() {
 		sc := bufio.NewScanner(r)
 		for sc.Scan() {
-			var e events.Event
+			var e api.Event
 			if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 				t.Errorf("not JSON: %q", sc.Text())
 			}
@@ -106,7 +107,7 @@ func TestStreamEventsAcrossRestart(t *testing.T) {
 		}
 		close(lines)
 	}()
-	next := func() events.Event {
+	next := func() api.Event {
 		t.Helper()
 		select {
 		case e := <-lines:
@@ -114,15 +115,15 @@ func TestStreamEventsAcrossRestart(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("no event")
 		}
-		return events.Event{}
+		return api.Event{}
 	}
 	lockUnlock(3)
-	var got []events.Event
+	var got []api.Event
 	for range 6 {
 		got = append(got, next())
 	}
 	stop()
-	runService(t, home)
+	runService(t, h)
 	lockUnlock(3)
 	for range 6 {
 		got = append(got, next())

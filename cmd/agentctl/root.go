@@ -9,9 +9,9 @@ import (
 	"runtime/debug"
 	"text/tabwriter"
 
+	"github.com/agentctl/agentctl/client"
+	"github.com/agentctl/agentctl/home"
 	"github.com/spf13/cobra"
-
-	"github.com/agentctl/agentctl/supervisor"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -68,12 +68,12 @@ func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 	}
 }
 
-func home() (supervisor.Home, error) { return supervisor.DefaultHome() }
+func userHome() (home.Home, error) { return home.Default() }
 
 // client returns a client for the user's home, starting the service on
 // demand unless AGENTCTL_NO_AUTOSTART=1.
-func client() (*supervisor.Client, error) {
-	h, err := home()
+func newClient() (*client.Client, error) {
+	h, err := userHome()
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +81,7 @@ func client() (*supervisor.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("find the agentctl binary: %w", err)
 	}
-	return supervisor.NewClient(h, exe, os.Getenv("AGENTCTL_NO_AUTOSTART") != "1"), nil
+	return client.New(h, exe, os.Getenv("AGENTCTL_NO_AUTOSTART") != "1"), nil
 }
 
 // table writes aligned columns, buffered: tabwriter writes each cell on

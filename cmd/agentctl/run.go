@@ -10,9 +10,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/client"
 	"github.com/agentctl/agentctl/config"
-	"github.com/agentctl/agentctl/spawn"
-	"github.com/agentctl/agentctl/supervisor"
+	"github.com/agentctl/agentctl/internal/envvar"
 )
 
 // runFlags are shared by run, launch and resume.
@@ -93,7 +93,7 @@ func (f *runFlags) request(cfg config.Config) (api.RunRequest, error) {
 		}
 	}
 	model := f.model
-	if model == "" && f.adapter != "" && f.adapter != supervisor.ExecAdapter {
+	if model == "" && f.adapter != "" && f.adapter != api.ExecAdapter {
 		model = cfg.Model
 	}
 	return api.RunRequest{
@@ -128,7 +128,7 @@ func openclawIdentity(env []string) map[string]string {
 	out := map[string]string{}
 	for _, kv := range env {
 		k, v, ok := strings.Cut(kv, "=")
-		if !ok || v == "" || spawn.SecretName(k) {
+		if !ok || v == "" || envvar.IsSecret(k) {
 			continue
 		}
 		switch k {
@@ -140,7 +140,7 @@ func openclawIdentity(env []string) map[string]string {
 }
 
 func loadConfig() config.Config {
-	h, err := home()
+	h, err := userHome()
 	if err != nil {
 		return config.Config{}
 	}
@@ -157,11 +157,11 @@ func loadConfig() config.Config {
 
 // start sends the request and prints the result the way the flags ask.
 func start(cmd *cobra.Command, f *runFlags, req api.RunRequest) error {
-	c, err := client()
+	c, err := newClient()
 	if err != nil {
 		return err
 	}
-	sess, err := c.Run(cmd.Context(), req)
+	sess, err := c.Launch(cmd.Context(), req)
 	if err != nil {
 		return err
 	}
@@ -170,7 +170,7 @@ func start(cmd *cobra.Command, f *runFlags, req api.RunRequest) error {
 
 // showStarted prints a started session the way the flags ask, and with
 // --wait follows it to its end.
-func showStarted(cmd *cobra.Command, f *runFlags, c *supervisor.Client, sess api.Session) error {
+func showStarted(cmd *cobra.Command, f *runFlags, c *client.Client, sess api.Session) error {
 	if f.asJSON {
 		if err := printJSON(os.Stdout, sess); err != nil {
 			return err
@@ -189,9 +189,9 @@ func showStarted(cmd *cobra.Command, f *runFlags, c *supervisor.Client, sess api
 
 // waitSession streams a session's raw output until it ends and returns an
 // exitError with the agent's exit code (128+signal for a signal).
-func waitSession(ctx context.Context, c *supervisor.Client, id string, w io.Writer) error {
+func waitSession(ctx context.Context, c *client.Client, id string, w io.Writer) error {
 	var final *api.Session
-	err := c.Logs(ctx, id, supervisor.LogOptions{Raw: true, Follow: true}, func(ch api.LogChunk) error {
+	err := c.Logs(ctx, id, api.LogOptions{Raw: true, Follow: true}, func(ch api.LogChunk) error {
 		if len(ch.Data) > 0 {
 			if _, err := w.Write(ch.Data); err != nil {
 				return err
@@ -211,14 +211,10 @@ func waitSession(ctx context.Context, c *supervisor.Client, id string, w io.Writ
 	return exitError{code: exitCodeOf(*final)}
 }
 
+// exitCodeOf is the session's exit status, or 1 when it is unknown.
 func exitCodeOf(s api.Session) int {
-	switch {
-	case s.ExitCode != nil:
-		return *s.ExitCode
-	case s.Signal != "":
-		if n := signalNumber(s.Signal); n > 0 {
-			return 128 + n
-		}
+	if code, ok := s.ExitStatus(); ok {
+		return code
 	}
 	return 1
 }
@@ -246,7 +242,7 @@ OPENCLAW_* variables that identify the calling gateway or agent are recorded
 as labels (never tokens or keys).`,
 		Args: args(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			return f.dispatch(cmd, loadConfig(), "", supervisor.ExecAdapter, a)
+			return f.dispatch(cmd, loadConfig(), "", api.ExecAdapter, a)
 		},
 	}
 	f.register(cmd, true)
@@ -309,7 +305,7 @@ func newResumeCmd() *cobra.Command {
 whole conversation. Prints the new run's id.`,
 		Args: args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			c, err := client()
+			c, err := newClient()
 			if err != nil {
 				return err
 			}

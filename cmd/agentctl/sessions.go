@@ -12,11 +12,10 @@ import (
 	"golang.org/x/term"
 
 	"github.com/agentctl/agentctl/api"
-	"github.com/agentctl/agentctl/supervisor"
 )
 
 func newListCmd() *cobra.Command {
-	var o supervisor.ListOptions
+	var o api.ListOptions
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "list",
@@ -30,7 +29,7 @@ record), ended (the agent's store says it is over), unknown (nobody can vouch
 for it right now).`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := client()
+			c, err := newClient()
 			if err != nil {
 				return err
 			}
@@ -218,7 +217,7 @@ func newStatusCmd() *cobra.Command {
 		Short: "Show one session (ID may be a unique prefix)",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			c, err := client()
+			c, err := newClient()
 			if err != nil {
 				return err
 			}
@@ -288,7 +287,7 @@ func printSession(w io.Writer, s api.Session) {
 }
 
 func newLogsCmd() *cobra.Command {
-	var o supervisor.LogOptions
+	var o api.LogOptions
 	cmd := &cobra.Command{
 		Use:   "logs ID",
 		Short: "Show a session's output (-f to follow until it ends)",
@@ -298,7 +297,7 @@ terminal escape sequences; --raw gives the bytes as the agent wrote them.
 repeated between the lines shown first and those that follow.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			c, err := client()
+			c, err := newClient()
 			if err != nil {
 				return err
 			}
@@ -343,7 +342,7 @@ For a session whose agent has written nothing readable yet (or a plain command),
 it shows the end of the output log instead.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			c, err := client()
+			c, err := newClient()
 			if err != nil {
 				return err
 			}
@@ -394,7 +393,7 @@ sessions of their own. Returns once no process of the session remains.
 --force kills at once.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			c, err := client()
+			c, err := newClient()
 			if err != nil {
 				return err
 			}
@@ -427,7 +426,7 @@ func newSendCmd() *cobra.Command {
 return) unless -n. With '-' the text comes from standard input, sent as is.`,
 		Args: args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			c, err := client()
+			c, err := newClient()
 			if err != nil {
 				return err
 			}
@@ -443,7 +442,8 @@ return) unless -n. With '-' the text comes from standard input, sent as is.`,
 					data = append(data, '\r')
 				}
 			}
-			return c.Input(cmd.Context(), a[0], data)
+			_, err = c.Input(cmd.Context(), a[0], data)
+			return err
 		},
 	}
 	cmd.Flags().BoolVarP(&noNewline, "no-newline", "n", false, "do not press Enter after TEXT")
@@ -460,7 +460,7 @@ func newPruneCmd() *cobra.Command {
 touched. The service also prunes sessions ended over 7 days ago by itself.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := client()
+			c, err := newClient()
 			if err != nil {
 				return err
 			}

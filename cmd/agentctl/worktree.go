@@ -10,7 +10,6 @@ import (
 
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/orchestrate"
-	"github.com/agentctl/agentctl/supervisor"
 )
 
 func newWorktreeCmd() *cobra.Command {
@@ -124,11 +123,11 @@ member of a group that still has one.`,
 // groupWorktrees lists the worktrees a group's members were started in that
 // still exist.
 func groupWorktrees(cmd *cobra.Command, group string) ([]string, error) {
-	c, err := client()
+	c, err := newClient()
 	if err != nil {
 		return nil, err
 	}
-	list, err := c.List(cmd.Context(), supervisor.ListOptions{All: true, Group: group, Since: foreverAgo})
+	list, err := c.List(cmd.Context(), api.ListOptions{All: true, Group: group, Since: foreverAgo})
 	if err != nil {
 		return nil, err
 	}
@@ -153,11 +152,11 @@ func groupWorktrees(cmd *cobra.Command, group string) ([]string, error) {
 // runningSessions asks the service what runs now: sessions it launched and
 // those the adapters find.
 func runningSessions(cmd *cobra.Command) ([]api.Session, error) {
-	c, err := client()
+	c, err := newClient()
 	if err != nil {
 		return nil, err
 	}
-	list, err := c.List(cmd.Context(), supervisor.ListOptions{})
+	list, err := c.List(cmd.Context(), api.ListOptions{})
 	if err != nil {
 		return nil, err
 	}

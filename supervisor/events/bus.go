@@ -1,3 +1,7 @@
+// Package events carries what happens in the service to whoever listens:
+// a broadcaster with per-subscriber bounded buffers, backed by a bounded
+// on-disk journal with sequence numbers, so a consumer that reconnects with
+// the last sequence number it saw misses nothing and sees nothing twice.
 package events
 
 import (
@@ -9,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/agentctl/agentctl/api"
 )
 
 // DefaultBuffer is how many events a subscriber may fall behind before the
@@ -87,7 +93,7 @@ func Open(opts Options) (*Bus, error) {
 // Publish numbers e, stamps it when it has no time, writes it to the
 // journal and queues it to every subscriber without waiting for any. It
 // returns the event as published. After Close it does nothing.
-func (b *Bus) Publish(e Event) Event {
+func (b *Bus) Publish(e api.Event) api.Event {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -128,8 +134,8 @@ func (b *Bus) Last() uint64 {
 // is then read back from the journal when still there).
 func (b *Bus) Dropped() uint64 { return b.dropped.Load() }
 
-// Resolve turns a Since into the sequence number to subscribe after.
-func (b *Bus) Resolve(s Since) (uint64, error) {
+// Resolve turns an api.EventsSince into the sequence number to subscribe after.
+func (b *Bus) Resolve(s api.EventsSince) (uint64, error) {
 	if s.Time.IsZero() {
 		return s.Seq, nil
 	}
@@ -141,7 +147,7 @@ func (b *Bus) Resolve(s Since) (uint64, error) {
 // subscribes to future events only; a number beyond the last event (a
 // journal that was reset) is treated as Now.
 func (b *Bus) Subscribe(after uint64) *Subscription {
-	s := &Subscription{bus: b, ch: make(chan Event, b.buffer), lagging: make(chan struct{}, 1)}
+	s := &Subscription{bus: b, ch: make(chan api.Event, b.buffer), lagging: make(chan struct{}, 1)}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s.head = b.seq
@@ -173,7 +179,7 @@ func (b *Bus) Close() error {
 // Subscription is one consumer's ordered view of the events.
 type Subscription struct {
 	bus *Bus
-	ch  chan Event
+	ch  chan api.Event
 	// lagging is signalled when the buffer overflowed: the consumer then
 	// reads what it missed from the journal.
 	lagging chan struct{}
@@ -185,7 +191,7 @@ type Subscription struct {
 	// next is the sequence number Next returns next. Only the consumer's
 	// goroutine touches it and pending.
 	next    uint64
-	pending []Event
+	pending []api.Event
 	dropped atomic.Uint64
 }
 
@@ -200,7 +206,7 @@ func (s *Subscription) After() uint64 { return s.start }
 // Next returns the next event in sequence order. It returns a *GapError
 // when events are missing (and the following event on the next call),
 // ctx.Err() when ctx ends, and ErrClosed when the bus closes.
-func (s *Subscription) Next(ctx context.Context) (Event, error) {
+func (s *Subscription) Next(ctx context.Context) (api.Event, error) {
 	for {
 		if len(s.pending) > 0 {
 			e := s.pending[0]
@@ -211,7 +217,7 @@ func (s *Subscription) Next(ctx context.Context) (Event, error) {
 			if e.Seq > s.next {
 				gap := &GapError{From: s.next, To: e.Seq - 1}
 				s.next = e.Seq
-				return Event{}, gap
+				return api.Event{}, gap
 			}
 			s.pending = s.pending[1:]
 			s.next++
@@ -220,19 +226,19 @@ func (s *Subscription) Next(ctx context.Context) (Event, error) {
 		if s.next <= s.head {
 			// Catching up on what was published before Subscribe.
 			if err := s.fill(s.head); err != nil {
-				return Event{}, err
+				return api.Event{}, err
 			}
 			if len(s.pending) == 0 {
 				gap := &GapError{From: s.next, To: s.head}
 				s.next = s.head + 1
-				return Event{}, gap
+				return api.Event{}, gap
 			}
 			continue
 		}
 		select {
 		case e, ok := <-s.ch:
 			if !ok {
-				return Event{}, ErrClosed
+				return api.Event{}, ErrClosed
 			}
 			switch {
 			case e.Seq < s.next:
@@ -241,7 +247,7 @@ func (s *Subscription) Next(ctx context.Context) (Event, error) {
 				// The buffer overflowed: the missed events are in the
 				// journal, written before e was queued.
 				if err := s.fill(e.Seq - 1); err != nil {
-					return Event{}, err
+					return api.Event{}, err
 				}
 				s.pending = append(s.pending, e)
 				continue
@@ -250,17 +256,17 @@ func (s *Subscription) Next(ctx context.Context) (Event, error) {
 			return e, nil
 		case <-s.lagging:
 			if err := s.fill(s.bus.Last()); err != nil {
-				return Event{}, err
+				return api.Event{}, err
 			}
 		case <-ctx.Done():
-			return Event{}, ctx.Err()
+			return api.Event{}, ctx.Err()
 		}
 	}
 }
 
 // fill queues the journaled events from s.next up to upto.
 func (s *Subscription) fill(upto uint64) error {
-	return s.bus.journal.read(s.next-1, upto, func(e Event) error {
+	return s.bus.journal.read(s.next-1, upto, func(e api.Event) error {
 		s.pending = append(s.pending, e)
 		return nil
 	})

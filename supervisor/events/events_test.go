@@ -24,11 +24,11 @@ func openBus(t *testing.T, path string, opts Options) *Bus {
 }
 
 // collect reads n events from s, failing on any error.
-func collect(t *testing.T, s *Subscription, n int) []Event {
+func collect(t *testing.T, s *Subscription, n int) []api.Event {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var out []Event
+	var out []api.Event
 	for len(out) < n {
 		e, err := s.Next(ctx)
 		if err != nil {
@@ -39,7 +39,7 @@ func collect(t *testing.T, s *Subscription, n int) []Event {
 	return out
 }
 
-func wantSeqs(t *testing.T, got []Event, from uint64) {
+func wantSeqs(t *testing.T, got []api.Event, from uint64) {
 	t.Helper()
 	for i, e := range got {
 		if e.Seq != from+uint64(i) {
@@ -53,11 +53,11 @@ func TestPublishSubscribe(t *testing.T) {
 	sub := b.Subscribe(Now)
 	defer sub.Close()
 	code := 3
-	b.Publish(Event{Type: SessionStarted, Adapter: "exec", SessionID: "s1"})
-	b.Publish(Event{Type: SessionStopped, Adapter: "exec", SessionID: "s1", Session: &api.Session{ID: "s1", ExitCode: &code}})
+	b.Publish(api.Event{Type: api.EventSessionStarted, Adapter: "exec", SessionID: "s1"})
+	b.Publish(api.Event{Type: api.EventSessionStopped, Adapter: "exec", SessionID: "s1", Session: &api.Session{ID: "s1", ExitCode: &code}})
 	got := collect(t, sub, 2)
 	wantSeqs(t, got, 1)
-	if got[1].Type != SessionStopped || got[1].Session == nil || *got[1].Session.ExitCode != 3 {
+	if got[1].Type != api.EventSessionStopped || got[1].Session == nil || *got[1].Session.ExitCode != 3 {
 		t.Errorf("second event = %+v", got[1])
 	}
 	if got[0].Timestamp.IsZero() {
@@ -72,7 +72,7 @@ func TestReplayAcrossRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 5 {
-		b.Publish(Event{Type: LockAcquired})
+		b.Publish(api.Event{Type: api.EventLockAcquired})
 	}
 	b.Close()
 
@@ -82,10 +82,10 @@ func TestReplayAcrossRestart(t *testing.T) {
 	}
 	sub := b.Subscribe(2)
 	defer sub.Close()
-	b.Publish(Event{Type: LockReleased})
+	b.Publish(api.Event{Type: api.EventLockReleased})
 	got := collect(t, sub, 4)
 	wantSeqs(t, got, 3)
-	if got[3].Type != LockReleased {
+	if got[3].Type != api.EventLockReleased {
 		t.Errorf("live event after replay = %s", got[3].Type)
 	}
 }
@@ -100,12 +100,12 @@ func TestTornLineRepaired(t *testing.T) {
 	if b.Last() != 1 {
 		t.Fatalf("last = %d, want 1 (the torn line does not count)", b.Last())
 	}
-	b.Publish(Event{Type: LockReleased})
+	b.Publish(api.Event{Type: api.EventLockReleased})
 	sub := b.Subscribe(0)
 	defer sub.Close()
 	got := collect(t, sub, 2)
 	wantSeqs(t, got, 1)
-	if got[1].Type != LockReleased {
+	if got[1].Type != api.EventLockReleased {
 		t.Errorf("event 2 = %s, want the one published after the repair", got[1].Type)
 	}
 }
@@ -121,7 +121,7 @@ func TestReconnectNoGapNoDuplicate(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for range total {
-			b.Publish(Event{Type: SessionBusy})
+			b.Publish(api.Event{Type: api.EventSessionBusy})
 		}
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -159,7 +159,7 @@ func TestSlowSubscriberRecoversFromJournal(t *testing.T) {
 	sub := b.Subscribe(Now)
 	defer sub.Close()
 	for range 50 {
-		b.Publish(Event{Type: SessionIdle})
+		b.Publish(api.Event{Type: api.EventSessionIdle})
 	}
 	if sub.Dropped() == 0 || b.Dropped() != sub.Dropped() {
 		t.Fatalf("dropped = %d (bus %d), want > 0 and equal", sub.Dropped(), b.Dropped())
@@ -171,7 +171,7 @@ func TestRotationAndGap(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "events.jsonl")
 	b := openBus(t, path, Options{JournalBytes: 1024})
 	for range 100 {
-		b.Publish(Event{Type: FuseSet, Meta: map[string]any{"directory": "/some/dir"}})
+		b.Publish(api.Event{Type: api.EventFuseSet, Meta: map[string]any{"directory": "/some/dir"}})
 	}
 	for _, p := range []string{path, path + ".1"} {
 		st, err := os.Stat(p)
@@ -211,16 +211,16 @@ func TestResolveSinceTime(t *testing.T) {
 	b := openBus(t, filepath.Join(t.TempDir(), "events.jsonl"), Options{Clock: func() time.Time { return now }})
 	for i := range 6 {
 		now = base.Add(time.Duration(i) * time.Minute)
-		b.Publish(Event{Type: SessionStarted})
+		b.Publish(api.Event{Type: api.EventSessionStarted})
 	}
 	tests := []struct {
-		since Since
+		since api.EventsSince
 		want  uint64
 	}{
-		{Since{Seq: 4}, 4},
-		{Since{Time: base.Add(150 * time.Second)}, 3}, // events 4.. are at or after 2m30s
-		{Since{Time: base.Add(-time.Hour)}, 0},
-		{Since{Time: base.Add(time.Hour)}, 6},
+		{api.EventsSince{Seq: 4}, 4},
+		{api.EventsSince{Time: base.Add(150 * time.Second)}, 3}, // events 4.. are at or after 2m30s
+		{api.EventsSince{Time: base.Add(-time.Hour)}, 0},
+		{api.EventsSince{Time: base.Add(time.Hour)}, 6},
 	}
 	for _, tt := range tests {
 		got, err := b.Resolve(tt.since)
@@ -240,63 +240,7 @@ func TestCloseEndsSubscriptions(t *testing.T) {
 	if _, err := sub.Next(context.Background()); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Next after Close = %v, want ErrClosed", err)
 	}
-	if e := b.Publish(Event{Type: SessionLost}); e.Seq != 0 {
+	if e := b.Publish(api.Event{Type: api.EventSessionLost}); e.Seq != 0 {
 		t.Errorf("publish after close numbered the event %d", e.Seq)
-	}
-}
-
-func TestParseSince(t *testing.T) {
-	now := time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)
-	tests := []struct {
-		in   string
-		want Since
-		err  bool
-	}{
-		{in: "42", want: Since{Seq: 42}},
-		{in: "0", want: Since{}},
-		{in: "10m", want: Since{Time: now.Add(-10 * time.Minute)}},
-		{in: "2026-05-06T07:00:00Z", want: Since{Time: time.Date(2026, 5, 6, 7, 0, 0, 0, time.UTC)}},
-		{in: "-5m", err: true},
-		{in: "yesterday", err: true},
-	}
-	for _, tt := range tests {
-		got, err := ParseSince(tt.in, now)
-		if (err != nil) != tt.err {
-			t.Fatalf("ParseSince(%q) error = %v, want error %v", tt.in, err, tt.err)
-		}
-		if !tt.err && (got.Seq != tt.want.Seq || !got.Time.Equal(tt.want.Time)) {
-			t.Errorf("ParseSince(%q) = %+v, want %+v", tt.in, got, tt.want)
-		}
-	}
-}
-
-func TestFilter(t *testing.T) {
-	tests := []struct {
-		patterns []string
-		typ      string
-		want     bool
-	}{
-		{nil, SessionStopped, true},
-		{[]string{SessionStopped}, SessionStopped, true},
-		{[]string{SessionStopped}, SessionStarted, false},
-		{[]string{"lock.*"}, LockReleased, true},
-		{[]string{"lock"}, LockAcquired, true},
-		{[]string{"lock"}, SessionLost, false},
-		{[]string{"session.*", "hook"}, HookFailed, true},
-		{[]string{"fuse.*"}, "fusex.expired", false},
-	}
-	for _, tt := range tests {
-		f, err := ParseFilter(tt.patterns)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := f.Match(tt.typ); got != tt.want {
-			t.Errorf("Filter%v.Match(%q) = %v, want %v", tt.patterns, tt.typ, got, tt.want)
-		}
-	}
-	for _, bad := range []string{"session.stoped", "locks", "x.*"} {
-		if _, err := ParseFilter([]string{bad}); err == nil {
-			t.Errorf("ParseFilter(%q) accepted a type that does not exist", bad)
-		}
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/agentctl/agentctl/api"
 )
 
 // DefaultJournalBytes is the size at which the journal rotates. Two files
@@ -112,7 +114,7 @@ func lineSeq(line []byte) (uint64, bool) {
 }
 
 // append writes e as one line, rotating first when the file is full.
-func (j *journal) append(e Event) error {
+func (j *journal) append(e api.Event) error {
 	b, err := json.Marshal(e)
 	if err != nil {
 		return fmt.Errorf("encode event %d: %w", e.Seq, err)
@@ -176,7 +178,7 @@ func (j *journal) files() ([]*os.File, error) {
 }
 
 // read calls fn for each event with after < Seq <= upto, in order.
-func (j *journal) read(after, upto uint64, fn func(Event) error) error {
+func (j *journal) read(after, upto uint64, fn func(api.Event) error) error {
 	if after >= upto {
 		return nil
 	}
@@ -206,7 +208,7 @@ func (j *journal) read(after, upto uint64, fn func(Event) error) error {
 			if seq > upto {
 				return nil
 			}
-			var e Event
+			var e api.Event
 			if err := json.Unmarshal(bytes.TrimSpace(line), &e); err != nil {
 				continue
 			}
@@ -223,7 +225,7 @@ func (j *journal) read(after, upto uint64, fn func(Event) error) error {
 // after t, and a replay from 0 reports them as missing.
 func (j *journal) seqBefore(t time.Time, upto uint64) (uint64, error) {
 	var before uint64
-	err := j.read(0, upto, func(e Event) error {
+	err := j.read(0, upto, func(e api.Event) error {
 		if e.Timestamp.Before(t) {
 			before = e.Seq
 		}

@@ -32,6 +32,20 @@ const DefaultScriptTimeout = 120 * time.Second
 // ErrNoFuse is returned for a directory without a fuse.
 var ErrNoFuse = errors.New("no active fuse")
 
+// ErrInvalid marks a request that can never succeed as asked (a ttl that is
+// not positive, a webhook that is not an http URL).
+var ErrInvalid = errors.New("invalid fuse request")
+
+// invalidf is an ErrInvalid with a message of its own.
+func invalidf(format string, args ...any) error {
+	return invalidError(fmt.Sprintf(format, args...))
+}
+
+type invalidError string
+
+func (e invalidError) Error() string        { return string(e) }
+func (e invalidError) Is(target error) bool { return target == ErrInvalid }
+
 // Action is what a fuse does when it expires.
 type Action struct {
 	Script  string `json:"script,omitempty"`
@@ -269,11 +283,11 @@ func (e *Engine) Set(req SetRequest) (Fuse, error) {
 		return Fuse{}, err
 	}
 	if req.TTL <= 0 {
-		return Fuse{}, fmt.Errorf("set fuse on %s: the ttl must be positive, got %s", dir, req.TTL)
+		return Fuse{}, invalidf("set fuse on %s: the ttl must be positive, got %s", dir, req.TTL)
 	}
 	if req.Webhook != "" {
 		if u, err := url.Parse(req.Webhook); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return Fuse{}, fmt.Errorf("set fuse on %s: webhook %q must be an http or https URL", dir, req.Webhook)
+			return Fuse{}, invalidf("set fuse on %s: webhook %q must be an http or https URL", dir, req.Webhook)
 		}
 	}
 	now := e.opts.Clock().UTC()
@@ -314,7 +328,7 @@ func (e *Engine) Extend(dir string, ttl time.Duration) (Fuse, error) {
 		return Fuse{}, err
 	}
 	if ttl < 0 {
-		return Fuse{}, fmt.Errorf("extend fuse on %s: the ttl must be positive, got %s", dir, ttl)
+		return Fuse{}, invalidf("extend fuse on %s: the ttl must be positive, got %s", dir, ttl)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -3,11 +3,9 @@ package webhook
 import (
 	"strings"
 	"time"
-	"unicode/utf8"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/internal/text"
 )
 
 // Hook types, the payload's hook_type.
@@ -51,7 +49,7 @@ func SessionEnded(s api.Session, now time.Time) Payload {
 		Adapter:   s.Adapter,
 		Status:    string(s.Status),
 		Signal:    s.Signal,
-		Summary:   truncate(summaryOf(s), summaryLen),
+		Summary:   text.TruncateRunes(summaryOf(s), summaryLen),
 		Meta:      map[string]any{},
 		Timestamp: now.UTC().Format(time.RFC3339Nano),
 	}
@@ -66,15 +64,8 @@ func SessionEnded(s api.Session, now time.Time) Payload {
 	if !start.IsZero() {
 		p.DurationSeconds = max(int64(end.Sub(start).Round(time.Second)/time.Second), 0)
 	}
-	switch {
-	case s.ExitCode != nil:
-		code := *s.ExitCode
+	if code, ok := s.ExitStatus(); ok {
 		p.ExitStatus = &code
-	case s.Signal != "":
-		if n := unix.SignalNum(s.Signal); n != 0 {
-			code := 128 + int(n)
-			p.ExitStatus = &code
-		}
 	}
 	for k, v := range s.Labels {
 		p.Meta[k] = v
@@ -121,7 +112,7 @@ func FuseExpired(f FuseExpiry) Payload {
 		SessionID:       f.SessionID,
 		Cwd:             f.Directory,
 		DurationSeconds: int64(f.TTL / time.Second),
-		Summary:         truncate(f.Label, summaryLen),
+		Summary:         text.TruncateRunes(f.Label, summaryLen),
 		Meta:            map[string]any{"directory": f.Directory},
 		Timestamp:       f.ExpiredAt.UTC().Format(time.RFC3339Nano),
 	}
@@ -144,12 +135,4 @@ type FusePayload struct {
 // FuseOwnPayload builds the body for a fuse's own webhook.
 func FuseOwnPayload(f FuseExpiry) FusePayload {
 	return FusePayload{Type: HookFuseExpired, Directory: f.Directory, SessionID: f.SessionID, Label: f.Label, ExpiredAt: f.ExpiredAt.UTC().Format(time.RFC3339Nano)}
-}
-
-// truncate keeps the first n characters of s, never splitting one.
-func truncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n])
 }

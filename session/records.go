@@ -1,4 +1,4 @@
-package supervisor
+package session
 
 import (
 	"encoding/json"
@@ -11,12 +11,11 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/home"
 	"github.com/agentctl/agentctl/internal/atomicfile"
+	"github.com/agentctl/agentctl/internal/text"
 	"github.com/agentctl/agentctl/spawn"
 )
-
-// nativeFile records a native session id learned after the start.
-const nativeFile = "native.json"
 
 type nativeRecord struct {
 	NativeID string `json:"native_id"`
@@ -30,14 +29,14 @@ const incompleteGrace = time.Minute
 // again, so their derived view is kept; running ones are re-derived on every
 // read. Nothing here is the truth: the folders are.
 type records struct {
-	home Home
+	home home.Home
 
 	mu    sync.Mutex
 	ended map[string]api.Session
 }
 
-func newRecords(home Home) *records {
-	return &records{home: home, ended: map[string]api.Session{}}
+func newRecords(h home.Home) *records {
+	return &records{home: h, ended: map[string]api.Session{}}
 }
 
 // ids lists the session folders' names.
@@ -51,18 +50,18 @@ func (r *records) ids() ([]string, error) {
 	}
 	out := make([]string, 0, len(ents))
 	for _, e := range ents {
-		if e.IsDir() && ValidID(e.Name()) {
+		if e.IsDir() && home.ValidID(e.Name()) {
 			out = append(out, e.Name())
 		}
 	}
 	return out, nil
 }
 
-// errIncomplete marks a folder whose start is still in progress.
-var errIncomplete = errors.New("session start in progress")
+// ErrIncomplete marks a folder whose start is still in progress.
+var ErrIncomplete = errors.New("session start in progress")
 
 // get derives one session. A folder without launch.json that is young is
-// errIncomplete; a record that does not parse is an error naming the file.
+// ErrIncomplete; a record that does not parse is an error naming the file.
 func (r *records) get(id string) (api.Session, error) {
 	r.mu.Lock()
 	s, ok := r.ended[id]
@@ -76,12 +75,12 @@ func (r *records) get(id string) (api.Session, error) {
 		if errors.Is(err, os.ErrNotExist) {
 			st, serr := os.Stat(dir)
 			if serr != nil {
-				return api.Session{}, api.Errorf(api.CodeNotFound, "no session %s", id)
+				return api.Session{}, faultf(ErrNotFound, "no session %s", id)
 			}
 			if time.Since(st.ModTime()) < incompleteGrace {
-				return api.Session{}, errIncomplete
+				return api.Session{}, ErrIncomplete
 			}
-			return api.Session{}, fmt.Errorf("session %s has no launch record (%s missing): its start failed; remove it with `agentctl prune`", id, spawn.LaunchFile)
+			return api.Session{}, fmt.Errorf("session %s has no launch record (%s missing): its start failed; remove it with `agentctl prune`", id, home.LaunchFile)
 		}
 		return api.Session{}, fmt.Errorf("session %s: %w", id, err)
 	}
@@ -92,7 +91,7 @@ func (r *records) get(id string) (api.Session, error) {
 	s = sessionFromState(state)
 	if s.NativeID == "" {
 		var n nativeRecord
-		if b, err := os.ReadFile(filepath.Join(dir, nativeFile)); err == nil && json.Unmarshal(b, &n) == nil {
+		if b, err := os.ReadFile(filepath.Join(dir, home.NativeFile)); err == nil && json.Unmarshal(b, &n) == nil {
 			s.NativeID = n.NativeID
 		}
 	}
@@ -109,7 +108,7 @@ func (r *records) setNativeID(id, nativeID string) error {
 	r.mu.Lock()
 	delete(r.ended, id)
 	r.mu.Unlock()
-	return atomicfile.WriteJSON(filepath.Join(r.home.SessionDir(id), nativeFile), nativeRecord{NativeID: nativeID}, 0o600)
+	return atomicfile.WriteJSON(filepath.Join(r.home.SessionDir(id), home.NativeFile), nativeRecord{NativeID: nativeID}, 0o600)
 }
 
 // forget drops a removed session from the cache.
@@ -130,7 +129,7 @@ func (r *records) all() ([]api.Session, []string, error) {
 	for _, id := range ids {
 		s, err := r.get(id)
 		if err != nil {
-			if errors.Is(err, errIncomplete) || api.CodeOf(err) == api.CodeNotFound {
+			if errors.Is(err, ErrIncomplete) || errors.Is(err, ErrNotFound) {
 				continue
 			}
 			warnings = append(warnings, err.Error())
@@ -144,8 +143,8 @@ func (r *records) all() ([]api.Session, []string, error) {
 
 // resolve turns a unique prefix of a launched session's id into the id.
 func (r *records) resolve(prefix string) (string, error) {
-	if !ValidID(prefix) {
-		return "", api.Errorf(api.CodeInvalid, "%q is not a valid session id", prefix)
+	if !home.ValidID(prefix) {
+		return "", faultf(ErrInvalid, "%q is not a valid session id", prefix)
 	}
 	ids, err := r.ids()
 	if err != nil {
@@ -170,7 +169,7 @@ func sessionFromState(st spawn.State) api.Session {
 		Command:   rec.Argv,
 		NativeID:  rec.NativeID,
 		Model:     rec.Model,
-		Prompt:    truncate(rec.Prompt, 200),
+		Prompt:    text.Truncate(rec.Prompt, maxPromptShown),
 		Labels:    rec.Labels,
 	}
 	if s.Adapter == "" {
@@ -180,41 +179,16 @@ func sessionFromState(st spawn.State) api.Session {
 		t := rec.Process.StartTime
 		s.StartTime = &t
 	}
-	switch {
-	case st.Exit != nil:
+	if st.Exit != nil {
 		t := st.Exit.EndedAt
 		s.EndedAt = &t
 		s.ExitCode = st.Exit.ExitCode
 		s.Signal = st.Exit.Signal
-		s.Status = api.StatusExited
-		if st.Exit.Signal != "" {
-			s.Status = api.StatusKilled
-		}
-	case st.Running:
-		s.Status = api.StatusRunning
-	default:
-		s.Status = api.StatusLost
-		if st.ShimAlive {
-			// The agent is gone and its monitor is finishing: the exit
-			// record is moments away. Say so rather than guess.
-			s.Status = api.StatusUnknown
-			s.Warnings = append(s.Warnings, "the agent has ended; its exit record is being written")
-		} else {
-			s.Warnings = append(s.Warnings, "the process is gone and left no exit record (its monitor was killed)")
-		}
+	}
+	var warning string
+	s.Status, warning = launchedStatus(st)
+	if warning != "" {
+		s.Warnings = append(s.Warnings, warning)
 	}
 	return s
 }
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut]
-}
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -1,9 +1,11 @@
-package spawn
+// Package envvar handles environments as "KEY=VALUE" lists: lookups,
+// overrides, and the rule for which values are credentials.
+package envvar
 
 import "strings"
 
-// EnvValue returns the last value of key in env.
-func EnvValue(env []string, key string) string {
+// Value returns the last value of key in env.
+func Value(env []string, key string) string {
 	v := ""
 	for _, kv := range env {
 		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
@@ -13,8 +15,8 @@ func EnvValue(env []string, key string) string {
 	return v
 }
 
-// MergeEnv applies overrides ("K=V") on top of base, keeping base's order.
-func MergeEnv(base []string, overrides ...string) []string {
+// Merge applies overrides ("K=V") on top of base, keeping base's order.
+func Merge(base []string, overrides ...string) []string {
 	idx := make(map[string]int, len(base))
 	out := make([]string, 0, len(base)+len(overrides))
 	for _, kv := range append(append([]string(nil), base...), overrides...) {
@@ -29,8 +31,8 @@ func MergeEnv(base []string, overrides ...string) []string {
 	return out
 }
 
-// EnvKeys returns the names in env.
-func EnvKeys(env []string) []string {
+// Keys returns the names in env.
+func Keys(env []string) []string {
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
@@ -39,9 +41,9 @@ func EnvKeys(env []string) []string {
 	return out
 }
 
-// SecretName reports whether an environment variable's name says it holds a
+// IsSecret reports whether an environment variable's name says it holds a
 // credential. Such values are never written to agentctl's records.
-func SecretName(key string) bool {
+func IsSecret(key string) bool {
 	k := strings.ToUpper(key)
 	for _, w := range []string{"TOKEN", "SECRET", "KEY", "PASSWORD", "PASSWD", "AUTH", "CREDENTIAL", "COOKIE"} {
 		if strings.Contains(k, w) {
@@ -51,12 +53,12 @@ func SecretName(key string) bool {
 	return false
 }
 
-// WithoutSecrets returns env less the variables SecretName flags.
+// WithoutSecrets returns env less the variables IsSecret flags.
 func WithoutSecrets(env []string) []string {
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
-		if !SecretName(k) {
+		if !IsSecret(k) {
 			out = append(out, kv)
 		}
 	}

@@ -1,4 +1,4 @@
-package supervisor
+package client
 
 import (
 	"bufio"
@@ -10,12 +10,7 @@ import (
 	"strconv"
 
 	"github.com/agentctl/agentctl/api"
-	"github.com/agentctl/agentctl/supervisor/events"
 )
-
-// HeaderEventsAfter, on an event stream's answer, is the sequence number
-// the stream starts after: reconnect with it to miss nothing.
-const HeaderEventsAfter = "X-Agentctl-Events-After"
 
 // Locks lists the directory locks.
 func (c *Client) Locks(ctx context.Context) ([]api.Lock, error) {
@@ -69,7 +64,7 @@ func (c *Client) CancelFuse(ctx context.Context, dir string) (api.Fuse, error) {
 // EventOptions select an event stream.
 type EventOptions struct {
 	// Since is where the stream starts: a sequence number, a duration or
-	// an RFC 3339 time (see events.ParseSince); "" means from now.
+	// an RFC 3339 time (see api.ParseEventsSince); "" means from now.
 	Since string
 	Types []string
 }
@@ -78,7 +73,7 @@ type EventOptions struct {
 // (the service stopped: reconnect with Since set to the last sequence
 // number seen, or to what started reports when none was seen). started is
 // called once the stream is open, with the sequence number it starts after.
-func (c *Client) Events(ctx context.Context, o EventOptions, started func(after uint64), fn func(events.Event) error) error {
+func (c *Client) Events(ctx context.Context, o EventOptions, started func(after uint64), fn func(api.Event) error) error {
 	q := url.Values{}
 	if o.Since != "" {
 		q.Set("since", o.Since)
@@ -92,13 +87,13 @@ func (c *Client) Events(ctx context.Context, o EventOptions, started func(after 
 	}
 	defer resp.Body.Close()
 	if started != nil {
-		after, _ := strconv.ParseUint(resp.Header.Get(HeaderEventsAfter), 10, 64)
+		after, _ := strconv.ParseUint(resp.Header.Get(api.HeaderEventsAfter), 10, 64)
 		started(after)
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
 	for sc.Scan() {
-		var e events.Event
+		var e api.Event
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			return fmt.Errorf("read event stream: %w", err)
 		}

@@ -1,7 +1,7 @@
-// Package supervisor is the agentctl service: the API on a unix socket, the
-// session view (launch records ⊕ liveness ⊕ adapter discovery), and the
-// client the CLI uses to talk to it.
-package supervisor
+// Package home is the on-disk layout of agentctl's state: $AGENTCTL_HOME,
+// its files, the session folders and the names of the files in them, and
+// session ids. It reads and writes nothing but folders.
+package home
 
 import (
 	"crypto/rand"
@@ -16,8 +16,8 @@ import (
 // Home is the agentctl state directory ($AGENTCTL_HOME, default ~/.agentctl).
 type Home string
 
-// DefaultHome resolves AGENTCTL_HOME or ~/.agentctl.
-func DefaultHome() (Home, error) {
+// Default resolves AGENTCTL_HOME or ~/.agentctl.
+func Default() (Home, error) {
 	if h := os.Getenv("AGENTCTL_HOME"); h != "" {
 		abs, err := filepath.Abs(h)
 		if err != nil {
@@ -31,6 +31,29 @@ func DefaultHome() (Home, error) {
 	}
 	return Home(filepath.Join(dir, ".agentctl")), nil
 }
+
+// File names inside a session's folder.
+const (
+	// LaunchFile is what was launched, written once by the session's
+	// monitor after the exec succeeded.
+	LaunchFile = "launch.json"
+	// ExitFile is written once by the monitor when the agent ended.
+	ExitFile = "exit.json"
+	// LogFile is the raw terminal output (rotated).
+	LogFile = "output.log"
+	// SocketFile is the monitor's attach and control socket.
+	SocketFile = "attach.sock"
+	// ShimLog is the monitor's own log.
+	ShimLog = "shim.log"
+	// NativeFile records a native session id learned after the start.
+	NativeFile = "native.json"
+	// LifecycleFile is what a session asked of the service before it
+	// started (its lock and hooks), read again when it ends.
+	LifecycleFile = "lifecycle.json"
+	// EndedFile marks a session's end as announced, so a restarted service
+	// does not announce it again.
+	EndedFile = "ended.json"
+)
 
 // Socket is the service's unix socket.
 func (h Home) Socket() string { return filepath.Join(string(h), "agentctl.sock") }

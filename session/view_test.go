@@ -1,10 +1,9 @@
-package supervisor
+package session
 
 import (
 	"context"
 	"errors"
 	"slices"
-	"sort"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,60 +13,23 @@ import (
 	"github.com/agentctl/agentctl/api"
 )
 
-func TestNewIDSortsByTimeAndIsValid(t *testing.T) {
-	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	var ids []string
-	for i := 0; i < 50; i++ {
-		id := NewID(t0.Add(time.Duration(i) * time.Millisecond))
-		if len(id) != 26 || !ValidID(id) {
-			t.Fatalf("NewID = %q: want 26 valid characters", id)
-		}
-		ids = append(ids, id)
-	}
-	if !sort.StringsAreSorted(ids) {
-		t.Fatal("ids made later do not sort later")
-	}
-	if a, b := NewID(t0), NewID(t0); a == b {
-		t.Fatal("two ids in the same millisecond are equal")
-	}
-}
-
-func TestValidID(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want bool
-	}{
-		{"01m80z8s3mhrm5", true},
-		{"abc-DEF_1.2", true},
-		{"", false},
-		{"..", false},
-		{".hidden", false},
-		{"a/b", false},
-		{"../../etc", false},
-		{"a b", false},
-		{strings.Repeat("a", 129), false},
-	} {
-		if got := ValidID(tc.in); got != tc.want {
-			t.Errorf("ValidID(%q) = %v, want %v", tc.in, got, tc.want)
-		}
-	}
-}
-
 func TestResolvePrefix(t *testing.T) {
 	ids := []string{"01aaa1", "01aaa2", "01bbb1"}
+	var ambiguous *AmbiguousError
 	tests := []struct {
-		prefix, want, code string
+		prefix, want string
+		fails        func(error) bool
 	}{
-		{"01b", "01bbb1", ""},
-		{"01aaa2", "01aaa2", ""},
-		{"01a", "", api.CodeAmbiguous},
-		{"zz", "", api.CodeNotFound},
+		{"01b", "01bbb1", nil},
+		{"01aaa2", "01aaa2", nil},
+		{"01a", "", func(err error) bool { return errors.As(err, &ambiguous) }},
+		{"zz", "", func(err error) bool { return errors.Is(err, ErrNotFound) }},
 	}
 	for _, tc := range tests {
 		got, err := resolvePrefix(tc.prefix, ids)
-		if tc.code != "" {
-			if api.CodeOf(err) != tc.code {
-				t.Errorf("resolvePrefix(%q) error %v, want code %s", tc.prefix, err, tc.code)
+		if tc.fails != nil {
+			if !tc.fails(err) {
+				t.Errorf("resolvePrefix(%q) error %v, not the kind expected", tc.prefix, err)
 			}
 			continue
 		}
@@ -76,16 +38,10 @@ func TestResolvePrefix(t *testing.T) {
 		}
 	}
 	_, err := resolvePrefix("01a", ids)
-	var e *api.Error
-	if !asAPIError(err, &e) || len(e.Candidates) != 2 {
+	var e *AmbiguousError
+	if !errors.As(err, &e) || len(e.Candidates) != 2 {
 		t.Errorf("ambiguous error lists %v, want both candidates", err)
 	}
-}
-
-func asAPIError(err error, e **api.Error) bool {
-	ae, ok := err.(*api.Error)
-	*e = ae
-	return ok
 }
 
 func TestMerge(t *testing.T) {

@@ -1,0 +1,374 @@
+// Package client is the CLI's side of the agentctl API: it reaches the
+// service on its unix socket (starting it when nothing answers, unless told
+// not to), sends every request, and decodes the streams. It offers the same
+// session operations as the service's session core (Sessions).
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/home"
+	units "github.com/agentctl/agentctl/service"
+)
+
+// Sessions is what can be asked about and done to sessions, wherever they
+// are: the service's session core answers it in-process, a Client over the
+// socket. Views (the live view, several hosts) are written against it.
+type Sessions interface {
+	Launch(ctx context.Context, req api.RunRequest) (api.Session, error)
+	List(ctx context.Context, o api.ListOptions) (api.SessionList, error)
+	Get(ctx context.Context, id string) (api.Session, error)
+	Stop(ctx context.Context, id string, req api.StopRequest) (api.Session, error)
+	Input(ctx context.Context, id string, data []byte) (api.Session, error)
+	Transcript(ctx context.Context, id string, n int) (api.Transcript, error)
+	Logs(ctx context.Context, id string, o api.LogOptions, emit func(api.LogChunk) error) error
+}
+
+var _ Sessions = (*Client)(nil)
+
+// Client talks to the service over its unix socket, starting it first when
+// nothing answers (unless autostart is off).
+type Client struct {
+	home      home.Home
+	exe       string
+	autostart bool
+	http      *http.Client
+}
+
+// ErrNoService means the service is not running and was not started.
+var ErrNoService = errors.New("the agentctl service is not running")
+
+// New returns a client for h. exe is the agentctl binary used to start the
+// service; autostart says whether to.
+func New(h home.Home, exe string, autostart bool) *Client {
+	c := &Client{home: h, exe: exe, autostart: autostart}
+	tr := &http.Transport{
+		DialContext:     func(ctx context.Context, _, _ string) (net.Conn, error) { return c.dial(ctx) },
+		MaxIdleConns:    4,
+		IdleConnTimeout: 30 * time.Second,
+	}
+	c.http = &http.Client{Transport: tr}
+	return c
+}
+
+// Home is the state directory the client talks about.
+func (c *Client) Home() home.Home { return c.home }
+
+// dial connects to the service: one dial when it runs; when nothing
+// listens, the service is started (if allowed) and dialled again.
+func (c *Client) dial(ctx context.Context) (net.Conn, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", c.home.Socket())
+	if err == nil {
+		return conn, nil
+	}
+	if !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.ECONNREFUSED) {
+		return nil, &dialError{fmt.Errorf("talk to the agentctl service at %s: %w", c.home.Socket(), err)}
+	}
+	if !c.autostart {
+		return nil, &dialError{fmt.Errorf("%w (socket %s); start it with `agentctl daemon start` or unset AGENTCTL_NO_AUTOSTART", ErrNoService, c.home.Socket())}
+	}
+	if _, err := c.Start(ctx); err != nil {
+		return nil, &dialError{err}
+	}
+	if conn, err = d.DialContext(ctx, "unix", c.home.Socket()); err != nil {
+		return nil, &dialError{fmt.Errorf("talk to the agentctl service at %s: %w", c.home.Socket(), err)}
+	}
+	return conn, nil
+}
+
+// dialError is a failure to reach the service, which says all there is to
+// say without the request around it.
+type dialError struct{ err error }
+
+func (e *dialError) Error() string { return e.err.Error() }
+func (e *dialError) Unwrap() error { return e.err }
+
+// alive reports whether the service answers on its socket.
+func (c *Client) alive(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", c.home.Socket())
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	return true
+}
+
+// Start makes sure the service runs: it starts `agentctl daemon run`
+// detached from the caller (its own session, no inherited descriptors,
+// output to the home's daemon.log) unless one answers already, and returns
+// once the socket answers. started says whether this call started it.
+func (c *Client) Start(ctx context.Context) (started bool, err error) {
+	if c.alive(ctx) {
+		return false, nil
+	}
+	// An installed unit serving this home is started through its manager:
+	// a service spawned here while the unit restarts would take the lock
+	// and make the unit fail on every restart.
+	if handled, err := units.StartInstalled(ctx, string(c.home)); handled || err != nil {
+		return handled && err == nil, err
+	}
+	if err := c.home.Ensure(); err != nil {
+		return false, err
+	}
+	logf, err := os.OpenFile(c.home.DaemonLog(), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return false, fmt.Errorf("start the agentctl service: %w", err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(c.exe, "daemon", "run")
+	cmd.Dir = "/"
+	cmd.Env = append(os.Environ(), "AGENTCTL_HOME="+string(c.home))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return false, fmt.Errorf("start the agentctl service (%s daemon run): %w", c.exe, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if c.alive(ctx) {
+			// The service runs on without us; cmd.Wait's goroutine ends
+			// with this process.
+			return true, nil
+		}
+		select {
+		case err := <-exited:
+			// Another client may have started it at the same moment: the
+			// loser exits because the lock is taken. Give the winner time.
+			for i := 0; i < 200 && !c.alive(ctx); i++ {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if c.alive(ctx) {
+				return false, nil
+			}
+			return false, fmt.Errorf("the agentctl service exited at start (%v); see %s", err, c.home.DaemonLog())
+		case <-deadline.C:
+			return false, fmt.Errorf("the agentctl service did not answer within 10s; see %s", c.home.DaemonLog())
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// WaitStopped returns once no service holds the home's lock: the kernel
+// drops the lock when the service's process ends.
+func (c *Client) WaitStopped(ctx context.Context) error {
+	f, err := os.OpenFile(c.home.LockFile(), os.O_RDONLY, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("watch the service's lock %s: %w", c.home.LockFile(), err)
+	}
+	defer f.Close()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB); err == nil {
+			unix.Flock(int(f.Fd()), unix.LOCK_UN)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// do sends one request and decodes the answer into out.
+func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
+	resp, err := c.send(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		io.Copy(io.Discard, resp.Body)
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("read the service's answer to %s %s: %w", method, path, err)
+	}
+	return nil
+}
+
+// send performs a request and turns error answers into *api.Error.
+func (c *Client) send(ctx context.Context, method, path string, body any) (*http.Response, error) {
+	req, err := c.request(ctx, method, path, body)
+	if err != nil {
+		return nil, err
+	}
+	return c.sendRequest(req)
+}
+
+func (c *Client) sendRequest(req *http.Request) (*http.Response, error) {
+	resp, err := c.http.Do(req)
+	if err != nil {
+		var de *dialError
+		if errors.As(err, &de) {
+			return nil, de.err
+		}
+		return nil, fmt.Errorf("talk to the agentctl service at %s: %w", c.home.Socket(), err)
+	}
+	if resp.StatusCode >= 300 && resp.StatusCode != http.StatusSwitchingProtocols {
+		defer resp.Body.Close()
+		return nil, errorOf(resp)
+	}
+	return resp, nil
+}
+
+func (c *Client) request(ctx context.Context, method, path string, body any) (*http.Request, error) {
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://agentctl"+path, r)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return req, nil
+}
+
+// errorOf decodes an error answer.
+func errorOf(resp *http.Response) error {
+	var e api.Error
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&e); err != nil || e.Code == "" {
+		return fmt.Errorf("the agentctl service answered %s", resp.Status)
+	}
+	return &e
+}
+
+func sessionPath(id string, rest string) string {
+	return "/v1/sessions/" + url.PathEscape(id) + rest
+}
+
+// Launch starts a session.
+func (c *Client) Launch(ctx context.Context, req api.RunRequest) (api.Session, error) {
+	var s api.Session
+	err := c.do(ctx, http.MethodPost, "/v1/sessions", req, &s)
+	return s, err
+}
+
+// List returns sessions.
+func (c *Client) List(ctx context.Context, o api.ListOptions) (api.SessionList, error) {
+	var out api.SessionList
+	err := c.do(ctx, http.MethodGet, "/v1/sessions?"+o.Query().Encode(), nil, &out)
+	return out, err
+}
+
+// Get returns one session by id or unique prefix.
+func (c *Client) Get(ctx context.Context, id string) (api.Session, error) {
+	var s api.Session
+	err := c.do(ctx, http.MethodGet, sessionPath(id, ""), nil, &s)
+	return s, err
+}
+
+// Stop stops a session and returns its final state.
+func (c *Client) Stop(ctx context.Context, id string, req api.StopRequest) (api.Session, error) {
+	var s api.Session
+	err := c.do(ctx, http.MethodPost, sessionPath(id, "/stop"), req, &s)
+	return s, err
+}
+
+// Input writes to a session's terminal.
+func (c *Client) Input(ctx context.Context, id string, data []byte) (api.Session, error) {
+	var s api.Session
+	err := c.do(ctx, http.MethodPost, sessionPath(id, "/input"), api.InputRequest{Data: data}, &s)
+	return s, err
+}
+
+// Transcript returns the last n assistant messages.
+func (c *Client) Transcript(ctx context.Context, id string, n int) (api.Transcript, error) {
+	var t api.Transcript
+	err := c.do(ctx, http.MethodGet, sessionPath(id, "/transcript?n="+strconv.Itoa(n)), nil, &t)
+	return t, err
+}
+
+// Prune removes ended sessions older than d.
+func (c *Client) Prune(ctx context.Context, olderThan time.Duration) (api.PruneResult, error) {
+	var out api.PruneResult
+	req := api.PruneRequest{}
+	if olderThan > 0 {
+		req.OlderThan = olderThan.String()
+	}
+	err := c.do(ctx, http.MethodPost, "/v1/prune", req, &out)
+	return out, err
+}
+
+// DaemonStatus describes the running service.
+func (c *Client) DaemonStatus(ctx context.Context) (api.DaemonStatus, error) {
+	var out api.DaemonStatus
+	err := c.do(ctx, http.MethodGet, "/v1/daemon", nil, &out)
+	return out, err
+}
+
+// Shutdown asks the service to exit; sessions keep running.
+func (c *Client) Shutdown(ctx context.Context) (int, error) {
+	var out struct {
+		PID int `json:"pid"`
+	}
+	err := c.do(ctx, http.MethodPost, "/v1/daemon/shutdown", nil, &out)
+	return out.PID, err
+}
+
+// Logs streams a session's output to emit, chunk by chunk; the last chunk
+// has End set.
+func (c *Client) Logs(ctx context.Context, id string, o api.LogOptions, emit func(api.LogChunk) error) error {
+	resp, err := c.send(ctx, http.MethodGet, sessionPath(id, "/logs?"+o.Query().Encode()), nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	for sc.Scan() {
+		var ch api.LogChunk
+		if err := json.Unmarshal(sc.Bytes(), &ch); err != nil {
+			return fmt.Errorf("read log stream: %w", err)
+		}
+		if err := emit(ch); err != nil {
+			return err
+		}
+		if ch.End {
+			return nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("read log stream: %w", err)
+	}
+	return fmt.Errorf("the log stream ended early (the service stopped?)")
+}

@@ -1,0 +1,310 @@
+// Package session is the session core: the view of every session (launch
+// records ⊕ liveness ⊕ the adapters' native stores) and what can be done to
+// one (launch, stop, input, transcript, logs, attach). It knows nothing of
+// HTTP: the service routes each request to one call here, and the CLI's
+// client offers the same operations over the socket.
+package session
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/home"
+	"github.com/agentctl/agentctl/spawn"
+)
+
+// maxPromptShown bounds the prompt a session object carries.
+const maxPromptShown = 200
+
+// Options configure the core.
+type Options struct {
+	Home home.Home
+	// Exe is the agentctl binary each session's monitor runs as.
+	Exe      string
+	Adapters []adapters.Adapter
+	// DiscoveryTimeout bounds each adapter's discovery (default 3 s).
+	DiscoveryTimeout time.Duration
+	Logger           *slog.Logger
+	// Observers hear of launches and of the transitions the adapters show.
+	Observers []Observer
+	// Gate, when set, is asked before every launch (directory locks).
+	Gate Gate
+	// ObserveDiscovery, when set, hears how long each adapter took and
+	// whether it failed (metrics).
+	ObserveDiscovery func(adapter string, took time.Duration, err error)
+}
+
+// Observer hears what happens to sessions, as the core learns it.
+type Observer interface {
+	// Launched: a session this service started is running.
+	Launched(api.Session)
+	// Changed: a transition seen in the adapters' answers.
+	Changed(Change)
+}
+
+// Gate guards launches: it may refuse one (a locked directory), and hears
+// whether the start succeeded.
+type Gate interface {
+	// Reserve runs before the session's monitor starts; an error refuses
+	// the launch.
+	Reserve(id, dir, adapter string, req api.RunRequest) error
+	// Started hands what was reserved to the session's process.
+	Started(id string, rec spawn.Record, took time.Duration)
+	// Abandon undoes Reserve for a start that failed.
+	Abandon(id string)
+}
+
+// Core is the session core of one service.
+type Core struct {
+	opts    Options
+	log     *slog.Logger
+	records *records
+	disc    *discovery
+	moves   *transitions
+
+	// ctx bounds background work (learning native ids); wg waits for it.
+	ctx context.Context
+	wg  sync.WaitGroup
+}
+
+// New returns the core for opts.Home; background work it starts ends with
+// ctx (Wait waits for it).
+func New(ctx context.Context, opts Options) *Core {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.DiscoveryTimeout <= 0 {
+		opts.DiscoveryTimeout = 3 * time.Second
+	}
+	c := &Core{
+		opts:    opts,
+		log:     opts.Logger,
+		records: newRecords(opts.Home),
+		disc:    newDiscovery(opts.Adapters, opts.DiscoveryTimeout),
+		moves:   newTransitions(),
+		ctx:     ctx,
+	}
+	c.disc.observe = opts.ObserveDiscovery
+	return c
+}
+
+// Wait waits for the core's background work, once its context has ended.
+func (c *Core) Wait() { c.wg.Wait() }
+
+// Warm runs one discovery, so the first list after a start does not pay for
+// reading every store.
+func (c *Core) Warm(ctx context.Context) { c.disc.run(ctx) }
+
+// Launched derives one session this service started, from its folder.
+// ErrIncomplete means its start is still in progress.
+func (c *Core) Launched(id string) (api.Session, error) { return c.records.get(id) }
+
+// LaunchedIDs lists the session folders.
+func (c *Core) LaunchedIDs() ([]string, error) { return c.records.ids() }
+
+// AllLaunched derives every session this service started; unreadable
+// records become warnings.
+func (c *Core) AllLaunched() ([]api.Session, []string, error) { return c.records.all() }
+
+// Forget drops a removed session from what the core keeps.
+func (c *Core) Forget(id string) { c.records.forget(id); c.moves.forget(id) }
+
+// List is the merged view, narrowed and ordered oldest first.
+func (c *Core) List(ctx context.Context, o api.ListOptions) (api.SessionList, error) {
+	f, err := newFilter(o, time.Now())
+	if err != nil {
+		return api.SessionList{}, err
+	}
+	kept, warnings, err := c.sessions(ctx, f.keep)
+	if err != nil {
+		return api.SessionList{}, err
+	}
+	if kept == nil {
+		kept = []api.Session{}
+	}
+	sortByCreation(kept)
+	return api.SessionList{Sessions: kept, Warnings: warnings}, nil
+}
+
+// sessions is the merged view: launched sessions and those only adapters
+// know, those keep accepts (all when keep is nil). Every running session
+// passes the transitions detector, listed or not.
+func (c *Core) sessions(ctx context.Context, keep func(*api.Session) bool) ([]api.Session, []string, error) {
+	launched, warnings, err := c.records.all()
+	if err != nil {
+		return nil, nil, err
+	}
+	disc := c.disc.run(ctx)
+	seen := c.moves.begin()
+	all := merge(launched, disc, func(sess *api.Session) bool {
+		seen.activity(sess)
+		return keep == nil || keep(sess)
+	})
+	c.notify(seen.end())
+	return all, append(warnings, disc.warnings...), nil
+}
+
+// Get resolves an id or unique prefix to the merged session object, with
+// the warnings of the adapters it asked.
+func (c *Core) Get(ctx context.Context, prefix string) (api.Session, error) {
+	sess, warnings, err := c.lookup(ctx, prefix)
+	if err != nil {
+		return api.Session{}, err
+	}
+	sess.Warnings = append(sess.Warnings, warnings...)
+	return sess, nil
+}
+
+// lookup resolves an id or unique prefix to the merged session object and
+// the warnings of the discovery that vouched for it.
+func (c *Core) lookup(ctx context.Context, prefix string) (api.Session, []string, error) {
+	if !home.ValidID(prefix) {
+		return api.Session{}, nil, faultf(ErrInvalid, "%q is not a valid session id", prefix)
+	}
+	if id, err := c.records.resolve(prefix); err == nil {
+		sess, err := c.records.get(id)
+		if err != nil {
+			return api.Session{}, nil, err
+		}
+		if sess.NativeID == "" || c.disc.adapter(sess.Adapter) == nil {
+			return sess, nil, nil
+		}
+		merged, warnings := c.withNative(ctx, sess)
+		return merged, warnings, nil
+	} else if !errors.Is(err, ErrNotFound) {
+		return api.Session{}, nil, err
+	}
+	// Not launched here: maybe a session only an adapter knows.
+	all, warnings, err := c.sessions(ctx, func(sess *api.Session) bool {
+		return sess.Origin == api.OriginDiscovered && strings.HasPrefix(sess.ID, prefix)
+	})
+	if err != nil {
+		return api.Session{}, nil, err
+	}
+	ids := make([]string, 0, len(all))
+	byID := make(map[string]api.Session, len(all))
+	for _, sess := range all {
+		ids = append(ids, sess.ID)
+		byID[sess.ID] = sess
+	}
+	id, err := resolvePrefix(prefix, ids)
+	if err != nil {
+		return api.Session{}, warnings, err
+	}
+	return byID[id], warnings, nil
+}
+
+// withNative enriches one launched session from its own adapter alone, and
+// returns that adapter's warnings: a failing adapter says so everywhere.
+func (c *Core) withNative(ctx context.Context, sess api.Session) (api.Session, []string) {
+	found := c.disc.runOf(ctx, []adapters.Adapter{c.disc.adapter(sess.Adapter)})
+	for _, m := range merge([]api.Session{sess}, found, nil) {
+		if m.ID == sess.ID {
+			return m, found.warnings
+		}
+	}
+	return sess, found.warnings
+}
+
+func resolvePrefix(prefix string, ids []string) (string, error) {
+	var matches []string
+	for _, id := range ids {
+		if id == prefix {
+			return id, nil
+		}
+		if strings.HasPrefix(id, prefix) {
+			matches = append(matches, id)
+		}
+	}
+	switch len(matches) {
+	case 0:
+		return "", faultf(ErrNotFound, "no session matches %q (see `agentctl list -a`)", prefix)
+	case 1:
+		return matches[0], nil
+	}
+	return "", &AmbiguousError{Prefix: prefix, Candidates: matches}
+}
+
+// notify hands transitions to the observers.
+func (c *Core) notify(changes []Change) {
+	for _, ch := range changes {
+		for _, o := range c.opts.Observers {
+			o.Changed(ch)
+		}
+	}
+}
+
+// filter is what a list may be narrowed to.
+type filter struct {
+	all     bool
+	status  api.Status
+	adapter string
+	group   string
+	labels  map[string]string
+	since   time.Time
+}
+
+func newFilter(o api.ListOptions, now time.Time) (filter, error) {
+	f := filter{all: o.All, status: api.Status(o.Status), adapter: o.Adapter, group: o.Group}
+	for _, l := range o.Labels {
+		k, v, ok := strings.Cut(l, "=")
+		if !ok {
+			return f, faultf(ErrInvalid, "label filter %q: want KEY=VALUE", l)
+		}
+		if f.labels == nil {
+			f.labels = map[string]string{}
+		}
+		f.labels[k] = v
+	}
+	if o.Since < 0 {
+		return f, faultf(ErrInvalid, "since %s: a duration looks back and cannot be negative", o.Since)
+	}
+	since := o.Since
+	if since == 0 {
+		since = 7 * 24 * time.Hour
+	}
+	f.since = now.Add(-since)
+	return f, nil
+}
+
+func (f filter) keep(s *api.Session) bool {
+	switch {
+	case f.status != "":
+		if s.Status != f.status {
+			return false
+		}
+	case !f.all:
+		if s.Status != api.StatusRunning {
+			return false
+		}
+	}
+	if f.all && s.Status != api.StatusRunning {
+		last := s.CreatedAt
+		if s.EndedAt != nil {
+			last = *s.EndedAt
+		} else if s.LastActivity != nil {
+			last = *s.LastActivity
+		}
+		if last.Before(f.since) {
+			return false
+		}
+	}
+	if f.adapter != "" && s.Adapter != f.adapter {
+		return false
+	}
+	if f.group != "" && s.Group != f.group {
+		return false
+	}
+	for k, v := range f.labels {
+		if s.Labels[k] != v {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,218 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/home"
+	"github.com/agentctl/agentctl/logs"
+	"github.com/agentctl/agentctl/spawn"
+)
+
+// launchedDir resolves a session this service started, or explains why the
+// session has no folder here.
+func (c *Core) launchedDir(ctx context.Context, prefix string) (api.Session, string, error) {
+	sess, _, err := c.lookup(ctx, prefix)
+	if err != nil {
+		return api.Session{}, "", err
+	}
+	if sess.Origin != api.OriginLaunched {
+		return sess, "", faultf(ErrInvalid, "session %s was not started by agentctl, so it has no output log or terminal here", sess.ID)
+	}
+	return sess, c.opts.Home.SessionDir(sess.ID), nil
+}
+
+// Input writes data to a running session's terminal.
+func (c *Core) Input(ctx context.Context, id string, data []byte) (api.Session, error) {
+	sess, dir, err := c.launchedDir(ctx, id)
+	if err != nil {
+		return api.Session{}, err
+	}
+	if sess.Status != api.StatusRunning {
+		return api.Session{}, faultf(ErrNotRunning, "session %s is %s: it takes no input", sess.ID, sess.Status)
+	}
+	if err := spawn.SendInput(ctx, dir, data); err != nil {
+		return api.Session{}, fmt.Errorf("send input to %s: %w", sess.ID, err)
+	}
+	return sess, nil
+}
+
+// Attach joins a running session's terminal through its monitor.
+func (c *Core) Attach(ctx context.Context, id string, rows, cols uint16) (*spawn.Attachment, api.Session, error) {
+	sess, dir, err := c.launchedDir(ctx, id)
+	if err != nil {
+		return nil, sess, err
+	}
+	if sess.Status != api.StatusRunning {
+		return nil, sess, faultf(ErrNotRunning, "session %s is %s: nothing to attach to (see `agentctl logs %s`)", sess.ID, sess.Status, sess.ID)
+	}
+	at, err := spawn.Attach(ctx, dir, rows, cols)
+	if err != nil {
+		return nil, sess, fmt.Errorf("attach to %s: %w", sess.ID, err)
+	}
+	return at, sess, nil
+}
+
+// Logs hands a session's output to emit: the last o.Lines lines (all when
+// 0), then, with o.Follow, what it writes until it ends. The last chunk has
+// End set and, when followed, the session's final state.
+func (c *Core) Logs(ctx context.Context, id string, o api.LogOptions, emit func(api.LogChunk) error) error {
+	sess, dir, err := c.launchedDir(ctx, id)
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(dir, home.LogFile)
+	data, pos, err := logs.Tail(path, o.Lines)
+	if err != nil {
+		return err
+	}
+	var strip logs.Stripper
+	send := func(b []byte) error {
+		if o.Raw {
+			return emit(api.LogChunk{Data: b})
+		}
+		for _, line := range strip.Write(b) {
+			if err := emit(api.LogChunk{Text: line}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := send(data); err != nil {
+		return err
+	}
+	if o.Follow {
+		// The log ends when the session does, by the one status rule.
+		ended := func() bool {
+			s, err := c.records.get(sess.ID)
+			return err != nil || s.Status.Ended()
+		}
+		if err := logs.Follow(ctx, path, pos, ended, send); err != nil {
+			return err
+		}
+	}
+	if !o.Raw {
+		if last, ok := strip.Flush(); ok {
+			if err := emit(api.LogChunk{Text: last}); err != nil {
+				return err
+			}
+		}
+	}
+	if o.Follow {
+		if final, err := c.records.get(sess.ID); err == nil {
+			sess = final
+		}
+	}
+	return emit(api.LogChunk{End: true, Session: &sess})
+}
+
+// maxPeekMessages bounds how far back a peek looks for assistant messages.
+const maxPeekMessages = 4096
+
+// Transcript returns a session's last n assistant messages (at least one):
+// from the agent's own records where it has them, else the tail of the
+// output log of a session this service started.
+func (c *Core) Transcript(ctx context.Context, id string, n int) (api.Transcript, error) {
+	sess, warnings, err := c.lookup(ctx, id)
+	if err != nil {
+		return api.Transcript{}, err
+	}
+	n = max(n, 1)
+	out := api.Transcript{Session: sess, Warnings: warnings, Messages: []api.Message{}}
+	if a := c.disc.adapter(sess.Adapter); a != nil && sess.NativeID != "" {
+		assistant, err := lastAssistant(ctx, a, sess.NativeID, n)
+		if err != nil {
+			out.Warnings = append(out.Warnings, fmt.Sprintf("adapter %s: read transcript: %v", sess.Adapter, err))
+		} else if len(assistant) > 0 {
+			if len(assistant) > n {
+				assistant = assistant[len(assistant)-n:]
+			}
+			out.Source, out.Messages = "native", assistant
+			return out, nil
+		}
+	}
+	if sess.Origin != api.OriginLaunched {
+		out.Source = "native"
+		return out, nil
+	}
+	// Nothing from the agent's own records yet: the tail of its output.
+	data, _, err := logs.Tail(filepath.Join(c.opts.Home.SessionDir(sess.ID), home.LogFile), 40*n)
+	if err != nil {
+		return api.Transcript{}, err
+	}
+	out.Source = "log"
+	out.Messages = append(out.Messages, api.Message{Role: "output", Text: strings.Join(logs.StripLines(data), "\n")})
+	return out, nil
+}
+
+// lastAssistant returns the last n assistant messages of a native session.
+// It reads a bounded tail, enough for n assistant messages among the user
+// and tool entries around them, and reads further back only when a long
+// run of tool calls hides them.
+func lastAssistant(ctx context.Context, a adapters.Adapter, nativeID string, n int) ([]api.Message, error) {
+	for want := 8*n + 32; ; want *= 4 {
+		msgs, err := a.Transcript(ctx, nativeID, want)
+		if err != nil {
+			return nil, err
+		}
+		var assistant []api.Message
+		for _, m := range msgs {
+			if m.Role == "assistant" {
+				am := api.Message{Role: m.Role, Text: m.Text}
+				if !m.Time.IsZero() {
+					t := m.Time
+					am.Time = &t
+				}
+				assistant = append(assistant, am)
+			}
+		}
+		if len(assistant) >= n || len(msgs) < want || want >= maxPeekMessages {
+			return assistant, nil
+		}
+	}
+}
+
+// WatchAdapters follows every adapter that pushes changes (the OpenClaw
+// gateway), so their sessions' starts, ends and busy/idle changes reach the
+// observers as they happen rather than at the next list. It returns when
+// ctx ends.
+func (c *Core) WatchAdapters(ctx context.Context) {
+	for _, a := range c.opts.Adapters {
+		w, ok := a.(adapters.ChangeWatcher)
+		if !ok {
+			continue
+		}
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			changes, err := w.WatchChanges(ctx)
+			if err != nil {
+				c.log.Warn("adapter changes are not watched", "adapter", a.Name(), "err", err)
+				return
+			}
+			for {
+				var ch adapters.Change
+				select {
+				case <-ctx.Done():
+					return
+				case got, ok := <-changes:
+					if !ok {
+						return
+					}
+					ch = got
+				}
+				if ch.Err != nil {
+					c.log.Warn("adapter watch interrupted; it reconnects by itself", "adapter", a.Name(), "err", ch.Err)
+					continue
+				}
+				if ch.Session != nil {
+					c.notify(c.moves.pushed(fromNative(ch.Session, true)))
+				}
+			}
+		}()
+	}
+}

@@ -1,0 +1,221 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/home"
+	"github.com/agentctl/agentctl/internal/envvar"
+	"github.com/agentctl/agentctl/spawn"
+)
+
+// nativeIDTimeout bounds how long the service looks for a native id that
+// the adapter could not pre-assign.
+const nativeIDTimeout = 2 * time.Minute
+
+// Launch starts a session and returns it once the command is confirmed
+// started (the exec succeeded and launch.json is on disk). A caller that
+// goes away mid-launch does not cut it short: a half-started session would
+// be worse than an unread answer.
+func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, error) {
+	ctx = context.WithoutCancel(ctx)
+	if req.Cwd == "" || !filepath.IsAbs(req.Cwd) {
+		return api.Session{}, faultf(ErrInvalid, "working directory %q must be an absolute path", req.Cwd)
+	}
+	for _, kv := range req.EnvOverrides {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return api.Session{}, faultf(ErrInvalid, "--env %q: want KEY=VALUE", kv)
+		}
+	}
+	if req.ResumeOf != "" && !home.ValidID(req.ResumeOf) {
+		return api.Session{}, faultf(ErrInvalid, "resume_of %q is not a valid session id", req.ResumeOf)
+	}
+	// PWD follows the session's cwd, not the caller's: some agents
+	// (OpenCode) work in $PWD rather than in their real working directory.
+	env := envvar.Merge(envvar.Merge(req.Env, "PWD="+req.Cwd), req.EnvOverrides...)
+	now := time.Now().UTC()
+	id := home.NewID(now)
+	dir := c.opts.Home.SessionDir(id)
+	rec := spawn.Record{
+		ID: id, Adapter: req.Adapter, Name: req.Name, Group: req.Group, Labels: req.Labels,
+		Cwd: req.Cwd, Prompt: req.Prompt, Model: req.Model, ResumeOf: req.ResumeOf,
+		CreatedAt: now, Rows: req.Rows, Cols: req.Cols,
+		StopSignal: "SIGTERM",
+	}
+	rec.Adapter = canonicalAdapter(rec.Adapter)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return api.Session{}, fmt.Errorf("create session folder: %w", err)
+	}
+	if c.opts.Gate != nil {
+		if err := c.opts.Gate.Reserve(id, dir, rec.Adapter, req); err != nil {
+			os.RemoveAll(dir)
+			return api.Session{}, err
+		}
+	}
+	ok := false
+	defer func() {
+		if !ok && c.opts.Gate != nil {
+			c.opts.Gate.Abandon(id)
+		}
+	}()
+	spec := spawn.Spec{Env: env, ServiceLock: c.opts.Home.LockFile()}
+	var finder adapters.NativeIDFinder
+	if rec.Adapter == api.ExecAdapter {
+		if len(req.Command) == 0 {
+			os.RemoveAll(dir)
+			return api.Session{}, faultf(ErrInvalid, "no command given: agentctl run -- COMMAND [ARGS...]")
+		}
+		rec.Argv = req.Command
+	} else {
+		ls, f, err := c.adapterSpec(req, &rec, env, dir)
+		if err != nil {
+			os.RemoveAll(dir)
+			return api.Session{}, err
+		}
+		rec.Argv, spec.Env, spec.Stdin, rec.NativeID, spec.Path = ls.Argv, ls.Env, ls.Stdin, ls.NativeID, ls.Path
+		finder = f
+	}
+	rec.EnvKeys = envvar.Keys(spec.Env)
+	sort.Strings(rec.EnvKeys)
+	spec.Record = rec
+
+	began := time.Now()
+	started, err := spawn.Start(ctx, c.opts.Exe, dir, spec, nil)
+	if err != nil {
+		if errors.Is(err, spawn.ErrStart) {
+			os.RemoveAll(dir)
+			return api.Session{}, faultf(ErrSpawn, "%s", strings.TrimPrefix(err.Error(), spawn.ErrStart.Error()+": "))
+		}
+		return api.Session{}, err
+	}
+	ok = true
+	if c.opts.Gate != nil {
+		c.opts.Gate.Started(id, started, time.Since(began))
+	}
+	sess, err := c.records.get(id)
+	if err != nil {
+		return api.Session{}, err
+	}
+	for _, o := range c.opts.Observers {
+		o.Launched(sess)
+	}
+	if started.NativeID == "" && finder != nil {
+		c.learnNativeID(id, finder, started)
+	}
+	return sess, nil
+}
+
+// canonicalAdapter maps the names the old tool used onto today's, and ""
+// onto the plain-command adapter.
+func canonicalAdapter(name string) string {
+	switch name {
+	case "":
+		return api.ExecAdapter
+	case "claude-code":
+		return "claude"
+	}
+	return name
+}
+
+// agentLaunch is an agent's launch as its adapter built it, with the
+// resolved path of the program that argv[0] names.
+type agentLaunch struct {
+	adapters.LaunchSpec
+	Path string
+}
+
+// adapterSpec builds an agent's argv and environment through its adapter.
+// The agent's binary is resolved once, here, with the launch's own PATH and
+// working directory: a missing agent fails the launch with its name, also
+// when a wrapper (a shell feeding a prompt file) comes first in argv.
+func (c *Core) adapterSpec(req api.RunRequest, rec *spawn.Record, env []string, dir string) (agentLaunch, adapters.NativeIDFinder, error) {
+	a := c.disc.adapter(rec.Adapter)
+	launcher, ok := a.(adapters.Launcher)
+	if !ok {
+		return agentLaunch{}, nil, faultf(ErrInvalid, "unknown adapter %q (known: %s)", rec.Adapter, strings.Join(c.launchers(), ", "))
+	}
+	var out agentLaunch
+	bin, err := spawn.LookPath(launcher.Binary(), env, req.Cwd)
+	if err != nil {
+		return out, nil, faultf(ErrSpawn, "start %s: %s is not installed or not on PATH (%v); install it: %s", rec.Adapter, launcher.Binary(), err, launcher.InstallHint())
+	}
+	lreq := adapters.LaunchRequest{Prompt: req.Prompt, Model: req.Model, Cwd: req.Cwd, Env: env, SessionDir: dir, BinaryPath: bin}
+	var ls adapters.LaunchSpec
+	if req.ResumeOf != "" {
+		prev, perr := c.records.get(req.ResumeOf)
+		if perr != nil {
+			return out, nil, perr
+		}
+		if prev.NativeID == "" {
+			return out, nil, faultf(ErrInvalid, "session %s has no native session id yet, so it cannot be resumed", prev.ID)
+		}
+		lreq.NativeID = prev.NativeID
+		ls, err = launcher.Resume(lreq)
+		if err == nil && ls.NativeID == "" {
+			ls.NativeID = prev.NativeID
+		}
+	} else {
+		if req.Prompt == "" {
+			return out, nil, faultf(ErrInvalid, "no prompt given: agentctl launch %s -p PROMPT", rec.Adapter)
+		}
+		ls, err = launcher.Launch(lreq)
+	}
+	if err != nil {
+		return out, nil, faultf(ErrInvalid, "%s: %v", rec.Adapter, err)
+	}
+	if len(ls.Argv) == 0 {
+		return out, nil, fmt.Errorf("adapter %s built no command", rec.Adapter)
+	}
+	out.LaunchSpec = ls
+	switch ls.Argv[0] {
+	case launcher.Binary(), bin:
+		out.Path = bin
+	default:
+		// A wrapper comes first (a shell feeding a prompt file).
+		if out.Path, err = spawn.LookPath(ls.Argv[0], ls.Env, req.Cwd); err != nil {
+			return out, nil, faultf(ErrSpawn, "start %s: %s is not installed or not on PATH (%v)", rec.Adapter, ls.Argv[0], err)
+		}
+	}
+	rec.StopSignal = unix.SignalName(launcher.StopSignal())
+	finder, _ := a.(adapters.NativeIDFinder)
+	return out, finder, nil
+}
+
+func (c *Core) launchers() []string {
+	names := []string{api.ExecAdapter}
+	for _, a := range c.opts.Adapters {
+		if _, ok := a.(adapters.Launcher); ok {
+			names = append(names, a.Name())
+		}
+	}
+	return names
+}
+
+// learnNativeID asks the adapter for the native id of a just-started agent
+// and records it once found.
+func (c *Core) learnNativeID(id string, finder adapters.NativeIDFinder, rec spawn.Record) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		ctx, cancel := context.WithTimeout(c.ctx, nativeIDTimeout)
+		defer cancel()
+		nid, err := finder.FindNativeID(ctx, rec.Process.PID, rec.Cwd, rec.CreatedAt)
+		if err != nil || nid == "" {
+			c.log.Warn("native session id not found", "session", id, "adapter", rec.Adapter, "err", err)
+			return
+		}
+		if err := c.records.setNativeID(id, nid); err != nil {
+			c.log.Warn("record native session id", "session", id, "err", err)
+		}
+	}()
+}

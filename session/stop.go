@@ -1,0 +1,102 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/spawn"
+)
+
+// settle bounds how long a stop waits for the session's view to show the
+// end it caused (the exit record, the adapter's own view).
+const settle = 5 * time.Second
+
+// Stop ends a session and returns its final state. A session this service
+// started is stopped through its monitor, or without it when the monitor is
+// gone; one only an adapter knows, through its adapter. The stop goes on
+// when the caller goes away: a half-done stop helps nobody.
+func (c *Core) Stop(ctx context.Context, id string, req api.StopRequest) (api.Session, error) {
+	ctx = context.WithoutCancel(ctx)
+	grace := spawn.DefaultGrace
+	if req.Timeout != "" {
+		d, err := time.ParseDuration(req.Timeout)
+		if err != nil || d < 0 {
+			return api.Session{}, faultf(ErrInvalid, "timeout %q: want a duration such as 10s", req.Timeout)
+		}
+		grace = d
+	}
+	sess, _, err := c.lookup(ctx, id)
+	if err != nil {
+		return api.Session{}, err
+	}
+	if sess.Status.Ended() {
+		return sess, nil
+	}
+	if sess.Origin != api.OriginLaunched {
+		return c.stopNative(ctx, sess)
+	}
+	return c.stopLaunched(ctx, sess.ID, spawn.StopOptions{Grace: grace, Force: req.Force})
+}
+
+// stopLaunched ends a session this service started and returns its final
+// state once no process of it remains; a process that survived is named in
+// the error.
+func (c *Core) stopLaunched(ctx context.Context, id string, opts spawn.StopOptions) (api.Session, error) {
+	dir := c.opts.Home.SessionDir(id)
+	rec, err := spawn.ReadRecord(dir)
+	if err != nil {
+		return api.Session{}, err
+	}
+	opts.Signal = rec.StopSignal
+	if _, err := spawn.Stop(ctx, dir, opts); err != nil {
+		if !errors.Is(err, spawn.ErrShimGone) {
+			return api.Session{}, fmt.Errorf("stop %s: %w", id, err)
+		}
+		// The monitor is gone (killed): end the processes ourselves.
+		if err := spawn.StopWithoutShim(ctx, rec, opts); err != nil {
+			return api.Session{}, fmt.Errorf("stop %s: %w", id, err)
+		}
+	}
+	// The monitor answers after exit.json is written; without a monitor the
+	// session is lost. Either way it has ended now.
+	deadline := time.Now().Add(settle)
+	for {
+		sess, err := c.records.get(id)
+		if err != nil {
+			return api.Session{}, err
+		}
+		if sess.Status.Ended() || time.Now().After(deadline) {
+			return sess, nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// stopNative stops a session agentctl did not start, through its adapter
+// (an OpenClaw gateway run is aborted on the gateway), and returns its state
+// afterwards as the adapter reports it.
+func (c *Core) stopNative(ctx context.Context, sess api.Session) (api.Session, error) {
+	stopper, ok := c.disc.adapter(sess.Adapter).(adapters.Stopper)
+	if !ok {
+		return sess, faultf(ErrInvalid, "session %s was not started by agentctl and the %s adapter cannot stop it; stop it where it runs (pid %d)", sess.ID, sess.Adapter, sess.PID)
+	}
+	if err := stopper.Stop(ctx, sess.NativeID); err != nil {
+		return sess, err // the adapter says what failed; the service maps its kind
+	}
+	// The adapter's own view settles shortly after an abort.
+	deadline := time.Now().Add(settle)
+	for {
+		got, _, err := c.lookup(ctx, sess.ID)
+		if err != nil {
+			return sess, nil
+		}
+		if got.Status != api.StatusRunning || time.Now().After(deadline) {
+			return got, nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

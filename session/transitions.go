@@ -1,0 +1,147 @@
+package session
+
+import (
+	"sync"
+
+	"github.com/agentctl/agentctl/api"
+)
+
+// ChangeKind is what changed.
+type ChangeKind int
+
+const (
+	// ChangeStarted: a session only an adapter knows began running.
+	ChangeStarted ChangeKind = iota + 1
+	// ChangeEnded: a session only an adapter knows ended.
+	ChangeEnded
+	// ChangeBusy and ChangeIdle: a running session's agent started or
+	// finished a turn.
+	ChangeBusy
+	ChangeIdle
+)
+
+// Change is one transition of one session, with the session as it is now.
+type Change struct {
+	Kind    ChangeKind
+	Session api.Session
+}
+
+// transitions is the one detector of started/ended/busy/idle transitions in
+// what the adapters report. It remembers the last state of the sessions it
+// was shown and forgets a session once a full view no longer holds it, so
+// what it keeps is bounded by what exists.
+type transitions struct {
+	mu   sync.Mutex
+	gen  uint64
+	last map[string]*seenState
+}
+
+type seenState struct {
+	// status is what an adapter last pushed ("" when it pushed nothing).
+	status   api.Status
+	activity string
+	gen      uint64 // the last full view that held the session
+}
+
+func newTransitions() *transitions { return &transitions{last: map[string]*seenState{}} }
+
+// viewPass follows one pass over the full merged view.
+type viewPass struct {
+	t       *transitions
+	gen     uint64
+	changes []Change
+}
+
+// begin starts a pass over the full view; every session of it goes through
+// activity, then end.
+func (t *transitions) begin() *viewPass {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.gen++
+	return &viewPass{t: t, gen: t.gen}
+}
+
+// activity notes one session of the view: a running session whose agent's
+// busy/idle signal changed since the last time is a transition.
+func (p *viewPass) activity(s *api.Session) {
+	p.t.mu.Lock()
+	defer p.t.mu.Unlock()
+	st, seen := p.t.last[s.ID]
+	if s.Status != api.StatusRunning || s.Activity == "" {
+		if seen {
+			st.gen = p.gen
+		}
+		return
+	}
+	if !seen {
+		p.t.last[s.ID] = &seenState{activity: s.Activity, gen: p.gen}
+		return
+	}
+	st.gen = p.gen
+	if st.activity != "" && st.activity != s.Activity {
+		p.changes = append(p.changes, Change{Kind: activityChange(s.Activity), Session: *s})
+	}
+	st.activity = s.Activity
+}
+
+// end forgets the sessions the view no longer holds and returns the pass's
+// transitions.
+func (p *viewPass) end() []Change {
+	p.t.mu.Lock()
+	defer p.t.mu.Unlock()
+	for id, st := range p.t.last {
+		if st.gen < p.gen {
+			delete(p.t.last, id)
+		}
+	}
+	return p.changes
+}
+
+// pushed notes a session an adapter pushed a change for (a gateway's
+// session agentctl did not start): started when it begins running, ended
+// when it ends, and busy/idle in between.
+func (t *transitions) pushed(s api.Session) []Change {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st, seen := t.last[s.ID]
+	if !seen {
+		st = &seenState{gen: t.gen}
+		t.last[s.ID] = st
+	}
+	var out []Change
+	switch {
+	case s.Status == api.StatusRunning && st.status != api.StatusRunning:
+		out = append(out, Change{Kind: ChangeStarted, Session: s})
+	case s.Status.Ended() && (st.status == "" || st.status == api.StatusRunning):
+		out = append(out, Change{Kind: ChangeEnded, Session: s})
+	}
+	st.status = s.Status
+	if s.Status == api.StatusRunning && s.Activity != "" {
+		if st.activity != "" && st.activity != s.Activity {
+			out = append(out, Change{Kind: activityChange(s.Activity), Session: s})
+		}
+		st.activity = s.Activity
+	}
+	return out
+}
+
+// forget drops a session that was removed.
+func (t *transitions) forget(id string) {
+	t.mu.Lock()
+	delete(t.last, id)
+	t.mu.Unlock()
+}
+
+// size is how many sessions the detector remembers.
+func (t *transitions) size() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.last)
+}
+
+func activityChange(activity string) ChangeKind {
+	if activity == "busy" {
+		return ChangeBusy
+	}
+	return ChangeIdle
+}

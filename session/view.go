@@ -1,0 +1,133 @@
+package session
+
+import (
+	"slices"
+
+	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/internal/text"
+	"github.com/agentctl/agentctl/proc"
+)
+
+// nativeKey names one native session of one adapter.
+type nativeKey struct{ adapter, id string }
+
+// merge enriches launched sessions with their native facts and adds the
+// sessions only the adapters know, keeping those keep accepts (all when
+// keep is nil). Filtering here, rather than after, spares building every
+// session of a large store for a list that shows a few. The order is not
+// defined: callers that show a list sort what is left (sortByCreation).
+func merge(launched []api.Session, disc discovered, keep func(*api.Session) bool) []api.Session {
+	// Launched sessions by native session: few, so the lookup for each
+	// discovered session is cheap.
+	launchedBy := map[nativeKey][]int{}
+	// Resumed runs share one native session: every run is enriched, and the
+	// native session is not listed again as discovered.
+	// Native ids are claimed alone, not per adapter: two adapters may read
+	// one store (pi and pi-rust share theirs).
+	n := 0
+	for _, ss := range disc.sessions {
+		n += len(ss)
+	}
+	claimed := make(map[string]bool, len(launched)+n)
+	for i, s := range launched {
+		if s.NativeID != "" {
+			k := nativeKey{s.Adapter, s.NativeID}
+			launchedBy[k] = append(launchedBy[k], i)
+		}
+	}
+	enriched := make([]api.Session, len(launched))
+	copy(enriched, launched)
+	var out []api.Session
+	for _, ss := range disc.sessions {
+		for i := range ss {
+			ns := &ss[i]
+			k := nativeKey{ns.Adapter, ns.NativeID}
+			if idx, ok := launchedBy[k]; ok {
+				for _, j := range idx {
+					enrich(&enriched[j], ns)
+				}
+				delete(launchedBy, k) // a duplicate in the store enriches once
+			}
+		}
+	}
+	for _, s := range enriched {
+		if s.NativeID != "" {
+			claimed[s.NativeID] = true
+		}
+		if keep == nil || keep(&s) {
+			out = append(out, s)
+		}
+	}
+	for _, ss := range disc.sessions {
+		for i := range ss {
+			ns := &ss[i]
+			if claimed[ns.NativeID] {
+				continue
+			}
+			claimed[ns.NativeID] = true
+			// An adapter that failed this time vouches for nothing.
+			s := fromNative(ns, !disc.failed[ns.Adapter])
+			if keep == nil || keep(&s) {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// sortByCreation orders sessions oldest first (ties keep their order). It
+// sorts indices rather than the sessions themselves: a session is a large
+// value, and moving thousands of them dominated list's time.
+func sortByCreation(ss []api.Session) {
+	idx := make([]int, len(ss))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return ss[a].CreatedAt.Compare(ss[b].CreatedAt) })
+	sorted := make([]api.Session, len(ss))
+	for i, j := range idx {
+		sorted[i] = ss[j]
+	}
+	copy(ss, sorted)
+}
+
+// enrich copies native facts into a launched session; status stays derived
+// from the process, except for the agent's own busy/idle signal.
+func enrich(s *api.Session, ns *adapters.NativeSession) {
+	if ns.Model != "" {
+		s.Model = ns.Model
+	}
+	s.TokensIn, s.TokensOut, s.CostUSD = ns.TokensIn, ns.TokensOut, ns.CostUSD
+	if !ns.UpdatedAt.IsZero() {
+		t := ns.UpdatedAt
+		s.LastActivity = &t
+	}
+	if s.Prompt == "" {
+		s.Prompt = text.Truncate(ns.FirstPrompt, maxPromptShown)
+	}
+	if a := nativeActivity(s.Status, ns.State); a != "" {
+		s.Activity = a
+	}
+	s.Warnings = append(s.Warnings, ns.Warnings...)
+}
+
+// fromNative is the session object for a session only an adapter knows.
+// Its id is the native id.
+func fromNative(ns *adapters.NativeSession, vouched bool) api.Session {
+	s := api.Session{
+		ID:        ns.NativeID,
+		Adapter:   ns.Adapter,
+		Origin:    api.OriginDiscovered,
+		NativeID:  ns.NativeID,
+		Cwd:       ns.Cwd,
+		CreatedAt: ns.CreatedAt,
+	}
+	enrich(&s, ns)
+	alive := ns.Process != nil && proc.Alive(proc.Identity{PID: ns.Process.PID, Start: ns.Process.Start})
+	if alive {
+		s.PID = ns.Process.PID
+	}
+	s.Status, s.Activity = nativeStatus(ns.State, alive, vouched)
+	return s
+}
