@@ -8,16 +8,14 @@ import (
 
 // Error codes are stable: scripts may match on them.
 const (
-	CodeNotFound      = "not_found"
-	CodeAmbiguous     = "ambiguous"
-	CodeInvalid       = "invalid"
-	CodeSpawnFailed   = "spawn_failed"
-	CodeNotRunning    = "not_running"
-	CodeLocked        = "locked"
-	CodeForbidden     = "forbidden"
-	CodeUnavailable   = "unavailable"
-	CodeInternal      = "internal"
-	CodeAlreadyExists = "already_exists"
+	CodeNotFound    = "not_found"
+	CodeAmbiguous   = "ambiguous"
+	CodeInvalid     = "invalid"
+	CodeSpawnFailed = "spawn_failed"
+	CodeNotRunning  = "not_running"
+	CodeLocked      = "locked"
+	CodeForbidden   = "forbidden"
+	CodeInternal    = "internal"
 )
 
 // Error is the JSON body of every failed API call. On the service's side it
@@ -44,7 +42,7 @@ func HTTPStatus(code string) int {
 	switch code {
 	case CodeNotFound:
 		return http.StatusNotFound
-	case CodeAmbiguous, CodeLocked, CodeAlreadyExists, CodeNotRunning:
+	case CodeAmbiguous, CodeLocked, CodeNotRunning:
 		return http.StatusConflict
 	case CodeInvalid:
 		return http.StatusBadRequest
@@ -52,8 +50,6 @@ func HTTPStatus(code string) int {
 		return http.StatusForbidden
 	case CodeSpawnFailed:
 		return http.StatusUnprocessableEntity
-	case CodeUnavailable:
-		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
 }

@@ -11,33 +11,19 @@ import (
 	"github.com/agentctl/agentctl/proc"
 )
 
-// peerCred is the process that answers on a unix socket.
-type peerCred struct {
-	PID int
-	UID int
-}
-
 // socketPeer connects to the unix socket at path and returns the process
 // that listens on it, as the kernel reports it.
-func socketPeer(path string) (peerCred, error) {
+func socketPeer(path string) (proc.Peer, error) {
 	conn, err := net.DialTimeout("unix", path, time.Second)
 	if err != nil {
-		return peerCred{}, fmt.Errorf("connect to %s: %w", path, err)
+		return proc.Peer{}, fmt.Errorf("connect to %s: %w", path, err)
 	}
 	defer conn.Close()
-	raw, err := conn.(*net.UnixConn).SyscallConn()
+	p, err := proc.PeerOf(conn)
 	if err != nil {
-		return peerCred{}, fmt.Errorf("read peer of %s: %w", path, err)
+		return proc.Peer{}, fmt.Errorf("read peer of %s: %w", path, err)
 	}
-	var cred peerCred
-	var credErr error
-	if err := raw.Control(func(fd uintptr) { cred, credErr = peerOf(int(fd)) }); err != nil {
-		return peerCred{}, fmt.Errorf("read peer of %s: %w", path, err)
-	}
-	if credErr != nil {
-		return peerCred{}, fmt.Errorf("read peer of %s: %w", path, credErr)
-	}
-	return cred, nil
+	return p, nil
 }
 
 // takeOver stops an agentctl service that answers on the socket but is not

@@ -116,6 +116,9 @@ func (t *transitions) pushed(s api.Session) []Change {
 		out = append(out, Change{Kind: ChangeEnded, Session: s})
 	}
 	st.status = s.Status
+	if s.Status != api.StatusRunning {
+		st.activity = "" // a turn's state means nothing past the session's end
+	}
 	if s.Status == api.StatusRunning && s.Activity != "" {
 		if st.activity != "" && st.activity != s.Activity {
 			out = append(out, Change{Kind: activityChange(s.Activity), Session: s})

@@ -33,6 +33,8 @@ type controlResponse struct {
 	OK    bool        `json:"ok"`
 	Error string      `json:"error,omitempty"`
 	Exit  *ExitRecord `json:"exit,omitempty"`
+	// Survivors are processes of the session that outlived a stop.
+	Survivors []int `json:"survivors,omitempty"`
 }
 
 // ErrShimGone means the session's shim no longer answers.
@@ -82,11 +84,15 @@ type StopOptions struct {
 }
 
 // Stop asks the shim to stop the session; it returns once no process of the
-// session remains.
+// session remains, or with a *SurvivorsError naming those that outlived
+// SIGKILL.
 func Stop(ctx context.Context, dir string, opts StopOptions) (*ExitRecord, error) {
 	resp, err := call(ctx, dir, controlRequest{Op: "stop", Signal: opts.Signal, Grace: opts.Grace.String(), Force: opts.Force})
 	if err != nil {
 		return nil, err
+	}
+	if len(resp.Survivors) > 0 {
+		return resp.Exit, &SurvivorsError{PIDs: resp.Survivors}
 	}
 	return resp.Exit, nil
 }

@@ -9,15 +9,23 @@ import (
 	"github.com/agentctl/agentctl/proc"
 )
 
-// StopWithoutShim ends a session whose shim is gone (it was killed): the
-// stop signal to the agent's group, then SIGKILL to every process still in
-// its group or session after the grace period. Nobody is left to write
-// exit.json, so the session will read as lost: its exit code is unknown.
+// killBound bounds how long a stop keeps killing a session's processes.
+const killBound = 10 * time.Second
+
+// StopWithoutShim ends a session whose monitor is gone (it was killed): the
+// stop signal to the agent's group, then SIGKILL to every process of the
+// session after the grace period. The processes are looked up before the
+// first signal, so none escapes by leaving the group when its leader dies.
+// Nobody is left to write exit.json, so the session reads as lost: its exit
+// code is unknown. A process that survived is named in a *SurvivorsError.
 func StopWithoutShim(ctx context.Context, rec Record, opts StopOptions) error {
-	if !proc.Alive(rec.Process) {
-		return killSession(rec)
+	t := Tree{Leader: rec.Process, PGID: rec.PGID}
+	table, err := proc.Table()
+	if err != nil {
+		return err
 	}
-	if !opts.Force {
+	seen := t.Members(table)
+	if !opts.Force && proc.Alive(rec.Process) {
 		sig := unix.SIGTERM
 		if n := unix.SignalNum(opts.Signal); n != 0 {
 			sig = n
@@ -31,41 +39,12 @@ func StopWithoutShim(ctx context.Context, rec Record, opts StopOptions) error {
 		WaitExit(wctx, rec.Process)
 		cancel()
 	}
-	return killSession(rec)
-}
-
-// killSession SIGKILLs what remains of the agent's group and session and
-// their descendants, until nothing is left or 10 s pass.
-func killSession(rec Record) error {
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		table, err := proc.Table()
-		if err != nil {
-			return err
-		}
-		seen := map[int]bool{}
-		var targets []proc.Info
-		for _, p := range table {
-			if !p.Zombie && (p.PGID == rec.PGID || p.SID == rec.PGID) {
-				targets = append(targets, p)
-				seen[p.PID] = true
-			}
-		}
-		for _, root := range append([]proc.Info(nil), targets...) {
-			for _, d := range proc.Descendants(table, root.PID) {
-				if !d.Zombie && !seen[d.PID] {
-					targets = append(targets, d)
-					seen[d.PID] = true
-				}
-			}
-		}
-		if len(targets) == 0 {
-			return nil
-		}
-		for _, p := range targets {
-			unix.Kill(p.PID, unix.SIGKILL)
-		}
-		time.Sleep(20 * time.Millisecond)
+	survivors, err := KillTree(ctx, t, killBound, seen)
+	if err != nil {
+		return err
+	}
+	if len(survivors) > 0 {
+		return &SurvivorsError{PIDs: pidsOf(survivors)}
 	}
 	return nil
 }

@@ -3,6 +3,8 @@ package spawn
 import (
 	"net"
 	"os"
+
+	"github.com/agentctl/agentctl/proc"
 )
 
 // OwnerOrRoot reports whether uid may use this process's sockets: the same
@@ -11,6 +13,7 @@ func OwnerOrRoot(uid int) bool { return uid == os.Getuid() || uid == 0 }
 
 // peerAllowed admits only connections from OwnerOrRoot peers.
 func peerAllowed(conn net.Conn) bool {
-	uid, err := PeerUID(conn)
+	p, err := proc.PeerOf(conn)
+	uid := p.UID
 	return err == nil && OwnerOrRoot(uid)
 }

@@ -2,6 +2,7 @@ package spawn
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -352,9 +353,12 @@ func (s *shim) run() {
 // behind, drains the terminal into the log, and writes exit.json last, so a
 // reader that sees exit.json has every byte.
 func (s *shim) finish() {
-	if n := s.signalTree(unix.SIGTERM); n > 0 {
+	tree := s.tree()
+	if n, err := tree.Signal(unix.SIGTERM); err != nil {
+		s.logger.Warn("read process table", "err", err)
+	} else if n > 0 {
 		s.logger.Info("ending processes the agent left behind", "count", n)
-		if !s.waitTreeEmpty(leftoverGrace) {
+		if !tree.WaitEmpty(context.Background(), leftoverGrace) {
 			s.killTree(5 * time.Second)
 		}
 	}
@@ -392,8 +396,9 @@ func (s *shim) finish() {
 
 // stop ends the session: the agent's graceful signal to its group, then
 // SIGKILL to every process of the session after the grace period. It
-// returns once the agent is reaped and exit.json is written.
-func (s *shim) stop(opts StopOptions, by string) *ExitRecord {
+// returns once the agent is reaped and exit.json is written, with the
+// processes that survived (none, unless SIGKILL could not end them).
+func (s *shim) stop(opts StopOptions, by string) (*ExitRecord, []int) {
 	s.mu.Lock()
 	if s.stoppedBy == "" {
 		s.stoppedBy = by
@@ -417,48 +422,31 @@ func (s *shim) stop(opts StopOptions, by string) *ExitRecord {
 		case <-time.After(grace):
 		}
 	}
+	var survivors []int
 	select {
 	case <-s.finished:
 	default:
-		s.killTree(10 * time.Second)
+		survivors = s.killTree(killBound)
 	}
 	<-s.finished
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := *s.exit
-	return &e
+	return &e, survivors
 }
 
-// session lists the live processes of this session: every descendant of the
-// shim (as subreaper it inherits orphans), plus anything still in the
-// agent's process group or session.
-func (s *shim) session() []proc.Info {
-	table, err := proc.Table()
-	if err != nil {
-		s.logger.Warn("read process table", "err", err)
-		return nil
-	}
-	self := os.Getpid()
-	seen := map[int]bool{}
-	var out []proc.Info
-	add := func(p proc.Info) {
-		if p.Zombie || p.PID == self || seen[p.PID] {
-			return
-		}
-		seen[p.PID] = true
-		out = append(out, p)
-	}
+// tree is this session's processes: every descendant of the shim (as
+// subreaper it inherits orphans), plus anything still in the agent's
+// process group or session, less the service if one was started from inside
+// the session.
+func (s *shim) tree() Tree {
 	service := s.servicePID()
-	spare := func(p proc.Info) bool { return p.PID == service }
-	for _, p := range proc.DescendantsExcept(table, self, spare) {
-		add(p)
+	return Tree{
+		Leader: s.rec.Process,
+		PGID:   s.rec.PGID,
+		Root:   os.Getpid(),
+		Spare:  func(p proc.Info) bool { return p.PID == service },
 	}
-	for _, p := range table {
-		if (p.PGID == s.rec.PGID || p.SID == s.rec.PGID) && !spare(p) {
-			add(p)
-		}
-	}
-	return out
 }
 
 // servicePID reads the agentctl service's pid from its lock file (0 when
@@ -475,34 +463,17 @@ func (s *shim) servicePID() int {
 	return pid
 }
 
-func (s *shim) signalTree(sig unix.Signal) int {
-	procs := s.session()
-	for _, p := range procs {
-		unix.Kill(p.PID, sig)
+// killTree SIGKILLs every process of the session until none remains,
+// bounded by d, and returns the pids of those that survived.
+func (s *shim) killTree(d time.Duration) []int {
+	survivors, err := KillTree(context.Background(), s.tree(), d, nil)
+	if err != nil {
+		s.logger.Warn("end the session's processes", "err", err)
 	}
-	return len(procs)
-}
-
-func (s *shim) waitTreeEmpty(d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for {
-		if len(s.session()) == 0 {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(50 * time.Millisecond)
+	if len(survivors) > 0 {
+		s.logger.Error("processes of the session survived SIGKILL", "pids", pidsOf(survivors))
 	}
-}
-
-// killTree SIGKILLs every process of the session until none remains (a
-// process may fork between a scan and the kill), bounded by d.
-func (s *shim) killTree(d time.Duration) {
-	deadline := time.Now().Add(d)
-	for s.signalTree(unix.SIGKILL) > 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	return pidsOf(survivors)
 }
 
 func listen(path string) (net.Listener, error) {
@@ -561,8 +532,8 @@ func (s *shim) handle(conn net.Conn) {
 		reply(controlResponse{OK: true})
 	case "stop":
 		grace, _ := time.ParseDuration(req.Grace)
-		exit := s.stop(StopOptions{Signal: req.Signal, Grace: grace, Force: req.Force}, "agentctl stop")
-		reply(controlResponse{OK: true, Exit: exit})
+		exit, survivors := s.stop(StopOptions{Signal: req.Signal, Grace: grace, Force: req.Force}, "agentctl stop")
+		reply(controlResponse{OK: true, Exit: exit, Survivors: survivors})
 	case "attach":
 		s.attach(conn, bufio.NewReader(conn), req)
 	default:

@@ -5,7 +5,6 @@ package spawn
 import (
 	"context"
 	"fmt"
-	"net"
 
 	"golang.org/x/sys/unix"
 
@@ -19,29 +18,6 @@ const MaxSocketPath = 103
 // the shim still finds those that stay in the agent's process group or
 // session (see shim.session).
 func setSubreaper() error { return nil }
-
-// PeerUID returns the uid of the process at the other end of a unix socket.
-func PeerUID(conn net.Conn) (int, error) {
-	uc, ok := conn.(*net.UnixConn)
-	if !ok {
-		return -1, fmt.Errorf("peer credentials: not a unix socket")
-	}
-	rc, err := uc.SyscallConn()
-	if err != nil {
-		return -1, fmt.Errorf("peer credentials: %w", err)
-	}
-	var cred *unix.Xucred
-	var cerr error
-	if err := rc.Control(func(fd uintptr) {
-		cred, cerr = unix.GetsockoptXucred(int(fd), unix.SOL_LOCAL, unix.LOCAL_PEERCRED)
-	}); err != nil {
-		return -1, fmt.Errorf("peer credentials: %w", err)
-	}
-	if cerr != nil {
-		return -1, fmt.Errorf("peer credentials: %w", cerr)
-	}
-	return int(cred.Uid), nil
-}
 
 // WaitExit blocks until the process has exited, with kqueue's EVFILT_PROC
 // NOTE_EXIT, which works for any process we may see, not only children.

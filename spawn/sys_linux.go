@@ -4,8 +4,6 @@ package spawn
 
 import (
 	"context"
-	"fmt"
-	"net"
 	"os"
 	"time"
 
@@ -22,29 +20,6 @@ const MaxSocketPath = 107
 // find and end them.
 func setSubreaper() error {
 	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-}
-
-// PeerUID returns the uid of the process at the other end of a unix socket.
-func PeerUID(conn net.Conn) (int, error) {
-	uc, ok := conn.(*net.UnixConn)
-	if !ok {
-		return -1, fmt.Errorf("peer credentials: not a unix socket")
-	}
-	rc, err := uc.SyscallConn()
-	if err != nil {
-		return -1, fmt.Errorf("peer credentials: %w", err)
-	}
-	var cred *unix.Ucred
-	var cerr error
-	if err := rc.Control(func(fd uintptr) {
-		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil {
-		return -1, fmt.Errorf("peer credentials: %w", err)
-	}
-	if cerr != nil {
-		return -1, fmt.Errorf("peer credentials: %w", cerr)
-	}
-	return int(cred.Uid), nil
 }
 
 // WaitExit blocks until the process id names has exited (or was never

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/proc"
 	"github.com/agentctl/agentctl/spawn"
 )
 
@@ -14,9 +15,9 @@ type peerKey struct{}
 
 // withPeer records the connecting process's uid in the request context.
 func withPeer(ctx context.Context, c net.Conn) context.Context {
-	uid, err := spawn.PeerUID(c)
-	if err != nil {
-		uid = -1
+	uid := -1
+	if p, err := proc.PeerOf(c); err == nil {
+		uid = p.UID
 	}
 	return context.WithValue(ctx, peerKey{}, uid)
 }

@@ -1,15 +1,15 @@
-package service
+package proc
 
 import "golang.org/x/sys/unix"
 
-func peerOf(fd int) (peerCred, error) {
+func peerOfFD(fd int) (Peer, error) {
 	pid, err := unix.GetsockoptInt(fd, unix.SOL_LOCAL, unix.LOCAL_PEERPID)
 	if err != nil {
-		return peerCred{}, err
+		return Peer{}, err
 	}
 	xucred, err := unix.GetsockoptXucred(fd, unix.SOL_LOCAL, unix.LOCAL_PEERCRED)
 	if err != nil {
-		return peerCred{}, err
+		return Peer{}, err
 	}
-	return peerCred{PID: pid, UID: int(xucred.Uid)}, nil
+	return Peer{PID: pid, UID: int(xucred.Uid)}, nil
 }

@@ -1,0 +1,34 @@
+package proc
+
+import (
+	"fmt"
+	"net"
+)
+
+// Peer is the process at the other end of a unix socket, as the kernel
+// reports it.
+type Peer struct {
+	PID int
+	UID int
+}
+
+// PeerOf returns the process at the other end of conn, a unix socket.
+func PeerOf(conn net.Conn) (Peer, error) {
+	uc, ok := conn.(*net.UnixConn)
+	if !ok {
+		return Peer{}, fmt.Errorf("peer credentials: not a unix socket")
+	}
+	rc, err := uc.SyscallConn()
+	if err != nil {
+		return Peer{}, fmt.Errorf("peer credentials: %w", err)
+	}
+	var p Peer
+	var perr error
+	if err := rc.Control(func(fd uintptr) { p, perr = peerOfFD(int(fd)) }); err != nil {
+		return Peer{}, fmt.Errorf("peer credentials: %w", err)
+	}
+	if perr != nil {
+		return Peer{}, fmt.Errorf("peer credentials: %w", perr)
+	}
+	return p, nil
+}

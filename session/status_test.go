@@ -1,0 +1,147 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/home"
+	"github.com/agentctl/agentctl/internal/atomicfile"
+	"github.com/agentctl/agentctl/proc"
+	"github.com/agentctl/agentctl/spawn"
+)
+
+func TestLaunchedStatus(t *testing.T) {
+	code := 3
+	for _, tc := range []struct {
+		name    string
+		st      spawn.State
+		want    api.Status
+		warning bool
+	}{
+		{"exit record with a code", spawn.State{Exit: &spawn.ExitRecord{ExitCode: &code}}, api.StatusExited, false},
+		{"exit record with a signal", spawn.State{Exit: &spawn.ExitRecord{Signal: "SIGKILL"}}, api.StatusKilled, false},
+		// The exit record wins over liveness: the parent saw the exit.
+		{"exit record beats a live pid", spawn.State{Exit: &spawn.ExitRecord{ExitCode: &code}, Running: true}, api.StatusExited, false},
+		{"live process", spawn.State{Running: true, ShimAlive: true}, api.StatusRunning, false},
+		{"live process without its monitor", spawn.State{Running: true}, api.StatusRunning, false},
+		{"gone, monitor finishing", spawn.State{ShimAlive: true}, api.StatusUnknown, true},
+		{"gone, monitor gone, no record", spawn.State{}, api.StatusLost, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, warning := launchedStatus(tc.st)
+			if got != tc.want || (warning != "") != tc.warning {
+				t.Errorf("launchedStatus = %s, %q; want %s (warning: %v)", got, warning, tc.want, tc.warning)
+			}
+		})
+	}
+}
+
+func TestNativeStatus(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		state        adapters.NativeState
+		alive        bool
+		vouched      bool
+		want         api.Status
+		wantActivity string
+	}{
+		{"live process, busy", adapters.NativeBusy, true, true, api.StatusRunning, "busy"},
+		{"live process, the store says done", adapters.NativeDone, true, true, api.StatusRunning, ""},
+		{"no process, the store says idle", adapters.NativeIdle, false, true, api.StatusRunning, "idle"},
+		{"no process, the store says running", adapters.NativeRunning, false, true, api.StatusRunning, ""},
+		{"done", adapters.NativeDone, false, true, api.StatusEnded, ""},
+		{"failed", adapters.NativeFailed, false, true, api.StatusEnded, ""},
+		{"aborted", adapters.NativeAborted, false, true, api.StatusEnded, ""},
+		{"the store does not say", adapters.NativeUnknown, false, true, api.StatusUnknown, ""},
+		// An adapter that failed this time vouches for nothing.
+		{"adapter failed, was busy", adapters.NativeBusy, true, false, api.StatusUnknown, ""},
+		{"adapter failed, was done", adapters.NativeDone, false, false, api.StatusUnknown, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, activity := nativeStatus(tc.state, tc.alive, tc.vouched)
+			if got != tc.want || activity != tc.wantActivity {
+				t.Errorf("nativeStatus = %s, %q; want %s, %q", got, activity, tc.want, tc.wantActivity)
+			}
+		})
+	}
+}
+
+// launchedHere writes the launch record of a running session whose process
+// is this test, as the monitor would have.
+func launchedHere(t *testing.T, h home.Home, adapter, nativeID string) string {
+	t.Helper()
+	self, err := proc.Lookup(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := home.NewID(time.Now())
+	dir := h.SessionDir(id)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	rec := spawn.Record{ID: id, Adapter: adapter, Argv: []string{adapter}, Cwd: "/", NativeID: nativeID, CreatedAt: time.Now(), Process: self.Identity, PGID: self.PGID, Shim: self.Identity}
+	if err := atomicfile.WriteJSON(filepath.Join(dir, home.LaunchFile), rec, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// status ID says what list says when an adapter fails: the warning is
+// carried everywhere, never dropped.
+func TestStatusShowsAdapterWarnings(t *testing.T) {
+	h := home.Home(t.TempDir())
+	f := &failing{}
+	f.calls.Store(1) // every call from now on fails
+	c := New(context.Background(), Options{Home: h, Adapters: []adapters.Adapter{f}, DiscoveryTimeout: time.Second})
+	id := launchedHere(t, h, "flaky", "x1")
+	sess, err := c.Get(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sess.Status != api.StatusRunning || !hasWarning(sess.Warnings, "adapter flaky") {
+		t.Errorf("status = %s, warnings %q; want running with the adapter's warning", sess.Status, sess.Warnings)
+	}
+	list, err := c.List(context.Background(), api.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasWarning(list.Warnings, "adapter flaky") {
+		t.Errorf("list warnings %q lack the adapter's", list.Warnings)
+	}
+	tr, err := c.Transcript(context.Background(), id, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasWarning(tr.Warnings, "adapter flaky") {
+		t.Errorf("peek warnings %q lack the adapter's", tr.Warnings)
+	}
+}
+
+func hasWarning(ws []string, part string) bool {
+	for _, w := range ws {
+		if strings.Contains(w, part) {
+			return true
+		}
+	}
+	return false
+}
+
+// A discovered session whose store gives no creation time says nothing of
+// it: unknown is omitted, not the zero time.
+func TestDiscoveredSessionWithoutACreationTimeOmitsIt(t *testing.T) {
+	s := fromNative(&adapters.NativeSession{Adapter: "claude", NativeID: "n1"}, true)
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "created_at") || strings.Contains(string(b), "0001-01-01") {
+		t.Errorf("session JSON = %s: want no created_at", b)
+	}
+}

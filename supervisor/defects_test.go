@@ -1,0 +1,101 @@
+package supervisor
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/client"
+	"github.com/agentctl/agentctl/home"
+)
+
+// A disk error writing fuses.json is the service's failure (internal, CLI
+// exit 1), not a usage error.
+func TestFuseWriteErrorIsInternalNotInvalid(t *testing.T) {
+	h := newHome(t)
+	svc := startService(t, h)
+	// fuses.json as a folder with something in it: the write's final rename
+	// fails as a full or broken disk would make it.
+	path := filepath.Join(string(h), "fuses.json")
+	os.Remove(path)
+	if err := os.MkdirAll(filepath.Join(path, "x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, err := svc.client.SetFuse(context.Background(), api.FuseRequest{Directory: t.TempDir(), TTL: "1h"})
+	if err == nil {
+		t.Fatal("setting a fuse that cannot be saved succeeded")
+	}
+	if code := api.CodeOf(err); code != api.CodeInternal {
+		t.Errorf("code = %s (%v), want %s", code, err, api.CodeInternal)
+	}
+	// A request that can never succeed is still the caller's.
+	_, err = svc.client.SetFuse(context.Background(), api.FuseRequest{Directory: t.TempDir(), TTL: "-1h"})
+	if code := api.CodeOf(err); code != api.CodeInvalid {
+		t.Errorf("negative ttl: code = %s (%v), want %s", code, err, api.CodeInvalid)
+	}
+}
+
+// A session's end is announced even when its ended.json claim was created
+// and its write failed (a full disk, or a version that wrote it in place):
+// the torn claim is repaired at the next start and the end announced once.
+func TestSessionEndAnnouncedAfterItsClaimWasLeftEmpty(t *testing.T) {
+	h := newHome(t)
+	svc := startService(t, h)
+	sess, err := svc.run(api.RunRequest{Command: []string{"true"}, Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitEnded(t, h, sess.ID)
+	claim := filepath.Join(h.SessionDir(sess.ID), home.EndedFile)
+	eventually(t, 10*time.Second, "the end claimed", func() bool { return claimComplete(claim) })
+	svc.stop()
+
+	// What a failed write leaves: the claim exists, empty.
+	if err := os.WriteFile(claim, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	svc = startService(t, h)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var stopped []api.Event
+	err = svc.client.Events(ctx, client.EventOptions{Since: "0", Types: []string{api.EventSessionStopped}}, nil, func(e api.Event) error {
+		if e.SessionID == sess.ID {
+			stopped = append(stopped, e)
+		}
+		if len(stopped) == 2 {
+			cancel()
+		}
+		return nil
+	})
+	if len(stopped) != 2 {
+		t.Fatalf("session.stopped events for %s = %d (%v), want 2: one per announcement, the second after the repair", sess.ID, len(stopped), err)
+	}
+	if !claimComplete(claim) {
+		t.Error("the claim was not repaired")
+	}
+}
+
+func TestClaimFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ended.json")
+	for i, want := range []bool{true, false, false} {
+		claimed, err := claimFile(path, map[string]int{"n": i})
+		if err != nil || claimed != want {
+			t.Fatalf("claim %d = %v, %v; want %v", i, claimed, err, want)
+		}
+	}
+	// A torn claim is no claim.
+	os.WriteFile(path, []byte(`{"n":`), 0o600)
+	if claimed, err := claimFile(path, map[string]int{"n": 9}); err != nil || !claimed {
+		t.Fatalf("claim over a torn one = %v, %v; want it made", claimed, err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "{\"n\":9}\n" {
+		t.Errorf("claim = %q", b)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("left behind: %v", ents)
+	}
+}
