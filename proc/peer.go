@@ -3,6 +3,7 @@ package proc
 import (
 	"fmt"
 	"net"
+	"os"
 )
 
 // Peer is the process at the other end of a unix socket, as the kernel
@@ -11,6 +12,10 @@ type Peer struct {
 	PID int
 	UID int
 }
+
+// OwnerOrRoot reports whether uid may use this process's sockets: the same
+// user, or root. The service's socket and every monitor's follow this rule.
+func OwnerOrRoot(uid int) bool { return uid == os.Getuid() || uid == 0 }
 
 // PeerOf returns the process at the other end of conn, a unix socket.
 func PeerOf(conn net.Conn) (Peer, error) {

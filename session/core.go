@@ -16,7 +16,7 @@ import (
 	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/home"
-	"github.com/agentctl/agentctl/spawn"
+	"github.com/agentctl/agentctl/proc"
 )
 
 // maxPromptShown bounds the prompt a session object carries.
@@ -55,7 +55,7 @@ type Gate interface {
 	// the launch.
 	Reserve(id, dir, adapter string, req api.RunRequest) error
 	// Started hands what was reserved to the session's process.
-	Started(id string, rec spawn.Record, took time.Duration)
+	Started(id, adapter string, process proc.Identity, took time.Duration)
 	// Abandon undoes Reserve for a start that failed.
 	Abandon(id string)
 }

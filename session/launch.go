@@ -100,7 +100,7 @@ func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, err
 	}
 	ok = true
 	if c.opts.Gate != nil {
-		c.opts.Gate.Started(id, started, time.Since(began))
+		c.opts.Gate.Started(id, started.Adapter, started.Process, time.Since(began))
 	}
 	sess, err := c.records.get(id)
 	if err != nil {

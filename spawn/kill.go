@@ -36,7 +36,7 @@ func StopWithoutShim(ctx context.Context, rec Record, opts StopOptions) error {
 			grace = DefaultGrace
 		}
 		wctx, cancel := context.WithTimeout(ctx, grace)
-		WaitExit(wctx, rec.Process)
+		proc.WaitExit(wctx, rec.Process)
 		cancel()
 	}
 	survivors, err := KillTree(ctx, t, killBound, seen)

@@ -477,8 +477,8 @@ func (s *shim) killTree(d time.Duration) []int {
 }
 
 func listen(path string) (net.Listener, error) {
-	if len(path) > MaxSocketPath {
-		return nil, fmt.Errorf("socket path %s is %d bytes, over the system's limit of %d: use a shorter AGENTCTL_HOME", path, len(path), MaxSocketPath)
+	if len(path) > home.MaxSocketPath {
+		return nil, fmt.Errorf("socket path %s is %d bytes, over the system's limit of %d: use a shorter AGENTCTL_HOME", path, len(path), home.MaxSocketPath)
 	}
 	os.Remove(path)
 	ln, err := net.Listen("unix", path)

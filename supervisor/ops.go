@@ -19,7 +19,6 @@ import (
 	"github.com/agentctl/agentctl/internal/envvar"
 	"github.com/agentctl/agentctl/proc"
 	"github.com/agentctl/agentctl/session"
-	"github.com/agentctl/agentctl/spawn"
 	"github.com/agentctl/agentctl/supervisor/events"
 	"github.com/agentctl/agentctl/supervisor/fuses"
 	"github.com/agentctl/agentctl/supervisor/hooks"
@@ -55,8 +54,10 @@ func (l lifecycle) hookTimeout() time.Duration {
 type ops struct {
 	home home.Home
 	log  *slog.Logger
-	// sessions counts sessions for metrics (set once the core exists).
+	// sessions counts sessions for metrics, and process names a session's
+	// process (both set once the session core exists).
 	sessions func() ([]api.Session, []string, error)
+	process  func(id string) (proc.Identity, error)
 	cfg      config.Config
 	self     proc.Identity
 
@@ -148,11 +149,11 @@ func (o *ops) start(running []api.Session) {
 		if err != nil || !o.wantsLock(sess.Adapter, lc) {
 			continue
 		}
-		rec, err := spawn.ReadRecord(o.home.SessionDir(sess.ID))
+		owner, err := o.process(sess.ID)
 		if err != nil {
 			continue
 		}
-		if _, err := o.locks.Acquire(locks.Request{Dir: sess.Cwd, Type: locks.Auto, SessionID: sess.ID, Owner: rec.Process, Force: true}); err != nil {
+		if _, err := o.locks.Acquire(locks.Request{Dir: sess.Cwd, Type: locks.Auto, SessionID: sess.ID, Owner: owner, Force: true}); err != nil {
 			o.log.Warn("restore session lock", "session", sess.ID, "err", err)
 		}
 	}
@@ -252,10 +253,10 @@ func (o *ops) Reserve(id, dir, adapter string, req api.RunRequest) error {
 
 // Started hands the session's lock to its process, which the lock follows
 // from now on.
-func (o *ops) Started(id string, rec spawn.Record, took time.Duration) {
-	o.metrics.Spawned(rec.Adapter, took)
-	if err := o.locks.SetOwner(id, rec.Process); err == nil {
-		o.watchOwner(rec.Process)
+func (o *ops) Started(id, adapter string, process proc.Identity, took time.Duration) {
+	o.metrics.Spawned(adapter, took)
+	if err := o.locks.SetOwner(id, process); err == nil {
+		o.watchOwner(process)
 	}
 }
 
@@ -276,7 +277,7 @@ func (o *ops) watchOwner(id proc.Identity) {
 	go func() {
 		defer o.wg.Done()
 		defer func() { o.mu.Lock(); delete(o.watched, id); o.mu.Unlock() }()
-		if err := spawn.WaitExit(o.ctx, id); err != nil {
+		if err := proc.WaitExit(o.ctx, id); err != nil {
 			return // the service is stopping
 		}
 		o.locks.Sweep()

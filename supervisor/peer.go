@@ -8,7 +8,6 @@ import (
 
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/proc"
-	"github.com/agentctl/agentctl/spawn"
 )
 
 type peerKey struct{}
@@ -27,7 +26,7 @@ func withPeer(ctx context.Context, c net.Conn) context.Context {
 func onlyOwner(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		uid, ok := r.Context().Value(peerKey{}).(int)
-		if !ok || !spawn.OwnerOrRoot(uid) {
+		if !ok || !proc.OwnerOrRoot(uid) {
 			writeError(w, api.Errorf(api.CodeForbidden, "uid %d may not use the agentctl service of uid %d", uid, os.Getuid()))
 			return
 		}

@@ -18,15 +18,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
 	"golang.org/x/sys/unix"
 
 	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/home"
-	"github.com/agentctl/agentctl/proc"
 	"github.com/agentctl/agentctl/session"
-	"github.com/agentctl/agentctl/spawn"
 )
 
 // Options configure the service.
@@ -121,7 +118,7 @@ func Run(ctx context.Context, opts Options) error {
 		Gate:             s.ops,
 		ObserveDiscovery: s.ops.metrics.Discovered,
 	})
-	s.ops.sessions = s.core.AllLaunched
+	s.ops.sessions, s.ops.process = s.core.AllLaunched, s.core.Process
 	srv := &http.Server{
 		Handler:           s.routes(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -182,8 +179,8 @@ func lockHome(h home.Home) (*os.File, error) {
 // listenSocket listens on path. We hold the home's lock, so a socket file
 // already there is a crashed service's leftover: remove it.
 func listenSocket(path string) (net.Listener, error) {
-	if len(path) > spawn.MaxSocketPath {
-		return nil, fmt.Errorf("socket path %s is too long (%d bytes, limit %d): use a shorter AGENTCTL_HOME", path, len(path), spawn.MaxSocketPath)
+	if len(path) > home.MaxSocketPath {
+		return nil, fmt.Errorf("socket path %s is too long (%d bytes, limit %d): use a shorter AGENTCTL_HOME", path, len(path), home.MaxSocketPath)
 	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("remove stale socket %s: %w", path, err)
@@ -242,11 +239,8 @@ func (s *Server) running() []api.Session {
 	return out
 }
 
-// watch follows a running session to its end without polling: it waits
-// for the agent's exit (pidfd), then for the shim's exit record to appear
-// (a file watch) or the shim to die without writing one, whichever comes
-// first: the shim lingers after writing it (in-flight answers), and the
-// end must not wait for that.
+// watch follows a running session to its end, without polling, and
+// announces the end.
 func (s *Server) watch(id string) {
 	s.mu.Lock()
 	if s.watching[id] {
@@ -259,64 +253,15 @@ func (s *Server) watch(id string) {
 	go func() {
 		defer s.wg.Done()
 		defer func() { s.mu.Lock(); delete(s.watching, id); s.mu.Unlock() }()
-		dir := s.opts.Home.SessionDir(id)
-		rec, err := spawn.ReadRecord(dir)
+		sess, err := s.core.WaitEnded(s.ctx, id)
 		if err != nil {
-			return
-		}
-		if err := spawn.WaitExit(s.ctx, rec.Process); err != nil {
-			return // the service is stopping
-		}
-		if err := waitExitRecord(s.ctx, dir, rec.Shim); err != nil {
-			return
-		}
-		sess, err := s.core.Launched(id)
-		if err != nil {
-			s.log.Warn("derive ended session", "session", id, "err", err)
+			if s.ctx.Err() == nil {
+				s.log.Warn("follow session to its end", "session", id, "err", err)
+			}
 			return
 		}
 		s.notifyEnded(sess)
 	}()
-}
-
-// waitExitRecord returns once dir holds an exit record or the shim is gone.
-// The file watch lives only between the agent's exit and the record, so
-// live sessions hold no inotify instance.
-func waitExitRecord(ctx context.Context, dir string, shim proc.Identity) error {
-	var changed <-chan fsnotify.Event
-	var errs <-chan error
-	if w, err := fsnotify.NewWatcher(); err == nil {
-		defer w.Close()
-		if w.Add(dir) == nil {
-			changed, errs = w.Events, w.Errors
-		}
-	}
-	if _, err := os.Stat(filepath.Join(dir, home.ExitFile)); err == nil {
-		return nil
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	shimGone := make(chan error, 1)
-	go func() { shimGone <- spawn.WaitExit(ctx, shim) }()
-	for {
-		select {
-		case ev, ok := <-changed:
-			if !ok {
-				changed = nil
-				continue
-			}
-			if filepath.Base(ev.Name) == home.ExitFile && ev.Has(fsnotify.Create) {
-				return nil
-			}
-		case <-errs:
-			// An overflowed queue may have lost the create: look.
-			if _, err := os.Stat(filepath.Join(dir, home.ExitFile)); err == nil {
-				return nil
-			}
-		case err := <-shimGone:
-			return err
-		}
-	}
 }
 
 // Launched hears of a session the core started: it is announced and
