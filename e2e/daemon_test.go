@@ -1,0 +1,35 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// `daemon start` with a service running says so and starts no second one:
+// the running service's log shows one start, and `daemon stop` then waits
+// for that one service to be gone.
+func TestDaemonStartWhenRunningStartsNoSecondService(t *testing.T) {
+	e := NewEnv(t)
+	first := e.MustRun("daemon", "start")
+	pid := e.DaemonPID()
+	second := e.MustRun("daemon", "start")
+	if !strings.Contains(second, "already running") || e.DaemonPID() != pid {
+		t.Fatalf("second start said %q (first %q), pid %d then %d; want the running one reported", second, first, pid, e.DaemonPID())
+	}
+	log, err := os.ReadFile(filepath.Join(e.Home, "daemon.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(log), "agentctl service started"); n != 1 {
+		t.Errorf("daemon.log holds %d starts, want 1:\n%s", n, log)
+	}
+	if strings.Contains(string(log), "already running") {
+		t.Errorf("a second service was spawned and refused:\n%s", log)
+	}
+	e.MustRun("daemon", "stop")
+	if alive(pid) {
+		t.Errorf("daemon stop returned with the service (pid %d) still alive", pid)
+	}
+}
