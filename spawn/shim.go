@@ -167,7 +167,15 @@ func startShim(dir string, spec Spec, logger *slog.Logger) (*shim, error) {
 	}
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, syscall.SIGCHLD, syscall.SIGTERM, syscall.SIGINT)
-	signal.Ignore(syscall.SIGHUP)
+	// The monitor outlives a hang-up, but catches it rather than ignoring
+	// it: an ignored signal stays ignored across exec, and the agent must
+	// start with default dispositions (a caught one is reset).
+	hups := make(chan os.Signal, 1)
+	signal.Notify(hups, syscall.SIGHUP)
+	go func() {
+		for range hups {
+		}
+	}()
 
 	cmd := exec.Command(path, rec.Argv[1:]...)
 	cmd.Args[0] = rec.Argv[0]

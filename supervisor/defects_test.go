@@ -4,6 +4,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -97,5 +100,46 @@ func TestClaimFile(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
 		t.Errorf("left behind: %v", ents)
+	}
+}
+
+// An agent starts with default signal dispositions: the monitor survives a
+// hang-up without passing an ignored SIGHUP on to the agent.
+func TestAgentStartsWithSIGHUPNotIgnored(t *testing.T) {
+	h := newHome(t)
+	svc := startService(t, h)
+	sess, err := svc.run(api.RunRequest{Command: []string{"sh", "-c", "grep -E '^Sig(Ign|Blk):' /proc/self/status"}, Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitEnded(t, h, sess.ID)
+	var out strings.Builder
+	if err := svc.client.Logs(context.Background(), sess.ID, api.LogOptions{}, func(ch api.LogChunk) error {
+		out.WriteString(ch.Text + "\n")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	masks := map[string]uint64{}
+	for _, line := range strings.Split(out.String(), "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+		if err != nil {
+			t.Fatalf("parse %q: %v", line, err)
+		}
+		masks[k] = n
+	}
+	ign, ok := masks["SigIgn"]
+	if !ok {
+		t.Fatalf("no SigIgn in the agent's output %q", out.String())
+	}
+	if hup := uint64(1) << (syscall.SIGHUP - 1); ign&hup != 0 {
+		t.Errorf("the agent starts with SIGHUP ignored (SigIgn %x)", ign)
+	}
+	if masks["SigBlk"] != 0 {
+		t.Errorf("the agent starts with signals blocked (SigBlk %x)", masks["SigBlk"])
 	}
 }
