@@ -25,6 +25,7 @@ import (
 
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/home"
+	"github.com/agentctl/agentctl/proc"
 	units "github.com/agentctl/agentctl/service"
 )
 
@@ -229,13 +230,26 @@ func (c *Client) send(ctx context.Context, method, path string, body any) (*http
 }
 
 func (c *Client) sendRequest(req *http.Request) (*http.Response, error) {
-	resp, err := c.http.Do(req)
+	ctx, cancel := context.WithCancelCause(req.Context())
+	stopWatch := c.watch(ctx, cancel)
+	resp, err := c.http.Do(req.WithContext(ctx))
+	stopWatch()
 	if err != nil {
+		defer cancel(nil)
+		if cause := context.Cause(ctx); errors.Is(cause, errNotAnswering) {
+			return nil, cause
+		}
 		var de *dialError
 		if errors.As(err, &de) {
 			return nil, de.err
 		}
 		return nil, fmt.Errorf("talk to the agentctl service at %s: %w", c.home.Socket(), err)
+	}
+	release := func() { cancel(nil) }
+	if rw, ok := resp.Body.(io.ReadWriteCloser); ok && resp.StatusCode == http.StatusSwitchingProtocols {
+		resp.Body = &releasingConn{ReadWriteCloser: rw, release: release}
+	} else {
+		resp.Body = &releasingBody{ReadCloser: resp.Body, release: release}
 	}
 	if resp.StatusCode >= 300 && resp.StatusCode != http.StatusSwitchingProtocols {
 		defer resp.Body.Close()
@@ -261,6 +275,82 @@ func (c *Client) request(ctx context.Context, method, path string, body any) (*h
 		req.Header.Set("Content-Type", "application/json")
 	}
 	return req, nil
+}
+
+// How long a request may wait for the service's answer to begin, and how
+// often a slow one checks whether the service is stopped.
+const (
+	answerTimeout = 2 * time.Minute
+	frozenCheck   = time.Second
+)
+
+// errNotAnswering marks a request the service did not answer.
+var errNotAnswering = errors.New("the agentctl service is not answering")
+
+// watch cancels a request whose answer does not begin in time: at once when
+// the service's process is stopped (SIGSTOP: the kernel still accepts the
+// connection, and nothing would ever answer), else after answerTimeout. The
+// returned stop ends the watch once the answer began.
+func (c *Client) watch(ctx context.Context, cancel context.CancelCauseFunc) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(frozenCheck)
+		defer tick.Stop()
+		deadline := time.NewTimer(answerTimeout)
+		defer deadline.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-deadline.C:
+				cancel(c.notAnswering(fmt.Sprintf("no answer within %s", answerTimeout)))
+				return
+			case <-tick.C:
+				pid := home.LockHolder(c.home.LockFile())
+				if p, err := proc.Lookup(pid); err == nil && p.Stopped {
+					cancel(c.notAnswering("its process is stopped"))
+					return
+				}
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+// notAnswering says which service does not answer, why, and what to do.
+func (c *Client) notAnswering(why string) error {
+	pid := home.LockHolder(c.home.LockFile())
+	if pid <= 0 {
+		return fmt.Errorf("%w (%s; socket %s): see %s, or `agentctl daemon restart`", errNotAnswering, why, c.home.Socket(), c.home.DaemonLog())
+	}
+	return fmt.Errorf("%w (pid %d: %s): resume it with `kill -CONT %d`, or `agentctl daemon restart`", errNotAnswering, pid, why, pid)
+}
+
+// releasingBody releases the request's watch context once the answer has
+// been read.
+type releasingBody struct {
+	io.ReadCloser
+	release func()
+}
+
+func (b *releasingBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.release()
+	return err
+}
+
+// releasingConn is releasingBody for a connection that switched protocols.
+type releasingConn struct {
+	io.ReadWriteCloser
+	release func()
+}
+
+func (b *releasingConn) Close() error {
+	err := b.ReadWriteCloser.Close()
+	b.release()
+	return err
 }
 
 // errorOf decodes an error answer.

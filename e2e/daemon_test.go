@@ -1,10 +1,13 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // `daemon start` with a service running says so and starts no second one:
@@ -32,4 +35,26 @@ func TestDaemonStartWhenRunningStartsNoSecondService(t *testing.T) {
 	if alive(pid) {
 		t.Errorf("daemon stop returned with the service (pid %d) still alive", pid)
 	}
+}
+
+// A stopped service (SIGSTOP: the kernel still accepts connections) makes
+// a command fail fast with a message naming the service and the fix, not
+// hang; once continued, everything works again.
+func TestFrozenServiceIsNamedNotWaitedFor(t *testing.T) {
+	e := NewEnv(t)
+	e.MustRun("daemon", "start")
+	pid := e.DaemonPID()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(pid, syscall.SIGCONT)
+	began := time.Now()
+	_, stderr, code := e.Run("list")
+	took := time.Since(began)
+	if code != 1 || !strings.Contains(stderr, "not answering") || !strings.Contains(stderr, fmt.Sprintf("kill -CONT %d", pid)) {
+		t.Fatalf("list against a stopped service: exit %d after %s, %q; want exit 1 naming pid %d and the fix", code, took, stderr, pid)
+	}
+	t.Logf("answered in %s", took)
+	syscall.Kill(pid, syscall.SIGCONT)
+	e.MustRun("list")
 }

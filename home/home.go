@@ -1,6 +1,6 @@
 // Package home is the on-disk layout of agentctl's state: $AGENTCTL_HOME,
 // its files, the session folders and the names of the files in them, and
-// session ids. It reads and writes nothing but folders.
+// session ids.
 package home
 
 import (
@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -60,6 +61,18 @@ func (h Home) Socket() string { return filepath.Join(string(h), "agentctl.sock")
 
 // LockFile is held by the running service.
 func (h Home) LockFile() string { return filepath.Join(string(h), "daemon.lock") }
+
+// LockHolder returns the pid the running service wrote into its lock file
+// (0 when there is none): a hint for messages and for sparing the service,
+// never a liveness check.
+func LockHolder(lockFile string) int {
+	b, err := os.ReadFile(lockFile)
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid
+}
 
 // DaemonLog receives an auto-started service's own log.
 func (h Home) DaemonLog() string { return filepath.Join(string(h), "daemon.log") }

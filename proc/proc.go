@@ -31,6 +31,9 @@ type Info struct {
 	PGID   int
 	SID    int
 	Zombie bool
+	// Stopped: the process is stopped by a signal (SIGSTOP, SIGTSTP) or a
+	// tracer, and will do nothing until it is continued.
+	Stopped bool
 }
 
 // Lookup reads the identity of the live process pid.

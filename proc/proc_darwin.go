@@ -12,8 +12,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// sZomb is p_stat's zombie state in <sys/proc.h>.
-const sZomb = 5
+// p_stat's zombie and stopped states in <sys/proc.h>.
+const (
+	sStop = 4
+	sZomb = 5
+)
 
 func fromKinfo(k *unix.KinfoProc) Info {
 	tv := k.Proc.P_starttime
@@ -24,6 +27,7 @@ func fromKinfo(k *unix.KinfoProc) Info {
 		PGID:     int(k.Eproc.Pgid),
 		SID:      sid(int(k.Proc.P_pid)),
 		Zombie:   k.Proc.P_stat == sZomb,
+		Stopped:  k.Proc.P_stat == sStop,
 	}
 }
 

@@ -48,6 +48,7 @@ func parseStat(pid int, b []byte, boot time.Time) (Info, error) {
 		PGID:     num(2),
 		SID:      num(3),
 		Zombie:   len(f[0]) > 0 && (f[0][0] == 'Z' || f[0][0] == 'X'),
+		Stopped:  len(f[0]) > 0 && (f[0][0] == 'T' || f[0][0] == 't'),
 	}
 	return info, nil
 }

@@ -13,8 +13,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -463,12 +461,7 @@ func (s *shim) servicePID() int {
 	if s.serviceLock == "" {
 		return 0
 	}
-	b, err := os.ReadFile(s.serviceLock)
-	if err != nil {
-		return 0
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	return pid
+	return home.LockHolder(s.serviceLock)
 }
 
 // killTree SIGKILLs every process of the session until none remains,
