@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -139,7 +140,14 @@ func (c *Client) Start(ctx context.Context) (started bool, err error) {
 	defer logf.Close()
 	cmd := exec.Command(c.exe, "daemon", "run")
 	cmd.Dir = "/"
-	cmd.Env = append(os.Environ(), "AGENTCTL_HOME="+string(c.home))
+	// A service started from inside a session is not that session's.
+	env := make([]string, 0, len(os.Environ())+1)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, home.SessionEnv+"=") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = append(env, "AGENTCTL_HOME="+string(c.home))
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {

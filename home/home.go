@@ -56,6 +56,11 @@ const (
 	EndedFile = "ended.json"
 )
 
+// SessionEnv names the variable every session's processes carry: the
+// session's id. It marks what belongs to a session after the process tree
+// no longer says (a child that called setsid and outlived its parent).
+const SessionEnv = "AGENTCTL_SESSION_ID"
+
 // Socket is the service's unix socket.
 func (h Home) Socket() string { return filepath.Join(string(h), "agentctl.sock") }
 

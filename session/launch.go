@@ -42,9 +42,10 @@ func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, err
 	}
 	// PWD follows the session's cwd, not the caller's: some agents
 	// (OpenCode) work in $PWD rather than in their real working directory.
-	env := envvar.Merge(envvar.Merge(req.Env, "PWD="+req.Cwd), req.EnvOverrides...)
 	now := time.Now().UTC()
 	id := home.NewID(now)
+	env := envvar.Merge(envvar.Merge(req.Env, "PWD="+req.Cwd), req.EnvOverrides...)
+	env = envvar.Merge(env, home.SessionEnv+"="+id)
 	dir := c.opts.Home.SessionDir(id)
 	rec := spawn.Record{
 		ID: id, Adapter: req.Adapter, Name: req.Name, Group: req.Group, Labels: req.Labels,

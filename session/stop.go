@@ -34,6 +34,11 @@ func (c *Core) Stop(ctx context.Context, id string, req api.StopRequest) (api.Se
 		return api.Session{}, err
 	}
 	if sess.Status.Ended() {
+		if sess.Origin == api.OriginLaunched && sess.Status == api.StatusLost {
+			if err := c.endLeftovers(ctx, sess.ID); err != nil {
+				return sess, fmt.Errorf("stop %s: %w", sess.ID, err)
+			}
+		}
 		return sess, nil
 	}
 	if sess.Origin != api.OriginLaunched {
@@ -53,10 +58,12 @@ func (c *Core) stopLaunched(ctx context.Context, id string, opts spawn.StopOptio
 	}
 	opts.Signal = rec.StopSignal
 	if _, err := spawn.Stop(ctx, dir, opts); err != nil {
-		if !errors.Is(err, spawn.ErrShimGone) {
+		if !errors.Is(err, spawn.ErrShimGone) && !errors.Is(err, spawn.ErrShimNotAnswering) {
 			return api.Session{}, fmt.Errorf("stop %s: %w", id, err)
 		}
-		// The monitor is gone (killed): end the processes ourselves.
+		// The monitor is gone (killed) or frozen: end the processes
+		// ourselves, from the identities recorded at the start.
+		c.log.Warn("stopping a session without its monitor", "session", id, "reason", err)
 		if err := spawn.StopWithoutShim(ctx, rec, opts); err != nil {
 			return api.Session{}, fmt.Errorf("stop %s: %w", id, err)
 		}
@@ -74,6 +81,16 @@ func (c *Core) stopLaunched(ctx context.Context, id string, opts spawn.StopOptio
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// endLeftovers ends what a lost session left running: its monitor died,
+// so nobody did what the monitor does when an agent ends.
+func (c *Core) endLeftovers(ctx context.Context, id string) error {
+	rec, err := spawn.ReadRecord(c.opts.Home.SessionDir(id))
+	if err != nil {
+		return err
+	}
+	return spawn.StopWithoutShim(ctx, rec, spawn.StopOptions{Force: true})
 }
 
 // stopNative stops a session agentctl did not start, through its adapter

@@ -31,7 +31,13 @@ func (c *Core) WaitEnded(ctx context.Context, id string) (api.Session, error) {
 	if err := waitExitRecord(ctx, dir, rec.Shim); err != nil {
 		return api.Session{}, err
 	}
-	return c.records.get(id)
+	sess, err := c.records.get(id)
+	if err == nil && sess.Status == api.StatusLost {
+		if err := c.endLeftovers(ctx, id); err != nil {
+			c.log.Warn("end what a lost session left running", "session", id, "err", err)
+		}
+	}
+	return sess, err
 }
 
 // Process is the process a session this service started runs as, as its

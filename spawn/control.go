@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/home"
+	"github.com/agentctl/agentctl/proc"
 )
 
 // The shim's socket speaks a small protocol: the client sends one JSON
@@ -49,20 +50,39 @@ func dial(ctx context.Context, dir string) (net.Conn, error) {
 	return conn, nil
 }
 
-func call(ctx context.Context, dir string, req controlRequest) (controlResponse, error) {
+// ErrShimNotAnswering means the session's monitor accepted a request and
+// did not answer in time: it is stopped (SIGSTOP) or hung.
+var ErrShimNotAnswering = errors.New("session monitor is not answering")
+
+// call sends one request to the session's monitor and reads its answer,
+// within timeout; a monitor that is stopped fails the call at once.
+func call(ctx context.Context, dir string, req controlRequest, timeout time.Duration) (controlResponse, error) {
 	conn, err := dial(ctx, dir)
 	if err != nil {
 		return controlResponse{}, err
 	}
 	defer conn.Close()
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, ErrShimNotAnswering)
+	defer cancel()
+	ctx, cancelCause := context.WithCancelCause(ctx)
+	defer cancelCause(nil)
+	if rec, err := ReadRecord(dir); err == nil {
+		go watchMonitor(ctx, rec.Shim, cancelCause)
+	}
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
 	defer stop()
+	failed := func(format string, err error) error {
+		if cause := context.Cause(ctx); errors.Is(cause, ErrShimNotAnswering) {
+			return fmt.Errorf("%s: %w", req.Op, cause)
+		}
+		return fmt.Errorf(format+": %w", req.Op, err)
+	}
 	if err := json.NewEncoder(conn).Encode(req); err != nil {
-		return controlResponse{}, fmt.Errorf("send %s to session monitor: %w", req.Op, err)
+		return controlResponse{}, failed("send %s to session monitor", err)
 	}
 	var resp controlResponse
 	if err := json.NewDecoder(conn).Decode(&resp); err != nil {
-		return controlResponse{}, fmt.Errorf("read %s answer from session monitor: %w", req.Op, err)
+		return controlResponse{}, failed("read %s answer from session monitor", err)
 	}
 	if !resp.OK {
 		return resp, fmt.Errorf("session monitor: %s", resp.Error)
@@ -72,8 +92,29 @@ func call(ctx context.Context, dir string, req controlRequest) (controlResponse,
 
 // SendInput writes data to the session's terminal.
 func SendInput(ctx context.Context, dir string, data []byte) error {
-	_, err := call(ctx, dir, controlRequest{Op: "input", Data: data})
+	_, err := call(ctx, dir, controlRequest{Op: "input", Data: data}, inputTimeout)
 	return err
+}
+
+// inputTimeout bounds how long a monitor may take to take input.
+const inputTimeout = 10 * time.Second
+
+// watchMonitor cancels ctx with ErrShimNotAnswering as soon as the monitor
+// is seen stopped: nothing would ever answer.
+func watchMonitor(ctx context.Context, shim proc.Identity, cancel context.CancelCauseFunc) {
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if p, err := proc.Lookup(shim.PID); err == nil && p.Start == shim.Start && p.Stopped {
+				cancel(fmt.Errorf("%w: pid %d is stopped", ErrShimNotAnswering, shim.PID))
+				return
+			}
+		}
+	}
 }
 
 // StopOptions say how to stop a session.
@@ -87,7 +128,11 @@ type StopOptions struct {
 // session remains, or with a *SurvivorsError naming those that outlived
 // SIGKILL.
 func Stop(ctx context.Context, dir string, opts StopOptions) (*ExitRecord, error) {
-	resp, err := call(ctx, dir, controlRequest{Op: "stop", Signal: opts.Signal, Grace: opts.Grace.String(), Force: opts.Force})
+	grace := opts.Grace
+	if grace <= 0 {
+		grace = DefaultGrace
+	}
+	resp, err := call(ctx, dir, controlRequest{Op: "stop", Signal: opts.Signal, Grace: opts.Grace.String(), Force: opts.Force}, grace+killBound+5*time.Second)
 	if err != nil {
 		return nil, err
 	}
@@ -109,6 +154,8 @@ func Attach(ctx context.Context, dir string, rows, cols uint16) (*Attachment, er
 	if err != nil {
 		return nil, err
 	}
+	// The answer must come soon; a stopped or hung monitor gives none.
+	conn.SetDeadline(time.Now().Add(inputTimeout))
 	if err := json.NewEncoder(conn).Encode(controlRequest{Op: "attach", Rows: rows, Cols: cols}); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("attach: %w", err)
@@ -124,6 +171,7 @@ func Attach(ctx context.Context, dir string, rows, cols uint16) (*Attachment, er
 		conn.Close()
 		return nil, fmt.Errorf("attach refused: %s", resp.Error)
 	}
+	conn.SetDeadline(time.Time{})
 	return &Attachment{conn: conn, r: r}, nil
 }
 

@@ -12,14 +12,15 @@ import (
 // killBound bounds how long a stop keeps killing a session's processes.
 const killBound = 10 * time.Second
 
-// StopWithoutShim ends a session whose monitor is gone (it was killed): the
-// stop signal to the agent's group, then SIGKILL to every process of the
-// session after the grace period. The processes are looked up before the
+// StopWithoutShim ends a session whose monitor is gone (it was killed) or
+// does not answer (stopped, hung): the stop signal to the agent's group,
+// then SIGKILL to every process of the session after the grace period, and
+// to a monitor that is still there. The processes are looked up before the
 // first signal, so none escapes by leaving the group when its leader dies.
 // Nobody is left to write exit.json, so the session reads as lost: its exit
 // code is unknown. A process that survived is named in a *SurvivorsError.
 func StopWithoutShim(ctx context.Context, rec Record, opts StopOptions) error {
-	t := Tree{Leader: rec.Process, PGID: rec.PGID}
+	t := Tree{Leader: rec.Process, PGID: rec.PGID, ID: rec.ID}
 	table, err := proc.Table()
 	if err != nil {
 		return err
@@ -35,16 +36,27 @@ func StopWithoutShim(ctx context.Context, rec Record, opts StopOptions) error {
 		if grace <= 0 {
 			grace = DefaultGrace
 		}
-		wctx, cancel := context.WithTimeout(ctx, grace)
-		proc.WaitExit(wctx, rec.Process)
-		cancel()
+		WaitExitBounded(ctx, rec.Process, grace)
 	}
 	survivors, err := KillTree(ctx, t, killBound, seen)
 	if err != nil {
 		return err
 	}
+	if proc.Alive(rec.Shim) {
+		// It did not answer; what it would have done is done.
+		unix.Kill(rec.Shim.PID, unix.SIGKILL)
+		unix.Kill(rec.Shim.PID, unix.SIGCONT)
+		WaitExitBounded(ctx, rec.Shim, 5*time.Second)
+	}
 	if len(survivors) > 0 {
 		return &SurvivorsError{PIDs: pidsOf(survivors)}
 	}
 	return nil
+}
+
+// WaitExitBounded waits up to d for id's process to exit.
+func WaitExitBounded(ctx context.Context, id proc.Identity, d time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	proc.WaitExit(ctx, id)
 }

@@ -452,6 +452,7 @@ func (s *shim) tree() Tree {
 		PGID:   s.rec.PGID,
 		Root:   os.Getpid(),
 		Spare:  func(p proc.Info) bool { return p.PID == service },
+		ID:     s.rec.ID,
 	}
 }
 

@@ -3,11 +3,13 @@ package spawn
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/agentctl/agentctl/home"
 	"github.com/agentctl/agentctl/proc"
 )
 
@@ -26,6 +28,11 @@ type Tree struct {
 	// Spare, when set, leaves out a process and everything below it (a
 	// service auto-started from inside the session is not the session's).
 	Spare func(proc.Info) bool
+	// ID, when set, adds every process whose environment marks it as the
+	// session's (home.SessionEnv): an orphan that left both the group and
+	// the tree is still found. What the caller itself started is left out
+	// of this match (the service's hooks carry the marker too).
+	ID string
 }
 
 // Members lists the live processes of the tree in table. The group and
@@ -39,11 +46,13 @@ func (t Tree) Members(table []proc.Info) []proc.Info {
 			trustGroup = false
 		}
 	}
+	// A spared process is left out with what the walks find below it.
 	spare := func(p proc.Info) bool { return t.Spare != nil && t.Spare(p) }
+	self := os.Getpid()
 	seen := map[int]bool{}
 	var out []proc.Info
 	add := func(p proc.Info) {
-		if p.Zombie || p.PID == t.Root || seen[p.PID] || spare(p) {
+		if p.Zombie || p.PID == t.Root || p.PID == self || seen[p.PID] || spare(p) {
 			return
 		}
 		seen[p.PID] = true
@@ -66,6 +75,17 @@ func (t Tree) Members(table []proc.Info) []proc.Info {
 		for _, p := range inGroup {
 			for _, d := range proc.DescendantsExcept(table, p.PID, spare) {
 				add(d)
+			}
+		}
+	}
+	if t.ID != "" {
+		mine := map[int]bool{}
+		for _, d := range proc.Descendants(table, self) {
+			mine[d.PID] = true
+		}
+		for _, p := range table {
+			if !seen[p.PID] && !mine[p.PID] && !p.Zombie && proc.EnvValue(p.PID, home.SessionEnv) == t.ID {
+				add(p)
 			}
 		}
 	}

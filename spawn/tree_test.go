@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentctl/agentctl/home"
 	"github.com/agentctl/agentctl/proc"
 )
 
@@ -129,5 +130,40 @@ func TestKillTreeEndsASetsidChildAfterItsLeaderDied(t *testing.T) {
 	c, err := proc.Lookup(child)
 	if err == nil && !c.Zombie {
 		t.Fatalf("the setsid child %d survived", child)
+	}
+}
+
+// An orphan that left both the group and the tree (its parent died, it
+// called setsid) is still the session's by the marker in its environment.
+func TestTreeFindsAnOrphanByItsSessionMarker(t *testing.T) {
+	out, err := exec.Command("sh", "-c", home.SessionEnv+"=s-orphan setsid sleep 300 >/dev/null 2>&1 & echo $!").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	var found bool
+	deadline := time.Now().Add(5 * time.Second)
+	for !found && time.Now().Before(deadline) {
+		table, err := proc.Table()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range (Tree{ID: "s-orphan"}).Members(table) {
+			found = found || p.PID == pid
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !found {
+		t.Fatalf("the orphan %d marked with the session's id was not found", pid)
+	}
+	table, _ := proc.Table()
+	for _, p := range (Tree{ID: "another-session"}).Members(table) {
+		if p.PID == pid {
+			t.Fatalf("the orphan %d was taken for another session's", pid)
+		}
 	}
 }

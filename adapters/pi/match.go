@@ -78,7 +78,7 @@ func livePis(snap *proc.Snapshot) ([]liveProc, error) {
 		}
 		p := liveProc{info: info, argv: argv, rust: rust}
 		p.cwd, _ = proc.Cwd(pid)
-		p.marker = environValue(pid, envSessionMarker)
+		p.marker = proc.EnvValue(pid, envSessionMarker)
 		out = append(out, p)
 	}
 	return out, nil

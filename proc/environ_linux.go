@@ -1,6 +1,6 @@
 //go:build linux
 
-package pi
+package proc
 
 import (
 	"bytes"
@@ -8,9 +8,9 @@ import (
 	"strconv"
 )
 
-// environValue returns key's value in the environment pid started with, or
+// EnvValue returns key's value in the environment pid started with, or
 // "" when unset or unreadable (another user's process).
-func environValue(pid int, key string) string {
+func EnvValue(pid int, key string) string {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
 	if err != nil {
 		return ""
