@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -64,5 +65,58 @@ func TestStopWithAFrozenOrDeadMonitor(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// send takes input of any size (in pieces the monitor takes one by one).
+// The terminal is raw: in canonical mode the line discipline itself drops
+// input beyond its buffer, whoever writes it.
+func TestSendOfAnySize(t *testing.T) {
+	e := NewEnv(t)
+	const size = 5 << 20
+	s := e.Start("--", "sh", "-c", "stty raw -echo; echo ready; head -c "+strconv.Itoa(size)+" | wc -c; sleep 1")
+	WaitFor(t, 10*time.Second, "the script to be ready", func() bool {
+		b, _ := os.ReadFile(filepath.Join(e.SessionDir(s.ID), "output.log"))
+		return bytes.Contains(b, []byte("ready"))
+	})
+	line := strings.Repeat("x", 99) + "\n"
+	data := strings.Repeat(line, size/len(line)+1)[:size]
+	path := filepath.Join(t.TempDir(), "input")
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	cmd := e.Command("send", s.ID, "-")
+	cmd.Stdin = in
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("send of %d bytes: %v %s", size, err, out)
+	}
+	e.WaitStatus(s.ID, api.StatusExited, 30*time.Second)
+	out := e.MustRun("logs", s.ID)
+	if !strings.Contains(out, strconv.Itoa(size)) {
+		t.Errorf("the session read other than %d bytes:\n%s", size, out)
+	}
+}
+
+// stop --timeout 0 kills at once; a negative grace is a usage error.
+func TestStopTimeoutZeroKillsAtOnce(t *testing.T) {
+	e := NewEnv(t)
+	s := e.Start("--", "sh", "-c", `trap "" TERM; echo ready; sleep 300`)
+	WaitFor(t, 10*time.Second, "the script to be ready", func() bool {
+		b, _ := os.ReadFile(filepath.Join(e.SessionDir(s.ID), "output.log"))
+		return bytes.Contains(b, []byte("ready"))
+	})
+	if _, _, code := e.Run("stop", "--timeout", "-1s", s.ID); code != 2 {
+		t.Errorf("stop --timeout -1s: exit %d, want 2 (usage)", code)
+	}
+	began := time.Now()
+	var final api.Session
+	e.JSON(&final, "stop", "--json", "--timeout", "0", s.ID)
+	if took := time.Since(began); took > 3*time.Second || final.Status != api.StatusKilled {
+		t.Errorf("stop --timeout 0: %s after %s, want killed at once", final.Status, took)
 	}
 }

@@ -172,3 +172,28 @@ func FuzzStripper(f *testing.F) {
 		}
 	})
 }
+
+// A log that is a symbolic link is not followed out of the session's
+// folder: tail and follow refuse it, naming it.
+func TestLogThatIsASymlinkIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("not yours\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "output.log")
+	if err := os.Symlink(secret, path); err != nil {
+		t.Fatal(err)
+	}
+	data, _, err := Tail(path, 0)
+	if err == nil || !strings.Contains(err.Error(), "symbolic link") || len(data) > 0 {
+		t.Fatalf("Tail of a symlinked log = %q, %v; want a refusal", data, err)
+	}
+	err = Follow(context.Background(), path, Position{}, func() bool { return true }, func([]byte) error {
+		t.Fatal("Follow read through a symlink")
+		return nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Fatalf("Follow of a symlinked log = %v; want a refusal", err)
+	}
+}

@@ -34,6 +34,16 @@ func files(path string) []string {
 	return out
 }
 
+// openLog opens a log file for reading without following a symbolic link:
+// a session's log is never read from outside its folder.
+func openLog(name string) (*os.File, error) {
+	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("%s is a symbolic link; a session's log is read only from its own folder", name)
+	}
+	return f, err
+}
+
 func inode(fi os.FileInfo) uint64 {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		return uint64(st.Ino)
@@ -45,7 +55,7 @@ func inode(fi os.FileInfo) uint64 {
 // bytes, and the position right after them, from which Follow continues
 // without losing or repeating a byte.
 func Tail(path string, n int) ([]byte, Position, error) {
-	cur, err := os.Open(path)
+	cur, err := openLog(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, Position{}, nil
@@ -258,7 +268,7 @@ var errMoved = errors.New("log file moved while being opened")
 
 // open opens lf by name and checks it is still the file the listing saw.
 func (lf logFile) open() (*os.File, error) {
-	f, err := os.Open(lf.name)
+	f, err := openLog(lf.name)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, errMoved

@@ -26,6 +26,9 @@ func (c *Core) launchedDir(ctx context.Context, prefix string) (api.Session, str
 	return sess, c.opts.Home.SessionDir(sess.ID), nil
 }
 
+// inputChunk is the most input one request to a monitor carries.
+const inputChunk = 1 << 20
+
 // Input writes data to a running session's terminal.
 func (c *Core) Input(ctx context.Context, id string, data []byte) (api.Session, error) {
 	sess, dir, err := c.launchedDir(ctx, id)
@@ -35,8 +38,13 @@ func (c *Core) Input(ctx context.Context, id string, data []byte) (api.Session, 
 	if sess.Status != api.StatusRunning {
 		return api.Session{}, faultf(ErrNotRunning, "session %s is %s: it takes no input", sess.ID, sess.Status)
 	}
-	if err := spawn.SendInput(ctx, dir, data); err != nil {
-		return api.Session{}, fmt.Errorf("send input to %s: %w", sess.ID, err)
+	// In pieces a monitor takes in one request each, in order.
+	for len(data) > 0 {
+		n := min(len(data), inputChunk)
+		if err := spawn.SendInput(ctx, dir, data[:n]); err != nil {
+			return api.Session{}, fmt.Errorf("send input to %s: %w", sess.ID, err)
+		}
+		data = data[n:]
 	}
 	return sess, nil
 }

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 
 	"golang.org/x/sys/unix"
 
@@ -37,8 +38,8 @@ func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, err
 			return api.Session{}, faultf(ErrInvalid, "--env %q: want KEY=VALUE", kv)
 		}
 	}
-	if req.ResumeOf != "" && !home.ValidID(req.ResumeOf) {
-		return api.Session{}, faultf(ErrInvalid, "resume_of %q is not a valid session id", req.ResumeOf)
+	if err := checkNames(req); err != nil {
+		return api.Session{}, err
 	}
 	// PWD follows the session's cwd, not the caller's: some agents
 	// (OpenCode) work in $PWD rather than in their real working directory.
@@ -114,6 +115,30 @@ func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, err
 		c.learnNativeID(id, finder, started)
 	}
 	return sess, nil
+}
+
+// checkNames refuses id-like fields that could become paths or put control
+// sequences on a terminal: they are echoed by list and used in folders.
+func checkNames(req api.RunRequest) error {
+	if req.ResumeOf != "" && !home.ValidID(req.ResumeOf) {
+		return faultf(ErrInvalid, "resume_of %q is not a valid session id", req.ResumeOf)
+	}
+	if req.Group != "" && !home.ValidID(req.Group) {
+		return faultf(ErrInvalid, "group %q: use letters, digits, '-', '_' and '.' (at most 128, not starting with '.')", req.Group)
+	}
+	if len(req.Name) > 128 || hasControl(req.Name) {
+		return faultf(ErrInvalid, "name %q: at most 128 characters, no control characters", req.Name)
+	}
+	for k, v := range req.Labels {
+		if k == "" || len(k) > 128 || strings.ContainsAny(k, "=,") || hasControl(k) || len(v) > 1024 || hasControl(v) {
+			return faultf(ErrInvalid, "label %q=%q: a key of at most 128 characters without '=', ',' or control characters, and a value of at most 1024 without control characters", k, v)
+		}
+	}
+	return nil
+}
+
+func hasControl(s string) bool {
+	return strings.ContainsFunc(s, unicode.IsControl)
 }
 
 // canonicalAdapter maps the names the old tool used onto today's, and ""

@@ -21,6 +21,9 @@ type nativeRecord struct {
 	NativeID string `json:"native_id"`
 }
 
+// maxRecordWarnings is how many unreadable session folders a list names.
+const maxRecordWarnings = 5
+
 // incompleteGrace is how long a session folder may lack launch.json before
 // list warns about it: a start in progress writes it within seconds.
 const incompleteGrace = time.Minute
@@ -126,16 +129,23 @@ func (r *records) all() ([]api.Session, []string, error) {
 	}
 	var out []api.Session
 	var warnings []string
+	unreadable := 0
 	for _, id := range ids {
 		s, err := r.get(id)
 		if err != nil {
 			if errors.Is(err, ErrIncomplete) || errors.Is(err, ErrNotFound) {
 				continue
 			}
-			warnings = append(warnings, err.Error())
+			// A few are named; thousands of junk folders are one line.
+			if unreadable++; unreadable <= maxRecordWarnings {
+				warnings = append(warnings, err.Error())
+			}
 			continue
 		}
 		out = append(out, s)
+	}
+	if more := unreadable - maxRecordWarnings; more > 0 {
+		warnings = append(warnings, fmt.Sprintf("and %d more session folders under %s could not be read", more, r.home.Sessions()))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, warnings, nil

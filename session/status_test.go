@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -143,5 +144,28 @@ func TestDiscoveredSessionWithoutACreationTimeOmitsIt(t *testing.T) {
 	}
 	if strings.Contains(string(b), "created_at") || strings.Contains(string(b), "0001-01-01") {
 		t.Errorf("session JSON = %s: want no created_at", b)
+	}
+}
+
+// Thousands of junk folders make a few warnings and one summary, not one
+// line each.
+func TestJunkFoldersAreSummarised(t *testing.T) {
+	h := home.Home(t.TempDir())
+	for i := range 200 {
+		dir := h.SessionDir(fmt.Sprintf("junk%03d", i))
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, home.LaunchFile), []byte("{not json"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := New(context.Background(), Options{Home: h})
+	list, err := c.List(context.Background(), api.ListOptions{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Warnings) != maxRecordWarnings+1 || !strings.Contains(list.Warnings[maxRecordWarnings], "195 more") {
+		t.Errorf("warnings = %d lines, last %q; want %d named and a summary of 195 more", len(list.Warnings), list.Warnings[len(list.Warnings)-1], maxRecordWarnings)
 	}
 }

@@ -25,10 +25,12 @@ func (c *Core) Stop(ctx context.Context, id string, req api.StopRequest) (api.Se
 	if req.Timeout != "" {
 		d, err := time.ParseDuration(req.Timeout)
 		if err != nil || d < 0 {
-			return api.Session{}, faultf(ErrInvalid, "timeout %q: want a duration such as 10s", req.Timeout)
+			return api.Session{}, faultf(ErrInvalid, "timeout %q: want a duration such as 10s (0 kills at once)", req.Timeout)
 		}
 		grace = d
 	}
+	// No grace is no grace: kill at once.
+	force := req.Force || grace == 0
 	sess, _, err := c.lookup(ctx, id)
 	if err != nil {
 		return api.Session{}, err
@@ -44,7 +46,7 @@ func (c *Core) Stop(ctx context.Context, id string, req api.StopRequest) (api.Se
 	if sess.Origin != api.OriginLaunched {
 		return c.stopNative(ctx, sess)
 	}
-	return c.stopLaunched(ctx, sess.ID, spawn.StopOptions{Grace: grace, Force: req.Force})
+	return c.stopLaunched(ctx, sess.ID, spawn.StopOptions{Grace: grace, Force: force})
 }
 
 // stopLaunched ends a session this service started and returns its final

@@ -2,6 +2,9 @@ package supervisor
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -141,5 +144,39 @@ func TestAgentStartsWithSIGHUPNotIgnored(t *testing.T) {
 	}
 	if masks["SigBlk"] != 0 {
 		t.Errorf("the agent starts with signals blocked (SigBlk %x)", masks["SigBlk"])
+	}
+}
+
+// A request whose body trickles in (or never comes) does not hold a
+// connection for good; a stream, once answering, is not cut by that bound.
+func TestTrickledBodyIsCutStreamsAreNot(t *testing.T) {
+	h := newHome(t)
+	svc := startServiceOpts(t, Options{Home: h, ReadTimeout: time.Second})
+	conn, err := net.Dial("unix", h.Socket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprint(conn, "POST /v1/sessions HTTP/1.1\r\nHost: agentctl\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"cwd\":")
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	began := time.Now()
+	if _, err := io.ReadAll(conn); err != nil {
+		t.Fatalf("the connection was not closed by the service: %v", err)
+	}
+	if took := time.Since(began); took > 5*time.Second {
+		t.Errorf("a trickled body held its connection %s", took)
+	}
+
+	sess, err := svc.run(api.RunRequest{Command: []string{"sh", "-c", "sleep 2.5; echo done"}, Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	err = svc.client.Logs(context.Background(), sess.ID, api.LogOptions{Follow: true}, func(ch api.LogChunk) error {
+		out.WriteString(ch.Text)
+		return nil
+	})
+	if err != nil || !strings.Contains(out.String(), "done") {
+		t.Errorf("logs -f across the read timeout: %q, %v", out.String(), err)
 	}
 }

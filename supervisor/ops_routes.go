@@ -169,6 +169,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set(api.HeaderEventsAfter, strconv.FormatUint(sub.After(), 10))
 	w.WriteHeader(http.StatusOK)
+	stream(w)
 	rc := http.NewResponseController(w)
 	if err := rc.Flush(); err != nil {
 		return

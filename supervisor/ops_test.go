@@ -69,6 +69,14 @@ func startService(t *testing.T, home home.Home) *service {
 // startServiceWith starts a service reading the given adapters.
 func startServiceWith(t *testing.T, home home.Home, as []adapters.Adapter) *service {
 	t.Helper()
+	return startServiceOpts(t, Options{Home: home, Adapters: as})
+}
+
+// startServiceOpts starts a service with opts (its binary, version and
+// logger filled in).
+func startServiceOpts(t *testing.T, opts Options) *service {
+	t.Helper()
+	home := opts.Home
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +84,8 @@ func startServiceWith(t *testing.T, home home.Home, as []adapters.Adapter) *serv
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &service{t: t, home: home, client: client.New(home, "", false), cancel: cancel, done: make(chan error, 1)}
 	go func() {
-		s.done <- Run(ctx, Options{Home: home, Exe: exe, Version: "test", Logger: slog.New(slog.DiscardHandler), Adapters: as})
+		opts.Exe, opts.Version, opts.Logger = exe, "test", slog.New(slog.DiscardHandler)
+		s.done <- Run(ctx, opts)
 	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for {

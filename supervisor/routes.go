@@ -17,6 +17,14 @@ import (
 // maxRequestBody bounds request bodies; prompts can be large.
 const maxRequestBody = 64 << 20
 
+// Large bodies are decoded a few at a time, so parallel large requests
+// cannot take the service's memory with them.
+const (
+	largeBody       = 1 << 20
+	largeBodiesOnce = 2
+)
+
+
 // Each route decodes its request, makes one call, and encodes the answer.
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
@@ -32,7 +40,30 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /v1/sessions/{id}/input", s.handleInput)
 	mux.HandleFunc("POST /v1/prune", s.handlePrune)
 	s.opsRoutes(mux)
-	return onlyOwner(mux)
+	return onlyOwner(s.boundBodies(mux))
+}
+
+// boundBodies lets at most largeBodiesOnce requests with a large (or
+// unannounced) body in at a time; the others wait their turn, or give up
+// with their caller.
+func (s *Server) boundBodies(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > largeBody || (r.ContentLength < 0 && r.Body != http.NoBody) {
+			select {
+			case s.bodies <- struct{}{}:
+				defer func() { <-s.bodies }()
+			case <-r.Context().Done():
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// stream lifts the read deadline for an answer that goes on for as long as
+// its client listens.
+func stream(w http.ResponseWriter) {
+	http.NewResponseController(w).SetReadDeadline(time.Time{})
 }
 
 // writeJSON and writeError are the one place API answers are encoded.
@@ -161,9 +192,10 @@ func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	stream := newNDJSON(w)
-	err = s.core.Logs(r.Context(), r.PathValue("id"), o, func(ch api.LogChunk) error { return stream.send(ch) })
-	if err != nil && !stream.started {
+	stream(w)
+	out := newNDJSON(w)
+	err = s.core.Logs(r.Context(), r.PathValue("id"), o, func(ch api.LogChunk) error { return out.send(ch) })
+	if err != nil && !out.started {
 		writeError(w, err)
 	}
 }

@@ -39,6 +39,8 @@ type Options struct {
 	PruneTTL time.Duration
 	// PruneEvery is how often the service prunes (default 1 h).
 	PruneEvery time.Duration
+	// ReadTimeout bounds reading one request, body included (default 1 min).
+	ReadTimeout time.Duration
 	Logger     *slog.Logger
 }
 
@@ -52,6 +54,9 @@ type Server struct {
 
 	ctx    context.Context
 	cancel context.CancelFunc
+
+	// bodies holds a token per large request body being read.
+	bodies chan struct{}
 
 	mu       sync.Mutex
 	watching map[string]bool
@@ -75,6 +80,9 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	if opts.PruneEvery <= 0 {
 		opts.PruneEvery = time.Hour
+	}
+	if opts.ReadTimeout <= 0 {
+		opts.ReadTimeout = time.Minute
 	}
 	if opts.Exe == "" {
 		exe, err := os.Executable()
@@ -104,6 +112,7 @@ func Run(ctx context.Context, opts Options) error {
 		ctx:      ctx,
 		cancel:   cancel,
 		watching: map[string]bool{},
+		bodies:   make(chan struct{}, largeBodiesOnce),
 	}
 	if s.ops, err = newOps(ctx, opts.Home, s.log, opts.Version); err != nil {
 		return err
@@ -122,6 +131,10 @@ func Run(ctx context.Context, opts Options) error {
 	srv := &http.Server{
 		Handler:           s.routes(),
 		ReadHeaderTimeout: 10 * time.Second,
+		// A request is read whole within this; streams lift it once they
+		// start (a trickled body never holds a connection for good).
+		ReadTimeout: opts.ReadTimeout,
+		IdleTimeout: 2 * time.Minute,
 		ConnContext:       withPeer,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}

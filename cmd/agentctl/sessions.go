@@ -397,7 +397,10 @@ sessions of their own. Returns once no process of the session remains.
 			if err != nil {
 				return err
 			}
-			if timeout > 0 {
+			switch f := cmd.Flags().Lookup("timeout"); {
+			case timeout < 0:
+				return usageError{fmt.Errorf("--timeout %s: a grace period cannot be negative (0 kills at once)", timeout)}
+			case f.Changed:
 				req.Timeout = timeout.String()
 			}
 			s, err := c.Stop(cmd.Context(), a[0], req)
@@ -412,7 +415,7 @@ sessions of their own. Returns once no process of the session remains.
 		},
 	}
 	cmd.Flags().BoolVar(&req.Force, "force", false, "SIGKILL at once")
-	cmd.Flags().DurationVar(&timeout, "timeout", 0, "grace period before SIGKILL (default 10s)")
+	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Second, "grace period before SIGKILL (0: kill at once)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
@@ -432,9 +435,12 @@ return) unless -n. With '-' the text comes from standard input, sent as is.`,
 			}
 			var data []byte
 			if a[1] == "-" {
-				data, err = io.ReadAll(io.LimitReader(os.Stdin, 16<<20))
+				data, err = io.ReadAll(io.LimitReader(os.Stdin, maxSend+1))
 				if err != nil {
 					return fmt.Errorf("read standard input: %w", err)
+				}
+				if len(data) > maxSend {
+					return fmt.Errorf("send: standard input is over the limit of %d MiB for one send; send it in parts", maxSend>>20)
 				}
 			} else {
 				data = []byte(a[1])
@@ -449,6 +455,9 @@ return) unless -n. With '-' the text comes from standard input, sent as is.`,
 	cmd.Flags().BoolVarP(&noNewline, "no-newline", "n", false, "do not press Enter after TEXT")
 	return cmd
 }
+
+// maxSend bounds one send (the request carries it whole).
+const maxSend = 16 << 20
 
 func newPruneCmd() *cobra.Command {
 	var older time.Duration
