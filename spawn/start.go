@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/home"
+	"github.com/agentctl/agentctl/proc"
 )
 
 // ErrStart wraps a failure to start the command itself (not found, not
@@ -60,7 +61,15 @@ func Start(ctx context.Context, exe, dir string, spec Spec, onExit func()) (Reco
 		stdinW.Close()
 		return Record{}, fmt.Errorf("start session monitor %s: %w", exe, err)
 	}
+	// The monitor is our child until it ends, and must be reaped then. A
+	// blocking wait would hold an OS thread per session for the session's
+	// life: wait on its pidfd in the runtime's poller instead, and reap it
+	// once it has exited.
+	shim, lookErr := proc.Lookup(cmd.Process.Pid)
 	go func() {
+		if lookErr == nil {
+			proc.WaitExit(context.Background(), shim.Identity)
+		}
 		cmd.Wait()
 		if onExit != nil {
 			onExit()

@@ -180,3 +180,35 @@ func TestTrickledBodyIsCutStreamsAreNot(t *testing.T) {
 		t.Errorf("logs -f across the read timeout: %q, %v", out.String(), err)
 	}
 }
+
+// The service holds no OS thread per running session: the wait for each
+// session's monitor and agent parks in the runtime's poller (pidfds), so
+// its threads stay flat however many sessions run.
+func TestThreadsStayFlatWithRunningSessions(t *testing.T) {
+	h := newHome(t)
+	svc := startService(t, h)
+	threads := func() int {
+		ents, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			t.Skipf("no /proc/self/task: %v", err)
+		}
+		return len(ents)
+	}
+	// Warm up: the first sessions start the runtime's helper threads.
+	for range 3 {
+		if _, err := svc.run(api.RunRequest{Command: []string{"sleep", "300"}, Cwd: t.TempDir()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := threads()
+	const n = 40
+	for range n {
+		if _, err := svc.run(api.RunRequest{Command: []string{"sleep", "300"}, Cwd: t.TempDir()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	if after := threads(); after-before > n/4 {
+		t.Errorf("threads went from %d to %d with %d more running sessions: a thread per session", before, after, n)
+	}
+}
