@@ -46,6 +46,13 @@ const (
 	SocketFile = "attach.sock"
 	// ShimLog is the monitor's own log.
 	ShimLog = "shim.log"
+	// HealthFile is what the monitor says of the session's output while it
+	// runs (bytes it could not log, since when, why), in space allocated at
+	// the start so it can be written on a full disk.
+	HealthFile = "health.json"
+	// ExitReserve is space allocated at the start for the exit record,
+	// which becomes ExitFile when the agent ends, also on a full disk.
+	ExitReserve = ".exit.reserve"
 	// NativeFile records a native session id learned after the start.
 	NativeFile = "native.json"
 	// LifecycleFile is what a session asked of the service before it

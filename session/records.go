@@ -92,6 +92,9 @@ func (r *records) get(id string) (api.Session, error) {
 		return api.Session{}, fmt.Errorf("session %s: %w", id, err)
 	}
 	s = sessionFromState(state)
+	if h := spawn.ReadHealth(dir); h != nil {
+		s.Warnings = append(s.Warnings, healthWarning(h))
+	}
 	if s.NativeID == "" {
 		var n nativeRecord
 		if b, err := os.ReadFile(filepath.Join(dir, home.NativeFile)); err == nil && json.Unmarshal(b, &n) == nil {
@@ -201,4 +204,17 @@ func sessionFromState(st spawn.State) api.Session {
 		s.Warnings = append(s.Warnings, warning)
 	}
 	return s
+}
+
+// healthWarning says what output a session lost, since when and why.
+func healthWarning(h *spawn.Health) string {
+	since := "?"
+	if h.DroppedSince != nil {
+		since = h.DroppedSince.Local().Format(time.RFC3339)
+	}
+	w := fmt.Sprintf("output dropped since %s: %s (%d bytes not in the log)", since, h.LastError, h.DroppedBytes)
+	if h.WritingAgain != nil {
+		w += fmt.Sprintf("; logging again since %s", h.WritingAgain.Local().Format(time.RFC3339))
+	}
+	return w
 }

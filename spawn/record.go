@@ -95,10 +95,21 @@ func readJSON(path string, v any) error {
 	return nil
 }
 
-func writeExit(dir string, e ExitRecord) error {
+// writeExit writes exit.json once, into slot (space reserved at the start)
+// when there is one.
+func writeExit(dir string, e ExitRecord, slot *atomicfile.Slot) error {
 	path := filepath.Join(dir, home.ExitFile)
 	if _, err := os.Stat(path); err == nil {
 		return nil // written once: a second writer keeps the first answer
+	}
+	if slot != nil {
+		b, err := json.MarshalIndent(e, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := slot.CommitAs(path, append(b, '\n')); err == nil {
+			return nil
+		}
 	}
 	return atomicfile.WriteJSON(path, e, 0o600)
 }

@@ -73,6 +73,8 @@ type shim struct {
 	log         *logs.Writer
 	master      *os.File
 	logger      *slog.Logger
+	health      *healthReport
+	exitSlot    *atomicfile.Slot
 
 	mu        sync.Mutex
 	viewers   map[*viewer]struct{}
@@ -163,6 +165,19 @@ func startShim(dir string, spec Spec, logger *slog.Logger) (*shim, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", rec.Argv[0], err)
 	}
+	// Space for what must be said on a full disk: that output is being
+	// dropped, and how the agent ended.
+	health, err := newHealthReport(dir)
+	if err != nil {
+		lw.Close()
+		return nil, fmt.Errorf("start %s: %w", rec.Argv[0], err)
+	}
+	exitSlot, err := reserveExit(dir)
+	if err != nil {
+		lw.Close()
+		health.slot.Close()
+		return nil, fmt.Errorf("start %s: %w", rec.Argv[0], err)
+	}
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, syscall.SIGCHLD, syscall.SIGTERM, syscall.SIGINT)
 	// The monitor outlives a hang-up, but catches it rather than ignoring
@@ -209,6 +224,7 @@ func startShim(dir string, spec Spec, logger *slog.Logger) (*shim, error) {
 	}
 	s := &shim{
 		dir: dir, rec: rec, serviceLock: spec.ServiceLock, log: lw, master: master, logger: logger,
+		health: health, exitSlot: exitSlot,
 		viewers:  map[*viewer]struct{}{},
 		reaped:   make(chan struct{}),
 		finished: make(chan struct{}),
@@ -301,8 +317,13 @@ func (s *shim) readLoop() {
 		n, err := s.master.Read(buf)
 		if n > 0 {
 			chunk := buf[:n]
-			if _, werr := s.log.Write(chunk); werr != nil {
-				s.logger.Error("write output log", "err", werr)
+			written, werr := s.log.Write(chunk)
+			if s.health.wrote(n, written, werr) {
+				if werr != nil {
+					s.logger.Error("output is being dropped", "err", werr)
+				} else {
+					s.logger.Info("the output log takes output again")
+				}
 			}
 			s.broadcast(chunk)
 		}
@@ -383,9 +404,7 @@ func (s *shim) finish() {
 		exit.StoppedBy = s.stoppedBy
 	}
 	s.mu.Unlock()
-	if err := writeExit(s.dir, exit); err != nil {
-		s.logger.Error("write exit record", "err", err)
-	}
+	s.writeExit(exit)
 	payload, _ := json.Marshal(exit)
 	s.mu.Lock()
 	for v := range s.viewers {
@@ -398,6 +417,20 @@ func (s *shim) finish() {
 	}
 	s.mu.Unlock()
 	close(s.finished)
+}
+
+// writeExit writes the exit record into the space reserved at the start;
+// should even that fail, it tries again until the disk takes it: an exit
+// code is never given up while its monitor lives.
+func (s *shim) writeExit(exit ExitRecord) {
+	s.health.slot.Close()
+	err := writeExit(s.dir, exit, s.exitSlot)
+	for wait := 100 * time.Millisecond; err != nil; wait = min(2*wait, 5*time.Second) {
+		s.logger.Error("write exit record; trying again", "err", err, "in", wait)
+		time.Sleep(wait)
+		err = writeExit(s.dir, exit, nil)
+	}
+	removeReserve(s.dir)
 }
 
 // stop ends the session: the agent's graceful signal to its group, then

@@ -302,11 +302,7 @@ func (o *ops) sessionStarted(sess api.Session) {
 func (o *ops) sessionEnded(sess api.Session) {
 	o.locks.ReleaseSession(sess.ID)
 	dir := o.home.SessionDir(sess.ID)
-	if claimed, err := claimFile(filepath.Join(dir, home.EndedFile), map[string]any{"status": sess.Status, "announced_at": time.Now().UTC()}); err != nil {
-		o.log.Warn("record session end", "session", sess.ID, "err", err)
-	} else if claimed {
-		o.announceEnd(sess)
-	}
+	o.claimEnd(sess)
 	lc, err := readLifecycle(dir)
 	if err != nil {
 		o.log.Warn("read session hooks", "session", sess.ID, "err", err)
@@ -315,6 +311,42 @@ func (o *ops) sessionEnded(sess api.Session) {
 	if lc.OnComplete != "" {
 		go o.runHook(dir, hooks.OnComplete, lc.OnComplete, lc, sess)
 	}
+}
+
+// claimEnd announces a session's end once: the first to claim it in the
+// session's folder announces it. A claim the disk refuses (full) is tried
+// again until it is made, so the end is announced when space comes back.
+func (o *ops) claimEnd(sess api.Session) {
+	path := filepath.Join(o.home.SessionDir(sess.ID), home.EndedFile)
+	claim := func() (done bool) {
+		claimed, err := claimFile(path, map[string]any{"status": sess.Status, "announced_at": time.Now().UTC()})
+		if err != nil {
+			return false
+		}
+		if claimed {
+			o.announceEnd(sess)
+		}
+		return true
+	}
+	if claim() {
+		return
+	}
+	o.log.Warn("record session end; trying again until the disk takes it", "session", sess.ID)
+	o.wg.Add(1)
+	go func() {
+		defer o.wg.Done()
+		for wait := time.Second; ; wait = min(2*wait, 30*time.Second) {
+			select {
+			case <-o.ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			if claim() {
+				o.log.Info("session end recorded", "session", sess.ID)
+				return
+			}
+		}
+	}()
 }
 
 func (o *ops) announceEnd(sess api.Session) {
