@@ -24,7 +24,6 @@ const (
 	largeBodiesOnce = 2
 )
 
-
 // Each route decodes its request, makes one call, and encodes the answer.
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()

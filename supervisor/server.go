@@ -41,7 +41,7 @@ type Options struct {
 	PruneEvery time.Duration
 	// ReadTimeout bounds reading one request, body included (default 1 min).
 	ReadTimeout time.Duration
-	Logger     *slog.Logger
+	Logger      *slog.Logger
 }
 
 // Server is the running service.
@@ -135,8 +135,8 @@ func Run(ctx context.Context, opts Options) error {
 		// start (a trickled body never holds a connection for good).
 		ReadTimeout: opts.ReadTimeout,
 		IdleTimeout: 2 * time.Minute,
-		ConnContext:       withPeer,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ConnContext: withPeer,
+		BaseContext: func(net.Listener) context.Context { return ctx },
 	}
 	s.recover()
 	s.ops.start(s.running())
