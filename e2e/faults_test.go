@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/api"
+	"github.com/creack/pty"
 )
 
 // A session whose monitor is frozen (SIGSTOP) or killed is still stopped,
@@ -118,5 +120,44 @@ func TestStopTimeoutZeroKillsAtOnce(t *testing.T) {
 	e.JSON(&final, "stop", "--json", "--timeout", "0", s.ID)
 	if took := time.Since(began); took > 3*time.Second || final.Status != api.StatusKilled {
 		t.Errorf("stop --timeout 0: %s after %s, want killed at once", final.Status, took)
+	}
+}
+
+// A signal to an attached client detaches it quietly; the session goes on.
+func TestAttachDetachesOnSignals(t *testing.T) {
+	e := NewEnv(t)
+	s := e.Start("--", "sh", "-c", `echo ready; sleep 300`)
+	WaitFor(t, 10*time.Second, "the session to be ready", func() bool {
+		return strings.Contains(e.MustRun("logs", "-n", "0", s.ID), "ready")
+	})
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
+		t.Run(sig.String(), func(t *testing.T) {
+			cmd := e.Command("attach", s.ID)
+			tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 30, Cols: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tty.Close()
+			out := &ptyOutput{}
+			go io.Copy(out, tty)
+			WaitFor(t, 10*time.Second, "attached", func() bool { return strings.Contains(out.String(), "attached to") })
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("attach after %s: %v (want a clean detach)", sig, err)
+				}
+			case <-time.After(5 * time.Second):
+				cmd.Process.Kill()
+				t.Fatalf("attach ignored %s", sig)
+			}
+			if got := e.Session(s.ID); got.Status != api.StatusRunning {
+				t.Errorf("the session is %s after its viewer got %s", got.Status, sig)
+			}
+		})
 	}
 }

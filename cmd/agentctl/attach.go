@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -82,6 +83,18 @@ func attach(cmd *cobra.Command, c *client.Client, id string) error {
 	}()
 
 	detached := make(chan struct{})
+	var detachOnce sync.Once
+	detach := func() { detachOnce.Do(func() { close(detached); at.Close() }) }
+	// A signal to the attached client detaches it, as the detach key does:
+	// the session goes on.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	go func() {
+		if _, ok := <-sigs; ok {
+			detach()
+		}
+	}()
 	go func() {
 		buf := make([]byte, 4096)
 		for {
@@ -92,8 +105,7 @@ func attach(cmd *cobra.Command, c *client.Client, id string) error {
 					if i > 0 {
 						at.Input(chunk[:i])
 					}
-					close(detached)
-					at.Close()
+					detach()
 					return
 				}
 				if at.Input(chunk) != nil {
