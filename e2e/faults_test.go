@@ -161,3 +161,50 @@ func TestAttachDetachesOnSignals(t *testing.T) {
 		})
 	}
 }
+
+// A running session whose launch.json was truncated stays visible and
+// stoppable: its monitor knows its record and it is written again.
+func TestDamagedRecordOfARunningSession(t *testing.T) {
+	e := NewEnv(t)
+	s := e.Start("--", "sleep", "300")
+	record := filepath.Join(e.SessionDir(s.ID), "launch.json")
+	if err := os.Truncate(record, 0); err != nil {
+		t.Fatal(err)
+	}
+	got := e.Session(s.ID)
+	if got.Status != api.StatusRunning || len(got.Warnings) == 0 || !strings.Contains(strings.Join(got.Warnings, " "), "written again") {
+		t.Fatalf("status after launch.json was truncated: %s %q; want running, with a warning", got.Status, got.Warnings)
+	}
+	if l := e.List(); len(l.Sessions) != 1 {
+		t.Errorf("list shows %d sessions, want the damaged one", len(l.Sessions))
+	}
+	var final api.Session
+	e.JSON(&final, "stop", "--json", s.ID)
+	if !final.Status.Ended() {
+		t.Errorf("after stop the session is %s", final.Status)
+	}
+}
+
+// A huge launch.json is not read whole: the list stays fast and says which
+// record it skipped.
+func TestHugeRecordIsNotReadWhole(t *testing.T) {
+	e := NewEnv(t)
+	s := e.Start("--", "true")
+	e.WaitStatus(s.ID, api.StatusExited, 10*time.Second)
+	dir := filepath.Join(e.Home, "sessions", "01hugerecord00000000000000")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	huge := `{"id":"01hugerecord00000000000000","argv":["x"],"prompt":"` + strings.Repeat("p", 50<<20) + `"}`
+	if err := os.WriteFile(filepath.Join(dir, "launch.json"), []byte(huge), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	l := e.List("-a")
+	if took := time.Since(began); took > 3*time.Second {
+		t.Errorf("list -a took %s with a 50 MB record", took)
+	}
+	if len(l.Sessions) != 1 || !strings.Contains(strings.Join(l.Warnings, " "), "over the") {
+		t.Errorf("list -a: %d sessions, warnings %q; want the good one and a warning naming the huge record", len(l.Sessions), l.Warnings)
+	}
+}

@@ -53,6 +53,8 @@ const (
 	// ExitReserve is space allocated at the start for the exit record,
 	// which becomes ExitFile when the agent ends, also on a full disk.
 	ExitReserve = ".exit.reserve"
+	// PromptFile holds a prompt too long to keep in LaunchFile whole.
+	PromptFile = "launch-prompt.txt"
 	// NativeFile records a native session id learned after the start.
 	NativeFile = "native.json"
 	// LifecycleFile is what a session asked of the service before it

@@ -16,9 +16,14 @@ import (
 	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/home"
+	"github.com/agentctl/agentctl/internal/atomicfile"
 	"github.com/agentctl/agentctl/internal/envvar"
+	"github.com/agentctl/agentctl/internal/text"
 	"github.com/agentctl/agentctl/spawn"
 )
+
+// maxRecordPrompt is how much of a prompt the launch record keeps.
+const maxRecordPrompt = 16 << 10
 
 // nativeIDTimeout bounds how long the service looks for a native id that
 // the adapter could not pre-assign.
@@ -57,6 +62,15 @@ func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, err
 	rec.Adapter = canonicalAdapter(rec.Adapter)
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return api.Session{}, fmt.Errorf("create session folder: %w", err)
+	}
+	if len(rec.Prompt) > maxRecordPrompt {
+		// The record stays small (every list reads it); the whole prompt
+		// is kept beside it.
+		if err := atomicfile.Write(filepath.Join(dir, home.PromptFile), []byte(rec.Prompt), 0o600); err != nil {
+			os.RemoveAll(dir)
+			return api.Session{}, fmt.Errorf("keep the prompt: %w", err)
+		}
+		rec.Prompt, rec.PromptCut = text.Truncate(rec.Prompt, maxRecordPrompt), true
 	}
 	if c.opts.Gate != nil {
 		if err := c.opts.Gate.Reserve(id, dir, rec.Adapter, req); err != nil {

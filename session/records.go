@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -73,6 +74,7 @@ func (r *records) get(id string) (api.Session, error) {
 		return s, nil
 	}
 	dir := r.home.SessionDir(id)
+	var repaired string
 	rec, err := spawn.ReadRecord(dir)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -85,13 +87,21 @@ func (r *records) get(id string) (api.Session, error) {
 			}
 			return api.Session{}, fmt.Errorf("session %s has no launch record (%s missing): its start failed; remove it with `agentctl prune`", id, home.LaunchFile)
 		}
-		return api.Session{}, fmt.Errorf("session %s: %w", id, err)
+		// A damaged record of a session that runs: its monitor knows it.
+		damage := err
+		if rec, err = r.repair(dir); err != nil {
+			return api.Session{}, fmt.Errorf("session %s: %w", id, damage)
+		}
+		repaired = fmt.Sprintf("its launch record could not be read (%v); it was written again from the session's monitor", damage)
 	}
 	state, err := spawn.Derive(dir, rec)
 	if err != nil {
 		return api.Session{}, fmt.Errorf("session %s: %w", id, err)
 	}
 	s = sessionFromState(state)
+	if repaired != "" {
+		s.Warnings = append(s.Warnings, repaired)
+	}
 	if h := spawn.ReadHealth(dir); h != nil {
 		s.Warnings = append(s.Warnings, healthWarning(h))
 	}
@@ -107,6 +117,21 @@ func (r *records) get(id string) (api.Session, error) {
 		r.mu.Unlock()
 	}
 	return s, nil
+}
+
+// repair asks a session's monitor for the launch record that could not be
+// read (damaged) and writes it again; an error when no monitor answers.
+func (r *records) repair(dir string) (spawn.Record, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	rec, err := spawn.AskRecord(ctx, dir)
+	if err != nil {
+		return rec, err
+	}
+	if err := spawn.RepairRecord(dir, rec); err != nil {
+		return rec, err
+	}
+	return rec, nil
 }
 
 // setNativeID records a native id learned after the start.

@@ -36,6 +36,8 @@ type controlResponse struct {
 	Exit  *ExitRecord `json:"exit,omitempty"`
 	// Survivors are processes of the session that outlived a stop.
 	Survivors []int `json:"survivors,omitempty"`
+	// Record is the monitor's launch record (op "record").
+	Record *Record `json:"record,omitempty"`
 }
 
 // ErrShimGone means the session's shim no longer answers.

@@ -5,11 +5,14 @@
 package spawn
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/agentctl/agentctl/home"
@@ -31,7 +34,10 @@ type Record struct {
 	EnvKeys []string `json:"env_keys,omitempty"`
 	Cwd     string   `json:"cwd"`
 	Prompt  string   `json:"prompt,omitempty"`
-	Model   string   `json:"model,omitempty"`
+	// PromptCut says Prompt is the head of a longer prompt, kept whole in
+	// the session's home.PromptFile.
+	PromptCut bool   `json:"prompt_cut,omitempty"`
+	Model     string `json:"model,omitempty"`
 	// NativeID is the agent's own session id when known at launch.
 	NativeID string `json:"native_id,omitempty"`
 	// ResumeOf is the agentctl id whose native session this run continues.
@@ -71,6 +77,24 @@ func ReadRecord(dir string) (Record, error) {
 	return r, nil
 }
 
+// AskRecord asks a running session's monitor for its launch record: the
+// truth when launch.json on disk was damaged.
+func AskRecord(ctx context.Context, dir string) (Record, error) {
+	resp, err := call(ctx, dir, controlRequest{Op: "record"}, inputTimeout)
+	if err != nil {
+		return Record{}, err
+	}
+	if resp.Record == nil {
+		return Record{}, fmt.Errorf("the session monitor sent no record")
+	}
+	return *resp.Record, nil
+}
+
+// RepairRecord writes rec as launch.json again.
+func RepairRecord(dir string, rec Record) error {
+	return atomicfile.WriteJSON(filepath.Join(dir, home.LaunchFile), rec, 0o600)
+}
+
 // ReadExit reads exit.json; it returns (nil, nil) when there is none yet.
 func ReadExit(dir string) (*ExitRecord, error) {
 	var e ExitRecord
@@ -84,10 +108,25 @@ func ReadExit(dir string) (*ExitRecord, error) {
 	return &e, nil
 }
 
+// maxRecord bounds what is read of a record: a record is small (a long
+// prompt is kept beside it), and a damaged or planted huge one must not
+// make every list slow.
+const maxRecord = 1 << 20
+
+// readJSON reads a record, without following a symbolic link and no more
+// than maxRecord bytes of it.
 func readJSON(path string, v any) error {
-	b, err := os.ReadFile(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", path, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxRecord+1))
+	if err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(b) > maxRecord {
+		return fmt.Errorf("read %s: over the %d KiB a record may have", path, maxRecord>>10)
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		return fmt.Errorf("parse %s: %w", path, err)

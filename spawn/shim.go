@@ -565,6 +565,9 @@ func (s *shim) handle(conn net.Conn) {
 	case "resize":
 		s.setSize(req.Rows, req.Cols)
 		reply(controlResponse{OK: true})
+	case "record":
+		rec := s.rec
+		reply(controlResponse{OK: true, Record: &rec})
 	case "stop":
 		grace, _ := time.ParseDuration(req.Grace)
 		exit, survivors := s.stop(StopOptions{Signal: req.Signal, Grace: grace, Force: req.Force}, "agentctl stop")

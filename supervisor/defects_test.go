@@ -212,3 +212,29 @@ func TestThreadsStayFlatWithRunningSessions(t *testing.T) {
 		t.Errorf("threads went from %d to %d with %d more running sessions: a thread per session", before, after, n)
 	}
 }
+
+// A long prompt is kept beside the launch record, not in it: the record
+// every list reads stays small.
+func TestLongPromptIsKeptBesideTheRecord(t *testing.T) {
+	h := newHome(t)
+	svc := startService(t, h)
+	prompt := strings.Repeat("a long prompt ", 200_000) // 2.8 MB
+	sess, err := svc.run(api.RunRequest{Command: []string{"true"}, Prompt: prompt, Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(filepath.Join(h.SessionDir(sess.ID), home.LaunchFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() > 64<<10 {
+		t.Errorf("launch.json is %d bytes with a long prompt", st.Size())
+	}
+	kept, err := os.ReadFile(filepath.Join(h.SessionDir(sess.ID), home.PromptFile))
+	if err != nil || string(kept) != prompt {
+		t.Errorf("the whole prompt was not kept (%d bytes, %v)", len(kept), err)
+	}
+	if got, err := svc.client.Get(context.Background(), sess.ID); err != nil || !strings.HasPrefix(prompt, got.Prompt) || got.Prompt == "" {
+		t.Errorf("status prompt = %.40q, %v", got.Prompt, err)
+	}
+}
