@@ -50,6 +50,8 @@ type options struct {
 	keep  bool
 	seed  int64
 	core  bool
+	// soak and soakShort, when set, run the soak instead of the stores.
+	soak, soakShort int
 }
 
 func parseFlags(args []string) (options, error) {
@@ -61,6 +63,8 @@ func parseFlags(args []string) (options, error) {
 	fl.BoolVar(&o.keep, "keep", false, "keep the generated stores")
 	fl.Int64Var(&o.seed, "seed", 1, "generator seed")
 	fl.BoolVar(&o.core, "core", true, "also time run, start and output throughput against baselines")
+	fl.IntVar(&o.soak, "soak", 0, "soak instead: this many sessions running at once, started and stopped in waves")
+	fl.IntVar(&o.soakShort, "soak-short", 10000, "with --soak: then this many short sessions, each exit code checked")
 	if err := fl.Parse(args); err != nil {
 		return o, err
 	}
@@ -114,6 +118,14 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		if err := b.Run(); err != nil {
 			return fmt.Errorf("build agentctl (or pass --bin): %w", err)
 		}
+	}
+	if o.soak > 0 {
+		rows, err := measureSoak(ctx, o, work)
+		if err != nil {
+			return fmt.Errorf("soak: %w", err)
+		}
+		printSoak(out, rows)
+		return nil
 	}
 	if o.core {
 		rows, err := measureCore(ctx, o, work)
