@@ -5,7 +5,6 @@
 package client
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -52,6 +51,8 @@ type Client struct {
 	exe       string
 	autostart bool
 	http      *http.Client
+	// silence is how long a stream may stay silent (streamSilence).
+	silence time.Duration
 }
 
 // ErrNoService means the service is not running and was not started.
@@ -60,7 +61,7 @@ var ErrNoService = errors.New("the agentctl service is not running")
 // New returns a client for h. exe is the agentctl binary used to start the
 // service; autostart says whether to.
 func New(h home.Home, exe string, autostart bool) *Client {
-	c := &Client{home: h, exe: exe, autostart: autostart}
+	c := &Client{home: h, exe: exe, autostart: autostart, silence: streamSilence}
 	tr := &http.Transport{
 		DialContext:     func(ctx context.Context, _, _ string) (net.Conn, error) { return c.dial(ctx) },
 		MaxIdleConns:    4,
@@ -451,21 +452,28 @@ func (c *Client) Logs(ctx context.Context, id string, o api.LogOptions, emit fun
 		return err
 	}
 	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	for sc.Scan() {
+	ended := false
+	var emitErr error
+	err = readLines(resp.Body, c.silence, func(line []byte) error {
 		var ch api.LogChunk
-		if err := json.Unmarshal(sc.Bytes(), &ch); err != nil {
-			return fmt.Errorf("read log stream: %w", err)
-		}
-		if err := emit(ch); err != nil {
+		if err := json.Unmarshal(line, &ch); err != nil {
 			return err
 		}
-		if ch.End {
-			return nil
+		if emitErr = emit(ch); emitErr != nil {
+			return emitErr
 		}
-	}
-	if err := sc.Err(); err != nil {
+		if ch.End {
+			ended = true
+			return io.EOF
+		}
+		return nil
+	})
+	switch {
+	case ended:
+		return nil
+	case emitErr != nil:
+		return emitErr
+	case err != nil:
 		return fmt.Errorf("read log stream: %w", err)
 	}
 	return fmt.Errorf("the log stream ended early (the service stopped?)")

@@ -1,7 +1,6 @@
 package client
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -90,21 +89,21 @@ func (c *Client) Events(ctx context.Context, o EventOptions, started func(after 
 		after, _ := strconv.ParseUint(resp.Header.Get(api.HeaderEventsAfter), 10, 64)
 		started(after)
 	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	for sc.Scan() {
+	var fnErr error
+	err = readLines(resp.Body, c.silence, func(line []byte) error {
 		var e api.Event
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			return fmt.Errorf("read event stream: %w", err)
-		}
-		if err := fn(e); err != nil {
+		if err := json.Unmarshal(line, &e); err != nil {
 			return err
 		}
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := sc.Err(); err != nil {
+		fnErr = fn(e)
+		return fnErr
+	})
+	switch {
+	case fnErr != nil:
+		return fnErr
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil:
 		return fmt.Errorf("read event stream: %w", err)
 	}
 	return fmt.Errorf("the event stream ended (the service stopped?)")

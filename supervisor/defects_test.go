@@ -238,3 +238,26 @@ func TestLongPromptIsKeptBesideTheRecord(t *testing.T) {
 		t.Errorf("status prompt = %.40q, %v", got.Prompt, err)
 	}
 }
+
+// A quiet stream sends keep-alives (empty lines), so a client can tell it
+// from a dead or frozen service.
+func TestQuietStreamsSendKeepAlives(t *testing.T) {
+	h := newHome(t)
+	startServiceOpts(t, Options{Home: h, KeepAlive: 200 * time.Millisecond})
+	conn, err := net.Dial("unix", h.Socket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprint(conn, "GET /v1/events HTTP/1.1\r\nHost: agentctl\r\n\r\n")
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var got []byte
+	buf := make([]byte, 4096)
+	for !strings.Contains(string(got), "\r\n\r\n") || !strings.Contains(string(got[strings.Index(string(got), "\r\n\r\n")+4:]), "\n") {
+		n, err := conn.Read(buf)
+		if err != nil {
+			t.Fatalf("no keep-alive on a quiet event stream: %v (read %q)", err, got)
+		}
+		got = append(got, buf[:n]...)
+	}
+}

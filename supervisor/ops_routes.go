@@ -1,7 +1,6 @@
 package supervisor
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -166,17 +165,15 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	sub := s.ops.bus.Subscribe(after)
 	defer sub.Close()
-	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set(api.HeaderEventsAfter, strconv.FormatUint(sub.After(), 10))
-	w.WriteHeader(http.StatusOK)
 	stream(w)
-	rc := http.NewResponseController(w)
-	if err := rc.Flush(); err != nil {
+	out := s.newNDJSON(w, r)
+	defer out.close()
+	if err := out.start(); err != nil {
 		return
 	}
-	enc := json.NewEncoder(w)
 	for {
-		e, err := sub.Next(r.Context())
+		e, err := sub.Next(out.ctx)
 		var gap *events.GapError
 		switch {
 		case errors.As(err, &gap):
@@ -186,10 +183,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		case !filter.Match(e.Type):
 			continue
 		}
-		if err := enc.Encode(e); err != nil {
-			return
-		}
-		if err := rc.Flush(); err != nil {
+		if err := out.send(e); err != nil {
 			return
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/agentctl/agentctl/api"
@@ -192,40 +193,99 @@ func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	stream(w)
-	out := newNDJSON(w)
-	err = s.core.Logs(r.Context(), r.PathValue("id"), o, func(ch api.LogChunk) error { return out.send(ch) })
-	if err != nil && !out.started {
+	out := s.newNDJSON(w, r)
+	defer out.close()
+	err = s.core.Logs(out.ctx, r.PathValue("id"), o, func(ch api.LogChunk) error { return out.send(ch) })
+	if err != nil && !out.began() {
 		writeError(w, err)
 	}
 }
 
-// ndjson writes a stream of JSON lines, each flushed as it is written.
+// ndjson writes a stream of JSON lines, each flushed as it is written. A
+// stream that has had nothing to say for a while says so with an empty
+// line, so a client can tell a quiet stream from a dead service.
 type ndjson struct {
-	w       http.ResponseWriter
-	rc      *http.ResponseController
-	enc     *json.Encoder
+	w      http.ResponseWriter
+	rc     *http.ResponseController
+	enc    *json.Encoder
+	ctx    context.Context
+	cancel context.CancelFunc
+	alive  sync.WaitGroup
+	every  time.Duration // how long it may be silent
+
+	mu      sync.Mutex
 	started bool
+	last    time.Time
 }
 
-func newNDJSON(w http.ResponseWriter) *ndjson {
-	return &ndjson{w: w, rc: http.NewResponseController(w), enc: json.NewEncoder(w)}
+// newNDJSON starts a stream for r's answer; close ends it, before the
+// handler returns.
+func (s *Server) newNDJSON(w http.ResponseWriter, r *http.Request) *ndjson {
+	ctx, cancel := context.WithCancel(r.Context())
+	return &ndjson{w: w, rc: http.NewResponseController(w), enc: json.NewEncoder(w), ctx: ctx, cancel: cancel, every: s.opts.KeepAlive}
 }
 
-// start writes the stream's header once.
+// start writes the stream's header once, and keeps the stream alive.
 func (n *ndjson) start() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.startLocked()
+}
+
+func (n *ndjson) startLocked() error {
 	if n.started {
 		return nil
 	}
 	n.started = true
 	n.w.Header().Set("Content-Type", "application/x-ndjson")
 	n.w.WriteHeader(http.StatusOK)
+	n.last = time.Now()
+	n.alive.Add(1)
+	go n.keepAlive()
 	return n.rc.Flush()
 }
 
+// began says whether the stream's header went out (an error after that
+// can no longer be an error answer).
+func (n *ndjson) began() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.started
+}
+
+// close stops the keep-alives; nothing is written after it returns.
+func (n *ndjson) close() {
+	n.cancel()
+	n.alive.Wait()
+}
+
+func (n *ndjson) keepAlive() {
+	defer n.alive.Done()
+	t := time.NewTicker(n.every / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-t.C:
+		}
+		n.mu.Lock()
+		if time.Since(n.last) >= n.every {
+			n.w.Write([]byte("\n"))
+			n.rc.Flush()
+			n.last = time.Now()
+		}
+		n.mu.Unlock()
+	}
+}
+
 func (n *ndjson) send(v any) error {
-	if err := n.start(); err != nil {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err := n.startLocked(); err != nil {
 		return err
 	}
+	n.last = time.Now()
 	if err := n.enc.Encode(v); err != nil {
 		return err
 	}

@@ -41,6 +41,9 @@ type Options struct {
 	PruneEvery time.Duration
 	// ReadTimeout bounds reading one request, body included (default 1 min).
 	ReadTimeout time.Duration
+	// KeepAlive is how long a stream may be silent before it sends an
+	// empty line (default 15 s).
+	KeepAlive time.Duration
 	Logger      *slog.Logger
 }
 
@@ -83,6 +86,9 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	if opts.ReadTimeout <= 0 {
 		opts.ReadTimeout = time.Minute
+	}
+	if opts.KeepAlive <= 0 {
+		opts.KeepAlive = 15 * time.Second
 	}
 	if opts.Exe == "" {
 		exe, err := os.Executable()
