@@ -74,6 +74,9 @@ func (r *records) get(id string) (api.Session, error) {
 		return s, nil
 	}
 	dir := r.home.SessionDir(id)
+	if err := checkFolder(dir); err != nil {
+		return api.Session{}, fmt.Errorf("session %s: %w", id, err)
+	}
 	var repaired string
 	rec, err := spawn.ReadRecord(dir)
 	if err != nil {
@@ -242,4 +245,26 @@ func healthWarning(h *spawn.Health) string {
 		w += fmt.Sprintf("; logging again since %s", h.WritingAgain.Local().Format(time.RFC3339))
 	}
 	return w
+}
+
+// checkFolder refuses a session folder this service would not have made:
+// a symbolic link, someone else's, or one others may write into.
+func checkFolder(dir string) error {
+	st, err := os.Lstat(dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return faultf(ErrNotFound, "no session folder %s", dir)
+		}
+		return err
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s is not a folder (a symbolic link?); it is not read", dir)
+	}
+	if st.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("%s may be written by others (mode %o); it is not read", dir, st.Mode().Perm())
+	}
+	if uid, ok := ownerOf(st); ok && uid != os.Getuid() {
+		return fmt.Errorf("%s belongs to uid %d, not to this service's uid %d; it is not read", dir, uid, os.Getuid())
+	}
+	return nil
 }

@@ -169,3 +169,21 @@ func TestJunkFoldersAreSummarised(t *testing.T) {
 		t.Errorf("warnings = %d lines, last %q; want %d named and a summary of 195 more", len(list.Warnings), list.Warnings[len(list.Warnings)-1], maxRecordWarnings)
 	}
 }
+
+// A session folder others may write into is not trusted: a warning names
+// it, and its record is not read.
+func TestFolderOthersMayWriteIsNotRead(t *testing.T) {
+	h := home.Home(t.TempDir())
+	id := launchedHere(t, h, "exec", "")
+	if err := os.Chmod(h.SessionDir(id), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	c := New(context.Background(), Options{Home: h})
+	list, err := c.List(context.Background(), api.ListOptions{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Sessions) != 0 || !hasWarning(list.Warnings, "may be written by others") {
+		t.Errorf("list = %d sessions, warnings %q; want none and a warning", len(list.Sessions), list.Warnings)
+	}
+}
