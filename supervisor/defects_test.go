@@ -261,3 +261,25 @@ func TestQuietStreamsSendKeepAlives(t *testing.T) {
 		got = append(got, buf[:n]...)
 	}
 }
+
+// Id-like fields of a launch are checked: none can become a path outside
+// the home or put control sequences on a terminal.
+func TestLaunchChecksIDLikeFields(t *testing.T) {
+	svc := startService(t, newHome(t))
+	cwd := t.TempDir()
+	for name, req := range map[string]api.RunRequest{
+		"resume_of as a path": {ResumeOf: "../../x"},
+		"group as a path":     {Group: "../g"},
+		"name with escapes":   {Name: "evil\x1b]0;title\x07"},
+		"label key with =":    {Labels: map[string]string{"a=b": "c"}},
+		"label with escapes":  {Labels: map[string]string{"k": "\x1b[2J"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			req.Command, req.Cwd = []string{"true"}, cwd
+			_, err := svc.run(req)
+			if api.CodeOf(err) != api.CodeInvalid {
+				t.Errorf("launch = %v, want an invalid-request error", err)
+			}
+		})
+	}
+}
