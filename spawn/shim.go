@@ -475,9 +475,10 @@ func (s *shim) stop(opts StopOptions, by string) (*ExitRecord, []int) {
 }
 
 // tree is this session's processes: every descendant of the shim (as
-// subreaper it inherits orphans), plus anything still in the agent's
-// process group or session, less the service if one was started from inside
-// the session.
+// subreaper it inherits orphans, so no process of the session escapes it
+// and the session marker need not be looked for), plus anything still in
+// the agent's process group or session, less the service if one was
+// started from inside the session.
 func (s *shim) tree() Tree {
 	service := s.servicePID()
 	return Tree{
@@ -485,7 +486,6 @@ func (s *shim) tree() Tree {
 		PGID:   s.rec.PGID,
 		Root:   os.Getpid(),
 		Spare:  func(p proc.Info) bool { return p.PID == service },
-		ID:     s.rec.ID,
 	}
 }
 

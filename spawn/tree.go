@@ -84,7 +84,10 @@ func (t Tree) Members(table []proc.Info) []proc.Info {
 			mine[d.PID] = true
 		}
 		for _, p := range table {
-			if !seen[p.PID] && !mine[p.PID] && !p.Zombie && proc.EnvValue(p.PID, home.SessionEnv) == t.ID {
+			// Only a process started after the agent can be the session's;
+			// reading every process's environment is the costly part.
+			if !seen[p.PID] && !mine[p.PID] && !p.Zombie && (t.Leader.Start == 0 || p.Start >= t.Leader.Start) &&
+				proc.EnvValue(p.PID, home.SessionEnv) == t.ID {
 				add(p)
 			}
 		}
