@@ -9,6 +9,9 @@ package adapters
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"syscall"
 	"time"
 )
@@ -96,6 +99,32 @@ type LaunchRequest struct {
 	// BinaryPath is the absolute path of the launcher's Binary(), resolved
 	// by the caller with the launch's PATH and cwd (once per launch).
 	BinaryPath string
+}
+
+// PromptFile is the file, in the session folder, a prompt that cannot go
+// in argv (too long, a NUL byte, read as an option) is written to.
+const PromptFile = "prompt.txt"
+
+// PromptOnStdin writes the prompt to the session folder and returns the
+// argv that runs the agent (BinaryPath, then args) through /bin/sh with
+// that file as its standard input. It serves agents that read a prompt
+// from a stdin that is not a terminal: under agentctl's pty stdin is one.
+func (r LaunchRequest) PromptOnStdin(args []string) ([]string, error) {
+	if r.SessionDir == "" {
+		return nil, errors.New("a prompt passed through stdin needs the session folder, and none was given")
+	}
+	if r.BinaryPath == "" {
+		return nil, errors.New("a prompt passed through stdin needs the agent's resolved path, and none was given")
+	}
+	if err := os.MkdirAll(r.SessionDir, 0o700); err != nil {
+		return nil, fmt.Errorf("write the prompt file: %w", err)
+	}
+	file := filepath.Join(r.SessionDir, PromptFile)
+	if err := os.WriteFile(file, []byte(r.Prompt), 0o600); err != nil {
+		return nil, fmt.Errorf("write the prompt file: %w", err)
+	}
+	// $0 is the prompt file, "$@" the agent's argv.
+	return append([]string{"/bin/sh", "-c", `exec "$@" <"$0"`, file, r.BinaryPath}, args...), nil
 }
 
 // LaunchSpec is how to start the agent.

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -32,10 +31,6 @@ var strippedVars = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHRO
 // through a file on the agent's stdin (one argument may not exceed 128 kB
 // on Linux).
 const maxArgPrompt = 100_000
-
-// promptFile is the file a large prompt is written to, in the session's
-// folder.
-const promptFile = "prompt.txt"
 
 var _ adapters.Launcher = (*Adapter)(nil)
 
@@ -78,10 +73,6 @@ func (a *Adapter) build(req adapters.LaunchRequest, session []string, nativeID s
 		return adapters.LaunchSpec{}, errors.New("no prompt given")
 	}
 	env := launchEnv(req.Env)
-	bin, err := lookPath(Binary, env)
-	if err != nil {
-		return adapters.LaunchSpec{}, fmt.Errorf("%s is not installed or not on PATH (%w); install it: %s", Binary, err, InstallHint)
-	}
 	args := append([]string{"-p"}, session...)
 	args = append(args, "--output-format", "stream-json", "--verbose")
 	args = append(args, permissionArgs(env)...)
@@ -94,16 +85,13 @@ func (a *Adapter) build(req adapters.LaunchRequest, session []string, nativeID s
 		spec.Argv = append(append([]string{Binary}, args...), "--", req.Prompt)
 		return spec, nil
 	}
-	if req.SessionDir == "" {
-		return adapters.LaunchSpec{}, errors.New("prompt over 100 kB and no session folder to put it in")
-	}
-	pf := filepath.Join(req.SessionDir, promptFile)
-	if err := os.WriteFile(pf, []byte(req.Prompt), 0o600); err != nil {
-		return adapters.LaunchSpec{}, fmt.Errorf("write the prompt file: %w", err)
-	}
 	// claude -p reads the prompt from stdin when it is not a terminal and no
-	// prompt argument is given; the shell replaces itself with claude.
-	spec.Argv = append([]string{"/bin/sh", "-c", `exec "$@" < "$0"`, pf, bin}, args...)
+	// prompt argument is given.
+	argv, err := req.PromptOnStdin(args)
+	if err != nil {
+		return adapters.LaunchSpec{}, err
+	}
+	spec.Argv = argv
 	return spec, nil
 }
 
@@ -158,30 +146,4 @@ func envValue(env []string, key string) string {
 		}
 	}
 	return v
-}
-
-// lookPath finds name on the PATH of env (the agent's environment, not
-// ours).
-func lookPath(name string, env []string) (string, error) {
-	if strings.Contains(name, "/") {
-		if executable(name) {
-			return name, nil
-		}
-		return "", fmt.Errorf("%s: %w", name, os.ErrNotExist)
-	}
-	for _, dir := range filepath.SplitList(envValue(env, "PATH")) {
-		if dir == "" {
-			dir = "."
-		}
-		p := filepath.Join(dir, name)
-		if executable(p) {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("%s not found in PATH", name)
-}
-
-func executable(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
 }

@@ -27,7 +27,7 @@ func realClaude(t *testing.T) string {
 		t.Skip("SKIPPED in -short mode: the real Claude Code CLI tests take about a minute")
 	}
 	bin := agentsBin(t)
-	if !executable(filepath.Join(bin, Binary)) {
+	if fi, err := os.Stat(filepath.Join(bin, Binary)); err != nil || fi.Mode()&0o111 == 0 {
 		t.Skipf("SKIPPED: the real Claude Code CLI is not installed in %s; run scripts/install-agents.sh claude (or set AGENTCTL_AGENTS_DIR)", bin)
 	}
 	return bin
@@ -95,7 +95,7 @@ func (e *realEnv) session(t *testing.T, id string) adapters.NativeSession {
 // it works, model, tokens, cost and the last answer.
 func TestRealClaude(t *testing.T) {
 	e := newRealEnv(t)
-	req := adapters.LaunchRequest{Prompt: "-work [[sleep: 3]] [[text: real ok]]", Cwd: e.cwd, Env: e.env, SessionDir: t.TempDir()}
+	req := adapters.LaunchRequest{BinaryPath: filepath.Join(agenttest.BinDir(t), e.adapter.Binary()), Prompt: "-work [[sleep: 3]] [[text: real ok]]", Cwd: e.cwd, Env: e.env, SessionDir: t.TempDir()}
 	spec, err := e.adapter.Launch(req)
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +138,7 @@ func TestRealClaude(t *testing.T) {
 	tokensBefore := *s.TokensIn
 
 	// Resume appends to the same session.
-	spec, err = e.adapter.Resume(adapters.LaunchRequest{Prompt: "again [[text: resumed ok]]", NativeID: spec.NativeID, Cwd: e.cwd, Env: e.env})
+	spec, err = e.adapter.Resume(adapters.LaunchRequest{BinaryPath: filepath.Join(agenttest.BinDir(t), e.adapter.Binary()), Prompt: "again [[text: resumed ok]]", NativeID: spec.NativeID, Cwd: e.cwd, Env: e.env})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestRealClaude(t *testing.T) {
 func TestRealClaudeLargePrompt(t *testing.T) {
 	e := newRealEnv(t)
 	prompt := strings.Repeat("lorem ipsum ", 15000) + "[[text: big ok]]"
-	spec, err := e.adapter.Launch(adapters.LaunchRequest{Prompt: prompt, Cwd: e.cwd, Env: e.env, SessionDir: t.TempDir()})
+	spec, err := e.adapter.Launch(adapters.LaunchRequest{BinaryPath: filepath.Join(agenttest.BinDir(t), e.adapter.Binary()), Prompt: prompt, Cwd: e.cwd, Env: e.env, SessionDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestRealClaudeLargePrompt(t *testing.T) {
 // claude with 143 and its registry entry removed.
 func TestRealClaudeStop(t *testing.T) {
 	e := newRealEnv(t)
-	spec, err := e.adapter.Launch(adapters.LaunchRequest{Prompt: "long [[sleep: 60]]", Cwd: e.cwd, Env: e.env, SessionDir: t.TempDir()})
+	spec, err := e.adapter.Launch(adapters.LaunchRequest{BinaryPath: filepath.Join(agenttest.BinDir(t), e.adapter.Binary()), Prompt: "long [[sleep: 60]]", Cwd: e.cwd, Env: e.env, SessionDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -12,16 +11,11 @@ import (
 
 	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/proc"
-	"github.com/agentctl/agentctl/spawn"
 )
 
 // maxArgPrompt is the largest prompt passed in argv; larger ones go through
 // stdin from a file (Linux caps one argument at 128 kB).
 const maxArgPrompt = 100_000
-
-// promptFileName is the file, in agentctl's session folder, that holds a
-// prompt passed through stdin.
-const promptFileName = "prompt.txt"
 
 // Binary is the executable the adapter runs.
 func (a *Adapter) Binary() string { return "codex" }
@@ -91,33 +85,7 @@ func withPrompt(bin string, args []string, req adapters.LaunchRequest) ([]string
 	if len(p) <= maxArgPrompt && !strings.ContainsRune(p, 0) {
 		return append(append([]string{bin}, args...), "--", p), nil
 	}
-	if req.SessionDir == "" {
-		return nil, errors.New("a prompt passed through stdin needs the session folder, and none was given")
-	}
-	// The shell, not the agent, is argv[0] now, so the agent is resolved
-	// here: a missing binary must fail the launch with its name.
-	path, err := spawn.LookPath(bin, req.Env, req.Cwd)
-	if err != nil {
-		return nil, fmt.Errorf("%s is not installed or not on PATH (%w); %s", bin, err, installHint)
-	}
-	file, err := writePromptFile(req)
-	if err != nil {
-		return nil, err
-	}
-	// $0 is the prompt file, "$@" the agent's argv.
-	argv := append([]string{"/bin/sh", "-c", `exec "$@" <"$0"`, file, path}, args...)
-	return append(argv, "--", "-"), nil
-}
-
-func writePromptFile(req adapters.LaunchRequest) (string, error) {
-	if err := os.MkdirAll(req.SessionDir, 0o700); err != nil {
-		return "", fmt.Errorf("write prompt file: %w", err)
-	}
-	file := filepath.Join(req.SessionDir, promptFileName)
-	if err := os.WriteFile(file, []byte(req.Prompt), 0o600); err != nil {
-		return "", fmt.Errorf("write prompt file: %w", err)
-	}
-	return file, nil
+	return req.PromptOnStdin(append(args, "--", "-"))
 }
 
 // Native id discovery.

@@ -53,10 +53,12 @@ func TestLaunchArgv(t *testing.T) {
 	}
 }
 
-func TestLargePromptWithoutBinaryFailsAtOnce(t *testing.T) {
+// The caller resolves the agent once per launch (a missing codex fails the
+// launch there, naming it); without that path no wrapper is built.
+func TestLargePromptWithoutBinaryPathFailsAtOnce(t *testing.T) {
 	_, a := testHome(t)
-	_, err := a.Launch(adapters.LaunchRequest{Prompt: strings.Repeat("x", maxArgPrompt+1), SessionDir: t.TempDir(), Env: []string{"PATH=/nonexistent"}})
-	if err == nil || !strings.Contains(err.Error(), "codex is not installed") || !strings.Contains(err.Error(), "@openai/codex") {
+	_, err := a.Launch(adapters.LaunchRequest{Prompt: strings.Repeat("x", maxArgPrompt+1), SessionDir: t.TempDir(), Env: []string{"PATH=/bin"}})
+	if err == nil || !strings.Contains(err.Error(), "resolved path") {
 		t.Errorf("err = %v", err)
 	}
 }
@@ -89,7 +91,7 @@ func TestLargePromptThroughStdin(t *testing.T) {
 	}
 	prompt := strings.Repeat("large prompt line\n", 10000) + "-end\x00"
 	for _, resume := range []bool{false, true} {
-		req := adapters.LaunchRequest{Prompt: prompt, SessionDir: dir, Env: []string{"PATH=" + filepath.Dir(bin) + ":/usr/bin:/bin"}}
+		req := adapters.LaunchRequest{Prompt: prompt, SessionDir: dir, Env: []string{"PATH=" + filepath.Dir(bin) + ":/usr/bin:/bin"}, BinaryPath: bin}
 		var spec adapters.LaunchSpec
 		var err error
 		if resume {
@@ -126,7 +128,7 @@ func TestLargePromptThroughStdin(t *testing.T) {
 		if stdin != prompt {
 			t.Errorf("stdin has %d bytes, want the %d-byte prompt", len(stdin), len(prompt))
 		}
-		if fi, err := os.Stat(filepath.Join(dir, promptFileName)); err != nil || fi.Mode().Perm() != 0o600 {
+		if fi, err := os.Stat(filepath.Join(dir, adapters.PromptFile)); err != nil || fi.Mode().Perm() != 0o600 {
 			t.Errorf("prompt file: %v %v", fi, err)
 		}
 	}

@@ -153,7 +153,7 @@ func assistantTexts(msgs []adapters.Message) []string {
 func TestRealCodex(t *testing.T) {
 	e := newRealEnv(t)
 	prompt := "-work [[sleep: 5]] [[text: real ok]]"
-	spec, err := e.adapter.Launch(adapters.LaunchRequest{Prompt: prompt, Cwd: e.cwd, Env: e.env, SessionDir: t.TempDir()})
+	spec, err := e.adapter.Launch(adapters.LaunchRequest{BinaryPath: filepath.Join(agenttest.BinDir(t), e.adapter.Binary()), Prompt: prompt, Cwd: e.cwd, Env: e.env, SessionDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestRealCodex(t *testing.T) {
 	tokensBefore := *s.TokensIn
 
 	// Resume appends to the same rollout.
-	spec, err = e.adapter.Resume(adapters.LaunchRequest{Prompt: "again [[text: resumed ok]]", NativeID: id, Cwd: e.cwd, Env: e.env})
+	spec, err = e.adapter.Resume(adapters.LaunchRequest{BinaryPath: filepath.Join(agenttest.BinDir(t), e.adapter.Binary()), Prompt: "again [[text: resumed ok]]", NativeID: id, Cwd: e.cwd, Env: e.env})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestRealCodex(t *testing.T) {
 func TestRealCodexLargePrompt(t *testing.T) {
 	e := newRealEnv(t)
 	prompt := "-" + strings.Repeat("lorem ipsum ", 15000) + "[[text: big ok]] the end"
-	spec, err := e.adapter.Launch(adapters.LaunchRequest{Prompt: prompt, Cwd: e.cwd, Env: e.env, SessionDir: t.TempDir()})
+	spec, err := e.adapter.Launch(adapters.LaunchRequest{BinaryPath: filepath.Join(agenttest.BinDir(t), e.adapter.Binary()), Prompt: prompt, Cwd: e.cwd, Env: e.env, SessionDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func TestRealCodexLargePrompt(t *testing.T) {
 // non-zero, and its rollout records the failed turn.
 func TestRealCodexModelError(t *testing.T) {
 	e := newRealEnv(t)
-	spec, err := e.adapter.Launch(adapters.LaunchRequest{Prompt: "fail [[error: 400]]", Cwd: e.cwd, Env: e.env})
+	spec, err := e.adapter.Launch(adapters.LaunchRequest{BinaryPath: filepath.Join(agenttest.BinDir(t), e.adapter.Binary()), Prompt: "fail [[error: 400]]", Cwd: e.cwd, Env: e.env})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +277,7 @@ func TestRealCodexModelError(t *testing.T) {
 // turn_aborted.
 func TestRealCodexStop(t *testing.T) {
 	e := newRealEnv(t)
-	spec, err := e.adapter.Launch(adapters.LaunchRequest{Prompt: "long [[sleep: 67]]", Cwd: e.cwd, Env: e.env})
+	spec, err := e.adapter.Launch(adapters.LaunchRequest{BinaryPath: filepath.Join(agenttest.BinDir(t), e.adapter.Binary()), Prompt: "long [[sleep: 67]]", Cwd: e.cwd, Env: e.env})
 	if err != nil {
 		t.Fatal(err)
 	}

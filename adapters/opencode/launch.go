@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -13,16 +11,11 @@ import (
 
 	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/proc"
-	"github.com/agentctl/agentctl/spawn"
 )
 
 // maxArgPrompt is the largest prompt passed in argv; larger ones go
 // through stdin from a file.
 const maxArgPrompt = 100_000
-
-// promptFileName is the file, in agentctl's session folder, that holds a
-// prompt passed through stdin.
-const promptFileName = "prompt.txt"
 
 // Binary is the executable the adapter runs.
 func (a *Adapter) Binary() string { return "opencode" }
@@ -99,24 +92,7 @@ func withPrompt(bin string, args []string, req adapters.LaunchRequest) ([]string
 		argv := append(append([]string{bin}, args...), "--")
 		return append(argv, words...), nil
 	}
-	if req.SessionDir == "" {
-		return nil, errors.New("a prompt passed through stdin needs the session folder, and none was given")
-	}
-	// The shell, not the agent, is argv[0] now, so the agent is resolved
-	// here: a missing binary must fail the launch with its name.
-	path, err := spawn.LookPath(bin, req.Env, req.Cwd)
-	if err != nil {
-		return nil, fmt.Errorf("%s is not installed or not on PATH (%w); %s", bin, err, installHint)
-	}
-	if err := os.MkdirAll(req.SessionDir, 0o700); err != nil {
-		return nil, fmt.Errorf("write prompt file: %w", err)
-	}
-	file := filepath.Join(req.SessionDir, promptFileName)
-	if err := os.WriteFile(file, []byte(p), 0o600); err != nil {
-		return nil, fmt.Errorf("write prompt file: %w", err)
-	}
-	// $0 is the prompt file, "$@" the agent's argv.
-	return append([]string{"/bin/sh", "-c", `exec "$@" <"$0"`, file, path}, args...), nil
+	return req.PromptOnStdin(args)
 }
 
 // numberLike matches what OpenCode's argument parser converts to a number

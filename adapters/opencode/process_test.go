@@ -281,6 +281,7 @@ func TestLaunchArgv(t *testing.T) {
 			req := tt.req
 			req.SessionDir = t.TempDir()
 			req.Env = []string{"PATH=" + binDir}
+			req.BinaryPath = bin
 			var spec adapters.LaunchSpec
 			var err error
 			if tt.resume {
@@ -299,7 +300,7 @@ func TestLaunchArgv(t *testing.T) {
 			}
 			want := append([]string(nil), tt.want...)
 			if tt.file {
-				want[3] = filepath.Join(req.SessionDir, promptFileName)
+				want[3] = filepath.Join(req.SessionDir, adapters.PromptFile)
 				want[4] = bin
 				b, err := os.ReadFile(want[3])
 				if err != nil || string(b) != tt.req.Prompt {
@@ -311,9 +312,11 @@ func TestLaunchArgv(t *testing.T) {
 			}
 		})
 	}
-	_, err := a.Launch(adapters.LaunchRequest{Prompt: "fix bug 42", SessionDir: t.TempDir(), Env: []string{"PATH=/nonexistent"}})
-	if err == nil || !strings.Contains(err.Error(), "opencode is not installed") || !strings.Contains(err.Error(), "opencode-ai") {
-		t.Errorf("missing binary: %v", err)
+	// The caller resolves the agent once per launch; without that path the
+	// wrapper cannot be built.
+	_, err := a.Launch(adapters.LaunchRequest{Prompt: "fix bug 42", SessionDir: t.TempDir(), Env: []string{"PATH=" + binDir}})
+	if err == nil || !strings.Contains(err.Error(), "resolved path") {
+		t.Errorf("no resolved path: %v", err)
 	}
 	if a.StopSignal() != syscall.SIGTERM || a.Binary() != "opencode" || !strings.Contains(a.InstallHint(), "opencode-ai") {
 		t.Error("launcher facts")
@@ -335,7 +338,7 @@ func TestPromptArrivesExactly(t *testing.T) {
 		"say hi", "  leading and  double  spaces ", "-v --help -- x", "line one\nline two\ttab", "fix bug 42", "0x1f and 1e3",
 		`quotes "here" and 'there'`, "ünïcødé ✓", strings.Repeat("big ", 40000),
 	} {
-		spec, err := a.Launch(adapters.LaunchRequest{Prompt: prompt, SessionDir: t.TempDir(), Env: []string{"PATH=" + filepath.Dir(bin)}})
+		spec, err := a.Launch(adapters.LaunchRequest{Prompt: prompt, SessionDir: t.TempDir(), Env: []string{"PATH=" + filepath.Dir(bin)}, BinaryPath: bin})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -154,7 +154,7 @@ func TestRealOpencode(t *testing.T) {
 	e := newRealEnv(t)
 	// "[[sleep: 4]]" has a number-like word: the prompt goes through stdin.
 	prompt := "-work  [[sleep: 4]] [[text: real ok]]"
-	spec, err := e.adapter.Launch(adapters.LaunchRequest{Prompt: prompt, Model: "fake/fake-model", Cwd: e.cwd, Env: e.env, SessionDir: t.TempDir()})
+	spec, err := e.adapter.Launch(adapters.LaunchRequest{BinaryPath: filepath.Join(agenttest.BinDir(t), e.adapter.Binary()), Prompt: prompt, Model: "fake/fake-model", Cwd: e.cwd, Env: e.env, SessionDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestRealOpencode(t *testing.T) {
 
 	// Resume with a plain-words prompt (argv) appends to the same session.
 	resumePrompt := "again  -v [[text: resumed ok]]"
-	spec, err = e.adapter.Resume(adapters.LaunchRequest{Prompt: resumePrompt, NativeID: id, Cwd: e.cwd, Env: e.env, SessionDir: t.TempDir()})
+	spec, err = e.adapter.Resume(adapters.LaunchRequest{BinaryPath: filepath.Join(agenttest.BinDir(t), e.adapter.Binary()), Prompt: resumePrompt, NativeID: id, Cwd: e.cwd, Env: e.env, SessionDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestRealOpencode(t *testing.T) {
 // error status, 4xx included, five times over about 70 seconds first.
 func TestRealOpencodeModelError(t *testing.T) {
 	e := newRealEnv(t)
-	spec, err := e.adapter.Launch(adapters.LaunchRequest{Prompt: "fail [[error: 400]]", Cwd: e.cwd, Env: e.env, SessionDir: t.TempDir()})
+	spec, err := e.adapter.Launch(adapters.LaunchRequest{BinaryPath: filepath.Join(agenttest.BinDir(t), e.adapter.Binary()), Prompt: "fail [[error: 400]]", Cwd: e.cwd, Env: e.env, SessionDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func TestRealOpencodeModelError(t *testing.T) {
 // what is left and ends it.
 func TestRealOpencodeStop(t *testing.T) {
 	e := newRealEnv(t)
-	spec, err := e.adapter.Launch(adapters.LaunchRequest{Prompt: "long [[sleep: 71]]", Cwd: e.cwd, Env: e.env, SessionDir: t.TempDir()})
+	spec, err := e.adapter.Launch(adapters.LaunchRequest{BinaryPath: filepath.Join(agenttest.BinDir(t), e.adapter.Binary()), Prompt: "long [[sleep: 71]]", Cwd: e.cwd, Env: e.env, SessionDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,10 +20,6 @@ import (
 // Pi's argument parser would misread, go through stdin.
 const maxArgPrompt = 100_000
 
-// promptFileName is the file, in agentctl's session folder, that holds a
-// prompt passed through stdin.
-const promptFileName = "prompt.txt"
-
 // Binary is the executable the adapter runs.
 func (a *Adapter) Binary() string {
 	if a.name == NamePiRust {
@@ -163,46 +159,7 @@ func withPrompt(bin, hint string, args []string, req adapters.LaunchRequest, bef
 		}
 		return append(argv, p), nil
 	}
-	if req.SessionDir == "" {
-		return nil, errors.New("a prompt passed through stdin needs the session folder, and none was given")
-	}
-	if err := os.MkdirAll(req.SessionDir, 0o700); err != nil {
-		return nil, fmt.Errorf("write prompt file: %w", err)
-	}
-	// The shell, not the agent, is argv[0] now, so the agent is resolved
-	// here: a missing binary must fail the launch with its name.
-	path, err := lookPath(bin, req.Env)
-	if err != nil {
-		return nil, fmt.Errorf("%w; %s", err, hint)
-	}
-	file := filepath.Join(req.SessionDir, promptFileName)
-	if err := os.WriteFile(file, []byte(p), 0o600); err != nil {
-		return nil, fmt.Errorf("write prompt file: %w", err)
-	}
-	// $0 is the prompt file, "$@" the agent's argv.
-	return append([]string{"/bin/sh", "-c", `exec "$@" <"$0"`, file, path}, args...), nil
-}
-
-// errNotInstalled says the agent's binary is not on the PATH it runs with.
-var errNotInstalled = errors.New("not installed or not on PATH")
-
-// lookPath finds bin on the PATH of env (the agent's environment, not the
-// service's).
-func lookPath(bin string, env []string) (string, error) {
-	if strings.Contains(bin, "/") {
-		return bin, nil
-	}
-	pathVar, _ := envValueOf(env, "PATH")
-	for _, dir := range filepath.SplitList(pathVar) {
-		if dir == "" || !filepath.IsAbs(dir) {
-			continue
-		}
-		p := filepath.Join(dir, bin)
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("%s is %w", bin, errNotInstalled)
+	return req.PromptOnStdin(args)
 }
 
 func envValueOf(env []string, key string) (string, bool) {

@@ -2,7 +2,6 @@ package pi
 
 import (
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -96,7 +95,7 @@ func TestLaunchPromptThroughStdin(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			spec, err := a.Launch(adapters.LaunchRequest{Prompt: tc.prompt, Cwd: cwd, SessionDir: dir, Env: []string{"PATH=" + binDir}})
+			spec, err := a.Launch(adapters.LaunchRequest{Prompt: tc.prompt, Cwd: cwd, SessionDir: dir, Env: []string{"PATH=" + binDir}, BinaryPath: filepath.Join(binDir, "pi")})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -123,11 +122,11 @@ func TestLaunchPromptThroughStdin(t *testing.T) {
 			}
 		})
 	}
-	if _, err := a.Launch(adapters.LaunchRequest{Prompt: "-x", Cwd: cwd, Env: []string{"PATH=" + binDir}}); err == nil {
+	if _, err := a.Launch(adapters.LaunchRequest{Prompt: "-x", Cwd: cwd, Env: []string{"PATH=" + binDir}, BinaryPath: filepath.Join(binDir, "pi")}); err == nil {
 		t.Error("a stdin prompt without a session folder: no error")
 	}
-	if _, err := a.Launch(adapters.LaunchRequest{Prompt: "-x", Cwd: cwd, SessionDir: t.TempDir(), Env: []string{"PATH=/nonexistent"}}); !errors.Is(err, errNotInstalled) || !strings.Contains(err.Error(), "pi") {
-		t.Errorf("a stdin prompt with pi missing: %v, want a not-installed error naming pi", err)
+	if _, err := a.Launch(adapters.LaunchRequest{Prompt: "-x", Cwd: cwd, SessionDir: t.TempDir(), Env: []string{"PATH=" + binDir}}); err == nil || !strings.Contains(err.Error(), "resolved path") {
+		t.Errorf("a stdin prompt without the agent's resolved path: %v, want an error saying so", err)
 	}
 	if _, err := a.Launch(adapters.LaunchRequest{Prompt: "  ", Cwd: cwd}); err == nil {
 		t.Error("empty prompt: no error")

@@ -155,7 +155,7 @@ func TestRealPi(t *testing.T) {
 	w := newPiWorld(t)
 	a := w.adapter
 
-	spec, err := a.Launch(adapters.LaunchRequest{
+	spec, err := a.Launch(adapters.LaunchRequest{BinaryPath: filepath.Join(agenttest.BinDir(t), a.Binary()),
 		Prompt: "work [[sleep: 1]] [[bash: echo hello > hello.txt]]", Model: "fakeopenai/fake-model",
 		Cwd: w.proj, Env: w.env(), SessionDir: t.TempDir(),
 	})
@@ -188,7 +188,7 @@ func TestRealPi(t *testing.T) {
 	before := s.TokensIn
 
 	// Resume appends to the same file.
-	r, err := a.Resume(adapters.LaunchRequest{Prompt: "again [[text: resumed ok]]", NativeID: spec.NativeID, Cwd: w.proj, Env: w.env()})
+	r, err := a.Resume(adapters.LaunchRequest{BinaryPath: filepath.Join(agenttest.BinDir(t), a.Binary()), Prompt: "again [[text: resumed ok]]", NativeID: spec.NativeID, Cwd: w.proj, Env: w.env()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func TestRealPi(t *testing.T) {
 	// A prompt over 100 kB that starts with '-' goes through stdin, even
 	// under a pty.
 	big := "-" + strings.Repeat("x", 120_000) + " [[text: big ok]]"
-	spec3, err := a.Launch(adapters.LaunchRequest{Prompt: big, Model: "fakeanthropic/fake-claude", Cwd: w.proj, Env: w.env(), SessionDir: t.TempDir()})
+	spec3, err := a.Launch(adapters.LaunchRequest{BinaryPath: filepath.Join(agenttest.BinDir(t), a.Binary()), Prompt: big, Model: "fakeanthropic/fake-claude", Cwd: w.proj, Env: w.env(), SessionDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestRealPi(t *testing.T) {
 
 	// A model error ends the run with Pi's non-zero code, and the file says
 	// the turn failed.
-	spec4, err := a.Launch(adapters.LaunchRequest{Prompt: "fail [[error: 400]]", Model: "fakeopenai/fake-model", Cwd: w.proj, Env: w.env(), SessionDir: t.TempDir()})
+	spec4, err := a.Launch(adapters.LaunchRequest{BinaryPath: filepath.Join(agenttest.BinDir(t), a.Binary()), Prompt: "fail [[error: 400]]", Model: "fakeopenai/fake-model", Cwd: w.proj, Env: w.env(), SessionDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +238,7 @@ func TestRealPi(t *testing.T) {
 func TestRealPiStop(t *testing.T) {
 	w := newPiWorld(t)
 	a := w.adapter
-	spec, err := a.Launch(adapters.LaunchRequest{Prompt: "long [[bash: sleep 47.31]]", Model: "fakeopenai/fake-model", Cwd: w.proj, Env: w.env(), SessionDir: t.TempDir()})
+	spec, err := a.Launch(adapters.LaunchRequest{BinaryPath: filepath.Join(agenttest.BinDir(t), a.Binary()), Prompt: "long [[bash: sleep 47.31]]", Model: "fakeopenai/fake-model", Cwd: w.proj, Env: w.env(), SessionDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
