@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/adapters/storeio"
 	"github.com/agentctl/agentctl/proc"
 )
 
@@ -33,18 +34,18 @@ const maxCached = 50000
 // Adapter reads Claude Code's native store. It is safe for concurrent use.
 type Adapter struct {
 	env       adapters.Env
-	summaries *adapters.FileCache[*summary]
-	history   *adapters.FileCache[historyIndex]
-	folders   *adapters.Lister
+	summaries *storeio.FileCache[*summary]
+	history   *storeio.FileCache[historyIndex]
+	folders   *storeio.Lister
 }
 
 // New returns the adapter for the Claude store env points at.
 func New(env adapters.Env) *Adapter {
 	return &Adapter{
 		env:       env,
-		summaries: adapters.NewFileCache[*summary](maxCached),
-		history:   adapters.NewFileCache[historyIndex](1),
-		folders:   adapters.NewLister(),
+		summaries: storeio.NewFileCache[*summary](maxCached),
+		history:   storeio.NewFileCache[historyIndex](1),
+		folders:   storeio.NewLister(),
 	}
 }
 
@@ -63,7 +64,7 @@ func (a *Adapter) configDir() string {
 // with its fresh stat.
 type transcriptFile struct {
 	id  string
-	key adapters.FileKey
+	key storeio.FileKey
 }
 
 // listTranscripts lists and stats projects/*/<uuid>.jsonl, the project
@@ -79,8 +80,8 @@ func (a *Adapter) listTranscripts(ctx context.Context) ([]transcriptFile, error)
 		return nil, err
 	}
 	projects := top.Dirs
-	perProject := make([][]adapters.FileKey, len(projects))
-	if err := adapters.Parallel(ctx, len(projects), func(i int) {
+	perProject := make([][]storeio.FileKey, len(projects))
+	if err := storeio.Parallel(ctx, len(projects), func(i int) {
 		ls, err := a.folders.List(projects[i], isTranscriptName)
 		if err == nil {
 			perProject[i] = ls.Files
@@ -123,7 +124,7 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 	}
 	results := make([]result, len(files))
 	reader := summaryReader{ctx: ctx}
-	if err := adapters.Parallel(ctx, len(files), func(i int) {
+	if err := storeio.Parallel(ctx, len(files), func(i int) {
 		s, key, err := a.summaries.GetKey(files[i].key, reader.fill)
 		results[i] = result{sum: s, mod: key.ModTime, err: err, gone: errors.Is(err, os.ErrNotExist)}
 	}); err != nil {
@@ -253,7 +254,7 @@ func readMessages(ctx context.Context, f io.ReaderAt, size int64, n int) ([]adap
 	var msgs []adapters.Message
 	if n <= 0 {
 		count := 0
-		_, err := adapters.ScanLines(io.NewSectionReader(f, 0, size), maxLine, func(line []byte) error {
+		_, err := storeio.ScanLines(io.NewSectionReader(f, 0, size), maxLine, func(line []byte) error {
 			if count++; count%ctxEvery == 0 {
 				if err := ctx.Err(); err != nil {
 					return err
@@ -269,7 +270,7 @@ func readMessages(ctx context.Context, f io.ReaderAt, size int64, n int) ([]adap
 		}
 		return msgs, nil
 	}
-	err := adapters.TailChunks(ctx, f, size, tailStart, size, func(lines [][]byte) bool {
+	err := storeio.TailChunks(ctx, f, size, tailStart, size, func(lines [][]byte) bool {
 		var chunk []adapters.Message
 		for _, line := range lines {
 			if len(line) > maxLine {

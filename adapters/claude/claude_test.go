@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/adapters/storeio"
 	"github.com/agentctl/agentctl/proc"
 )
 
@@ -337,7 +338,7 @@ func TestDiscoverIncremental(t *testing.T) {
 	if _, ok := discover(t, a)[id]; ok {
 		t.Error("deleted transcript still listed")
 	}
-	if _, _, err := a.summaries.GetKey(adapters.FileKey{Path: p}, summaryReader{ctx: context.Background()}.fill); !errors.Is(err, fs.ErrNotExist) {
+	if _, _, err := a.summaries.GetKey(storeio.FileKey{Path: p}, summaryReader{ctx: context.Background()}.fill); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("vanished file: %v", err)
 	}
 }

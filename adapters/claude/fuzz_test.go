@@ -10,7 +10,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/adapters/storeio"
 )
 
 // fixtureLines returns every line of the checked-in transcripts, the seed
@@ -149,14 +149,14 @@ func FuzzSummaryFile(f *testing.F) {
 		dir := t.TempDir()
 		p := filepath.Join(dir, "s.jsonl")
 		sr := summaryReader{ctx: context.Background()}
-		read := func(prev *adapters.Entry[*summary]) (*summary, adapters.FileKey) {
+		read := func(prev *storeio.Entry[*summary]) (*summary, storeio.FileKey) {
 			f, err := os.Open(p)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer f.Close()
 			fi, _ := f.Stat()
-			key := adapters.KeyOf(p, fi)
+			key := storeio.KeyOf(p, fi)
 			s, err := sr.fill(f, key, prev)
 			if err != nil {
 				t.Fatal(err)
@@ -172,7 +172,7 @@ func FuzzSummaryFile(f *testing.F) {
 		fh, _ := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
 		fh.Write(data[c:])
 		fh.Close()
-		second, _ := read(&adapters.Entry[*summary]{Key: key, Value: first})
+		second, _ := read(&storeio.Entry[*summary]{Key: key, Value: first})
 		if len(data) > wholeFile {
 			return // read by head and tail: the two paths may see different windows
 		}
@@ -220,14 +220,14 @@ func FuzzHistory(f *testing.F) {
 	f.Add([]byte(lines(`{"display":"a","timestamp":1,"project":"/p","sessionId":"s1"}`, `{"display":"b","sessionId":"s1"}`, `{"display":"c","sessionId":"s2"}`)), uint16(30))
 	f.Fuzz(func(t *testing.T, data []byte, cut uint16) {
 		p := filepath.Join(t.TempDir(), "history.jsonl")
-		read := func(prev *adapters.Entry[historyIndex]) (historyIndex, adapters.FileKey) {
+		read := func(prev *storeio.Entry[historyIndex]) (historyIndex, storeio.FileKey) {
 			f, err := os.Open(p)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer f.Close()
 			fi, _ := f.Stat()
-			key := adapters.KeyOf(p, fi)
+			key := storeio.KeyOf(p, fi)
 			h, err := readHistory(f, key, prev)
 			if err != nil {
 				t.Fatal(err)
@@ -242,7 +242,7 @@ func FuzzHistory(f *testing.F) {
 		fh, _ := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
 		fh.Write(data[c:])
 		fh.Close()
-		second, _ := read(&adapters.Entry[historyIndex]{Key: key, Value: first})
+		second, _ := read(&storeio.Entry[historyIndex]{Key: key, Value: first})
 		if len(whole.byID) != len(second.byID) {
 			t.Fatalf("one read %v, two reads %v", whole.byID, second.byID)
 		}

@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/adapters/storeio"
 )
 
 // history.jsonl holds one line per prompt typed in an interactive session:
@@ -33,9 +33,9 @@ type historyIndex struct {
 	fingerprint []byte
 }
 
-func readHistory(f *os.File, key adapters.FileKey, prev *adapters.Entry[historyIndex]) (historyIndex, error) {
+func readHistory(f *os.File, key storeio.FileKey, prev *storeio.Entry[historyIndex]) (historyIndex, error) {
 	var h historyIndex
-	if prev != nil && adapters.ResumeOffset(f, key, prev.Key, prev.Value.offset, prev.Value.fingerprint) > 0 {
+	if prev != nil && storeio.ResumeOffset(f, key, prev.Key, prev.Value.offset, prev.Value.fingerprint) > 0 {
 		// Appended: continue on a copy, the cached index stays as it was.
 		h.offset = prev.Value.offset
 		h.byID = make(map[string]historyEntry, len(prev.Value.byID))
@@ -45,7 +45,7 @@ func readHistory(f *os.File, key adapters.FileKey, prev *adapters.Entry[historyI
 	} else {
 		h.byID = map[string]historyEntry{}
 	}
-	res, err := adapters.ScanLines(io.NewSectionReader(f, h.offset, key.Size-h.offset), maxLine, func(line []byte) error {
+	res, err := storeio.ScanLines(io.NewSectionReader(f, h.offset, key.Size-h.offset), maxLine, func(line []byte) error {
 		var l historyLine
 		if json.Unmarshal(line, &l) != nil || l.SessionID == "" || l.Display == "" {
 			return nil
@@ -59,7 +59,7 @@ func readHistory(f *os.File, key adapters.FileKey, prev *adapters.Entry[historyI
 		return historyIndex{}, err
 	}
 	h.offset += res.Consumed
-	if h.fingerprint, err = adapters.Fingerprint(f, h.offset); err != nil {
+	if h.fingerprint, err = storeio.Fingerprint(f, h.offset); err != nil {
 		return historyIndex{}, err
 	}
 	return h, nil

@@ -9,7 +9,7 @@ import (
 	"math"
 	"os"
 
-	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/adapters/storeio"
 )
 
 const (
@@ -38,13 +38,13 @@ type summaryReader struct {
 	ctx context.Context
 }
 
-// fill is an adapters.FillFunc: read the transcript f at key, continuing
+// fill is an storeio.FillFunc: read the transcript f at key, continuing
 // from prev when the file only grew. The cache holds pointers so that a hit
 // copies nothing; a stored summary is never changed.
-func (sr summaryReader) fill(f *os.File, key adapters.FileKey, prev *adapters.Entry[*summary]) (*summary, error) {
-	var pv *adapters.Entry[summary]
+func (sr summaryReader) fill(f *os.File, key storeio.FileKey, prev *storeio.Entry[*summary]) (*summary, error) {
+	var pv *storeio.Entry[summary]
 	if prev != nil && prev.Value != nil {
-		pv = &adapters.Entry[summary]{Key: prev.Key, Value: *prev.Value}
+		pv = &storeio.Entry[summary]{Key: prev.Key, Value: *prev.Value}
 	}
 	s, err := sr.fillValue(f, key, pv)
 	if err != nil {
@@ -53,9 +53,9 @@ func (sr summaryReader) fill(f *os.File, key adapters.FileKey, prev *adapters.En
 	return &s, nil
 }
 
-func (sr summaryReader) fillValue(f *os.File, key adapters.FileKey, prev *adapters.Entry[summary]) (summary, error) {
+func (sr summaryReader) fillValue(f *os.File, key storeio.FileKey, prev *storeio.Entry[summary]) (summary, error) {
 	if prev != nil {
-		if off := adapters.ResumeOffset(f, key, prev.Key, prev.Value.Offset, prev.Value.Fingerprint); off > 0 {
+		if off := storeio.ResumeOffset(f, key, prev.Key, prev.Value.Offset, prev.Value.Fingerprint); off > 0 {
 			s := prev.Value.clone()
 			if key.Size-off <= fullScanMax {
 				if err := sr.scan(&s, f, off, key.Size, s.Complete); err != nil {
@@ -108,7 +108,7 @@ var errHeadDone = errors.New("head read")
 // offset after the last line read.
 func (sr summaryReader) head(s *summary, f *os.File, size int64) (int64, error) {
 	n := 0
-	res, err := adapters.ScanLines(io.NewSectionReader(f, 0, min(size, headMax)), maxLine, func(line []byte) error {
+	res, err := storeio.ScanLines(io.NewSectionReader(f, 0, min(size, headMax)), maxLine, func(line []byte) error {
 		r, ok, err := parseRecord(line)
 		if err != nil {
 			s.BadLines++
@@ -139,7 +139,7 @@ func (sr summaryReader) tail(s *summary, f *os.File, size, headEnd int64) (found
 	}
 	base := s.clone()
 	for window := int64(tailStart); ; window *= 2 {
-		lines, start, err := adapters.TailLines(f, end, math.MaxInt32, window)
+		lines, start, err := storeio.TailLines(f, end, math.MaxInt32, window)
 		if err != nil {
 			return false, fmt.Errorf("read tail: %w", err)
 		}
@@ -201,7 +201,7 @@ func lastLineEnd(f io.ReaderAt, size int64) (int64, error) {
 // learnt and usage sums stay exact.
 func (sr summaryReader) scan(s *summary, f *os.File, from, to int64, complete bool) error {
 	n := 0
-	res, err := adapters.ScanLines(io.NewSectionReader(f, from, to-from), maxLine, func(line []byte) error {
+	res, err := storeio.ScanLines(io.NewSectionReader(f, from, to-from), maxLine, func(line []byte) error {
 		if n++; n%ctxEvery == 0 {
 			if err := sr.ctx.Err(); err != nil {
 				return err
@@ -232,7 +232,7 @@ func (sr summaryReader) scan(s *summary, f *os.File, from, to int64, complete bo
 
 // finish records where reading stopped and turns counters into warnings.
 func (sr summaryReader) finish(s summary, f *os.File) (summary, error) {
-	fp, err := adapters.Fingerprint(f, s.Offset)
+	fp, err := storeio.Fingerprint(f, s.Offset)
 	if err != nil {
 		return summary{}, err
 	}

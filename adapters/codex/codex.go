@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/adapters/storeio"
 	"github.com/agentctl/agentctl/proc"
 )
 
@@ -32,9 +33,9 @@ const maxCachedFiles = 200_000
 type Adapter struct {
 	env adapters.Env
 
-	rollouts *adapters.FileCache[*facts]
+	rollouts *storeio.FileCache[*facts]
 	threads  threadIndex
-	folders  *adapters.Lister
+	folders  *storeio.Lister
 
 	mu sync.Mutex
 	// paths maps session ids to rollout files, from the last scan.
@@ -45,8 +46,8 @@ type Adapter struct {
 func New(env adapters.Env) *Adapter {
 	return &Adapter{
 		env:      env,
-		rollouts: adapters.NewFileCache[*facts](maxCachedFiles),
-		folders:  adapters.NewLister(),
+		rollouts: storeio.NewFileCache[*facts](maxCachedFiles),
+		folders:  storeio.NewLister(),
 		paths:    map[string]string{},
 	}
 }
@@ -87,7 +88,7 @@ func (a *Adapter) scan(ctx context.Context) ([]scanned, map[string]*thread, erro
 	threads, _ := a.threads.load(ctx, filepath.Join(a.home(), stateDBName))
 
 	out := make([]scanned, len(files))
-	if err := adapters.Parallel(ctx, len(files), func(i int) {
+	if err := storeio.Parallel(ctx, len(files), func(i int) {
 		out[i] = a.readOne(files[i], threads)
 	}); err != nil {
 		return nil, nil, fmt.Errorf("scan codex sessions: %w", err)
@@ -118,8 +119,8 @@ func (a *Adapter) scan(ctx context.Context) ([]scanned, map[string]*thread, erro
 func (a *Adapter) readOne(file rolloutFile, threads map[string]*thread) scanned {
 	s := scanned{path: file.key.Path, id: file.id}
 	head := threads[s.id]
-	var key adapters.FileKey
-	s.facts, key, s.err = a.rollouts.GetKey(file.key, func(f *os.File, key adapters.FileKey, prev *adapters.Entry[*facts]) (*facts, error) {
+	var key storeio.FileKey
+	s.facts, key, s.err = a.rollouts.GetKey(file.key, func(f *os.File, key storeio.FileKey, prev *storeio.Entry[*facts]) (*facts, error) {
 		return readFacts(f, key, prev, head)
 	})
 	s.mtime = key.ModTime
@@ -195,7 +196,7 @@ func (a *Adapter) pathOf(ctx context.Context, id string) (string, error) {
 	lookup := func() (string, error) {
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		p, err := adapters.ByIDPrefix(a.paths, id)
+		p, err := storeio.ByIDPrefix(a.paths, id)
 		if err != nil {
 			return "", fmt.Errorf("codex: %w", err)
 		}
@@ -235,7 +236,7 @@ func (a *Adapter) Transcript(ctx context.Context, nativeID string, n int) ([]ada
 // rolloutFile is a rollout, with its fresh stat, and the session id its
 // name carries ("" when the name carries none).
 type rolloutFile struct {
-	key adapters.FileKey
+	key storeio.FileKey
 	id  string
 }
 
@@ -243,7 +244,7 @@ type rolloutFile struct {
 const maxDepth = 4
 
 // listRollouts lists and stats every rollout file under root (see
-// adapters.Lister.Walk), sorted. A missing root is an empty store.
+// storeio.Lister.Walk), sorted. A missing root is an empty store.
 func (a *Adapter) listRollouts(ctx context.Context, root string) ([]rolloutFile, error) {
 	files, err := a.folders.Walk(ctx, []string{root}, maxDepth, isRolloutName)
 	if err != nil {

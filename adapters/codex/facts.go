@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/adapters/storeio"
+	"github.com/agentctl/agentctl/internal/text"
 )
 
 // Reading limits. A rollout is read at its head (metadata and the first
@@ -135,12 +137,12 @@ func (x *facts) applyDecoded(line []byte) {
 		switch p.Role {
 		case "assistant":
 			if t := textOf(p.Content); t != "" {
-				x.lastMessage = truncate(t, messageRunes)
+				x.lastMessage = text.Ellipsis(t, messageRunes)
 			}
 		case "user":
 			if x.weakPrompt == "" {
 				if t := textOf(p.Content); t != "" && !injectedContext(t) {
-					x.weakPrompt = truncate(t, promptRunes)
+					x.weakPrompt = text.Ellipsis(t, promptRunes)
 				}
 			}
 		}
@@ -177,7 +179,7 @@ func (x *facts) applyEvent(p payload) {
 			x.turn, x.turnError = turnComplete, ""
 		}
 		if p.LastAgentMessage != nil && *p.LastAgentMessage != "" {
-			x.lastMessage = truncate(*p.LastAgentMessage, messageRunes)
+			x.lastMessage = text.Ellipsis(*p.LastAgentMessage, messageRunes)
 		}
 	case eventTurnAborted:
 		x.turn, x.turnError = turnAborted, p.Reason
@@ -198,12 +200,12 @@ func (x *facts) applyEvent(p payload) {
 	case eventUserMessage:
 		if x.firstPrompt == "" {
 			if t := stringOf(p.Message); t != "" {
-				x.firstPrompt = truncate(t, promptRunes)
+				x.firstPrompt = text.Ellipsis(t, promptRunes)
 			}
 		}
 	case eventAgentMessage:
 		if t := stringOf(p.Message); t != "" {
-			x.lastMessage = truncate(t, messageRunes)
+			x.lastMessage = text.Ellipsis(t, messageRunes)
 		}
 	case eventItemCompleted:
 		if p.Item == nil {
@@ -213,12 +215,12 @@ func (x *facts) applyEvent(p payload) {
 		case itemUserMessage:
 			if x.firstPrompt == "" {
 				if t := textOf(p.Item.Content); t != "" {
-					x.firstPrompt = truncate(t, promptRunes)
+					x.firstPrompt = text.Ellipsis(t, promptRunes)
 				}
 			}
 		case itemAgentMessage:
 			if t := textOf(p.Item.Content); t != "" {
-				x.lastMessage = truncate(t, messageRunes)
+				x.lastMessage = text.Ellipsis(t, messageRunes)
 			}
 		}
 	}
@@ -245,10 +247,10 @@ var errStopScan = errors.New("stop")
 // same file was read before, lets a grown file be read from where that read
 // stopped. head, when non-nil, supplies the head facts from Codex's thread
 // index so the head need not be read.
-func readFacts(f *os.File, key adapters.FileKey, prev *adapters.Entry[*facts], head *thread) (*facts, error) {
+func readFacts(f *os.File, key storeio.FileKey, prev *storeio.Entry[*facts], head *thread) (*facts, error) {
 	size := key.Size
 	if prev != nil && prev.Value != nil {
-		if off := adapters.ResumeOffset(f, key, prev.Key, prev.Value.offset, prev.Value.fingerprint); off > 0 {
+		if off := storeio.ResumeOffset(f, key, prev.Key, prev.Value.offset, prev.Value.fingerprint); off > 0 {
 			x := *prev.Value
 			return &x, x.readFrom(f, off, size)
 		}
@@ -259,7 +261,7 @@ func readFacts(f *os.File, key adapters.FileKey, prev *adapters.Entry[*facts], h
 	}
 	if head != nil && head.firstUserMessage != "" {
 		x.id, x.cwd, x.model, x.created = head.id, head.cwd, head.model, head.created
-		x.firstPrompt = truncate(head.firstUserMessage, promptRunes)
+		x.firstPrompt = text.Ellipsis(head.firstUserMessage, promptRunes)
 	} else if err := x.readHead(f, size); err != nil {
 		return x, err
 	}
@@ -296,7 +298,7 @@ func (x *facts) scan(f *os.File, start, size int64, stop func() bool) (int64, er
 		}
 		cut = b[0] != '\n'
 	}
-	res, err := adapters.ScanLines(io.NewSectionReader(f, start, size-start), maxLine, func(line []byte) error {
+	res, err := storeio.ScanLines(io.NewSectionReader(f, start, size-start), maxLine, func(line []byte) error {
 		if cut {
 			cut = false
 			return nil
@@ -345,7 +347,7 @@ func (x *facts) readTail(f *os.File, size int64) error {
 
 // mark records off as the place the next read continues.
 func (x *facts) mark(f *os.File, off int64) error {
-	fp, err := adapters.Fingerprint(f, off)
+	fp, err := storeio.Fingerprint(f, off)
 	if err != nil {
 		return err
 	}
@@ -405,7 +407,7 @@ func (x *facts) native(path string, mtime time.Time, ref *adapters.ProcessRef) a
 		s.TokensIn, s.TokensOut = &in, &out
 	}
 	if x.turn == turnFailed && x.turnError != "" {
-		s.Warnings = append(s.Warnings, "last turn failed: "+truncate(x.turnError, messageRunes))
+		s.Warnings = append(s.Warnings, "last turn failed: "+text.Ellipsis(x.turnError, messageRunes))
 	}
 	if x.badLines > 0 {
 		s.Warnings = append(s.Warnings, fmt.Sprintf("%d unreadable lines in %s", x.badLines, path))

@@ -11,7 +11,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/adapters/storeio"
+	"github.com/agentctl/agentctl/internal/text"
 )
 
 // seedLines adds every line of the real-shaped rollouts to the corpus.
@@ -83,9 +84,9 @@ func FuzzRolloutFile(f *testing.F) {
 		if err := os.WriteFile(path, first, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		cache := adapters.NewFileCache[*facts](4)
+		cache := storeio.NewFileCache[*facts](4)
 		read := func() *facts {
-			x, _, err := cache.Get(path, func(fl *os.File, key adapters.FileKey, prev *adapters.Entry[*facts]) (*facts, error) {
+			x, _, err := cache.Get(path, func(fl *os.File, key storeio.FileKey, prev *storeio.Entry[*facts]) (*facts, error) {
 				return readFacts(fl, key, prev, nil)
 			})
 			if err != nil {
@@ -101,7 +102,7 @@ func FuzzRolloutFile(f *testing.F) {
 		fl.Write(more)
 		fl.Close()
 		incremental := read()
-		cold, _, err := adapters.NewFileCache[*facts](1).Get(path, func(fl *os.File, key adapters.FileKey, prev *adapters.Entry[*facts]) (*facts, error) {
+		cold, _, err := storeio.NewFileCache[*facts](1).Get(path, func(fl *os.File, key storeio.FileKey, prev *storeio.Entry[*facts]) (*facts, error) {
 			return readFacts(fl, key, prev, nil)
 		})
 		if err != nil {
@@ -162,8 +163,8 @@ func FuzzStringHead(f *testing.F) {
 		enc.SetEscapeHTML(false)
 		enc.Encode(s)
 		for _, r := range [][]byte{raw, bytes.TrimSpace(plain.Bytes()), []byte(strings.ReplaceAll(string(raw), `\u003c`, `\u003C`))} {
-			want := truncate(stringOf(r), runes)
-			if got := truncate(stringHead(r, 12*runes+16), runes); got != want {
+			want := text.Ellipsis(stringOf(r), runes)
+			if got := text.Ellipsis(stringHead(r, 12*runes+16), runes); got != want {
 				t.Errorf("head of %s: %q, whole: %q", r, got, want)
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/adapters/storeio"
 	"github.com/agentctl/agentctl/proc"
 )
 
@@ -103,22 +104,23 @@ const (
 // rollout begun in cwd after since that no live Codex holds; several are
 // ambiguous and yield an error, never a guess.
 func (a *Adapter) FindNativeID(ctx context.Context, pid int, cwd string, since time.Time) (string, error) {
-	t := time.NewTicker(findInterval)
-	defer t.Stop()
-	for {
-		id, alive := idOfProcessTree(pid, since)
-		if id != "" {
-			return id, nil
+	var id string
+	var err error
+	perr := storeio.Poll(ctx, findInterval, func() (bool, error) {
+		var alive bool
+		if id, alive = idOfProcessTree(pid, since); id != "" {
+			return true, nil
 		}
 		if !alive {
-			return a.idOfExited(ctx, cwd, since, pid)
+			id, err = a.idOfExited(ctx, cwd, since, pid)
+			return true, nil
 		}
-		select {
-		case <-ctx.Done():
-			return "", fmt.Errorf("codex pid %d opened no rollout: %w", pid, ctx.Err())
-		case <-t.C:
-		}
+		return false, nil
+	})
+	if perr != nil {
+		return "", fmt.Errorf("codex pid %d opened no rollout: %w", pid, perr)
 	}
+	return id, err
 }
 
 // idOfProcessTree returns the session id pid's tree holds open or names in

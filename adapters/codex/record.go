@@ -6,7 +6,6 @@ import (
 	"errors"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // Record types of a rollout line ({"timestamp","type","payload"}). Unknown
@@ -343,18 +342,4 @@ func stringHead(raw json.RawMessage, maxBytes int) string {
 		return stringOf(raw)
 	}
 	return s + "…"
-}
-
-func truncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	i := 0
-	for j := range s {
-		if i == n {
-			return s[:j] + "…"
-		}
-		i++
-	}
-	return s
 }

@@ -3,14 +3,12 @@ package codex
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"sync"
 	"time"
 
-	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/adapters/storeio"
+	"github.com/agentctl/agentctl/internal/text"
 )
 
 // stateDBName is Codex's SQLite index of its threads, beside the rollouts.
@@ -34,37 +32,21 @@ type thread struct {
 // its WAL changed (by stat).
 type threadIndex struct {
 	mu    sync.Mutex
-	stamp [2]adapters.FileKey
+	stamp [2]storeio.FileKey
 	rows  map[string]*thread
-}
-
-// statStamp returns the keys of the database and its WAL (zero when absent).
-func statStamp(db string) ([2]adapters.FileKey, error) {
-	var st [2]adapters.FileKey
-	for i, p := range []string{db, db + "-wal"} {
-		fi, err := os.Stat(p)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return st, fmt.Errorf("stat %s: %w", p, err)
-		}
-		st[i] = adapters.KeyOf(p, fi)
-	}
-	return st, nil
 }
 
 // load returns the rows by id, reading the database only when it changed.
 // A missing database is an empty index. On error the last rows read are
 // kept and returned with it: head facts do not go stale.
 func (ix *threadIndex) load(ctx context.Context, path string) (map[string]*thread, error) {
-	st, err := statStamp(path)
+	st, err := storeio.SQLiteStamp(path)
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if err != nil {
 		return ix.rows, err
 	}
-	if st[0] == (adapters.FileKey{}) {
+	if st[0] == (storeio.FileKey{}) {
 		ix.rows, ix.stamp = nil, st
 		return nil, nil
 	}
@@ -82,12 +64,12 @@ func (ix *threadIndex) load(ctx context.Context, path string) (map[string]*threa
 // readThreads reads the threads table, using the columns this Codex
 // version has.
 func readThreads(ctx context.Context, path string) (map[string]*thread, error) {
-	db, err := adapters.OpenSQLiteReadOnly(ctx, path, 0)
+	db, err := storeio.OpenSQLiteReadOnly(ctx, path, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer db.Close()
-	cols, err := adapters.SQLiteColumns(ctx, db, "threads")
+	cols, err := storeio.SQLiteColumns(ctx, db, "threads")
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +121,7 @@ func readThreads(ctx context.Context, path string) (map[string]*thread, error) {
 			t.updated = time.UnixMilli(updatedMs.Int64)
 		}
 		t.archived = archived.Int64 != 0
-		t.firstUserMessage = truncate(t.firstUserMessage, promptRunes)
+		t.firstUserMessage = text.Ellipsis(t.firstUserMessage, promptRunes)
 		out[t.id] = &t
 	}
 	if err := rs.Err(); err != nil {

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/adapters/storeio"
+	"github.com/agentctl/agentctl/internal/text"
 )
 
 // Transcript limits: tool output is shortened, and a tail read grows until
@@ -57,11 +59,11 @@ func (t *transcript) apply(line []byte) {
 				add(&t.items, "assistant", text)
 			}
 		case "function_call", "custom_tool_call", "local_shell_call":
-			text := truncate(toolCall(p), toolRunes)
+			text := text.Ellipsis(toolCall(p), toolRunes)
 			add(&t.events, "tool", text)
 			add(&t.items, "tool", text)
 		case "function_call_output", "custom_tool_call_output":
-			text := truncate(stringHead(p.Output, toolHeadBytes), toolRunes)
+			text := text.Ellipsis(stringHead(p.Output, toolHeadBytes), toolRunes)
 			add(&t.events, "tool", text)
 			add(&t.items, "tool", text)
 		}
@@ -145,7 +147,7 @@ func readTranscript(ctx context.Context, path string, n int) ([]adapters.Message
 		}
 		return t.messages(0), nil
 	}
-	err = adapters.TailChunks(ctx, f, size, tailWindow, transcriptMax, func(lines [][]byte) bool {
+	err = storeio.TailChunks(ctx, f, size, tailWindow, transcriptMax, func(lines [][]byte) bool {
 		var chunk transcript
 		for _, line := range lines {
 			chunk.apply(line)
@@ -161,7 +163,7 @@ func readTranscript(ctx context.Context, path string, n int) ([]adapters.Message
 
 // scanTranscript applies every line of the first size bytes to t.
 func scanTranscript(f *os.File, size int64, t *transcript) error {
-	_, err := adapters.ScanLines(io.NewSectionReader(f, 0, size), maxLine, func(line []byte) error {
+	_, err := storeio.ScanLines(io.NewSectionReader(f, 0, size), maxLine, func(line []byte) error {
 		t.apply(line)
 		return nil
 	})

@@ -6,13 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/adapters/storeio"
+	"github.com/agentctl/agentctl/internal/text"
 )
 
 // recentTurn is how long after its last change a session whose turn is
@@ -30,7 +29,7 @@ type dbStore struct {
 	path string
 
 	mu       sync.Mutex
-	stamp    [2]adapters.FileKey
+	stamp    [2]storeio.FileKey
 	sessions map[string]*session // by id
 	stamps   map[string]stamp    // id -> the stamp the entry was read at
 	// mark is the last event (rowid) seen when marked.
@@ -51,33 +50,17 @@ func newDBStore(path string) *dbStore {
 	return &dbStore{path: path, sessions: map[string]*session{}, stamps: map[string]stamp{}}
 }
 
-// statStamp returns the keys of the database and its WAL (zero when absent).
-func statStamp(db string) ([2]adapters.FileKey, error) {
-	var st [2]adapters.FileKey
-	for i, p := range []string{db, db + "-wal"} {
-		fi, err := os.Stat(p)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return st, fmt.Errorf("stat %s: %w", p, err)
-		}
-		st[i] = adapters.KeyOf(p, fi)
-	}
-	return st, nil
-}
-
 // load returns the store's sessions. A missing database is no sessions; a
 // database that cannot be read (locked, busy, not a database) is an error,
 // and the previous result is kept for next time.
 func (d *dbStore) load(ctx context.Context) ([]*session, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	st, err := statStamp(d.path)
+	st, err := storeio.SQLiteStamp(d.path)
 	if err != nil {
 		return nil, err
 	}
-	if st[0] == (adapters.FileKey{}) {
+	if st[0] == (storeio.FileKey{}) {
 		d.sessions, d.stamps, d.stamp = map[string]*session{}, map[string]stamp{}, st
 		return nil, nil
 	}
@@ -102,7 +85,7 @@ func (d *dbStore) list() []*session {
 // refresh reads what changed since the last read, in one read
 // transaction so every query sees the same state.
 func (d *dbStore) refresh(ctx context.Context) error {
-	db, err := adapters.OpenSQLiteReadOnly(ctx, d.path, 0)
+	db, err := storeio.OpenSQLiteReadOnly(ctx, d.path, 0)
 	if err != nil {
 		return err
 	}
@@ -112,7 +95,7 @@ func (d *dbStore) refresh(ctx context.Context) error {
 		return fmt.Errorf("read %s: %w", d.path, err)
 	}
 	defer tx.Rollback()
-	cols, err := adapters.SQLiteColumns(ctx, tx, "session")
+	cols, err := storeio.SQLiteColumns(ctx, tx, "session")
 	if err != nil {
 		return err
 	}
@@ -125,11 +108,11 @@ func (d *dbStore) refresh(ctx context.Context) error {
 	if !cols["id"] || !cols["time_updated"] {
 		return fmt.Errorf("read %s: the session table has no id or time_updated column", d.path)
 	}
-	seqCols, err := adapters.SQLiteColumns(ctx, tx, "event_sequence")
+	seqCols, err := storeio.SQLiteColumns(ctx, tx, "event_sequence")
 	if err != nil {
 		return err
 	}
-	eventCols, err := adapters.SQLiteColumns(ctx, tx, "event")
+	eventCols, err := storeio.SQLiteColumns(ctx, tx, "event")
 	if err != nil {
 		return err
 	}
@@ -188,7 +171,7 @@ func (d *dbStore) refresh(ctx context.Context) error {
 			s.firstPrompt = prev.firstPrompt // the first prompt never changes
 		}
 		if err := readDetails(ctx, tx, s, cols); err != nil {
-			if adapters.IsSQLiteBusy(err) || ctx.Err() != nil {
+			if storeio.IsSQLiteBusy(err) || ctx.Err() != nil {
 				d.keepPartial(next, nextStamps)
 				return err
 			}
@@ -440,7 +423,7 @@ func readDetails(ctx context.Context, db querier, s *session, cols map[string]bo
 		}
 		for _, id := range assistants {
 			if t := textParts(parts[id]); t != "" {
-				s.lastMessage = truncate(t, messageRunes)
+				s.lastMessage = text.Ellipsis(t, messageRunes)
 				break
 			}
 		}
@@ -455,7 +438,7 @@ func readDetails(ctx context.Context, db querier, s *session, cols map[string]bo
 			if err != nil {
 				return err
 			}
-			s.firstPrompt = truncate(textParts(parts[first[0].id]), promptRunes)
+			s.firstPrompt = text.Ellipsis(textParts(parts[first[0].id]), promptRunes)
 		}
 	}
 	if !cols["tokens_input"] || !cols["tokens_output"] {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/adapters/storeio"
+	"github.com/agentctl/agentctl/internal/text"
 	"github.com/agentctl/agentctl/proc"
 )
 
@@ -122,18 +124,17 @@ const findInterval = 200 * time.Millisecond
 // appears or ctx ends. Two sessions that fit are an error, never a guess.
 func (a *Adapter) FindNativeID(ctx context.Context, pid int, cwd string, since time.Time) (string, error) {
 	var p *liveProc
-	t := time.NewTicker(findInterval)
-	defer t.Stop()
-	for {
-		var id string
-		var err error
+	var id string
+	var last error // the database may be being created, or busy: that passes
+	err := storeio.Poll(ctx, findInterval, func() (bool, error) {
 		gone := false
 		if p == nil {
 			lp, state := lookProcess(pid, since)
 			switch state {
 			case procOpencode:
 				if lp.inv.session != "" {
-					return lp.inv.session, nil
+					id = lp.inv.session
+					return true, nil
 				}
 				p = &lp
 			case procGone:
@@ -143,24 +144,22 @@ func (a *Adapter) FindNativeID(ctx context.Context, pid int, cwd string, since t
 			}
 		}
 		if p != nil || gone {
-			id, err = a.findSession(ctx, p, cwd, since)
+			id, last = a.findSession(ctx, p, cwd, since)
 		}
-		switch {
-		case id != "":
-			return id, nil
-		case errors.Is(err, errAmbiguous):
-			return "", err
+		if errors.Is(last, errAmbiguous) {
+			return false, last
 		}
-		// Other errors (the database being created, or busy) may pass.
-		select {
-		case <-ctx.Done():
-			if err == nil {
-				err = ctx.Err()
-			}
-			return "", fmt.Errorf("no opencode session for pid %d in %s: %w", pid, cwd, err)
-		case <-t.C:
-		}
+		return id != "", nil
+	})
+	switch {
+	case id != "":
+		return id, nil
+	case errors.Is(err, errAmbiguous):
+		return "", err
+	case last != nil:
+		err = last
 	}
+	return "", fmt.Errorf("no opencode session for pid %d in %s: %w", pid, cwd, err)
 }
 
 // What lookProcess found.
@@ -208,7 +207,7 @@ func (a *Adapter) findSession(ctx context.Context, p *liveProc, cwd string, sinc
 		if !dirs[s.directory] || s.created.Before(since.Add(-startSlack)) {
 			continue
 		}
-		if prompt != "" && s.firstPrompt != truncate(prompt, promptRunes) {
+		if prompt != "" && s.firstPrompt != text.Ellipsis(prompt, promptRunes) {
 			continue
 		}
 		ids = append(ids, s.id)

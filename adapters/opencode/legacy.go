@@ -14,6 +14,8 @@ import (
 	"sync"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/adapters/storeio"
+	"github.com/agentctl/agentctl/internal/text"
 )
 
 // The JSON tree OpenCode wrote before 1.0, under storage/:
@@ -43,20 +45,20 @@ type legacySessionFile struct {
 // legacyDetails is what a session's messages say, with the stats it was
 // read at.
 type legacyDetails struct {
-	sessionKey adapters.FileKey
-	messageKey adapters.FileKey
+	sessionKey storeio.FileKey
+	messageKey storeio.FileKey
 	s          *session
 }
 
 type legacyStore struct {
-	files *adapters.FileCache[*legacySessionFile]
+	files *storeio.FileCache[*legacySessionFile]
 
 	mu      sync.Mutex
 	details map[string]legacyDetails // by session id
 }
 
 func newLegacyStore() *legacyStore {
-	return &legacyStore{files: adapters.NewFileCache[*legacySessionFile](100_000), details: map[string]legacyDetails{}}
+	return &legacyStore{files: storeio.NewFileCache[*legacySessionFile](100_000), details: map[string]legacyDetails{}}
 }
 
 // readJSONFile decodes a small JSON file as far as it goes.
@@ -114,7 +116,7 @@ func (l *legacyStore) load(ctx context.Context, root string) ([]*session, error)
 // session reads one session file and its messages, from the cache when
 // the file and the session's message folder are unchanged.
 func (l *legacyStore) session(root, path string) *session {
-	info, key, err := l.files.Get(path, func(f *os.File, _ adapters.FileKey, _ *adapters.Entry[*legacySessionFile]) (*legacySessionFile, error) {
+	info, key, err := l.files.Get(path, func(f *os.File, _ storeio.FileKey, _ *storeio.Entry[*legacySessionFile]) (*legacySessionFile, error) {
 		var v legacySessionFile
 		if err := readJSONFile(f, &v); err != nil {
 			return nil, fmt.Errorf("read %s: %w", path, err)
@@ -135,9 +137,9 @@ func (l *legacyStore) session(root, path string) *session {
 		return nil
 	}
 	msgDir := filepath.Join(root, "message", id)
-	var msgKey adapters.FileKey
+	var msgKey storeio.FileKey
 	if fi, err := os.Stat(msgDir); err == nil {
-		msgKey = adapters.KeyOf(msgDir, fi)
+		msgKey = storeio.KeyOf(msgDir, fi)
 	}
 	l.mu.Lock()
 	d, ok := l.details[id]
@@ -164,7 +166,7 @@ func summarize(s *session, msgs []messageData, parts func(id string) []partData)
 		return
 	}
 	if msgs[0].Role == "user" {
-		s.firstPrompt = truncate(textParts(parts(msgs[0].ID)), promptRunes)
+		s.firstPrompt = text.Ellipsis(textParts(parts(msgs[0].ID)), promptRunes)
 	}
 	s.last = lastOf(msgs[len(msgs)-1])
 	var in, out, cost float64
@@ -199,7 +201,7 @@ func summarize(s *session, msgs []messageData, parts func(id string) []partData)
 		}
 		seen++
 		if t := textParts(parts(msgs[i].ID)); t != "" {
-			s.lastMessage = truncate(t, messageRunes)
+			s.lastMessage = text.Ellipsis(t, messageRunes)
 			return
 		}
 	}

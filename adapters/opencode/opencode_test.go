@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/adapters/storeio"
 )
 
 // Sessions in testdata/opencode-1.18.33.json: rows OpenCode 1.18.33 wrote
@@ -250,7 +251,7 @@ func TestUnchangedDatabaseIsNotRead(t *testing.T) {
 	defer os.Chmod(path, 0o644)
 	if os.Getuid() == 0 {
 		// root reads anything: check the stat path through the stamps.
-		st, _ := statStamp(path)
+		st, _ := storeio.SQLiteStamp(path)
 		if !st[0].Same(a.store(path).stamp[0]) {
 			t.Skip("chmod changed the stat")
 		}
@@ -290,7 +291,7 @@ func TestLockedDatabaseIsAnErrorNotAStall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, err = a.Discover(ctx)
-	if err == nil || !adapters.IsSQLiteBusy(err) {
+	if err == nil || !storeio.IsSQLiteBusy(err) {
 		t.Errorf("discover on a locked database: %v", err)
 	}
 	if ctx.Err() != nil {

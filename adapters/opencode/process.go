@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/internal/text"
 	"github.com/agentctl/agentctl/proc"
 )
 
@@ -202,7 +203,7 @@ func candidates(p liveProc, ss []*session) []*session {
 		if !dirs[s.directory] || s.created.Before(p.info.StartTime.Add(-startSlack)) {
 			continue
 		}
-		if p.prompt != "" && s.firstPrompt != truncate(p.prompt, promptRunes) {
+		if p.prompt != "" && s.firstPrompt != text.Ellipsis(p.prompt, promptRunes) {
 			continue
 		}
 		out = append(out, s)

@@ -6,9 +6,9 @@ import (
 	"errors"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/internal/text"
 )
 
 // Limits on what a session keeps of its texts.
@@ -229,7 +229,7 @@ func toolText(p partData) string {
 	if out != "" {
 		b.WriteString("\n" + out)
 	}
-	return truncate(b.String(), toolRunes)
+	return text.Ellipsis(b.String(), toolRunes)
 }
 
 // entries turns one message and its parts into transcript messages.
@@ -267,19 +267,4 @@ func entries(m messageData, parts []partData) []adapters.Message {
 		out = append(out, adapters.Message{Role: "assistant", Text: "[error] " + e, Time: at})
 	}
 	return out
-}
-
-// truncate shortens s to at most n runes, marking the cut.
-func truncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	i := 0
-	for j := range s {
-		if i == n {
-			return s[:j] + "…"
-		}
-		i++
-	}
-	return s
 }

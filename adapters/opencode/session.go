@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/internal/text"
 )
 
 // session is what the store says about one session, from the database or
@@ -113,7 +114,7 @@ func (s *session) native(ref *adapters.ProcessRef) adapters.NativeSession {
 		ns.CostUSD = &c
 	}
 	if s.last.errText != "" && s.last.errName != abortedError {
-		ns.Warnings = append(ns.Warnings, "last message failed: "+truncate(s.last.errText, messageRunes))
+		ns.Warnings = append(ns.Warnings, "last message failed: "+text.Ellipsis(s.last.errText, messageRunes))
 	}
 	ns.Warnings = append(ns.Warnings, s.warnings...)
 	return ns

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/adapters/storeio"
 )
 
 // transcriptBatch is how many messages a transcript read fetches at a time,
@@ -14,7 +15,7 @@ const transcriptBatch = 50
 // dbTranscript reads the last n messages of a session from the database
 // (all when n <= 0), fetching messages newest first until n are found.
 func dbTranscript(ctx context.Context, path, id string, n int) ([]adapters.Message, error) {
-	db, err := adapters.OpenSQLiteReadOnly(ctx, path, 0)
+	db, err := storeio.OpenSQLiteReadOnly(ctx, path, 0)
 	if err != nil {
 		return nil, fmt.Errorf("read opencode session %s: %w", id, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/adapters/storeio"
 )
 
 // Reading limits. A session file is read at its head (metadata) and its tail
@@ -77,7 +78,7 @@ var errNoHeader = errors.New("no session header on the first line")
 // readFacts reads the file f at version key. prev, the value cached for an
 // earlier version, lets the usage sums continue where they stopped when the
 // file only grew.
-func readFacts(file *os.File, key adapters.FileKey, prev *adapters.Entry[*facts]) (*facts, error) {
+func readFacts(file *os.File, key storeio.FileKey, prev *storeio.Entry[*facts]) (*facts, error) {
 	out := &facts{mtime: key.ModTime}
 	// Most sessions are small: one read serves the head, the sums and the
 	// tail.
@@ -93,7 +94,7 @@ func readFacts(file *os.File, key adapters.FileKey, prev *adapters.Entry[*facts]
 	var p *facts
 	if prev != nil && prev.Value != nil && prev.Value.bad == nil && prev.Value.sumsKnown {
 		p = prev.Value
-		if adapters.ResumeOffset(f, key, prev.Key, p.summedTo, p.fingerprint) != p.summedTo || p.summedTo == 0 {
+		if storeio.ResumeOffset(f, key, prev.Key, p.summedTo, p.fingerprint) != p.summedTo || p.summedTo == 0 {
 			p = nil
 		}
 	}
@@ -144,7 +145,7 @@ func headWarnings(ws []string) []string {
 
 // readHead reads the header and the first user prompt.
 func (x *facts) readHead(f readerAt, size int64) error {
-	lines, err := adapters.HeadLines(f, size, headLines, headWindow)
+	lines, err := storeio.HeadLines(f, size, headLines, headWindow)
 	if err != nil {
 		return fmt.Errorf("read pi session head: %w", err)
 	}
@@ -152,7 +153,7 @@ func (x *facts) readHead(f readerAt, size int64) error {
 	if x.bad == nil && x.firstPrompt == "" && len(lines) < headLines && size > headWindow {
 		// A long line (a large first prompt) was cut by the window: follow
 		// it further.
-		if lines, err = adapters.HeadLines(f, size, len(lines)+1, headLineMax); err == nil {
+		if lines, err = storeio.HeadLines(f, size, len(lines)+1, headLineMax); err == nil {
 			x.headLines(lines)
 		}
 	}
@@ -221,7 +222,7 @@ func (x *facts) addHeadWarning(err error) {
 // sum adds the usage of assistant messages from x.summedTo to the last
 // complete line before size.
 func (x *facts) sum(f readerAt, size int64) error {
-	res, err := adapters.ScanLines(io.NewSectionReader(f, x.summedTo, size-x.summedTo), maxLineBytes, func(line []byte) error {
+	res, err := storeio.ScanLines(io.NewSectionReader(f, x.summedTo, size-x.summedTo), maxLineBytes, func(line []byte) error {
 		x.addUsage(line)
 		return nil
 	})
@@ -229,7 +230,7 @@ func (x *facts) sum(f readerAt, size int64) error {
 		return fmt.Errorf("read pi session: %w", err)
 	}
 	x.summedTo += res.Consumed
-	if x.fingerprint, err = adapters.Fingerprint(f, x.summedTo); err != nil {
+	if x.fingerprint, err = storeio.Fingerprint(f, x.summedTo); err != nil {
 		x.fingerprint = nil
 	}
 	return nil
@@ -270,7 +271,7 @@ func (x *facts) addUsage(line []byte) {
 // grows until it holds a message record.
 func (x *facts) readTail(f readerAt, size int64) error {
 	for window := int64(tailWindow); ; window *= 4 {
-		lines, start, err := adapters.TailLines(f, size, 1<<30, window)
+		lines, start, err := storeio.TailLines(f, size, 1<<30, window)
 		if err != nil {
 			return fmt.Errorf("read pi session tail: %w", err)
 		}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/adapters/storeio"
 )
 
 // seedLines returns the checked-in sessions and, with addLines, adds each of
@@ -95,7 +95,7 @@ func FuzzSessionGrowth(f *testing.F) {
 }
 
 func growAndCompare(p string, more []byte) error {
-	cache := adapters.NewFileCache[*facts](4)
+	cache := storeio.NewFileCache[*facts](4)
 	x, _, err := cache.Get(p, readFacts)
 	if err != nil {
 		return fmt.Errorf("read: %w", err)
@@ -118,7 +118,7 @@ func growAndCompare(p string, more []byte) error {
 	if err != nil {
 		return fmt.Errorf("read grown: %w", err)
 	}
-	cold, _, err := adapters.NewFileCache[*facts](4).Get(p, readFacts)
+	cold, _, err := storeio.NewFileCache[*facts](4).Get(p, readFacts)
 	if err != nil {
 		return fmt.Errorf("read grown afresh: %w", err)
 	}

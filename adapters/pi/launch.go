@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/adapters/storeio"
 )
 
 // maxArgPrompt is the largest prompt passed in argv; larger ones, and ones
@@ -259,12 +260,11 @@ func (a *Adapter) FindNativeID(ctx context.Context, pid int, cwd string, since t
 	if err != nil {
 		real = cwd
 	}
-	tick := time.NewTicker(500 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	var id string
+	err = storeio.Poll(ctx, 500*time.Millisecond, func() (bool, error) {
 		files, err := a.scan(ctx)
 		if err != nil {
-			return "", err
+			return false, err
 		}
 		var ids []string
 		for _, s := range files {
@@ -277,16 +277,17 @@ func (a *Adapter) FindNativeID(ctx context.Context, pid int, cwd string, since t
 		}
 		switch {
 		case len(ids) == 1:
-			return ids[0], nil
+			id = ids[0]
+			return true, nil
 		case len(ids) > 1:
-			return "", fmt.Errorf("%d %s sessions in %s begun after %s: cannot tell which is pid %d's", len(ids), a.name, real, since.Format(time.RFC3339), pid)
+			return false, fmt.Errorf("%d %s sessions in %s begun after %s: cannot tell which is pid %d's", len(ids), a.name, real, since.Format(time.RFC3339), pid)
 		}
-		select {
-		case <-ctx.Done():
-			return "", fmt.Errorf("no %s session in %s begun after %s (pid %d): %w", a.name, real, since.Format(time.RFC3339), pid, ctx.Err())
-		case <-tick.C:
-		}
+		return false, nil
+	})
+	if errors.Is(err, ctx.Err()) && ctx.Err() != nil {
+		return "", fmt.Errorf("no %s session in %s begun after %s (pid %d): %w", a.name, real, since.Format(time.RFC3339), pid, err)
 	}
+	return id, err
 }
 
 var (

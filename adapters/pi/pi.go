@@ -18,6 +18,7 @@ import (
 	"sync"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/adapters/storeio"
 	"github.com/agentctl/agentctl/proc"
 )
 
@@ -34,9 +35,9 @@ type Adapter struct {
 
 	// files caches what each session file said; an entry is used only
 	// while a stat shows the same size, mtime and inode.
-	files *adapters.FileCache[*facts]
+	files *storeio.FileCache[*facts]
 	// folders lists the session folders.
-	folders *adapters.Lister
+	folders *storeio.Lister
 
 	mu sync.Mutex
 	// paths maps native ids to files, from the last scan.
@@ -56,7 +57,7 @@ func New(env adapters.Env) *Adapter { return newAdapter(NamePi, env) }
 func NewRust(env adapters.Env) *Adapter { return newAdapter(NamePiRust, env) }
 
 func newAdapter(name string, env adapters.Env) *Adapter {
-	return &Adapter{name: name, env: env, files: adapters.NewFileCache[*facts](maxCachedFiles), folders: adapters.NewLister(), paths: map[string]string{}}
+	return &Adapter{name: name, env: env, files: storeio.NewFileCache[*facts](maxCachedFiles), folders: storeio.NewLister(), paths: map[string]string{}}
 }
 
 // Name is "pi" or "pi-rust".
@@ -84,7 +85,7 @@ func (a *Adapter) scan(ctx context.Context) ([]scanned, error) {
 		return nil, fmt.Errorf("scan pi sessions: %w", err)
 	}
 	read := make([]scanned, len(keys))
-	if err := adapters.Parallel(ctx, len(keys), func(i int) {
+	if err := storeio.Parallel(ctx, len(keys), func(i int) {
 		read[i] = a.readOne(keys[i])
 	}); err != nil {
 		return nil, fmt.Errorf("scan pi sessions: %w", err)
@@ -113,7 +114,7 @@ func (a *Adapter) scan(ctx context.Context) ([]scanned, error) {
 
 // readOne returns the cached facts when the listing's stat shows the file
 // unchanged, and reads it otherwise.
-func (a *Adapter) readOne(key adapters.FileKey) scanned {
+func (a *Adapter) readOne(key storeio.FileKey) scanned {
 	f, _, err := a.files.GetKey(key, readFacts)
 	if err != nil {
 		return scanned{path: key.Path, err: err}
@@ -214,7 +215,7 @@ func (a *Adapter) pathOf(ctx context.Context, nativeID string) (string, error) {
 func (a *Adapter) knownPath(nativeID string) (string, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	p, err := adapters.ByIDPrefix(a.paths, nativeID)
+	p, err := storeio.ByIDPrefix(a.paths, nativeID)
 	if err != nil {
 		return "", fmt.Errorf("pi: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/adapters/storeio"
 )
 
 // Transcript limits: tool output is shortened, and a tail read grows until
@@ -42,7 +43,7 @@ func readTranscript(ctx context.Context, path string, n int) ([]adapters.Message
 	if n <= 0 {
 		t := newTree()
 		i := 0
-		_, err := adapters.ScanLines(io.NewSectionReader(f, 0, size), maxLineBytes, func(line []byte) error {
+		_, err := storeio.ScanLines(io.NewSectionReader(f, 0, size), maxLineBytes, func(line []byte) error {
 			if i++; i%1024 == 0 && ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -60,7 +61,7 @@ func readTranscript(ctx context.Context, path string, n int) ([]adapters.Message
 	t := newTree()
 	last := "" // the file's last record: where the active branch ends
 	var msgs []adapters.Message
-	err = adapters.TailChunks(ctx, f, size, tailWindow, transcriptMax, func(lines [][]byte) bool {
+	err = storeio.TailChunks(ctx, f, size, tailWindow, transcriptMax, func(lines [][]byte) bool {
 		for _, line := range lines {
 			t.add(line)
 		}

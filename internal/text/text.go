@@ -23,3 +23,18 @@ func TruncateRunes(s string, n int) string {
 	}
 	return string([]rune(s)[:max(n, 0)])
 }
+
+// Ellipsis keeps the first n characters of s and marks a cut with "…".
+func Ellipsis(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	i := 0
+	for j := range s {
+		if i == n {
+			return s[:j] + "…"
+		}
+		i++
+	}
+	return s
+}

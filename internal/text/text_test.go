@@ -27,3 +27,20 @@ func TestTruncate(t *testing.T) {
 		}
 	}
 }
+
+func TestEllipsis(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exactly", 7, "exactly"},
+		{"a longer text", 8, "a longer…"},
+		{"日本語のテキスト", 3, "日本語…"},
+	} {
+		if got := Ellipsis(tc.in, tc.n); got != tc.want {
+			t.Errorf("Ellipsis(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package adapters
+package storeio
 
 import (
 	"io/fs"

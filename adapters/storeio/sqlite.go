@@ -1,11 +1,13 @@
-package adapters
+package storeio
 
 import (
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -89,4 +91,21 @@ func SQLiteColumns(ctx context.Context, db Querier, table string) (map[string]bo
 		return nil, fmt.Errorf("read columns of %s: %w", table, err)
 	}
 	return cols, nil
+}
+
+// SQLiteStamp returns the keys of a database file and of its WAL (zero when
+// absent): a database changed when either did.
+func SQLiteStamp(db string) ([2]FileKey, error) {
+	var st [2]FileKey
+	for i, p := range []string{db, db + "-wal"} {
+		fi, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return st, fmt.Errorf("stat %s: %w", p, err)
+		}
+		st[i] = KeyOf(p, fi)
+	}
+	return st, nil
 }
