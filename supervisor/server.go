@@ -44,7 +44,7 @@ type Options struct {
 	// KeepAlive is how long a stream may be silent before it sends an
 	// empty line (default 15 s).
 	KeepAlive time.Duration
-	Logger      *slog.Logger
+	Logger    *slog.Logger
 }
 
 // Server is the running service.
