@@ -3,6 +3,7 @@ package claude
 import (
 	"context"
 	"fmt"
+	claudesynth "github.com/agentctl/agentctl/internal/synth/claude"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -27,7 +28,7 @@ func benchStore(b *testing.B, n int) string {
 	}
 	os.RemoveAll(home)
 	b.Logf("generating %d sessions in %s", n, home)
-	if err := GenerateStore(home, n, 1); err != nil {
+	if err := claudesynth.GenerateStore(home, n, 1); err != nil {
 		b.Fatal(err)
 	}
 	if err := os.WriteFile(done, nil, 0o644); err != nil {

@@ -3,6 +3,7 @@ package codex
 import (
 	"context"
 	"fmt"
+	codexsynth "github.com/agentctl/agentctl/internal/synth/codex"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -16,7 +17,7 @@ import (
 func benchStore(b *testing.B, n int) string {
 	b.Helper()
 	home := b.TempDir()
-	if err := GenerateStore(home, n, int64(n)); err != nil {
+	if err := codexsynth.GenerateStore(home, n, int64(n)); err != nil {
 		b.Fatal(err)
 	}
 	return home

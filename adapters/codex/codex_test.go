@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	codexsynth "github.com/agentctl/agentctl/internal/synth/codex"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -531,7 +532,7 @@ func TestRolloutVanishingBetweenListAndRead(t *testing.T) {
 // stopped instead of starting over.
 func TestFirstReadCutShortGoesOn(t *testing.T) {
 	home, a := testHome(t)
-	if err := GenerateStore(home, 200, 9); err != nil {
+	if err := codexsynth.GenerateStore(home, 200, 9); err != nil {
 		t.Fatal(err)
 	}
 	var calls int

@@ -3,6 +3,7 @@ package codex
 import (
 	"context"
 	"database/sql"
+	codexsynth "github.com/agentctl/agentctl/internal/synth/codex"
 	"net/url"
 	"os"
 	"os/exec"
@@ -163,7 +164,7 @@ func TestLauncherFacts(t *testing.T) {
 
 func TestThreadIndexSuppliesHeadOfLargeRollouts(t *testing.T) {
 	home, a := testHome(t)
-	if err := GenerateStore(home, 1, 7); err != nil {
+	if err := codexsynth.GenerateStore(home, 1, 7); err != nil {
 		t.Fatal(err)
 	}
 	db, err := sql.Open("sqlite", (&url.URL{Scheme: "file", Path: filepath.Join(home, stateDBName)}).String())
@@ -203,7 +204,7 @@ func TestLockedThreadIndexIsNotAFailure(t *testing.T) {
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
-	if _, err := db.Exec(threadsDDL); err != nil {
+	if _, err := db.Exec(codexsynth.ThreadsDDL); err != nil {
 		t.Fatal(err)
 	}
 	conn, err := db.Conn(context.Background())
@@ -228,7 +229,7 @@ func TestLockedThreadIndexIsNotAFailure(t *testing.T) {
 
 func TestGenerateStoreIsReadable(t *testing.T) {
 	home, a := testHome(t)
-	if err := GenerateStore(home, 60, 3); err != nil {
+	if err := codexsynth.GenerateStore(home, 60, 3); err != nil {
 		t.Fatal(err)
 	}
 	ss, err := a.Discover(context.Background())

@@ -3,6 +3,7 @@ package opencode
 import (
 	"context"
 	"fmt"
+	opencodesynth "github.com/agentctl/agentctl/internal/synth/opencode"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -15,7 +16,7 @@ import (
 func benchStore(b *testing.B, n int) string {
 	b.Helper()
 	data := b.TempDir()
-	if err := GenerateStore(data, n, int64(n)); err != nil {
+	if err := opencodesynth.GenerateStore(data, n, int64(n)); err != nil {
 		b.Fatal(err)
 	}
 	return data
@@ -83,7 +84,7 @@ func BenchmarkDiscover(b *testing.B) {
 					b.Fatal(err)
 				}
 				id := ss[len(ss)/2].NativeID
-				db, err := CreateDB(path)
+				db, err := opencodesynth.CreateDB(path)
 				if err != nil {
 					b.Fatal(err)
 				}

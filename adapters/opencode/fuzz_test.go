@@ -3,6 +3,7 @@ package opencode
 import (
 	"context"
 	"encoding/json"
+	opencodesynth "github.com/agentctl/agentctl/internal/synth/opencode"
 	"os"
 	"path/filepath"
 	"testing"
@@ -118,7 +119,7 @@ func FuzzDatabaseRows(f *testing.F) {
 	f.Add([]byte(`{"role":"assistant","time":{"created":1,"completed":2},"finish":"stop"}`), []byte(`{"type":"text","text":"x"}`), []byte(`{`), []byte(`null`))
 	f.Fuzz(func(t *testing.T, msg1, part1, msg2, model []byte) {
 		data := t.TempDir()
-		db, err := CreateDB(filepath.Join(data, "opencode", "opencode.db"))
+		db, err := opencodesynth.CreateDB(filepath.Join(data, "opencode", "opencode.db"))
 		if err != nil {
 			t.Fatal(err)
 		}

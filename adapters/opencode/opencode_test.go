@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	opencodesynth "github.com/agentctl/agentctl/internal/synth/opencode"
 	"os"
 	"path/filepath"
 	"sort"
@@ -44,7 +45,7 @@ func testData(t *testing.T) (string, *Adapter) {
 // returns it open for writing.
 func loadFixture(t *testing.T, data string) *sql.DB {
 	t.Helper()
-	db, err := CreateDB(filepath.Join(data, "opencode", "opencode.db"))
+	db, err := opencodesynth.CreateDB(filepath.Join(data, "opencode", "opencode.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +277,7 @@ func TestLockedDatabaseIsAnErrorNotAStall(t *testing.T) {
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
-	if _, err := db.Exec(schemaDDL); err != nil {
+	if _, err := db.Exec(opencodesynth.SchemaDDL); err != nil {
 		t.Fatal(err)
 	}
 	conn, err := db.Conn(context.Background())
@@ -318,7 +319,7 @@ func TestGarbageAndOddStores(t *testing.T) {
 	})
 	t.Run("odd rows", func(t *testing.T) {
 		data, a := testData(t)
-		db, err := CreateDB(filepath.Join(data, "opencode", "opencode.db"))
+		db, err := opencodesynth.CreateDB(filepath.Join(data, "opencode", "opencode.db"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -385,7 +386,7 @@ func TestTranscript(t *testing.T) {
 
 func TestGenerateStoreIsReadable(t *testing.T) {
 	data, a := testData(t)
-	if err := GenerateStore(data, 80, 5); err != nil {
+	if err := opencodesynth.GenerateStore(data, 80, 5); err != nil {
 		t.Fatal(err)
 	}
 	ss, err := a.Discover(context.Background())
@@ -434,7 +435,7 @@ func TestConcurrentDiscoverAndTranscript(t *testing.T) {
 // stopped instead of starting over.
 func TestFirstReadCutShortGoesOn(t *testing.T) {
 	data, a := testData(t)
-	if err := GenerateStore(data, 300, 9); err != nil {
+	if err := opencodesynth.GenerateStore(data, 300, 9); err != nil {
 		t.Fatal(err)
 	}
 	var calls int

@@ -3,6 +3,7 @@ package pi
 import (
 	"context"
 	"fmt"
+	pisynth "github.com/agentctl/agentctl/internal/synth/pi"
 	"os"
 	"testing"
 
@@ -17,7 +18,7 @@ import (
 func BenchmarkDiscover(b *testing.B) {
 	home := b.TempDir()
 	const n = 10_000
-	if err := GenerateStore(home, n, 1); err != nil {
+	if err := pisynth.GenerateStore(home, n, 1); err != nil {
 		b.Fatal(err)
 	}
 	env := adapters.Env{Home: home}

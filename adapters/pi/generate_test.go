@@ -2,6 +2,7 @@ package pi
 
 import (
 	"context"
+	pisynth "github.com/agentctl/agentctl/internal/synth/pi"
 	"io/fs"
 	"maps"
 	"os"
@@ -14,7 +15,7 @@ import (
 
 func TestGenerateStore(t *testing.T) {
 	home := t.TempDir()
-	if err := GenerateStore(home, 300, 7); err != nil {
+	if err := pisynth.GenerateStore(home, 300, 7); err != nil {
 		t.Fatal(err)
 	}
 	a := New(adapters.Env{Home: home})
@@ -81,7 +82,7 @@ func TestGenerateStore(t *testing.T) {
 		return out
 	}
 	other := t.TempDir()
-	if err := GenerateStore(other, 300, 7); err != nil {
+	if err := pisynth.GenerateStore(other, 300, 7); err != nil {
 		t.Fatal(err)
 	}
 	if !maps.Equal(sizes(home), sizes(other)) {

@@ -163,15 +163,6 @@ func withPrompt(bin, hint string, args []string, req adapters.LaunchRequest, bef
 	return req.PromptOnStdin(args)
 }
 
-func envValueOf(env []string, key string) (string, bool) {
-	for i := len(env) - 1; i >= 0; i-- {
-		if v, ok := strings.CutPrefix(env[i], key+"="); ok {
-			return v, true
-		}
-	}
-	return "", false
-}
-
 // createSession writes the header of a new session file where Pi itself
 // would put it, named as Pi names it, and returns its path and id.
 func (a *Adapter) createSession(cwd string, now time.Time) (string, string, error) {

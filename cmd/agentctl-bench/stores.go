@@ -3,10 +3,10 @@ package main
 import (
 	"path/filepath"
 
-	"github.com/agentctl/agentctl/adapters/claude"
-	"github.com/agentctl/agentctl/adapters/codex"
-	"github.com/agentctl/agentctl/adapters/opencode"
-	"github.com/agentctl/agentctl/adapters/pi"
+	"github.com/agentctl/agentctl/internal/synth/claude"
+	"github.com/agentctl/agentctl/internal/synth/codex"
+	"github.com/agentctl/agentctl/internal/synth/opencode"
+	"github.com/agentctl/agentctl/internal/synth/pi"
 )
 
 // store generates one agent's synthetic native store under a home

@@ -1,3 +1,5 @@
+// Package pi writes synthetic stores in Pi's own on-disk format, for
+// benchmarks and tests; no production package links it.
 package pi
 
 import (
@@ -184,7 +186,7 @@ func (g *generator) session(root, cwd string) error {
 	target := g.size()
 	id := g.uuidV7(created)
 	ts := created.Format("2006-01-02T15:04:05.000Z")
-	dir := filepath.Join(root, CwdSlug(cwd))
+	dir := filepath.Join(root, cwdSlug(cwd))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -212,10 +214,10 @@ func (g *generator) session(root, cwd string) error {
 		t = t.Add(time.Duration(1 + g.r.Int64N(int64(max)))).Truncate(time.Millisecond)
 	}
 
-	put(genHeader{typeSession, 3, id, ts, cwd})
+	put(genHeader{"session", 3, id, ts, cwd})
 	prov := providers[g.r.IntN(len(providers))]
 	parent := g.shortID()
-	put(genEntry{Type: typeModelChange, ID: parent, Timestamp: iso(), Provider: prov[0], ModelID: prov[1]})
+	put(genEntry{Type: "model_change", ID: parent, Timestamp: iso(), Provider: prov[0], ModelID: prov[1]})
 	level := g.shortID()
 	put(genEntry{Type: "thinking_level_change", ID: level, ParentID: &parent, Timestamp: iso(), ThinkingLevel: "off"})
 	parent = level
@@ -223,7 +225,7 @@ func (g *generator) session(root, cwd string) error {
 	message := func(m any) string {
 		id := g.shortID()
 		p := parent
-		put(genEntry{Type: typeMessage, ID: id, ParentID: &p, Timestamp: iso(), Message: m})
+		put(genEntry{Type: "message", ID: id, ParentID: &p, Timestamp: iso(), Message: m})
 		parent = id
 		return id
 	}
@@ -234,12 +236,12 @@ func (g *generator) session(root, cwd string) error {
 	}
 	assistant := func(content []any, stop, errMsg string, in, out int) string {
 		tick(20 * time.Second)
-		return message(genAssistant{Role: roleAssistant, Content: content, API: "openai-completions", Provider: prov[0], Model: prov[1],
+		return message(genAssistant{Role: "assistant", Content: content, API: "openai-completions", Provider: prov[0], Model: prov[1],
 			Usage: usage(in, out), StopReason: stop, Timestamp: t.UnixMilli(), ResponseID: "resp_" + g.shortID(), ErrorMessage: errMsg})
 	}
 	user := func(text string) {
 		tick(10 * time.Minute)
-		message(genUser{Role: roleUser, Content: []genText{{"text", text}}, Timestamp: t.UnixMilli()})
+		message(genUser{Role: "user", Content: []genText{{"text", text}}, Timestamp: t.UnixMilli()})
 	}
 
 	ending := g.r.IntN(100)
@@ -253,7 +255,7 @@ func (g *generator) session(root, cwd string) error {
 			call.Type, call.ID, call.Name = "toolCall", "call_"+g.shortID(), "bash"
 			call.Arguments.Command = "grep -rn " + words[g.r.IntN(len(words))] + " ."
 			context += 200
-			assistant([]any{call}, stopToolUse, "", context, 30+g.r.IntN(200))
+			assistant([]any{call}, "toolUse", "", context, 30+g.r.IntN(200))
 			if written >= target && ending >= 95 {
 				cut = true // the agent was killed while the tool ran
 				break
@@ -261,12 +263,12 @@ func (g *generator) session(root, cwd string) error {
 			tick(30 * time.Second)
 			out := g.text(200 + g.r.IntN(max(400, min(target/20, corpusSize/2))))
 			context += len(out) / 4
-			message(genToolResult{Role: roleToolResult, ToolCallID: call.ID, ToolName: "bash", Content: []genText{{"text", out}}, Timestamp: t.UnixMilli()})
+			message(genToolResult{Role: "toolResult", ToolCallID: call.ID, ToolName: "bash", Content: []genText{{"text", out}}, Timestamp: t.UnixMilli()})
 		}
 		if cut {
 			break
 		}
-		answer := assistant([]any{genText{"text", g.text(80 + g.r.IntN(1500))}}, stopStop, "", context, 50+g.r.IntN(800))
+		answer := assistant([]any{genText{"text", g.text(80 + g.r.IntN(1500))}}, "stop", "", context, 50+g.r.IntN(800))
 		if turn == 0 {
 			branchPoint = answer
 		}
@@ -286,10 +288,10 @@ func (g *generator) session(root, cwd string) error {
 	switch {
 	case ending >= 95:
 	case ending >= 90:
-		assistant([]any{}, stopError, "529 overloaded_error", 0, 0)
+		assistant([]any{}, "error", "529 overloaded_error", 0, 0)
 	case ending >= 85:
 		user(g.text(60))
-		assistant([]any{genText{"text", g.text(40)}}, stopAborted, "", context, 10)
+		assistant([]any{genText{"text", g.text(40)}}, "aborted", "", context, 10)
 	}
 	if encErr != nil {
 		f.Close()
@@ -303,4 +305,10 @@ func (g *generator) session(root, cwd string) error {
 		return err
 	}
 	return os.Chtimes(path, t, t)
+}
+
+// cwdSlug is Pi's session folder name for cwd: "--" around the path with
+// its separators as '-'.
+func cwdSlug(cwd string) string {
+	return "--" + strings.ReplaceAll(strings.TrimPrefix(cwd, "/"), "/", "-") + "--"
 }

@@ -1,3 +1,5 @@
+// Package opencode writes synthetic stores in OpenCode's own on-disk format, for
+// benchmarks and tests; no production package links it.
 package opencode
 
 import (
@@ -16,9 +18,9 @@ import (
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 )
 
-// schemaDDL is the part of opencode.db's schema (OpenCode 1.18) that
+// SchemaDDL is the part of opencode.db's schema (OpenCode 1.18) that
 // holds sessions: the same tables, columns, types, defaults and indexes.
-const schemaDDL = `
+const SchemaDDL = `
 CREATE TABLE IF NOT EXISTS project (
 	id text PRIMARY KEY,
 	worktree text NOT NULL,
@@ -129,7 +131,7 @@ func CreateDB(path string) (*sql.DB, error) {
 		return nil, fmt.Errorf("create opencode db: %w", err)
 	}
 	db.SetMaxOpenConns(1)
-	if _, err := db.ExecContext(context.Background(), schemaDDL); err != nil {
+	if _, err := db.ExecContext(context.Background(), SchemaDDL); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("create opencode db: %w", err)
 	}

@@ -1,3 +1,5 @@
+// Package claude writes synthetic stores in Claude Code's own on-disk format, for
+// benchmarks and tests; no production package links it.
 package claude
 
 import (
@@ -10,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // GenerateStore writes a synthetic Claude Code store of n sessions under
@@ -139,7 +142,7 @@ func (r rec) MarshalJSON() ([]byte, error) {
 func (g *generator) session(root string, hist *bufio.Writer) error {
 	proj := g.rng.IntN(g.projects)
 	cwd := fmt.Sprintf("/home/dev/src/project-%04d", proj)
-	dir := filepath.Join(root, "projects", ProjectSlug(cwd))
+	dir := filepath.Join(root, "projects", projectSlug(cwd))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
@@ -260,4 +263,16 @@ func (g *generator) session(root string, hist *bufio.Writer) error {
 		return err
 	}
 	return os.Chtimes(path, t, t)
+}
+
+// projectSlug is Claude Code's project folder name for cwd: each character
+// but ASCII letters and digits becomes '-'. (The generated cwds are short
+// ASCII paths; the adapter's reader covers the long and non-ASCII cases.)
+func projectSlug(cwd string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 128 && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			return r
+		}
+		return '-'
+	}, cwd)
 }

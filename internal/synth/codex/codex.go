@@ -1,3 +1,5 @@
+// Package codex writes synthetic stores in Codex's own on-disk format, for
+// benchmarks and tests; no production package links it.
 package codex
 
 import (
@@ -28,7 +30,7 @@ import (
 // same seed writes the same store, relative to the current time.
 func GenerateStore(dir string, n int, seed int64) error {
 	g := &generator{rng: rand.New(rand.NewPCG(uint64(seed), 0x636f646578)), now: time.Now()}
-	db, err := createStateDB(filepath.Join(dir, stateDBName))
+	db, err := createStateDB(filepath.Join(dir, "state_5.sqlite"))
 	if err != nil {
 		return err
 	}
@@ -62,9 +64,9 @@ func GenerateStore(dir string, n int, seed int64) error {
 	return nil
 }
 
-// threadsDDL is the threads table of state_5.sqlite as Codex 0.169 creates
+// ThreadsDDL is the threads table of state_5.sqlite as Codex 0.169 creates
 // it (columns, types and defaults), with the indexes its readers use.
-const threadsDDL = `
+const ThreadsDDL = `
 CREATE TABLE IF NOT EXISTS threads (
 	id TEXT PRIMARY KEY,
 	rollout_path TEXT NOT NULL,
@@ -127,7 +129,7 @@ func createStateDB(path string) (*sql.DB, error) {
 		return nil, fmt.Errorf("create codex state db: %w", err)
 	}
 	db.SetMaxOpenConns(1)
-	if _, err := db.ExecContext(context.Background(), threadsDDL); err != nil {
+	if _, err := db.ExecContext(context.Background(), ThreadsDDL); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("create codex state db: %w", err)
 	}
