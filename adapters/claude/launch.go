@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/internal/envvar"
 )
 
 // Binary is the Claude Code executable.
@@ -109,7 +110,7 @@ func (a *Adapter) InstallHint() string { return InstallHint }
 // launchEnv is env without Claude's API credentials, unless
 // AGENTCTL_CLAUDE_USE_API_KEY=1 keeps them.
 func launchEnv(env []string) []string {
-	if envValue(env, UseAPIKeyVar) == "1" {
+	if envvar.Value(env, UseAPIKeyVar) == "1" {
 		return append([]string(nil), env...)
 	}
 	out := make([]string, 0, len(env))
@@ -131,19 +132,8 @@ func launchEnv(env []string) []string {
 // permissionArgs lets the agent work unattended: every tool allowed, or as
 // root (where Claude refuses that outside a sandbox) edits and Bash.
 func permissionArgs(env []string) []string {
-	if os.Geteuid() != 0 || envValue(env, "IS_SANDBOX") == "1" {
+	if os.Geteuid() != 0 || envvar.Value(env, "IS_SANDBOX") == "1" {
 		return []string{"--dangerously-skip-permissions"}
 	}
 	return []string{"--permission-mode", "acceptEdits", "--allowedTools", "Bash"}
-}
-
-// envValue is the last value of key in env ("" when unset).
-func envValue(env []string, key string) string {
-	v := ""
-	for _, kv := range env {
-		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
-			v = val
-		}
-	}
-	return v
 }
