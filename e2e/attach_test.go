@@ -52,6 +52,7 @@ func attachViewer(t *testing.T, e *Env, id string) (*os.File, *ptyOutput, chan e
 }
 
 func TestAttachInputOutputDetach(t *testing.T) {
+	t.Parallel()
 	e := NewEnv(t)
 	s := e.Start("--", "sh", "-c", `stty -echo; echo ready; while read l; do echo "echo:$l"; done`)
 	WaitFor(t, 10*time.Second, "the session to be ready", func() bool {

@@ -92,6 +92,7 @@ func (c *codexEnv) peek(id string, n int) []string {
 // status says exited 0 with the native facts; resume continues the same
 // rollout.
 func TestCodexLaunchPeekResume(t *testing.T) {
+	t.Parallel()
 	c := newCodexEnv(t)
 	s := c.launch("work [[sleep: 6]]")
 	if s.Adapter != "codex" {
@@ -149,6 +150,7 @@ func TestCodexLaunchPeekResume(t *testing.T) {
 // A long session stopped: codex (SIGINT, its graceful stop) and its tool
 // are gone, and status reports how it ended.
 func TestCodexStop(t *testing.T) {
+	t.Parallel()
 	c := newCodexEnv(t)
 	s := c.launch("long [[sleep: 117.43]]")
 	WaitFor(t, 90*time.Second, "the tool to run", func() bool { return liveArgv("sleep", "117.43") })
@@ -179,42 +181,6 @@ func TestCodexStop(t *testing.T) {
 	for _, l := range c.List("-a").Sessions {
 		if l.NativeID != "" && l.NativeID == final.NativeID && l.Status == api.StatusRunning {
 			t.Errorf("stopped session still listed running: %+v", l)
-		}
-	}
-}
-
-// A model error ends the session with codex's non-zero code.
-func TestCodexModelError(t *testing.T) {
-	c := newCodexEnv(t)
-	s := c.launch("fail [[error: 400]]")
-	done := c.WaitStatus(s.ID, api.StatusExited, 120*time.Second)
-	if done.ExitCode == nil || *done.ExitCode == 0 {
-		t.Fatalf("model error ended %+v, want a non-zero exit code", done)
-	}
-	out := c.MustRun("status", s.ID)
-	if !strings.Contains(out, fmt.Sprint(*done.ExitCode)) || !strings.Contains(out, "exited") {
-		t.Errorf("status does not show the exit:\n%s", out)
-	}
-}
-
-// Without codex on PATH, launch fails at once naming the binary and how to
-// install it, for a small prompt and for one that goes through stdin.
-func TestCodexMissingBinary(t *testing.T) {
-	e := NewEnv(t)
-	e.Setenv("HOME", t.TempDir())
-	e.Setenv("PATH", "/usr/bin:/bin")
-	proj := t.TempDir()
-	for _, prompt := range []string{"say hi", "-" + strings.Repeat("x", 120_000)} {
-		start := time.Now()
-		_, errOut, code := e.Run("launch", "codex", "--cwd", proj, "-p", prompt)
-		if code == 0 {
-			t.Fatalf("launch without codex succeeded")
-		}
-		if !strings.Contains(errOut, "codex") || !strings.Contains(errOut, "@openai/codex") {
-			t.Errorf("launch error does not name codex and its install: %q", errOut)
-		}
-		if d := time.Since(start); d > 20*time.Second {
-			t.Errorf("launch took %s to fail", d)
 		}
 	}
 }

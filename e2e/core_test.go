@@ -18,12 +18,13 @@ import (
 )
 
 func TestRunListStatusLogs(t *testing.T) {
+	t.Parallel()
 	e := NewEnv(t)
 	s := e.Start("--name", "greeter", "--", "sh", "-c", "echo hello from agentctl; read reply; exit 3")
 	if s.Status != api.StatusRunning || s.PID == 0 || s.PGID != s.PID || s.StartTime == nil {
 		t.Fatalf("started session = %+v; want running with pid == pgid and a start time", s)
 	}
-	if list := e.List(); len(list.Sessions) != 1 || list.Sessions[0].ID != s.ID {
+	if list := e.Launched(); len(list) != 1 || list[0].ID != s.ID {
 		t.Fatalf("list = %+v, want the one running session", list)
 	}
 	e.MustRun("send", s.ID, "bye")
@@ -35,17 +36,18 @@ func TestRunListStatusLogs(t *testing.T) {
 	if final.Status != api.StatusExited || final.ExitCode == nil || *final.ExitCode != 3 || final.EndedAt == nil {
 		t.Fatalf("final = %+v, want exited with code 3", final)
 	}
-	if len(e.List().Sessions) != 0 {
+	if len(e.Launched()) != 0 {
 		t.Error("list without -a shows an ended session")
 	}
-	if l := e.List("-a"); len(l.Sessions) != 1 {
-		t.Errorf("list -a = %d sessions, want 1", len(l.Sessions))
+	if l := e.Launched("-a"); len(l) != 1 {
+		t.Errorf("list -a = %d sessions, want 1", len(l))
 	}
 }
 
 // The pty's output processing is switched off (stty -opost), so the log
 // must hold exactly the bytes the command wrote.
 func TestOutputLandsByteIdentical(t *testing.T) {
+	t.Parallel()
 	e := NewEnv(t)
 	data := make([]byte, 6<<20)
 	rand.New(rand.NewSource(42)).Read(data)
@@ -65,6 +67,7 @@ func TestOutputLandsByteIdentical(t *testing.T) {
 }
 
 func TestServiceKill9KeepsSessions(t *testing.T) {
+	t.Parallel()
 	e := NewEnv(t)
 	const n = 20
 	var ids []string
@@ -103,11 +106,11 @@ func TestServiceKill9KeepsSessions(t *testing.T) {
 		t.Fatal("the short session should have exited by now")
 	}
 	// The next command starts a new service, which re-derives everything.
-	list := e.List("-a")
-	if len(list.Sessions) != n {
-		t.Fatalf("list -a after restart: %d sessions, want %d", len(list.Sessions), n)
+	list := e.Launched("-a")
+	if len(list) != n {
+		t.Fatalf("list -a after restart: %d sessions, want %d", len(list), n)
 	}
-	for _, s := range list.Sessions {
+	for _, s := range list {
 		switch s.ID {
 		case ids[0]:
 			if s.Status != api.StatusExited || s.ExitCode == nil || *s.ExitCode != 7 {
@@ -127,6 +130,7 @@ func TestServiceKill9KeepsSessions(t *testing.T) {
 // `agentctl run` killed at random points: a session that started keeps
 // running and is listed; none is left half-made.
 func TestRunKilledMidRequest(t *testing.T) {
+	// Alone: it times client kills against the service on purpose.
 	e := NewEnv(t)
 	e.MustRun("daemon", "start")
 	rng := rand.New(rand.NewSource(7))
@@ -146,7 +150,7 @@ func TestRunKilledMidRequest(t *testing.T) {
 		cmd.Wait()
 	}
 	time.Sleep(500 * time.Millisecond)
-	for _, s := range e.List("-a").Sessions {
+	for _, s := range e.Launched("-a") {
 		if s.Status != api.StatusRunning {
 			t.Errorf("session %s is %s: a killed client must not harm a started session", s.ID, s.Status)
 		}
@@ -155,7 +159,7 @@ func TestRunKilledMidRequest(t *testing.T) {
 		}
 	}
 	entries, _ := os.ReadDir(filepath.Join(e.Home, "sessions"))
-	if got := len(e.List("-a").Sessions); got != len(entries) {
+	if got := len(e.Launched("-a")); got != len(entries) {
 		t.Errorf("%d session folders but %d sessions listed: something was left half-made", len(entries), got)
 	}
 }
@@ -163,6 +167,7 @@ func TestRunKilledMidRequest(t *testing.T) {
 // A launch record whose start time does not match the live process with
 // that pid is lost, never running.
 func TestRecycledPIDIsLost(t *testing.T) {
+	t.Parallel()
 	e := NewEnv(t)
 	s := e.Start("--", "sleep", "30")
 	dir := e.SessionDir(s.ID)
@@ -196,6 +201,7 @@ func TestRecycledPIDIsLost(t *testing.T) {
 }
 
 func TestStopEndsTheWholeTree(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		script string
@@ -280,6 +286,7 @@ func descendantsOf(t *testing.T, root int) []int {
 }
 
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	e := NewEnv(t)
 	a := e.Start("--", "sleep", "30")
 	b := e.Start("--", "sleep", "30")
@@ -314,7 +321,7 @@ func TestBadInput(t *testing.T) {
 		})
 	}
 	// Failed starts leave nothing that looks like a session.
-	if got := len(e.List("-a").Sessions); got != 2 {
+	if got := len(e.Launched("-a")); got != 2 {
 		t.Errorf("after failed starts list -a shows %d sessions, want 2", got)
 	}
 	entries, _ := os.ReadDir(filepath.Join(e.Home, "sessions"))
@@ -324,6 +331,7 @@ func TestBadInput(t *testing.T) {
 }
 
 func TestCorruptRecordIsAWarning(t *testing.T) {
+	t.Parallel()
 	e := NewEnv(t)
 	good := e.Start("--", "sleep", "30")
 	bad := e.SessionDir("01aaaaaaaaaaaaaaaaaaaaaaaa")
@@ -348,6 +356,7 @@ func TestCorruptRecordIsAWarning(t *testing.T) {
 // The socket is 0600 in a 0700 folder, and the service itself refuses a
 // connection from another uid even when the file modes would let it in.
 func TestForeignUIDIsRefused(t *testing.T) {
+	t.Parallel()
 	if os.Getuid() != 0 {
 		t.Skip("needs root to act as another user")
 	}
@@ -385,6 +394,7 @@ func TestForeignUIDIsRefused(t *testing.T) {
 }
 
 func TestTwoServicesCannotShareAHome(t *testing.T) {
+	t.Parallel()
 	e := NewEnv(t)
 	e.MustRun("daemon", "start")
 	_, stderr, code := e.Run("daemon", "run")
@@ -401,6 +411,7 @@ func TestTwoServicesCannotShareAHome(t *testing.T) {
 }
 
 func TestConcurrentAutostart(t *testing.T) {
+	t.Parallel()
 	e := NewEnv(t)
 	var wg sync.WaitGroup
 	errs := make(chan string, 8)
@@ -421,6 +432,7 @@ func TestConcurrentAutostart(t *testing.T) {
 }
 
 func TestPrune(t *testing.T) {
+	t.Parallel()
 	e := NewEnv(t)
 	done := e.Start("--", "true")
 	running := e.Start("--", "sleep", "30")
@@ -435,6 +447,7 @@ func TestPrune(t *testing.T) {
 }
 
 func TestSendAndEnvAndCwd(t *testing.T) {
+	t.Parallel()
 	e := NewEnv(t)
 	dir := t.TempDir()
 	s := e.Start("--cwd", dir, "--env", "GREETING=hi there", "--", "sh", "-c", `pwd; echo "$GREETING"; read line; echo "got:$line"`)
@@ -452,6 +465,7 @@ func TestSendAndEnvAndCwd(t *testing.T) {
 // monitor (a subreaper), yet must survive the session's end, and so must the
 // sessions it started.
 func TestServiceStartedInsideASessionSurvivesIt(t *testing.T) {
+	t.Parallel()
 	e := NewEnv(t)
 	// The session waits for the service to go, then starts a new one (by
 	// running agentctl) and a session through it, then ends.
@@ -478,6 +492,7 @@ func TestServiceStartedInsideASessionSurvivesIt(t *testing.T) {
 // The session's PWD is its own cwd, not the caller's: some agents work in
 // $PWD rather than in their real working directory.
 func TestPWDFollowsCwd(t *testing.T) {
+	t.Parallel()
 	e := NewEnv(t)
 	dir := t.TempDir()
 	e.Setenv("PWD", "/somewhere/else")

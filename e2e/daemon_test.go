@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -14,6 +15,7 @@ import (
 // the running service's log shows one start, and `daemon stop` then waits
 // for that one service to be gone.
 func TestDaemonStartWhenRunningStartsNoSecondService(t *testing.T) {
+	t.Parallel()
 	e := NewEnv(t)
 	first := e.MustRun("daemon", "start")
 	pid := e.DaemonPID()
@@ -41,6 +43,7 @@ func TestDaemonStartWhenRunningStartsNoSecondService(t *testing.T) {
 // a command fail fast with a message naming the service and the fix, not
 // hang; once continued, everything works again.
 func TestFrozenServiceIsNamedNotWaitedFor(t *testing.T) {
+	t.Parallel()
 	e := NewEnv(t)
 	e.MustRun("daemon", "start")
 	pid := e.DaemonPID()
@@ -57,4 +60,28 @@ func TestFrozenServiceIsNamedNotWaitedFor(t *testing.T) {
 	t.Logf("answered in %s", took)
 	syscall.Kill(pid, syscall.SIGCONT)
 	e.MustRun("list")
+}
+
+// What runs elsewhere on the machine does not change what a test counts:
+// an agent-like process outside the installation (a "claude --session-id"
+// of another HOME) may be discovered, but the sessions this installation
+// launched are counted alone.
+func TestCountsIgnoreAgentsElsewhere(t *testing.T) {
+	t.Parallel()
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := &exec.Cmd{Path: sh, Args: []string{"claude", "-c", "sleep 60; true", "claude", "--session-id", "0b6c1b1e-0000-4000-8000-0000000000aa"}, Dir: t.TempDir()}
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { other.Process.Kill(); other.Wait() }()
+	e := NewEnv(t)
+	s := e.Start("--", "sleep", "30")
+	all := e.List("-a")
+	t.Logf("list -a shows %d sessions, %d of them launched here", len(all.Sessions), countLaunched(all))
+	if l := e.Launched(); len(l) != 1 || l[0].ID != s.ID {
+		t.Errorf("launched sessions = %+v, want only %s", l, s.ID)
+	}
 }

@@ -46,6 +46,7 @@ say "events:"; grep -c '"type":"session.stopped".*"'"$id"'"' "$home/events.jsonl
 // code, says its output was dropped while it was, and its end is announced
 // once space comes back.
 func TestDiskFull(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to mount a tmpfs in a private mount namespace")
 	}

@@ -21,6 +21,7 @@ import (
 // setsid child the group signal would miss. send to a frozen monitor fails
 // fast, naming it.
 func TestStopWithAFrozenOrDeadMonitor(t *testing.T) {
+	t.Parallel()
 	e := NewEnv(t)
 	for _, tc := range []struct {
 		name  string
@@ -74,6 +75,7 @@ func TestStopWithAFrozenOrDeadMonitor(t *testing.T) {
 // The terminal is raw: in canonical mode the line discipline itself drops
 // input beyond its buffer, whoever writes it.
 func TestSendOfAnySize(t *testing.T) {
+	t.Parallel()
 	e := NewEnv(t)
 	const size = 5 << 20
 	s := e.Start("--", "sh", "-c", "stty raw -echo; echo ready; head -c "+strconv.Itoa(size)+" | wc -c; sleep 1")
@@ -106,6 +108,7 @@ func TestSendOfAnySize(t *testing.T) {
 
 // stop --timeout 0 kills at once; a negative grace is a usage error.
 func TestStopTimeoutZeroKillsAtOnce(t *testing.T) {
+	t.Parallel()
 	e := NewEnv(t)
 	s := e.Start("--", "sh", "-c", `trap "" TERM; echo ready; sleep 300`)
 	WaitFor(t, 10*time.Second, "the script to be ready", func() bool {
@@ -125,6 +128,7 @@ func TestStopTimeoutZeroKillsAtOnce(t *testing.T) {
 
 // A signal to an attached client detaches it quietly; the session goes on.
 func TestAttachDetachesOnSignals(t *testing.T) {
+	t.Parallel()
 	e := NewEnv(t)
 	s := e.Start("--", "sh", "-c", `echo ready; sleep 300`)
 	WaitFor(t, 10*time.Second, "the session to be ready", func() bool {
@@ -165,6 +169,7 @@ func TestAttachDetachesOnSignals(t *testing.T) {
 // A running session whose launch.json was truncated stays visible and
 // stoppable: its monitor knows its record and it is written again.
 func TestDamagedRecordOfARunningSession(t *testing.T) {
+	t.Parallel()
 	e := NewEnv(t)
 	s := e.Start("--", "sleep", "300")
 	record := filepath.Join(e.SessionDir(s.ID), "launch.json")
@@ -175,8 +180,8 @@ func TestDamagedRecordOfARunningSession(t *testing.T) {
 	if got.Status != api.StatusRunning || len(got.Warnings) == 0 || !strings.Contains(strings.Join(got.Warnings, " "), "written again") {
 		t.Fatalf("status after launch.json was truncated: %s %q; want running, with a warning", got.Status, got.Warnings)
 	}
-	if l := e.List(); len(l.Sessions) != 1 {
-		t.Errorf("list shows %d sessions, want the damaged one", len(l.Sessions))
+	if l := e.Launched(); len(l) != 1 {
+		t.Errorf("list shows %d sessions, want the damaged one", len(l))
 	}
 	var final api.Session
 	e.JSON(&final, "stop", "--json", s.ID)
@@ -188,6 +193,7 @@ func TestDamagedRecordOfARunningSession(t *testing.T) {
 // A huge launch.json is not read whole: the list stays fast and says which
 // record it skipped.
 func TestHugeRecordIsNotReadWhole(t *testing.T) {
+	t.Parallel()
 	e := NewEnv(t)
 	s := e.Start("--", "true")
 	e.WaitStatus(s.ID, api.StatusExited, 10*time.Second)
@@ -204,7 +210,7 @@ func TestHugeRecordIsNotReadWhole(t *testing.T) {
 	if took := time.Since(began); took > 3*time.Second {
 		t.Errorf("list -a took %s with a 50 MB record", took)
 	}
-	if len(l.Sessions) != 1 || !strings.Contains(strings.Join(l.Warnings, " "), "over the") {
-		t.Errorf("list -a: %d sessions, warnings %q; want the good one and a warning naming the huge record", len(l.Sessions), l.Warnings)
+	if n := countLaunched(l); n != 1 || !strings.Contains(strings.Join(l.Warnings, " "), "over the") {
+		t.Errorf("list -a: %d sessions, warnings %q; want the good one and a warning naming the huge record", n, l.Warnings)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -43,7 +44,8 @@ func TestMain(m *testing.M) {
 }
 
 // Env is one isolated agentctl installation: its own AGENTCTL_HOME (short,
-// so socket paths stay under the system limit) and its own service.
+// so socket paths stay under the system limit), its own service, and a HOME
+// of its own, so no agent store of the machine's user is read.
 type Env struct {
 	T    *testing.T
 	Home string
@@ -61,9 +63,27 @@ func NewEnv(t *testing.T) *Env {
 		t.Fatal(err)
 	}
 	e := &Env{T: t, Home: home, Bin: agentctlBin}
-	e.Vars = append(os.Environ(), "AGENTCTL_HOME="+home)
+	userHome := t.TempDir()
+	e.Vars = append(isolatedEnviron(), "AGENTCTL_HOME="+home, "HOME="+userHome)
 	t.Cleanup(e.teardown)
 	return e
+}
+
+// storeVars point agents (and so agentctl's adapters) at a store other
+// than the one under HOME; a test environment must not inherit them.
+var storeVars = []string{"CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "PI_CODING_AGENT_DIR", "OPENCODE_CONFIG_DIR"}
+
+// isolatedEnviron is this process's environment less what points at the
+// machine user's agent stores.
+func isolatedEnviron() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(storeVars, k) && !strings.HasPrefix(k, "AGENTCTL_") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 func (e *Env) teardown() {
@@ -157,6 +177,20 @@ func (e *Env) Session(id string) api.Session {
 	return s
 }
 
+// Launched returns the sessions of `agentctl list --json` (with extra
+// flags) that this installation started: what a test counts. Sessions the
+// adapters discover depend on what else runs on the machine.
+func (e *Env) Launched(flags ...string) []api.Session {
+	e.T.Helper()
+	var out []api.Session
+	for _, s := range e.List(flags...).Sessions {
+		if s.Origin == api.OriginLaunched {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // List returns `agentctl list --json` with extra flags.
 func (e *Env) List(flags ...string) api.SessionList {
 	e.T.Helper()
@@ -224,4 +258,15 @@ func killPID(t *testing.T, pid int, sig syscall.Signal) {
 func waitGone(t *testing.T, pid int, timeout time.Duration) {
 	t.Helper()
 	WaitFor(t, timeout, fmt.Sprintf("pid %d to exit", pid), func() bool { return !alive(pid) })
+}
+
+// countLaunched counts the sessions of a list this installation started.
+func countLaunched(l api.SessionList) int {
+	n := 0
+	for _, s := range l.Sessions {
+		if s.Origin == api.OriginLaunched {
+			n++
+		}
+	}
+	return n
 }

@@ -392,6 +392,7 @@ func findSession(ss []adapters.NativeSession, key string) *adapters.NativeSessio
 }
 
 func TestOpenClawGateway(t *testing.T) {
+	t.Parallel()
 	openclawInstall(t)
 	// The agentctl installation the gateway's exec tool talks to: its
 	// service is auto-started from inside an exec.

@@ -88,6 +88,7 @@ var groupIDRE = regexp.MustCompile(`^g-[0-9a-f]{6}$`)
 // adapter that does not exist: the others start, the exit status and the
 // output say which failed and why, and nothing is left of the failed one.
 func TestGroupOfCommandsInWorktrees(t *testing.T) {
+	t.Parallel()
 	e := NewEnv(t)
 	repo := orchRepo(t)
 	script := `pwd > where.txt; echo more >> ../README.md; echo ready > ready.txt; exec sleep 60`
@@ -133,11 +134,11 @@ func TestGroupOfCommandsInWorktrees(t *testing.T) {
 		}
 	}
 	// list --group filters; the table shows the group.
-	if l := e.List("--group", g); len(l.Sessions) != 2 {
-		t.Errorf("list --group = %d sessions, want 2", len(l.Sessions))
+	if l := e.Launched("--group", g); len(l) != 2 {
+		t.Errorf("list --group = %d sessions, want 2", len(l))
 	}
-	if l := e.List("--group", "g-000000"); len(l.Sessions) != 0 {
-		t.Errorf("list --group of another group = %d sessions", len(l.Sessions))
+	if l := e.Launched("--group", "g-000000"); len(l) != 0 {
+		t.Errorf("list --group of another group = %d sessions", len(l))
 	}
 	if out := e.MustRun("list"); !strings.Contains(out, "GROUP") || strings.Count(out, g) != 2 {
 		t.Errorf("list table does not show the group:\n%s", out)
@@ -220,6 +221,7 @@ func TestGroupOfCommandsInWorktrees(t *testing.T) {
 // A matrix file: its cwd relative to the file, its prompt, a list of models
 // crossed with the adapter; an entry that fails; errors with line numbers.
 func TestMatrixOfCommands(t *testing.T) {
+	t.Parallel()
 	e := NewEnv(t)
 	repo := orchRepo(t)
 	dir := filepath.Dir(repo)
@@ -277,6 +279,7 @@ func TestMatrixOfCommands(t *testing.T) {
 // One session in a worktree with a named branch; then sessions joining an
 // existing group one at a time, as a hook would start them.
 func TestRunInWorktreeAndJoinGroup(t *testing.T) {
+	t.Parallel()
 	e := NewEnv(t)
 	repo := orchRepo(t)
 	var s api.Session
@@ -313,8 +316,8 @@ func TestRunInWorktreeAndJoinGroup(t *testing.T) {
 	if plain.Group != g || plain.Cwd != repo {
 		t.Errorf("plain group member = %+v", plain)
 	}
-	if l := e.List("-a", "--group", g); len(l.Sessions) != 3 {
-		t.Errorf("list -a --group %s = %d sessions, want 3", g, len(l.Sessions))
+	if l := e.Launched("-a", "--group", g); len(l) != 3 {
+		t.Errorf("list -a --group %s = %d sessions, want 3", g, len(l))
 	}
 
 	for _, tt := range []struct {
@@ -342,6 +345,7 @@ func TestRunInWorktreeAndJoinGroup(t *testing.T) {
 
 // Context files that cannot be used are refused before anything starts.
 func TestContextFileErrors(t *testing.T) {
+	t.Parallel()
 	e := NewEnv(t)
 	dir := t.TempDir()
 	write := func(name string, data []byte) {
@@ -506,6 +510,7 @@ func waitMembers(t *testing.T, e *Env, res orchestrate.Result) {
 // group (run, as a hook would), each in its own worktree, the same prompt
 // with a context file.
 func TestRealAgentGroup(t *testing.T) {
+	t.Parallel()
 	e, srv, have, missing := agentEnv(t)
 	repo := orchRepo(t)
 	orchWrite(t, filepath.Join(repo, "TASK.md"), "marker-from-the-context-file\n")
@@ -575,6 +580,7 @@ func deref(p *int64) any {
 // with a prompt over 100 kB made of context files (it goes to the agent
 // through a file or standard input, not argv).
 func TestRealAgentMatrix(t *testing.T) {
+	t.Parallel()
 	e, srv, have, _ := agentEnv(t)
 	var pi *realAgent
 	for i := range have {
@@ -632,6 +638,7 @@ matrix:
 // Each member is locked to its own worktree: the members never collide, and
 // another launch into a member's worktree is refused while it runs.
 func TestGroupLocksPerWorktree(t *testing.T) {
+	t.Parallel()
 	e, _, have, _ := agentEnv(t)
 	var pi *realAgent
 	for i := range have {

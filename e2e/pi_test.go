@@ -94,6 +94,7 @@ func liveArgv(argv ...string) bool {
 // native id, peek shows the answer, status says exited 0; resume appends to
 // the same native session.
 func TestPiLaunchPeekResume(t *testing.T) {
+	t.Parallel()
 	p := newPiEnv(t)
 	s := p.launch("work [[sleep: 3]]")
 	if s.NativeID == "" || s.Adapter != "pi" {
@@ -143,6 +144,7 @@ func TestPiLaunchPeekResume(t *testing.T) {
 // A long session stopped: Pi and its tool are gone, and status reports how
 // it ended.
 func TestPiStop(t *testing.T) {
+	t.Parallel()
 	p := newPiEnv(t)
 	s := p.launch("long [[bash: sleep 53.17]]")
 	WaitFor(t, 60*time.Second, "the tool to run", func() bool { return liveArgv("sleep", "53.17") })
@@ -162,41 +164,5 @@ func TestPiStop(t *testing.T) {
 	}
 	if liveArgv("sleep", "53.17") {
 		t.Error("the tool (sleep 53.17) survived the stop")
-	}
-}
-
-// A model error ends the session with Pi's non-zero code.
-func TestPiModelError(t *testing.T) {
-	p := newPiEnv(t)
-	s := p.launch("fail [[error: 400]]")
-	done := p.WaitStatus(s.ID, api.StatusExited, 90*time.Second)
-	if done.ExitCode == nil || *done.ExitCode == 0 {
-		t.Fatalf("model error ended %+v, want a non-zero exit code", done)
-	}
-	out := p.MustRun("status", s.ID)
-	if !strings.Contains(out, fmt.Sprint(*done.ExitCode)) {
-		t.Errorf("status does not show exit code %d:\n%s", *done.ExitCode, out)
-	}
-}
-
-// Without pi on PATH, launch fails at once naming the binary and how to
-// install it; a prompt that goes through stdin (starts with '-') too.
-func TestPiMissingBinary(t *testing.T) {
-	e := NewEnv(t)
-	e.Setenv("HOME", t.TempDir())
-	e.Setenv("PATH", "/usr/bin:/bin")
-	proj := t.TempDir()
-	for _, prompt := range []string{"say hi", "-starts with a dash"} {
-		start := time.Now()
-		_, errOut, code := e.Run("launch", "pi", "--cwd", proj, "-p", prompt)
-		if code == 0 {
-			t.Fatalf("launch without pi succeeded")
-		}
-		if !strings.Contains(errOut, "pi") || !strings.Contains(errOut, "@mariozechner/pi-coding-agent") {
-			t.Errorf("launch error does not name pi and its install: %q", errOut)
-		}
-		if d := time.Since(start); d > 20*time.Second {
-			t.Errorf("launch took %s to fail", d)
-		}
 	}
 }

@@ -208,6 +208,7 @@ func gatedScript(gate string, code int) string {
 }
 
 func TestRunWaitFromExecSurvivesGroupKill(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		// shellPrefix and shellSuffix run in the caller's shell around
@@ -324,6 +325,7 @@ func TestRunWaitFromExecSurvivesGroupKill(t *testing.T) {
 // A caller that is not killed sees the session's output and its exit code,
 // and its pipe closes when the session ends.
 func TestRunWaitFromExecPassesExitCode(t *testing.T) {
+	t.Parallel()
 	e := NewEnv(t)
 	label := fmt.Sprintf("case=wait-%d", time.Now().UnixNano())
 	c := startExec(t, e, "", "", "--meta", label, "--", "sh", "-c", "echo out-line; exit 5")
