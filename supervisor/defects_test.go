@@ -283,3 +283,74 @@ func TestLaunchChecksIDLikeFields(t *testing.T) {
 		})
 	}
 }
+
+// Parallel large request bodies are read a few at a time: the others wait
+// unread, so four 60 MB prompts cannot take the service's memory with them.
+func TestParallelLargeBodiesAreReadAFewAtATime(t *testing.T) {
+	h := newHome(t)
+	startService(t, h)
+	const (
+		senders  = largeBodiesOnce + 2
+		announce = 60 << 20
+		chunk    = 64 << 10
+		// Well past what the socket buffers hold: a sender that got this far
+		// is being read by the service.
+		readMark = 8 << 20
+	)
+	sent := make([]chan int, senders)
+	for i := range sent {
+		sent[i] = make(chan int, 1024)
+		conn, err := net.Dial("unix", h.Socket())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		go func(conn net.Conn, progress chan<- int) {
+			fmt.Fprintf(conn, "POST /v1/sessions HTTP/1.1\r\nHost: agentctl\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{\"prompt\":\"", announce)
+			buf := []byte(strings.Repeat("x", chunk))
+			// Never the whole body: each sender stays open, read or waiting.
+			for n := 0; n < announce/2; n += chunk {
+				if _, err := conn.Write(buf); err != nil {
+					return
+				}
+				progress <- n + chunk
+			}
+		}(conn, sent[i])
+	}
+	// Two senders are read past the mark; then no third one gets there.
+	read := make([]bool, senders)
+	count := func() int {
+		c := 0
+		for i, ch := range sent {
+		drain:
+			for {
+				select {
+				case n := <-ch:
+					if n >= readMark {
+						read[i] = true
+					}
+				default:
+					break drain
+				}
+			}
+			if read[i] {
+				c++
+			}
+		}
+		return c
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for count() < largeBodiesOnce {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d senders read past %d bytes after 30s, want %d", count(), readMark, largeBodiesOnce)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	settle := time.Now().Add(time.Second)
+	for time.Now().Before(settle) {
+		if c := count(); c > largeBodiesOnce {
+			t.Fatalf("%d large bodies read at once, want at most %d", c, largeBodiesOnce)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
