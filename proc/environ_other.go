@@ -2,7 +2,12 @@
 
 package proc
 
-// EnvValue is not available here: macOS does not expose another
-// process's environment without entitlements, so callers fall back to
-// other evidence.
+import "fmt"
+
+// EnvValue is not available here: see ErrNoEnviron.
 func EnvValue(int, string) string { return "" }
+
+// Environ is not available here: see ErrNoEnviron.
+func Environ(pid int) ([]string, error) {
+	return nil, fmt.Errorf("read the environment of %d: %w", pid, ErrNoEnviron)
+}

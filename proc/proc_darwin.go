@@ -96,3 +96,15 @@ func OpenFiles(pid int) ([]string, error) {
 	}
 	return out, nil
 }
+
+// Owner returns the user id pid runs as (its effective uid).
+func Owner(pid int) (int, error) {
+	k, err := unix.SysctlKinfoProc("kern.proc.pid", pid)
+	if err != nil {
+		return 0, fmt.Errorf("owner of %d: %w", pid, err)
+	}
+	if k.Proc.P_pid != int32(pid) {
+		return 0, fmt.Errorf("owner of %d: %w", pid, ErrNotFound)
+	}
+	return int(k.Eproc.Ucred.Uid), nil
+}

@@ -16,12 +16,13 @@ type Snapshot struct {
 	pidsErr  error
 
 	mu    sync.Mutex
-	argvs map[int]argvResult
+	argvs map[int]listResult
 	infos map[int]infoResult
+	envs  map[int]listResult
 }
 
-type argvResult struct {
-	argv []string
+type listResult struct {
+	list []string
 	err  error
 }
 
@@ -32,7 +33,7 @@ type infoResult struct {
 
 // NewSnapshot returns a snapshot that has read nothing yet.
 func NewSnapshot() *Snapshot {
-	return &Snapshot{argvs: map[int]argvResult{}, infos: map[int]infoResult{}}
+	return &Snapshot{argvs: map[int]listResult{}, infos: map[int]infoResult{}, envs: map[int]listResult{}}
 }
 
 // PIDs lists every process the caller may see, read once.
@@ -47,13 +48,13 @@ func (s *Snapshot) Cmdline(pid int) ([]string, error) {
 	r, ok := s.argvs[pid]
 	s.mu.Unlock()
 	if ok {
-		return r.argv, r.err
+		return r.list, r.err
 	}
-	r.argv, r.err = Cmdline(pid)
+	r.list, r.err = Cmdline(pid)
 	s.mu.Lock()
 	s.argvs[pid] = r
 	s.mu.Unlock()
-	return r.argv, r.err
+	return r.list, r.err
 }
 
 // Lookup is Lookup(pid), read once per snapshot.
@@ -69,6 +70,21 @@ func (s *Snapshot) Lookup(pid int) (Info, error) {
 	s.infos[pid] = r
 	s.mu.Unlock()
 	return r.info, r.err
+}
+
+// Environ is Environ(pid), read once per snapshot.
+func (s *Snapshot) Environ(pid int) ([]string, error) {
+	s.mu.Lock()
+	r, ok := s.envs[pid]
+	s.mu.Unlock()
+	if ok {
+		return r.list, r.err
+	}
+	r.list, r.err = Environ(pid)
+	s.mu.Lock()
+	s.envs[pid] = r
+	s.mu.Unlock()
+	return r.list, r.err
 }
 
 type snapshotKey struct{}

@@ -53,11 +53,15 @@ func New(env adapters.Env) *Adapter {
 func (a *Adapter) Name() string { return Name }
 
 // configDir is Claude's folder: $CLAUDE_CONFIG_DIR, else ~/.claude.
-func (a *Adapter) configDir() string {
-	if d := a.env.Lookup("CLAUDE_CONFIG_DIR"); d != "" {
+func (a *Adapter) configDir() string { return configDirOf(a.env.Home, a.env.Lookup) }
+
+// configDirOf is Claude's rule for its folder, for any environment: its
+// own, or a process's (storeio.StoreOf).
+func configDirOf(home string, getenv func(string) string) string {
+	if d := getenv("CLAUDE_CONFIG_DIR"); d != "" {
 		return d
 	}
-	return filepath.Join(a.env.Home, ".claude")
+	return filepath.Join(home, ".claude")
 }
 
 // transcriptFile is one transcript found by listing the projects folder,
@@ -114,7 +118,7 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 	if err != nil {
 		return nil, fmt.Errorf("discover claude sessions: %w", err)
 	}
-	live, unmatchedCwds, liveErr := liveProcesses(filepath.Join(a.configDir(), "sessions"), proc.SnapshotFrom(ctx))
+	live, unmatchedCwds, liveErr := liveProcesses(a.configDir(), proc.SnapshotFrom(ctx))
 
 	type result struct {
 		sum  *summary

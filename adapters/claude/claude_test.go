@@ -32,8 +32,9 @@ func TestMain(m *testing.M) {
 }
 
 // startHelper starts a process whose argv is argv (argv[0] included), in
-// dir, and stops it with the test.
-func startHelper(t *testing.T, dir string, argv ...string) proc.Info {
+// dir, with env added to the test's environment (a HOME, for one), and
+// stops it with the test.
+func startHelper(t *testing.T, env []string, dir string, argv ...string) proc.Info {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -42,7 +43,7 @@ func startHelper(t *testing.T, dir string, argv ...string) proc.Info {
 	cmd := exec.Command(exe)
 	cmd.Args = argv
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), helperEnv+"=sleep")
+	cmd.Env = append(append(os.Environ(), env...), helperEnv+"=sleep")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -368,12 +369,14 @@ func TestProcessMatching(t *testing.T) {
 		}
 	}
 	a := newAdapter(home)
+	// The processes of this store run under its HOME.
+	ours := []string{"HOME=" + home, "CLAUDE_CONFIG_DIR="}
 
 	// The registry vouches for a live process with the recorded start.
-	p1 := startHelper(t, t.TempDir(), "claude")
+	p1 := startHelper(t, ours, t.TempDir(), "claude")
 	writeReg(p1, resumedID, "busy", strconv.FormatUint(p1.Start, 10))
 	// A stale entry: right pid, wrong start (the pid was recycled).
-	p2 := startHelper(t, t.TempDir(), "claude", "--print")
+	p2 := startHelper(t, ours, t.TempDir(), "claude", "--print")
 	writeReg(p2, toolID, "idle", strconv.FormatUint(p2.Start+12345, 10))
 	got := discover(t, a)
 	if s := got[resumedID]; s.Process == nil || s.Process.PID != p1.PID || s.Process.Start != p1.Start || s.Process.Evidence != "registry" || s.State != adapters.NativeBusy {
@@ -386,10 +389,10 @@ func TestProcessMatching(t *testing.T) {
 	// The argv names the session.
 	id3 := "0b6c1b1e-0000-4000-8000-000000000006"
 	writeTranscript(t, home, "/w/q", id3, lines(userRec("x"), assistantRec("m", "y", "end_turn", 1, 1)))
-	p3 := startHelper(t, t.TempDir(), "claude", "-p", "--resume", id3, "--output-format", "json")
+	p3 := startHelper(t, ours, t.TempDir(), "claude", "-p", "--resume", id3, "--output-format", "json")
 	// A new interactive session: registered, no transcript yet.
 	id4 := "0b6c1b1e-0000-4000-8000-000000000007"
-	p4 := startHelper(t, t.TempDir(), "claude.exe")
+	p4 := startHelper(t, ours, t.TempDir(), "claude.exe")
 	writeReg(p4, id4, "idle", strconv.FormatUint(p4.Start, 10))
 	got = discover(t, a)
 	if s := got[id3]; s.Process == nil || s.Process.PID != p3.PID || s.Process.Evidence != "argv" || s.State != adapters.NativeRunning {
@@ -405,9 +408,47 @@ func TestProcessMatching(t *testing.T) {
 	dir, _ := filepath.EvalSymlinks(t.TempDir())
 	id5 := "0b6c1b1e-0000-4000-8000-000000000008"
 	writeTranscript(t, home, dir, id5, lines(strings.Replace(userRec("x"), `"/w/p"`, strconv.Quote(dir), 1), assistantRec("m", "y", "end_turn", 1, 1)))
-	startHelper(t, dir, "claude")
+	startHelper(t, ours, dir, "claude")
 	if s := discover(t, a)[id5]; s.Process != nil || s.State != adapters.NativeUnknown {
 		t.Errorf("ambiguous cwd: %+v", s)
+	}
+}
+
+// A Claude under another HOME (another user's, or a test's) works on
+// another store: its argv naming one of this store's sessions, or its cwd
+// being one of this store's folders, says nothing about this store.
+func TestProcessesOfAnotherStoreAreNotOurs(t *testing.T) {
+	home := fixtureHome(t)
+	a := newAdapter(home)
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	ended := "0b6c1b1e-0000-4000-8000-000000000009"
+	writeTranscript(t, home, dir, ended, lines(strings.Replace(userRec("x"), `"/w/p"`, strconv.Quote(dir), 1), assistantRec("m", "y", "end_turn", 1, 1)))
+	before := discover(t, a)[ended]
+	if before.State != adapters.NativeDone {
+		t.Fatalf("with no process, the session is %s, want done", before.State)
+	}
+
+	tests := []struct {
+		name string
+		env  []string
+		ours bool
+	}{
+		{"another HOME", []string{"HOME=" + t.TempDir(), "CLAUDE_CONFIG_DIR="}, false},
+		{"another config folder", []string{"HOME=" + home, "CLAUDE_CONFIG_DIR=" + t.TempDir()}, false},
+		{"this store through CLAUDE_CONFIG_DIR", []string{"HOME=" + t.TempDir(), "CLAUDE_CONFIG_DIR=" + filepath.Join(home, ".claude")}, true},
+		{"this HOME", []string{"HOME=" + home, "CLAUDE_CONFIG_DIR="}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := startHelper(t, tt.env, dir, "claude", "--resume", ended)
+			s := discover(t, a)[ended]
+			if tt.ours && (s.Process == nil || s.Process.PID != p.PID) {
+				t.Errorf("a Claude of this store is not matched: %+v", s)
+			}
+			if !tt.ours && (s.Process != nil || s.State != adapters.NativeDone) {
+				t.Errorf("a Claude of another store is matched: %+v %+v", s, s.Process)
+			}
+		})
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/adapters/storeio"
 	"github.com/agentctl/agentctl/proc"
 )
 
@@ -169,14 +170,15 @@ func containsFlag(argv []string, flag string) bool {
 	return false
 }
 
-// liveProcesses finds the running Claude processes: the registry first,
+// liveProcesses finds the running Claude processes of this store (this
+// user, this config folder): the registry first,
 // then command lines for what the registry does not cover. unmatched holds
 // the working directories of Claude processes tied to no session: their
 // presence makes "ended" unprovable for sessions in those directories. An
 // error means the processes could not all be seen: no session can then be
 // said to have ended.
-func liveProcesses(registryDir string, snap *proc.Snapshot) (bySession map[string]liveSession, unmatched map[string]bool, err error) {
-	bySession, err = readRegistry(registryDir)
+func liveProcesses(configDir string, snap *proc.Snapshot) (bySession map[string]liveSession, unmatched map[string]bool, err error) {
+	bySession, err = readRegistry(filepath.Join(configDir, "sessions"))
 	unmatched = map[string]bool{}
 	claimed := map[int]bool{}
 	for _, ls := range bySession {
@@ -192,7 +194,7 @@ func liveProcesses(registryDir string, snap *proc.Snapshot) (bySession map[strin
 			continue
 		}
 		argv, err := snap.Cmdline(pid)
-		if err != nil || !claudeArgv(argv) {
+		if err != nil || !claudeArgv(argv) || !storeio.UsesStore(snap, pid, configDir, configDirOf) {
 			continue
 		}
 		info, err := snap.Lookup(pid)

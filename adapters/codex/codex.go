@@ -56,11 +56,15 @@ func New(env adapters.Env) *Adapter {
 func (a *Adapter) Name() string { return Name }
 
 // home is $CODEX_HOME, else ~/.codex.
-func (a *Adapter) home() string {
-	if h := a.env.Lookup("CODEX_HOME"); h != "" {
+func (a *Adapter) home() string { return homeOf(a.env.Home, a.env.Lookup) }
+
+// homeOf is Codex's rule for its folder, for any environment: its own, or
+// a process's (storeio.StoreOf).
+func homeOf(home string, getenv func(string) string) string {
+	if h := getenv("CODEX_HOME"); h != "" {
 		return h
 	}
-	return filepath.Join(a.env.Home, ".codex")
+	return filepath.Join(home, ".codex")
 }
 
 func (a *Adapter) sessionsDir() string { return filepath.Join(a.home(), "sessions") }
@@ -138,7 +142,7 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 		return nil, err
 	}
 	var refs map[string]*adapters.ProcessRef
-	procs, perr := liveCodexes(proc.SnapshotFrom(ctx))
+	procs, perr := liveCodexes(proc.SnapshotFrom(ctx), a.home())
 	if perr == nil {
 		refs = matchProcesses(procs)
 	}

@@ -163,7 +163,7 @@ func (a *Adapter) idOfExited(ctx context.Context, cwd string, since time.Time, p
 		return "", err
 	}
 	held := map[string]bool{}
-	if procs, err := liveCodexes(proc.NewSnapshot()); err == nil {
+	if procs, err := liveCodexes(proc.NewSnapshot(), a.home()); err == nil {
 		for p := range procs {
 			for _, id := range openIDs(p) {
 				held[id] = true

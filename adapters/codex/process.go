@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/adapters/storeio"
 	"github.com/agentctl/agentctl/proc"
 )
 
@@ -160,9 +161,10 @@ type liveProc struct {
 	argv []string
 }
 
-// liveCodexes lists the Codex processes the caller may see, by pid. It
+// liveCodexes lists the Codex processes of the store at codexHome (this
+// user's, under that folder), by pid. It
 // reads each process's argv first and the kernel's record only for Codex's.
-func liveCodexes(snap *proc.Snapshot) (map[int]liveProc, error) {
+func liveCodexes(snap *proc.Snapshot, codexHome string) (map[int]liveProc, error) {
 	pids, err := snap.PIDs()
 	if err != nil {
 		return nil, err
@@ -170,7 +172,7 @@ func liveCodexes(snap *proc.Snapshot) (map[int]liveProc, error) {
 	out := map[int]liveProc{}
 	for _, pid := range pids {
 		argv, err := snap.Cmdline(pid)
-		if err != nil || !isCodex(argv) {
+		if err != nil || !isCodex(argv) || !storeio.UsesStore(snap, pid, codexHome, homeOf) {
 			continue
 		}
 		info, err := snap.Lookup(pid)

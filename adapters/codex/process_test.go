@@ -49,10 +49,10 @@ func runHelper() {
 	bufio.NewReader(os.Stdin).ReadString('\n')
 }
 
-// fakeCodex starts the test binary as a "codex" process with args, holding
-// file open (when not empty) after delay. It returns the process once it
+// fakeCodex starts the test binary as a "codex" process of the store at
+// codexHome with args, holding file open (when not empty) after delay. It returns the process once it
 // said ready (or at once when ready is false), and ends it at cleanup.
-func fakeCodex(t *testing.T, cwd, file string, delay time.Duration, ready bool, args ...string) *exec.Cmd {
+func fakeCodex(t *testing.T, codexHome, cwd, file string, delay time.Duration, ready bool, args ...string) *exec.Cmd {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
@@ -64,7 +64,7 @@ func fakeCodex(t *testing.T, cwd, file string, delay time.Duration, ready bool, 
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = cwd
-	cmd.Env = append(os.Environ(), helperEnv+"=1", helperFileEnv+"="+file, helperDelayEnv+"="+delay.String())
+	cmd.Env = append(os.Environ(), "CODEX_HOME="+codexHome, helperEnv+"=1", helperFileEnv+"="+file, helperDelayEnv+"="+delay.String())
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +93,7 @@ func TestMatchByOpenRollout(t *testing.T) {
 	home, a := testHome(t)
 	day := installFixtures(t, home)
 	rollout := filepath.Join(day, "rollout-2026-11-22T06-26-15-"+idResumed+".jsonl")
-	cmd := fakeCodex(t, t.TempDir(), rollout, 0, true, "exec", "--json", "please sleep 20")
+	cmd := fakeCodex(t, home, t.TempDir(), rollout, 0, true, "exec", "--json", "please sleep 20")
 	got := discoverByID(t, a)
 	s := got[idResumed]
 	if s.Process == nil {
@@ -116,6 +116,18 @@ func TestMatchByOpenRollout(t *testing.T) {
 	}
 }
 
+// A Codex of another store (another CODEX_HOME or HOME: another user's, or a
+// test's) holding a file of the same name is not this store's.
+func TestCodexOfAnotherStoreIsNotOurs(t *testing.T) {
+	home, a := testHome(t)
+	day := installFixtures(t, home)
+	rollout := filepath.Join(day, "rollout-2026-11-22T06-26-15-"+idResumed+".jsonl")
+	fakeCodex(t, t.TempDir(), t.TempDir(), rollout, 0, true, "exec", "resume", idResumed, "--", "more")
+	if s := discoverByID(t, a)[idResumed]; s.Process != nil {
+		t.Errorf("a Codex of another store is matched: %+v", s.Process)
+	}
+}
+
 func TestMatchByWriterLockAndResumeArgv(t *testing.T) {
 	home, a := testHome(t)
 	installFixtures(t, home)
@@ -123,8 +135,8 @@ func TestMatchByWriterLockAndResumeArgv(t *testing.T) {
 	if err := os.MkdirAll(locks, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	byLock := fakeCodex(t, t.TempDir(), filepath.Join(locks, idAborted+".lock"), 0, true, "exec", "x")
-	byArgv := fakeCodex(t, t.TempDir(), "", 0, true, "exec", "--skip-git-repo-check", "resume", idFailed, "--", "again")
+	byLock := fakeCodex(t, home, t.TempDir(), filepath.Join(locks, idAborted+".lock"), 0, true, "exec", "x")
+	byArgv := fakeCodex(t, home, t.TempDir(), "", 0, true, "exec", "--skip-git-repo-check", "resume", idFailed, "--", "again")
 	got := discoverByID(t, a)
 	if p := got[idAborted].Process; p == nil || p.PID != byLock.Process.Pid || p.Evidence != evidenceOpenFile {
 		t.Errorf("by lock: %+v", p)
@@ -138,8 +150,8 @@ func TestMatchTwoHoldersIsAmbiguous(t *testing.T) {
 	home, a := testHome(t)
 	day := installFixtures(t, home)
 	rollout := filepath.Join(day, "rollout-2026-11-22T06-26-06-"+idComplete+".jsonl")
-	fakeCodex(t, t.TempDir(), rollout, 0, true, "exec", "one")
-	fakeCodex(t, t.TempDir(), rollout, 0, true, "exec", "resume", idComplete, "two")
+	fakeCodex(t, home, t.TempDir(), rollout, 0, true, "exec", "one")
+	fakeCodex(t, home, t.TempDir(), rollout, 0, true, "exec", "resume", idComplete, "two")
 	if p := discoverByID(t, a)[idComplete].Process; p != nil {
 		t.Errorf("two processes hold the rollout, matched %+v", p)
 	}
@@ -192,7 +204,7 @@ func TestFindNativeIDFromOpenRollout(t *testing.T) {
 	rollout := filepath.Join(day, "rollout-2026-11-22T08-00-00-"+id+".jsonl")
 	since := time.Now()
 	// The rollout is opened a moment after the process starts.
-	cmd := fakeCodex(t, t.TempDir(), rollout, 300*time.Millisecond, false, "exec", "hi")
+	cmd := fakeCodex(t, home, t.TempDir(), rollout, 300*time.Millisecond, false, "exec", "hi")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	got, err := a.FindNativeID(ctx, cmd.Process.Pid, "/anywhere", since)
@@ -202,9 +214,9 @@ func TestFindNativeIDFromOpenRollout(t *testing.T) {
 }
 
 func TestFindNativeIDFromResumeArgv(t *testing.T) {
-	_, a := testHome(t)
+	home, a := testHome(t)
 	since := time.Now()
-	cmd := fakeCodex(t, t.TempDir(), "", 0, true, "exec", "resume", idResumed, "--", "more")
+	cmd := fakeCodex(t, home, t.TempDir(), "", 0, true, "exec", "resume", idResumed, "--", "more")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	got, err := a.FindNativeID(ctx, cmd.Process.Pid, "/anywhere", since)
@@ -251,8 +263,8 @@ func TestFindNativeIDAfterExit(t *testing.T) {
 }
 
 func TestFindNativeIDGivesUpWithContext(t *testing.T) {
-	_, a := testHome(t)
-	cmd := fakeCodex(t, t.TempDir(), "", 0, true, "exec", "hi")
+	home, a := testHome(t)
+	cmd := fakeCodex(t, home, t.TempDir(), "", 0, true, "exec", "hi")
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	if got, err := a.FindNativeID(ctx, cmd.Process.Pid, "/x", time.Now().Add(-time.Second)); err == nil {

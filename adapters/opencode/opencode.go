@@ -41,11 +41,15 @@ func New(env adapters.Env) *Adapter {
 func (a *Adapter) Name() string { return Name }
 
 // dataDir is $XDG_DATA_HOME/opencode, else ~/.local/share/opencode.
-func (a *Adapter) dataDir() string {
-	if d := a.env.Lookup("XDG_DATA_HOME"); d != "" && filepath.IsAbs(d) {
+func (a *Adapter) dataDir() string { return dataDirOf(a.env.Home, a.env.Lookup) }
+
+// dataDirOf is OpenCode's rule for its folder, for any environment: its
+// own, or a process's (storeio.StoreOf).
+func dataDirOf(home string, getenv func(string) string) string {
+	if d := getenv("XDG_DATA_HOME"); d != "" && filepath.IsAbs(d) {
 		return filepath.Join(d, "opencode")
 	}
-	return filepath.Join(a.env.Home, ".local", "share", "opencode")
+	return filepath.Join(home, ".local", "share", "opencode")
 }
 
 // dbPaths returns the databases to read: OPENCODE_DB when set (absolute,
@@ -122,7 +126,7 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 	if err != nil {
 		return nil, err
 	}
-	procs, perr := liveOpencodes(proc.SnapshotFrom(ctx))
+	procs, perr := liveOpencodes(proc.SnapshotFrom(ctx), a.dataDir())
 	var refs map[string]*adapters.ProcessRef
 	if perr == nil {
 		refs = matchProcesses(ss, procs)

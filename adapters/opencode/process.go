@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/adapters/storeio"
 	"github.com/agentctl/agentctl/internal/text"
 	"github.com/agentctl/agentctl/proc"
 )
@@ -144,9 +145,10 @@ type liveProc struct {
 	prompt string
 }
 
-// liveOpencodes lists the OpenCode processes the caller may see. It reads
+// liveOpencodes lists the OpenCode processes of the store at dataDir (this
+// user's, under that folder). It reads
 // each process's argv first and the kernel's record only for OpenCode's.
-func liveOpencodes(snap *proc.Snapshot) ([]liveProc, error) {
+func liveOpencodes(snap *proc.Snapshot, dataDir string) ([]liveProc, error) {
 	pids, err := snap.PIDs()
 	if err != nil {
 		return nil, err
@@ -158,7 +160,7 @@ func liveOpencodes(snap *proc.Snapshot) ([]liveProc, error) {
 			continue
 		}
 		inv, ok := parseArgv(argv)
-		if !ok {
+		if !ok || !storeio.UsesStore(snap, pid, dataDir, dataDirOf) {
 			continue
 		}
 		info, err := snap.Lookup(pid)

@@ -28,10 +28,11 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// fakeOpencode starts the test binary as an "opencode" process in cwd with
+// fakeOpencode starts the test binary as an "opencode" process of the store
+// under the XDG data folder data, in cwd, with
 // args (through /bin/sh with stdin from stdinFile when it is not empty),
 // and kills it at cleanup.
-func fakeOpencode(t *testing.T, cwd, stdinFile string, args ...string) *exec.Cmd {
+func fakeOpencode(t *testing.T, data, cwd, stdinFile string, args ...string) *exec.Cmd {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
@@ -48,7 +49,7 @@ func fakeOpencode(t *testing.T, cwd, stdinFile string, args ...string) *exec.Cmd
 		cmd = exec.Command(bin, args...)
 	}
 	cmd.Dir = cwd
-	cmd.Env = append(os.Environ(), helperEnv+"=1")
+	cmd.Env = append(os.Environ(), "XDG_DATA_HOME="+data, helperEnv+"=1")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,7 @@ func addSession(t *testing.T, db *sql.DB, id, dir, prompt string, at time.Time) 
 func TestMatchBySessionArgv(t *testing.T) {
 	data, a := testData(t)
 	loadFixture(t, data)
-	cmd := fakeOpencode(t, t.TempDir(), "", "run", "--model", "fake/fake-model", "--session", idResumed, "--", "more")
+	cmd := fakeOpencode(t, data, t.TempDir(), "", "run", "--model", "fake/fake-model", "--session", idResumed, "--", "more")
 	got := discoverByID(t, a)
 	p := got[idResumed].Process
 	info, err := proc.Lookup(cmd.Process.Pid)
@@ -111,7 +112,7 @@ func TestMatchByCwdStartAndPrompt(t *testing.T) {
 	data, a := testData(t)
 	db := loadFixture(t, data)
 	dir := t.TempDir()
-	cmd := fakeOpencode(t, dir, "", "run", "--", "fix", "the", "", "bug")
+	cmd := fakeOpencode(t, data, dir, "", "run", "--", "fix", "the", "", "bug")
 	after := time.Now().Add(time.Second)
 	addSession(t, db, "ses_aaaa00000001ffMatchMeXxxxxx", dir, "fix the  bug", after)
 	addSession(t, db, "ses_aaaa00000002ffOtherPromptXx", dir, "something else", after)
@@ -127,19 +128,30 @@ func TestMatchByCwdStartAndPrompt(t *testing.T) {
 	}
 }
 
+// An OpenCode of another store (another XDG data folder or HOME: another
+// user's, or a test's) naming one of this store's sessions is not ours.
+func TestOpencodeOfAnotherStoreIsNotOurs(t *testing.T) {
+	data, a := testData(t)
+	loadFixture(t, data)
+	fakeOpencode(t, t.TempDir(), t.TempDir(), "", "run", "--session", idResumed, "--", "more")
+	if p := discoverByID(t, a)[idResumed].Process; p != nil {
+		t.Errorf("an OpenCode of another store is matched: %+v", p)
+	}
+}
+
 func TestMatchAmbiguousFolderIsUnknown(t *testing.T) {
 	data, a := testData(t)
 	db := loadFixture(t, data)
 	dir := t.TempDir()
 	// Two TUIs in one folder (no prompt known) and one new session there:
 	// either could own it.
-	fakeOpencode(t, dir, "")
-	fakeOpencode(t, dir, "")
+	fakeOpencode(t, data, dir, "")
+	fakeOpencode(t, data, dir, "")
 	addSession(t, db, "ses_bbbb00000001ffTwoOwnersXxxx", dir, "hello", time.Now().Add(time.Second))
 	// One TUI in another folder with two new sessions: it owns one of
 	// them, which one is not known.
 	dir2 := t.TempDir()
-	fakeOpencode(t, dir2, "")
+	fakeOpencode(t, data, dir2, "")
 	addSession(t, db, "ses_bbbb00000002ffOneOfTwoXxxxx", dir2, "a", time.Now().Add(time.Second))
 	addSession(t, db, "ses_bbbb00000003ffOneOfTwoXxxxx", dir2, "b", time.Now().Add(time.Second))
 	got := discoverByID(t, a)
@@ -182,7 +194,7 @@ func TestFindNativeIDByPrompt(t *testing.T) {
 	db := loadFixture(t, data)
 	dir := t.TempDir()
 	since := time.Now()
-	cmd := fakeOpencode(t, dir, "", "run", "--", "please", "do", "it")
+	cmd := fakeOpencode(t, data, dir, "", "run", "--", "please", "do", "it")
 	// Another agent's session in the same folder: not it.
 	addSession(t, db, "ses_cccc00000001ffOtherAgentXxx", dir, "other work", time.Now())
 	go func() {
@@ -207,7 +219,7 @@ func TestFindNativeIDByStdinPrompt(t *testing.T) {
 		t.Fatal(err)
 	}
 	since := time.Now()
-	cmd := fakeOpencode(t, dir, file, "run")
+	cmd := fakeOpencode(t, data, dir, file, "run")
 	addSession(t, db, "ses_dddd00000001ffOtherXxxxxxxx", dir, "fix bug 42", time.Now())
 	addSession(t, db, "ses_dddd00000002ffMineXxxxxxxxx", dir, prompt, time.Now())
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -221,7 +233,7 @@ func TestFindNativeIDByStdinPrompt(t *testing.T) {
 func TestFindNativeIDFromSessionArgv(t *testing.T) {
 	data, a := testData(t)
 	loadFixture(t, data)
-	cmd := fakeOpencode(t, t.TempDir(), "", "run", "--session", idKilled, "--", "go", "on")
+	cmd := fakeOpencode(t, data, t.TempDir(), "", "run", "--session", idKilled, "--", "go", "on")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	got, err := a.FindNativeID(ctx, cmd.Process.Pid, "/x", time.Now().Add(-time.Second))

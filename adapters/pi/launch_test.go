@@ -212,7 +212,7 @@ func TestDiscoverMatchesLiveProcesses(t *testing.T) {
 	if _, err := proc.Table(); err != nil {
 		t.Skipf("no process table: %v", err)
 	}
-	a, _ := testStore(t, nil)
+	a, home := testStore(t, nil)
 	dirA, dirB := t.TempDir(), t.TempDir()
 	dirA, _ = filepath.EvalSymlinks(dirA)
 	dirB, _ = filepath.EvalSymlinks(dirB)
@@ -222,11 +222,14 @@ func TestDiscoverMatchesLiveProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p1 := startFakePi(t, "pi", dirA, launched.Env)
+	p1 := startFakePi(t, "pi", dirA, append(launched.Env, "HOME="+home))
 
 	// Two sessions in dirB and one Pi started before both: ambiguous.
 	time.Sleep(10 * time.Millisecond)
-	p2 := startFakePi(t, "pi", dirB, []string{"PATH=/bin"})
+	p2 := startFakePi(t, "pi", dirB, []string{"PATH=/bin", "HOME=" + home})
+	// A Pi of another store (another HOME) in the same folder, started
+	// first, is none of these sessions' owner.
+	startFakePi(t, "pi", dirB, []string{"PATH=/bin", "HOME=" + t.TempDir()})
 	time.Sleep(10 * time.Millisecond)
 	var inB []string
 	for range 2 {

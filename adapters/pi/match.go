@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/adapters/storeio"
 	"github.com/agentctl/agentctl/proc"
 )
 
@@ -54,10 +55,11 @@ func piKind(argv []string) (isPi, rust bool) {
 	return false, false
 }
 
-// livePis lists the running Pi and pi-rust processes the caller may see.
+// livePis lists the running Pi and pi-rust processes of the store at
+// agentDir (this user's, under that folder).
 // It reads each process's argv first and the kernel's process record only
 // for Pi's, which halves the work of a Discover on a busy machine.
-func livePis(snap *proc.Snapshot) ([]liveProc, error) {
+func livePis(snap *proc.Snapshot, agentDir string) ([]liveProc, error) {
 	pids, err := snap.PIDs()
 	if err != nil {
 		return nil, err
@@ -69,7 +71,7 @@ func livePis(snap *proc.Snapshot) ([]liveProc, error) {
 			continue // gone, or not ours to read
 		}
 		isPi, rust := piKind(argv)
-		if !isPi {
+		if !isPi || !storeio.UsesStore(snap, pid, agentDir, agentDirOf) {
 			continue
 		}
 		info, err := snap.Lookup(pid)

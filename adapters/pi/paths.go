@@ -25,13 +25,17 @@ type layout struct {
 	flatDir string
 }
 
-func resolveLayout(home string, getenv func(string) string) layout {
-	l := layout{home: home}
+// agentDirOf is Pi's rule for its agent folder, for any environment: its
+// own, or a process's (storeio.StoreOf).
+func agentDirOf(home string, getenv func(string) string) string {
 	if d := getenv(envAgentDir); d != "" {
-		l.agentDir = expandTilde(d, home)
-	} else {
-		l.agentDir = filepath.Join(home, ".pi", "agent")
+		return expandTilde(d, home)
 	}
+	return filepath.Join(home, ".pi", "agent")
+}
+
+func resolveLayout(home string, getenv func(string) string) layout {
+	l := layout{home: home, agentDir: agentDirOf(home, getenv)}
 	if d := getenv(envSessionDir); d != "" {
 		l.flatDir = expandTilde(d, home)
 	} else if d := settingsSessionDir(l.agentDir); d != "" {

@@ -127,7 +127,7 @@ func isSessionFile(name string) bool { return strings.HasSuffix(name, ".jsonl") 
 // Discover returns every Pi session in the store, with the live process
 // matched to it where the evidence is unambiguous.
 func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error) {
-	procs, perr := livePis(proc.SnapshotFrom(ctx))
+	procs, perr := livePis(proc.SnapshotFrom(ctx), a.layout().agentDir)
 	if a.name == NamePiRust {
 		if perr != nil {
 			return nil, fmt.Errorf("match pi-rust processes: %w", perr)
