@@ -40,7 +40,7 @@ const (
 	NativeRunning NativeState = "running" // alive, busy/idle not known
 	NativeDone    NativeState = "done"    // the last turn completed
 	NativeFailed  NativeState = "failed"  // the last turn failed
-	NativeAborted NativeState = "aborted" // the last turn was interrupted
+	NativeAborted NativeState = "aborted" // the last turn was interrupted, or cut off: no process of the store runs it
 )
 
 // NativeSession is what an agent's own store says about one session.

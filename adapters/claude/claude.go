@@ -168,12 +168,16 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 		ns.Warnings = append([]string(nil), s.Warnings...)
 		if ls, ok := live[f.id]; ok {
 			attachLive(&ns, ls)
-		} else if unmatchedCwds[s.Cwd] {
+		} else if pids := unmatchedCwds[s.Cwd]; len(pids) > 0 {
 			// A claude process runs in this folder and nothing says which
 			// session it works on: this one may be it.
 			ns.State = adapters.NativeUnknown
-		} else {
-			ns.State = s.Turn.native()
+			ns.Warnings = append(ns.Warnings, storeio.ContendersWarning("claude", pids))
+		} else if ns.State = s.Turn.native(); ns.State == adapters.NativeUnknown {
+			// The last turn did not finish and no Claude of this store runs
+			// it (nor could: none runs in its folder): it was cut off. (An
+			// incomplete view of the processes is dealt with below.)
+			ns.State = adapters.NativeAborted
 		}
 		out = append(out, ns)
 	}

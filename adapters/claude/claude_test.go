@@ -228,17 +228,19 @@ func TestDiscoverRobust(t *testing.T) {
 		state     adapters.NativeState
 		warnLines int // unreadable lines reported
 	}{
-		{"empty file", "", "", "", 0, adapters.NativeUnknown, 0},
+		{"empty file", "", "", "", 0, adapters.NativeAborted, 0},
 		{"half-written last line", good + `{"parentUuid":"a1","type":"assistant","message":{"id":"m2","content":[{"type":"te`, "done it", "do it", 10, adapters.NativeDone, 0},
 		{"unknown record types", lines(`{"type":"atis-latch","atis":""}`, `{"type":"brand-new-kind","x":[1,2]}`) + good, "done it", "do it", 10, adapters.NativeDone, 0},
 		{"binary garbage", "\x00\xff\xfe garbage\n" + good + "\x01\x02\x03\n", "done it", "do it", 10, adapters.NativeDone, 2},
-		{"wrong types in known fields", lines(userRec("do it"), `{"type":"assistant","message":{"content":5,"usage":"lots","model":7}}`, `{"type":"cost-state","totalCostUSD":"free"}`), "", "do it", 0, adapters.NativeUnknown, 2},
+		{"wrong types in known fields", lines(userRec("do it"), `{"type":"assistant","message":{"content":5,"usage":"lots","model":7}}`, `{"type":"cost-state","totalCostUSD":"free"}`), "", "do it", 0, adapters.NativeAborted, 2},
 		{"deeply nested value", lines(nested) + good, "done it", "do it", 10, adapters.NativeDone, 1},
 		{"interrupted turn", good + lines(userRec("next"), userRec("[Request interrupted by user for tool use]")), "done it", "do it", 10, adapters.NativeAborted, 0},
 		{"API error", good + lines(userRec("next"), `{"type":"assistant","isApiErrorMessage":true,"message":{"id":"e","model":"<synthetic>","role":"assistant","content":[{"type":"text","text":"API Error: 500"}],"stop_reason":"stop_sequence","usage":{"input_tokens":0,"output_tokens":0}}}`), "API Error: 500", "do it", 10, adapters.NativeFailed, 0},
-		{"tool call pending", lines(userRec("go"), `{"type":"assistant","message":{"id":"m1","model":"claude-x","role":"assistant","content":[{"type":"tool_use","id":"t","name":"Bash","input":{"command":"sleep 9"}}],"stop_reason":"tool_use","usage":{"input_tokens":3,"output_tokens":1}}}`), "", "go", 3, adapters.NativeUnknown, 0},
+		{"tool call pending", lines(userRec("go"), `{"type":"assistant","message":{"id":"m1","model":"claude-x","role":"assistant","content":[{"type":"tool_use","id":"t","name":"Bash","input":{"command":"sleep 9"}}],"stop_reason":"tool_use","usage":{"input_tokens":3,"output_tokens":1}}}`), "", "go", 3, adapters.NativeAborted, 0},
 		{"cost-state plus a later run", good + lines(costRec(0.5, 100, 50), userRec("again"), assistantRec("m3", "again done", "end_turn", 7, 3)), "again done", "do it", 107, adapters.NativeDone, 0},
 	}
+	// No Claude runs in these tests: a turn the transcript leaves unfinished
+	// was cut off, and reads aborted.
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			home := t.TempDir()
@@ -303,7 +305,7 @@ func TestDiscoverIncremental(t *testing.T) {
 	p := writeTranscript(t, home, "/w/p", id, first)
 	a := newAdapter(home)
 	s := discover(t, a)[id]
-	if len(s.Warnings) != 1 || s.State != adapters.NativeUnknown {
+	if len(s.Warnings) != 1 || s.State != adapters.NativeAborted {
 		t.Fatalf("first read: %+v", s)
 	}
 	// Rewrite the first line in place with a valid record of the same
@@ -589,5 +591,48 @@ func TestRegistryUnreadable(t *testing.T) {
 	}
 	if s.LastMessage != "resumed ok" {
 		t.Errorf("facts lost with the registry: %+v", s)
+	}
+}
+
+// A session cut off mid-tool (its Claude killed, its registry entry gone)
+// is unknown only while a Claude that may be working on it lives in its
+// folder, with that pid named; then it reads aborted, not unknown for good.
+func TestCutOffSessionIsUnknownOnlyWhileAContenderLives(t *testing.T) {
+	home := fixtureHome(t)
+	a := newAdapter(home)
+	ours := []string{"HOME=" + home, "CLAUDE_CONFIG_DIR="}
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	id := "0b6c1b1e-0000-4000-8000-00000000000a"
+	pending := `{"type":"assistant","message":{"id":"m1","model":"claude-x","role":"assistant","content":[{"type":"tool_use","id":"t","name":"Bash","input":{"command":"sleep 9"}}],"stop_reason":"tool_use","usage":{"input_tokens":3,"output_tokens":1}}}`
+	writeTranscript(t, home, dir, id, lines(strings.Replace(userRec("go"), `"/w/p"`, strconv.Quote(dir), 1), pending))
+
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Args = []string{"claude"}
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), ours...), helperEnv+"=sleep")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if argv, _ := proc.Cmdline(cmd.Process.Pid); len(argv) == 1 && argv[0] == "claude" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("helper did not start")
+		}
+	}
+	s := discover(t, a)[id]
+	if s.State != adapters.NativeUnknown || len(s.Warnings) == 0 || !strings.Contains(s.Warnings[len(s.Warnings)-1], "pid "+strconv.Itoa(cmd.Process.Pid)) {
+		t.Errorf("with a Claude in its folder: state %q warnings %q; want unknown naming pid %d", s.State, s.Warnings, cmd.Process.Pid)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if s := discover(t, a)[id]; s.State != adapters.NativeAborted || s.Process != nil {
+		t.Errorf("with no Claude left: state %q process %+v; want aborted", s.State, s.Process)
 	}
 }

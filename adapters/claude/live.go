@@ -173,13 +173,14 @@ func containsFlag(argv []string, flag string) bool {
 // liveProcesses finds the running Claude processes of this store (this
 // user, this config folder): the registry first,
 // then command lines for what the registry does not cover. unmatched holds
-// the working directories of Claude processes tied to no session: their
-// presence makes "ended" unprovable for sessions in those directories. An
+// the working directories of Claude processes tied to no session, with
+// their pids: their presence makes "ended" unprovable for sessions in those
+// directories. An
 // error means the processes could not all be seen: no session can then be
 // said to have ended.
-func liveProcesses(configDir string, snap *proc.Snapshot) (bySession map[string]liveSession, unmatched map[string]bool, err error) {
+func liveProcesses(configDir string, snap *proc.Snapshot) (bySession map[string]liveSession, unmatched map[string][]int, err error) {
 	bySession, err = readRegistry(filepath.Join(configDir, "sessions"))
-	unmatched = map[string]bool{}
+	unmatched = map[string][]int{}
 	claimed := map[int]bool{}
 	for _, ls := range bySession {
 		claimed[ls.proc.PID] = true
@@ -209,7 +210,7 @@ func liveProcesses(configDir string, snap *proc.Snapshot) (bySession map[string]
 			continue
 		}
 		if cwd != "" {
-			unmatched[cwd] = true
+			unmatched[cwd] = append(unmatched[cwd], pid)
 		}
 	}
 	return bySession, unmatched, err

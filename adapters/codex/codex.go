@@ -163,6 +163,9 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 			fillFromThread(&ns, t)
 		}
 		if perr != nil {
+			// Without the full picture of live processes, no session can
+			// be said to have ended.
+			ns.State = adapters.NativeUnknown
 			ns.Warnings = append(ns.Warnings, "processes not matched: "+perr.Error())
 		}
 		out = append(out, ns)

@@ -218,9 +218,11 @@ func TestNativeState(t *testing.T) {
 		alive bool
 		want  adapters.NativeState
 	}{
-		{turnNone, false, adapters.NativeUnknown},
+		// No Codex holds the rollout: whatever the rollout says last, the
+		// session is over.
+		{turnNone, false, adapters.NativeAborted},
 		{turnNone, true, adapters.NativeRunning},
-		{turnStarted, false, adapters.NativeUnknown},
+		{turnStarted, false, adapters.NativeAborted},
 		{turnStarted, true, adapters.NativeBusy},
 		{turnComplete, false, adapters.NativeDone},
 		{turnComplete, true, adapters.NativeIdle},
@@ -261,8 +263,8 @@ func TestGrowingRolloutIsReadIncrementally(t *testing.T) {
 	appendText(t, path, `{"timestamp":"2026-11-22T07:00:00.000Z","type":"event_msg","payload":{"type":"task_started","turn_id":"t2"}}`+"\n"+
 		`{"timestamp":"2026-11-22T07:00:01.000Z","type":"event_msg","payload":{"type":"item_completed","item":{"type":"AgentMessage","content":[{"type":"Text","text":"work`)
 	s := discoverByID(t, a)[idComplete]
-	if s.State != adapters.NativeUnknown || s.LastMessage != "hi from fakellm (turn 1)" {
-		t.Errorf("mid-turn without a process: state=%q last=%q", s.State, s.LastMessage)
+	if s.State != adapters.NativeAborted || s.LastMessage != "hi from fakellm (turn 1)" {
+		t.Errorf("mid-turn without a process (cut off): state=%q last=%q", s.State, s.LastMessage)
 	}
 	if !s.UpdatedAt.Equal(time.Date(2026, 11, 22, 7, 0, 0, 0, time.UTC)) {
 		t.Errorf("updated = %s", s.UpdatedAt)
@@ -337,7 +339,7 @@ func TestDiscoverOddFiles(t *testing.T) {
 	if len(got) != 7 {
 		t.Errorf("discovered %d sessions, want 7: %v", len(got), got)
 	}
-	if s := got[idEmpty]; s.State != adapters.NativeUnknown || s.FirstPrompt != "" {
+	if s := got[idEmpty]; s.State != adapters.NativeAborted || s.FirstPrompt != "" {
 		t.Errorf("empty: %+v", s)
 	}
 	if s := got[idGarbage]; len(s.Warnings) == 0 || !strings.Contains(s.Warnings[0], "2 unreadable lines") {

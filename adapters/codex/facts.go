@@ -360,12 +360,12 @@ func (x *facts) mark(f *os.File, off int64) error {
 func (x *facts) state(alive bool) adapters.NativeState {
 	switch x.turn {
 	case turnStarted:
-		// Without a process the rollout cannot tell a turn in progress
-		// from a Codex killed mid-turn (SIGTERM leaves no record).
+		// A Codex holds its rollout open while it lives: without one, the
+		// turn was cut off (SIGTERM leaves no record of it).
 		if alive {
 			return adapters.NativeBusy
 		}
-		return adapters.NativeUnknown
+		return adapters.NativeAborted
 	case turnComplete, turnFailed, turnAborted:
 		if alive {
 			return adapters.NativeIdle
@@ -381,7 +381,7 @@ func (x *facts) state(alive bool) adapters.NativeState {
 	if alive {
 		return adapters.NativeRunning
 	}
-	return adapters.NativeUnknown
+	return adapters.NativeAborted
 }
 
 // native builds the session the adapter reports.

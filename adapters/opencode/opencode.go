@@ -17,6 +17,7 @@ import (
 	"sync"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/adapters/storeio"
 	"github.com/agentctl/agentctl/proc"
 )
 
@@ -128,14 +129,24 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 	}
 	procs, perr := liveOpencodes(proc.SnapshotFrom(ctx), a.dataDir())
 	var refs map[string]*adapters.ProcessRef
+	var contenders map[string][]int
 	if perr == nil {
-		refs = matchProcesses(ss, procs)
+		refs, contenders = matchProcesses(ss, procs)
 	}
 	out := make([]adapters.NativeSession, 0, len(ss))
 	for _, s := range ss {
 		ns := s.native(refs[s.id])
-		if perr != nil {
+		switch {
+		case perr != nil:
+			// Without the full picture of live processes, no session can
+			// be said to have ended.
+			if ns.Process == nil {
+				ns.State = adapters.NativeUnknown
+			}
 			ns.Warnings = append(ns.Warnings, "processes not matched: "+perr.Error())
+		case ns.Process == nil && len(contenders[s.id]) > 0:
+			ns.State = adapters.NativeUnknown
+			ns.Warnings = append(ns.Warnings, storeio.ContendersWarning("opencode", contenders[s.id]))
 		}
 		out = append(out, ns)
 	}

@@ -149,7 +149,7 @@ func TestDiscoverDatabaseAndLegacy(t *testing.T) {
 		{idComplete, "done", `-v "a  b" q"x`, "hi from fakellm (turn 8)", "fake/fake-model", "/home/user/proj", 108, 10, ""},
 		{idFailed, "failed", "please error 500\n", "", "fake/fake-model", "/home/user/proj", 0, 0, "fake error 500"},
 		{idResumed, "done", "please sleep 15", "slept 10 seconds (turn 42)", "fake/fake-model", "/home/user/proj", -2, -2, ""},
-		{idKilled, "", "please sleep 45", "", "fake/fake-model", "/home/user/proj", -2, -2, ""},
+		{idKilled, "aborted", "please sleep 45", "", "fake/fake-model", "/home/user/proj", -2, -2, ""},
 		{idLegacyDone, "done", "the config parser rejects empty sections; fix it", "Empty sections are accepted now, and the tests pass.", "anthropic/claude-sonnet-4-20250514", "/home/user/old-project", 2310, 145, ""},
 		{idLegacyFailed, "failed", "upgrade all dependencies to their latest minor versions", "", "openai/gpt-4.1", "/home/user/old-project", 0, 0, "Rate limit reached"},
 	}
@@ -199,8 +199,8 @@ func TestDatabaseChangesAreSeen(t *testing.T) {
 		"data": `{"role":"assistant","time":{"created":` + itoa(now+1) + `},"modelID":"other","providerID":"fake"}`})
 	bumpEvents(t, db, idComplete, 3)
 	s := discoverByID(t, a)[idComplete]
-	if s.State != adapters.NativeUnknown || s.FirstPrompt != `-v "a  b" q"x` || s.LastMessage != "hi from fakellm (turn 8)" {
-		t.Errorf("mid-turn without a process: state=%q prompt=%q last=%q", s.State, s.FirstPrompt, s.LastMessage)
+	if s.State != adapters.NativeAborted || s.FirstPrompt != `-v "a  b" q"x` || s.LastMessage != "hi from fakellm (turn 8)" {
+		t.Errorf("mid-turn without a process (cut off): state=%q prompt=%q last=%q", s.State, s.FirstPrompt, s.LastMessage)
 	}
 	// The step completes with an answer.
 	insertRow(t, db, "part", map[string]any{"id": "prt_ffff00000002AAAAAAAAAAAAAA", "message_id": "msg_ffff00000002AAAAAAAAAAAAAA", "session_id": idComplete,

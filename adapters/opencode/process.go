@@ -216,8 +216,10 @@ func candidates(p liveProc, ss []*session) []*session {
 // matchProcesses links live OpenCode processes to sessions: by --session,
 // else by folder and start time (and prompt, where known) when exactly one
 // session fits the process and no other process fits the session. Anything
-// else stays unmatched: unknown, not running for every session of a folder.
-func matchProcesses(ss []*session, procs []liveProc) map[string]*adapters.ProcessRef {
+// else stays unmatched, with the processes that may be working on it
+// (contenders): unknown while they live, not running for every session of
+// a folder.
+func matchProcesses(ss []*session, procs []liveProc) (refs map[string]*adapters.ProcessRef, contenders map[string][]int) {
 	byID := make(map[string]*session, len(ss))
 	for _, s := range ss {
 		byID[s.id] = s
@@ -232,28 +234,41 @@ func matchProcesses(ss []*session, procs []liveProc) map[string]*adapters.Proces
 			}
 		}
 	}
+	// ambiguous: sessions that are one of several a process may own, so
+	// none can be given to another process either.
+	ambiguous := map[string][]int{}
 	for i, p := range procs {
 		c := candidates(p, ss)
 		if len(c) == 1 {
 			claims[c[0].id] = append(claims[c[0].id], i)
 			evidence[i] = evidenceCwdStart
 		} else if len(c) > 1 {
-			// The process's session is one of several: each of them may
-			// be its, so none can be given to another process either.
 			for _, s := range c {
-				claims[s.id] = append(claims[s.id], -1)
+				ambiguous[s.id] = append(ambiguous[s.id], i)
 			}
 		}
 	}
-	out := map[string]*adapters.ProcessRef{}
+	refs = map[string]*adapters.ProcessRef{}
+	contenders = map[string][]int{}
 	for id, idx := range claims {
-		if len(idx) != 1 || idx[0] < 0 {
+		if len(idx) == 1 && len(ambiguous[id]) == 0 {
+			p := procs[idx[0]]
+			refs[id] = &adapters.ProcessRef{PID: p.info.PID, Start: p.info.Start, Evidence: evidence[idx[0]]}
 			continue
 		}
-		p := procs[idx[0]]
-		out[id] = &adapters.ProcessRef{PID: p.info.PID, Start: p.info.Start, Evidence: evidence[idx[0]]}
+		for _, i := range idx {
+			contenders[id] = append(contenders[id], procs[i].info.PID)
+		}
 	}
-	return out
+	for id, idx := range ambiguous {
+		if refs[id] != nil {
+			continue
+		}
+		for _, i := range idx {
+			contenders[id] = append(contenders[id], procs[i].info.PID)
+		}
+	}
+	return refs, contenders
 }
 
 // sameDirs returns the spellings of dir a session may carry: as given,

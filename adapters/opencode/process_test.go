@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -145,23 +146,43 @@ func TestMatchAmbiguousFolderIsUnknown(t *testing.T) {
 	dir := t.TempDir()
 	// Two TUIs in one folder (no prompt known) and one new session there:
 	// either could own it.
-	fakeOpencode(t, data, dir, "")
-	fakeOpencode(t, data, dir, "")
+	tui1 := fakeOpencode(t, data, dir, "")
+	tui2 := fakeOpencode(t, data, dir, "")
 	addSession(t, db, "ses_bbbb00000001ffTwoOwnersXxxx", dir, "hello", time.Now().Add(time.Second))
 	// One TUI in another folder with two new sessions: it owns one of
 	// them, which one is not known.
 	dir2 := t.TempDir()
-	fakeOpencode(t, data, dir2, "")
+	tui3 := fakeOpencode(t, data, dir2, "")
 	addSession(t, db, "ses_bbbb00000002ffOneOfTwoXxxxx", dir2, "a", time.Now().Add(time.Second))
 	addSession(t, db, "ses_bbbb00000003ffOneOfTwoXxxxx", dir2, "b", time.Now().Add(time.Second))
+	contenders := map[string][]*exec.Cmd{
+		"ses_bbbb00000001ffTwoOwnersXxxx": {tui1, tui2},
+		"ses_bbbb00000002ffOneOfTwoXxxxx": {tui3},
+		"ses_bbbb00000003ffOneOfTwoXxxxx": {tui3},
+	}
 	got := discoverByID(t, a)
-	for _, id := range []string{"ses_bbbb00000001ffTwoOwnersXxxx", "ses_bbbb00000002ffOneOfTwoXxxxx", "ses_bbbb00000003ffOneOfTwoXxxxx"} {
-		if p := got[id].Process; p != nil {
-			t.Errorf("%s matched without evidence: %+v", id, p)
+	for id, cmds := range contenders {
+		s := got[id]
+		if s.Process != nil {
+			t.Errorf("%s matched without evidence: %+v", id, s.Process)
 		}
-		if got[id].State == adapters.NativeBusy || got[id].State == adapters.NativeRunning {
-			t.Errorf("%s reported %q", id, got[id].State)
+		// Unknown, naming who may own it; never ended while they live.
+		if s.State != adapters.NativeUnknown || len(s.Warnings) == 0 {
+			t.Fatalf("%s: state %q warnings %q, want unknown with a reason", id, s.State, s.Warnings)
 		}
+		for _, c := range cmds {
+			if !strings.Contains(s.Warnings[len(s.Warnings)-1], strconv.Itoa(c.Process.Pid)) {
+				t.Errorf("%s: %q does not name pid %d", id, s.Warnings, c.Process.Pid)
+			}
+		}
+	}
+	// Once its contenders are gone, the session is over.
+	for _, c := range []*exec.Cmd{tui1, tui2} {
+		c.Process.Kill()
+		c.Wait()
+	}
+	if s := discoverByID(t, a)["ses_bbbb00000001ffTwoOwnersXxxx"]; s.State == adapters.NativeUnknown || s.State == adapters.NativeBusy {
+		t.Errorf("with its TUIs gone: state %q, want it over", s.State)
 	}
 }
 

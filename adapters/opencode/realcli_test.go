@@ -265,8 +265,10 @@ func TestRealOpencodeStop(t *testing.T) {
 		}
 	}
 	s := e.session(t, id)
-	if s.State != adapters.NativeUnknown || s.Process != nil {
-		t.Errorf("after stop: state %q process %+v (killed mid-turn: the store cannot say more)", s.State, s.Process)
+	// Killed mid-turn, with no OpenCode of this store left: the turn was
+	// cut off and the session is over (it must not stay unknown for good).
+	if s.State != adapters.NativeAborted || s.Process != nil {
+		t.Errorf("after stop: state %q process %+v, want aborted (killed mid-turn)", s.State, s.Process)
 	}
 }
 

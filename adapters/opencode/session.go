@@ -50,8 +50,9 @@ func lastOf(m messageData) lastMessage {
 // state maps the latest message to the agent's own view: a completed
 // answer is done (idle while a process is attached), an error failed or
 // aborted, anything else a turn in progress. Without a live process a turn
-// in progress is unknown: OpenCode killed mid-turn (SIGTERM) leaves exactly
-// that behind.
+// in progress was cut off (OpenCode killed mid-turn, by SIGTERM, leaves
+// exactly that behind); Discover keeps it unknown while a process that may
+// be working on it lives.
 func (s *session) state(alive bool) adapters.NativeState {
 	l := s.last
 	ended := func(st adapters.NativeState) adapters.NativeState {
@@ -65,7 +66,7 @@ func (s *session) state(alive bool) adapters.NativeState {
 		if alive {
 			return adapters.NativeRunning
 		}
-		return adapters.NativeUnknown
+		return adapters.NativeAborted
 	case l.role == "assistant" && l.errText != "":
 		if l.errName == abortedError {
 			return ended(adapters.NativeAborted)
@@ -77,7 +78,7 @@ func (s *session) state(alive bool) adapters.NativeState {
 	if alive {
 		return adapters.NativeBusy
 	}
-	return adapters.NativeUnknown
+	return adapters.NativeAborted
 }
 
 // settled reports whether the session's last turn is over (its facts

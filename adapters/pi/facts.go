@@ -352,14 +352,16 @@ func (x *facts) tailRecords(lines [][]byte) bool {
 
 // state is the agent's own view of the session as far as the file tells:
 // how the last turn ended. alive says whether a live Pi process was matched
-// to the session.
+// to the session. Without one, a turn the file shows unfinished was cut off
+// (no Pi of this store runs it); the caller keeps the session unknown
+// while a Pi that may be working on it lives.
 func (x *facts) state(alive bool) adapters.NativeState {
 	switch x.lastRole {
 	case "":
 		if alive {
 			return adapters.NativeRunning
 		}
-		return adapters.NativeUnknown
+		return adapters.NativeAborted
 	case roleAssistant:
 		switch x.lastStop {
 		case stopStop, stopLength:
@@ -380,16 +382,16 @@ func (x *facts) state(alive bool) adapters.NativeState {
 		}
 	}
 	// A turn is in progress (a tool call, a tool result, a user prompt):
-	// busy while a process works on it; without one the file cannot say
-	// whether the agent was killed mid-turn.
+	// busy while a process works on it; without one it was cut off.
 	if alive {
 		return adapters.NativeBusy
 	}
-	return adapters.NativeUnknown
+	return adapters.NativeAborted
 }
 
 // native builds the session the adapter reports.
-func (x *facts) native(adapter, path string, ref *adapters.ProcessRef) adapters.NativeSession {
+func (x *facts) native(adapter, path string, m match) adapters.NativeSession {
+	ref := m.ref
 	s := adapters.NativeSession{
 		Adapter:     adapter,
 		NativeID:    x.id,
@@ -419,6 +421,10 @@ func (x *facts) native(adapter, path string, ref *adapters.ProcessRef) adapters.
 	}
 	if len(x.warnings) > 0 {
 		s.Warnings = append([]string(nil), x.warnings...)
+	}
+	if ref == nil && len(m.contenders) > 0 {
+		s.State = adapters.NativeUnknown
+		s.Warnings = append(s.Warnings, storeio.ContendersWarning("pi", m.contenders))
 	}
 	return s
 }

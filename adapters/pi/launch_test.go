@@ -372,3 +372,73 @@ func TestRustResumeArgv(t *testing.T) {
 		t.Errorf("pi-rust resume argv = %q, want %q", spec.Argv, want)
 	}
 }
+
+// A session no Pi is tied to is unknown exactly while a Pi that may be
+// working on it lives (two TUIs in one folder, one claim shared by two),
+// and over (done, or cut off) once none does.
+func TestContendersKeepASessionUnknownOnlyWhileTheyLive(t *testing.T) {
+	t0 := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	tui := func(pid int, cwd string, started time.Time) liveProc {
+		p := liveProc{argv: []string{"pi"}, cwd: cwd}
+		p.info.PID, p.info.StartTime = pid, started
+		return p
+	}
+	a := candidate{path: "/s/a.jsonl", id: "01aa", cwd: "/w", created: at(time.Minute), updated: at(2 * time.Minute)}
+	b := candidate{path: "/s/b.jsonl", id: "01bb", cwd: "/w", created: at(time.Minute), updated: at(3 * time.Minute)}
+	old := candidate{path: "/s/old.jsonl", id: "01cc", cwd: "/w", created: at(-time.Hour), updated: at(-time.Hour)}
+	other := candidate{path: "/s/other.jsonl", id: "01dd", cwd: "/elsewhere", created: at(time.Minute), updated: at(time.Minute)}
+	sessions := []candidate{a, b, old, other}
+	tests := []struct {
+		name       string
+		procs      []liveProc
+		contenders map[string][]int // sessions with no owner and these contenders
+	}{
+		{"two TUIs in one folder", []liveProc{tui(10, "/w", t0), tui(11, "/w", t0)},
+			map[string][]int{a.path: {10, 11}, b.path: {10, 11}}},
+		{"one TUI left with two sessions since it started", []liveProc{tui(11, "/w", t0)},
+			map[string][]int{a.path: {11}, b.path: {11}}},
+		{"a TUI whose folder cannot be read", []liveProc{tui(12, "", t0)},
+			map[string][]int{a.path: {12}, b.path: {12}, other.path: {12}}},
+		{"no Pi at all", nil, map[string][]int{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := matchProcesses(sessions, tt.procs)
+			for _, s := range sessions {
+				got := append([]int(nil), m[s.path].contenders...)
+				slices.Sort(got)
+				if m[s.path].ref != nil {
+					t.Errorf("%s: owned by %+v; nothing ties a process to it", s.path, m[s.path].ref)
+				}
+				if want := tt.contenders[s.path]; !slices.Equal(got, want) {
+					t.Errorf("%s: contenders %v, want %v", s.path, got, want)
+				}
+			}
+		})
+	}
+
+	// The state follows: finished turns read done without a contender and
+	// unknown with one; an unfinished one reads cut off without one.
+	finished := &facts{id: "01aa", lastRole: roleAssistant, lastStop: stopStop}
+	midTool := &facts{id: "01bb", lastRole: roleToolResult}
+	for _, tc := range []struct {
+		f    *facts
+		m    match
+		want adapters.NativeState
+	}{
+		{finished, match{}, adapters.NativeDone},
+		{finished, match{contenders: []int{10}}, adapters.NativeUnknown},
+		{midTool, match{}, adapters.NativeAborted},
+		{midTool, match{contenders: []int{10, 11}}, adapters.NativeUnknown},
+		{midTool, match{ref: &adapters.ProcessRef{PID: 10}}, adapters.NativeBusy},
+	} {
+		ns := tc.f.native(NamePi, "/s/x.jsonl", tc.m)
+		if ns.State != tc.want {
+			t.Errorf("%s with %+v: %s, want %s", tc.f.id, tc.m, ns.State, tc.want)
+		}
+		if tc.want == adapters.NativeUnknown && (len(ns.Warnings) == 0 || !strings.Contains(ns.Warnings[len(ns.Warnings)-1], "pid 10")) {
+			t.Errorf("%s unknown without naming the contender: %q", tc.f.id, ns.Warnings)
+		}
+	}
+}

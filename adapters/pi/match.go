@@ -106,10 +106,13 @@ func candidatesOf(files []scanned) []candidate {
 	return out
 }
 
-// match is the process found for a session.
+// match is the process found for a session; or, when none was, the live
+// processes that could be working on it (two claiming it, or a Pi in its
+// folder that nothing ties to a session), which make its end unprovable.
 type match struct {
-	ref  *adapters.ProcessRef
-	rust bool
+	ref        *adapters.ProcessRef
+	rust       bool
+	contenders []int
 }
 
 // matchProcesses links live processes to sessions by evidence, strongest
@@ -172,12 +175,33 @@ func matchProcesses(sessions []candidate, procs []liveProc) map[string]match {
 	out := make(map[string]match, len(claims))
 	for path, idx := range claims {
 		if len(idx) != 1 {
-			continue // two processes on one session: ambiguous
+			// Two processes on one session: ambiguous.
+			for _, i := range idx {
+				out[path] = match{contenders: append(out[path].contenders, procs[i].info.PID)}
+			}
+			continue
 		}
 		p := procs[idx[0]]
 		out[path] = match{
 			ref:  &adapters.ProcessRef{PID: p.info.PID, Start: p.info.Start, Evidence: evidence[idx[0]]},
 			rust: p.rust,
+		}
+	}
+	// A Pi tied to no session may be working on any session of its folder
+	// written since it started (or of any folder, when its own cannot be
+	// read): those sessions' ends cannot be told while it lives.
+	for i := range unmatched {
+		if _, owns := evidence[i]; owns {
+			continue
+		}
+		p := procs[i]
+		for _, s := range sessions {
+			if m := out[s.path]; m.ref != nil || (p.cwd != "" && s.cwd != p.cwd) || s.updated.Before(p.info.StartTime.Add(-startSlack)) {
+				continue
+			}
+			m := out[s.path]
+			m.contenders = append(m.contenders, p.info.PID)
+			out[s.path] = m
 		}
 	}
 	return out

@@ -154,7 +154,7 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 			if rustLive != (a.name == NamePiRust) {
 				continue
 			}
-			ns = s.facts.native(a.name, s.path, m.ref)
+			ns = s.facts.native(a.name, s.path, m)
 		default:
 			if a.name == NamePiRust {
 				continue
@@ -175,7 +175,12 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 		out = append(out, ns)
 	}
 	if perr != nil {
+		// Without the full picture of live processes, no session can be
+		// said to have ended.
 		for i := range out {
+			if out[i].Process == nil {
+				out[i].State = adapters.NativeUnknown
+			}
 			out[i].Warnings = append(out[i].Warnings, "processes not matched: "+perr.Error())
 		}
 	}

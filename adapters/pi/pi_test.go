@@ -85,7 +85,7 @@ func TestDiscoverFixtures(t *testing.T) {
 			NativeID: "01a201f3-71bb-734f-8058-ce88daacf049", Cwd: "/home/ada/proj", Model: "fakeopenai/fake-model",
 			FirstPrompt: "long [[sleep: 30]]", LastMessage: "",
 			TokensIn: ptr[int64](639), TokensOut: ptr[int64](14), CostUSD: ptr(0.0),
-			CreatedAt: time.Date(2026, 11, 22, 6, 31, 1, 308e6, time.UTC), State: adapters.NativeUnknown,
+			CreatedAt: time.Date(2026, 11, 22, 6, 31, 1, 308e6, time.UTC), State: adapters.NativeAborted, // cut off mid-tool, and no Pi runs it
 		},
 		{
 			NativeID: "01a1f000-0000-7000-8000-00000000b0b0", Cwd: "/home/ada/other", Model: "openai/gpt-5",

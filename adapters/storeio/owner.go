@@ -2,8 +2,12 @@ package storeio
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/agentctl/agentctl/internal/envvar"
 	"github.com/agentctl/agentctl/proc"
@@ -48,4 +52,17 @@ func SamePath(a, b string) bool {
 	ra, errA := filepath.EvalSymlinks(a)
 	rb, errB := filepath.EvalSymlinks(b)
 	return errA == nil && errB == nil && ra == rb
+}
+
+// ContendersWarning says why a session's status is unknown: live processes
+// of its agent (pids) may be working on it, and nothing says which session
+// each one runs. It stays unknown only while one of them lives.
+func ContendersWarning(agent string, pids []int) string {
+	slices.Sort(pids)
+	pids = slices.Compact(pids)
+	list := make([]string, len(pids))
+	for i, p := range pids {
+		list[i] = strconv.Itoa(p)
+	}
+	return fmt.Sprintf("unknown while %s pid %s lives: it may be working on this session, and nothing says which session it runs", agent, strings.Join(list, ", "))
 }
