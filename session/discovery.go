@@ -14,6 +14,11 @@ import (
 // within its own timeout. An adapter that fails or times out contributes a
 // warning and vouches for nothing: its sessions become unknown, never
 // stopped.
+//
+// A discovery that outlasts a request's timeout is not thrown away: it goes
+// on (up to backgroundLimit), filling the adapter's caches, and a request
+// that arrives meanwhile joins it instead of starting another. So a cold
+// store costs one read, whoever asks, and the answer after it is complete.
 type discovery struct {
 	adapters []adapters.Adapter
 	timeout  time.Duration
@@ -21,14 +26,27 @@ type discovery struct {
 	// failed (metrics).
 	observe func(adapter string, took time.Duration, err error)
 
+	mu sync.Mutex
 	// last holds each adapter's last successful answer, so that when it
 	// fails the sessions it vouched for show as unknown rather than vanish.
-	mu   sync.Mutex
 	last map[string][]adapters.NativeSession
+	// inflight is each adapter's discovery under way, which requests join.
+	inflight map[string]*flight
 }
 
+// flight is one adapter's discovery under way; done closes when it ends.
+type flight struct {
+	done     chan struct{}
+	sessions []adapters.NativeSession
+	err      error
+}
+
+// backgroundLimit bounds a discovery that goes on after the request that
+// started it timed out.
+const backgroundLimit = 2 * time.Minute
+
 func newDiscovery(as []adapters.Adapter, timeout time.Duration) *discovery {
-	return &discovery{adapters: as, timeout: timeout, last: map[string][]adapters.NativeSession{}}
+	return &discovery{adapters: as, timeout: timeout, last: map[string][]adapters.NativeSession{}, inflight: map[string]*flight{}}
 }
 
 type discovered struct {
@@ -51,29 +69,24 @@ func (d *discovery) runOf(ctx context.Context, as []adapters.Adapter) discovered
 		err      error
 	}
 	results := make([]result, len(as))
-	// One look at the process table serves every adapter.
+	// One look at the process table serves every adapter this request
+	// starts a discovery of.
 	ctx = proc.WithSnapshot(ctx, proc.NewSnapshot())
 	var wg sync.WaitGroup
 	for i, a := range as {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			actx, cancel := context.WithTimeout(ctx, d.timeout)
-			defer cancel()
-			began := time.Now()
-			if d.observe != nil {
-				defer func() { d.observe(results[i].name, time.Since(began), results[i].err) }()
-			}
-			done := make(chan result, 1)
-			go func() {
-				ss, err := a.Discover(actx)
-				done <- result{a.Name(), ss, err}
-			}()
+			timer := time.NewTimer(d.timeout)
+			defer timer.Stop()
+			f := d.join(ctx, a)
 			select {
-			case r := <-done:
-				results[i] = r
-			case <-actx.Done():
+			case <-f.done:
+				results[i] = result{a.Name(), f.sessions, f.err}
+			case <-timer.C:
 				results[i] = result{name: a.Name(), err: fmt.Errorf("timed out after %s", d.timeout)}
+			case <-ctx.Done():
+				results[i] = result{name: a.Name(), err: ctx.Err()}
 			}
 		}()
 	}
@@ -88,10 +101,40 @@ func (d *discovery) runOf(ctx context.Context, as []adapters.Adapter) discovered
 			out.sessions = append(out.sessions, d.last[r.name])
 			continue
 		}
-		d.last[r.name] = r.sessions
 		out.sessions = append(out.sessions, r.sessions)
 	}
 	return out
+}
+
+// join returns a's discovery under way, or starts one. A discovery runs
+// apart from the request that started it: when that request gives up, the
+// discovery goes on, up to backgroundLimit.
+func (d *discovery) join(ctx context.Context, a adapters.Adapter) *flight {
+	name := a.Name()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if f, ok := d.inflight[name]; ok {
+		return f
+	}
+	f := &flight{done: make(chan struct{})}
+	d.inflight[name] = f
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), backgroundLimit)
+	go func() {
+		defer cancel()
+		began := time.Now()
+		f.sessions, f.err = a.Discover(fctx)
+		if d.observe != nil {
+			d.observe(name, time.Since(began), f.err)
+		}
+		d.mu.Lock()
+		if f.err == nil {
+			d.last[name] = f.sessions
+		}
+		delete(d.inflight, name)
+		d.mu.Unlock()
+		close(f.done)
+	}()
+	return f
 }
 
 func (d *discovery) adapter(name string) adapters.Adapter {

@@ -30,10 +30,15 @@ func merge(launched []api.Session, disc discovered, keep func(*api.Session) bool
 		n += len(ss)
 	}
 	claimed := make(map[string]bool, len(launched)+n)
+	// Running plain commands by pid: a command that is an agent (`run --
+	// claude`) is that agent's native session too, and is listed once.
+	commandAt := map[int]int{}
 	for i, s := range launched {
 		if s.NativeID != "" {
 			k := nativeKey{s.Adapter, s.NativeID}
 			launchedBy[k] = append(launchedBy[k], i)
+		} else if s.Status == api.StatusRunning && s.PID > 0 {
+			commandAt[s.PID] = i
 		}
 	}
 	enriched := make([]api.Session, len(launched))
@@ -48,6 +53,17 @@ func merge(launched []api.Session, disc discovered, keep func(*api.Session) bool
 					enrich(&enriched[j], ns)
 				}
 				delete(launchedBy, k) // a duplicate in the store enriches once
+				continue
+			}
+			if ns.Process == nil {
+				continue
+			}
+			// The same live process (its pid and start stamp hold now, and
+			// the command's did when it was derived): one session.
+			if j, ok := commandAt[ns.Process.PID]; ok && proc.Alive(proc.Identity{PID: ns.Process.PID, Start: ns.Process.Start}) {
+				enriched[j].NativeID = ns.NativeID
+				enrich(&enriched[j], ns)
+				delete(commandAt, ns.Process.PID)
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"errors"
+	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/proc"
 )
 
 func TestResolvePrefix(t *testing.T) {
@@ -86,6 +88,39 @@ func TestMerge(t *testing.T) {
 	}
 }
 
+// A plain command that is an agent (`run -- claude`) is listed once: the
+// launched row, with the agent's native facts; not a second discovered row
+// with the same pid.
+func TestCommandThatIsAnAgentIsListedOnce(t *testing.T) {
+	self, err := proc.Lookup(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	launched := []api.Session{{ID: "01a", Adapter: "exec", Origin: api.OriginLaunched, Status: api.StatusRunning, PID: self.PID}}
+	model := "claude-x"
+	disc := discovered{sessions: [][]adapters.NativeSession{{
+		{Adapter: "claude", NativeID: "n1", Model: model, State: adapters.NativeBusy,
+			Process: &adapters.ProcessRef{PID: self.PID, Start: self.Start, Evidence: "argv"}},
+		// The same pid with another start stamp is another process.
+		{Adapter: "claude", NativeID: "n2", State: adapters.NativeDone,
+			Process: &adapters.ProcessRef{PID: self.PID, Start: self.Start + 1, Evidence: "argv"}},
+	}}}
+	out := merge(launched, disc, nil)
+	byID := map[string]api.Session{}
+	for _, s := range out {
+		byID[s.ID] = s
+	}
+	if s, ok := byID["01a"]; !ok || s.NativeID != "n1" || s.Model != model || s.Activity != "busy" {
+		t.Errorf("the command's row = %+v, want it enriched with n1", s)
+	}
+	if _, twice := byID["n1"]; twice {
+		t.Error("the agent's native session is listed again as discovered")
+	}
+	if _, ok := byID["n2"]; !ok || len(out) != 2 {
+		t.Errorf("merge = %+v, want the command's row and n2", out)
+	}
+}
+
 // A filtered merge keeps only what the filter accepts, and a launched
 // session left out still claims its native session: it never shows up again
 // as discovered.
@@ -125,8 +160,12 @@ func TestMergeFiltered(t *testing.T) {
 	}
 }
 
-// failing is an adapter whose discovery works once, then fails.
-type failing struct{ calls atomic.Int32 }
+// failing is an adapter whose discovery works once, then hangs until
+// released, then fails.
+type failing struct {
+	calls   atomic.Int32
+	release chan struct{}
+}
 
 func (f *failing) Name() string { return "flaky" }
 func (f *failing) Discover(ctx context.Context) ([]adapters.NativeSession, error) {
@@ -135,7 +174,10 @@ func (f *failing) Discover(ctx context.Context) ([]adapters.NativeSession, error
 		return []adapters.NativeSession{{Adapter: "flaky", NativeID: "x1", State: adapters.NativeBusy}}, nil
 	}
 	if n == 2 {
-		<-ctx.Done() // a hung store
+		select { // a hung store
+		case <-f.release:
+		case <-ctx.Done():
+		}
 	}
 	return nil, errors.New("store unreadable")
 }
@@ -144,23 +186,44 @@ func (f *failing) Transcript(context.Context, string, int) ([]adapters.Message, 
 }
 
 // A failed or hung adapter marks nothing stopped: what it vouched for last
-// time is shown as unknown, with a warning naming it.
+// time is shown as unknown, with a warning naming it. Requests while it
+// hangs wait on the same discovery rather than pile up new ones.
 func TestFailedDiscoveryMarksNothingStopped(t *testing.T) {
-	d := newDiscovery([]adapters.Adapter{&failing{}}, 100*time.Millisecond)
+	f := &failing{release: make(chan struct{})}
+	d := newDiscovery([]adapters.Adapter{f}, 100*time.Millisecond)
 	first := merge(nil, d.run(context.Background()), nil)
 	if len(first) != 1 || first[0].Status != api.StatusRunning {
 		t.Fatalf("first discovery = %+v", first)
 	}
-	for i, wantWarning := range []string{"timed out", "store unreadable"} {
+	check := func(run int, wantWarning string) {
+		t.Helper()
 		disc := d.run(context.Background())
 		got := merge(nil, disc, nil)
 		if len(got) != 1 || got[0].Status != api.StatusUnknown {
-			t.Fatalf("run %d: sessions = %+v, want the known one as unknown", i+2, got)
+			t.Fatalf("run %d: sessions = %+v, want the known one as unknown", run, got)
 		}
 		if len(disc.warnings) != 1 || !strings.Contains(disc.warnings[0], "flaky") || !strings.Contains(disc.warnings[0], wantWarning) {
-			t.Errorf("run %d: warnings = %q", i+2, disc.warnings)
+			t.Errorf("run %d: warnings = %q", run, disc.warnings)
 		}
 	}
+	check(2, "timed out")
+	check(3, "timed out")
+	if n := f.calls.Load(); n != 2 {
+		t.Errorf("the hung store was asked %d times, want 2", n)
+	}
+	close(f.release)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		d.mu.Lock()
+		busy := len(d.inflight) > 0
+		d.mu.Unlock()
+		if !busy {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the released discovery did not end")
+		}
+	}
+	check(4, "store unreadable")
 }
 
 func TestSortByCreation(t *testing.T) {
@@ -180,4 +243,57 @@ func TestSortByCreation(t *testing.T) {
 		t.Errorf("order %q, want %q (ties keep their order)", got, want)
 	}
 	sortByCreation(nil)
+}
+
+// slowAdapter's Discover takes delay, or until its context ends; it counts
+// its calls and remembers whether its context ended early.
+type slowAdapter struct {
+	adapters.Adapter
+	delay    time.Duration
+	calls    atomic.Int32
+	canceled atomic.Bool
+}
+
+func (a *slowAdapter) Name() string { return "slow" }
+
+func (a *slowAdapter) Discover(ctx context.Context) ([]adapters.NativeSession, error) {
+	a.calls.Add(1)
+	select {
+	case <-time.After(a.delay):
+		return []adapters.NativeSession{{Adapter: "slow", NativeID: "s1", State: adapters.NativeDone}}, nil
+	case <-ctx.Done():
+		a.canceled.Store(true)
+		return nil, ctx.Err()
+	}
+}
+
+// A discovery that outlasts a request's timeout goes on (its work is not
+// thrown away), and requests meanwhile join it rather than start another:
+// a cold store is read once, and the answer after it is complete.
+func TestSlowDiscoveryGoesOnAndIsJoined(t *testing.T) {
+	a := &slowAdapter{delay: 600 * time.Millisecond}
+	d := newDiscovery([]adapters.Adapter{a}, 100*time.Millisecond)
+	first := d.run(context.Background())
+	if !first.failed["slow"] || len(first.warnings) != 1 {
+		t.Fatalf("first answer: failed %v warnings %q; want a timeout warning", first.failed, first.warnings)
+	}
+	// Requests while it runs join it.
+	for range 3 {
+		d.run(context.Background())
+	}
+	if n := a.calls.Load(); n != 1 {
+		t.Errorf("Discover called %d times while one was under way, want 1", n)
+	}
+	// A request with time enough gets the discovery's answer.
+	d.timeout = 5 * time.Second
+	got := d.run(context.Background())
+	if got.failed["slow"] || len(got.sessions) != 1 || len(got.sessions[0]) != 1 {
+		t.Errorf("answer after the slow discovery: %+v", got)
+	}
+	if a.canceled.Load() {
+		t.Error("the discovery was canceled when the first request gave up")
+	}
+	if n := a.calls.Load(); n != 1 {
+		t.Errorf("Discover called %d times, want 1", n)
+	}
 }

@@ -94,7 +94,7 @@ func New(src Sources) *Metrics {
 		}, []string{"adapter"}),
 		discoveryErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "agentctl_discovery_errors_total",
-			Help: "Adapter discoveries that failed or timed out, by adapter.",
+			Help: "Adapter discoveries that failed, by adapter. A request that stops waiting for a slow discovery says so in a warning; the discovery goes on.",
 		}, []string{"adapter"}),
 	}
 	m.reg.MustRegister(
