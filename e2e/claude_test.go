@@ -173,9 +173,8 @@ func TestClaudeInteractive(t *testing.T) {
 		return len(strings.TrimSpace(out)) > 0 && c.Session(s.ID).Status == api.StatusRunning
 	})
 	time.Sleep(2 * time.Second) // the input box takes keys once drawn
-	c.MustRun("send", "-n", s.ID, "hello [[text: interactive-answer]]")
-	time.Sleep(500 * time.Millisecond)
-	c.MustRun("send", "-n", s.ID, "\r")
+	// One send types the text and submits it, as a person would.
+	c.MustRun("send", s.ID, "hello [[text: interactive-answer]]")
 	WaitFor(t, 60*time.Second, "the answer in the log", func() bool {
 		// The TUI moves the cursor instead of printing spaces, and echoes
 		// the typed directive: look for the answer outside the echo.
@@ -186,6 +185,17 @@ func TestClaudeInteractive(t *testing.T) {
 	})
 	if got := c.Session(s.ID); got.Status != api.StatusRunning {
 		t.Fatalf("after answering, the interactive session is %s, want running (idle at its prompt)", got.Status)
+	}
+	// A plain command that is an agent is one session: the launched row,
+	// with the agent's own facts, not a second discovered row.
+	var rows []api.Session
+	for _, x := range c.List("-a").Sessions {
+		if x.PID == s.PID || x.ID == s.ID {
+			rows = append(rows, x)
+		}
+	}
+	if len(rows) != 1 || rows[0].ID != s.ID || rows[0].NativeID == "" {
+		t.Errorf("run -- claude is listed as %+v, want its launched row once, with its native id", rows)
 	}
 	var final api.Session
 	c.JSON(&final, "stop", "--json", s.ID)

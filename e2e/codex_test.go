@@ -184,3 +184,40 @@ func TestCodexStop(t *testing.T) {
 		}
 	}
 }
+
+// The Codex TUI takes a fast burst of keys as a paste, in which an Enter is
+// a newline: `send` types the text, then Enter as a person would, and the
+// message is submitted (the model is asked).
+func TestCodexInteractiveSendSubmits(t *testing.T) {
+	t.Parallel()
+	c := newCodexEnv(t)
+	trust := fmt.Sprintf("\n[projects.%q]\ntrust_level = \"trusted\"\n", c.proj)
+	f, err := os.OpenFile(filepath.Join(c.codexHome, "config.toml"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(trust)
+	f.Close()
+	s := c.Start("--cwd", c.proj, "--", "codex")
+	screen := func() string {
+		out, _, _ := c.Run("logs", "-n", "0", s.ID)
+		return out
+	}
+	WaitFor(t, 60*time.Second, "codex's prompt to be drawn", func() bool {
+		return len(strings.TrimSpace(screen())) > 0 && c.Session(s.ID).Status == api.StatusRunning
+	})
+	time.Sleep(2 * time.Second) // the composer takes keys once drawn
+	c.MustRun("send", s.ID, "hello [[text: codex-interactive-answer]]")
+	deadline := time.Now().Add(60 * time.Second)
+	for len(c.srv.Requests()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the message was not submitted: the model was never asked; the screen:\n%s", screen())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var final api.Session
+	c.JSON(&final, "stop", "--json", s.ID)
+	if !final.Status.Ended() {
+		t.Errorf("after stop: %s", final.Status)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/api"
@@ -29,7 +30,15 @@ func (c *Core) launchedDir(ctx context.Context, prefix string) (api.Session, str
 // inputChunk is the most input one request to a monitor carries.
 const inputChunk = 1 << 20
 
-// Input writes data to a running session's terminal.
+// submitPause is how long a final Enter waits after the text before it:
+// TUIs that see a burst of keys as a paste (Codex treats an Enter within
+// 120 ms of one as a newline in the paste) then take it as a person's
+// Enter, and submit.
+const submitPause = 200 * time.Millisecond
+
+// Input writes data to a running session's terminal. Text that ends with
+// Enter (a carriage return) is typed as a person would: the text, a pause,
+// then Enter, so that every agent's prompt submits it.
 func (c *Core) Input(ctx context.Context, id string, data []byte) (api.Session, error) {
 	sess, dir, err := c.launchedDir(ctx, id)
 	if err != nil {
@@ -38,13 +47,27 @@ func (c *Core) Input(ctx context.Context, id string, data []byte) (api.Session, 
 	if sess.Status != api.StatusRunning {
 		return api.Session{}, faultf(ErrNotRunning, "session %s is %s: it takes no input", sess.ID, sess.Status)
 	}
+	text, submit := data, false
+	if len(data) > 1 && data[len(data)-1] == '\r' {
+		text, submit = data[:len(data)-1], true
+	}
 	// In pieces a monitor takes in one request each, in order.
-	for len(data) > 0 {
-		n := min(len(data), inputChunk)
-		if err := spawn.SendInput(ctx, dir, data[:n]); err != nil {
+	for len(text) > 0 {
+		n := min(len(text), inputChunk)
+		if err := spawn.SendInput(ctx, dir, text[:n]); err != nil {
 			return api.Session{}, fmt.Errorf("send input to %s: %w", sess.ID, err)
 		}
-		data = data[n:]
+		text = text[n:]
+	}
+	if submit {
+		select {
+		case <-time.After(submitPause):
+		case <-ctx.Done():
+			return api.Session{}, fmt.Errorf("send input to %s: %w", sess.ID, ctx.Err())
+		}
+		if err := spawn.SendInput(ctx, dir, []byte{'\r'}); err != nil {
+			return api.Session{}, fmt.Errorf("send input to %s: %w", sess.ID, err)
+		}
 	}
 	return sess, nil
 }
