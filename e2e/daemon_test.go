@@ -84,4 +84,11 @@ func TestCountsIgnoreAgentsElsewhere(t *testing.T) {
 	if l := e.Launched(); len(l) != 1 || l[0].ID != s.ID {
 		t.Errorf("launched sessions = %+v, want only %s", l, s.ID)
 	}
+	// That claude runs under the machine's HOME, not this service's: it is
+	// another store's, and not listed here.
+	for _, x := range all.Sessions {
+		if x.NativeID == "0b6c1b1e-0000-4000-8000-0000000000aa" || (x.PID == other.Process.Pid && x.PID != 0) {
+			t.Errorf("a claude of another HOME is listed: %+v", x)
+		}
+	}
 }
