@@ -48,7 +48,10 @@ const (
 
 // Session is the session object every read command returns.
 type Session struct {
-	ID        string     `json:"id"`
+	ID string `json:"id"`
+	// Handle is the shortest unique prefix of ID (at least 4 characters)
+	// among the sessions the service knows: what tables show.
+	Handle    string     `json:"handle,omitempty"`
 	Adapter   string     `json:"adapter"`
 	Origin    string     `json:"origin"`
 	Status    Status     `json:"status"`
@@ -76,6 +79,8 @@ type Session struct {
 	Activity string `json:"activity,omitempty"`
 
 	Labels map[string]string `json:"labels,omitempty"`
+	// RestartOf is the session this one is a restart of.
+	RestartOf string `json:"restart_of,omitempty"`
 	// Hooks are the session's lifecycle hook runs, where it has hooks.
 	Hooks []HookRun `json:"hooks,omitempty"`
 	// Warnings explains why a field is unknown or a record was odd.
@@ -109,6 +114,8 @@ type RunRequest struct {
 	Cols         uint16            `json:"cols,omitempty"`
 	// ResumeOf is the agentctl id whose native session this run continues.
 	ResumeOf string `json:"resume_of,omitempty"`
+	// RestartOf is the agentctl id this run repeats (agentctl restart).
+	RestartOf string `json:"restart_of,omitempty"`
 
 	// Lock asks a plain command for the directory lock agents always take.
 	Lock bool `json:"lock,omitempty"`
@@ -127,6 +134,23 @@ type StopRequest struct {
 	Timeout string `json:"timeout,omitempty"` // Go duration; "" means the default grace
 }
 
+// RestartRequest runs a launched session again: the same command, working
+// directory, adapter, prompt, model, name, group and labels, as a new
+// session linked to the old one by restart_of. A running session is stopped
+// first, as Stop would.
+type RestartRequest struct {
+	// Env is the caller's environment: the old one's values are not kept
+	// (they may be secrets), only its names.
+	Env  []string    `json:"env"`
+	Stop StopRequest `json:"stop"`
+}
+
+// RemoveRequest removes a session's folder: its records and output log.
+type RemoveRequest struct {
+	// Force stops a running session first (SIGKILL at once).
+	Force bool `json:"force,omitempty"`
+}
+
 // InputRequest writes bytes to a session's terminal.
 type InputRequest struct {
 	Data []byte `json:"data"` // base64 in JSON
@@ -135,6 +159,8 @@ type InputRequest struct {
 // PruneRequest removes ended sessions' folders.
 type PruneRequest struct {
 	OlderThan string `json:"older_than,omitempty"` // Go duration
+	// DryRun names what would be removed, and removes nothing.
+	DryRun bool `json:"dry_run,omitempty"`
 }
 
 // PruneResult lists what was removed.

@@ -34,7 +34,9 @@ func run(ctx context.Context, args []string) int {
 	if errors.As(err, &exit) {
 		return exit.code
 	}
-	fmt.Fprintln(os.Stderr, "agentctl: "+err.Error())
+	if p, ok := err.(printedError); !ok || !p.quiet {
+		fmt.Fprintln(os.Stderr, "agentctl: "+err.Error())
+	}
 	var usage usageError
 	if errors.As(err, &usage) {
 		return 2
