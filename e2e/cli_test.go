@@ -1,0 +1,313 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentctl/agentctl/api"
+)
+
+// A burst of 50 launches: the first four characters of their ids tell them
+// apart (the leading part of an id is random), list shows short handles
+// that every command takes in any case, and names are handles too.
+func TestHandlesTellABurstApart(t *testing.T) {
+	t.Parallel()
+	e := NewEnv(t)
+	e.MustRun("daemon", "start")
+	const n = 50
+	ids := make([]string, n)
+	var wg sync.WaitGroup
+	began := time.Now()
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, errOut, code := e.Run("run", "--", "sleep", "300")
+			if code != 0 {
+				t.Errorf("run %d: exit %d: %s", i, code, errOut)
+				return
+			}
+			ids[i] = strings.TrimSpace(out)
+		}()
+	}
+	wg.Wait()
+	took := time.Since(began)
+	if t.Failed() {
+		return
+	}
+	prefixes := map[string]bool{}
+	for _, id := range ids {
+		prefixes[id[:4]] = true
+	}
+	t.Logf("%d launches in %s: %d distinct 4-character prefixes", n, took.Round(time.Millisecond), len(prefixes))
+	// Two of 50 share a 4-character prefix with a chance of about 1 in
+	// 850; three sharing would mean the prefixes are not random.
+	if len(prefixes) < n-1 {
+		t.Fatalf("%d launches have only %d distinct 4-character prefixes: %v", n, len(prefixes), ids)
+	}
+	byID := map[string]api.Session{}
+	for _, s := range e.Launched() {
+		byID[s.ID] = s
+	}
+	for _, id := range ids {
+		s := byID[id]
+		if len(s.Handle) < 4 || len(s.Handle) > 5 || !strings.HasPrefix(id, s.Handle) {
+			t.Fatalf("session %s has handle %q: want a 4- or 5-character prefix", id, s.Handle)
+		}
+	}
+	table := e.MustRun("list", "--no-headers")
+	if got := len(strings.Split(table, "\n")); got != n {
+		t.Fatalf("list shows %d rows, want %d:\n%s", got, n, table)
+	}
+	for _, line := range strings.Split(table, "\n") {
+		h := strings.Fields(line)[0]
+		if len(h) > 5 {
+			t.Fatalf("list shows handle %q, want at most 5 characters:\n%s", h, table)
+		}
+		// Upper case resolves as well.
+		if got := e.Session(strings.ToUpper(h)); !strings.HasPrefix(got.ID, h) {
+			t.Fatalf("status %s is %s", strings.ToUpper(h), got.ID)
+		}
+	}
+	e.MustRun("stop", "--all", "--timeout", "0")
+}
+
+func TestNamesAreHandles(t *testing.T) {
+	t.Parallel()
+	e := NewEnv(t)
+	s := e.Start("--name", "web", "--", "sh", "-c", "echo serving; sleep 300")
+	if got := e.Session("web"); got.ID != s.ID {
+		t.Fatalf("status web = %s, want %s", got.ID, s.ID)
+	}
+	WaitFor(t, 10*time.Second, "output", func() bool {
+		out, _, _ := e.Run("logs", "web")
+		return strings.Contains(out, "serving")
+	})
+	// A name is unique among running sessions.
+	_, errOut, code := e.Run("run", "--name", "web", "--", "true")
+	if code == 0 || !strings.Contains(errOut, "taken by running session "+s.ID) {
+		t.Fatalf("a second running 'web': exit %d, %s", code, errOut)
+	}
+	e.MustRun("stop", "web")
+	// Once it ended the name is free again; the running one wins.
+	s2 := e.Start("--name", "web", "--", "sleep", "300")
+	if got := e.Session("web"); got.ID != s2.ID {
+		t.Fatalf("status web = %s, want the running %s", got.ID, s2.ID)
+	}
+	e.MustRun("stop", "web")
+}
+
+// Bash's own completion, on the script agentctl generates, offers ids and
+// names; file names are not offered.
+func TestCompletionOffersSessions(t *testing.T) {
+	t.Parallel()
+	const bashCompletion = "/usr/share/bash-completion/bash_completion"
+	if _, err := os.Stat(bashCompletion); err != nil {
+		t.Skip("bash-completion is not installed (cobra's bash script needs it): ", err)
+	}
+	e := NewEnv(t)
+	s := e.Start("--name", "zeta-worker", "--", "sleep", "300")
+	ended := e.Start("--", "true")
+	e.WaitStatus(ended.ID, api.StatusExited, 10*time.Second)
+	complete := func(line string) []string {
+		t.Helper()
+		script := `source ` + bashCompletion + `
+source <(agentctl completion bash)
+read -ra COMP_WORDS <<< "$LINE"
+[[ "$LINE" == *" " ]] && COMP_WORDS+=("")
+COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+COMP_LINE="$LINE"; COMP_POINT=${#COMP_LINE}
+__start_agentctl agentctl 2>/dev/null
+printf '%s\n' "${COMPREPLY[@]}"`
+		cmd := exec.Command("bash", "-c", script)
+		cmd.Env = append(e.Vars, "PATH="+filepath.Dir(e.Bin)+":"+os.Getenv("PATH"), "LINE="+line)
+		cmd.Dir = t.TempDir()
+		os.WriteFile(filepath.Join(cmd.Dir, "zeta-file"), nil, 0o600)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("complete %q: %v\n%s", line, err, out)
+		}
+		return strings.Fields(string(out))
+	}
+	for _, tc := range []struct {
+		line string
+		want []string
+		not  []string
+	}{
+		{"agentctl status ze", []string{"zeta-worker"}, []string{"zeta-file"}},
+		{"agentctl stop " + s.ID[:3], []string{s.ID}, nil},
+		{"agentctl logs ", []string{s.ID, "zeta-worker", ended.ID}, []string{"zeta-file"}},
+		{"agentctl stop zeta-worker ", []string{ended.ID}, []string{"zeta-worker"}},
+	} {
+		got := complete(tc.line)
+		for _, w := range tc.want {
+			if !contains(got, w) {
+				t.Errorf("complete %q = %v: want %s", tc.line, got, w)
+			}
+		}
+		for _, w := range tc.not {
+			if contains(got, w) {
+				t.Errorf("complete %q = %v: did not want %s", tc.line, got, w)
+			}
+		}
+	}
+	// The description says what the session is.
+	if out := e.MustRun("__complete", "status", "ze"); !strings.Contains(out, "zeta-worker\trunning "+s.ID) {
+		t.Errorf("completion descriptions:\n%s", out)
+	}
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// stop, rm and restart take several sessions, or --all/--group/--label;
+// one failure does not stop the others and the exit status names it.
+func TestSeveralTargets(t *testing.T) {
+	t.Parallel()
+	e := NewEnv(t)
+	a := e.Start("--label", "team=infra", "--", "sleep", "300")
+	b := e.Start("--label", "team=infra", "--", "sleep", "300")
+	c := e.Start("--label", "team=web", "--", "sleep", "300")
+	out, errOut, code := e.Run("stop", "--timeout", "0", a.ID, "nosuchsession", b.ID[:6])
+	if code != 1 || !strings.Contains(errOut, "stop nosuchsession:") || !strings.Contains(errOut, "failed for 1 of 3 sessions: nosuchsession") {
+		t.Fatalf("stop with one bad id: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	for _, s := range []api.Session{a, b} {
+		if st := e.Session(s.ID).Status; !st.Ended() {
+			t.Fatalf("%s is %s after stop", s.ID, st)
+		}
+	}
+	if st := e.Session(c.ID).Status; st != api.StatusRunning {
+		t.Fatalf("%s is %s: stop touched a session it was not given", c.ID, st)
+	}
+	// --label selects; giving ids and a selector is a usage mistake.
+	if _, _, code := e.Run("stop", c.ID, "--all"); code != 2 {
+		t.Fatalf("stop ID --all: exit %d, want 2", code)
+	}
+	if _, _, code := e.Run("stop"); code != 2 {
+		t.Fatalf("stop with no target: exit %d, want 2", code)
+	}
+	d := e.Start("--label", "team=web", "--", "sleep", "300")
+	e.MustRun("stop", "--label", "team=web", "--timeout", "0")
+	for _, s := range []api.Session{c, d} {
+		if st := e.Session(s.ID).Status; !st.Ended() {
+			t.Fatalf("%s is %s after stop --label", s.ID, st)
+		}
+	}
+	// rm --label removes the ended ones of that label only.
+	e.MustRun("rm", "--label", "team=infra")
+	for _, s := range []api.Session{a, b} {
+		if _, err := os.Stat(e.SessionDir(s.ID)); !os.IsNotExist(err) {
+			t.Fatalf("%s's folder after rm: %v", s.ID, err)
+		}
+	}
+	if _, err := os.Stat(e.SessionDir(c.ID)); err != nil {
+		t.Fatalf("rm --label team=infra removed %s: %v", c.ID, err)
+	}
+}
+
+func TestRestartRmPrune(t *testing.T) {
+	t.Parallel()
+	e := NewEnv(t)
+	dir := t.TempDir()
+	old := e.Start("--name", "svc", "--label", "k=v", "--cwd", dir, "--", "sh", "-c", "pwd; sleep 300")
+	fresh := e.MustRun("restart", "svc")
+	s := e.Session(fresh)
+	if s.ID == old.ID || s.RestartOf != old.ID || s.Name != "svc" || s.Cwd != dir || s.Labels["k"] != "v" ||
+		strings.Join(s.Command, " ") != strings.Join(old.Command, " ") || s.Status != api.StatusRunning {
+		t.Fatalf("restart of %+v gave %+v", old, s)
+	}
+	if st := e.Session(old.ID).Status; !st.Ended() {
+		t.Fatalf("the old session is %s after restart", st)
+	}
+	// rm refuses a running session, and --force stops it first.
+	if _, errOut, code := e.Run("rm", "svc"); code != 1 || !strings.Contains(errOut, "is running") {
+		t.Fatalf("rm of a running session: exit %d, %s", code, errOut)
+	}
+	if got := e.MustRun("rm", "--force", "svc"); got != s.ID {
+		t.Fatalf("rm --force printed %q", got)
+	}
+	if _, err := os.Stat(e.SessionDir(s.ID)); !os.IsNotExist(err) {
+		t.Fatalf("folder after rm --force: %v", err)
+	}
+	// prune --dry-run names what prune removes; off a terminal it does not
+	// ask.
+	if got := e.MustRun("prune", "--dry-run"); got != old.ID {
+		t.Fatalf("prune --dry-run = %q, want %s", got, old.ID)
+	}
+	if _, err := os.Stat(e.SessionDir(old.ID)); err != nil {
+		t.Fatalf("dry run removed %s: %v", old.ID, err)
+	}
+	if got := e.MustRun("prune"); got != "removed 1 ended sessions" {
+		t.Fatalf("prune = %q", got)
+	}
+}
+
+func TestListOutput(t *testing.T) {
+	t.Parallel()
+	e := NewEnv(t)
+	long := strings.Repeat("a long prompt-like argument ", 10)
+	s := e.Start("--cwd", t.TempDir(), "--", "sh", "-c", "sleep 300 # "+long)
+	// Control characters in what a user typed never reach the terminal.
+	evil := e.Start("--", "sh", "-c", "sleep 300 # \x1b]0;pwned\x07\x1b[31m")
+	out := e.MustRun("list")
+	if strings.ContainsAny(out, "\x1b\x07") {
+		t.Fatalf("list printed control characters: %q", out)
+	}
+	for _, col := range []string{"MODEL", "TOKENS", "COST", "PID"} {
+		if strings.Contains(out, col) {
+			t.Fatalf("list shows the %s column for plain commands:\n%s", col, out)
+		}
+	}
+	for _, width := range []int{80, 120} {
+		cmd := e.Command("list")
+		cmd.Env = append(cmd.Env, "COLUMNS="+strconv.Itoa(width))
+		b, err := cmd.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if n := utf8.RuneCountInString(line); n >= width {
+				t.Fatalf("COLUMNS=%d: a line of %d characters:\n%s", width, n, b)
+			}
+		}
+	}
+	wide := e.MustRun("list", "-o", "wide")
+	if !strings.Contains(wide, s.ID) || !strings.Contains(wide, "PID") || !strings.Contains(wide, strings.TrimSpace(long)) {
+		t.Fatalf("list -o wide:\n%s", wide)
+	}
+	if q := e.MustRun("list", "-q"); q != s.ID+"\n"+evil.ID {
+		t.Fatalf("list -q = %q", q)
+	}
+	if nh := e.MustRun("list", "--no-headers"); strings.Contains(nh, "ADAPTER") || len(strings.Split(nh, "\n")) != 2 {
+		t.Fatalf("list --no-headers:\n%s", nh)
+	}
+	var l api.SessionList
+	e.JSON(&l, "list", "-o", "json")
+	if len(l.Sessions) != 2 {
+		t.Fatalf("list -o json has %d sessions", len(l.Sessions))
+	}
+	for _, bad := range [][]string{{"list", "--status", "bogus"}, {"list", "-o", "yaml"}} {
+		_, errOut, code := e.Run(bad...)
+		if code != 2 || !strings.Contains(errOut, "want ") {
+			t.Fatalf("%v: exit %d, %s", bad, code, errOut)
+		}
+	}
+	if _, errOut, _ := e.Run("list", "--status", "bogus"); !strings.Contains(errOut, "running, exited, killed, lost, ended, unknown") {
+		t.Fatalf("--status bogus does not name the statuses: %s", errOut)
+	}
+	e.MustRun("stop", "--all", "--timeout", "0")
+}
