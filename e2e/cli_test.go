@@ -311,3 +311,14 @@ func TestListOutput(t *testing.T) {
 	}
 	e.MustRun("stop", "--all", "--timeout", "0")
 }
+
+// fieldCount is how many of out's white-space separated fields are s.
+func fieldCount(out, s string) int {
+	n := 0
+	for _, f := range strings.Fields(out) {
+		if f == s {
+			n++
+		}
+	}
+	return n
+}

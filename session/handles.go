@@ -33,7 +33,7 @@ func (r *records) resolveLaunched(handle string) (string, error) {
 		return id, err
 	}
 	if !valid {
-		return "", faultf(ErrNotFound, "no session is named %q and it is not a session id (see `agentctl list -a`)", handle)
+		return "", faultf(ErrInvalid, "%q is not a valid session id, nor the name of a session (see `agentctl list -a`)", handle)
 	}
 	return resolvePrefix(handle, ids)
 }

@@ -53,9 +53,10 @@ after 'agentctl service install'. State lives in $AGENTCTL_HOME (default
 		newPruneCmd(), newRmCmd(), newRestartCmd(), newDaemonCmd(), newShimCmd(),
 		newGroupCmd(), newWorktreeCmd(),
 		newLockCmd(), newUnlockCmd(), newLocksCmd(), newFuseCmd(), newFusesCmd("fuses"), newEventsCmd(),
-		newServiceCmd(), newGenDocsCmd(),
+		newServiceCmd(), newGenDocsCmd(), newVersionCmd(),
 	)
 	addCompletions(root)
+	organizeHelp(root)
 	return root
 }
 

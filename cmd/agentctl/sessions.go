@@ -237,7 +237,7 @@ func printSession(w io.Writer, s api.Session) {
 	tw := newTable(w)
 	row := func(k, v string) {
 		if v != "" {
-			fmt.Fprintf(tw, "%s\t%s\n", k, v)
+			fmt.Fprintf(tw, "%s\t%s\n", k, sanitize(v))
 		}
 	}
 	row("id", s.ID)
