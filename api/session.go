@@ -179,11 +179,17 @@ type DaemonStatus struct {
 }
 
 // LogChunk is one NDJSON message of a log stream. Text carries stripped
-// lines; Data carries raw bytes (base64 in JSON). The last message of a
-// followed stream has End set and the session's final state.
+// lines, one or more, joined by newlines (no final newline); Data carries
+// raw bytes (base64 in JSON), or the stripped text when asked for with
+// LogOptions.TextAsData. Either is at most about 64 KiB. A Partial
+// chunk is the unfinished last line as it stands so far (asked for with
+// LogOptions.Partial): the next chunk repeats it, longer or finished. The
+// last message of a followed stream has End set and the session's final
+// state.
 type LogChunk struct {
 	Text    string   `json:"text,omitempty"`
 	Data    []byte   `json:"data,omitempty"`
+	Partial bool     `json:"partial,omitempty"`
 	End     bool     `json:"end,omitempty"`
 	Session *Session `json:"session,omitempty"`
 }
@@ -266,6 +272,15 @@ type LogOptions struct {
 	Raw bool
 	// Follow goes on with new output until the session ends.
 	Follow bool
+	// Color keeps colour sequences (SGR) in the stripped view.
+	Color bool
+	// Partial sends the unfinished last line of the stripped view as it
+	// grows (LogChunk.Partial).
+	Partial bool
+	// TextAsData carries the stripped view's text in Data (base64) rather
+	// than Text: JSON escapes every line end of Text, base64 is several
+	// times faster to encode and decode.
+	TextAsData bool
 }
 
 // Query encodes o as URL query parameters.
@@ -278,12 +293,22 @@ func (o LogOptions) Query() url.Values {
 	if o.Follow {
 		q.Set("follow", "1")
 	}
+	if o.Color {
+		q.Set("color", "1")
+	}
+	if o.Partial {
+		q.Set("partial", "1")
+	}
+	if o.TextAsData {
+		q.Set("text_as_data", "1")
+	}
 	return q
 }
 
 // ParseLogOptions decodes what Query encodes.
 func ParseLogOptions(q url.Values) (LogOptions, error) {
-	o := LogOptions{Raw: q.Get("raw") == "1", Follow: q.Get("follow") == "1"}
+	o := LogOptions{Raw: q.Get("raw") == "1", Follow: q.Get("follow") == "1", Color: q.Get("color") == "1", Partial: q.Get("partial") == "1",
+		TextAsData: q.Get("text_as_data") == "1"}
 	if v := q.Get("n"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {

@@ -78,14 +78,21 @@ func (c *Core) Logs(ctx context.Context, id string, o api.LogOptions, emit func(
 	if err != nil {
 		return err
 	}
-	var strip logs.Stripper
+	strip := logs.Stripper{KeepColor: o.Color}
+	partial := ""
+	var text []byte
 	send := func(b []byte) error {
 		if o.Raw {
-			return emit(api.LogChunk{Data: b})
+			return sendRaw(b, emit)
 		}
-		for _, line := range strip.Write(b) {
-			if err := emit(api.LogChunk{Text: line}); err != nil {
-				return err
+		text = strip.AppendText(text[:0], b)
+		if err := sendText(text, o.TextAsData, emit); err != nil {
+			return err
+		}
+		if o.Partial && o.Follow {
+			if p := strip.Pending(); p != partial {
+				partial = p
+				return emit(textChunk(p, o.TextAsData, true))
 			}
 		}
 		return nil
@@ -105,7 +112,7 @@ func (c *Core) Logs(ctx context.Context, id string, o api.LogOptions, emit func(
 	}
 	if !o.Raw {
 		if last, ok := strip.Flush(); ok {
-			if err := emit(api.LogChunk{Text: last}); err != nil {
+			if err := emit(textChunk(last, o.TextAsData, false)); err != nil {
 				return err
 			}
 		}

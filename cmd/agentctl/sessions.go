@@ -283,43 +283,6 @@ func printSession(w io.Writer, s api.Session) {
 	tw.Flush()
 }
 
-func newLogsCmd() *cobra.Command {
-	var o api.LogOptions
-	cmd := &cobra.Command{
-		Use:   "logs ID",
-		Short: "Show a session's output (-f to follow until it ends)",
-		Long: `Show the last lines of a session's terminal output. The default view strips
-terminal escape sequences; --raw gives the bytes as the agent wrote them.
--f follows the output until the session ends, then exits. Nothing is lost or
-repeated between the lines shown first and those that follow.`,
-		Args: args(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, a []string) error {
-			c, err := newClient()
-			if err != nil {
-				return err
-			}
-			if !cmd.Flags().Changed("lines") {
-				o.Lines = screenLines()
-			}
-			return c.Logs(cmd.Context(), a[0], o, func(ch api.LogChunk) error {
-				if o.Raw {
-					_, err := os.Stdout.Write(ch.Data)
-					return err
-				}
-				if ch.Text != "" || (!ch.End && ch.Data == nil) {
-					_, err := fmt.Println(ch.Text)
-					return err
-				}
-				return nil
-			})
-		},
-	}
-	cmd.Flags().IntVarP(&o.Lines, "lines", "n", 0, "how many lines (0: all kept; default: a screenful)")
-	cmd.Flags().BoolVarP(&o.Follow, "follow", "f", false, "follow the output until the session ends")
-	cmd.Flags().BoolVar(&o.Raw, "raw", false, "raw bytes, escape sequences included")
-	return cmd
-}
-
 // screenLines is the terminal's height less a line, or 50 off a terminal.
 func screenLines() int {
 	if _, h, err := term.GetSize(int(os.Stdout.Fd())); err == nil && h > 2 {

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"bufio"
+	"os"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/agentctl/agentctl/api"
+)
+
+func newLogsCmd() *cobra.Command {
+	var o api.LogOptions
+	var noColor bool
+	cmd := &cobra.Command{
+		Use:   "logs ID",
+		Short: "Show a session's output (-f to follow until it ends)",
+		Long: `Show the last lines of a session's terminal output. The default view strips
+terminal escape sequences, keeping colour when the output is a terminal
+(--no-color or NO_COLOR=1 turns it off; a pipe or file never gets it); --raw
+gives the bytes as the agent wrote them.
+
+-f follows the output until the session ends, then exits; on a terminal a
+line still being written shows as it grows. Nothing is lost or repeated
+between the lines shown first and those that follow. Ctrl-C stops following
+(exit 130); the session goes on.`,
+		Example: `  agentctl logs web
+  agentctl logs -f k3x9
+  agentctl logs -n 0 k3x9 | grep error
+  agentctl logs --raw -n 0 k3x9 > out.log`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			c, err := newClient()
+			if err != nil {
+				return err
+			}
+			if !cmd.Flags().Changed("lines") {
+				o.Lines = screenLines()
+			}
+			tty := term.IsTerminal(int(os.Stdout.Fd()))
+			o.Color = tty && !noColor && os.Getenv("NO_COLOR") == ""
+			o.Partial = tty && o.Follow && !o.Raw
+			o.TextAsData = true
+			out := bufio.NewWriterSize(os.Stdout, 256<<10)
+			defer out.Flush()
+			var v logView
+			err = c.Logs(cmd.Context(), a[0], o, func(ch api.LogChunk) error {
+				if err := v.write(out, ch, o.Raw); err != nil {
+					return err
+				}
+				if o.Follow {
+					return out.Flush()
+				}
+				return nil
+			})
+			if o.Color && v.colored {
+				out.WriteString("\x1b[0m")
+			}
+			return err
+		},
+	}
+	cmd.Flags().IntVarP(&o.Lines, "lines", "n", 0, "how many lines (0: all kept; default: a screenful)")
+	cmd.Flags().BoolVarP(&o.Follow, "follow", "f", false, "follow the output until the session ends")
+	cmd.Flags().BoolVar(&o.Raw, "raw", false, "raw bytes, escape sequences included")
+	cmd.Flags().BoolVar(&noColor, "no-color", false, "strip colour too (also NO_COLOR=1)")
+	return cmd
+}
+
+// logView prints a log stream's chunks: raw bytes as they are; text lines
+// each with a newline; a partial line in place, overwritten as it grows.
+type logView struct {
+	partial bool // a partial line is on screen
+	colored bool // colour was printed
+}
+
+func (v *logView) write(w *bufio.Writer, ch api.LogChunk, raw bool) error {
+	if raw {
+		_, err := w.Write(ch.Data)
+		return err
+	}
+	text := ch.Text
+	if ch.Data != nil {
+		text = string(ch.Data)
+	}
+	if ch.End && text == "" {
+		return nil
+	}
+	if v.partial {
+		// Back to the start of the line, erased: it is written again.
+		w.WriteString("\r\x1b[K")
+		v.partial = false
+	}
+	for i := 0; i < len(text) && !v.colored; i++ {
+		v.colored = text[i] == 0x1b
+	}
+	w.WriteString(text)
+	if ch.Partial {
+		v.partial = text != ""
+		return nil
+	}
+	return w.WriteByte('\n')
+}

@@ -1,0 +1,122 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/agentctl/agentctl/api"
+)
+
+// A 16 MB log comes out whole, raw or stripped; the stripped view's rate
+// is logged.
+func TestLogsOfALargeSession(t *testing.T) {
+	t.Parallel()
+	e := NewEnv(t)
+	const lines = 2000000
+	s := e.Start("--", "sh", "-c", fmt.Sprintf(`seq 1 %d; printf '\033[31mred\033[0m tail'`, lines))
+	e.WaitStatus(s.ID, api.StatusExited, 60*time.Second)
+	logFile, err := os.ReadFile(e.SessionDir(s.ID) + "/output.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := e.Command("logs", "--raw", "-n", "0", s.ID)
+	got, err := raw.Output()
+	if err != nil {
+		t.Fatalf("logs --raw -n 0: %v", err)
+	}
+	if !bytes.Equal(got, logFile) {
+		t.Fatalf("logs --raw -n 0 gave %d bytes, the log has %d", len(got), len(logFile))
+	}
+	var want bytes.Buffer
+	for i := 1; i <= lines; i++ {
+		fmt.Fprintf(&want, "%d\n", i)
+	}
+	want.WriteString("red tail\n")
+	began := time.Now()
+	text, err := e.Command("logs", "-n", "0", s.ID).Output()
+	took := time.Since(began)
+	if err != nil {
+		t.Fatalf("logs -n 0: %v", err)
+	}
+	if !bytes.Equal(text, want.Bytes()) {
+		t.Fatalf("logs -n 0 gave %d bytes, want %d (first difference near %q)", len(text), want.Len(), firstDiff(text, want.Bytes()))
+	}
+	t.Logf("raw log %d bytes; stripped view %d bytes in %s: %.0f MB/s", len(logFile), len(text), took.Round(time.Millisecond), float64(len(text))/took.Seconds()/1e6)
+	if tail := e.MustRun("logs", "-n", "2", s.ID); tail != fmt.Sprintf("%d\nred tail", lines) {
+		t.Fatalf("logs -n 2 = %q", tail)
+	}
+}
+
+func firstDiff(a, b []byte) string {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if a[i] != b[i] {
+			return string(a[max(0, i-20):min(len(a), i+20)])
+		}
+	}
+	return "the end"
+}
+
+// On a terminal logs keeps colour and shows a line as it grows; piped, it
+// strips colour; NO_COLOR and --no-color strip it on a terminal too.
+func TestLogsColourAndPartialLines(t *testing.T) {
+	t.Parallel()
+	e := NewEnv(t)
+	s := e.Start("--", "sh", "-c", `printf '\033[31mred\033[0m line\n'; printf 'still typing'; sleep 300`)
+	WaitFor(t, 10*time.Second, "output", func() bool { return strings.Contains(e.MustRun("logs", s.ID), "still typing") })
+	if piped := e.MustRun("logs", s.ID); strings.Contains(piped, "\x1b") || !strings.Contains(piped, "red line") {
+		t.Fatalf("piped logs = %q: want the text without escapes", piped)
+	}
+	onTerminal := func(extraEnv []string, args ...string) (*ptyOutput, *exec.Cmd) {
+		cmd := e.Command(args...)
+		cmd.Env = append(cmd.Env, extraEnv...)
+		tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 30, Cols: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := &ptyOutput{}
+		go io.Copy(out, tty)
+		t.Cleanup(func() { tty.Close(); cmd.Process.Kill(); cmd.Wait() })
+		return out, cmd
+	}
+	out, cmd := onTerminal(nil, "logs", "-f", s.ID)
+	WaitFor(t, 10*time.Second, "logs -f on a terminal to show colour and the unfinished line", func() bool {
+		o := out.String()
+		return strings.Contains(o, "\x1b[31mred\x1b[0m line") && strings.Contains(o, "still typing")
+	})
+	// Ctrl-C ends the follower quietly, with 130; the session goes on.
+	cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	if !asExitError(err, &exit) || exit.ExitCode() != 130 {
+		t.Fatalf("logs -f after Ctrl-C: %v, want exit 130", err)
+	}
+	if strings.Contains(out.String(), "agentctl:") {
+		t.Fatalf("logs -f printed an error on Ctrl-C: %q", out.String())
+	}
+	if st := e.Session(s.ID).Status; st != api.StatusRunning {
+		t.Fatalf("the session is %s after Ctrl-C on logs -f", st)
+	}
+	for _, tc := range []struct {
+		env  []string
+		args []string
+	}{
+		{[]string{"NO_COLOR=1"}, []string{"logs", s.ID}},
+		{nil, []string{"logs", "--no-color", s.ID}},
+	} {
+		out, cmd := onTerminal(tc.env, tc.args...)
+		cmd.Wait()
+		if o := out.String(); !strings.Contains(o, "red line") || strings.Contains(o, "\x1b[31m") {
+			t.Fatalf("%v %v on a terminal = %q: want no colour", tc.env, tc.args, o)
+		}
+	}
+	e.MustRun("stop", s.ID)
+}
