@@ -187,9 +187,12 @@ type DaemonStatus struct {
 // last message of a followed stream has End set and the session's final
 // state.
 type LogChunk struct {
-	Text    string   `json:"text,omitempty"`
-	Data    []byte   `json:"data,omitempty"`
-	Partial bool     `json:"partial,omitempty"`
+	Text    string `json:"text,omitempty"`
+	Data    []byte `json:"data,omitempty"`
+	Partial bool   `json:"partial,omitempty"`
+	// Cursor is where a stream that broke off continues (LogOptions.After),
+	// in a message of its own.
+	Cursor  string   `json:"cursor,omitempty"`
 	End     bool     `json:"end,omitempty"`
 	Session *Session `json:"session,omitempty"`
 }
@@ -281,6 +284,12 @@ type LogOptions struct {
 	// than Text: JSON escapes every line end of Text, base64 is several
 	// times faster to encode and decode.
 	TextAsData bool
+	// Cursors asks for a cursor message (LogChunk.Cursor, nothing else)
+	// after each read of a followed log: where After continues.
+	Cursors bool
+	// After continues a followed log at a cursor a previous stream gave,
+	// instead of starting with the last Lines lines.
+	After string
 }
 
 // Query encodes o as URL query parameters.
@@ -302,13 +311,19 @@ func (o LogOptions) Query() url.Values {
 	if o.TextAsData {
 		q.Set("text_as_data", "1")
 	}
+	if o.Cursors {
+		q.Set("cursors", "1")
+	}
+	if o.After != "" {
+		q.Set("after", o.After)
+	}
 	return q
 }
 
 // ParseLogOptions decodes what Query encodes.
 func ParseLogOptions(q url.Values) (LogOptions, error) {
 	o := LogOptions{Raw: q.Get("raw") == "1", Follow: q.Get("follow") == "1", Color: q.Get("color") == "1", Partial: q.Get("partial") == "1",
-		TextAsData: q.Get("text_as_data") == "1"}
+		TextAsData: q.Get("text_as_data") == "1", Cursors: q.Get("cursors") == "1", After: q.Get("after")}
 	if v := q.Get("n"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {

@@ -120,3 +120,50 @@ func TestLogsColourAndPartialLines(t *testing.T) {
 	}
 	e.MustRun("stop", s.ID)
 }
+
+// logs -f and run --wait ride out a restart of the service: every byte
+// once, in order.
+func TestLogsFollowAcrossServiceRestart(t *testing.T) {
+	t.Parallel()
+	e := NewEnv(t)
+	const n = 80
+	script := fmt.Sprintf(`i=0; while [ $i -lt %d ]; do i=$((i+1)); echo "line $i"; sleep 0.05; done`, n)
+	s := e.Start("--", "sh", "-c", script)
+	var want bytes.Buffer
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&want, "line %d\n", i)
+	}
+	type follower struct {
+		name string
+		cmd  *exec.Cmd
+		out  bytes.Buffer
+		errb bytes.Buffer
+	}
+	var fs []*follower
+	for _, args := range [][]string{
+		{"logs", "-f", "-n", "0", s.ID},
+		{"logs", "-f", "--raw", "-n", "0", s.ID},
+		{"run", "--wait", "--", "sh", "-c", script},
+	} {
+		f := &follower{name: strings.Join(args[:3], " "), cmd: e.Command(args...)}
+		f.cmd.Stdout, f.cmd.Stderr = &f.out, &f.errb
+		if err := f.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		fs = append(fs, f)
+	}
+	time.Sleep(time.Second)
+	e.MustRun("daemon", "restart")
+	time.Sleep(time.Second)
+	e.MustRun("daemon", "restart")
+	for _, f := range fs {
+		err := f.cmd.Wait()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", f.name, err, f.errb.String())
+		}
+		got := strings.ReplaceAll(f.out.String(), "\r\n", "\n")
+		if got != want.String() {
+			t.Fatalf("%s across two service restarts gave:\n%q\nwant:\n%q", f.name, got, want.String())
+		}
+	}
+}

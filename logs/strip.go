@@ -19,7 +19,13 @@ type Stripper struct {
 	line  []byte // the line being built
 	col   int    // cursor position in line, after a carriage return
 	seq   []byte // the CSI sequence being read, when KeepColor
+	// sinceLine counts the raw bytes read since the last line end: the
+	// unfinished line, escapes included.
+	sinceLine int64
 }
+
+// SinceLine is how many raw bytes were read since the last line end.
+func (s *Stripper) SinceLine() int64 { return s.sinceLine }
 
 type stripState int
 
@@ -74,9 +80,11 @@ func (s *Stripper) write(p []byte, done func([]byte)) {
 			}
 			s.line = append(s.line, p[i:j]...)
 			s.col = len(s.line)
+			s.sinceLine += int64(j - i)
 			i = j - 1
 			continue
 		}
+		s.sinceLine++
 		switch s.state {
 		case stEsc:
 			switch {
@@ -132,7 +140,7 @@ func (s *Stripper) write(p []byte, done func([]byte)) {
 			s.state = stEsc
 		case '\n':
 			done(s.line)
-			s.line, s.col = s.line[:0], 0
+			s.line, s.col, s.sinceLine = s.line[:0], 0, 0
 		case '\r':
 			s.col = 0
 		case '\b':

@@ -74,13 +74,32 @@ func (c *Core) Logs(ctx context.Context, id string, o api.LogOptions, emit func(
 		return err
 	}
 	path := filepath.Join(dir, home.LogFile)
-	data, pos, err := logs.Tail(path, o.Lines)
-	if err != nil {
+	var data []byte
+	var pos logs.Position
+	if o.After != "" {
+		// A stream that broke off goes on where it was.
+		if pos, err = logs.ParsePosition(o.After); err != nil {
+			return faultf(ErrInvalid, "%v", err)
+		}
+	} else if data, pos, err = logs.Tail(path, o.Lines); err != nil {
 		return err
 	}
 	strip := logs.Stripper{KeepColor: o.Color}
 	partial := ""
 	var text []byte
+	// cursor says where the bytes sent so far end: for the text view,
+	// where the unfinished line begins, so it comes again whole.
+	cursor := func(at logs.Position) error {
+		if !o.Cursors || !o.Follow {
+			return nil
+		}
+		if !o.Raw {
+			if at.Offset -= strip.SinceLine(); at.Offset < 0 {
+				return nil // the line began in an older file
+			}
+		}
+		return emit(api.LogChunk{Cursor: at.String()})
+	}
 	send := func(b []byte) error {
 		if o.Raw {
 			return sendRaw(b, emit)
@@ -100,13 +119,22 @@ func (c *Core) Logs(ctx context.Context, id string, o api.LogOptions, emit func(
 	if err := send(data); err != nil {
 		return err
 	}
+	if err := cursor(pos); err != nil {
+		return err
+	}
 	if o.Follow {
 		// The log ends when the session does, by the one status rule.
 		ended := func() bool {
 			s, err := c.records.get(sess.ID)
 			return err != nil || s.Status.Ended()
 		}
-		if err := logs.Follow(ctx, path, pos, ended, send); err != nil {
+		err := logs.FollowFrom(ctx, path, pos, ended, func(b []byte, at logs.Position) error {
+			if err := send(b); err != nil {
+				return err
+			}
+			return cursor(at)
+		})
+		if err != nil {
 			return err
 		}
 	}

@@ -2,12 +2,15 @@ package main
 
 import (
 	"bufio"
+	"context"
+	"errors"
 	"os"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/client"
 )
 
 func newLogsCmd() *cobra.Command {
@@ -45,7 +48,7 @@ between the lines shown first and those that follow. Ctrl-C stops following
 			out := bufio.NewWriterSize(os.Stdout, 256<<10)
 			defer out.Flush()
 			var v logView
-			err = c.Logs(cmd.Context(), a[0], o, func(ch api.LogChunk) error {
+			err = followLogs(cmd.Context(), c, a[0], o, func(ch api.LogChunk) error {
 				if err := v.write(out, ch, o.Raw); err != nil {
 					return err
 				}
@@ -65,6 +68,38 @@ between the lines shown first and those that follow. Ctrl-C stops following
 	cmd.Flags().BoolVar(&o.Raw, "raw", false, "raw bytes, escape sequences included")
 	cmd.Flags().BoolVar(&noColor, "no-color", false, "strip colour too (also NO_COLOR=1)")
 	return cmd
+}
+
+// followLogs is Client.Logs that, when following, rides out a restart of
+// the service: it waits for the service to answer again and continues at
+// the last cursor, so nothing is lost or repeated.
+func followLogs(ctx context.Context, c *client.Client, id string, o api.LogOptions, emit func(api.LogChunk) error) error {
+	if !o.Follow {
+		return c.Logs(ctx, id, o, emit)
+	}
+	o.Cursors = true
+	cursor := ""
+	for {
+		var emitErr error
+		err := c.Logs(ctx, id, o, func(ch api.LogChunk) error {
+			if ch.Cursor != "" {
+				cursor = ch.Cursor
+				return nil
+			}
+			emitErr = emit(ch)
+			return emitErr
+		})
+		var apiErr *api.Error
+		switch {
+		case err == nil || ctx.Err() != nil || emitErr != nil || cursor == "" || errors.As(err, &apiErr):
+			return err
+		}
+		// The stream broke off: the service went away.
+		if err := waitForService(ctx, c); err != nil {
+			return err
+		}
+		o.After = cursor
+	}
 }
 
 // logView prints a log stream's chunks: raw bytes as they are; text lines

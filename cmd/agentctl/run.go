@@ -191,7 +191,7 @@ func showStarted(cmd *cobra.Command, f *runFlags, c *client.Client, sess api.Ses
 // exitError with the agent's exit code (128+signal for a signal).
 func waitSession(ctx context.Context, c *client.Client, id string, w io.Writer) error {
 	var final *api.Session
-	err := c.Logs(ctx, id, api.LogOptions{Raw: true, Follow: true}, func(ch api.LogChunk) error {
+	err := followLogs(ctx, c, id, api.LogOptions{Raw: true, Follow: true}, func(ch api.LogChunk) error {
 		if len(ch.Data) > 0 {
 			if _, err := w.Write(ch.Data); err != nil {
 				return err
