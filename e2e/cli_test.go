@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/creack/pty"
 
 	"github.com/agentctl/agentctl/api"
 )
@@ -321,4 +324,69 @@ func fieldCount(out, s string) int {
 		}
 	}
 	return n
+}
+
+// attach with a standard input that ends (not a terminal) detaches; the
+// session goes on.
+func TestAttachDetachesAtEndOfInput(t *testing.T) {
+	t.Parallel()
+	e := NewEnv(t)
+	s := e.Start("--", "sh", "-c", "cat; sleep 300")
+	cmd := e.Command("attach", s.ID)
+	cmd.Stdin = strings.NewReader("typed\n")
+	done := make(chan error, 1)
+	var out strings.Builder
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("attach: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("attach did not detach at the end of its input")
+	}
+	if st := e.Session(s.ID).Status; st != api.StatusRunning {
+		t.Fatalf("after attach the session is %s", st)
+	}
+	WaitFor(t, 10*time.Second, "the typed line in the log", func() bool {
+		return strings.Contains(e.MustRun("logs", s.ID), "typed")
+	})
+	e.MustRun("stop", s.ID)
+}
+
+// run -it starts and attaches in one step; when the program ends in the
+// alternate screen with the cursor hidden, the terminal is put back.
+func TestRunAttachedResetsTheTerminal(t *testing.T) {
+	t.Parallel()
+	e := NewEnv(t)
+	cmd := e.Command("run", "-it", "--", "sh", "-c", `sleep 1; printf '\033[?1049h\033[?25l\033[?1000hfull screen'; sleep 1; exit 4`)
+	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 30, Cols: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	out := &ptyOutput{}
+	go io.Copy(out, tty)
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	if !asExitError(err, &exit) || exit.ExitCode() != 4 {
+		t.Fatalf("run -it: %v, want exit 4 (the program's)", err)
+	}
+	WaitFor(t, 5*time.Second, "the session's end notice", func() bool { return strings.Contains(out.String(), "ended") })
+	o := out.String()
+	i := strings.Index(o, "full screen")
+	if i < 0 {
+		t.Fatalf("run -it showed %q", o)
+	}
+	after := o[i:]
+	for _, want := range []string{"\x1b[?1049l", "\x1b[?25h", "\x1b[?1000l"} {
+		if !strings.Contains(after, want) {
+			t.Errorf("after the program ended the terminal was not reset with %q: %q", want, after)
+		}
+	}
 }
