@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -389,4 +390,54 @@ func TestRunAttachedResetsTheTerminal(t *testing.T) {
 			t.Errorf("after the program ended the terminal was not reset with %q: %q", want, after)
 		}
 	}
+}
+
+// Attaching to an idle full-screen program shows its screen at once: the
+// monitor keeps the screen and sends it first. Seen through tmux, as a
+// person's terminal would show it.
+func TestAttachRedrawsTheScreen(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed")
+	}
+	e := NewEnv(t)
+	s := e.Start("--", "sh", "-c", `printf '\033[?1049h\033[2J\033[5;10HIDLE MENU\033[7;10Hpress q'; sleep 300`)
+	WaitFor(t, 10*time.Second, "the menu in the log", func() bool {
+		return strings.Contains(e.MustRun("logs", s.ID), "press q")
+	})
+	dir := t.TempDir()
+	var script strings.Builder
+	script.WriteString("#!/bin/sh\n")
+	for _, kv := range e.Vars {
+		k, v, _ := strings.Cut(kv, "=")
+		if strings.ContainsAny(k, "()") {
+			continue
+		}
+		fmt.Fprintf(&script, "export %s='%s'\n", k, strings.ReplaceAll(v, "'", `'\''`))
+	}
+	fmt.Fprintf(&script, "exec %s attach %s\n", e.Bin, s.ID)
+	wrapper := filepath.Join(dir, "attach.sh")
+	if err := os.WriteFile(wrapper, []byte(script.String()), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	server := "agentctl-e2e-" + filepath.Base(dir)
+	tmux := func(args ...string) string {
+		out, err := exec.Command("tmux", append([]string{"-L", server, "-f", "/dev/null"}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	tmux("new-session", "-d", "-s", "view", "-x", "100", "-y", "30", wrapper)
+	t.Cleanup(func() { exec.Command("tmux", "-L", server, "kill-server").Run() })
+	var pane string
+	WaitFor(t, 15*time.Second, "the idle menu on the attached terminal", func() bool {
+		pane = tmux("capture-pane", "-p", "-t", "view")
+		return strings.Contains(pane, "IDLE MENU") && strings.Contains(pane, "press q")
+	})
+	lines := strings.Split(pane, "\n")
+	if len(lines) < 7 || !strings.Contains(lines[4], "IDLE MENU") {
+		t.Fatalf("the menu is not where the program drew it (row 5):\n%s", pane)
+	}
+	e.MustRun("stop", s.ID)
 }
