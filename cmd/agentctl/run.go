@@ -332,6 +332,9 @@ whole conversation. Prints the new run's id.`,
 			if prev.Origin != api.OriginLaunched {
 				return fmt.Errorf("session %s was not started by agentctl; resume it with its own CLI", prev.ID)
 			}
+			if prev.Adapter == api.ExecAdapter {
+				return usageError{fmt.Errorf("session %s is a plain command, not an agent: resume continues an agent's conversation; run the command again with 'agentctl restart %s'", prev.ID, prev.ID)}
+			}
 			f.adapter, f.prompt = prev.Adapter, a[1]
 			if f.cwd == "" {
 				f.cwd = prev.Cwd
