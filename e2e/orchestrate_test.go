@@ -192,8 +192,11 @@ func TestGroupOfCommandsInWorktrees(t *testing.T) {
 		t.Errorf("removed member's row = %+v", removed)
 	}
 	// worktree list shows the rest; the main working tree cannot be cleaned.
-	var wts []orchestrate.Worktree
-	e.JSON(&wts, "worktree", "list", "--json", repo)
+	var wtList struct {
+		Worktrees []orchestrate.Worktree `json:"worktrees"`
+	}
+	e.JSON(&wtList, "worktree", "list", "--json", repo)
+	wts := wtList.Worktrees
 	if len(wts) != 2 || !wts[0].Main || wts[1].Path != res.Members[1].Worktree {
 		t.Errorf("worktree list = %+v", wts)
 	}
