@@ -167,3 +167,43 @@ func TestLogsFollowAcrossServiceRestart(t *testing.T) {
 		}
 	}
 }
+
+// Ctrl-C ends run --wait with 130 and events quietly; the session goes on.
+func TestCtrlCEndsFollowersQuietly(t *testing.T) {
+	t.Parallel()
+	e := NewEnv(t)
+	e.MustRun("daemon", "start")
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"run", "--wait", "--name", "waited", "--", "sh", "-c", "echo started; sleep 300"}, 130},
+		{[]string{"events"}, 0},
+	} {
+		cmd := e.Command(tc.args...)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(1500 * time.Millisecond)
+		cmd.Process.Signal(syscall.SIGINT)
+		err := cmd.Wait()
+		code := 0
+		var exit *exec.ExitError
+		if asExitError(err, &exit) {
+			code = exit.ExitCode()
+		}
+		complained := false
+		for _, line := range strings.Split(errb.String(), "\n") {
+			complained = complained || strings.HasPrefix(line, "agentctl: ") && !strings.Contains(line, "started (pid")
+		}
+		if code != tc.code || complained {
+			t.Fatalf("%v after Ctrl-C: exit %d (want %d)\nstderr: %s", tc.args, code, tc.code, errb.String())
+		}
+	}
+	if st := e.Session("waited").Status; st != api.StatusRunning {
+		t.Fatalf("after Ctrl-C on run --wait the session is %s", st)
+	}
+	e.MustRun("stop", "waited")
+}

@@ -107,9 +107,16 @@ func (s *screen) redraw() []byte {
 	emu.SetScrollbackSize(1)
 	// The emulator answers a program's queries (device attributes, cursor
 	// position) on its input pipe and blocks until they are read: they are
-	// dropped (the viewers' own terminals answer).
-	go io.Copy(io.Discard, emu)
-	defer emu.Close()
+	// dropped (the viewers' own terminals answer). Closing the pipe's
+	// writing end ends the reader (Emulator.Close would race with it).
+	drained := make(chan struct{})
+	go func() { io.Copy(io.Discard, emu); close(drained) }()
+	defer func() {
+		if c, ok := emu.InputPipe().(io.Closer); ok {
+			c.Close()
+			<-drained
+		}
+	}()
 	if len(s.chunks) > 0 && s.chunks[0].alt {
 		emu.Write([]byte("\x1b[?1049h"))
 	}
