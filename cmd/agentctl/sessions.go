@@ -211,7 +211,7 @@ func newStatusCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "status ID",
-		Short: "Show one session (ID may be a unique prefix)",
+		Short: "Show one session (by id, unique id prefix or name)",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			c, err := newClient()
