@@ -290,6 +290,13 @@ type LogOptions struct {
 	// After continues a followed log at a cursor a previous stream gave,
 	// instead of starting with the last Lines lines.
 	After string
+	// Since starts with the output written at or after this time (RFC
+	// 3339), as the log's time marks say (to the second); Lines then
+	// bounds what is shown of it.
+	Since string
+	// Timestamps prefixes each line of the stripped view with the time it
+	// was written, from the log's time marks.
+	Timestamps bool
 }
 
 // Query encodes o as URL query parameters.
@@ -317,13 +324,28 @@ func (o LogOptions) Query() url.Values {
 	if o.After != "" {
 		q.Set("after", o.After)
 	}
+	if o.Since != "" {
+		q.Set("since", o.Since)
+	}
+	if o.Timestamps {
+		q.Set("timestamps", "1")
+	}
 	return q
 }
 
 // ParseLogOptions decodes what Query encodes.
 func ParseLogOptions(q url.Values) (LogOptions, error) {
 	o := LogOptions{Raw: q.Get("raw") == "1", Follow: q.Get("follow") == "1", Color: q.Get("color") == "1", Partial: q.Get("partial") == "1",
-		TextAsData: q.Get("text_as_data") == "1", Cursors: q.Get("cursors") == "1", After: q.Get("after")}
+		TextAsData: q.Get("text_as_data") == "1", Cursors: q.Get("cursors") == "1", After: q.Get("after"),
+		Since: q.Get("since"), Timestamps: q.Get("timestamps") == "1"}
+	if o.Since != "" {
+		if _, err := time.Parse(time.RFC3339Nano, o.Since); err != nil {
+			return o, Errorf(CodeInvalid, "since %q: want an RFC 3339 time", o.Since)
+		}
+	}
+	if o.Timestamps && o.Raw {
+		return o, Errorf(CodeInvalid, "timestamps are for the text view, not raw bytes")
+	}
 	if v := q.Get("n"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {

@@ -207,3 +207,37 @@ func TestCtrlCEndsFollowersQuietly(t *testing.T) {
 	}
 	e.MustRun("stop", "waited")
 }
+
+// --since and -t read the log's own time marks.
+func TestLogsSinceAndTimestamps(t *testing.T) {
+	t.Parallel()
+	e := NewEnv(t)
+	s := e.Start("--", "sh", "-c", "echo early; sleep 3; echo late; sleep 300")
+	WaitFor(t, 15*time.Second, "the late line", func() bool { return strings.Contains(e.MustRun("logs", s.ID), "late") })
+	if got := e.MustRun("logs", "--since", "2s", s.ID); got != "late" {
+		t.Fatalf("logs --since 2s = %q, want only the late line", got)
+	}
+	if got := e.MustRun("logs", "--since", "1h", s.ID); got != "early\nlate" {
+		t.Fatalf("logs --since 1h = %q", got)
+	}
+	lines := strings.Split(e.MustRun("logs", "-t", s.ID), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("logs -t = %q", lines)
+	}
+	var stamps []time.Time
+	for _, l := range lines {
+		ts, _, _ := strings.Cut(l, " ")
+		at, err := time.Parse(time.RFC3339, ts)
+		if err != nil || at.Before(s.CreatedAt.Add(-2*time.Second)) || at.After(time.Now().Add(time.Second)) {
+			t.Fatalf("logs -t line %q: time %v, %v (session created %v)", l, at, err, s.CreatedAt)
+		}
+		stamps = append(stamps, at)
+	}
+	if d := stamps[1].Sub(stamps[0]); d < 2*time.Second {
+		t.Fatalf("the lines written 3 s apart are stamped %s apart: %q", d, lines)
+	}
+	if _, _, code := e.Run("logs", "--since", "yesterday", s.ID); code != 2 {
+		t.Fatalf("--since yesterday: exit %d, want 2", code)
+	}
+	e.MustRun("stop", s.ID)
+}

@@ -42,14 +42,26 @@ const (
 // their line ends.
 func (s *Stripper) Write(p []byte) []string {
 	var out []string
-	s.write(p, func(line []byte) { out = append(out, validText(line)) })
+	s.write(p, func(line []byte, _ int) { out = append(out, validText(line)) })
 	return out
+}
+
+// Lines consumes raw bytes and hands each line they complete to fn, with
+// the index in p of the byte that ended it; the line is valid during the
+// call only.
+func (s *Stripper) Lines(p []byte, fn func(line []byte, end int)) {
+	s.write(p, func(line []byte, end int) {
+		if !utf8.Valid(line) {
+			line = bytes.ToValidUTF8(line, []byte("\uFFFD"))
+		}
+		fn(line, end)
+	})
 }
 
 // AppendText consumes raw bytes and appends the lines they completed to
 // dst, each with a newline: the text view without a string per line.
 func (s *Stripper) AppendText(dst, p []byte) []byte {
-	s.write(p, func(line []byte) {
+	s.write(p, func(line []byte, _ int) {
 		if utf8.Valid(line) {
 			dst = append(dst, line...)
 		} else {
@@ -69,7 +81,7 @@ func validText(line []byte) string {
 
 // write consumes raw bytes and hands each completed line to done; the line
 // is valid until the next call.
-func (s *Stripper) write(p []byte, done func([]byte)) {
+func (s *Stripper) write(p []byte, done func([]byte, int)) {
 	for i := 0; i < len(p); i++ {
 		b := p[i]
 		// Fast path: a run of printable text at the end of the line.
@@ -139,7 +151,7 @@ func (s *Stripper) write(p []byte, done func([]byte)) {
 		case 0x1b:
 			s.state = stEsc
 		case '\n':
-			done(s.line)
+			done(s.line, i)
 			s.line, s.col, s.sinceLine = s.line[:0], 0, 0
 		case '\r':
 			s.col = 0

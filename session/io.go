@@ -74,6 +74,9 @@ func (c *Core) Logs(ctx context.Context, id string, o api.LogOptions, emit func(
 		return err
 	}
 	path := filepath.Join(dir, home.LogFile)
+	if o.Since != "" || o.Timestamps {
+		return c.logsTimed(ctx, sess, path, o, emit)
+	}
 	var data []byte
 	var pos logs.Position
 	if o.After != "" {

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -16,6 +18,7 @@ import (
 func newLogsCmd() *cobra.Command {
 	var o api.LogOptions
 	var noColor bool
+	var since string
 	cmd := &cobra.Command{
 		Use:   "logs ID",
 		Short: "Show a session's output (-f to follow until it ends)",
@@ -25,7 +28,10 @@ terminal escape sequences, keeping colour when the output is a terminal
 gives the bytes as the agent wrote them.
 
 -f follows the output until the session ends, then exits; on a terminal a
-line still being written shows as it grows. Nothing is lost or repeated
+line still being written shows as it grows. --since shows what was written
+since a time (all of it, unless -n), and -t prefixes each line with the time
+it was written; both read the log's time marks, which are to the second
+(sessions started by older versions have none). Nothing is lost or repeated
 between the lines shown first and those that follow. Ctrl-C stops following
 (exit 130); the session goes on.`,
 		Example: `  agentctl logs web
@@ -40,6 +46,19 @@ between the lines shown first and those that follow. Ctrl-C stops following
 			}
 			if !cmd.Flags().Changed("lines") {
 				o.Lines = screenLines()
+				if since != "" {
+					o.Lines = 0 // all since then
+				}
+			}
+			if since != "" {
+				t, err := parseSince(since, time.Now())
+				if err != nil {
+					return err
+				}
+				o.Since = t.Format(time.RFC3339Nano)
+			}
+			if o.Timestamps && o.Raw {
+				return usageError{fmt.Errorf("logs: -t stamps lines of the text view; --raw has no lines")}
 			}
 			tty := term.IsTerminal(int(os.Stdout.Fd()))
 			o.Color = tty && !noColor && os.Getenv("NO_COLOR") == ""
@@ -67,7 +86,23 @@ between the lines shown first and those that follow. Ctrl-C stops following
 	cmd.Flags().BoolVarP(&o.Follow, "follow", "f", false, "follow the output until the session ends")
 	cmd.Flags().BoolVar(&o.Raw, "raw", false, "raw bytes, escape sequences included")
 	cmd.Flags().BoolVar(&noColor, "no-color", false, "strip colour too (also NO_COLOR=1)")
+	cmd.Flags().StringVar(&since, "since", "", "output written since `DURATION` ago (10m) or since a TIME (RFC 3339), to the second")
+	cmd.Flags().BoolVarP(&o.Timestamps, "timestamps", "t", false, "prefix each line with the time it was written (UTC, to the second)")
 	return cmd
+}
+
+// parseSince reads --since: a duration back from now, or an RFC 3339 time.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return time.Time{}, usageError{fmt.Errorf("--since %s: a duration looks back and cannot be negative", s)}
+		}
+		return now.Add(-d), nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	return time.Time{}, usageError{fmt.Errorf("--since %q: want a duration (10m, 2h) or an RFC 3339 time (2026-01-02T15:04:05Z)", s)}
 }
 
 // followLogs is Client.Logs that, when following, rides out a restart of
