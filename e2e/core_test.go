@@ -353,7 +353,7 @@ func TestCorruptRecordIsAWarning(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("list failed on a corrupt record: %d %s", code, stderr)
 	}
-	if !strings.Contains(out, good.ID[:14]) || !strings.Contains(stderr, "01aaaaaaaaaaaaaaaaaaaaaaaa") {
+	if !strings.Contains(out, good.ID[:4]) || !strings.Contains(stderr, "01aaaaaaaaaaaaaaaaaaaaaaaa") {
 		t.Errorf("list: stdout %q stderr %q; want the good session listed and a warning naming the bad one", out, stderr)
 	}
 	if _, err := os.Stat(filepath.Join(bad, "launch.json")); err != nil {
