@@ -441,3 +441,51 @@ func TestAttachRedrawsTheScreen(t *testing.T) {
 	}
 	e.MustRun("stop", s.ID)
 }
+
+// --help groups the commands, version names the commit and Go, unknown
+// commands are usage errors with close suggestions only, and each man page
+// is titled after its command.
+func TestHelpVersionAndDocs(t *testing.T) {
+	t.Parallel()
+	e := NewEnv(t)
+	help := e.MustRun("--help")
+	for _, want := range []string{"Sessions:", "Agents:", "Directories:", "Service:", "restart", "rm", "version"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("--help lacks %q:\n%s", want, help)
+		}
+	}
+	for _, cmd := range []string{"run", "list", "logs", "stop", "restart", "rm", "launch", "lock", "daemon"} {
+		if out := e.MustRun(cmd, "--help"); !strings.Contains(out, "Examples:") {
+			t.Errorf("%s --help has no example", cmd)
+		}
+	}
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		out := e.MustRun(args...)
+		if !strings.HasPrefix(out, "agentctl ") || !strings.Contains(out, "commit:") || !strings.Contains(out, "go:       go1.") {
+			t.Errorf("%v = %q", args, out)
+		}
+	}
+	for _, tc := range []struct {
+		cmd, suggest string
+	}{{"rmm", "rm"}, {"stpo", ""}, {"bogus", ""}} {
+		_, errOut, code := e.Run(tc.cmd)
+		if code != 2 || !strings.Contains(errOut, `unknown command "`+tc.cmd+`"`) {
+			t.Errorf("%s: exit %d, %q", tc.cmd, code, errOut)
+		}
+		if tc.suggest == "" && strings.Contains(errOut, "Did you mean") || tc.suggest != "" && !strings.Contains(errOut, "\t"+tc.suggest+"\n") {
+			t.Errorf("%s suggests: %q", tc.cmd, errOut)
+		}
+	}
+	dir := t.TempDir()
+	e.MustRun("gen-docs", "--out", dir)
+	for page, title := range map[string]string{"agentctl.1": `"AGENTCTL"`, "agentctl-logs.1": `"AGENTCTL-LOGS"`, "agentctl-stop.1": `"AGENTCTL-STOP"`} {
+		b, err := os.ReadFile(filepath.Join(dir, "man1", page))
+		if err != nil {
+			t.Fatal(err)
+		}
+		th, _, _ := strings.Cut(string(b[strings.Index(string(b), ".TH "):]), "\n")
+		if !strings.HasPrefix(th, ".TH "+title+` "1" `) || !strings.Contains(th, `"agentctl dev`) {
+			t.Errorf("%s header %q: want title %s and a clean source", page, th, title)
+		}
+	}
+}
