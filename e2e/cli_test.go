@@ -489,3 +489,26 @@ func TestHelpVersionAndDocs(t *testing.T) {
 		}
 	}
 }
+
+// fish's own completion on the generated script offers names and ids with
+// their description.
+func TestCompletionInFish(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("fish"); err != nil {
+		t.Skip("fish is not installed")
+	}
+	e := NewEnv(t)
+	s := e.Start("--name", "zeta-worker", "--", "sleep", "300")
+	cmd := exec.Command("fish", "-c", `agentctl completion fish | source; complete -C "agentctl status ze"; complete -C "agentctl logs `+s.ID[:3]+`"`)
+	cmd.Env = append(e.Vars, "PATH="+filepath.Dir(e.Bin)+":"+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("fish: %v\n%s", err, out)
+	}
+	for _, want := range []string{"zeta-worker\trunning " + s.ID, s.ID + "\trunning zeta-worker"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("fish completions %q lack %q", out, want)
+		}
+	}
+	e.MustRun("stop", s.ID)
+}
