@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"time"
@@ -88,4 +89,35 @@ func sessionCompletions(sessions []api.Session, given []string, typed string) []
 		}
 	}
 	return append(out, ended...)
+}
+
+// completeGroups lists the groups of the sessions the service knows.
+func completeGroups(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	h, err := userHome()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	exe, _ := os.Executable()
+	ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Second)
+	defer cancel()
+	list, err := client.New(h, exe, false).List(ctx, api.ListOptions{All: true})
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
+	}
+	count := map[string]int{}
+	var groups []string
+	for _, s := range list.Sessions {
+		if s.Group == "" || !strings.HasPrefix(s.Group, toComplete) {
+			continue
+		}
+		if count[s.Group] == 0 {
+			groups = append(groups, s.Group)
+		}
+		count[s.Group]++
+	}
+	out := make([]string, 0, len(groups))
+	for _, g := range groups {
+		out = append(out, fmt.Sprintf("%s\t%d sessions", g, count[g]))
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
 }

@@ -32,6 +32,7 @@ func (s *selection) register(cmd *cobra.Command, all string) {
 	fl.StringVar(&s.group, "group", "", "every such session of group `G`")
 	fl.StringArrayVar(&s.labels, "label", nil, "every such session with label `KEY=VALUE` (repeatable)")
 	cmd.ValidArgsFunction = completeSessions
+	cmd.RegisterFlagCompletionFunc("group", completeGroups)
 }
 
 // any reports whether a flag selects sessions.

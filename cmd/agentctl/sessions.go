@@ -83,6 +83,7 @@ shows everything.`,
 	fl.StringArrayVar(&o.Labels, "label", nil, "only sessions with label KEY=VALUE (repeatable)")
 	fl.DurationVar(&o.Since, "since", 0, "with -a, ended sessions of this recent past (default 168h)")
 	out.register(cmd)
+	cmd.RegisterFlagCompletionFunc("group", completeGroups)
 	cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions([]string{"running", "exited", "killed", "lost", "ended", "unknown"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
