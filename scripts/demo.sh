@@ -15,7 +15,8 @@ go build -o bin/agentctl ./cmd/agentctl
 echo "compiled in $((SECONDS - began))s"
 export AGENTCTL_HOME
 AGENTCTL_HOME=$(mktemp -d /tmp/agentctl-demo.XXXXXX)
-trap 'agentctl daemon stop >/dev/null 2>&1 || true; rm -rf "$AGENTCTL_HOME"' EXIT
+# Interrupted or not, stop what it started before removing its home.
+trap 'agentctl stop --all --timeout 0 >/dev/null 2>&1 || true; agentctl daemon stop >/dev/null 2>&1 || true; rm -rf "$AGENTCTL_HOME"' EXIT
 
 # quote writes its arguments as a shell would read them back: plain words
 # as they are, others in single quotes.
