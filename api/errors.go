@@ -13,6 +13,7 @@ const (
 	CodeInvalid     = "invalid"
 	CodeSpawnFailed = "spawn_failed"
 	CodeNotRunning  = "not_running"
+	CodeRunning     = "running"
 	CodeLocked      = "locked"
 	CodeForbidden   = "forbidden"
 	CodeInternal    = "internal"
@@ -42,7 +43,7 @@ func HTTPStatus(code string) int {
 	switch code {
 	case CodeNotFound:
 		return http.StatusNotFound
-	case CodeAmbiguous, CodeLocked, CodeNotRunning:
+	case CodeAmbiguous, CodeLocked, CodeNotRunning, CodeRunning:
 		return http.StatusConflict
 	case CodeInvalid:
 		return http.StatusBadRequest

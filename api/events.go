@@ -56,7 +56,7 @@ type Event struct {
 	Seq       uint64    `json:"seq"`
 	Type      string    `json:"type"`
 	Adapter   string    `json:"adapter,omitempty"`
-	SessionID string    `json:"sessionId,omitempty"`
+	SessionID string    `json:"session_id,omitempty"`
 	Timestamp time.Time `json:"timestamp"`
 	Session   *Session  `json:"session,omitempty"`
 	// Meta holds what the type adds: a lock's directory and holder, a

@@ -2,17 +2,17 @@ package api
 
 import "time"
 
-// Lock is a directory lock as the API shows it. The JSON keys are those of
-// the tool agentctl replaces (`locks --json`).
+// Lock is a directory lock as the API shows it. Its JSON keys are snake_case
+// like every other API object (the tool agentctl replaces used camelCase).
 type Lock struct {
 	Directory  string    `json:"directory"`
 	Type       string    `json:"type"` // "auto" or "manual"
 	PID        int       `json:"pid,omitempty"`
-	StartTicks uint64    `json:"startTicks,omitempty"`
-	SessionID  string    `json:"sessionId,omitempty"`
-	LockedBy   string    `json:"lockedBy,omitempty"`
+	StartTicks uint64    `json:"start_ticks,omitempty"`
+	SessionID  string    `json:"session_id,omitempty"`
+	LockedBy   string    `json:"locked_by,omitempty"`
 	Reason     string    `json:"reason,omitempty"`
-	LockedAt   time.Time `json:"lockedAt"`
+	LockedAt   time.Time `json:"locked_at"`
 }
 
 // LockRequest takes a manual lock.
@@ -35,16 +35,16 @@ type FuseAction struct {
 	Webhook string `json:"webhook,omitempty"`
 }
 
-// Fuse is a directory's timer as the API shows it. The JSON keys are those
-// of the tool agentctl replaces (`fuses --json`).
+// Fuse is a directory's timer as the API shows it (snake_case keys, as
+// every API object).
 type Fuse struct {
 	Directory string      `json:"directory"`
-	TTLMs     int64       `json:"ttlMs"`
-	ExpiresAt time.Time   `json:"expiresAt"`
-	SessionID string      `json:"sessionId,omitempty"`
-	OnExpire  *FuseAction `json:"onExpire,omitempty"`
+	TTLMs     int64       `json:"ttl_ms"`
+	ExpiresAt time.Time   `json:"expires_at"`
+	SessionID string      `json:"session_id,omitempty"`
+	OnExpire  *FuseAction `json:"on_expire,omitempty"`
 	Label     string      `json:"label,omitempty"`
-	SetAt     time.Time   `json:"setAt"`
+	SetAt     time.Time   `json:"set_at"`
 }
 
 // FuseRequest sets, extends or cancels a fuse.
@@ -55,7 +55,7 @@ type FuseRequest struct {
 	Script    string `json:"script,omitempty"`
 	Webhook   string `json:"webhook,omitempty"`
 	Label     string `json:"label,omitempty"`
-	SessionID string `json:"sessionId,omitempty"`
+	SessionID string `json:"session_id,omitempty"`
 }
 
 // HookRun is how one of a session's lifecycle hooks went.

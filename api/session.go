@@ -48,7 +48,10 @@ const (
 
 // Session is the session object every read command returns.
 type Session struct {
-	ID        string     `json:"id"`
+	ID string `json:"id"`
+	// Handle is the shortest unique prefix of ID (at least 4 characters)
+	// among the sessions the service knows: what tables show.
+	Handle    string     `json:"handle,omitempty"`
 	Adapter   string     `json:"adapter"`
 	Origin    string     `json:"origin"`
 	Status    Status     `json:"status"`
@@ -76,6 +79,8 @@ type Session struct {
 	Activity string `json:"activity,omitempty"`
 
 	Labels map[string]string `json:"labels,omitempty"`
+	// RestartOf is the session this one is a restart of.
+	RestartOf string `json:"restart_of,omitempty"`
 	// Hooks are the session's lifecycle hook runs, where it has hooks.
 	Hooks []HookRun `json:"hooks,omitempty"`
 	// Warnings explains why a field is unknown or a record was odd.
@@ -109,6 +114,8 @@ type RunRequest struct {
 	Cols         uint16            `json:"cols,omitempty"`
 	// ResumeOf is the agentctl id whose native session this run continues.
 	ResumeOf string `json:"resume_of,omitempty"`
+	// RestartOf is the agentctl id this run repeats (agentctl restart).
+	RestartOf string `json:"restart_of,omitempty"`
 
 	// Lock asks a plain command for the directory lock agents always take.
 	Lock bool `json:"lock,omitempty"`
@@ -127,6 +134,23 @@ type StopRequest struct {
 	Timeout string `json:"timeout,omitempty"` // Go duration; "" means the default grace
 }
 
+// RestartRequest runs a launched session again: the same command, working
+// directory, adapter, prompt, model, name, group and labels, as a new
+// session linked to the old one by restart_of. A running session is stopped
+// first, as Stop would.
+type RestartRequest struct {
+	// Env is the caller's environment: the old one's values are not kept
+	// (they may be secrets), only its names.
+	Env  []string    `json:"env"`
+	Stop StopRequest `json:"stop"`
+}
+
+// RemoveRequest removes a session's folder: its records and output log.
+type RemoveRequest struct {
+	// Force stops a running session first (SIGKILL at once).
+	Force bool `json:"force,omitempty"`
+}
+
 // InputRequest writes bytes to a session's terminal.
 type InputRequest struct {
 	Data []byte `json:"data"` // base64 in JSON
@@ -135,6 +159,8 @@ type InputRequest struct {
 // PruneRequest removes ended sessions' folders.
 type PruneRequest struct {
 	OlderThan string `json:"older_than,omitempty"` // Go duration
+	// DryRun names what would be removed, and removes nothing.
+	DryRun bool `json:"dry_run,omitempty"`
 }
 
 // PruneResult lists what was removed.
@@ -153,11 +179,20 @@ type DaemonStatus struct {
 }
 
 // LogChunk is one NDJSON message of a log stream. Text carries stripped
-// lines; Data carries raw bytes (base64 in JSON). The last message of a
-// followed stream has End set and the session's final state.
+// lines, one or more, joined by newlines (no final newline); Data carries
+// raw bytes (base64 in JSON), or the stripped text when asked for with
+// LogOptions.TextAsData. Either is at most about 64 KiB. A Partial
+// chunk is the unfinished last line as it stands so far (asked for with
+// LogOptions.Partial): the next chunk repeats it, longer or finished. The
+// last message of a followed stream has End set and the session's final
+// state.
 type LogChunk struct {
-	Text    string   `json:"text,omitempty"`
-	Data    []byte   `json:"data,omitempty"`
+	Text    string `json:"text,omitempty"`
+	Data    []byte `json:"data,omitempty"`
+	Partial bool   `json:"partial,omitempty"`
+	// Cursor is where a stream that broke off continues (LogOptions.After),
+	// in a message of its own.
+	Cursor  string   `json:"cursor,omitempty"`
 	End     bool     `json:"end,omitempty"`
 	Session *Session `json:"session,omitempty"`
 }
@@ -240,6 +275,28 @@ type LogOptions struct {
 	Raw bool
 	// Follow goes on with new output until the session ends.
 	Follow bool
+	// Color keeps colour sequences (SGR) in the stripped view.
+	Color bool
+	// Partial sends the unfinished last line of the stripped view as it
+	// grows (LogChunk.Partial).
+	Partial bool
+	// TextAsData carries the stripped view's text in Data (base64) rather
+	// than Text: JSON escapes every line end of Text, base64 is several
+	// times faster to encode and decode.
+	TextAsData bool
+	// Cursors asks for a cursor message (LogChunk.Cursor, nothing else)
+	// after each read of a followed log: where After continues.
+	Cursors bool
+	// After continues a followed log at a cursor a previous stream gave,
+	// instead of starting with the last Lines lines.
+	After string
+	// Since starts with the output written at or after this time (RFC
+	// 3339), as the log's time marks say (to the second); Lines then
+	// bounds what is shown of it.
+	Since string
+	// Timestamps prefixes each line of the stripped view with the time it
+	// was written, from the log's time marks.
+	Timestamps bool
 }
 
 // Query encodes o as URL query parameters.
@@ -252,12 +309,43 @@ func (o LogOptions) Query() url.Values {
 	if o.Follow {
 		q.Set("follow", "1")
 	}
+	if o.Color {
+		q.Set("color", "1")
+	}
+	if o.Partial {
+		q.Set("partial", "1")
+	}
+	if o.TextAsData {
+		q.Set("text_as_data", "1")
+	}
+	if o.Cursors {
+		q.Set("cursors", "1")
+	}
+	if o.After != "" {
+		q.Set("after", o.After)
+	}
+	if o.Since != "" {
+		q.Set("since", o.Since)
+	}
+	if o.Timestamps {
+		q.Set("timestamps", "1")
+	}
 	return q
 }
 
 // ParseLogOptions decodes what Query encodes.
 func ParseLogOptions(q url.Values) (LogOptions, error) {
-	o := LogOptions{Raw: q.Get("raw") == "1", Follow: q.Get("follow") == "1"}
+	o := LogOptions{Raw: q.Get("raw") == "1", Follow: q.Get("follow") == "1", Color: q.Get("color") == "1", Partial: q.Get("partial") == "1",
+		TextAsData: q.Get("text_as_data") == "1", Cursors: q.Get("cursors") == "1", After: q.Get("after"),
+		Since: q.Get("since"), Timestamps: q.Get("timestamps") == "1"}
+	if o.Since != "" {
+		if _, err := time.Parse(time.RFC3339Nano, o.Since); err != nil {
+			return o, Errorf(CodeInvalid, "since %q: want an RFC 3339 time", o.Since)
+		}
+	}
+	if o.Timestamps && o.Raw {
+		return o, Errorf(CodeInvalid, "timestamps are for the text view, not raw bytes")
+	}
 	if v := q.Get("n"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {

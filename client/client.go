@@ -455,8 +455,8 @@ func (c *Client) Logs(ctx context.Context, id string, o api.LogOptions, emit fun
 	ended := false
 	var emitErr error
 	err = readLines(resp.Body, c.silence, func(line []byte) error {
-		var ch api.LogChunk
-		if err := json.Unmarshal(line, &ch); err != nil {
+		ch, err := decodeLogChunk(line)
+		if err != nil {
 			return err
 		}
 		if emitErr = emit(ch); emitErr != nil {

@@ -140,7 +140,7 @@ func TestGroupOfCommandsInWorktrees(t *testing.T) {
 	if l := e.Launched("--group", "g-000000"); len(l) != 0 {
 		t.Errorf("list --group of another group = %d sessions", len(l))
 	}
-	if out := e.MustRun("list"); !strings.Contains(out, "GROUP") || strings.Count(out, g) != 2 {
+	if out := e.MustRun("list"); !strings.Contains(out, "GROUP") || fieldCount(out, g) != 2 {
 		t.Errorf("list table does not show the group:\n%s", out)
 	}
 
@@ -192,8 +192,11 @@ func TestGroupOfCommandsInWorktrees(t *testing.T) {
 		t.Errorf("removed member's row = %+v", removed)
 	}
 	// worktree list shows the rest; the main working tree cannot be cleaned.
-	var wts []orchestrate.Worktree
-	e.JSON(&wts, "worktree", "list", "--json", repo)
+	var wtList struct {
+		Worktrees []orchestrate.Worktree `json:"worktrees"`
+	}
+	e.JSON(&wtList, "worktree", "list", "--json", repo)
+	wts := wtList.Worktrees
 	if len(wts) != 2 || !wts[0].Main || wts[1].Path != res.Members[1].Worktree {
 		t.Errorf("worktree list = %+v", wts)
 	}

@@ -5,7 +5,6 @@ package home
 
 import (
 	"crypto/rand"
-	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -115,24 +114,57 @@ func (h Home) Ensure() error {
 	return nil
 }
 
-// NewID returns a new session id: 48 bits of milliseconds and 80 random
-// bits in lower-case Crockford base32, 26 characters, sorting by creation.
+// NewID returns a new session id: 80 random bits then 48 bits of
+// milliseconds, in lower-case Crockford base32, 26 characters. The leading
+// characters are random so that a short prefix tells apart sessions made in
+// the same second (4 characters: one chance in a million per pair); the
+// creation time is kept in the record, which is what lists sort by. Ids made
+// before this scheme started with the time; they stay valid and resolvable.
 func NewID(now time.Time) string {
-	var b [16]byte
-	ms := uint64(now.UnixMilli())
-	binary.BigEndian.PutUint64(b[:8], ms<<16)
-	rand.Read(b[6:])
-	const alphabet = "0123456789abcdefghjkmnpqrstvwxyz"
-	// 128 bits → 26 base32 digits (130 bits, the top two are zero).
-	hi := binary.BigEndian.Uint64(b[:8])
-	lo := binary.BigEndian.Uint64(b[8:])
-	out := make([]byte, 26)
-	for i := 25; i >= 0; i-- {
-		out[i] = alphabet[lo&31]
-		lo = lo>>5 | hi<<59
-		hi >>= 5
+	var r [10]byte
+	rand.Read(r[:])
+	out := make([]byte, 0, 26)
+	// 80 random bits: 16 characters of 5 bits each.
+	var acc uint32
+	bits := 0
+	for _, b := range r {
+		acc = acc<<8 | uint32(b)
+		bits += 8
+		for bits >= 5 {
+			bits -= 5
+			out = append(out, idAlphabet[(acc>>bits)&31])
+		}
+	}
+	// 48 bits of milliseconds: 10 characters (50 bits, the top two zero).
+	ms := uint64(now.UnixMilli()) & (1<<48 - 1)
+	for i := 9; i >= 0; i-- {
+		out = append(out, idAlphabet[(ms>>(5*i))&31])
 	}
 	return string(out)
+}
+
+// idAlphabet is Crockford's base32 in lower case.
+const idAlphabet = "0123456789abcdefghjkmnpqrstvwxyz"
+
+// IDTime is the creation time an id of the current scheme carries in its
+// last ten characters; false for an id that is not one (older ids, native
+// ids).
+func IDTime(id string) (time.Time, bool) {
+	if len(id) != 26 {
+		return time.Time{}, false
+	}
+	var ms uint64
+	for _, c := range []byte(strings.ToLower(id[16:])) {
+		i := strings.IndexByte(idAlphabet, c)
+		if i < 0 {
+			return time.Time{}, false
+		}
+		ms = ms<<5 | uint64(i)
+	}
+	if ms>>48 != 0 {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(int64(ms)), true
 }
 
 // ValidID reports whether s can be a session id or an id prefix typed by a

@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -17,6 +19,25 @@ import (
 type Position struct {
 	Inode  uint64
 	Offset int64
+}
+
+// String is the position as a cursor a client hands back: "INODE:OFFSET".
+func (p Position) String() string { return fmt.Sprintf("%d:%d", p.Inode, p.Offset) }
+
+// ParsePosition reads what String writes.
+func ParsePosition(s string) (Position, error) {
+	var p Position
+	ino, off, ok := strings.Cut(s, ":")
+	var err error
+	if ok {
+		if p.Inode, err = strconv.ParseUint(ino, 10, 64); err == nil {
+			p.Offset, err = strconv.ParseInt(off, 10, 64)
+		}
+	}
+	if !ok || err != nil || p.Offset < 0 {
+		return Position{}, fmt.Errorf("log position %q: want INODE:OFFSET", s)
+	}
+	return p, nil
 }
 
 // maxRotated bounds how many rotated files are looked for.
@@ -164,10 +185,30 @@ const FollowInterval = 50 * time.Millisecond
 // has been read to its end. ended is checked before the final read, so
 // bytes written before the end is noticed are never cut off.
 func Follow(ctx context.Context, path string, pos Position, ended func() bool, emit func([]byte) error) error {
+	return FollowFrom(ctx, path, pos, ended, func(b []byte, _ Position) error { return emit(b) })
+}
+
+// FollowFrom is Follow that also tells emit the position right after the
+// bytes it hands over: where a later FollowFrom continues without losing or
+// repeating a byte.
+func FollowFrom(ctx context.Context, path string, pos Position, ended func() bool, emit func([]byte, Position) error) error {
 	f, err := openAt(path, pos)
 	if err != nil {
 		return err
 	}
+	// at is the position after the last byte read from f.
+	var at Position
+	locate := func() {
+		at = Position{}
+		if f == nil {
+			return
+		}
+		if st, err := f.Stat(); err == nil {
+			at.Inode = inode(st)
+		}
+		at.Offset, _ = f.Seek(0, io.SeekCurrent)
+	}
+	locate()
 	defer func() {
 		if f != nil {
 			f.Close()
@@ -187,10 +228,12 @@ func Follow(ctx context.Context, path string, pos Position, ended func() bool, e
 				if f == nil {
 					break
 				}
+				locate()
 			}
 			n, rerr := f.Read(buf)
 			if n > 0 {
-				if err := emit(buf[:n]); err != nil {
+				at.Offset += int64(n)
+				if err := emit(buf[:n], at); err != nil {
 					return err
 				}
 				continue
@@ -210,7 +253,8 @@ func Follow(ctx context.Context, path string, pos Position, ended func() bool, e
 			for {
 				n, rerr := f.Read(buf)
 				if n > 0 {
-					if err := emit(buf[:n]); err != nil {
+					at.Offset += int64(n)
+					if err := emit(buf[:n], at); err != nil {
 						next.Close()
 						return err
 					}
@@ -221,6 +265,7 @@ func Follow(ctx context.Context, path string, pos Position, ended func() bool, e
 			}
 			f.Close()
 			f = next
+			locate()
 		}
 		if finished {
 			return nil

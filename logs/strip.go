@@ -11,10 +11,21 @@ import (
 // control bytes dropped, invalid UTF-8 replaced. It keeps state across
 // writes, so a sequence split between two chunks is still removed.
 type Stripper struct {
+	// KeepColor keeps colour and text attributes (SGR sequences, ESC [ ...
+	// m) in the lines: what a terminal can show without moving its cursor.
+	KeepColor bool
+
 	state stripState
 	line  []byte // the line being built
 	col   int    // cursor position in line, after a carriage return
+	seq   []byte // the CSI sequence being read, when KeepColor
+	// sinceLine counts the raw bytes read since the last line end: the
+	// unfinished line, escapes included.
+	sinceLine int64
 }
+
+// SinceLine is how many raw bytes were read since the last line end.
+func (s *Stripper) SinceLine() int64 { return s.sinceLine }
 
 type stripState int
 
@@ -31,12 +42,69 @@ const (
 // their line ends.
 func (s *Stripper) Write(p []byte) []string {
 	var out []string
-	for _, b := range p {
+	s.write(p, func(line []byte, _ int) { out = append(out, validText(line)) })
+	return out
+}
+
+// Lines consumes raw bytes and hands each line they complete to fn, with
+// the index in p of the byte that ended it; the line is valid during the
+// call only.
+func (s *Stripper) Lines(p []byte, fn func(line []byte, end int)) {
+	s.write(p, func(line []byte, end int) {
+		if !utf8.Valid(line) {
+			line = bytes.ToValidUTF8(line, []byte("\uFFFD"))
+		}
+		fn(line, end)
+	})
+}
+
+// AppendText consumes raw bytes and appends the lines they completed to
+// dst, each with a newline: the text view without a string per line.
+func (s *Stripper) AppendText(dst, p []byte) []byte {
+	s.write(p, func(line []byte, _ int) {
+		if utf8.Valid(line) {
+			dst = append(dst, line...)
+		} else {
+			dst = append(dst, bytes.ToValidUTF8(line, []byte("\uFFFD"))...)
+		}
+		dst = append(dst, '\n')
+	})
+	return dst
+}
+
+func validText(line []byte) string {
+	if utf8.Valid(line) {
+		return string(line)
+	}
+	return string(bytes.ToValidUTF8(line, []byte("\uFFFD")))
+}
+
+// write consumes raw bytes and hands each completed line to done; the line
+// is valid until the next call.
+func (s *Stripper) write(p []byte, done func([]byte, int)) {
+	for i := 0; i < len(p); i++ {
+		b := p[i]
+		// Fast path: a run of printable text at the end of the line.
+		if s.state == stText && s.col == len(s.line) && b >= 0x20 && b != 0x7f {
+			j := i
+			for j < len(p) && p[j] >= 0x20 && p[j] != 0x7f {
+				j++
+			}
+			s.line = append(s.line, p[i:j]...)
+			s.col = len(s.line)
+			s.sinceLine += int64(j - i)
+			i = j - 1
+			continue
+		}
+		s.sinceLine++
 		switch s.state {
 		case stEsc:
 			switch {
 			case b == '[':
 				s.state = stCSI
+				if s.KeepColor {
+					s.seq = append(s.seq[:0], 0x1b, '[')
+				}
 			case b == ']' || b == 'P' || b == '_' || b == '^' || b == 'X':
 				s.state = stString
 			case b >= 0x20 && b <= 0x2f:
@@ -51,8 +119,16 @@ func (s *Stripper) Write(p []byte) []string {
 			}
 			continue
 		case stCSI:
+			if s.KeepColor && len(s.seq) < 64 {
+				s.seq = append(s.seq, b)
+			}
 			if b >= 0x40 && b <= 0x7e {
 				s.state = stText
+				if b == 'm' && s.KeepColor && len(s.seq) < 64 {
+					for _, c := range s.seq {
+						s.put(c)
+					}
+				}
 			}
 			continue
 		case stString:
@@ -75,7 +151,8 @@ func (s *Stripper) Write(p []byte) []string {
 		case 0x1b:
 			s.state = stEsc
 		case '\n':
-			out = append(out, s.takeLine())
+			done(s.line, i)
+			s.line, s.col, s.sinceLine = s.line[:0], 0, 0
 		case '\r':
 			s.col = 0
 		case '\b':
@@ -93,7 +170,6 @@ func (s *Stripper) Write(p []byte) []string {
 			s.put(b)
 		}
 	}
-	return out
 }
 
 // put writes one byte at the cursor, overwriting what a carriage return
@@ -111,6 +187,11 @@ func (s *Stripper) takeLine() string {
 	line := bytes.ToValidUTF8(s.line, []byte("\uFFFD"))
 	s.line, s.col = s.line[:0], 0
 	return string(line)
+}
+
+// Pending is the unfinished last line as it stands, left in place.
+func (s *Stripper) Pending() string {
+	return string(bytes.ToValidUTF8(s.line, []byte("\uFFFD")))
 }
 
 // Flush returns the unfinished last line, if any.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"time"
 )
 
 // Defaults for a session log: three files of 50 MiB each, so a session keeps
@@ -24,9 +25,11 @@ type Writer struct {
 	maxSize int64
 	files   int
 
-	mu   sync.Mutex
-	f    *os.File
-	size int64
+	mu    sync.Mutex
+	f     *os.File
+	size  int64
+	ino   uint64
+	marks *marker
 }
 
 // OpenWriter opens (or creates) path for appending. maxSize <= 0 and
@@ -42,6 +45,7 @@ func OpenWriter(path string, maxSize int64, files int) (*Writer, error) {
 	if err := w.open(); err != nil {
 		return nil, err
 	}
+	w.marks = openMarker(path)
 	return w, nil
 }
 
@@ -55,7 +59,7 @@ func (w *Writer) open() error {
 		f.Close()
 		return fmt.Errorf("open log: %w", err)
 	}
-	w.f, w.size = f, st.Size()
+	w.f, w.size, w.ino = f, st.Size(), inode(st)
 	return nil
 }
 
@@ -71,6 +75,7 @@ func (w *Writer) Write(p []byte) (int, error) {
 			return 0, err
 		}
 	}
+	w.marks.mark(w.ino, w.size, time.Now())
 	n, err := w.f.Write(p)
 	w.size += int64(n)
 	if err != nil {
@@ -90,7 +95,17 @@ func (w *Writer) rotate() error {
 			return fmt.Errorf("rotate log: %w", err)
 		}
 	}
-	return w.open()
+	if err := w.open(); err != nil {
+		return err
+	}
+	// Marks of the files left, but none for the new file: its inode may be
+	// one a removed file had.
+	keep := map[uint64]bool{}
+	for _, lf := range snapshot(w.path) {
+		keep[lf.ino] = lf.ino != w.ino
+	}
+	w.marks.trim(w.path, keep)
+	return nil
 }
 
 // Sync flushes the current file to disk.
@@ -112,6 +127,7 @@ func (w *Writer) Close() error {
 	}
 	err := w.f.Close()
 	w.f = nil
+	w.marks.close()
 	return err
 }
 

@@ -2,30 +2,49 @@
 # Builds agentctl and runs one real supervised session end to end: the CLI
 # starts the service by itself, the session runs under a pty in its own
 # process group, and list / status / logs answer from the records on disk.
-# Uses a throwaway AGENTCTL_HOME and stops its service at the end.
+# Uses a throwaway AGENTCTL_HOME and stops its service at the end. Each step
+# prints the command it runs, quoted so it can be pasted into a shell.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 cd "$repo"
-export PATH="/usr/local/go/bin:$PATH"
+export PATH="$repo/bin:/usr/local/go/bin:$PATH"
+echo "compiling agentctl (go build ./cmd/agentctl into bin/): the first build also compiles"
+echo "its dependencies and takes a few minutes; later builds take seconds"
+began=$SECONDS
 go build -o bin/agentctl ./cmd/agentctl
+echo "compiled in $((SECONDS - began))s"
 export AGENTCTL_HOME
 AGENTCTL_HOME=$(mktemp -d /tmp/agentctl-demo.XXXXXX)
-trap 'bin/agentctl daemon stop >/dev/null 2>&1 || true; rm -rf "$AGENTCTL_HOME"' EXIT
+# Interrupted or not, stop what it started before removing its home.
+trap 'agentctl stop --all --timeout 0 >/dev/null 2>&1 || true; agentctl daemon stop >/dev/null 2>&1 || true; rm -rf "$AGENTCTL_HOME"' EXIT
 
-step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
+# quote writes its arguments as a shell would read them back: plain words
+# as they are, others in single quotes.
+quote() {
+	local out=() a
+	for a in "$@"; do
+		if [[ $a =~ ^[A-Za-z0-9_./:=@%+,-]+$ ]]; then
+			out+=("$a")
+		else
+			out+=("${a@Q}")
+		fi
+	done
+	printf '%s' "${out[*]}"
+}
 
-step agentctl run -- sh -c '…count to 3, then exit 3…'
-id=$(bin/agentctl run -- sh -c 'for i in 1 2 3; do echo "tick $i ($(tty))"; sleep 1; done; exit 3')
+# step prints a command, then runs it.
+step() {
+	printf '\n\033[1m$ %s\033[0m\n' "$(quote "$@")"
+	"$@"
+}
+
+count='for i in 1 2 3; do echo "tick $i ($(tty))"; sleep 1; done; exit 3'
+printf '\n\033[1m$ %s\033[0m\n' "id=\$($(quote agentctl run --name demo -- sh -c "$count"))"
+id=$(agentctl run --name demo -- sh -c "$count")
 echo "$id"
 step agentctl list
-bin/agentctl list
-step agentctl logs -f "${id:0:8}"
-bin/agentctl logs -f "${id:0:8}"
-step agentctl status "${id:0:8}"
-bin/agentctl status "${id:0:8}"
+step agentctl logs -f demo
+step agentctl status "${id:0:4}"
 step agentctl run --wait -- sh -c 'echo waited; exit 0'
-bin/agentctl run --wait -- sh -c 'echo waited; exit 0'
 step agentctl list -a
-bin/agentctl list -a
 step agentctl daemon status
-bin/agentctl daemon status

@@ -67,6 +67,9 @@ type Core struct {
 	records *records
 	disc    *discovery
 	moves   *transitions
+	// naming is held from the check that a launch's name is free until
+	// its record is on disk, so two launches cannot take one name.
+	naming sync.Mutex
 
 	// ctx bounds background work (learning native ids); wg waits for it.
 	ctx context.Context
@@ -121,13 +124,18 @@ func (c *Core) List(ctx context.Context, o api.ListOptions) (api.SessionList, er
 	if err != nil {
 		return api.SessionList{}, err
 	}
-	kept, warnings, err := c.sessions(ctx, f.keep)
+	var known []string
+	kept, warnings, err := c.sessions(ctx, func(s *api.Session) bool {
+		known = append(known, s.ID)
+		return f.keep(s)
+	})
 	if err != nil {
 		return api.SessionList{}, err
 	}
 	if kept == nil {
 		kept = []api.Session{}
 	}
+	c.setHandles(kept, known)
 	sortByCreation(kept)
 	return api.SessionList{Sessions: kept, Warnings: warnings}, nil
 }
@@ -158,16 +166,22 @@ func (c *Core) Get(ctx context.Context, prefix string) (api.Session, error) {
 		return api.Session{}, err
 	}
 	sess.Warnings = append(sess.Warnings, warnings...)
+	if ids, err := c.records.ids(); err == nil {
+		one := []api.Session{sess}
+		c.setHandles(one, ids)
+		sess = one[0]
+	}
 	return sess, nil
 }
 
 // lookup resolves an id or unique prefix to the merged session object and
 // the warnings of the discovery that vouched for it.
 func (c *Core) lookup(ctx context.Context, prefix string) (api.Session, []string, error) {
-	if !home.ValidID(prefix) {
-		return api.Session{}, nil, faultf(ErrInvalid, "%q is not a valid session id", prefix)
+	if prefix == "" {
+		return api.Session{}, nil, faultf(ErrInvalid, "an empty session id")
 	}
-	if id, err := c.records.resolve(prefix); err == nil {
+	id, err := c.records.resolveLaunched(prefix)
+	if err == nil {
 		sess, err := c.records.get(id)
 		if err != nil {
 			return api.Session{}, nil, err
@@ -177,12 +191,13 @@ func (c *Core) lookup(ctx context.Context, prefix string) (api.Session, []string
 		}
 		merged, warnings := c.withNative(ctx, sess)
 		return merged, warnings, nil
-	} else if !errors.Is(err, ErrNotFound) {
+	} else if !errors.Is(err, ErrNotFound) || !home.ValidID(prefix) {
 		return api.Session{}, nil, err
 	}
 	// Not launched here: maybe a session only an adapter knows.
+	low := strings.ToLower(prefix)
 	all, warnings, err := c.sessions(ctx, func(sess *api.Session) bool {
-		return sess.Origin == api.OriginDiscovered && strings.HasPrefix(sess.ID, prefix)
+		return sess.Origin == api.OriginDiscovered && strings.HasPrefix(strings.ToLower(sess.ID), low)
 	})
 	if err != nil {
 		return api.Session{}, nil, err
@@ -193,7 +208,7 @@ func (c *Core) lookup(ctx context.Context, prefix string) (api.Session, []string
 		ids = append(ids, sess.ID)
 		byID[sess.ID] = sess
 	}
-	id, err := resolvePrefix(prefix, ids)
+	id, err = resolvePrefix(prefix, ids)
 	if err != nil {
 		return api.Session{}, warnings, err
 	}
@@ -214,11 +229,12 @@ func (c *Core) withNative(ctx context.Context, sess api.Session) (api.Session, [
 
 func resolvePrefix(prefix string, ids []string) (string, error) {
 	var matches []string
+	low := strings.ToLower(prefix)
 	for _, id := range ids {
-		if id == prefix {
+		if strings.EqualFold(id, prefix) {
 			return id, nil
 		}
-		if strings.HasPrefix(id, prefix) {
+		if strings.HasPrefix(strings.ToLower(id), low) {
 			matches = append(matches, id)
 		}
 	}

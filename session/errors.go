@@ -12,6 +12,8 @@ var (
 	ErrNotFound   = errors.New("no such session")
 	ErrInvalid    = errors.New("invalid request")
 	ErrNotRunning = errors.New("the session is not running")
+	// ErrRunning: the operation needs a session that has ended.
+	ErrRunning = errors.New("the session is running")
 	// ErrSpawn: the command or agent could not be started (not installed,
 	// not executable, bad working directory): the caller's to fix.
 	ErrSpawn = errors.New("the command could not be started")

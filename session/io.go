@@ -97,23 +97,55 @@ func (c *Core) Logs(ctx context.Context, id string, o api.LogOptions, emit func(
 		return err
 	}
 	path := filepath.Join(dir, home.LogFile)
-	data, pos, err := logs.Tail(path, o.Lines)
-	if err != nil {
+	if o.Since != "" || o.Timestamps {
+		return c.logsTimed(ctx, sess, path, o, emit)
+	}
+	var data []byte
+	var pos logs.Position
+	if o.After != "" {
+		// A stream that broke off goes on where it was.
+		if pos, err = logs.ParsePosition(o.After); err != nil {
+			return faultf(ErrInvalid, "%v", err)
+		}
+	} else if data, pos, err = logs.Tail(path, o.Lines); err != nil {
 		return err
 	}
-	var strip logs.Stripper
+	strip := logs.Stripper{KeepColor: o.Color}
+	partial := ""
+	var text []byte
+	// cursor says where the bytes sent so far end: for the text view,
+	// where the unfinished line begins, so it comes again whole.
+	cursor := func(at logs.Position) error {
+		if !o.Cursors || !o.Follow {
+			return nil
+		}
+		if !o.Raw {
+			if at.Offset -= strip.SinceLine(); at.Offset < 0 {
+				return nil // the line began in an older file
+			}
+		}
+		return emit(api.LogChunk{Cursor: at.String()})
+	}
 	send := func(b []byte) error {
 		if o.Raw {
-			return emit(api.LogChunk{Data: b})
+			return sendRaw(b, emit)
 		}
-		for _, line := range strip.Write(b) {
-			if err := emit(api.LogChunk{Text: line}); err != nil {
-				return err
+		text = strip.AppendText(text[:0], b)
+		if err := sendText(text, o.TextAsData, emit); err != nil {
+			return err
+		}
+		if o.Partial && o.Follow {
+			if p := strip.Pending(); p != partial {
+				partial = p
+				return emit(textChunk(p, o.TextAsData, true))
 			}
 		}
 		return nil
 	}
 	if err := send(data); err != nil {
+		return err
+	}
+	if err := cursor(pos); err != nil {
 		return err
 	}
 	if o.Follow {
@@ -122,13 +154,19 @@ func (c *Core) Logs(ctx context.Context, id string, o api.LogOptions, emit func(
 			s, err := c.records.get(sess.ID)
 			return err != nil || s.Status.Ended()
 		}
-		if err := logs.Follow(ctx, path, pos, ended, send); err != nil {
+		err := logs.FollowFrom(ctx, path, pos, ended, func(b []byte, at logs.Position) error {
+			if err := send(b); err != nil {
+				return err
+			}
+			return cursor(at)
+		})
+		if err != nil {
 			return err
 		}
 	}
 	if !o.Raw {
 		if last, ok := strip.Flush(); ok {
-			if err := emit(api.LogChunk{Text: last}); err != nil {
+			if err := emit(textChunk(last, o.TextAsData, false)); err != nil {
 				return err
 			}
 		}

@@ -46,6 +46,13 @@ func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, err
 	if err := checkNames(req); err != nil {
 		return api.Session{}, err
 	}
+	if req.Name != "" {
+		c.naming.Lock()
+		defer c.naming.Unlock()
+		if other, taken := c.records.runningNamed(req.Name); taken {
+			return api.Session{}, faultf(ErrInvalid, "name %q is taken by running session %s: stop it, or choose another name", req.Name, other)
+		}
+	}
 	// PWD follows the session's cwd, not the caller's: some agents
 	// (OpenCode) work in $PWD rather than in their real working directory.
 	now := time.Now().UTC()
@@ -56,6 +63,7 @@ func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, err
 	rec := spawn.Record{
 		ID: id, Adapter: req.Adapter, Name: req.Name, Group: req.Group, Labels: req.Labels,
 		Cwd: req.Cwd, Prompt: req.Prompt, Model: req.Model, ResumeOf: req.ResumeOf,
+		RestartOf: req.RestartOf,
 		CreatedAt: now, Rows: req.Rows, Cols: req.Cols,
 		StopSignal: "SIGTERM",
 	}
@@ -136,6 +144,9 @@ func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, err
 func checkNames(req api.RunRequest) error {
 	if req.ResumeOf != "" && !home.ValidID(req.ResumeOf) {
 		return faultf(ErrInvalid, "resume_of %q is not a valid session id", req.ResumeOf)
+	}
+	if req.RestartOf != "" && !home.ValidID(req.RestartOf) {
+		return faultf(ErrInvalid, "restart_of %q is not a valid session id", req.RestartOf)
 	}
 	if req.Group != "" && !home.ValidID(req.Group) {
 		return faultf(ErrInvalid, "group %q: use letters, digits, '-', '_' and '.' (at most 128, not starting with '.')", req.Group)

@@ -182,18 +182,6 @@ func (r *records) all() ([]api.Session, []string, error) {
 	return out, warnings, nil
 }
 
-// resolve turns a unique prefix of a launched session's id into the id.
-func (r *records) resolve(prefix string) (string, error) {
-	if !home.ValidID(prefix) {
-		return "", faultf(ErrInvalid, "%q is not a valid session id", prefix)
-	}
-	ids, err := r.ids()
-	if err != nil {
-		return "", err
-	}
-	return resolvePrefix(prefix, ids)
-}
-
 // sessionFromState is the session object for a launched session.
 func sessionFromState(st spawn.State) api.Session {
 	rec := st.Record
@@ -212,6 +200,7 @@ func sessionFromState(st spawn.State) api.Session {
 		Model:     rec.Model,
 		Prompt:    text.Truncate(rec.Prompt, maxPromptShown),
 		Labels:    rec.Labels,
+		RestartOf: rec.RestartOf,
 	}
 	if s.Adapter == "" {
 		s.Adapter = "exec"

@@ -41,7 +41,9 @@ type Record struct {
 	// NativeID is the agent's own session id when known at launch.
 	NativeID string `json:"native_id,omitempty"`
 	// ResumeOf is the agentctl id whose native session this run continues.
-	ResumeOf   string    `json:"resume_of,omitempty"`
+	ResumeOf string `json:"resume_of,omitempty"`
+	// RestartOf is the agentctl id this run repeats.
+	RestartOf  string    `json:"restart_of,omitempty"`
 	StopSignal string    `json:"stop_signal,omitempty"`
 	CreatedAt  time.Time `json:"created_at"`
 

@@ -78,6 +78,7 @@ type shim struct {
 
 	mu        sync.Mutex
 	viewers   map[*viewer]struct{}
+	screen    *screen // what the terminal shows, for viewers that attach
 	exit      *ExitRecord
 	stoppedBy string
 
@@ -226,6 +227,7 @@ func startShim(dir string, spec Spec, logger *slog.Logger) (*shim, error) {
 		dir: dir, rec: rec, serviceLock: spec.ServiceLock, log: lw, master: master, logger: logger,
 		health: health, exitSlot: exitSlot,
 		viewers:  map[*viewer]struct{}{},
+		screen:   newScreen(rec.Rows, rec.Cols),
 		reaped:   make(chan struct{}),
 		finished: make(chan struct{}),
 		readDone: make(chan struct{}),
@@ -269,6 +271,9 @@ func (s *shim) setSize(rows, cols uint16) {
 	rc.Control(func(fd uintptr) {
 		unix.IoctlSetWinsize(int(fd), unix.TIOCSWINSZ, &unix.Winsize{Row: rows, Col: cols})
 	})
+	s.mu.Lock()
+	s.screen.resize(rows, cols)
+	s.mu.Unlock()
 }
 
 // reap waits for children: the agent, and as subreaper any orphan that was
@@ -337,6 +342,7 @@ func (s *shim) readLoop() {
 func (s *shim) broadcast(chunk []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.screen.write(chunk)
 	if len(s.viewers) == 0 {
 		return
 	}
@@ -589,6 +595,9 @@ func (s *shim) attach(conn net.Conn, r *bufio.Reader, req controlRequest) {
 		return
 	default:
 	}
+	// The current screen first, then what follows it: both under the lock
+	// that orders output, so nothing is shown twice or missed.
+	v.out <- frame{api.FrameOutput, s.screen.redraw()}
 	s.viewers[v] = struct{}{}
 	s.mu.Unlock()
 	if err := json.NewEncoder(conn).Encode(controlResponse{OK: true}); err != nil {

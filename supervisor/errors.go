@@ -25,6 +25,7 @@ var codes = []struct {
 	{fuses.ErrInvalid, api.CodeInvalid},
 	{session.ErrNotRunning, api.CodeNotRunning},
 	{adapters.ErrNotRunning, api.CodeNotRunning},
+	{session.ErrRunning, api.CodeRunning},
 	{locks.ErrLocked, api.CodeLocked},
 	{adapters.ErrForbidden, api.CodeForbidden},
 	{session.ErrSpawn, api.CodeSpawnFailed},

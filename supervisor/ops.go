@@ -463,7 +463,7 @@ func (o *ops) changed(ch session.Change) {
 func (o *ops) lockChanged(c locks.Change) {
 	meta := map[string]any{"directory": c.Lock.Directory, "type": string(c.Lock.Type)}
 	if c.Lock.LockedBy != "" {
-		meta["lockedBy"] = c.Lock.LockedBy
+		meta["locked_by"] = c.Lock.LockedBy
 	}
 	if c.Lock.Reason != "" {
 		meta["reason"] = c.Lock.Reason
@@ -483,7 +483,7 @@ func (o *ops) lockChanged(c locks.Change) {
 
 func (o *ops) fuseChanged(c fuses.Change) {
 	f := c.Fuse
-	meta := map[string]any{"directory": f.Directory, "ttlMs": f.TTLMs, "expiresAt": f.ExpiresAt}
+	meta := map[string]any{"directory": f.Directory, "ttl_ms": f.TTLMs, "expires_at": f.ExpiresAt}
 	if f.Label != "" {
 		meta["label"] = f.Label
 	}

@@ -40,6 +40,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /v1/sessions/{id}/input", s.handleInput)
 	mux.HandleFunc("POST /v1/prune", s.handlePrune)
 	s.opsRoutes(mux)
+	s.lifecycleRoutes(mux)
 	return onlyOwner(s.boundBodies(mux))
 }
 
@@ -180,7 +181,7 @@ func (s *Server) handlePrune(w http.ResponseWriter, r *http.Request) {
 		}
 		older = d
 	}
-	removed, err := s.prune(older)
+	removed, err := s.prune(older, req.DryRun)
 	answer(w, http.StatusOK, api.PruneResult{Removed: removed}, err)
 }
 

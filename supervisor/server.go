@@ -310,7 +310,7 @@ func (s *Server) pruneLoop() {
 	t := time.NewTicker(s.opts.PruneEvery)
 	defer t.Stop()
 	for {
-		if removed, err := s.prune(s.opts.PruneTTL); err != nil {
+		if removed, err := s.prune(s.opts.PruneTTL, false); err != nil {
 			s.log.Warn("prune ended sessions", "err", err)
 		} else if len(removed) > 0 {
 			s.log.Info("pruned ended sessions", "count", len(removed))
@@ -324,8 +324,9 @@ func (s *Server) pruneLoop() {
 }
 
 // prune removes the folders of sessions that ended more than olderThan ago,
-// and of failed starts that left no launch record.
-func (s *Server) prune(olderThan time.Duration) ([]string, error) {
+// and of failed starts that left no launch record. A dry run names them and
+// removes nothing.
+func (s *Server) prune(olderThan time.Duration, dryRun bool) ([]string, error) {
 	ids, err := s.core.LaunchedIDs()
 	if err != nil {
 		return nil, err
@@ -358,6 +359,10 @@ func (s *Server) prune(olderThan time.Duration) ([]string, error) {
 			continue
 		}
 		if time.Since(ended) < olderThan {
+			continue
+		}
+		if dryRun {
+			removed = append(removed, id)
 			continue
 		}
 		if err := os.RemoveAll(dir); err != nil {

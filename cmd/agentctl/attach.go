@@ -62,6 +62,8 @@ func attach(cmd *cobra.Command, c *client.Client, id string) error {
 		return fmt.Errorf("attach to %s: %w", id, err)
 	}
 	defer at.Close()
+	out := &modeWriter{w: os.Stdout}
+	defer out.restore()
 	if term.IsTerminal(in) {
 		old, err := term.MakeRaw(in)
 		if err != nil {
@@ -113,7 +115,12 @@ func attach(cmd *cobra.Command, c *client.Client, id string) error {
 				}
 			}
 			if err != nil {
-				// End of our input: stop sending, keep watching output.
+				// End of input that is not a terminal (a pipe, a file):
+				// nothing more will be typed, so detach. A terminal's
+				// input does not end while it is open.
+				if !term.IsTerminal(in) {
+					detach()
+				}
 				return
 			}
 		}
@@ -124,6 +131,7 @@ func attach(cmd *cobra.Command, c *client.Client, id string) error {
 		if err != nil {
 			select {
 			case <-detached:
+				out.restore()
 				fmt.Fprintf(os.Stderr, "\r\n[detached from %s; it keeps running]\r\n", shortID(id))
 				return nil
 			default:
@@ -135,11 +143,12 @@ func attach(cmd *cobra.Command, c *client.Client, id string) error {
 		}
 		switch typ {
 		case api.FrameOutput:
-			os.Stdout.Write(payload)
+			out.Write(payload)
 		case api.FrameExit:
 			var e api.AttachExit
 			json.Unmarshal(payload, &e)
 			sess := api.Session{ExitCode: e.ExitCode, Signal: e.Signal}
+			out.restore()
 			fmt.Fprintf(os.Stderr, "\r\n[session %s ended]\r\n", shortID(id))
 			return exitError{code: exitCodeOf(sess)}
 		}

@@ -41,10 +41,12 @@ func newGenDocsCmd() *cobra.Command {
 			if err := os.MkdirAll(man, 0o755); err != nil {
 				return fmt.Errorf("create %s: %w", man, err)
 			}
+			// No Title: each page is titled after its command
+			// (AGENTCTL-LOGS). The footer names a release, or "dev" and
+			// the commit between releases.
 			header := &doc.GenManHeader{
-				Title:   "AGENTCTL",
 				Section: "1",
-				Source:  "agentctl " + buildVersion(),
+				Source:  "agentctl " + shortVersion(),
 				Manual:  "agentctl manual",
 				Date:    &date,
 			}

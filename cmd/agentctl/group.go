@@ -470,7 +470,7 @@ func newGroupListCmd() *cobra.Command {
 				if order == nil {
 					order = []*groupRow{}
 				}
-				return printJSON(os.Stdout, order)
+				return printJSON(os.Stdout, map[string]any{"groups": order})
 			}
 			if len(order) == 0 {
 				fmt.Println("no groups")

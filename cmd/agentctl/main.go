@@ -30,11 +30,21 @@ func run(ctx context.Context, args []string) int {
 	if err == nil {
 		return 0
 	}
+	// Ctrl-C (or SIGTERM) ends a command quietly, as a shell reports it.
+	if ctx.Err() != nil && !errors.As(err, new(exitError)) {
+		return 130
+	}
+	if isUnknownCommand(err) {
+		fmt.Fprintln(os.Stderr, "agentctl: "+err.Error())
+		return 2
+	}
 	var exit exitError
 	if errors.As(err, &exit) {
 		return exit.code
 	}
-	fmt.Fprintln(os.Stderr, "agentctl: "+err.Error())
+	if p, ok := err.(printedError); !ok || !p.quiet {
+		fmt.Fprintln(os.Stderr, "agentctl: "+err.Error())
+	}
 	var usage usageError
 	if errors.As(err, &usage) {
 		return 2

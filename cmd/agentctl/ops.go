@@ -106,7 +106,9 @@ func readCmd[T any](use, short string, fetch func(*client.Client, context.Contex
 				return err
 			}
 			if asJSON {
-				return printJSON(os.Stdout, v)
+				// A list is an object naming what it holds, as list's
+				// {"sessions": [...]}: {"locks": [...]}.
+				return printJSON(os.Stdout, map[string]any{jsonListKey(use): v})
 			}
 			table(os.Stdout, v, time.Now())
 			return nil
@@ -245,6 +247,14 @@ func newFuseCancelCmd() *cobra.Command {
 
 func printFuseLine(what string, f api.Fuse) {
 	fmt.Printf("%s: %s expires in %s (at %s)\n", what, f.Directory, fuseRemaining(time.Until(f.ExpiresAt)), f.ExpiresAt.Local().Format(time.RFC3339))
+}
+
+// jsonListKey names the list a read command prints.
+func jsonListKey(use string) string {
+	if use == "list" { // fuse list
+		return "fuses"
+	}
+	return use
 }
 
 func newFusesCmd(use string) *cobra.Command {

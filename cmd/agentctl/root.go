@@ -50,11 +50,13 @@ after 'agentctl service install'. State lives in $AGENTCTL_HOME (default
 	root.AddCommand(
 		newRunCmd(), newLaunchCmd(), newListCmd(), newStatusCmd(), newLogsCmd(),
 		newPeekCmd(), newStopCmd(), newAttachCmd(), newSendCmd(), newResumeCmd(),
-		newPruneCmd(), newDaemonCmd(), newShimCmd(),
+		newPruneCmd(), newRmCmd(), newRestartCmd(), newDaemonCmd(), newShimCmd(),
 		newGroupCmd(), newWorktreeCmd(),
 		newLockCmd(), newUnlockCmd(), newLocksCmd(), newFuseCmd(), newFusesCmd("fuses"), newEventsCmd(),
-		newServiceCmd(), newGenDocsCmd(),
+		newServiceCmd(), newGenDocsCmd(), newVersionCmd(),
 	)
+	addCompletions(root)
+	organizeHelp(root)
 	return root
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/client"
@@ -27,6 +28,7 @@ type runFlags struct {
 	meta    []string
 	asJSON  bool
 	wait    bool
+	attach  bool
 	rows    uint16
 	cols    uint16
 	// lock, force and the hooks: the operational layer.
@@ -48,6 +50,9 @@ func (f *runFlags) register(cmd *cobra.Command, withPrompt bool) {
 	fl.StringArrayVar(&f.meta, "meta", nil, "same as --label")
 	fl.BoolVar(&f.asJSON, "json", false, "print the session as JSON")
 	fl.BoolVar(&f.wait, "wait", false, "stream the session's output and exit with its exit code")
+	fl.BoolVar(&f.attach, "attach", false, "attach to the session once it has started (Ctrl-] detaches)")
+	fl.BoolVarP(&f.attach, "interactive", "i", false, "the same as --attach (-it, as with docker)")
+	fl.BoolVarP(&f.attach, "tty", "t", false, "the same as --attach")
 	fl.Uint16Var(&f.rows, "rows", 0, "terminal rows (default 40)")
 	fl.Uint16Var(&f.cols, "cols", 0, "terminal columns (default 120)")
 	fl.BoolVar(&f.lock, "lock", false, "lock the directory while a plain command runs (agents always do)")
@@ -92,6 +97,11 @@ func (f *runFlags) request(cfg config.Config) (api.RunRequest, error) {
 			labels[k] = v
 		}
 	}
+	rows, cols := f.rows, f.cols
+	if w, h, err := term.GetSize(int(os.Stdin.Fd())); err == nil && f.attach && rows == 0 && cols == 0 {
+		// Attached at once: the session's terminal is the size of ours.
+		rows, cols = uint16(h), uint16(w)
+	}
 	model := f.model
 	if model == "" && f.adapter != "" && f.adapter != api.ExecAdapter {
 		model = cfg.Model
@@ -99,7 +109,7 @@ func (f *runFlags) request(cfg config.Config) (api.RunRequest, error) {
 	return api.RunRequest{
 		Adapter: f.adapter, Prompt: f.prompt, Model: model, Cwd: abs,
 		Env: os.Environ(), EnvOverrides: f.env, Name: f.name, Labels: labels,
-		Rows: f.rows, Cols: f.cols,
+		Rows: rows, Cols: cols,
 		Lock: f.lock, Force: f.force, OnCreate: f.onCreate, OnComplete: f.onComplete, HookTimeout: f.hookTimeout,
 	}, nil
 }
@@ -175,8 +185,11 @@ func showStarted(cmd *cobra.Command, f *runFlags, c *client.Client, sess api.Ses
 		if err := printJSON(os.Stdout, sess); err != nil {
 			return err
 		}
-	} else if !f.wait {
+	} else if !f.wait && !f.attach {
 		fmt.Println(sess.ID)
+	}
+	if f.attach {
+		return attach(cmd, c, sess.ID)
 	}
 	if !f.wait {
 		return nil
@@ -191,7 +204,10 @@ func showStarted(cmd *cobra.Command, f *runFlags, c *client.Client, sess api.Ses
 // exitError with the agent's exit code (128+signal for a signal).
 func waitSession(ctx context.Context, c *client.Client, id string, w io.Writer) error {
 	var final *api.Session
-	err := c.Logs(ctx, id, api.LogOptions{Raw: true, Follow: true}, func(ch api.LogChunk) error {
+	mw := &modeWriter{w: w}
+	defer mw.restore()
+	w = mw
+	err := followLogs(ctx, c, id, api.LogOptions{Raw: true, Follow: true}, func(ch api.LogChunk) error {
 		if len(ch.Data) > 0 {
 			if _, err := w.Write(ch.Data); err != nil {
 				return err
@@ -315,6 +331,9 @@ whole conversation. Prints the new run's id.`,
 			}
 			if prev.Origin != api.OriginLaunched {
 				return fmt.Errorf("session %s was not started by agentctl; resume it with its own CLI", prev.ID)
+			}
+			if prev.Adapter == api.ExecAdapter {
+				return usageError{fmt.Errorf("session %s is a plain command, not an agent: resume continues an agent's conversation; run the command again with 'agentctl restart %s'", prev.ID, prev.ID)}
 			}
 			f.adapter, f.prompt = prev.Adapter, a[1]
 			if f.cwd == "" {

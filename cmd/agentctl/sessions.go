@@ -16,78 +16,76 @@ import (
 
 func newListCmd() *cobra.Command {
 	var o api.ListOptions
-	var asJSON bool
+	var out outputFlags
 	cmd := &cobra.Command{
-		Use:   "list",
-		Short: "List sessions (running ones; -a adds ended ones)",
+		Use:     "list",
+		Aliases: []string{"ls", "ps"},
+		Short:   "List sessions (running ones; -a adds ended ones)",
 		Long: `List sessions: those agentctl launched and those the adapters find in the
 agents' own stores (origin "discovered"). Status is derived now, from exit
 records, process liveness (pid + start time) and the agents' own records.
 
 Statuses: running, exited, killed (by a signal), lost (gone without an exit
 record), ended (the agent's store says it is over), unknown (nobody can vouch
-for it right now).`,
+for it right now).
+
+The table fits the terminal: the ID column shows each session's shortest
+unique handle (any command takes it, or the session's --name), empty columns
+are left out and the working directory and prompt are shortened; -o wide
+shows everything.`,
+		Example: `  agentctl list
+  agentctl list -a --status exited
+  agentctl list -o wide --group review
+  agentctl stop $(agentctl list -q --label team=infra)`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := out.check(); err != nil {
+				return err
+			}
+			if err := checkStatus(o.Status); err != nil {
+				return err
+			}
 			c, err := newClient()
 			if err != nil {
 				return err
 			}
-			out, err := c.List(cmd.Context(), o)
+			list, err := c.List(cmd.Context(), o)
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				return printJSON(os.Stdout, out)
+			if out.asJSON {
+				return printJSON(os.Stdout, list)
 			}
-			for _, w := range out.Warnings {
+			for _, w := range list.Warnings {
 				warn("%s", w)
 			}
-			printSessions(os.Stdout, out.Sessions)
+			if out.quiet {
+				for _, s := range list.Sessions {
+					fmt.Println(s.ID)
+				}
+				return nil
+			}
+			if len(list.Sessions) == 0 {
+				if !out.noHeaders {
+					fmt.Fprintln(os.Stderr, "no sessions")
+				}
+				return nil
+			}
+			printSessionTable(os.Stdout, list.Sessions, tableWidth(os.Stdout), out.format == "wide", !out.noHeaders)
 			return nil
 		},
 	}
 	fl := cmd.Flags()
 	fl.BoolVarP(&o.All, "all", "a", false, "include ended sessions")
-	fl.StringVar(&o.Status, "status", "", "only sessions with this status")
+	fl.StringVar(&o.Status, "status", "", "only sessions with this status: running, exited, killed, lost, ended or unknown")
 	fl.StringVar(&o.Adapter, "adapter", "", "only sessions of this adapter")
 	fl.StringVar(&o.Group, "group", "", "only sessions of this group")
 	fl.StringArrayVar(&o.Labels, "label", nil, "only sessions with label KEY=VALUE (repeatable)")
 	fl.DurationVar(&o.Since, "since", 0, "with -a, ended sessions of this recent past (default 168h)")
-	fl.BoolVar(&asJSON, "json", false, "print JSON")
+	out.register(cmd)
+	cmd.RegisterFlagCompletionFunc("group", completeGroups)
+	cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions([]string{"running", "exited", "killed", "lost", "ended", "unknown"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
-}
-
-func printSessions(w io.Writer, sessions []api.Session) {
-	if len(sessions) == 0 {
-		fmt.Fprintln(w, "no sessions")
-		return
-	}
-	// The group column shows only when a session has one.
-	grouped := false
-	for _, s := range sessions {
-		grouped = grouped || s.Group != ""
-	}
-	group := func(s api.Session) string {
-		if !grouped {
-			return ""
-		}
-		return dash(s.Group) + "\t"
-	}
-	tw := newTable(w)
-	header := "ID\tADAPTER\tSTATUS\tPID\tAGE\tLAST\tMODEL\tTOKENS\tCOST\t"
-	if grouped {
-		header += "GROUP\t"
-	}
-	fmt.Fprintln(tw, header+"NAME/PROMPT")
-	now := time.Now()
-	for _, s := range sessions {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s%s\n",
-			shortID(s.ID), s.Adapter, statusText(s), dash(pidText(s.PID)),
-			dash(ago(now, s.CreatedAt)), dash(ago(now, lastActivity(s))), dash(s.Model),
-			dash(tokensText(s)), dash(costText(s.CostUSD)), group(s), oneLine(label(s), 50))
-	}
-	tw.Flush()
 }
 
 func shortID(id string) string {
@@ -214,7 +212,7 @@ func newStatusCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "status ID",
-		Short: "Show one session (ID may be a unique prefix)",
+		Short: "Show one session (by id, unique id prefix or name)",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			c, err := newClient()
@@ -240,7 +238,7 @@ func printSession(w io.Writer, s api.Session) {
 	tw := newTable(w)
 	row := func(k, v string) {
 		if v != "" {
-			fmt.Fprintf(tw, "%s\t%s\n", k, v)
+			fmt.Fprintf(tw, "%s\t%s\n", k, sanitize(v))
 		}
 	}
 	row("id", s.ID)
@@ -284,43 +282,6 @@ func printSession(w io.Writer, s api.Session) {
 		row("warning", wn)
 	}
 	tw.Flush()
-}
-
-func newLogsCmd() *cobra.Command {
-	var o api.LogOptions
-	cmd := &cobra.Command{
-		Use:   "logs ID",
-		Short: "Show a session's output (-f to follow until it ends)",
-		Long: `Show the last lines of a session's terminal output. The default view strips
-terminal escape sequences; --raw gives the bytes as the agent wrote them.
--f follows the output until the session ends, then exits. Nothing is lost or
-repeated between the lines shown first and those that follow.`,
-		Args: args(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, a []string) error {
-			c, err := newClient()
-			if err != nil {
-				return err
-			}
-			if !cmd.Flags().Changed("lines") {
-				o.Lines = screenLines()
-			}
-			return c.Logs(cmd.Context(), a[0], o, func(ch api.LogChunk) error {
-				if o.Raw {
-					_, err := os.Stdout.Write(ch.Data)
-					return err
-				}
-				if ch.Text != "" || (!ch.End && ch.Data == nil) {
-					_, err := fmt.Println(ch.Text)
-					return err
-				}
-				return nil
-			})
-		},
-	}
-	cmd.Flags().IntVarP(&o.Lines, "lines", "n", 0, "how many lines (0: all kept; default: a screenful)")
-	cmd.Flags().BoolVarP(&o.Follow, "follow", "f", false, "follow the output until the session ends")
-	cmd.Flags().BoolVar(&o.Raw, "raw", false, "raw bytes, escape sequences included")
-	return cmd
 }
 
 // screenLines is the terminal's height less a line, or 50 off a terminal.
@@ -379,47 +340,6 @@ it shows the end of the output log instead.`,
 	return cmd
 }
 
-func newStopCmd() *cobra.Command {
-	var req api.StopRequest
-	var timeout time.Duration
-	var asJSON bool
-	cmd := &cobra.Command{
-		Use:   "stop ID",
-		Short: "Stop a session and every process it started",
-		Long: `Stop a session: the agent's own graceful signal to its process group (SIGTERM
-for most; SIGINT for Codex), then SIGKILL to the group and every descendant
-after the grace period (--timeout), including tool commands that moved to
-sessions of their own. Returns once no process of the session remains.
---force kills at once.`,
-		Args: args(cobra.ExactArgs(1)),
-		RunE: func(cmd *cobra.Command, a []string) error {
-			c, err := newClient()
-			if err != nil {
-				return err
-			}
-			switch f := cmd.Flags().Lookup("timeout"); {
-			case timeout < 0:
-				return usageError{fmt.Errorf("--timeout %s: a grace period cannot be negative (0 kills at once)", timeout)}
-			case f.Changed:
-				req.Timeout = timeout.String()
-			}
-			s, err := c.Stop(cmd.Context(), a[0], req)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(os.Stdout, s)
-			}
-			fmt.Printf("%s %s\n", s.ID, statusText(s))
-			return nil
-		},
-	}
-	cmd.Flags().BoolVar(&req.Force, "force", false, "SIGKILL at once")
-	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Second, "grace period before SIGKILL (0: kill at once)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	return cmd
-}
-
 func newSendCmd() *cobra.Command {
 	var noNewline bool
 	cmd := &cobra.Command{
@@ -458,32 +378,6 @@ return) unless -n. With '-' the text comes from standard input, sent as is.`,
 
 // maxSend bounds one send (the request carries it whole).
 const maxSend = 16 << 20
-
-func newPruneCmd() *cobra.Command {
-	var older time.Duration
-	cmd := &cobra.Command{
-		Use:   "prune",
-		Short: "Remove ended sessions' folders",
-		Long: `Remove the folders (records and logs) of sessions that ended more than
---older-than ago (default: all ended sessions). Running sessions are never
-touched. The service also prunes sessions ended over 7 days ago by itself.`,
-		Args: args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := newClient()
-			if err != nil {
-				return err
-			}
-			res, err := c.Prune(cmd.Context(), older)
-			if err != nil {
-				return err
-			}
-			fmt.Printf("removed %d ended sessions\n", len(res.Removed))
-			return nil
-		},
-	}
-	cmd.Flags().DurationVar(&older, "older-than", 0, "only sessions that ended longer ago than this")
-	return cmd
-}
 
 // hookText says how a lifecycle hook went.
 func hookText(h api.HookRun) string {

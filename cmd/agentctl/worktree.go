@@ -45,7 +45,10 @@ func newWorktreeListCmd() *cobra.Command {
 				return err
 			}
 			if asJSON {
-				return printJSON(os.Stdout, list)
+				if list == nil {
+					list = []orchestrate.Worktree{}
+				}
+				return printJSON(os.Stdout, map[string]any{"worktrees": list})
 			}
 			tw := newTable(os.Stdout)
 			fmt.Fprintln(tw, "PATH\tBRANCH\tHEAD\tNOTE")

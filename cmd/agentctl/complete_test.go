@@ -1,0 +1,44 @@
+package main
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/agentctl/agentctl/api"
+)
+
+func TestSessionCompletions(t *testing.T) {
+	code := 0
+	sessions := []api.Session{
+		{ID: "k3x9aaaa", Status: api.StatusExited, ExitCode: &code, Command: []string{"make"}},
+		{ID: "k3y0bbbb", Status: api.StatusRunning, Name: "web"},
+		{ID: "q7rmcccc", Status: api.StatusRunning, Prompt: "fix\x1b[31m the test"},
+	}
+	for _, tc := range []struct {
+		typed string
+		given []string
+		want  []string
+	}{
+		{"", nil, []string{"q7rmcccc\trunning fix?[31m the test", "k3y0bbbb\trunning web", "web\trunning k3y0bbbb", "k3x9aaaa\texited(0) make"}},
+		{"K3", nil, []string{"k3y0bbbb\trunning web", "k3x9aaaa\texited(0) make"}},
+		{"we", nil, []string{"web\trunning k3y0bbbb"}},
+		{"k3", []string{"k3y0bbbb"}, []string{"k3x9aaaa\texited(0) make"}},
+	} {
+		if got := sessionCompletions(sessions, tc.given, tc.typed); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("complete %q after %v = %q, want %q", tc.typed, tc.given, got, tc.want)
+		}
+	}
+}
+
+func TestCheckStatus(t *testing.T) {
+	for _, s := range []string{"", "running", "exited", "killed", "lost", "ended", "unknown"} {
+		if err := checkStatus(s); err != nil {
+			t.Errorf("checkStatus(%q) = %v", s, err)
+		}
+	}
+	for _, s := range []string{"bogus", "Running", "stopped"} {
+		if _, ok := checkStatus(s).(usageError); !ok {
+			t.Errorf("checkStatus(%q) is not a usage error", s)
+		}
+	}
+}

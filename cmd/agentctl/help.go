@@ -1,0 +1,168 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"runtime"
+	"runtime/debug"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// Help groups: what --help lists the commands under.
+var helpGroups = []*cobra.Group{
+	{ID: "sessions", Title: "Sessions:"},
+	{ID: "agents", Title: "Agents:"},
+	{ID: "directories", Title: "Directories:"},
+	{ID: "service", Title: "Service:"},
+}
+
+// commandHelp places each top-level command in a group and gives it an
+// example where its own definition has none.
+var commandHelp = map[string]struct{ group, example string }{
+	"run": {"sessions", `  agentctl run -- npm test
+  agentctl run --name web -- python3 -m http.server
+  agentctl run -it -- bash`},
+	"list":    {"sessions", ""},
+	"status":  {"sessions", "  agentctl status web\n  agentctl status k3x9 --json"},
+	"logs":    {"sessions", "  agentctl logs web\n  agentctl logs -f k3x9\n  agentctl logs --raw -n 0 k3x9 > out.log"},
+	"attach":  {"sessions", "  agentctl attach web        # Ctrl-] detaches"},
+	"send":    {"sessions", "  agentctl send web 'npm run build'\n  echo 'y' | agentctl send -n web -"},
+	"stop":    {"sessions", ""},
+	"restart": {"sessions", ""},
+	"rm":      {"sessions", ""},
+	"prune":   {"sessions", ""},
+	"events":  {"sessions", "  agentctl events\n  agentctl events --type 'session.*' | jq .type"},
+	"launch": {"agents", `  agentctl launch claude -p 'fix the failing test'
+  agentctl launch codex -p 'add a changelog entry' --name notes`},
+	"resume": {"agents", "  agentctl resume k3x9 'now run the tests'"},
+	"peek":   {"agents", "  agentctl peek k3x9\n  agentctl peek -n 3 web"},
+	"group":  {"directories", `  agentctl group status review`},
+	"worktree": {"directories", `  agentctl worktree list
+  agentctl worktree clean --group review`},
+	"lock":       {"directories", "  agentctl lock . --by 'release in progress'"},
+	"unlock":     {"directories", "  agentctl unlock ."},
+	"locks":      {"directories", "  agentctl locks --json"},
+	"fuse":       {"directories", "  agentctl fuse set . --ttl 2h"},
+	"fuses":      {"directories", "  agentctl fuses"},
+	"daemon":     {"service", "  agentctl daemon status\n  agentctl daemon restart"},
+	"service":    {"service", "  agentctl service install\n  agentctl service status"},
+	"version":    {"service", "  agentctl version\n  agentctl --version"},
+	"completion": {"service", "  source <(agentctl completion bash)"},
+}
+
+// organizeHelp puts the commands in their groups, with their examples,
+// and adds the version command. Commands not named above are listed under
+// "Additional Commands".
+func organizeHelp(root *cobra.Command) {
+	root.AddGroup(helpGroups...)
+	root.SetHelpCommandGroupID("service")
+	root.SetCompletionCommandGroupID("service")
+	root.SuggestionsMinimumDistance = 1
+	root.SetVersionTemplate(`{{printf "agentctl %s\n" .Version}}` + versionDetails())
+	for _, c := range root.Commands() {
+		h, ok := commandHelp[c.Name()]
+		if !ok {
+			continue
+		}
+		c.GroupID = h.group
+		if c.Example == "" {
+			c.Example = h.example
+		}
+	}
+}
+
+// versionInfo is what a build says of itself.
+type versionInfo struct {
+	Version  string `json:"version"`
+	Commit   string `json:"commit,omitempty"`
+	Modified bool   `json:"modified,omitempty"`
+	Go       string `json:"go"`
+	Platform string `json:"platform"`
+}
+
+// commit is set at build time with -ldflags "-X main.commit=..." (make
+// build does); else the Go toolchain's VCS stamp says it, where it made one.
+var commit = ""
+
+func buildInfo() versionInfo {
+	v := versionInfo{Version: buildVersion(), Commit: commit, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				if v.Commit == "" {
+					v.Commit = s.Value
+				}
+			case "vcs.modified":
+				v.Modified = s.Value == "true"
+			}
+		}
+	}
+	if v.Commit == "" {
+		v.Commit = pseudoCommit(v.Version)
+	}
+	return v
+}
+
+// pseudo matches a Go pseudo-version: v0.0.0-20260101120000-abcdef123456.
+var pseudo = regexp.MustCompile(`^v\d+\.\d+\.\d+-(?:\d+\.)?\d{14}-([0-9a-f]{12})(?:\+dirty)?$`)
+
+// pseudoCommit is the commit a pseudo-version names, or "".
+func pseudoCommit(version string) string {
+	if m := pseudo.FindStringSubmatch(version); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// shortVersion is the version for a man page's footer: a release's tag, or
+// "dev" and the commit for a build between releases.
+func shortVersion() string {
+	v := buildInfo()
+	if pseudoCommit(v.Version) == "" && v.Version != "dev" {
+		return v.Version
+	}
+	if v.Commit != "" {
+		return "dev-" + v.Commit[:min(12, len(v.Commit))]
+	}
+	return "dev"
+}
+
+func versionDetails() string {
+	v := buildInfo()
+	commit := v.Commit
+	if commit == "" {
+		commit = "unknown"
+	}
+	if v.Modified {
+		commit += " (modified)"
+	}
+	return fmt.Sprintf("commit:   %s\ngo:       %s\nplatform: %s\n", commit, v.Go, v.Platform)
+}
+
+func newVersionCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print agentctl's version, commit and Go version",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if asJSON {
+				return printJSON(os.Stdout, buildInfo())
+			}
+			fmt.Printf("agentctl %s\n%s", buildVersion(), versionDetails())
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+// isUnknownCommand reports cobra's "unknown command" error: a usage
+// mistake.
+func isUnknownCommand(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "unknown command ")
+}

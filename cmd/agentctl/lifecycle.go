@@ -1,0 +1,403 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/client"
+)
+
+// selection is how a command that acts on several sessions names them:
+// handles (ids, unique prefixes, names), or --all, --group, --label.
+type selection struct {
+	all    bool
+	group  string
+	labels []string
+}
+
+func (s *selection) register(cmd *cobra.Command, all string) {
+	fl := cmd.Flags()
+	fl.BoolVar(&s.all, "all", false, all)
+	fl.StringVar(&s.group, "group", "", "every such session of group `G`")
+	fl.StringArrayVar(&s.labels, "label", nil, "every such session with label `KEY=VALUE` (repeatable)")
+	cmd.ValidArgsFunction = completeSessions
+	cmd.RegisterFlagCompletionFunc("group", completeGroups)
+}
+
+// any reports whether a flag selects sessions.
+func (s *selection) any() bool { return s.all || s.group != "" || len(s.labels) > 0 }
+
+// targets returns the handles to act on: those given, or the launched
+// sessions the flags select that want accepts. Giving both is a usage
+// error, as is giving neither.
+func (s *selection) targets(ctx context.Context, c *client.Client, cmd *cobra.Command, given []string, want func(api.Session) bool) ([]string, error) {
+	switch {
+	case len(given) > 0 && s.any():
+		return nil, usageError{fmt.Errorf("%s: give session ids or --all/--group/--label, not both", cmd.CommandPath())}
+	case len(given) > 0:
+		return given, nil
+	case !s.any():
+		return nil, usageError{fmt.Errorf("%s: which sessions? give one or more ids or names, or --all, --group G, --label K=V", cmd.CommandPath())}
+	}
+	for _, l := range s.labels {
+		if k, _, ok := strings.Cut(l, "="); !ok || k == "" {
+			return nil, usageError{fmt.Errorf("--label %q: want KEY=VALUE", l)}
+		}
+	}
+	// Ended sessions of every age: --since reaches back a century.
+	list, err := c.List(ctx, api.ListOptions{All: true, Group: s.group, Labels: s.labels, Since: 100 * 365 * 24 * time.Hour})
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, sess := range list.Sessions {
+		// Only what agentctl launched: an agent someone started in a
+		// terminal is theirs.
+		if sess.Origin == api.OriginLaunched && want(sess) {
+			ids = append(ids, sess.ID)
+		}
+	}
+	return ids, nil
+}
+
+// result is what one target's action gave.
+type result struct {
+	handle string
+	sess   api.Session
+	err    error
+}
+
+// forEach runs act on every target, a few at a time, and reports them in
+// the order given: one failure does not stop the others. It returns an
+// error naming every failed target (exit 1), after printing each failure.
+func forEach(ctx context.Context, verb string, handles []string, act func(context.Context, string) (api.Session, error), show func(result)) error {
+	if len(handles) == 0 {
+		fmt.Fprintf(os.Stderr, "agentctl: %s: no session matches\n", verb)
+		return nil
+	}
+	results := make([]result, len(handles))
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for i, h := range handles {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			sess, err := act(ctx, h)
+			results[i] = result{handle: h, sess: sess, err: err}
+		}()
+	}
+	wg.Wait()
+	var failed []string
+	var first error
+	for _, r := range results {
+		if r.err != nil {
+			fmt.Fprintf(os.Stderr, "agentctl: %s %s: %v\n", verb, r.handle, r.err)
+			failed = append(failed, r.handle)
+			if first == nil {
+				first = r.err
+			}
+			continue
+		}
+		show(r)
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	if len(handles) == 1 {
+		// One target: its error is the answer, with its own exit code.
+		return printedError{err: first, quiet: true}
+	}
+	return printedError{err: fmt.Errorf("%s failed for %d of %d sessions: %s", verb, len(failed), len(handles), strings.Join(failed, " "))}
+}
+
+// printedError is a failure already told on standard error, piece by
+// piece: run prints its summary unless quiet, and exits 1 (2 for a
+// mistake in the request).
+type printedError struct {
+	err   error
+	quiet bool // nothing more to print
+}
+
+func (e printedError) Error() string { return e.err.Error() }
+func (e printedError) Unwrap() error { return e.err }
+
+// showSessions prints each result as "ID STATUS", or as JSON: one object
+// for one handle given, else {"sessions": [...]}.
+func showSessions(asJSON, one bool) (func(result), func() error) {
+	var all []api.Session
+	show := func(r result) {
+		if asJSON {
+			all = append(all, r.sess)
+			return
+		}
+		fmt.Printf("%s %s\n", r.sess.ID, statusText(r.sess))
+	}
+	done := func() error {
+		if !asJSON {
+			return nil
+		}
+		if one {
+			if len(all) == 1 {
+				return printJSON(os.Stdout, all[0])
+			}
+			return nil
+		}
+		if all == nil {
+			all = []api.Session{}
+		}
+		return printJSON(os.Stdout, api.SessionList{Sessions: all})
+	}
+	return show, done
+}
+
+func running(s api.Session) bool { return !s.Status.Ended() }
+
+func newStopCmd() *cobra.Command {
+	var req api.StopRequest
+	var timeout time.Duration
+	var asJSON bool
+	var sel selection
+	cmd := &cobra.Command{
+		Use:   "stop ID|NAME... | --all | --group G | --label K=V",
+		Short: "Stop sessions and every process they started",
+		Long: `Stop sessions: the agent's own graceful signal to its process group (SIGTERM
+for most; SIGINT for Codex), then SIGKILL to the group and every descendant
+after the grace period (--timeout), including tool commands that moved to
+sessions of their own. Returns once no process of the session remains.
+--force kills at once.
+
+Several sessions are stopped side by side; one that fails does not stop the
+others, and the exit status is 1 if any failed (each is named). --all,
+--group and --label select running sessions agentctl launched.`,
+		Example: `  agentctl stop k3x9
+  agentctl stop build-bot k3x9 q7rm
+  agentctl stop --group review
+  agentctl stop $(agentctl list -q --label team=infra)`,
+		Args: args(cobra.ArbitraryArgs),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			switch f := cmd.Flags().Lookup("timeout"); {
+			case timeout < 0:
+				return usageError{fmt.Errorf("--timeout %s: a grace period cannot be negative (0 kills at once)", timeout)}
+			case f.Changed:
+				req.Timeout = timeout.String()
+			}
+			c, err := newClient()
+			if err != nil {
+				return err
+			}
+			handles, err := sel.targets(cmd.Context(), c, cmd, a, running)
+			if err != nil {
+				return err
+			}
+			show, done := showSessions(asJSON, len(a) == 1)
+			err = forEach(cmd.Context(), "stop", handles, func(ctx context.Context, h string) (api.Session, error) {
+				return c.Stop(ctx, h, req)
+			}, show)
+			if derr := done(); err == nil {
+				err = derr
+			}
+			return err
+		},
+	}
+	cmd.Flags().BoolVar(&req.Force, "force", false, "SIGKILL at once")
+	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Second, "grace period before SIGKILL (0: kill at once)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	sel.register(cmd, "every running session agentctl launched")
+	return cmd
+}
+
+func newRmCmd() *cobra.Command {
+	var force, asJSON bool
+	var sel selection
+	cmd := &cobra.Command{
+		Use:     "rm ID|NAME... | --all | --group G | --label K=V",
+		Aliases: []string{"remove"},
+		Short:   "Remove ended sessions' folders (records and logs)",
+		Long: `Remove sessions' folders: their launch and exit records and their output log.
+A running session is refused unless --force, which stops it first (SIGKILL
+at once). Sessions agentctl did not launch have no folder here; their agent's
+own store keeps them.
+
+--all, --group and --label select ended sessions agentctl launched (with
+--force, running ones too). One failure does not stop the others; the exit
+status is 1 if any failed.`,
+		Example: `  agentctl rm k3x9 q7rm
+  agentctl rm --force build-bot
+  agentctl rm --group review`,
+		Args: args(cobra.ArbitraryArgs),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			c, err := newClient()
+			if err != nil {
+				return err
+			}
+			handles, err := sel.targets(cmd.Context(), c, cmd, a, func(s api.Session) bool { return force || s.Status.Ended() })
+			if err != nil {
+				return err
+			}
+			show, done := showSessions(asJSON, len(a) == 1)
+			if !asJSON {
+				show = func(r result) { fmt.Println(r.sess.ID) }
+			}
+			err = forEach(cmd.Context(), "rm", handles, func(ctx context.Context, h string) (api.Session, error) {
+				return c.Remove(ctx, h, force)
+			}, show)
+			if derr := done(); err == nil {
+				err = derr
+			}
+			return err
+		},
+	}
+	cmd.Flags().BoolVarP(&force, "force", "f", false, "stop a running session first, then remove it")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the removed sessions as JSON")
+	sel.register(cmd, "every ended session agentctl launched")
+	return cmd
+}
+
+func newRestartCmd() *cobra.Command {
+	var req api.RestartRequest
+	var timeout time.Duration
+	var asJSON bool
+	var sel selection
+	cmd := &cobra.Command{
+		Use:   "restart ID|NAME... | --all | --group G | --label K=V",
+		Short: "Run sessions again: same command, directory, adapter and labels, new id",
+		Long: `Run each session again as a new session: the same command (or agent and
+prompt), working directory, model, name, group and labels, in your current
+environment (agentctl keeps the names of a session's environment variables,
+never their values). A running session is stopped first, as 'stop' does.
+The new session's restart_of names the old one. Prints the new ids.
+
+--all, --group and --label select running sessions agentctl launched. One
+failure does not stop the others; the exit status is 1 if any failed.`,
+		Example: `  agentctl restart build-bot
+  agentctl restart --group review`,
+		Args: args(cobra.ArbitraryArgs),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			switch f := cmd.Flags().Lookup("timeout"); {
+			case timeout < 0:
+				return usageError{fmt.Errorf("--timeout %s: a grace period cannot be negative (0 kills at once)", timeout)}
+			case f.Changed:
+				req.Stop.Timeout = timeout.String()
+			}
+			c, err := newClient()
+			if err != nil {
+				return err
+			}
+			handles, err := sel.targets(cmd.Context(), c, cmd, a, running)
+			if err != nil {
+				return err
+			}
+			req.Env = os.Environ()
+			show, done := showSessions(asJSON, len(a) == 1)
+			if !asJSON {
+				show = func(r result) { fmt.Println(r.sess.ID) }
+			}
+			err = forEach(cmd.Context(), "restart", handles, func(ctx context.Context, h string) (api.Session, error) {
+				return c.Restart(ctx, h, req)
+			}, show)
+			if derr := done(); err == nil {
+				err = derr
+			}
+			return err
+		},
+	}
+	cmd.Flags().BoolVar(&req.Stop.Force, "force", false, "stop a running session with SIGKILL at once")
+	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Second, "grace period before SIGKILL when stopping (0: kill at once)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the new sessions as JSON")
+	sel.register(cmd, "every running session agentctl launched")
+	return cmd
+}
+
+func newPruneCmd() *cobra.Command {
+	var older time.Duration
+	var yes, dryRun, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "prune",
+		Short: "Remove ended sessions' folders",
+		Long: `Remove the folders (records and logs) of sessions that ended more than
+--older-than ago (default: all ended sessions). Running sessions are never
+touched. On a terminal it says how many it would remove and asks first,
+unless --yes; --dry-run names them and removes nothing. The service also
+prunes sessions ended over 7 days ago by itself.`,
+		Example: `  agentctl prune --dry-run
+  agentctl prune --older-than 24h --yes`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := newClient()
+			if err != nil {
+				return err
+			}
+			req := api.PruneRequest{DryRun: dryRun}
+			if older > 0 {
+				req.OlderThan = older.String()
+			}
+			if !yes && !dryRun && term.IsTerminal(int(os.Stdin.Fd())) {
+				req.DryRun = true
+				would, err := c.PruneSessions(cmd.Context(), req)
+				if err != nil {
+					return err
+				}
+				if len(would.Removed) == 0 {
+					fmt.Println("no ended sessions to remove")
+					return nil
+				}
+				ok, err := confirm(os.Stdin, os.Stderr, fmt.Sprintf("Remove the folders and logs of %d ended sessions?", len(would.Removed)))
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return printedError{err: errors.New("nothing removed")}
+				}
+				req.DryRun = false
+			}
+			res, err := c.PruneSessions(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			switch {
+			case asJSON:
+				return printJSON(os.Stdout, res)
+			case dryRun:
+				for _, id := range res.Removed {
+					fmt.Println(id)
+				}
+				fmt.Fprintf(os.Stderr, "would remove %d ended sessions (dry run: nothing removed)\n", len(res.Removed))
+			default:
+				fmt.Printf("removed %d ended sessions\n", len(res.Removed))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&older, "older-than", 0, "only sessions that ended longer ago than this")
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "name what would be removed; remove nothing")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+// confirm asks a yes/no question; only "y" or "yes" is yes.
+func confirm(in io.Reader, out io.Writer, question string) (bool, error) {
+	fmt.Fprintf(out, "%s [y/N] ", question)
+	line, err := bufio.NewReader(in).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return false, fmt.Errorf("read the answer: %w", err)
+	}
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true, nil
+	}
+	return false, nil
+}

@@ -1,0 +1,260 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/agentctl/agentctl/api"
+)
+
+// outputFlags are how a command that prints sessions prints them.
+type outputFlags struct {
+	format    string // "", "wide", "json"
+	asJSON    bool   // --json, the same as -o json
+	quiet     bool
+	noHeaders bool
+}
+
+func (o *outputFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVarP(&o.format, "output", "o", "", "output format: `wide` (every column, nothing shortened) or json")
+	fl.BoolVar(&o.asJSON, "json", false, "print JSON (the same as -o json)")
+	fl.BoolVarP(&o.quiet, "quiet", "q", false, "print session ids only, one a line")
+	fl.BoolVar(&o.noHeaders, "no-headers", false, "print no header line")
+	cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"wide", "json"}, cobra.ShellCompDirectiveNoFileComp))
+}
+
+// check refuses a format that does not exist.
+func (o *outputFlags) check() error {
+	switch o.format {
+	case "", "wide":
+	case "json":
+		o.asJSON = true
+	default:
+		return usageError{fmt.Errorf("--output %q: want wide or json", o.format)}
+	}
+	return nil
+}
+
+// statuses are the values --status accepts.
+var statuses = []api.Status{api.StatusRunning, api.StatusExited, api.StatusKilled, api.StatusLost, api.StatusEnded, api.StatusUnknown}
+
+// checkStatus refuses a --status that no session can have.
+func checkStatus(s string) error {
+	if s == "" {
+		return nil
+	}
+	names := make([]string, len(statuses))
+	for i, st := range statuses {
+		if string(st) == s {
+			return nil
+		}
+		names[i] = string(st)
+	}
+	return usageError{fmt.Errorf("--status %q: want one of %s", s, strings.Join(names, ", "))}
+}
+
+// tableWidth is how wide a table may be: the terminal's width, else
+// $COLUMNS, else no limit (0) when the output goes to a file or a pipe.
+func tableWidth(w io.Writer) int {
+	if f, ok := w.(*os.File); ok {
+		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 0 {
+			return cols
+		}
+	}
+	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
+		return n
+	}
+	return 0
+}
+
+// column is one column of the session table.
+type column struct {
+	head string
+	cell func(api.Session) string
+	// flex columns are shortened to fit; the others are shown whole.
+	flex bool
+	// cut shortens a flex cell to n characters.
+	cut func(string, int) string
+	// wideOnly columns show with -o wide only.
+	wideOnly bool
+}
+
+func sessionColumns(now time.Time, wide bool) []column {
+	homeDir, _ := os.UserHomeDir()
+	id := func(s api.Session) string {
+		if wide || s.Handle == "" {
+			return s.ID
+		}
+		return s.Handle
+	}
+	return []column{
+		{head: "ID", cell: id},
+		{head: "ADAPTER", cell: func(s api.Session) string { return s.Adapter }},
+		{head: "STATUS", cell: statusText},
+		{head: "PID", cell: func(s api.Session) string { return pidText(s.PID) }, wideOnly: true},
+		{head: "AGE", cell: func(s api.Session) string { return ago(now, s.CreatedAt) }},
+		{head: "LAST", cell: func(s api.Session) string { return ago(now, lastActivity(s)) }},
+		{head: "MODEL", cell: func(s api.Session) string { return sanitize(s.Model) }},
+		{head: "TOKENS", cell: tokensText},
+		{head: "COST", cell: func(s api.Session) string { return costText(s.CostUSD) }},
+		{head: "GROUP", cell: func(s api.Session) string { return s.Group }},
+		{head: "CWD", cell: func(s api.Session) string { return sanitize(tildePath(s.Cwd, homeDir)) }, flex: true, cut: cutLeft},
+		{head: "NAME/PROMPT", cell: func(s api.Session) string { return oneLine(sanitize(label(s)), 1<<16) }, flex: true, cut: cutRight},
+	}
+}
+
+// printSessionTable writes sessions as a table that fits width (0: any
+// width). Columns empty in every row are left out, and so are the wide-only
+// ones unless wide; without wide the cwd and the name/prompt are shortened
+// to fit, the prompt keeping at least a few characters.
+func printSessionTable(w io.Writer, sessions []api.Session, width int, wide, headers bool) {
+	cols := sessionColumns(time.Now(), wide)
+	cells := make([][]string, len(sessions))
+	used := make([]bool, len(cols))
+	for i, s := range sessions {
+		cells[i] = make([]string, len(cols))
+		for j, c := range cols {
+			v := c.cell(s)
+			cells[i][j] = v
+			used[j] = used[j] || v != ""
+		}
+	}
+	var keep []int
+	for j, c := range cols {
+		if (c.wideOnly && !wide) || (!used[j] && !wide && c.head != "NAME/PROMPT") {
+			continue
+		}
+		keep = append(keep, j)
+	}
+	widths := make(map[int]int, len(keep))
+	for _, j := range keep {
+		n := 0
+		if headers {
+			n = utf8.RuneCountInString(cols[j].head)
+		}
+		for i := range cells {
+			n = max(n, utf8.RuneCountInString(dash(cells[i][j])))
+		}
+		widths[j] = n
+	}
+	if !wide && width > 0 {
+		keep = fit(cols, keep, widths, width)
+	}
+	tw := newTable(w)
+	if headers {
+		var b strings.Builder
+		for k, j := range keep {
+			if k > 0 {
+				b.WriteByte('\t')
+			}
+			b.WriteString(cols[j].head)
+		}
+		fmt.Fprintln(tw, b.String())
+	}
+	for i := range cells {
+		var b strings.Builder
+		for k, j := range keep {
+			if k > 0 {
+				b.WriteByte('\t')
+			}
+			v := dash(cells[i][j])
+			if cols[j].flex && utf8.RuneCountInString(v) > widths[j] {
+				v = cols[j].cut(v, widths[j])
+			}
+			b.WriteString(v)
+		}
+		fmt.Fprintln(tw, b.String())
+	}
+	tw.Flush()
+}
+
+// fit shrinks the flex columns so the table is at most width wide: the
+// cwd first (down to 12), then the prompt (down to 16), then the cwd goes.
+func fit(cols []column, keep []int, widths map[int]int, width int) []int {
+	total := func() int {
+		n := 0
+		for k, j := range keep {
+			if k > 0 {
+				n += 2
+			}
+			n += widths[j]
+		}
+		return n
+	}
+	var cwd, prompt = -1, -1
+	for _, j := range keep {
+		switch cols[j].head {
+		case "CWD":
+			cwd = j
+		case "NAME/PROMPT":
+			prompt = j
+		}
+	}
+	// The last column has no padding after it: one column to spare keeps
+	// a terminal from wrapping at its edge.
+	width--
+	shrink := func(j, floor int) {
+		if j < 0 {
+			return
+		}
+		if over := total() - width; over > 0 {
+			widths[j] = max(floor, widths[j]-over)
+		}
+	}
+	shrink(cwd, 12)
+	shrink(prompt, 16)
+	if total() > width && cwd >= 0 {
+		keep = slices.DeleteFunc(keep, func(j int) bool { return j == cwd })
+		// The prompt gets the room the cwd had.
+		if prompt >= 0 {
+			widths[prompt] = max(16, widths[prompt]+widths[cwd]+2)
+			if over := total() - width; over > 0 {
+				widths[prompt] = max(16, widths[prompt]-over)
+			}
+		}
+	}
+	return keep
+}
+
+// tildePath writes the home directory as ~.
+func tildePath(p, home string) string {
+	if home != "" && home != "/" && (p == home || strings.HasPrefix(p, home+"/")) {
+		return "~" + p[len(home):]
+	}
+	return p
+}
+
+// cutRight keeps the first n characters, the last one an ellipsis.
+func cutRight(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	if n < 1 {
+		return ""
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// cutLeft keeps the last n characters, the first one an ellipsis: the end
+// of a path says most.
+func cutLeft(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	if n < 1 {
+		return ""
+	}
+	return "…" + string(r[len(r)-n+1:])
+}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentctl/agentctl/api"
+)
+
+func TestSessionTableFitsTheWidth(t *testing.T) {
+	now := time.Now()
+	sessions := []api.Session{
+		{ID: "k3x9abcdefghjkmn01m88g26q1", Handle: "k3x9", Adapter: "exec", Status: api.StatusRunning, CreatedAt: now,
+			Cwd: "/very/long/path/to/a/project/that/goes/on/and/on/src", Command: []string{"sh", "-c", strings.Repeat("a long command ", 20)}},
+		{ID: "q7rmabcdefghjkmn01m88g26q1", Handle: "q7rm", Adapter: "claude", Status: api.StatusRunning, CreatedAt: now,
+			Cwd: "/srv", Name: "review-bot", Model: "opus"},
+	}
+	for _, tc := range []struct {
+		name    string
+		width   int
+		wide    bool
+		want    []string
+		notWant []string
+	}{
+		{"wide has it all", 0, true, []string{"k3x9abcdefghjkmn01m88g26q1", "PID", "/very/long/path/to/a/project/that/goes/on/and/on/src"}, nil},
+		{"no limit off a terminal", 0, false, []string{"/very/long/path/to/a/project/that/goes/on/and/on/src", "MODEL"}, []string{"PID", "TOKENS", "COST", "GROUP", "k3x9a"}},
+		{"120 columns", 120, false, []string{"k3x9", "review-bot", "…"}, []string{"k3x9a"}},
+		{"80 columns", 80, false, []string{"k3x9", "review-bot"}, nil},
+		{"60 columns drops the cwd", 60, false, []string{"k3x9", "NAME/PROMPT"}, []string{"CWD"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			printSessionTable(&b, sessions, tc.width, tc.wide, true)
+			out := b.String()
+			for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+				if n := utf8.RuneCountInString(line); tc.width > 0 && n >= tc.width {
+					t.Errorf("a line of %d characters at width %d: %q", n, tc.width, line)
+				}
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("table lacks %q:\n%s", w, out)
+				}
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(out, w) {
+					t.Errorf("table has %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
+
+func TestSanitize(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"plain", "plain"},
+		{"tab\tand\nnewline", "tab and newline"},
+		{"\x1b]0;title\x07red\x1b[31m", "?]0;title?red?[31m"},
+		{"c1 \u009b31m", "c1 ?31m"},
+		{"bad \xff utf8", "bad ? utf8"},
+		{"ünïcödé ✓", "ünïcödé ✓"},
+	} {
+		if got := sanitize(tc.in); got != tc.want {
+			t.Errorf("sanitize(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestCuts(t *testing.T) {
+	if got := cutLeft("/a/b/c/project", 8); got != "…project" {
+		t.Errorf("cutLeft = %q", got)
+	}
+	if got := cutRight("fix the failing test", 8); got != "fix the…" {
+		t.Errorf("cutRight = %q", got)
+	}
+	if got := tildePath("/home/u/src", "/home/u"); got != "~/src" {
+		t.Errorf("tildePath = %q", got)
+	}
+	if got := tildePath("/home/user2/src", "/home/u"); got != "/home/user2/src" {
+		t.Errorf("tildePath of another home = %q", got)
+	}
+}

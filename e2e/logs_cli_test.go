@@ -1,0 +1,243 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+
+	"github.com/agentctl/agentctl/api"
+)
+
+// A 16 MB log comes out whole, raw or stripped; the stripped view's rate
+// is logged.
+func TestLogsOfALargeSession(t *testing.T) {
+	t.Parallel()
+	e := NewEnv(t)
+	const lines = 2000000
+	s := e.Start("--", "sh", "-c", fmt.Sprintf(`seq 1 %d; printf '\033[31mred\033[0m tail'`, lines))
+	e.WaitStatus(s.ID, api.StatusExited, 60*time.Second)
+	logFile, err := os.ReadFile(e.SessionDir(s.ID) + "/output.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := e.Command("logs", "--raw", "-n", "0", s.ID)
+	got, err := raw.Output()
+	if err != nil {
+		t.Fatalf("logs --raw -n 0: %v", err)
+	}
+	if !bytes.Equal(got, logFile) {
+		t.Fatalf("logs --raw -n 0 gave %d bytes, the log has %d", len(got), len(logFile))
+	}
+	var want bytes.Buffer
+	for i := 1; i <= lines; i++ {
+		fmt.Fprintf(&want, "%d\n", i)
+	}
+	want.WriteString("red tail\n")
+	began := time.Now()
+	text, err := e.Command("logs", "-n", "0", s.ID).Output()
+	took := time.Since(began)
+	if err != nil {
+		t.Fatalf("logs -n 0: %v", err)
+	}
+	if !bytes.Equal(text, want.Bytes()) {
+		t.Fatalf("logs -n 0 gave %d bytes, want %d (first difference near %q)", len(text), want.Len(), firstDiff(text, want.Bytes()))
+	}
+	t.Logf("raw log %d bytes; stripped view %d bytes in %s: %.0f MB/s", len(logFile), len(text), took.Round(time.Millisecond), float64(len(text))/took.Seconds()/1e6)
+	if tail := e.MustRun("logs", "-n", "2", s.ID); tail != fmt.Sprintf("%d\nred tail", lines) {
+		t.Fatalf("logs -n 2 = %q", tail)
+	}
+}
+
+func firstDiff(a, b []byte) string {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if a[i] != b[i] {
+			return string(a[max(0, i-20):min(len(a), i+20)])
+		}
+	}
+	return "the end"
+}
+
+// On a terminal logs keeps colour and shows a line as it grows; piped, it
+// strips colour; NO_COLOR and --no-color strip it on a terminal too.
+func TestLogsColourAndPartialLines(t *testing.T) {
+	t.Parallel()
+	e := NewEnv(t)
+	s := e.Start("--", "sh", "-c", `printf '\033[31mred\033[0m line\n'; printf 'still typing'; sleep 300`)
+	WaitFor(t, 10*time.Second, "output", func() bool { return strings.Contains(e.MustRun("logs", s.ID), "still typing") })
+	if piped := e.MustRun("logs", s.ID); strings.Contains(piped, "\x1b") || !strings.Contains(piped, "red line") {
+		t.Fatalf("piped logs = %q: want the text without escapes", piped)
+	}
+	onTerminal := func(extraEnv []string, args ...string) (*ptyOutput, *exec.Cmd) {
+		cmd := e.Command(args...)
+		cmd.Env = append(cmd.Env, extraEnv...)
+		tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 30, Cols: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := &ptyOutput{}
+		go io.Copy(out, tty)
+		t.Cleanup(func() { tty.Close(); cmd.Process.Kill(); cmd.Wait() })
+		return out, cmd
+	}
+	out, cmd := onTerminal(nil, "logs", "-f", s.ID)
+	WaitFor(t, 10*time.Second, "logs -f on a terminal to show colour and the unfinished line", func() bool {
+		o := out.String()
+		return strings.Contains(o, "\x1b[31mred\x1b[0m line") && strings.Contains(o, "still typing")
+	})
+	// Ctrl-C ends the follower quietly, with 130; the session goes on.
+	cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	if !asExitError(err, &exit) || exit.ExitCode() != 130 {
+		t.Fatalf("logs -f after Ctrl-C: %v, want exit 130", err)
+	}
+	if strings.Contains(out.String(), "agentctl:") {
+		t.Fatalf("logs -f printed an error on Ctrl-C: %q", out.String())
+	}
+	if st := e.Session(s.ID).Status; st != api.StatusRunning {
+		t.Fatalf("the session is %s after Ctrl-C on logs -f", st)
+	}
+	for _, tc := range []struct {
+		env  []string
+		args []string
+	}{
+		{[]string{"NO_COLOR=1"}, []string{"logs", s.ID}},
+		{nil, []string{"logs", "--no-color", s.ID}},
+	} {
+		out, cmd := onTerminal(tc.env, tc.args...)
+		cmd.Wait()
+		if o := out.String(); !strings.Contains(o, "red line") || strings.Contains(o, "\x1b[31m") {
+			t.Fatalf("%v %v on a terminal = %q: want no colour", tc.env, tc.args, o)
+		}
+	}
+	e.MustRun("stop", s.ID)
+}
+
+// logs -f and run --wait ride out a restart of the service: every byte
+// once, in order.
+func TestLogsFollowAcrossServiceRestart(t *testing.T) {
+	t.Parallel()
+	e := NewEnv(t)
+	const n = 80
+	script := fmt.Sprintf(`i=0; while [ $i -lt %d ]; do i=$((i+1)); echo "line $i"; sleep 0.05; done`, n)
+	s := e.Start("--", "sh", "-c", script)
+	var want bytes.Buffer
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&want, "line %d\n", i)
+	}
+	type follower struct {
+		name string
+		cmd  *exec.Cmd
+		out  bytes.Buffer
+		errb bytes.Buffer
+	}
+	var fs []*follower
+	for _, args := range [][]string{
+		{"logs", "-f", "-n", "0", s.ID},
+		{"logs", "-f", "--raw", "-n", "0", s.ID},
+		{"run", "--wait", "--", "sh", "-c", script},
+	} {
+		f := &follower{name: strings.Join(args[:3], " "), cmd: e.Command(args...)}
+		f.cmd.Stdout, f.cmd.Stderr = &f.out, &f.errb
+		if err := f.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		fs = append(fs, f)
+	}
+	time.Sleep(time.Second)
+	e.MustRun("daemon", "restart")
+	time.Sleep(time.Second)
+	e.MustRun("daemon", "restart")
+	for _, f := range fs {
+		err := f.cmd.Wait()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", f.name, err, f.errb.String())
+		}
+		got := strings.ReplaceAll(f.out.String(), "\r\n", "\n")
+		if got != want.String() {
+			t.Fatalf("%s across two service restarts gave:\n%q\nwant:\n%q", f.name, got, want.String())
+		}
+	}
+}
+
+// Ctrl-C ends run --wait with 130 and events quietly; the session goes on.
+func TestCtrlCEndsFollowersQuietly(t *testing.T) {
+	t.Parallel()
+	e := NewEnv(t)
+	e.MustRun("daemon", "start")
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"run", "--wait", "--name", "waited", "--", "sh", "-c", "echo started; sleep 300"}, 130},
+		{[]string{"events"}, 0},
+	} {
+		cmd := e.Command(tc.args...)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(1500 * time.Millisecond)
+		cmd.Process.Signal(syscall.SIGINT)
+		err := cmd.Wait()
+		code := 0
+		var exit *exec.ExitError
+		if asExitError(err, &exit) {
+			code = exit.ExitCode()
+		}
+		complained := false
+		for _, line := range strings.Split(errb.String(), "\n") {
+			complained = complained || strings.HasPrefix(line, "agentctl: ") && !strings.Contains(line, "started (pid")
+		}
+		if code != tc.code || complained {
+			t.Fatalf("%v after Ctrl-C: exit %d (want %d)\nstderr: %s", tc.args, code, tc.code, errb.String())
+		}
+	}
+	if st := e.Session("waited").Status; st != api.StatusRunning {
+		t.Fatalf("after Ctrl-C on run --wait the session is %s", st)
+	}
+	e.MustRun("stop", "waited")
+}
+
+// --since and -t read the log's own time marks.
+func TestLogsSinceAndTimestamps(t *testing.T) {
+	t.Parallel()
+	e := NewEnv(t)
+	s := e.Start("--", "sh", "-c", "echo early; sleep 3; echo late; sleep 300")
+	WaitFor(t, 15*time.Second, "the late line", func() bool { return strings.Contains(e.MustRun("logs", s.ID), "late") })
+	if got := e.MustRun("logs", "--since", "2s", s.ID); got != "late" {
+		t.Fatalf("logs --since 2s = %q, want only the late line", got)
+	}
+	if got := e.MustRun("logs", "--since", "1h", s.ID); got != "early\nlate" {
+		t.Fatalf("logs --since 1h = %q", got)
+	}
+	lines := strings.Split(e.MustRun("logs", "-t", s.ID), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("logs -t = %q", lines)
+	}
+	var stamps []time.Time
+	for _, l := range lines {
+		ts, _, _ := strings.Cut(l, " ")
+		at, err := time.Parse(time.RFC3339, ts)
+		if err != nil || at.Before(s.CreatedAt.Add(-2*time.Second)) || at.After(time.Now().Add(time.Second)) {
+			t.Fatalf("logs -t line %q: time %v, %v (session created %v)", l, at, err, s.CreatedAt)
+		}
+		stamps = append(stamps, at)
+	}
+	if d := stamps[1].Sub(stamps[0]); d < 2*time.Second {
+		t.Fatalf("the lines written 3 s apart are stamped %s apart: %q", d, lines)
+	}
+	if _, _, code := e.Run("logs", "--since", "yesterday", s.ID); code != 2 {
+		t.Fatalf("--since yesterday: exit %d, want 2", code)
+	}
+	e.MustRun("stop", s.ID)
+}

@@ -1,0 +1,45 @@
+package session
+
+import "testing"
+
+func TestHandles(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ids  []string
+		want map[string]string
+	}{
+		{"alone", []string{"abcdefgh"}, map[string]string{"abcdefgh": "abcd"}},
+		{"short id stays whole", []string{"ab"}, map[string]string{"ab": "ab"}},
+		{"shared prefix", []string{"abcdefgh", "abcdxyz1", "q0000000"},
+			map[string]string{"abcdefgh": "abcde", "abcdxyz1": "abcdx", "q0000000": "q000"}},
+		{"case does not tell apart", []string{"ABCDEF12", "abcdeg34"},
+			map[string]string{"ABCDEF12": "ABCDEF", "abcdeg34": "abcdeg"}},
+		{"a prefix of another", []string{"abcd", "abcdef"},
+			map[string]string{"abcd": "abcd", "abcdef": "abcde"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := handles(tc.ids)
+			for id, want := range tc.want {
+				if got[id] != want {
+					t.Errorf("handle of %s = %q, want %q", id, got[id], want)
+				}
+			}
+		})
+	}
+}
+
+func TestResolvePrefixIgnoresCase(t *testing.T) {
+	ids := []string{"k3x9abcdefghjkmn", "k3y0abcdefghjkmn"}
+	for _, tc := range []struct{ in, want string }{
+		{"K3X", "k3x9abcdefghjkmn"},
+		{"k3Y0ABCDEFGHJKMN", "k3y0abcdefghjkmn"},
+	} {
+		got, err := resolvePrefix(tc.in, ids)
+		if err != nil || got != tc.want {
+			t.Errorf("resolvePrefix(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+	if _, err := resolvePrefix("K3", ids); err == nil {
+		t.Error("resolvePrefix(K3) matched one of two")
+	}
+}

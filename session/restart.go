@@ -1,0 +1,83 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/home"
+	"github.com/agentctl/agentctl/spawn"
+)
+
+// Restart runs a launched session again as a new session linked to it
+// (restart_of): the same command, working directory, adapter, prompt,
+// model, name, group and labels, in the caller's environment (the old
+// environment's values are not kept). A running session is stopped first.
+func (c *Core) Restart(ctx context.Context, id string, req api.RestartRequest) (api.Session, error) {
+	ctx = context.WithoutCancel(ctx)
+	sess, _, err := c.lookup(ctx, id)
+	if err != nil {
+		return api.Session{}, err
+	}
+	if sess.Origin != api.OriginLaunched {
+		return api.Session{}, faultf(ErrInvalid, "session %s was not started by agentctl; restart it with its own CLI", sess.ID)
+	}
+	dir := c.opts.Home.SessionDir(sess.ID)
+	rec, err := spawn.ReadRecord(dir)
+	if err != nil {
+		return api.Session{}, fmt.Errorf("restart %s: %w", sess.ID, err)
+	}
+	prompt := rec.Prompt
+	if rec.PromptCut {
+		b, err := os.ReadFile(filepath.Join(dir, home.PromptFile))
+		if err != nil {
+			return api.Session{}, fmt.Errorf("restart %s: read its whole prompt: %w", sess.ID, err)
+		}
+		prompt = string(b)
+	}
+	run := api.RunRequest{
+		Adapter: rec.Adapter, Prompt: prompt, Model: rec.Model, Cwd: rec.Cwd, Env: req.Env,
+		Name: rec.Name, Group: rec.Group, Labels: rec.Labels, Rows: rec.Rows, Cols: rec.Cols,
+		ResumeOf: rec.ResumeOf, RestartOf: rec.ID,
+	}
+	if canonicalAdapter(rec.Adapter) == api.ExecAdapter {
+		run.Command = rec.Argv
+	}
+	if !sess.Status.Ended() {
+		if _, err := c.Stop(ctx, sess.ID, req.Stop); err != nil {
+			return api.Session{}, fmt.Errorf("restart %s: stop it first: %w", sess.ID, err)
+		}
+	}
+	return c.Launch(ctx, run)
+}
+
+// Remove deletes a launched session's folder (records and output log). A
+// running session is refused unless force, which stops it first (SIGKILL at
+// once).
+func (c *Core) Remove(ctx context.Context, id string, req api.RemoveRequest) (api.Session, error) {
+	ctx = context.WithoutCancel(ctx)
+	sess, _, err := c.lookup(ctx, id)
+	if err != nil {
+		return api.Session{}, err
+	}
+	if sess.Origin != api.OriginLaunched {
+		return sess, faultf(ErrInvalid, "session %s was not started by agentctl, so it has no folder here; its agent's own store keeps it", sess.ID)
+	}
+	if !sess.Status.Ended() {
+		if !req.Force {
+			return sess, faultf(ErrRunning, "session %s is %s: stop it first, or use --force to stop and remove it", sess.ID, sess.Status)
+		}
+		if sess, err = c.Stop(ctx, sess.ID, api.StopRequest{Force: true}); err != nil {
+			return sess, fmt.Errorf("remove %s: stop it first: %w", sess.ID, err)
+		}
+	}
+	dir := c.opts.Home.SessionDir(sess.ID)
+	if err := os.RemoveAll(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return sess, fmt.Errorf("remove %s: %w", dir, err)
+	}
+	c.Forget(sess.ID)
+	return sess, nil
+}

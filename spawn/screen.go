@@ -1,0 +1,145 @@
+package spawn
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/charmbracelet/x/vt"
+)
+
+// screenKeep is how much of the latest output the monitor keeps to paint
+// the screen for a viewer that attaches: more than a full screen of a
+// full-screen program, or of lines.
+const screenKeep = 64 << 10
+
+// screen keeps what it takes to show a viewer that attaches the screen as it
+// is now, instead of a blank one (an idle full-screen program draws nothing
+// until something changes): the latest output and whether the program is
+// in the alternate screen where that output begins. A terminal emulator
+// replays it only when someone attaches: emulating every byte as it comes
+// costs tens of microseconds a scrolled line, which would slow agents that
+// write a lot. Its methods are called with the shim's lock held.
+type screen struct {
+	rows, cols int
+	chunks     []screenChunk
+	size       int
+	alt        bool   // in the alternate screen after the last output
+	carry      []byte // an unfinished escape sequence at the end of it
+}
+
+type screenChunk struct {
+	data []byte
+	alt  bool // in the alternate screen where data begins
+}
+
+func newScreen(rows, cols uint16) *screen {
+	return &screen{rows: int(rows), cols: int(cols)}
+}
+
+func (s *screen) write(p []byte) {
+	if n := len(s.chunks); n > 0 && len(s.chunks[n-1].data) < 4<<10 {
+		s.chunks[n-1].data = append(s.chunks[n-1].data, p...)
+	} else {
+		s.chunks = append(s.chunks, screenChunk{data: append([]byte(nil), p...), alt: s.alt})
+	}
+	s.size += len(p)
+	s.track(p)
+	for len(s.chunks) > 1 && s.size-len(s.chunks[0].data) >= screenKeep {
+		s.size -= len(s.chunks[0].data)
+		s.chunks[0] = screenChunk{}
+		s.chunks = s.chunks[1:]
+	}
+}
+
+// track follows the alternate screen modes (1049, 1047, 47) in output.
+func (s *screen) track(p []byte) {
+	data := p
+	if len(s.carry) > 0 {
+		data = append(s.carry, p...)
+		s.carry = nil
+	}
+	for {
+		i := bytes.Index(data, []byte("\x1b[?"))
+		if i < 0 {
+			if j := bytes.LastIndexByte(data, 0x1b); j >= 0 && len(data)-j < 3 {
+				s.carry = append([]byte(nil), data[j:]...)
+			}
+			return
+		}
+		rest := data[i+3:]
+		j := 0
+		for j < len(rest) && (rest[j] >= '0' && rest[j] <= '9' || rest[j] == ';') {
+			j++
+		}
+		if j == len(rest) {
+			if j < 32 {
+				s.carry = append([]byte(nil), data[i:]...)
+			}
+			return
+		}
+		if final := rest[j]; final == 'h' || final == 'l' {
+			for _, m := range bytes.Split(rest[:j], []byte(";")) {
+				switch string(m) {
+				case "1049", "1047", "47":
+					s.alt = final == 'h'
+				}
+			}
+		}
+		data = rest[j:]
+	}
+}
+
+func (s *screen) resize(rows, cols uint16) {
+	if rows > 0 && cols > 0 {
+		s.rows, s.cols = int(rows), int(cols)
+	}
+}
+
+// redraw is the output that paints the current screen on a terminal: the
+// alternate screen if the program is in it, every line with its colours,
+// then the cursor where the program left it, shown or hidden.
+func (s *screen) redraw() []byte {
+	emu := vt.NewEmulator(s.cols, s.rows)
+	// Only the screen is painted: no scrollback (at its default of 10,000
+	// lines, every line scrolled off costs a copy of all of them).
+	emu.SetScrollbackSize(1)
+	// The emulator answers a program's queries (device attributes, cursor
+	// position) on its input pipe and blocks until they are read: they are
+	// dropped (the viewers' own terminals answer). Closing the pipe's
+	// writing end ends the reader (Emulator.Close would race with it).
+	drained := make(chan struct{})
+	go func() { io.Copy(io.Discard, emu); close(drained) }()
+	defer func() {
+		if c, ok := emu.InputPipe().(io.Closer); ok {
+			c.Close()
+			<-drained
+		}
+	}()
+	if len(s.chunks) > 0 && s.chunks[0].alt {
+		emu.Write([]byte("\x1b[?1049h"))
+	}
+	for _, c := range s.chunks {
+		emu.Write(c.data)
+	}
+	var b bytes.Buffer
+	if emu.IsAltScreen() {
+		b.WriteString("\x1b[?1049h")
+	}
+	b.WriteString("\x1b[H\x1b[2J")
+	for i, line := range strings.Split(emu.Render(), "\n") {
+		if i >= emu.Height() {
+			break
+		}
+		fmt.Fprintf(&b, "\x1b[%dH%s\x1b[0m", i+1, strings.TrimRight(line, "\r"))
+	}
+	pos := emu.CursorPosition()
+	fmt.Fprintf(&b, "\x1b[%d;%dH", pos.Y+1, pos.X+1)
+	if emu.CursorHidden() {
+		b.WriteString("\x1b[?25l")
+	} else {
+		b.WriteString("\x1b[?25h")
+	}
+	return b.Bytes()
+}

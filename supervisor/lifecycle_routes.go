@@ -1,0 +1,29 @@
+package supervisor
+
+import (
+	"net/http"
+
+	"github.com/agentctl/agentctl/api"
+)
+
+// lifecycleRoutes are restart and remove.
+func (s *Server) lifecycleRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("POST /v1/sessions/{id}/restart", s.handleRestart)
+	mux.HandleFunc("DELETE /v1/sessions/{id}", s.handleRemove)
+}
+
+func (s *Server) handleRestart(w http.ResponseWriter, r *http.Request) {
+	var req api.RestartRequest
+	if err := decode(r, &req, false); err != nil {
+		writeError(w, err)
+		return
+	}
+	sess, err := s.core.Restart(r.Context(), r.PathValue("id"), req)
+	answer(w, http.StatusCreated, sess, err)
+}
+
+func (s *Server) handleRemove(w http.ResponseWriter, r *http.Request) {
+	req := api.RemoveRequest{Force: r.URL.Query().Get("force") == "true"}
+	sess, err := s.core.Remove(r.Context(), r.PathValue("id"), req)
+	answer(w, http.StatusOK, sess, err)
+}
