@@ -16,7 +16,7 @@ import (
 
 func newListCmd() *cobra.Command {
 	var o api.ListOptions
-	var asJSON bool
+	var asJSON, watch bool
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List sessions (running ones; -a adds ended ones)",
@@ -32,6 +32,9 @@ for it right now).`,
 			c, err := newClient()
 			if err != nil {
 				return err
+			}
+			if watch {
+				return watchList(cmd.Context(), c, o, asJSON, os.Stdout)
 			}
 			out, err := c.List(cmd.Context(), o)
 			if err != nil {
@@ -55,6 +58,7 @@ for it right now).`,
 	fl.StringArrayVar(&o.Labels, "label", nil, "only sessions with label KEY=VALUE (repeatable)")
 	fl.DurationVar(&o.Since, "since", 0, "with -a, ended sessions of this recent past (default 168h)")
 	fl.BoolVar(&asJSON, "json", false, "print JSON")
+	fl.BoolVarP(&watch, "watch", "w", false, "redraw the table on every change (in place on a terminal; a new table per change in a pipe)")
 	return cmd
 }
 

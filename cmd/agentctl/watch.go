@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/client"
+)
+
+// watchList is `list -w`: the list again after every change the event
+// stream reports. On a terminal the table is redrawn in place (and every
+// few seconds, for the ages); in a pipe each change prints a new table
+// (or JSON list), and only when it differs from the last.
+func watchList(ctx context.Context, c *client.Client, o api.ListOptions, asJSON bool, out io.Writer) error {
+	tty := false
+	if f, ok := out.(*os.File); ok {
+		tty = term.IsTerminal(int(f.Fd())) && !asJSON
+	}
+	changed := make(chan struct{}, 1)
+	poke := func() {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	streamErr := make(chan error, 1)
+	go func() { streamErr <- followEvents(ctx, c, poke) }()
+	var last []byte
+	draw := func() error {
+		lctx, lcancel := context.WithTimeout(ctx, 30*time.Second)
+		l, err := c.List(lctx, o)
+		lcancel()
+		if err != nil {
+			return fmt.Errorf("list sessions: %w", err)
+		}
+		var b bytes.Buffer
+		if asJSON {
+			if err := json.NewEncoder(&b).Encode(l); err != nil {
+				return err
+			}
+		} else {
+			for _, w := range l.Warnings {
+				fmt.Fprintf(&b, "warning: %s\n", w)
+			}
+			printSessions(&b, l.Sessions)
+		}
+		if !tty {
+			if bytes.Equal(b.Bytes(), last) {
+				return nil
+			}
+			last = bytes.Clone(b.Bytes())
+			if !asJSON && len(last) > 0 {
+				b.WriteString("\n")
+			}
+			_, err := out.Write(b.Bytes())
+			return err
+		}
+		// In place: home the cursor, clear each line as it is written
+		// over, then everything below the table.
+		var s bytes.Buffer
+		s.WriteString("\x1b[H")
+		s.Write(bytes.ReplaceAll(b.Bytes(), []byte("\n"), []byte("\x1b[K\n")))
+		s.WriteString("\x1b[J")
+		_, err = out.Write(s.Bytes())
+		return err
+	}
+	if tty {
+		fmt.Fprint(out, "\x1b[H\x1b[2J")
+	}
+	var ages <-chan time.Time
+	if tty {
+		t := time.NewTicker(2 * time.Second)
+		defer t.Stop()
+		ages = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-streamErr:
+			return err
+		case <-changed:
+		case <-ages:
+		}
+		if err := draw(); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			warn("%v", err)
+		}
+	}
+}
+
+// followEvents pokes on every session event and once whenever the stream
+// (re)opens, reconnecting after the service restarts.
+func followEvents(ctx context.Context, c *client.Client, poke func()) error {
+	var last uint64
+	backoff := 100 * time.Millisecond
+	for {
+		since := ""
+		if last > 0 {
+			since = strconv.FormatUint(last, 10)
+		}
+		err := c.Events(ctx, client.EventOptions{Since: since, Types: []string{"session"}},
+			func(after uint64) {
+				last = max(last, after)
+				backoff = 100 * time.Millisecond
+				poke()
+			},
+			func(e api.Event) error {
+				last = max(last, e.Seq)
+				poke()
+				return nil
+			})
+		if ctx.Err() != nil || errors.Is(err, context.Canceled) {
+			return nil
+		}
+		if err != nil {
+			warn("%v; reconnecting", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
