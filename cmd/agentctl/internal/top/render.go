@@ -159,11 +159,12 @@ func Render(f Frame) string {
 			mid = append(mid, detail...)
 		}
 	}
+	above := max(0, f.Height-len(bottom))
 	lines := append(top, mid...)
-	for len(lines) < f.Height-len(bottom) {
+	for len(lines) < above {
 		lines = append(lines, "")
 	}
-	lines = append(lines[:f.Height-len(bottom)], bottom...)
+	lines = append(lines[:above], bottom...)
 	return strings.Join(lines[:f.Height], "\n")
 }
 
@@ -233,7 +234,7 @@ type column struct {
 var columns = []column{
 	{name: "SESSION", cell: func(_ Frame, r Row) string { return r.Handle }, max: 24, shrink: 8},
 	{name: "ADAPTER", cell: func(_ Frame, r Row) string { return r.Adapter }},
-	{name: "STATUS", cell: func(_ Frame, r Row) string { return StatusText(r.Session) }, max: 28, shrink: 9},
+	{name: "STATUS", cell: func(_ Frame, r Row) string { return StatusText(r.Session) }, max: 24, shrink: 9},
 	{name: "AGE", cell: func(f Frame, r Row) string { return dash(ago(f.Now, r.CreatedAt)) }},
 	{name: "LAST", cell: func(f Frame, r Row) string { return dash(ago(f.Now, lastActivity(r.Session))) }},
 	{name: "MODEL", cell: func(_ Frame, r Row) string { return dash(r.Model) }, max: 20, shrink: 10},
@@ -244,16 +245,22 @@ var columns = []column{
 	{name: "PROMPT", cell: func(_ Frame, r Row) string { return dash(oneLine(r.Prompt)) }, max: 60, shrink: 12},
 }
 
-var dropOrder = []string{"PROMPT", "GROUP", "MODEL", "TOKENS", "LAST", "CWD", "COST", "AGE", "ADAPTER"}
+var dropOrder = []string{"PROMPT", "GROUP", "MODEL", "TOKENS", "AGE", "COST", "CWD", "LAST", "ADAPTER"}
+
+// growOrder says which capped columns take the room a wide terminal has
+// left, up to their whole text.
+var growOrder = []string{"STATUS", "CWD", "PROMPT", "SESSION", "MODEL", "GROUP"}
 
 // layout picks the columns and their widths for the width available.
 func layout(f Frame, cells [][]string) (keep []int, widths []int) {
 	widths = make([]int, len(columns))
+	natural := make([]int, len(columns))
 	for i, c := range columns {
-		widths[i] = ansi.StringWidth(c.name)
+		natural[i] = ansi.StringWidth(c.name)
 		for _, row := range cells {
-			widths[i] = max(widths[i], ansi.StringWidth(row[i]))
+			natural[i] = max(natural[i], ansi.StringWidth(row[i]))
 		}
+		widths[i] = natural[i]
 		if c.max > 0 {
 			widths[i] = min(widths[i], c.max)
 		}
@@ -294,6 +301,12 @@ func layout(f Frame, cells [][]string) (keep []int, widths []int) {
 		}
 		if c.shrink > 0 && widths[i] > c.shrink {
 			widths[i] = max(c.shrink, widths[i]-(total()-f.Width))
+		}
+	}
+	for _, name := range growOrder {
+		i := indexOf(name)
+		if spare := f.Width - total(); !dropped[i] && spare > 0 && widths[i] < natural[i] {
+			widths[i] = min(natural[i], widths[i]+spare)
 		}
 	}
 	for i := range columns {
@@ -346,7 +359,14 @@ func renderTable(f Frame, height int) []string {
 	cursorLine := 0
 	for i, r := range f.Rows {
 		if f.Opts.Group != GroupNone && (i == 0 || f.Rows[i-1].Heading != r.Heading) {
-			all = append(all, line{heading: r.Heading, row: -1})
+			n := 0
+			for _, o := range f.Rows[i:] {
+				if o.Heading != r.Heading {
+					break
+				}
+				n++
+			}
+			all = append(all, line{heading: fmt.Sprintf("%s (%d)", r.Heading, n), row: -1})
 		}
 		if i == f.Cursor {
 			cursorLine = len(all)

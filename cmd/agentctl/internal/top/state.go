@@ -126,6 +126,9 @@ type ViewOptions struct {
 	Group  Grouping
 }
 
+// noGroup heads the sessions that have no group.
+const noGroup = "(no group)"
+
 // Rank orders rows: those that need a person first, then running ones,
 // those nobody can vouch for, then ended ones.
 type Rank int
@@ -182,7 +185,7 @@ func (s *State) Rows(o ViewOptions) []Row {
 		case GroupByGroup:
 			r.Heading = r.Group
 			if r.Heading == "" {
-				r.Heading = "(no group)"
+				r.Heading = noGroup
 			}
 		case GroupByAdapter:
 			r.Heading = r.Adapter
@@ -192,6 +195,10 @@ func (s *State) Rows(o ViewOptions) []Row {
 	sort.Slice(rows, func(i, j int) bool {
 		a, b := rows[i], rows[j]
 		if a.Heading != b.Heading {
+			// Sessions without a group come after the groups.
+			if (a.Heading == noGroup) != (b.Heading == noGroup) {
+				return b.Heading == noGroup
+			}
 			return a.Heading < b.Heading
 		}
 		if a.Rank != b.Rank {

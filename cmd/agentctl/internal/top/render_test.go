@@ -1,0 +1,279 @@
+package top
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/agentctl/agentctl/api"
+)
+
+// fixture is a fixed set of sessions: every status, a waiting reason,
+// tokens and cost, groups, discovered and launched.
+func fixture() api.SessionList {
+	home := "/home/ada"
+	return api.SessionList{
+		Warnings: []string{"codex: discovery timed out after 2s; its sessions show as unknown"},
+		Sessions: []api.Session{
+			sess("01m88a1111111111111111aaaa", api.StatusRunning, func(s *api.Session) {
+				s.Name, s.Adapter, s.Activity = "fix-tests", "claude", "waiting: permission for Bash(rm -rf build)"
+				s.Model, s.TokensIn, s.TokensOut, s.CostUSD = "claude-sonnet-4-5", i64(182_000), i64(9_400), f64(0.84)
+				s.Cwd, s.Group, s.PID, s.LastActivity = home+"/src/agentctl", "g-ci", 4242, at(-20*time.Second)
+				s.Prompt, s.CreatedAt = "make the failing tests pass", t0.Add(-25*time.Minute)
+			}),
+			sess("01m88a2222222222222222bbbb", api.StatusRunning, func(s *api.Session) {
+				s.Name, s.Adapter, s.Activity = "docs", "codex", "busy"
+				s.Model, s.TokensIn, s.TokensOut, s.CostUSD = "gpt-5-codex", i64(54_100), i64(3_200), f64(0.31)
+				s.Cwd, s.Group, s.PID, s.LastActivity = home+"/src/site", "g-ci", 4343, at(-3*time.Second)
+				s.Prompt, s.CreatedAt = "rewrite the install page", t0.Add(-12*time.Minute)
+			}),
+			sess("01m88a3333333333333333cccc", api.StatusRunning, func(s *api.Session) {
+				s.Adapter, s.Activity, s.Origin = "pi", "idle", api.OriginDiscovered
+				s.Model, s.Cwd, s.LastActivity = "qwen3-coder", "/srv/monorepo/services/billing/internal/ledger", at(-4*time.Minute)
+				s.CreatedAt = t0.Add(-3 * time.Hour)
+			}),
+			sess("01m88a4444444444444444dddd", api.StatusUnknown, func(s *api.Session) {
+				s.Adapter, s.Origin, s.Cwd = "codex", api.OriginDiscovered, home+"/src/api"
+				s.Warnings = []string{"codex discovery timed out"}
+				s.CreatedAt = t0.Add(-40 * time.Minute)
+			}),
+			sess("01m88a5555555555555555eeee", api.StatusExited, func(s *api.Session) {
+				s.Name, s.Command, s.Cwd, s.ExitCode, s.EndedAt = "build", []string{"make", "all"}, home+"/src/agentctl", code(2), at(-5*time.Minute)
+				s.CreatedAt = t0.Add(-9 * time.Minute)
+			}),
+			sess("01m88a6666666666666666ffff", api.StatusLost, func(s *api.Session) {
+				s.Adapter, s.Cwd, s.EndedAt, s.Group = "opencode", home+"/src/site", at(-2*time.Hour), "g-ci"
+				s.CreatedAt = t0.Add(-5 * time.Hour)
+			}),
+			sess("01m88a7777777777777777gggg", api.StatusKilled, func(s *api.Session) {
+				s.Adapter, s.Signal, s.Cwd, s.EndedAt = "claude", "SIGTERM", home, at(-30*time.Minute)
+				s.Model, s.CostUSD, s.TokensIn, s.TokensOut = "claude-opus-4-1", f64(2.10), i64(1_200_000), i64(41_000)
+				s.CreatedAt = t0.Add(-70 * time.Minute)
+			}),
+		},
+	}
+}
+
+func fixtureFrame(width, height int) Frame {
+	st := NewState()
+	st.Snapshot(fixture(), 0)
+	opts := ViewOptions{ShowEnded: true}
+	rows := st.Rows(opts)
+	return Frame{
+		Width: width, Height: height, Now: t0, State: st, Rows: rows, Opts: opts, Home: "/home/ada",
+		ShowDetail: true,
+		Detail: Detail{ID: rows[0].ID, Lines: []string{
+			"● I'll run the build to see which tests fail.",
+			"  Bash(rm -rf build && make test)",
+			"  ⎿ Waiting for permission…",
+			"Do you want to proceed?",
+			"❯ 1. Yes",
+			"  2. No, and tell Claude what to do differently (esc)",
+		}},
+		Styles: PlainStyles(),
+	}
+}
+
+func TestGoldenScreens(t *testing.T) {
+	tests := []struct {
+		name          string
+		width, height int
+		edit          func(*Frame)
+	}{
+		{name: "80x24", width: 80, height: 24},
+		{name: "200x50", width: 200, height: 50},
+		{name: "80x24-grouped", width: 80, height: 24, edit: func(f *Frame) {
+			f.Opts.Group = GroupByGroup
+			f.Rows = f.State.Rows(f.Opts)
+			f.ShowDetail = false
+		}},
+		{name: "200x50-filter-stop", width: 200, height: 50, edit: func(f *Frame) {
+			f.Opts.Filter = "site"
+			f.Rows = f.State.Rows(f.Opts)
+			f.Detail = Detail{ID: f.Rows[0].ID}
+			f.Line = "stop docs (codex, busy)? y/n"
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := fixtureFrame(tc.width, tc.height)
+			if tc.edit != nil {
+				tc.edit(&f)
+			}
+			got := Render(f) + "\n"
+			path := filepath.Join("testdata", tc.name+".golden")
+			if os.Getenv("AGENTCTL_UPDATE_GOLDEN") == "1" {
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("read the golden screen (AGENTCTL_UPDATE_GOLDEN=1 writes it): %v", err)
+			}
+			if got != string(want) {
+				t.Errorf("screen differs from %s:\n%s", path, got)
+			}
+		})
+	}
+}
+
+// Every size from tiny to wide: exactly the terminal's lines, none wider,
+// in colour as in plain text.
+func TestRenderFitsEverySize(t *testing.T) {
+	for _, styles := range []Styles{PlainStyles(), ColourStyles()} {
+		for _, w := range []int{1, 10, 40, 60, 80, 100, 120, 160, 200, 300} {
+			for _, h := range []int{1, 3, 8, 24, 50} {
+				f := fixtureFrame(w, h)
+				f.Styles = styles
+				lines := strings.Split(Render(f), "\n")
+				if len(lines) != h {
+					t.Errorf("%dx%d: %d lines", w, h, len(lines))
+				}
+				for i, l := range lines {
+					if n := ansi.StringWidth(l); n > w {
+						t.Errorf("%dx%d: line %d is %d wide: %q", w, h, i, n, ansi.Strip(l))
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestPlainStylesWriteNoEscapes(t *testing.T) {
+	s := Render(fixtureFrame(120, 30))
+	if strings.Contains(s, "\x1b") {
+		t.Errorf("plain screen has escape sequences: %q", s)
+	}
+	for _, word := range []string{"waiting: permission", "lost", "unknown", "killed(SIGTERM)", "exited(2)", "! codex: discovery timed out"} {
+		if !strings.Contains(s, word) {
+			t.Errorf("plain screen lacks %q", word)
+		}
+	}
+}
+
+func key(s string) tea.KeyPressMsg {
+	switch s {
+	case "enter":
+		return tea.KeyPressMsg{Code: tea.KeyEnter}
+	case "esc":
+		return tea.KeyPressMsg{Code: tea.KeyEscape}
+	case "down":
+		return tea.KeyPressMsg{Code: tea.KeyDown}
+	case "backspace":
+		return tea.KeyPressMsg{Code: tea.KeyBackspace}
+	}
+	r := []rune(s)[0]
+	return tea.KeyPressMsg{Code: r, Text: s}
+}
+
+// The model's update logic, without a terminal: messages in, rows and
+// lines out.
+func TestModelUpdate(t *testing.T) {
+	type step struct {
+		msg tea.Msg
+		// wantRows are the handles shown after msg; nil skips the check.
+		wantRows []string
+		// wantLine is a part of the line above the footer.
+		wantLine string
+		// wantSelected is the handle under the cursor ("" skips).
+		wantSelected string
+	}
+	snap := snapshotMsg{list: fixture()}
+	stopDocs := fixture().Sessions[1]
+	stopDocs.Status, stopDocs.Signal, stopDocs.EndedAt = api.StatusKilled, "SIGTERM", at(0)
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{name: "the snapshot shows running and unknown rows", steps: []step{
+			{msg: snap, wantRows: []string{"fix-tests", "docs", "01m88a3", "01m88a4"}, wantSelected: "fix-tests"},
+		}},
+		{name: "a toggles ended rows", steps: []step{
+			{msg: snap},
+			{msg: key("a"), wantRows: []string{"fix-tests", "docs", "01m88a3", "01m88a4", "build", "01m88a7", "01m88a6"}},
+			{msg: key("a"), wantRows: []string{"fix-tests", "docs", "01m88a3", "01m88a4"}},
+		}},
+		{name: "the filter narrows as it is typed; esc clears it", steps: []step{
+			{msg: snap},
+			{msg: key("/"), wantLine: "filter: █"},
+			{msg: key("c"), wantRows: []string{"fix-tests", "docs", "01m88a3", "01m88a4"}},
+			{msg: key("o"), wantRows: []string{"docs", "01m88a3", "01m88a4"}},
+			{msg: key("d"), wantRows: []string{"docs", "01m88a3", "01m88a4"}},
+			{msg: key("e"), wantRows: []string{"docs", "01m88a3", "01m88a4"}},
+			{msg: key("backspace")}, {msg: key("e")}, {msg: key("x"), wantRows: []string{"docs", "01m88a4"}, wantLine: "filter: codex█"},
+			{msg: key("enter"), wantRows: []string{"docs", "01m88a4"}, wantSelected: "docs"},
+			{msg: key("esc"), wantRows: []string{"fix-tests", "docs", "01m88a3", "01m88a4"}, wantSelected: "docs"},
+		}},
+		{name: "the cursor stays on its session when rows reorder", steps: []step{
+			{msg: snap},
+			{msg: key("down"), wantSelected: "docs"},
+			{msg: eventMsg(ev(7, api.EventSessionStarted, sess("01m88a9", api.StatusRunning, func(s *api.Session) { s.Name = "new"; s.CreatedAt = t0.Add(time.Hour) }))),
+				wantRows: []string{"fix-tests", "new", "docs", "01m88a3", "01m88a4"}, wantSelected: "docs"},
+		}},
+		{name: "stop asks first; n cancels", steps: []step{
+			{msg: snap},
+			{msg: key("down")},
+			{msg: key("s"), wantLine: "stop docs (codex, busy)? y/n"},
+			{msg: key("n"), wantLine: "stop cancelled"},
+		}},
+		{name: "an ended session has nothing to stop or attach", steps: []step{
+			{msg: snap},
+			{msg: key("a")},
+			{msg: key("/")}, {msg: key("e")}, {msg: key("x")}, {msg: key("i")}, {msg: key("t")}, {msg: key("enter"), wantRows: []string{"build"}},
+			{msg: key("s"), wantLine: "build is exited(2): nothing to stop"},
+			{msg: key("enter"), wantLine: "build is exited(2): nothing to attach to"},
+		}},
+		{name: "a discovered session takes no input", steps: []step{
+			{msg: snap},
+			{msg: key("down")}, {msg: key("down")},
+			{msg: key("i"), wantLine: "01m88a3 has no terminal to type into (discovered, idle)"},
+			{msg: key("r"), wantLine: "01m88a3 was not started by agentctl"},
+		}},
+		{name: "the resume prompt collects a message; esc cancels it", steps: []step{
+			{msg: snap},
+			{msg: key("r")}, {msg: key("g")}, {msg: key("o"), wantLine: "resume fix-tests with: go█"},
+			{msg: key("backspace"), wantLine: "resume fix-tests with: g█"},
+			{msg: key("esc"), wantLine: ""},
+		}},
+		{name: "a stopped session leaves the running rows", steps: []step{
+			{msg: snap},
+			{msg: eventMsg(ev(8, api.EventSessionStopped, stopDocs)), wantRows: []string{"fix-tests", "01m88a3", "01m88a4"}},
+		}},
+		{name: "the link going down is shown", steps: []step{
+			{msg: snap},
+			{msg: linkMsg("event stream ended; reconnecting")},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := NewModel(context.Background(), Options{})
+			m.Update(tea.WindowSizeMsg{Width: 120, Height: 30})
+			for i, s := range tc.steps {
+				m.Update(s.msg)
+				if s.wantRows != nil {
+					if got := ids(m.rows); strings.Join(got, ",") != strings.Join(s.wantRows, ",") {
+						t.Errorf("step %d: rows %q, want %q", i, got, s.wantRows)
+					}
+				}
+				if s.wantLine != "" || s.msg == key("esc") {
+					if got := m.promptLine(); !strings.Contains(got, s.wantLine) || (s.wantLine == "" && got != "") {
+						t.Errorf("step %d: line %q, want %q", i, got, s.wantLine)
+					}
+				}
+				if s.wantSelected != "" && (len(m.rows) == 0 || m.rows[m.cursor].Handle != s.wantSelected) {
+					t.Errorf("step %d: selected %v, want %s", i, m.selected, s.wantSelected)
+				}
+			}
+			if l := m.st.Link; tc.name == "the link going down is shown" && !strings.Contains(Render(m.Frame()), "! service: "+l) {
+				t.Errorf("link warning not on screen")
+			}
+		})
+	}
+}
