@@ -50,9 +50,11 @@ func (tm *tmuxTerm) tmux(args ...string) string {
 }
 
 // keys sends key names (Enter, Escape, C-]); text sends literal text.
-func (tm *tmuxTerm) keys(keys ...string) { tm.tmux(append([]string{"send-keys", "-t", "top"}, keys...)...) }
-func (tm *tmuxTerm) text(s string)       { tm.tmux("send-keys", "-t", "top", "-l", s) }
-func (tm *tmuxTerm) screen() string      { return tm.tmux("capture-pane", "-p", "-t", "top") }
+func (tm *tmuxTerm) keys(keys ...string) {
+	tm.tmux(append([]string{"send-keys", "-t", "top"}, keys...)...)
+}
+func (tm *tmuxTerm) text(s string)  { tm.tmux("send-keys", "-t", "top", "-l", s) }
+func (tm *tmuxTerm) screen() string { return tm.tmux("capture-pane", "-p", "-t", "top") }
 func (tm *tmuxTerm) altScreen() string {
 	return strings.TrimSpace(tm.tmux("display-message", "-p", "-t", "top", "#{alternate_on}"))
 }
