@@ -5,7 +5,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -252,4 +254,39 @@ func TestListWatchPiped(t *testing.T) {
 	next("a table with the new session", func(l string) bool { return strings.HasPrefix(l, s.ID[:14]) && strings.Contains(l, "running") })
 	e.MustRun("stop", "--force", s.ID)
 	next("a table without it", func(l string) bool { return l == "no sessions" })
+}
+
+// The view leaves the terminal as it found it however it ends: main
+// screen, cursor shown, mouse off, echo and line editing back.
+func TestTopRestoresTerminalOnSignal(t *testing.T) {
+	t.Parallel()
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
+		t.Run(sig.String(), func(t *testing.T) {
+			e := NewEnv(t)
+			tm := newTmux(t, e, 100, 30)
+			shell := strings.TrimSpace(tm.tmux("display-message", "-p", "-t", "top", "#{pane_pid}"))
+			tm.text(e.Bin + " top")
+			tm.keys("Enter")
+			tm.waitFor(10*time.Second, "agentctl top ·")
+			children, err := os.ReadFile(fmt.Sprintf("/proc/%s/task/%s/children", shell, shell))
+			if err != nil {
+				t.Skipf("no /proc children list to find the view's pid: %v", err)
+			}
+			pid, err := strconv.Atoi(strings.TrimSpace(string(children)))
+			if err != nil {
+				t.Fatalf("the shell's children: %q", children)
+			}
+			if err := syscall.Kill(pid, sig); err != nil {
+				t.Fatal(err)
+			}
+			waitGone(t, pid, 5*time.Second)
+			state := func() string {
+				return strings.TrimSpace(tm.tmux("display-message", "-p", "-t", "top", "alt=#{alternate_on} cursor=#{cursor_flag} mouse=#{mouse_any_flag}"))
+			}
+			WaitFor(t, 5*time.Second, "the terminal to be restored", func() bool { return state() == "alt=0 cursor=1 mouse=0" })
+			tm.text("stty -a | tr ' ;' '\\n\\n' | grep -x -e echo -e icanon -e -echo -e -icanon | tr '\\n' , ; echo")
+			tm.keys("Enter")
+			tm.waitFor(5*time.Second, "icanon,echo,")
+		})
+	}
 }

@@ -572,12 +572,13 @@ func (p *pagerCmd) Run() error {
 // Run runs the live view until the user quits. The terminal is restored on
 // quit, on SIGINT, SIGTERM and SIGHUP, and on a panic.
 func Run(ctx context.Context, o Options, progOpts ...tea.ProgramOption) error {
-	// Bubble Tea handles SIGINT and SIGTERM itself; a hang-up ends the
-	// program through its context.
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGHUP)
+	// Every signal ends the program through its context, which restores
+	// the terminal. (Bubble Tea's own handler would race a caller's
+	// handler of the same signal and can block its shutdown forever.)
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	m := NewModel(ctx, o)
-	p := tea.NewProgram(m, append([]tea.ProgramOption{tea.WithContext(ctx)}, progOpts...)...)
+	p := tea.NewProgram(m, append([]tea.ProgramOption{tea.WithContext(ctx), tea.WithoutSignalHandler()}, progOpts...)...)
 	fctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan struct{})
