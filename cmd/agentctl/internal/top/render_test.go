@@ -2,6 +2,7 @@ package top
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -275,5 +276,31 @@ func TestModelUpdate(t *testing.T) {
 				t.Errorf("link warning not on screen")
 			}
 		})
+	}
+}
+
+// The cost of one event with 500 sessions: apply it, derive the rows,
+// draw the screen (what happens between an event and the redraw).
+func BenchmarkEventToScreen500(b *testing.B) {
+	var l api.SessionList
+	for i := range 500 {
+		st := api.StatusRunning
+		if i%4 != 0 {
+			st = api.StatusExited
+		}
+		l.Sessions = append(l.Sessions, sess(fmt.Sprintf("01m88b%020d", i), st, func(s *api.Session) {
+			s.Name, s.Cwd, s.Model, s.ExitCode = fmt.Sprintf("s-%d", i), "/home/ada/src/p"+fmt.Sprint(i%10), "claude-sonnet-4-5", code(0)
+			s.TokensIn, s.CostUSD, s.EndedAt = i64(int64(i)*1000), f64(float64(i)/100), at(-time.Duration(i)*time.Second)
+		}))
+	}
+	m := NewModel(context.Background(), Options{ShowEnded: true})
+	m.Update(tea.WindowSizeMsg{Width: 200, Height: 50})
+	m.Update(snapshotMsg{list: l})
+	b.ResetTimer()
+	for i := range b.N {
+		s := l.Sessions[i%len(l.Sessions)]
+		s.Activity = []string{"busy", "idle"}[i%2]
+		m.Update(eventMsg(ev(uint64(i+1), api.EventSessionBusy, s)))
+		_ = m.View()
 	}
 }
