@@ -13,6 +13,7 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"golang.org/x/term"
 
 	"github.com/agentctl/agentctl/api"
 )
@@ -569,9 +570,13 @@ func (p *pagerCmd) Run() error {
 	return nil
 }
 
+// restoreScreen leaves the alternate screen, shows the cursor, and turns
+// off mouse reporting and bracketed paste.
+const restoreScreen = "\x1b[?1049l\x1b[?25h\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?2004l"
+
 // Run runs the live view until the user quits. The terminal is restored on
 // quit, on SIGINT, SIGTERM and SIGHUP, and on a panic.
-func Run(ctx context.Context, o Options, progOpts ...tea.ProgramOption) error {
+func Run(ctx context.Context, o Options, progOpts ...tea.ProgramOption) (runErr error) {
 	// Every signal ends the program through its context, which restores
 	// the terminal. (Bubble Tea's own handler would race a caller's
 	// handler of the same signal and can block its shutdown forever.)
@@ -591,6 +596,18 @@ func Run(ctx context.Context, o Options, progOpts ...tea.ProgramOption) error {
 		}()
 		feed(fctx, o.Src, o.List, func(msg any) { p.Send(msg) })
 	}()
+	// However the program ends (a panic included), the terminal goes back
+	// to the modes it had (echo, line editing), restored here first-hand;
+	// after a panic also to the main screen, a visible cursor and no mouse
+	// reporting.
+	if saved, err := term.GetState(int(os.Stdin.Fd())); err == nil {
+		defer func() {
+			term.Restore(int(os.Stdin.Fd()), saved)
+			if errors.Is(runErr, tea.ErrProgramPanic) {
+				fmt.Fprint(os.Stdout, restoreScreen)
+			}
+		}()
+	}
 	_, err := p.Run()
 	cancel()
 	<-done
