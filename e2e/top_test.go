@@ -110,9 +110,15 @@ func TestTopInTerminal(t *testing.T) {
 	t.Parallel()
 	e := NewEnv(t)
 	tm := newTmux(t, e, 140, 40)
+	// The pager `l` runs keeps what it is given.
+	paged := filepath.Join(t.TempDir(), "paged.txt")
+	pager := filepath.Join(t.TempDir(), "pager")
+	if err := os.WriteFile(pager, []byte("#!/bin/sh\ncat > "+paged+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	// No periodic refresh: every change on screen comes from the event
 	// stream.
-	tm.text(e.Bin + " top --refresh 0")
+	tm.text(e.Bin + " top --refresh 0 --pager " + pager)
 	tm.keys("Enter")
 	tm.waitFor(10*time.Second, "agentctl top ·")
 	if got := tm.altScreen(); got != "1" {
@@ -188,6 +194,34 @@ func TestTopInTerminal(t *testing.T) {
 	tm.waitScreen(5*time.Second, "gamma's output in the detail pane", func(s string) bool {
 		return strings.Contains(s, "── gamma · exec · running") && strings.Contains(s, "hello-from-tmux")
 	})
+
+	// i types a line into the session.
+	tm.text("i")
+	tm.waitFor(time.Second, "send to gamma:")
+	tm.text("typed-by-i")
+	tm.keys("Enter")
+	tm.waitFor(5*time.Second, "sent a line to gamma")
+	tm.waitScreen(5*time.Second, "the line in the detail pane", func(s string) bool { return strings.Contains(s, "typed-by-i") })
+
+	// l pages the whole log.
+	tm.text("l")
+	WaitFor(t, 5*time.Second, "the pager to get the log", func() bool {
+		b, _ := os.ReadFile(paged)
+		return strings.Contains(string(b), "hello-from-tmux") && strings.Contains(string(b), "typed-by-i")
+	})
+	tm.waitFor(5*time.Second, "── gamma · exec · running")
+
+	// A narrower terminal: columns drop, nothing wraps, the header and
+	// the footer keep their lines.
+	tm.tmux("resize-window", "-t", "top", "-x", "70", "-y", "24")
+	s = tm.waitScreen(5*time.Second, "the table to reflow to 70 columns", func(s string) bool {
+		lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+		return len(lines) == 24 && strings.HasPrefix(lines[0], "agentctl top ·") && strings.HasSuffix(lines[23], "q quit") &&
+			strings.Contains(s, "SESSION") && !strings.Contains(s, "PROMPT")
+	})
+	if rowOf(s, "gamma") == "" {
+		t.Errorf("gamma's row is gone at 70 columns:\n%s", s)
+	}
 
 	// q leaves the terminal as it was: main screen, a shell that answers.
 	tm.text("q")
