@@ -324,3 +324,28 @@ func TestTopRestoresTerminalOnSignal(t *testing.T) {
 		})
 	}
 }
+
+// list -w on a terminal redraws the table in place: the header stays on
+// the first line as rows come and go.
+func TestListWatchInTerminal(t *testing.T) {
+	t.Parallel()
+	e := NewEnv(t)
+	tm := newTmux(t, e, 160, 20)
+	tm.text(e.Bin + " list -w")
+	tm.keys("Enter")
+	tm.waitFor(10*time.Second, "no sessions")
+	s := e.Start("--name", "w2", "--", "sleep", "300")
+	screen := tm.waitScreen(5*time.Second, "the new row", func(scr string) bool { return strings.Contains(scr, "w2") })
+	if first := strings.SplitN(screen, "\n", 2)[0]; !strings.HasPrefix(first, "ID ") {
+		t.Errorf("the table is not drawn from the top of the screen:\n%s", screen)
+	}
+	if strings.Contains(screen, "no sessions") {
+		t.Errorf("the old table is still on the screen:\n%s", screen)
+	}
+	e.MustRun("stop", "--force", s.ID)
+	tm.waitScreen(5*time.Second, "the row to go", func(scr string) bool { return strings.Contains(scr, "no sessions") && !strings.Contains(scr, "w2") })
+	tm.keys("C-c")
+	tm.waitScreen(5*time.Second, "list -w to end on Ctrl-C", func(string) bool {
+		return strings.TrimSpace(tm.tmux("display-message", "-p", "-t", "top", "#{pane_current_command}")) == "sh"
+	})
+}
