@@ -133,12 +133,12 @@ func TestTopInTerminal(t *testing.T) {
 
 	// The filter narrows.
 	tm.text("/bet")
-	s := tm.waitScreen(time.Second, "the filter to hide alpha", func(s string) bool { return rowOf(s, "alpha") == "" && rowOf(s, "beta") != "" })
+	s := tm.waitScreen(5*time.Second, "the filter to hide alpha", func(s string) bool { return rowOf(s, "alpha") == "" && rowOf(s, "beta") != "" })
 	if !strings.Contains(s, `filter "bet": 1 shown`) {
 		t.Errorf("the header does not say what the filter keeps:\n%s", s)
 	}
 	tm.keys("Escape")
-	tm.waitScreen(time.Second, "esc to clear the filter", func(s string) bool { return rowOf(s, "alpha") != "" })
+	tm.waitScreen(5*time.Second, "esc to clear the filter", func(s string) bool { return rowOf(s, "alpha") != "" })
 
 	// A status change shows within a second of the session's exit.
 	tm.text("a") // ended rows shown
@@ -161,9 +161,9 @@ func TestTopInTerminal(t *testing.T) {
 	// Stop asks first, then stops.
 	tm.text("/beta")
 	tm.keys("Enter")
-	tm.waitScreen(time.Second, "beta alone", func(s string) bool { return rowOf(s, "alpha") == "" && rowOf(s, "beta") != "" })
+	tm.waitScreen(5*time.Second, "beta alone", func(s string) bool { return rowOf(s, "alpha") == "" && rowOf(s, "beta") != "" })
 	tm.text("s")
-	tm.waitFor(time.Second, "stop beta (exec, running)? y/n")
+	tm.waitFor(5*time.Second, "stop beta (exec, running)? y/n")
 	var beta = e.List().Sessions
 	for _, v := range beta {
 		if v.Name == "beta" && v.Status != "running" {
@@ -177,10 +177,10 @@ func TestTopInTerminal(t *testing.T) {
 	// Attach, then detach back to the table. (Escape and the next key
 	// sent together would read as Alt+key: wait for the escape to land.)
 	tm.keys("Escape")
-	tm.waitScreen(time.Second, "esc to clear the filter", func(s string) bool { return !strings.Contains(s, `filter "beta"`) })
+	tm.waitScreen(5*time.Second, "esc to clear the filter", func(s string) bool { return !strings.Contains(s, `filter "beta"`) })
 	tm.text("/gamma")
 	tm.keys("Enter")
-	tm.waitScreen(time.Second, "gamma alone", func(s string) bool { return rowOf(s, "beta") == "" && rowOf(s, "gamma") != "" })
+	tm.waitScreen(5*time.Second, "gamma alone", func(s string) bool { return rowOf(s, "beta") == "" && rowOf(s, "gamma") != "" })
 	tm.keys("Enter")
 	tm.waitFor(5*time.Second, "[attached to")
 	tm.text("hello-from-tmux")
@@ -197,7 +197,7 @@ func TestTopInTerminal(t *testing.T) {
 
 	// i types a line into the session.
 	tm.text("i")
-	tm.waitFor(time.Second, "send to gamma:")
+	tm.waitFor(5*time.Second, "send to gamma:")
 	tm.text("typed-by-i")
 	tm.keys("Enter")
 	tm.waitFor(5*time.Second, "sent a line to gamma")

@@ -135,11 +135,15 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return nil
 	}
 	if o.top > 0 {
-		r, err := measureTop(ctx, o, work, o.top)
-		if err != nil {
-			return fmt.Errorf("live view: %w", err)
+		if _, err := exec.LookPath("tmux"); err != nil {
+			fmt.Fprintln(out, "agentctl top: not measured, tmux is not installed (the view is measured in a real terminal)")
+		} else {
+			r, err := measureTop(ctx, o, work, o.top)
+			if err != nil {
+				return fmt.Errorf("live view: %w", err)
+			}
+			printTop(out, r)
 		}
-		printTop(out, r)
 		fmt.Fprintln(out)
 	}
 	if o.core {

@@ -23,8 +23,6 @@ type Source interface {
 type snapshotMsg struct {
 	list api.SessionList
 	asOf uint64
-	// resync marks a snapshot taken after the stream (re)connected.
-	resync bool
 }
 
 // eventMsg is one event off the stream.
@@ -49,13 +47,14 @@ func feed(ctx context.Context, src Source, o api.ListOptions, send func(any)) {
 		err := src.Events(ctx, client.EventOptions{Since: since, Types: []string{"session"}},
 			func(after uint64) {
 				last = max(last, after)
+				send(linkMsg(""))
 				l, err := src.List(ctx, o)
 				if err != nil {
-					send(linkMsg(fmt.Sprintf("list sessions: %v", err)))
+					// The view asks again until a list answers.
+					send(listErrMsg(fmt.Sprintf("list sessions: %v", err)))
 					return
 				}
-				send(snapshotMsg{list: l, asOf: last, resync: true})
-				send(linkMsg(""))
+				send(snapshotMsg{list: l, asOf: last})
 				backoff = 100 * time.Millisecond
 			},
 			func(e api.Event) error {

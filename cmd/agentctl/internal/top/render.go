@@ -119,8 +119,10 @@ func Render(f Frame) string {
 	st := f.Styles
 	var top []string
 	top = append(top, st.Header.Render(fit(headerText(f), f.Width)))
-	if f.State.Link != "" {
-		top = append(top, st.Warn.Render(fit("! service: "+f.State.Link, f.Width)))
+	for _, l := range []string{f.State.Link, f.State.ListErr} {
+		if l != "" {
+			top = append(top, st.Warn.Render(fit("! service: "+l, f.Width)))
+		}
 	}
 	// The service's warnings are never hidden: when there are more than
 	// the screen can spare, the last line says how many more.

@@ -29,6 +29,8 @@ type State struct {
 	// Link says what is wrong with the connection to the service ("" when
 	// the event stream is up).
 	Link string
+	// ListErr is why the last list request failed ("" when it did not).
+	ListErr string
 	// Seq is the last event sequence number applied.
 	Seq uint64
 }

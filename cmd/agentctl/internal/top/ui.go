@@ -59,6 +59,9 @@ type (
 	// which the list is read again.
 	actedMsg string
 	fatalMsg struct{ err error }
+	// listErrMsg says why a list request failed; retryListMsg asks again.
+	listErrMsg   string
+	retryListMsg struct{}
 )
 
 // Model is the terminal program's state; Update is its only writer.
@@ -120,6 +123,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.width, m.height = msg.Width, msg.Height
 	case snapshotMsg:
 		m.st.Snapshot(msg.list, msg.asOf)
+		m.st.ListErr = ""
 		m.ready = true
 		m.now = time.Now()
 		m.reflow()
@@ -140,6 +144,12 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, cmd
 	case linkMsg:
 		m.st.Link = string(msg)
+	case listErrMsg:
+		// Read again soon: rows must not stay stale until the next event.
+		m.st.ListErr = string(msg)
+		return m, tea.Tick(time.Second, func(time.Time) tea.Msg { return retryListMsg{} })
+	case retryListMsg:
+		return m, m.list()
 	case tickMsg:
 		m.now = time.Time(msg)
 		var cmd tea.Cmd
@@ -387,7 +397,7 @@ func (m *Model) list() tea.Cmd {
 		defer cancel()
 		l, err := src.List(ctx, o)
 		if err != nil {
-			return linkMsg(fmt.Sprintf("list sessions: %v", err))
+			return listErrMsg(fmt.Sprintf("list sessions: %v", err))
 		}
 		return snapshotMsg{list: l, asOf: asOf}
 	}
