@@ -8,9 +8,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
 	"golang.org/x/term"
 
 	"github.com/agentctl/agentctl/api"
@@ -67,11 +71,26 @@ func watchList(ctx context.Context, c *client.Client, o api.ListOptions, asJSON 
 			_, err := out.Write(b.Bytes())
 			return err
 		}
-		// In place: home the cursor, clear each line as it is written
-		// over, then everything below the table.
+		// In place: home the cursor, write each line cut to the screen
+		// (a wrapped or scrolled line would break the redraw) and clear
+		// what it writes over, then everything below the table.
+		width, height := 0, 0
+		if f, ok := out.(*os.File); ok {
+			width, height, _ = term.GetSize(int(f.Fd()))
+		}
+		lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
+		if height > 1 && len(lines) > height-1 {
+			more := len(lines) - (height - 2)
+			lines = append(lines[:height-2], fmt.Sprintf("… %d more (a larger terminal shows them)", more))
+		}
 		var s bytes.Buffer
 		s.WriteString("\x1b[H")
-		s.Write(bytes.ReplaceAll(b.Bytes(), []byte("\n"), []byte("\x1b[K\n")))
+		for _, l := range lines {
+			if width > 0 {
+				l = ansi.Truncate(l, width, "")
+			}
+			s.WriteString(l + "\x1b[K\n")
+		}
 		s.WriteString("\x1b[J")
 		_, err = out.Write(s.Bytes())
 		return err
@@ -80,10 +99,13 @@ func watchList(ctx context.Context, c *client.Client, o api.ListOptions, asJSON 
 		fmt.Fprint(out, "\x1b[H\x1b[2J")
 	}
 	var ages <-chan time.Time
+	resized := make(chan os.Signal, 1)
 	if tty {
 		t := time.NewTicker(2 * time.Second)
 		defer t.Stop()
 		ages = t.C
+		signal.Notify(resized, syscall.SIGWINCH)
+		defer signal.Stop(resized)
 	}
 	for {
 		select {
@@ -93,6 +115,7 @@ func watchList(ctx context.Context, c *client.Client, o api.ListOptions, asJSON 
 			return err
 		case <-changed:
 		case <-ages:
+		case <-resized:
 		}
 		if err := draw(); err != nil {
 			if ctx.Err() != nil {
