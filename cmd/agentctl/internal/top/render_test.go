@@ -229,6 +229,7 @@ func TestModelUpdate(t *testing.T) {
 			{msg: key("a")},
 			{msg: key("/")}, {msg: key("e")}, {msg: key("x")}, {msg: key("i")}, {msg: key("t")}, {msg: key("enter"), wantRows: []string{"build"}},
 			{msg: key("s"), wantLine: "build is exited(2): nothing to stop"},
+			{msg: key("r"), wantLine: "build is a plain command: it has no conversation to resume"},
 			{msg: key("enter"), wantLine: "build is exited(2): nothing to attach to"},
 		}},
 		{name: "a discovered session takes no input", steps: []step{

@@ -280,8 +280,12 @@ func (m *Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		}
 		m.mode, m.target = modeConfirmStop, r
 	case "r":
-		if r.Origin != api.OriginLaunched {
+		switch {
+		case r.Origin != api.OriginLaunched:
 			m.line = fmt.Sprintf("%s was not started by agentctl: resume it with its own CLI", r.Handle)
+			return m, nil
+		case r.Adapter == api.ExecAdapter:
+			m.line = fmt.Sprintf("%s is a plain command: it has no conversation to resume (i sends it a line)", r.Handle)
 			return m, nil
 		}
 		m.mode, m.target, m.edit = modeResume, r, nil
