@@ -23,8 +23,9 @@ import (
 type topResult struct {
 	sessions, running int
 	// latencies run from a session's exit (its exit record's time) to its
-	// changed row on the terminal's screen.
-	latencies     []time.Duration
+	// changed row on the terminal's screen; fromEvent from the service's
+	// publishing of the session.stopped event to the same.
+	latencies, fromEvent []time.Duration
 	rssMB, hwmMB  float64
 	screenPollGap time.Duration
 }
@@ -132,6 +133,18 @@ func measureTop(ctx context.Context, o options, work string, n int) (topResult, 
 	screen()
 	res.screenPollGap = time.Since(t0)
 
+	// The service's own record of when it published each end, read from
+	// the same event stream the view follows.
+	published := make(chan api.Event, topSamples*4)
+	ectx, ecancel := context.WithCancel(ctx)
+	defer ecancel()
+	go c.Events(ectx, client.EventOptions{Types: []string{api.EventSessionStopped}}, nil, func(e api.Event) error {
+		select {
+		case published <- e:
+		default:
+		}
+		return nil
+	})
 	for i := range topSamples {
 		name := fmt.Sprintf("probe-%d", i)
 		s, err := c.Launch(ctx, api.RunRequest{Command: []string{"sh", "-c", "read x; exit 7"}, Cwd: cwd, Env: pathEnv, Name: name})
@@ -166,6 +179,18 @@ func measureTop(ctx context.Context, o options, work string, n int) (topResult, 
 			return res, fmt.Errorf("%s ended without an end time", s.ID)
 		}
 		res.latencies = append(res.latencies, seen.Sub(*s.EndedAt))
+	wait:
+		for {
+			select {
+			case e := <-published:
+				if e.SessionID == s.ID {
+					res.fromEvent = append(res.fromEvent, seen.Sub(e.Timestamp))
+					break wait
+				}
+			case <-time.After(5 * time.Second):
+				return res, fmt.Errorf("no session.stopped event for %s", s.ID)
+			}
+		}
 	}
 	pidText, err := tmux("display-message", "-p", "-t", "top", "#{pane_pid}")
 	if err != nil {
@@ -181,13 +206,17 @@ func measureTop(ctx context.Context, o options, work string, n int) (topResult, 
 }
 
 func printTop(w io.Writer, r topResult) {
-	lat := slices.Clone(r.latencies)
-	slices.Sort(lat)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "agentctl top -a, %d sessions (%d running)\t\n", r.sessions, r.running)
-	if len(lat) > 0 {
-		fmt.Fprintf(tw, "exit → changed row on screen, median of %d\t%s ms\n", len(lat), ms(lat[len(lat)/2]))
-		fmt.Fprintf(tw, "exit → changed row on screen, worst\t%s ms\n", ms(lat[len(lat)-1]))
+	for _, l := range []struct {
+		what string
+		d    []time.Duration
+	}{{"exit → changed row on screen", r.latencies}, {"event published → changed row on screen", r.fromEvent}} {
+		lat := slices.Clone(l.d)
+		slices.Sort(lat)
+		if len(lat) > 0 {
+			fmt.Fprintf(tw, "%s, median of %d / worst\t%s / %s ms\n", l.what, len(lat), ms(lat[len(lat)/2]), ms(lat[len(lat)-1]))
+		}
 	}
 	fmt.Fprintf(tw, "one screen read (tmux capture-pane), the resolution\t%s ms\n", ms(r.screenPollGap))
 	fmt.Fprintf(tw, "the view's RSS / peak RSS\t%.1f / %.1f MB\n", r.rssMB, r.hwmMB)
