@@ -26,8 +26,8 @@ type topResult struct {
 	// changed row on the terminal's screen; fromEvent from the service's
 	// publishing of the session.stopped event to the same.
 	latencies, fromEvent []time.Duration
-	rssMB, hwmMB  float64
-	screenPollGap time.Duration
+	rssMB, hwmMB         float64
+	screenPollGap        time.Duration
 }
 
 // topRunning is how many of the sessions keep running during the

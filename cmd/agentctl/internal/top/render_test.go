@@ -305,3 +305,25 @@ func BenchmarkEventToScreen500(b *testing.B) {
 		_ = m.View()
 	}
 }
+
+// A failed list is shown, asked again once at a time, and cleared by the
+// next answer.
+func TestListErrorIsShownAndRetriedOnce(t *testing.T) {
+	m := NewModel(context.Background(), Options{})
+	m.Update(tea.WindowSizeMsg{Width: 100, Height: 20})
+	m.Update(snapshotMsg{list: fixture()})
+	if _, cmd := m.Update(listErrMsg("list sessions: no answer")); cmd == nil {
+		t.Fatal("a failed list is not asked again")
+	}
+	if _, cmd := m.Update(listErrMsg("list sessions: no answer")); cmd != nil {
+		t.Error("a second failure while a retry is pending asks again too")
+	}
+	if s := Render(m.Frame()); !strings.Contains(s, "! service: list sessions: no answer") {
+		t.Errorf("the failure is not on screen:\n%s", s)
+	}
+	m.Update(retryListMsg{})
+	m.Update(snapshotMsg{list: fixture()})
+	if s := Render(m.Frame()); strings.Contains(s, "! service:") {
+		t.Errorf("the failure stays on screen after a list answered:\n%s", s)
+	}
+}

@@ -88,6 +88,8 @@ type Model struct {
 	fatal         error
 	// ready is set by the first snapshot.
 	ready bool
+	// retrying says a failed list is to be asked again.
+	retrying bool
 }
 
 // NewModel builds the view's model. ctx bounds every request it makes.
@@ -145,10 +147,16 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case linkMsg:
 		m.st.Link = string(msg)
 	case listErrMsg:
-		// Read again soon: rows must not stay stale until the next event.
+		// Read again soon (one retry at a time): rows must not stay stale
+		// until the next event.
 		m.st.ListErr = string(msg)
+		if m.retrying {
+			return m, nil
+		}
+		m.retrying = true
 		return m, tea.Tick(time.Second, func(time.Time) tea.Msg { return retryListMsg{} })
 	case retryListMsg:
+		m.retrying = false
 		return m, m.list()
 	case tickMsg:
 		m.now = time.Time(msg)
