@@ -22,8 +22,8 @@ func newTopCmd() *cobra.Command {
 		Long: `A live view of every session: one row per session (sessions waiting for a
 person first, then running ones, then those that ended), the status and
 activity the service derives, age and last activity, model, tokens, cost,
-directory and group; a detail pane with the selected session's last output
-lines or its last messages; and the actions: enter attaches (Ctrl-] comes
+directory and group; a detail pane with the selected session's output,
+followed live, or its last messages; and the actions: enter attaches (Ctrl-] comes
 back), s stops (after y/n), r resumes with a message, i sends a line, l opens
 the whole log in a pager, / filters, g groups, a shows ended sessions, ?
 lists every key, q quits.

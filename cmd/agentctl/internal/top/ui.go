@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -84,8 +85,10 @@ type Model struct {
 	detail        Detail
 	detailMode    DetailMode
 	detailBusy    bool
-	styles        Styles
-	fatal         error
+	// follow is the output stream of the selected session.
+	follow follow
+	styles Styles
+	fatal  error
 	// ready is set by the first snapshot.
 	ready bool
 	// retrying says a failed list is to be asked again.
@@ -129,7 +132,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.ready = true
 		m.now = time.Now()
 		m.reflow()
-		return m, m.fetchDetail()
+		return m, m.fetchDetail(true)
 	case eventMsg:
 		changed, resync := m.st.Apply(api.Event(msg))
 		var cmd tea.Cmd
@@ -140,7 +143,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.now = time.Now()
 			m.reflow()
 			if msg.Session != nil && msg.Session.ID == m.selected {
-				cmd = tea.Batch(cmd, m.fetchDetail())
+				cmd = tea.Batch(cmd, m.fetchDetail(true))
 			}
 		}
 		return m, cmd
@@ -160,24 +163,39 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.list()
 	case tickMsg:
 		m.now = time.Time(msg)
-		var cmd tea.Cmd
-		if s, ok := m.st.Session(m.selected); ok && s.Status == api.StatusRunning {
-			cmd = m.fetchDetail()
+		return m, tick()
+	case chunksMsg:
+		if msg.gen != m.follow.gen {
+			return m, nil // a stream since left
 		}
-		return m, tea.Batch(tick(), cmd)
+		m.detail.ID, m.detail.Mode = m.follow.id, DetailOutput
+		m.detail.Lines = append(m.detail.Lines, msg.lines...)
+		if n := len(m.detail.Lines); n > keptLines {
+			m.detail.Lines = slices.Clone(m.detail.Lines[n-keptLines:])
+		}
+		return m, waitChunks(msg.gen, m.follow.ch)
+	case streamEndMsg:
+		if msg.gen == m.follow.gen {
+			m.follow.cancel = nil // ended; its lines stay
+			m.detail.ID = m.follow.id
+			if msg.err != nil {
+				m.detail.Err = msg.err.Error()
+			}
+		}
 	case refreshMsg:
 		return m, tea.Batch(m.list(), m.refreshLater())
 	case detailMsg:
 		m.detailBusy = false
-		m.detail = Detail(msg)
-		if m.detail.ID != m.selected || m.detail.Mode != m.detailMode {
-			return m, m.fetchDetail()
+		if msg.ID != m.selected || m.detailMode != DetailPeek {
+			// Read for a row or a mode since left.
+			return m, m.fetchDetail(false)
 		}
+		m.detail = Detail(msg)
 	case resultMsg:
 		m.line = string(msg)
 	case actedMsg:
 		m.line = string(msg)
-		return m, tea.Batch(m.list(), m.fetchDetail())
+		return m, tea.Batch(m.list(), m.fetchDetail(true))
 	case fatalMsg:
 		m.fatal = msg.err
 		return m, tea.Quit
@@ -214,7 +232,7 @@ func (m *Model) move(to int) tea.Cmd {
 	}
 	m.cursor = to
 	m.selected = m.rows[to].ID
-	return m.fetchDetail()
+	return m.fetchDetail(false)
 }
 
 func (m *Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
@@ -259,20 +277,20 @@ func (m *Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.view.Filter = ""
 		m.line = ""
 		m.reflow()
-		return m, m.fetchDetail()
+		return m, m.fetchDetail(false)
 	case "a":
 		m.view.ShowEnded = !m.view.ShowEnded
 		m.reflow()
-		return m, m.fetchDetail()
+		return m, m.fetchDetail(false)
 	case "g":
 		m.view.Group = m.view.Group.Next()
 		m.reflow()
 	case "d":
 		m.showDetail = !m.showDetail
-		return m, m.fetchDetail()
+		return m, m.fetchDetail(false)
 	case "tab", "o", "p":
 		m.detailMode = 1 - m.detailMode
-		return m, m.fetchDetail()
+		return m, m.fetchDetail(false)
 	}
 	if len(m.rows) == 0 {
 		return m, nil
@@ -319,7 +337,7 @@ func (m *Model) editKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			m.reflow()
 		}
 		m.mode, m.edit = modeTable, nil
-		return m, m.fetchDetail()
+		return m, m.fetchDetail(false)
 	case "enter":
 		text := string(m.edit)
 		md := m.mode
@@ -334,7 +352,7 @@ func (m *Model) editKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		case modeInput:
 			return m, m.input(m.target, text)
 		}
-		return m, m.fetchDetail()
+		return m, m.fetchDetail(false)
 	case "backspace":
 		if len(m.edit) > 0 {
 			m.edit = m.edit[:len(m.edit)-1]
@@ -415,39 +433,122 @@ func (m *Model) list() tea.Cmd {
 	}
 }
 
-// detailLines is how many lines of output the pane reads.
-const detailLines = 40
+// detailLines is how many lines of output the pane starts with;
+// keptLines how many it keeps as more come.
+const (
+	detailLines = 50
+	keptLines   = 200
+)
 
-func (m *Model) fetchDetail() tea.Cmd {
-	if !m.showDetail || m.selected == "" || m.detailBusy {
+// follow is the output stream the detail pane shows: one at a time, for
+// the selected session; gen tells its messages from a former stream's.
+type follow struct {
+	gen    int
+	id     string
+	ch     chan []string
+	cancel context.CancelFunc
+}
+
+type (
+	// chunksMsg carries the lines a stream gave since the last one.
+	chunksMsg struct {
+		gen   int
+		lines []string
+	}
+	// streamEndMsg: the stream ended (the session ended, or it failed).
+	streamEndMsg struct {
+		gen int
+		err error
+	}
+)
+
+func (m *Model) stopFollow() {
+	if m.follow.cancel != nil {
+		m.follow.cancel()
+		m.follow.cancel = nil
+	}
+	m.follow.id = ""
+}
+
+// fetchDetail fills the detail pane for the selected session: its output
+// followed live (one stream, moved with the selection), or its last
+// messages, read again when again is set (an event or a new list said
+// the session changed).
+func (m *Model) fetchDetail(again bool) tea.Cmd {
+	if !m.showDetail || m.selected == "" {
+		m.stopFollow()
+		return nil
+	}
+	if m.detailMode == DetailOutput {
+		if m.follow.id == m.selected {
+			return nil // following it already (or it ended: its lines stay)
+		}
+		m.stopFollow()
+		ctx, cancel := context.WithCancel(m.ctx)
+		m.follow = follow{gen: m.follow.gen + 1, id: m.selected, ch: make(chan []string, 64), cancel: cancel}
+		m.detail = Detail{Mode: DetailOutput}
+		gen, id, ch, src := m.follow.gen, m.selected, m.follow.ch, m.o.Src
+		stream := func() tea.Msg {
+			defer close(ch)
+			err := src.Logs(ctx, id, api.LogOptions{Lines: detailLines, Follow: true}, func(c api.LogChunk) error {
+				if c.End {
+					return nil
+				}
+				select {
+				case ch <- cleanLines(c.Text):
+					return nil
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			})
+			if ctx.Err() != nil {
+				err = nil
+			}
+			return streamEndMsg{gen: gen, err: err}
+		}
+		return tea.Batch(stream, waitChunks(gen, ch))
+	}
+	m.stopFollow()
+	if m.detailBusy || (!again && m.detail.ID == m.selected && m.detail.Mode == DetailPeek) {
 		return nil
 	}
 	m.detailBusy = true
-	ctx, src, id, md := m.ctx, m.o.Src, m.selected, m.detailMode
+	ctx, src, id := m.ctx, m.o.Src, m.selected
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 		defer cancel()
-		d := Detail{ID: id, Mode: md}
-		var err error
-		if md == DetailPeek {
-			var t api.Transcript
-			t, err = src.Transcript(ctx, id, 3)
-			for _, msg := range t.Messages {
-				d.Lines = append(d.Lines, "— "+msg.Role)
-				d.Lines = append(d.Lines, cleanLines(msg.Text)...)
-			}
-		} else {
-			err = src.Logs(ctx, id, api.LogOptions{Lines: detailLines}, func(ch api.LogChunk) error {
-				if !ch.End {
-					d.Lines = append(d.Lines, cleanLines(ch.Text)...)
-				}
-				return nil
-			})
+		d := Detail{ID: id, Mode: DetailPeek}
+		t, err := src.Transcript(ctx, id, 3)
+		for _, msg := range t.Messages {
+			d.Lines = append(d.Lines, "— "+msg.Role)
+			d.Lines = append(d.Lines, cleanLines(msg.Text)...)
 		}
 		if err != nil {
 			d.Err = err.Error()
 		}
 		return detailMsg(d)
+	}
+}
+
+// waitChunks hands on what a stream gave: all the lines waiting at once,
+// so a burst of output is one redraw.
+func waitChunks(gen int, ch chan []string) tea.Cmd {
+	return func() tea.Msg {
+		lines, ok := <-ch
+		if !ok {
+			return nil
+		}
+		for {
+			select {
+			case more, ok := <-ch:
+				if !ok {
+					return chunksMsg{gen: gen, lines: lines}
+				}
+				lines = append(lines, more...)
+			default:
+				return chunksMsg{gen: gen, lines: lines}
+			}
+		}
 	}
 }
 
