@@ -327,3 +327,39 @@ func TestListErrorIsShownAndRetriedOnce(t *testing.T) {
 		t.Errorf("the failure stays on screen after a list answered:\n%s", s)
 	}
 }
+
+// With more rows than the screen holds, the selected one is always drawn.
+func TestCursorStaysOnScreen(t *testing.T) {
+	var l api.SessionList
+	for i := range 120 {
+		l.Sessions = append(l.Sessions, sess(fmt.Sprintf("01m88c%020d", i), api.StatusRunning, func(s *api.Session) {
+			s.Name, s.CreatedAt = fmt.Sprintf("s-%03d", i), t0.Add(-time.Duration(i)*time.Minute)
+		}))
+	}
+	end := tea.KeyPressMsg{Code: tea.KeyEnd}
+	pgup := tea.KeyPressMsg{Code: tea.KeyPgUp}
+	tests := []struct {
+		name string
+		keys []tea.Msg
+		want string
+	}{
+		{name: "first", want: "s-000"},
+		{name: "three down", keys: []tea.Msg{key("down"), key("down"), key("down")}, want: "s-003"},
+		{name: "end", keys: []tea.Msg{end}, want: "s-119"},
+		{name: "end then a page up", keys: []tea.Msg{end, pgup}, want: "s-107"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := NewModel(context.Background(), Options{})
+			m.Update(tea.WindowSizeMsg{Width: 100, Height: 24})
+			m.Update(snapshotMsg{list: l})
+			for _, k := range tc.keys {
+				m.Update(k)
+			}
+			screen := Render(m.Frame())
+			if !strings.Contains(screen, "› "+tc.want) {
+				t.Errorf("the selected row %s is not on screen:\n%s", tc.want, screen)
+			}
+		})
+	}
+}
