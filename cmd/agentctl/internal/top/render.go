@@ -105,6 +105,7 @@ var helpText = []string{
 	"  d            show or hide the detail pane",
 	"  tab          detail pane: last output lines ↔ last assistant messages (peek)",
 	"  ?            this help (any key closes it)",
+	"  Ctrl-Z       suspend to the shell (fg comes back)",
 	"  q, Ctrl-C    quit",
 	"",
 	"Rows: sessions waiting for a person first, then running, unknown, then ended.",

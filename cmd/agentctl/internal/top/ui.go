@@ -237,8 +237,11 @@ func (m *Model) move(to int) tea.Cmd {
 
 func (m *Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	key := k.String()
-	if key == "ctrl+c" {
+	switch key {
+	case "ctrl+c":
 		return m, tea.Quit
+	case "ctrl+z":
+		return m, tea.Suspend // fg brings the view back
 	}
 	switch m.mode {
 	case modeHelp:
