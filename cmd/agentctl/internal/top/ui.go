@@ -628,7 +628,7 @@ func (m *Model) attach(r Row) tea.Cmd {
 		m.line = fmt.Sprintf("%s is %s: nothing to attach to (l shows its log)", r.Handle, StatusText(r.Session))
 		return nil
 	}
-	c := exec.Command(m.o.Exe, "attach", r.ID)
+	c := exec.CommandContext(m.ctx, m.o.Exe, "attach", r.ID)
 	return tea.ExecProcess(c, func(err error) tea.Msg {
 		if err != nil {
 			return actedMsg(fmt.Sprintf("attach %s: %v", r.Handle, err))
