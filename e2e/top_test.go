@@ -288,6 +288,10 @@ func TestListWatchPiped(t *testing.T) {
 	next("a table with the new session", func(l string) bool { return strings.HasPrefix(l, s.ID[:14]) && strings.Contains(l, "running") })
 	e.MustRun("stop", "--force", s.ID)
 	next("a table without it", func(l string) bool { return l == "no sessions" })
+	// Across a restart of the service the watch goes on.
+	e.MustRun("daemon", "restart")
+	s = e.Start("--name", "w3", "--", "sleep", "300")
+	next("a table with the session started after the restart", func(l string) bool { return strings.HasPrefix(l, s.ID[:14]) })
 }
 
 // The view leaves the terminal as it found it however it ends: main

@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/client"
+	"github.com/agentctl/agentctl/cmd/agentctl/internal/top"
 )
 
 // watchList is `list -w`: the list again after every change the event
@@ -26,6 +25,17 @@ import (
 // few seconds, for the ages); in a pipe each change prints a new table
 // (or JSON list), and only when it differs from the last.
 func watchList(ctx context.Context, c *client.Client, o api.ListOptions, asJSON bool, out io.Writer) error {
+	// The first request starts the service when allowed; after that the
+	// watch never starts one itself: a service stopped on purpose stays
+	// stopped while the watch waits for it.
+	if _, err := c.List(ctx, api.ListOptions{}); err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find the agentctl binary: %w", err)
+	}
+	c = client.New(c.Home(), exe, false)
 	tty := false
 	if f, ok := out.(*os.File); ok {
 		tty = term.IsTerminal(int(f.Fd())) && !asJSON
@@ -39,8 +49,13 @@ func watchList(ctx context.Context, c *client.Client, o api.ListOptions, asJSON 
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	streamErr := make(chan error, 1)
-	go func() { streamErr <- followEvents(ctx, c, poke) }()
+	followed := make(chan struct{})
+	go func() {
+		defer close(followed)
+		top.Follow(ctx, c, func(uint64) { poke() }, func(api.Event) { poke() },
+			func(err error) { warn("%v; reconnecting", err) })
+	}()
+	defer func() { cancel(); <-followed }()
 	var last []byte
 	draw := func() error {
 		lctx, lcancel := context.WithTimeout(ctx, 30*time.Second)
@@ -111,8 +126,6 @@ func watchList(ctx context.Context, c *client.Client, o api.ListOptions, asJSON 
 		select {
 		case <-ctx.Done():
 			return nil
-		case err := <-streamErr:
-			return err
 		case <-changed:
 		case <-ages:
 		case <-resized:
@@ -123,41 +136,5 @@ func watchList(ctx context.Context, c *client.Client, o api.ListOptions, asJSON 
 			}
 			warn("%v", err)
 		}
-	}
-}
-
-// followEvents pokes on every session event and once whenever the stream
-// (re)opens, reconnecting after the service restarts.
-func followEvents(ctx context.Context, c *client.Client, poke func()) error {
-	var last uint64
-	backoff := 100 * time.Millisecond
-	for {
-		since := ""
-		if last > 0 {
-			since = strconv.FormatUint(last, 10)
-		}
-		err := c.Events(ctx, client.EventOptions{Since: since, Types: []string{"session"}},
-			func(after uint64) {
-				last = max(last, after)
-				backoff = 100 * time.Millisecond
-				poke()
-			},
-			func(e api.Event) error {
-				last = max(last, e.Seq)
-				poke()
-				return nil
-			})
-		if ctx.Err() != nil || errors.Is(err, context.Canceled) {
-			return nil
-		}
-		if err != nil {
-			warn("%v; reconnecting", err)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 2*time.Second)
 	}
 }
