@@ -122,7 +122,7 @@ func Render(f Frame) string {
 	top = append(top, st.Header.Render(fit(headerText(f), f.Width)))
 	for _, l := range []string{f.State.Link, f.State.ListErr} {
 		if l != "" {
-			top = append(top, st.Warn.Render(fit("! service: "+l, f.Width)))
+			top = append(top, st.Warn.Render(fit("! service: "+oneLine(l), f.Width)))
 		}
 	}
 	// The service's warnings are never hidden: when there are more than
@@ -133,11 +133,11 @@ func Render(f Frame) string {
 			top = append(top, st.Warn.Render(fit(fmt.Sprintf("! … and %d more warnings (agentctl list -a shows them)", len(f.State.Warnings)-i), f.Width)))
 			break
 		}
-		top = append(top, st.Warn.Render(fit("! "+w, f.Width)))
+		top = append(top, st.Warn.Render(fit("! "+oneLine(w), f.Width)))
 	}
 	bottom := footer(f)
 	if f.Line != "" {
-		bottom = append([]string{fit(f.Line, f.Width)}, bottom...)
+		bottom = append([]string{fit(oneLine(f.Line), f.Width)}, bottom...)
 	}
 	body := f.Height - len(top) - len(bottom)
 	var mid []string
@@ -369,7 +369,7 @@ func renderTable(f Frame, height int) []string {
 				}
 				n++
 			}
-			all = append(all, line{heading: fmt.Sprintf("%s (%d)", r.Heading, n), row: -1})
+			all = append(all, line{heading: fmt.Sprintf("%s (%d)", oneLine(r.Heading), n), row: -1})
 		}
 		if i == f.Cursor {
 			cursorLine = len(all)
@@ -387,7 +387,7 @@ func renderTable(f Frame, height int) []string {
 		r := f.Rows[l.row]
 		row := make([]string, len(columns))
 		for i, c := range columns {
-			row[i] = c.cell(f, r)
+			row[i] = oneLine(c.cell(f, r))
 		}
 		cells = append(cells, row)
 	}
@@ -447,11 +447,11 @@ func renderDetail(f Frame, height int) []string {
 	if f.Detail.Mode == DetailPeek {
 		other = DetailOutput
 	}
-	title := fmt.Sprintf("── %s · %s · %s ── %s (tab: %s) ", r.Handle, s.Adapter, StatusText(s), f.Detail.Mode, other)
+	title := oneLine(fmt.Sprintf("── %s · %s · %s ── %s (tab: %s)", r.Handle, s.Adapter, StatusText(s), f.Detail.Mode, other)) + " "
 	out := []string{st.Header.Render(fit(title+strings.Repeat("─", max(0, f.Width-ansi.StringWidth(title))), f.Width))}
-	out = append(out, st.Dim.Render(fit(evidence(f.Now, s), f.Width)))
+	out = append(out, st.Dim.Render(fit(oneLine(evidence(f.Now, s)), f.Width)))
 	for _, w := range s.Warnings {
-		out = append(out, st.Warn.Render(fit("! "+w, f.Width)))
+		out = append(out, st.Warn.Render(fit("! "+oneLine(w), f.Width)))
 	}
 	if s.Prompt != "" {
 		out = append(out, fit("prompt: "+oneLine(s.Prompt), f.Width))
@@ -462,7 +462,7 @@ func renderDetail(f Frame, height int) []string {
 	case f.Detail.ID != s.ID:
 		body = []string{"reading…"}
 	case f.Detail.Err != "":
-		body = []string{"! " + f.Detail.Err}
+		body = []string{"! " + oneLine(f.Detail.Err)}
 	case len(f.Detail.Lines) == 0 && f.Detail.Mode == DetailPeek:
 		body = []string{"(no messages yet)"}
 	case len(f.Detail.Lines) == 0:
@@ -633,7 +633,18 @@ func dash(s string) string {
 	return s
 }
 
-// oneLine makes s one line: runs of white space become one space.
+// oneLine makes s one line of printable text: runs of white space become
+// one space, control characters (an escape sequence's ESC) go, so nothing
+// a session reports can move the cursor or break a row.
 func oneLine(s string) string {
+	s = strings.Map(func(r rune) rune {
+		switch {
+		case r == '\t' || r == '\n' || r == '\r':
+			return ' '
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
+			return -1
+		}
+		return r
+	}, s)
 	return strings.Join(strings.Fields(s), " ")
 }

@@ -363,3 +363,38 @@ func TestCursorStaysOnScreen(t *testing.T) {
 		})
 	}
 }
+
+// Nothing a session reports (a name, a reason, a warning, an error) can
+// move the cursor or break a row.
+func TestRenderNeutralisesControlCharacters(t *testing.T) {
+	l := fixture()
+	l.Sessions[0].Name = "evil\x1b[2J\nname"
+	l.Sessions[0].Activity = "waiting: line one\nline two\r\x07"
+	l.Sessions[0].Group = "g\x1b]0;title\x07"
+	l.Sessions[0].Warnings = []string{"bad\nwarning"}
+	l.Warnings = append(l.Warnings, "multi\nline\x1b[31m")
+	st := NewState()
+	st.Snapshot(l, 0)
+	opts := ViewOptions{ShowEnded: true, Group: GroupByGroup}
+	f := Frame{Width: 120, Height: 30, Now: t0, State: st, Rows: st.Rows(opts), Opts: opts, ShowDetail: true,
+		Detail: Detail{Err: "first\nsecond"}, Line: "resume failed: exit status 2:\nusage…", Styles: PlainStyles()}
+	f.Detail.ID = f.Rows[0].ID
+	for i := range f.Rows {
+		if f.Rows[i].ID == l.Sessions[0].ID {
+			f.Cursor = i
+			f.Detail.ID = f.Rows[i].ID
+		}
+	}
+	screen := Render(f)
+	if strings.ContainsAny(screen, "\x1b\x07\r") {
+		t.Errorf("control characters reach the screen: %q", screen)
+	}
+	if n := strings.Count(screen, "\n") + 1; n != 30 {
+		t.Errorf("%d lines, want 30:\n%s", n, screen)
+	}
+	for _, want := range []string{"waiting: line one line two", "! multi line", "! bad warning", "resume failed: exit status 2: usage…", "! first second"} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("screen lacks %q:\n%s", want, screen)
+		}
+	}
+}
