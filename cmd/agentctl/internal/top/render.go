@@ -103,7 +103,7 @@ var helpText = []string{
 	"  g            group rows: none → by group → by adapter",
 	"  a            show or hide ended sessions",
 	"  d            show or hide the detail pane",
-	"  tab          detail pane: last output lines ↔ last assistant messages (peek)",
+	"  tab          detail pane: live output ↔ last assistant messages (o, p choose)",
 	"  ?            this help (any key closes it)",
 	"  Ctrl-Z       suspend to the shell (fg comes back)",
 	"  q, Ctrl-C    quit",

@@ -291,8 +291,14 @@ func (m *Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case "d":
 		m.showDetail = !m.showDetail
 		return m, m.fetchDetail(false)
-	case "tab", "o", "p":
+	case "tab":
 		m.detailMode = 1 - m.detailMode
+		return m, m.fetchDetail(false)
+	case "o":
+		m.detailMode = DetailOutput
+		return m, m.fetchDetail(false)
+	case "p":
+		m.detailMode = DetailPeek
 		return m, m.fetchDetail(false)
 	}
 	if len(m.rows) == 0 {
