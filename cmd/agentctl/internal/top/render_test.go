@@ -398,3 +398,34 @@ func TestRenderNeutralisesControlCharacters(t *testing.T) {
 		}
 	}
 }
+
+func TestDetailModeKeys(t *testing.T) {
+	tests := []struct {
+		keys []string
+		want string
+	}{
+		{keys: nil, want: "output (tab: peek)"},
+		{keys: []string{"tab"}, want: "peek (tab: output)"},
+		{keys: []string{"tab", "tab"}, want: "output (tab: peek)"},
+		{keys: []string{"p"}, want: "peek (tab: output)"},
+		{keys: []string{"p", "p"}, want: "peek (tab: output)"},
+		{keys: []string{"p", "o"}, want: "output (tab: peek)"},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.keys, ","), func(t *testing.T) {
+			m := NewModel(context.Background(), Options{})
+			m.Update(tea.WindowSizeMsg{Width: 120, Height: 30})
+			m.Update(snapshotMsg{list: fixture()})
+			for _, k := range tc.keys {
+				if k == "tab" {
+					m.Update(tea.KeyPressMsg{Code: tea.KeyTab})
+				} else {
+					m.Update(key(k))
+				}
+			}
+			if s := Render(m.Frame()); !strings.Contains(s, "── "+tc.want) {
+				t.Errorf("the detail pane's title lacks %q:\n%s", tc.want, s)
+			}
+		})
+	}
+}
