@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -686,8 +687,14 @@ func (p *pagerCmd) Run() error {
 	if err != nil {
 		return fmt.Errorf("pipe the log to %s: %w", p.pager[0], err)
 	}
-	logs.Stderr = p.err
-	pg.Stdin, pg.Stdout, pg.Stderr = pipe, p.out, p.err
+	// Both write to the same error stream: one at a time, unless it is a
+	// file both hold themselves.
+	errw := p.err
+	if _, isFile := errw.(*os.File); !isFile && errw != nil {
+		errw = &lockedWriter{w: errw}
+	}
+	logs.Stderr = errw
+	pg.Stdin, pg.Stdout, pg.Stderr = pipe, p.out, errw
 	if err := logs.Start(); err != nil {
 		return fmt.Errorf("read the log: %w", err)
 	}
@@ -705,6 +712,18 @@ func (p *pagerCmd) Run() error {
 // restoreScreen leaves the alternate screen, shows the cursor, and turns
 // off mouse reporting and bracketed paste.
 const restoreScreen = "\x1b[?1049l\x1b[?25h\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?2004l"
+
+// lockedWriter serialises writes from several processes' copiers.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
 
 // Run runs the live view until the user quits. The terminal is restored on
 // quit, on SIGINT, SIGTERM and SIGHUP, and on a panic.
