@@ -9,7 +9,11 @@
 // First it times the supervisor's own paths (run round trip, start to
 // exec, output through the pty) against baselines measured in the same run.
 //
-//	agentctl-bench [--sizes 100,1000,10000] [--bin PATH] [--runs N] [--keep] [--core=false]
+// Then it measures the live view (agentctl top) over --top sessions in a
+// real terminal: from a session's exit to its changed row on the screen,
+// and the view's memory.
+//
+//	agentctl-bench [--sizes 100,1000,10000] [--bin PATH] [--runs N] [--keep] [--core=false] [--top N]
 //
 // Without --bin it builds agentctl from the module it is run in.
 package main
@@ -52,6 +56,8 @@ type options struct {
 	core  bool
 	// soak and soakShort, when set, run the soak instead of the stores.
 	soak, soakShort int
+	// top is how many sessions the live view is measured over (0: not).
+	top int
 }
 
 func parseFlags(args []string) (options, error) {
@@ -65,6 +71,7 @@ func parseFlags(args []string) (options, error) {
 	fl.BoolVar(&o.core, "core", true, "also time run, start and output throughput against baselines")
 	fl.IntVar(&o.soak, "soak", 0, "soak instead: this many sessions running at once, started and stopped in waves")
 	fl.IntVar(&o.soakShort, "soak-short", 10000, "with --soak: then this many short sessions, each exit code checked")
+	fl.IntVar(&o.top, "top", 500, "measure agentctl top over this many sessions in a tmux terminal (0: skip)")
 	if err := fl.Parse(args); err != nil {
 		return o, err
 	}
@@ -126,6 +133,18 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 		printSoak(out, rows)
 		return nil
+	}
+	if o.top > 0 {
+		if _, err := exec.LookPath("tmux"); err != nil {
+			fmt.Fprintln(out, "agentctl top: not measured, tmux is not installed (the view is measured in a real terminal)")
+		} else {
+			r, err := measureTop(ctx, o, work, o.top)
+			if err != nil {
+				return fmt.Errorf("live view: %w", err)
+			}
+			printTop(out, r)
+		}
+		fmt.Fprintln(out)
 	}
 	if o.core {
 		rows, err := measureCore(ctx, o, work)

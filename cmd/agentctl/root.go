@@ -48,7 +48,7 @@ after 'agentctl service install'. State lives in $AGENTCTL_HOME (default
 		return usageError{fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())}
 	})
 	root.AddCommand(
-		newRunCmd(), newLaunchCmd(), newListCmd(), newStatusCmd(), newLogsCmd(),
+		newRunCmd(), newLaunchCmd(), newListCmd(), newTopCmd(), newStatusCmd(), newLogsCmd(),
 		newPeekCmd(), newStopCmd(), newAttachCmd(), newSendCmd(), newResumeCmd(),
 		newPruneCmd(), newRmCmd(), newRestartCmd(), newDaemonCmd(), newShimCmd(),
 		newGroupCmd(), newWorktreeCmd(),

@@ -17,6 +17,7 @@ import (
 func newListCmd() *cobra.Command {
 	var o api.ListOptions
 	var out outputFlags
+	var watch bool
 	cmd := &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls", "ps"},
@@ -48,6 +49,9 @@ shows everything.`,
 			c, err := newClient()
 			if err != nil {
 				return err
+			}
+			if watch {
+				return watchList(cmd.Context(), c, o, out.asJSON, out.format == "wide", os.Stdout)
 			}
 			list, err := c.List(cmd.Context(), o)
 			if err != nil {
@@ -82,6 +86,7 @@ shows everything.`,
 	fl.StringVar(&o.Group, "group", "", "only sessions of this group")
 	fl.StringArrayVar(&o.Labels, "label", nil, "only sessions with label KEY=VALUE (repeatable)")
 	fl.DurationVar(&o.Since, "since", 0, "with -a, ended sessions of this recent past (default 168h)")
+	fl.BoolVarP(&watch, "watch", "w", false, "redraw the table on every change (in place on a terminal; a new table per change in a pipe)")
 	out.register(cmd)
 	cmd.RegisterFlagCompletionFunc("group", completeGroups)
 	cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions([]string{"running", "exited", "killed", "lost", "ended", "unknown"}, cobra.ShellCompDirectiveNoFileComp))

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/client"
+	"github.com/agentctl/agentctl/cmd/agentctl/internal/top"
+)
+
+func newTopCmd() *cobra.Command {
+	var o top.Options
+	var since time.Duration
+	cmd := &cobra.Command{
+		Use:   "top",
+		Short: "A live, full-screen view of every session",
+		Long: `A live view of every session: one row per session (sessions waiting for a
+person first, then running ones, then those that ended), the status and
+activity the service derives, age and last activity, model, tokens, cost,
+directory and group; a detail pane with the selected session's output,
+followed live, or its last messages; and the actions: enter attaches (Ctrl-] comes
+back), s stops (after y/n), r resumes with a message, i sends a line, l opens
+the whole log in a pager, / filters, g groups, a shows ended sessions, ?
+lists every key, q quits.
+
+It reads one snapshot, then follows the service's event stream over one
+connection, and reconnects by itself when the service restarts. The whole
+list is read again every --refresh for what changes without an event
+(tokens, cost, last activity). Colours follow the terminal; NO_COLOR turns
+them off (every state is also spelt out).`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := newClient()
+			if err != nil {
+				return err
+			}
+			// The first request starts the service when allowed; after that
+			// the view never starts one itself: a service stopped on
+			// purpose stays stopped, and the view says it is reconnecting.
+			if _, err := c.List(cmd.Context(), api.ListOptions{}); err != nil {
+				return err
+			}
+			exe, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			o.Src = client.New(c.Home(), exe, false)
+			o.Exe = exe
+			o.List = api.ListOptions{All: true, Since: since}
+			o.Colour = os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
+			o.Home, _ = os.UserHomeDir()
+			if !term.IsTerminal(int(os.Stdout.Fd())) || !term.IsTerminal(int(os.Stdin.Fd())) {
+				return usageError{errors.New("agentctl top needs a terminal; `agentctl list -w` works in a pipe")}
+			}
+			return top.Run(cmd.Context(), o)
+		},
+	}
+	fl := cmd.Flags()
+	fl.BoolVarP(&o.ShowEnded, "all", "a", false, "show ended sessions from the start (the a key toggles them)")
+	fl.DurationVar(&since, "since", 24*time.Hour, "ended sessions of this recent past")
+	fl.DurationVar(&o.Refresh, "refresh", 5*time.Second, "read the whole list again this often (0: only on events)")
+	fl.StringVar(&o.Pager, "pager", "", "the pager for l (default: $PAGER, else less -R)")
+	return cmd
+}
