@@ -67,6 +67,7 @@ type Core struct {
 	records *records
 	disc    *discovery
 	moves   *transitions
+	attn    *attention
 
 	// ctx bounds background work (learning native ids); wg waits for it.
 	ctx context.Context
@@ -88,6 +89,7 @@ func New(ctx context.Context, opts Options) *Core {
 		records: newRecords(opts.Home),
 		disc:    newDiscovery(opts.Adapters, opts.DiscoveryTimeout),
 		moves:   newTransitions(),
+		attn:    newAttention(),
 		ctx:     ctx,
 	}
 	c.disc.observe = opts.ObserveDiscovery
@@ -129,6 +131,9 @@ func (c *Core) List(ctx context.Context, o api.ListOptions) (api.SessionList, er
 		kept = []api.Session{}
 	}
 	sortByCreation(kept)
+	if o.Waiting {
+		sortByWaiting(kept)
+	}
 	return api.SessionList{Sessions: kept, Warnings: warnings}, nil
 }
 
@@ -248,10 +253,11 @@ type filter struct {
 	group   string
 	labels  map[string]string
 	since   time.Time
+	waiting bool
 }
 
 func newFilter(o api.ListOptions, now time.Time) (filter, error) {
-	f := filter{all: o.All, status: api.Status(o.Status), adapter: o.Adapter, group: o.Group}
+	f := filter{all: o.All, status: api.Status(o.Status), adapter: o.Adapter, group: o.Group, waiting: o.Waiting}
 	for _, l := range o.Labels {
 		k, v, ok := strings.Cut(l, "=")
 		if !ok {
@@ -305,6 +311,9 @@ func (f filter) keep(s *api.Session) bool {
 		if s.Labels[k] != v {
 			return false
 		}
+	}
+	if f.waiting && (s.Status != api.StatusRunning || s.Activity != api.ActivityWaiting) {
+		return false
 	}
 	return true
 }
