@@ -118,6 +118,10 @@ type RunRequest struct {
 	Labels       map[string]string `json:"labels,omitempty"`
 	Rows         uint16            `json:"rows,omitempty"`
 	Cols         uint16            `json:"cols,omitempty"`
+	// Interactive runs the agent's own interactive interface with the
+	// prompt as its first message (a person answers its prompts), rather
+	// than headless.
+	Interactive bool `json:"interactive,omitempty"`
 	// ResumeOf is the agentctl id whose native session this run continues.
 	ResumeOf string `json:"resume_of,omitempty"`
 

@@ -189,7 +189,8 @@ func (c *Core) adapterSpec(req api.RunRequest, rec *spawn.Record, env []string, 
 	if err != nil {
 		return out, nil, faultf(ErrSpawn, "start %s: %s is not installed or not on PATH (%v); install it: %s", rec.Adapter, launcher.Binary(), err, launcher.InstallHint())
 	}
-	lreq := adapters.LaunchRequest{Prompt: req.Prompt, Model: req.Model, Cwd: req.Cwd, Env: env, SessionDir: dir, BinaryPath: bin}
+	lreq := adapters.LaunchRequest{Prompt: req.Prompt, Model: req.Model, Cwd: req.Cwd, Env: env, SessionDir: dir, BinaryPath: bin,
+		Interactive: req.Interactive, HookCommand: []string{c.opts.Exe, "hook", "--home", string(c.opts.Home)}}
 	var ls adapters.LaunchSpec
 	if req.ResumeOf != "" {
 		prev, perr := c.records.get(req.ResumeOf)

@@ -76,6 +76,7 @@ func (p *viewPass) activity(s *api.Session) {
 	if s.Status != api.StatusRunning || s.Activity == "" {
 		if seen {
 			st.gen = p.gen
+			p.changes = append(p.changes, st.unknown(s)...)
 		}
 		return
 	}
@@ -92,10 +93,13 @@ func (p *viewPass) activity(s *api.Session) {
 func (t *transitions) observe(s *api.Session) []Change {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	st, seen := t.last[s.ID]
 	if s.Status != api.StatusRunning || s.Activity == "" {
+		if seen {
+			return st.unknown(s)
+		}
 		return nil
 	}
-	st, seen := t.last[s.ID]
 	if !seen {
 		st = &seenState{gen: t.gen}
 		t.last[s.ID] = st
@@ -120,6 +124,17 @@ func (st *seenState) step(s *api.Session, seen bool) []Change {
 		out = append(out, Change{Kind: activityChange(s.Activity), Session: *s})
 	}
 	st.activity, st.waiting = s.Activity, key
+	return out
+}
+
+// unknown notes that nothing says s's activity now (or that it ended): a
+// running session that waited no longer does.
+func (st *seenState) unknown(s *api.Session) []Change {
+	var out []Change
+	if st.waiting != "" && s.Status == api.StatusRunning {
+		out = append(out, Change{Kind: ChangeResumed, Session: *s})
+	}
+	st.waiting = "" // what was known of busy/idle is kept
 	return out
 }
 

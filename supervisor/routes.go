@@ -40,6 +40,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /v1/sessions/{id}/input", s.handleInput)
 	mux.HandleFunc("POST /v1/prune", s.handlePrune)
 	s.opsRoutes(mux)
+	s.attentionRoutes(mux)
 	return onlyOwner(s.boundBodies(mux))
 }
 

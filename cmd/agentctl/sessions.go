@@ -26,7 +26,13 @@ records, process liveness (pid + start time) and the agents' own records.
 
 Statuses: running, exited, killed (by a signal), lost (gone without an exit
 record), ended (the agent's store says it is over), unknown (nobody can vouch
-for it right now).`,
+for it right now).
+
+Activity (of running sessions): busy, idle, or "waiting: permission|question|
+input" when the agent waits for a person, as first-hand evidence says (the
+agent's hooks, its own records, a notification on its terminal); "-" when
+nothing says. --waiting lists only the waiting ones, longest waiting first;
+answer them with approve, deny or answer.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := newClient()
@@ -55,6 +61,7 @@ for it right now).`,
 	fl.StringArrayVar(&o.Labels, "label", nil, "only sessions with label KEY=VALUE (repeatable)")
 	fl.DurationVar(&o.Since, "since", 0, "with -a, ended sessions of this recent past (default 168h)")
 	fl.BoolVar(&asJSON, "json", false, "print JSON")
+	fl.BoolVar(&o.Waiting, "waiting", false, "only sessions waiting for a person, longest waiting first")
 	return cmd
 }
 
@@ -75,15 +82,15 @@ func printSessions(w io.Writer, sessions []api.Session) {
 		return dash(s.Group) + "\t"
 	}
 	tw := newTable(w)
-	header := "ID\tADAPTER\tSTATUS\tPID\tAGE\tLAST\tMODEL\tTOKENS\tCOST\t"
+	header := "ID\tADAPTER\tSTATUS\tACTIVITY\tPID\tAGE\tLAST\tMODEL\tTOKENS\tCOST\t"
 	if grouped {
 		header += "GROUP\t"
 	}
 	fmt.Fprintln(tw, header+"NAME/PROMPT")
 	now := time.Now()
 	for _, s := range sessions {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s%s\n",
-			shortID(s.ID), s.Adapter, statusText(s), dash(pidText(s.PID)),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s%s\n",
+			shortID(s.ID), s.Adapter, statusText(s), dash(activityText(s)), dash(pidText(s.PID)),
 			dash(ago(now, s.CreatedAt)), dash(ago(now, lastActivity(s))), dash(s.Model),
 			dash(tokensText(s)), dash(costText(s.CostUSD)), group(s), oneLine(label(s), 50))
 	}
@@ -104,8 +111,6 @@ func statusText(s api.Session) string {
 		st = fmt.Sprintf("exited(%d)", *s.ExitCode)
 	case s.Status == api.StatusKilled:
 		st = "killed(" + s.Signal + ")"
-	case s.Activity != "":
-		st += "/" + s.Activity
 	}
 	return st
 }
@@ -248,6 +253,7 @@ func printSession(w io.Writer, s api.Session) {
 	row("adapter", s.Adapter)
 	row("origin", s.Origin)
 	row("status", statusText(s))
+	printActivity(row, s)
 	row("pid", pidText(s.PID))
 	row("pgid", pidText(s.PGID))
 	if s.StartTime != nil {
