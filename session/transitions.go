@@ -46,7 +46,7 @@ type seenState struct {
 	activity string
 	// waiting is what a waiting session waits for ("" when not waiting).
 	waiting string
-	gen      uint64 // the last full view that held the session
+	gen     uint64 // the last full view that held the session
 }
 
 func newTransitions() *transitions { return &transitions{last: map[string]*seenState{}} }

@@ -151,4 +151,3 @@ func (o *ops) waitingCounts() map[string]int {
 	}
 	return out
 }
-

@@ -29,8 +29,8 @@ type runFlags struct {
 	wait    bool
 	// interactive runs the agent's own TUI (launch -i).
 	interactive bool
-	rows    uint16
-	cols    uint16
+	rows        uint16
+	cols        uint16
 	// lock, force and the hooks: the operational layer.
 	lock        bool
 	force       bool
