@@ -294,3 +294,41 @@ func TestClaudePermissionDeny(t *testing.T) {
 		t.Fatalf("a second approve: exit %d, %s", code, errOut)
 	}
 }
+
+// Codex's own TUI, run as a plain command under agentctl's pty with its
+// terminal notifications on: the OSC 9 it prints when a turn completes makes
+// the session wait (source terminal) with the agent's last message; typing
+// the next instruction ends the wait.
+func TestCodexTUINotificationWaits(t *testing.T) {
+	t.Parallel()
+	c := newCodexEnv(t)
+	tui := fmt.Sprintf(`
+[tui]
+notifications = true
+notification_method = "osc9"
+notification_condition = "always"
+
+[projects.%q]
+trust_level = "trusted"
+`, c.proj)
+	f, err := os.OpenFile(filepath.Join(c.codexHome, "config.toml"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(tui)
+	f.Close()
+	s := c.Start("--cwd", c.proj, "--", "codex", "say [[text: codex-turn-done]]")
+	var got api.Session
+	WaitFor(t, 90*time.Second, "the session to wait after its turn", func() bool {
+		got = c.Session(s.ID)
+		return got.Activity == api.ActivityWaiting
+	})
+	if got.ActivitySource != api.SourceTerminal || got.Waiting == nil || got.Waiting.Kind != "osc9" || !strings.Contains(got.Waiting.Text, "codex-turn-done") {
+		t.Fatalf("waiting session: source %q waiting %+v", got.ActivitySource, got.Waiting)
+	}
+	c.MustRun("answer", s.ID, "again [[text: second-turn]]")
+	WaitFor(t, 60*time.Second, "the second turn's notification", func() bool {
+		got = c.Session(s.ID)
+		return got.Waiting != nil && strings.Contains(got.Waiting.Text, "second-turn")
+	})
+}
