@@ -4,6 +4,10 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -331,4 +335,73 @@ trust_level = "trusted"
 		got = c.Session(s.ID)
 		return got.Waiting != nil && strings.Contains(got.Waiting.Text, "second-turn")
 	})
+}
+
+// The webhook and the metrics say a session waits: a receiver on
+// 127.0.0.1 gets session.waiting with the reason, then session.resumed, and
+// the gauge counts the waiting session by reason.
+func TestWaitingWebhookAndGauge(t *testing.T) {
+	t.Parallel()
+	e := NewEnv(t)
+	type post struct {
+		event string
+		body  map[string]any
+	}
+	posts := make(chan post, 16)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		json.NewDecoder(r.Body).Decode(&body)
+		posts <- post{r.Header.Get("X-Agentctl-Event"), body}
+	}))
+	defer srv.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	cfg := fmt.Sprintf(`{"webhook_url": %q, "metrics_port": %d, "notify": {"desktop": false}}`, srv.URL, port)
+	if err := os.MkdirAll(e.Home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.Home, "config.json"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := e.Start("--", "sh", "-c", `printf '\033]777;notify;deploy;approve the release?\007'; read x; sleep 60`)
+	next := func(want string) post {
+		t.Helper()
+		timeout := time.After(20 * time.Second)
+		for {
+			select {
+			case p := <-posts:
+				if p.event == want {
+					return p
+				}
+			case <-timeout:
+				t.Fatalf("no %s webhook", want)
+			}
+		}
+	}
+	p := next(api.EventSessionWaiting)
+	meta, _ := p.body["meta"].(map[string]any)
+	if p.body["hook_type"] != api.EventSessionWaiting || p.body["session_id"] != s.ID || meta["reason"] != api.WaitingInput || meta["text"] != "deploy: approve the release?" || meta["source"] != api.SourceTerminal {
+		t.Fatalf("session.waiting webhook: %v", p.body)
+	}
+	metrics := func() string {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+		if err != nil {
+			return ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	WaitFor(t, 10*time.Second, "the waiting gauge", func() bool {
+		return strings.Contains(metrics(), `agentctl_sessions_waiting{reason="input"} 1`)
+	})
+	e.MustRun("answer", s.ID, "yes")
+	next(api.EventSessionResumed)
+	if m := metrics(); !strings.Contains(m, `agentctl_sessions_waiting{reason="input"} 0`) {
+		t.Fatalf("after the answer the gauge says:\n%s", m)
+	}
 }
