@@ -144,6 +144,10 @@ type LaunchSpec struct {
 	// NativeID is the native session id when it is known before start (an id
 	// the adapter pre-assigned); empty when it must be learned afterwards.
 	NativeID string
+	// Server is the base URL of the agent's own HTTP server on 127.0.0.1,
+	// when the launch gives it one (OpenCode's TUI): where its permission
+	// requests and questions can be read and answered.
+	Server string
 }
 
 // Launcher builds the argv and environment to run an agent headless.

@@ -13,3 +13,7 @@ const (
 	// (approve, deny, answer): who, when, what.
 	DecisionsFile = "decisions.jsonl"
 )
+
+// ServerFile names the agent's own server, where it has one agentctl can
+// ask about its permission requests (OpenCode's TUI): {"url": ...}.
+const ServerFile = "agent-server.json"

@@ -33,6 +33,9 @@ type hookEvidence struct {
 	Since    time.Time    `json:"since"`
 	// Event is the hook event that decided it.
 	Event string `json:"event"`
+	// Source is api.SourceHook (the default) or api.SourceNative (the
+	// agent's own server reported it).
+	Source string `json:"source,omitempty"`
 }
 
 // readHookEvidence reads a session folder's attention.json (nil when the
@@ -80,7 +83,11 @@ func applyAttention(dir string, s *api.Session) {
 		s.Waiting = &api.Waiting{For: api.WaitingInput, Text: n.Text, Kind: n.Kind}
 	case hook != nil && hook.Activity != "":
 		at := hook.Since
-		s.Activity, s.ActivitySource, s.ActivitySince = hook.Activity, api.SourceHook, &at
+		src := hook.Source
+		if src == "" {
+			src = api.SourceHook
+		}
+		s.Activity, s.ActivitySource, s.ActivitySince = hook.Activity, src, &at
 		if hook.Activity == api.ActivityWaiting && hook.Waiting != nil {
 			w := *hook.Waiting
 			s.WaitingFor, s.Waiting = w.For, &w
@@ -292,6 +299,18 @@ func (c *Core) Decide(ctx context.Context, prefix string, caller proc.Peer, d ap
 			delete(c.attn.pending, sess.ID)
 		}
 		c.attn.mu.Unlock()
+		if p == nil && sess.Waiting != nil && sess.Waiting.Kind == "permission.asked" {
+			// The agent's own server holds the request (OpenCode).
+			if err := replyServer(ctx, dir, sess.Waiting, d); err != nil {
+				return api.Session{}, faultf(ErrNotWaiting, "cannot %s session %s: %v", d.Action, sess.ID, err)
+			}
+			rec.Delivered = "server"
+			if err := appendDecision(dir, rec); err != nil {
+				return api.Session{}, err
+			}
+			c.observe(sess.ID)
+			return c.records.get(sess.ID)
+		}
 		if p == nil {
 			why := "it is not waiting for a permission"
 			if sess.WaitingFor == api.WaitingPermission {

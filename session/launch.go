@@ -100,6 +100,10 @@ func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, err
 		}
 		rec.Argv, spec.Env, spec.Stdin, rec.NativeID, spec.Path = ls.Argv, ls.Env, ls.Stdin, ls.NativeID, ls.Path
 		finder = f
+		if err := noteServer(dir, ls.Server); err != nil {
+			os.RemoveAll(dir)
+			return api.Session{}, err
+		}
 	}
 	rec.EnvKeys = envvar.Keys(spec.Env)
 	sort.Strings(rec.EnvKeys)
@@ -128,6 +132,7 @@ func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, err
 	if started.NativeID == "" && finder != nil {
 		c.learnNativeID(id, finder, started)
 	}
+	c.WatchAgentServer(id)
 	return sess, nil
 }
 
