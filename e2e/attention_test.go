@@ -405,3 +405,54 @@ func TestWaitingWebhookAndGauge(t *testing.T) {
 		t.Fatalf("after the answer the gauge says:\n%s", m)
 	}
 }
+
+// The real OpenCode TUI (launch -i), configured to ask before bash: its
+// server's permission request makes the session wait (source native) with
+// the command; approve lets the command run, deny keeps it from running.
+func TestOpencodePermissionApproveDeny(t *testing.T) {
+	t.Parallel()
+	o := newOpencodeEnv(t)
+	config := filepath.Join(o.data, "..", "..", ".config", "opencode", "opencode.json")
+	b, err := os.ReadFile(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	json.Unmarshal(b, &cfg)
+	cfg["permission"] = map[string]any{"bash": "ask"}
+	b, _ = json.Marshal(cfg)
+	if err := os.WriteFile(config, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		action, file string
+		ran          bool
+	}{
+		{"approve", "approved.txt", true},
+		{"deny", "denied.txt", false},
+	} {
+		var s api.Session
+		o.JSON(&s, "launch", "opencode", "-i", "--json", "--cwd", o.proj, "--model", "fake/fake-model", "-p", "do [[bash: touch "+tc.file+"]]")
+		var got api.Session
+		WaitFor(t, 90*time.Second, "the session to wait for permission", func() bool {
+			got = o.Session(s.ID)
+			return got.Activity == api.ActivityWaiting && got.WaitingFor == api.WaitingPermission
+		})
+		if got.ActivitySource != api.SourceNative || got.Waiting == nil || got.Waiting.Tool != "bash" || got.Waiting.Input != "touch "+tc.file || got.Waiting.Request == "" {
+			t.Fatalf("%s: waiting session: source %q waiting %+v", tc.action, got.ActivitySource, got.Waiting)
+		}
+		o.MustRun(tc.action, s.ID)
+		WaitFor(t, 60*time.Second, "the turn to end", func() bool {
+			got = o.Session(s.ID)
+			return got.Activity == api.ActivityWaiting && got.WaitingFor == api.WaitingInput
+		})
+		if _, err := os.Stat(filepath.Join(o.proj, tc.file)); (err == nil) != tc.ran {
+			t.Fatalf("%s: %s exists: %v, want %v", tc.action, tc.file, err == nil, tc.ran)
+		}
+		d, _ := os.ReadFile(filepath.Join(o.SessionDir(s.ID), "decisions.jsonl"))
+		if !strings.Contains(string(d), `"action":"`+tc.action+`"`) || !strings.Contains(string(d), `"delivered":"server"`) {
+			t.Fatalf("%s: decisions.jsonl %q", tc.action, d)
+		}
+		o.MustRun("stop", s.ID)
+	}
+}
