@@ -107,8 +107,23 @@ func (w *serverWatch) run(ctx context.Context) {
 	}
 }
 
-// follow reads the event stream until it ends.
+// Bounds of one subscription to the event stream. OpenCode 1.18 sends a
+// heartbeat every 10 s; a stream opened while its TUI was still starting was
+// seen to stay silent for good, so a silent stream is reopened, and every
+// stream is renewed now and then, each time with a catch-up of what the
+// server holds.
+const (
+	streamSilence = 15 * time.Second
+	streamRenew   = time.Minute
+)
+
+// follow reads the event stream until it ends, falls silent or is due for
+// renewal.
 func (w *serverWatch) follow(ctx context.Context, hc *http.Client) error {
+	ctx, cancel := context.WithTimeout(ctx, streamRenew)
+	defer cancel()
+	silent := time.AfterFunc(streamSilence, cancel)
+	defer silent.Stop()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, w.url+"/event", nil)
 	if err != nil {
 		return err
@@ -125,6 +140,7 @@ func (w *serverWatch) follow(ctx context.Context, hc *http.Client) error {
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 8<<20)
 	for sc.Scan() {
+		silent.Reset(streamSilence)
 		data, ok := bytes.CutPrefix(sc.Bytes(), []byte("data:"))
 		if !ok {
 			continue
@@ -154,8 +170,23 @@ func (w *serverWatch) catchUp(ctx context.Context) {
 	if json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(&list) != nil {
 		return
 	}
+	held := map[string]bool{}
 	for _, p := range list {
-		w.event(serverEvent{Type: "permission.asked", Properties: p})
+		var id struct {
+			ID string `json:"id"`
+		}
+		json.Unmarshal(p, &id)
+		held[id.ID] = true
+		if !w.pending[id.ID] {
+			w.event(serverEvent{Type: "permission.asked", Properties: p})
+		}
+	}
+	// Requests answered while the stream was not followed.
+	for id := range w.pending {
+		if !held[id] {
+			b, _ := json.Marshal(map[string]string{"requestID": id})
+			w.event(serverEvent{Type: "permission.replied", Properties: b})
+		}
 	}
 }
 
