@@ -73,7 +73,7 @@ func (c *Core) WatchAgentServer(id string) {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		w := &serverWatch{c: c, id: id, url: url, pending: map[string]bool{}}
+		w := &serverWatch{c: c, id: id, url: url, pending: map[string]string{}}
 		w.run(c.ctx)
 	}()
 }
@@ -82,7 +82,7 @@ type serverWatch struct {
 	c       *Core
 	id      string
 	url     string
-	pending map[string]bool // permission and question ids asked, not replied
+	pending map[string]string // kinds of the requests asked, not replied, by id
 }
 
 func (w *serverWatch) run(ctx context.Context) {
@@ -177,13 +177,13 @@ func (w *serverWatch) catchUp(ctx context.Context) {
 		}
 		json.Unmarshal(p, &id)
 		held[id.ID] = true
-		if !w.pending[id.ID] {
+		if w.pending[id.ID] == "" {
 			w.event(serverEvent{Type: "permission.asked", Properties: p})
 		}
 	}
 	// Requests answered while the stream was not followed.
-	for id := range w.pending {
-		if !held[id] {
+	for id, kind := range w.pending {
+		if kind == "permission" && !held[id] {
 			b, _ := json.Marshal(map[string]string{"requestID": id})
 			w.event(serverEvent{Type: "permission.replied", Properties: b})
 		}
@@ -211,7 +211,7 @@ func (w *serverWatch) event(ev serverEvent) {
 		if input == "" {
 			input = strings.Join(p.Patterns, " ")
 		}
-		w.pending[p.ID] = true
+		w.pending[p.ID] = "permission"
 		next.Activity = api.ActivityWaiting
 		next.Waiting = &api.Waiting{For: api.WaitingPermission, Request: p.ID, Tool: p.Permission, Input: text.Truncate(input, 300), Kind: ev.Type}
 	case "question.asked":
@@ -234,7 +234,7 @@ func (w *serverWatch) event(ev serverEvent) {
 				wt.Options = append(wt.Options, o.Label)
 			}
 		}
-		w.pending[q.ID] = true
+		w.pending[q.ID] = "question"
 		next.Activity, next.Waiting = api.ActivityWaiting, wt
 	case "permission.replied", "question.replied", "question.rejected":
 		var r struct {
