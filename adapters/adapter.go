@@ -99,6 +99,13 @@ type LaunchRequest struct {
 	// BinaryPath is the absolute path of the launcher's Binary(), resolved
 	// by the caller with the launch's PATH and cwd (once per launch).
 	BinaryPath string
+	// Interactive asks for the agent's own interactive interface, with the
+	// prompt as its first message, rather than a headless run.
+	Interactive bool
+	// HookCommand is the argv that reports an agent's hook to the service
+	// ("agentctl hook --home H"); an adapter whose agent has hooks adds the
+	// agent's name and its flags and configures the agent to run it.
+	HookCommand []string
 }
 
 // PromptFile is the file, in the session folder, a prompt that cannot go
@@ -137,6 +144,10 @@ type LaunchSpec struct {
 	// NativeID is the native session id when it is known before start (an id
 	// the adapter pre-assigned); empty when it must be learned afterwards.
 	NativeID string
+	// Server is the base URL of the agent's own HTTP server on 127.0.0.1,
+	// when the launch gives it one (OpenCode's TUI): where its permission
+	// requests and questions can be read and answered.
+	Server string
 }
 
 // Launcher builds the argv and environment to run an agent headless.

@@ -19,6 +19,11 @@ const (
 	EventSessionBusy    = "session.busy"
 	// EventSessionLost: the session's process is gone and no exit record says how.
 	EventSessionLost = "session.lost"
+	// EventSessionWaiting: a running session waits for a person; its
+	// session object says for what (waiting_for, waiting).
+	EventSessionWaiting = "session.waiting"
+	// EventSessionResumed: a waiting session no longer waits.
+	EventSessionResumed = "session.resumed"
 
 	EventLockAcquired = "lock.acquired"
 	EventLockReleased = "lock.released"
@@ -44,6 +49,7 @@ const HeaderEventsAfter = "X-Agentctl-Events-After"
 func EventTypes() []string {
 	return []string{
 		EventSessionStarted, EventSessionStopped, EventSessionIdle, EventSessionBusy, EventSessionLost,
+		EventSessionWaiting, EventSessionResumed,
 		EventLockAcquired, EventLockReleased,
 		EventFuseSet, EventFuseExtended, EventFuseCancelled, EventFuseExpired,
 		EventHookFailed,

@@ -75,8 +75,19 @@ type Session struct {
 	CostUSD      *float64   `json:"cost_usd,omitempty"`
 	LastActivity *time.Time `json:"last_activity,omitempty"`
 	Prompt       string     `json:"prompt,omitempty"`
-	// Activity is the agent's own busy/idle signal where it has one.
-	Activity string `json:"activity,omitempty"`
+	// Activity is busy, idle or waiting (ActivityBusy...), "" when no
+	// evidence says; ActivitySource names the evidence that decided it and
+	// ActivitySince when it began, where known.
+	Activity       string     `json:"activity,omitempty"`
+	ActivitySource string     `json:"activity_source,omitempty"`
+	ActivitySince  *time.Time `json:"activity_since,omitempty"`
+	// WaitingFor is what a waiting session waits for (WaitingPermission,
+	// WaitingQuestion, WaitingInput), and Waiting the details.
+	WaitingFor string   `json:"waiting_for,omitempty"`
+	Waiting    *Waiting `json:"waiting,omitempty"`
+	// Title is the window title the program last set (OSC 0/2), as seen by
+	// the session's monitor.
+	Title string `json:"title,omitempty"`
 
 	Labels map[string]string `json:"labels,omitempty"`
 	// RestartOf is the session this one is a restart of.
@@ -112,6 +123,10 @@ type RunRequest struct {
 	Labels       map[string]string `json:"labels,omitempty"`
 	Rows         uint16            `json:"rows,omitempty"`
 	Cols         uint16            `json:"cols,omitempty"`
+	// Interactive runs the agent's own interactive interface with the
+	// prompt as its first message (a person answers its prompts), rather
+	// than headless.
+	Interactive bool `json:"interactive,omitempty"`
 	// ResumeOf is the agentctl id whose native session this run continues.
 	ResumeOf string `json:"resume_of,omitempty"`
 	// RestartOf is the agentctl id this run repeats (agentctl restart).
@@ -228,6 +243,8 @@ type ListOptions struct {
 	Labels []string
 	// Since bounds how long ago an ended session may have ended (default 7 days).
 	Since time.Duration
+	// Waiting keeps only waiting sessions, longest waiting first.
+	Waiting bool
 }
 
 // Query encodes o as URL query parameters.
@@ -251,12 +268,15 @@ func (o ListOptions) Query() url.Values {
 	if o.Since != 0 {
 		q.Set("since", o.Since.String())
 	}
+	if o.Waiting {
+		q.Set("waiting", "1")
+	}
 	return q
 }
 
 // ParseListOptions decodes what Query encodes.
 func ParseListOptions(q url.Values) (ListOptions, error) {
-	o := ListOptions{All: q.Get("all") == "1", Status: q.Get("status"), Adapter: q.Get("adapter"), Group: q.Get("group"), Labels: q["label"]}
+	o := ListOptions{All: q.Get("all") == "1", Status: q.Get("status"), Adapter: q.Get("adapter"), Group: q.Get("group"), Labels: q["label"], Waiting: q.Get("waiting") == "1"}
 	if v := q.Get("since"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil {

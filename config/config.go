@@ -45,6 +45,9 @@ type Config struct {
 	// MetricsPort is the 127.0.0.1 port of the Prometheus /metrics endpoint;
 	// 0 (the default) serves no metrics. The tool agentctl replaces used 9200.
 	MetricsPort int `json:"metrics_port,omitempty"`
+
+	// Notify says how a person hears that a session waits for them.
+	Notify Notify `json:"notify,omitzero"`
 }
 
 // ignoredKeys were accepted by the tool agentctl replaces but never did
@@ -171,6 +174,9 @@ func (c Config) ExpandCwd(home string) string {
 func (c Config) validate() error {
 	if c.MetricsPort < 0 || c.MetricsPort > 65535 {
 		return fmt.Errorf("metrics_port %d: must be between 0 (off) and 65535", c.MetricsPort)
+	}
+	if _, err := c.Notify.Delay(); err != nil {
+		return err
 	}
 	if c.WebhookURL != "" {
 		u, err := url.Parse(c.WebhookURL)

@@ -70,6 +70,7 @@ type Core struct {
 	// naming is held from the check that a launch's name is free until
 	// its record is on disk, so two launches cannot take one name.
 	naming sync.Mutex
+	attn   *attention
 
 	// ctx bounds background work (learning native ids); wg waits for it.
 	ctx context.Context
@@ -91,6 +92,7 @@ func New(ctx context.Context, opts Options) *Core {
 		records: newRecords(opts.Home),
 		disc:    newDiscovery(opts.Adapters, opts.DiscoveryTimeout),
 		moves:   newTransitions(),
+		attn:    newAttention(),
 		ctx:     ctx,
 	}
 	c.disc.observe = opts.ObserveDiscovery
@@ -137,6 +139,9 @@ func (c *Core) List(ctx context.Context, o api.ListOptions) (api.SessionList, er
 	}
 	c.setHandles(kept, known)
 	sortByCreation(kept)
+	if o.Waiting {
+		sortByWaiting(kept)
+	}
 	return api.SessionList{Sessions: kept, Warnings: warnings}, nil
 }
 
@@ -264,10 +269,11 @@ type filter struct {
 	group   string
 	labels  map[string]string
 	since   time.Time
+	waiting bool
 }
 
 func newFilter(o api.ListOptions, now time.Time) (filter, error) {
-	f := filter{all: o.All, status: api.Status(o.Status), adapter: o.Adapter, group: o.Group}
+	f := filter{all: o.All, status: api.Status(o.Status), adapter: o.Adapter, group: o.Group, waiting: o.Waiting}
 	for _, l := range o.Labels {
 		k, v, ok := strings.Cut(l, "=")
 		if !ok {
@@ -321,6 +327,9 @@ func (f filter) keep(s *api.Session) bool {
 		if s.Labels[k] != v {
 			return false
 		}
+	}
+	if f.waiting && (s.Status != api.StatusRunning || s.Activity != api.ActivityWaiting) {
+		return false
 	}
 	return true
 }

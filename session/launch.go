@@ -108,6 +108,10 @@ func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, err
 		}
 		rec.Argv, spec.Env, spec.Stdin, rec.NativeID, spec.Path = ls.Argv, ls.Env, ls.Stdin, ls.NativeID, ls.Path
 		finder = f
+		if err := noteServer(dir, ls.Server); err != nil {
+			os.RemoveAll(dir)
+			return api.Session{}, err
+		}
 	}
 	rec.EnvKeys = envvar.Keys(spec.Env)
 	sort.Strings(rec.EnvKeys)
@@ -136,6 +140,7 @@ func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, err
 	if started.NativeID == "" && finder != nil {
 		c.learnNativeID(id, finder, started)
 	}
+	c.WatchAgentServer(id)
 	return sess, nil
 }
 
@@ -200,7 +205,8 @@ func (c *Core) adapterSpec(req api.RunRequest, rec *spawn.Record, env []string, 
 	if err != nil {
 		return out, nil, faultf(ErrSpawn, "start %s: %s is not installed or not on PATH (%v); install it: %s", rec.Adapter, launcher.Binary(), err, launcher.InstallHint())
 	}
-	lreq := adapters.LaunchRequest{Prompt: req.Prompt, Model: req.Model, Cwd: req.Cwd, Env: env, SessionDir: dir, BinaryPath: bin}
+	lreq := adapters.LaunchRequest{Prompt: req.Prompt, Model: req.Model, Cwd: req.Cwd, Env: env, SessionDir: dir, BinaryPath: bin,
+		Interactive: req.Interactive, HookCommand: []string{c.opts.Exe, "hook", "--home", string(c.opts.Home)}}
 	var ls adapters.LaunchSpec
 	if req.ResumeOf != "" {
 		prev, perr := c.records.get(req.ResumeOf)

@@ -102,6 +102,9 @@ func (r *records) get(id string) (api.Session, error) {
 		return api.Session{}, fmt.Errorf("session %s: %w", id, err)
 	}
 	s = sessionFromState(state)
+	if s.Status == api.StatusRunning {
+		applyAttention(dir, &s)
+	}
 	if repaired != "" {
 		s.Warnings = append(s.Warnings, repaired)
 	}

@@ -18,6 +18,10 @@ const (
 	// finished a turn.
 	ChangeBusy
 	ChangeIdle
+	// ChangeWaiting: a running session began waiting for a person (or
+	// waits for something else now); ChangeResumed: it no longer waits.
+	ChangeWaiting
+	ChangeResumed
 )
 
 // Change is one transition of one session, with the session as it is now.
@@ -40,7 +44,9 @@ type seenState struct {
 	// status is what an adapter last pushed ("" when it pushed nothing).
 	status   api.Status
 	activity string
-	gen      uint64 // the last full view that held the session
+	// waiting is what a waiting session waits for ("" when not waiting).
+	waiting string
+	gen     uint64 // the last full view that held the session
 }
 
 func newTransitions() *transitions { return &transitions{last: map[string]*seenState{}} }
@@ -70,18 +76,78 @@ func (p *viewPass) activity(s *api.Session) {
 	if s.Status != api.StatusRunning || s.Activity == "" {
 		if seen {
 			st.gen = p.gen
+			p.changes = append(p.changes, st.unknown(s)...)
 		}
 		return
 	}
 	if !seen {
-		p.t.last[s.ID] = &seenState{activity: s.Activity, gen: p.gen}
-		return
+		st = &seenState{}
+		p.t.last[s.ID] = st
 	}
 	st.gen = p.gen
-	if st.activity != "" && st.activity != s.Activity {
-		p.changes = append(p.changes, Change{Kind: activityChange(s.Activity), Session: *s})
+	p.changes = append(p.changes, st.step(s, seen)...)
+}
+
+// observe notes one running session outside a pass over the view (its
+// evidence just changed) and returns its transition, if any.
+func (t *transitions) observe(s *api.Session) []Change {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st, seen := t.last[s.ID]
+	if s.Status != api.StatusRunning || s.Activity == "" {
+		if seen {
+			return st.unknown(s)
+		}
+		return nil
 	}
-	st.activity = s.Activity
+	if !seen {
+		st = &seenState{gen: t.gen}
+		t.last[s.ID] = st
+	}
+	return st.step(s, seen)
+}
+
+// step moves st to s's activity and returns the transitions that makes. A
+// session seen for the first time announces only that it waits.
+func (st *seenState) step(s *api.Session, seen bool) []Change {
+	var out []Change
+	key := waitingKey(s)
+	switch {
+	case key != "" && key != st.waiting:
+		out = append(out, Change{Kind: ChangeWaiting, Session: *s})
+	case key == "" && st.waiting != "":
+		out = append(out, Change{Kind: ChangeResumed, Session: *s})
+		if s.Activity != api.ActivityWaiting && st.activity != s.Activity {
+			out = append(out, Change{Kind: activityChange(s.Activity), Session: *s})
+		}
+	case seen && key == "" && st.activity != "" && st.activity != s.Activity:
+		out = append(out, Change{Kind: activityChange(s.Activity), Session: *s})
+	}
+	st.activity, st.waiting = s.Activity, key
+	return out
+}
+
+// unknown notes that nothing says s's activity now (or that it ended): a
+// running session that waited no longer does.
+func (st *seenState) unknown(s *api.Session) []Change {
+	var out []Change
+	if st.waiting != "" && s.Status == api.StatusRunning {
+		out = append(out, Change{Kind: ChangeResumed, Session: *s})
+	}
+	st.waiting = "" // what was known of busy/idle is kept
+	return out
+}
+
+// waitingKey tells one wait from another: what for, and which request.
+func waitingKey(s *api.Session) string {
+	if s.Activity != api.ActivityWaiting {
+		return ""
+	}
+	k := "waiting:" + s.WaitingFor
+	if s.Waiting != nil {
+		k += ":" + s.Waiting.Request + ":" + s.Waiting.Kind
+	}
+	return k
 }
 
 // end forgets the sessions the view no longer holds and returns the pass's

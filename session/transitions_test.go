@@ -96,3 +96,44 @@ func TestTransitionsForgetSessionsThatLeft(t *testing.T) {
 		t.Errorf("remembers %d sessions after an empty view, want 0", n)
 	}
 }
+
+func waitingFor(id, what, request string) api.Session {
+	s := running(id, api.ActivityWaiting)
+	s.WaitingFor = what
+	s.Waiting = &api.Waiting{For: what, Request: request}
+	return s
+}
+
+func TestTransitionsWaiting(t *testing.T) {
+	tr := newTransitions()
+	k := func(id string, kinds ...ChangeKind) []string {
+		var out []string
+		for _, kind := range kinds {
+			out = append(out, fmt.Sprintf("%s:%d", id, kind))
+		}
+		return out
+	}
+	for i, tc := range []struct {
+		s    api.Session
+		want []string
+	}{
+		{running("a", "busy"), nil},
+		{waitingFor("a", api.WaitingPermission, "r1"), k("a", ChangeWaiting)},
+		{waitingFor("a", api.WaitingPermission, "r1"), nil},
+		// Another request is another wait.
+		{waitingFor("a", api.WaitingPermission, "r2"), k("a", ChangeWaiting)},
+		{running("a", "busy"), k("a", ChangeResumed, ChangeBusy)},
+		{running("a", "idle"), k("a", ChangeIdle)},
+		{waitingFor("a", api.WaitingInput, ""), k("a", ChangeWaiting)},
+		// The terminal's notification answered and nothing else says:
+		// no longer waiting, and busy/idle stay unknown.
+		{running("a", ""), k("a", ChangeResumed)},
+		{running("a", "idle"), k("a", ChangeIdle)},
+		// First sight of a waiting session announces it.
+		{waitingFor("b", api.WaitingQuestion, ""), k("b", ChangeWaiting)},
+	} {
+		if got := kinds(tr.observe(&tc.s)); !slices.Equal(got, tc.want) {
+			t.Errorf("step %d: changes %v, want %v", i, got, tc.want)
+		}
+	}
+}

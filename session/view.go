@@ -122,8 +122,9 @@ func enrich(s *api.Session, ns *adapters.NativeSession) {
 	if s.Prompt == "" {
 		s.Prompt = text.Truncate(ns.FirstPrompt, maxPromptShown)
 	}
-	if a := nativeActivity(s.Status, ns.State); a != "" {
-		s.Activity = a
+	// First-hand evidence (hooks, the terminal) outranks the store's.
+	if a := nativeActivity(s.Status, ns.State); a != "" && s.ActivitySource == "" {
+		s.Activity, s.ActivitySource = a, api.SourceNative
 	}
 	s.Warnings = append(s.Warnings, ns.Warnings...)
 }

@@ -75,6 +75,7 @@ type shim struct {
 	logger      *slog.Logger
 	health      *healthReport
 	exitSlot    *atomicfile.Slot
+	term        *terminalWatch
 
 	mu        sync.Mutex
 	viewers   map[*viewer]struct{}
@@ -226,6 +227,7 @@ func startShim(dir string, spec Spec, logger *slog.Logger) (*shim, error) {
 	s := &shim{
 		dir: dir, rec: rec, serviceLock: spec.ServiceLock, log: lw, master: master, logger: logger,
 		health: health, exitSlot: exitSlot,
+		term:     newTerminalWatch(dir, rec.ID, logger),
 		viewers:  map[*viewer]struct{}{},
 		screen:   newScreen(rec.Rows, rec.Cols),
 		reaped:   make(chan struct{}),
@@ -330,6 +332,7 @@ func (s *shim) readLoop() {
 					s.logger.Info("the output log takes output again")
 				}
 			}
+			s.term.output(chunk)
 			s.broadcast(chunk)
 		}
 		if err != nil {
@@ -367,7 +370,11 @@ func (s *shim) run() {
 	} else {
 		go s.serve(ln)
 	}
+	reportCtx, stopReports := context.WithCancel(context.Background())
+	go s.term.report(reportCtx)
 	<-s.reaped
+	stopReports()
+	s.term.stop()
 	s.finish()
 	if ln != nil {
 		ln.Close()
@@ -567,6 +574,7 @@ func (s *shim) handle(conn net.Conn) {
 			reply(controlResponse{Error: "write to terminal: " + err.Error()})
 			return
 		}
+		s.term.input()
 		reply(controlResponse{OK: true})
 	case "resize":
 		s.setSize(req.Rows, req.Cols)
@@ -621,6 +629,7 @@ func (s *shim) attach(conn net.Conn, r *bufio.Reader, req controlRequest) {
 			switch typ {
 			case api.FrameInput:
 				s.master.Write(payload)
+				s.term.input()
 			case api.FrameResize:
 				if len(payload) == 4 {
 					s.setSize(uint16(payload[0])<<8|uint16(payload[1]), uint16(payload[2])<<8|uint16(payload[3]))

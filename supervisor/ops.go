@@ -19,6 +19,7 @@ import (
 	"github.com/agentctl/agentctl/internal/envvar"
 	"github.com/agentctl/agentctl/proc"
 	"github.com/agentctl/agentctl/session"
+	"github.com/agentctl/agentctl/supervisor/desktop"
 	"github.com/agentctl/agentctl/supervisor/events"
 	"github.com/agentctl/agentctl/supervisor/fuses"
 	"github.com/agentctl/agentctl/supervisor/hooks"
@@ -66,6 +67,8 @@ type ops struct {
 	fuses    *fuses.Engine
 	webhooks *webhook.Sender
 	metrics  *metrics.Metrics
+	// desktop tells a graphical session of waiting sessions; nil when off.
+	desktop *desktop.Notifier
 
 	ctx context.Context
 	wg  sync.WaitGroup
@@ -106,7 +109,9 @@ func newOps(ctx context.Context, h home.Home, log *slog.Logger, version string) 
 		Locks:         o.lockCounts,
 		Fuses:         func() int { return o.fuses.Count() },
 		EventsDropped: o.bus.Dropped,
+		Waiting:       o.waitingCounts,
 	})
+	o.desktop = openDesktop(o.cfg.Notify, log)
 	o.webhooks = webhook.New(webhook.Options{
 		UserAgent: "agentctl/" + version,
 		Logger:    log,
@@ -206,6 +211,9 @@ func (o *ops) close() {
 		o.log.Warn("webhook deliveries abandoned", "err", err)
 	}
 	o.wg.Wait()
+	if o.desktop != nil {
+		o.desktop.Close()
+	}
 	o.bus.Close()
 }
 
@@ -301,6 +309,9 @@ func (o *ops) sessionStarted(sess api.Session) {
 // It is called for every ended session at each service start, too.
 func (o *ops) sessionEnded(sess api.Session) {
 	o.locks.ReleaseSession(sess.ID)
+	if o.desktop != nil {
+		o.desktop.Resumed(sess.ID)
+	}
 	dir := o.home.SessionDir(sess.ID)
 	o.claimEnd(sess)
 	lc, err := readLifecycle(dir)
@@ -453,6 +464,9 @@ func (o *ops) changed(ch session.Change) {
 		typ = api.EventSessionBusy
 	case session.ChangeIdle:
 		typ = api.EventSessionIdle
+	case session.ChangeWaiting, session.ChangeResumed:
+		o.attentionChanged(ch)
+		return
 	default:
 		return
 	}

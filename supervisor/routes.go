@@ -41,6 +41,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /v1/prune", s.handlePrune)
 	s.opsRoutes(mux)
 	s.lifecycleRoutes(mux)
+	s.attentionRoutes(mux)
 	return onlyOwner(s.boundBodies(mux))
 }
 

@@ -239,6 +239,7 @@ func (s *Server) recover() {
 			continue
 		}
 		s.watch(id)
+		s.core.WatchAgentServer(id)
 	}
 }
 

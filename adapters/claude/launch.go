@@ -74,9 +74,26 @@ func (a *Adapter) build(req adapters.LaunchRequest, session []string, nativeID s
 		return adapters.LaunchSpec{}, errors.New("no prompt given")
 	}
 	env := launchEnv(req.Env)
-	args := append([]string{"-p"}, session...)
-	args = append(args, "--output-format", "stream-json", "--verbose")
-	args = append(args, permissionArgs(env)...)
+	var args []string
+	if req.Interactive {
+		// Claude's own TUI, in the permission mode the user configured: a
+		// person answers its prompts (attach, or approve/deny/answer).
+		if len(req.Prompt) > maxArgPrompt {
+			return adapters.LaunchSpec{}, fmt.Errorf("an interactive prompt is at most %d bytes", maxArgPrompt)
+		}
+		args = append(args, session...)
+	} else {
+		args = append([]string{"-p"}, session...)
+		args = append(args, "--output-format", "stream-json", "--verbose")
+		args = append(args, permissionArgs(env)...)
+	}
+	if len(req.HookCommand) > 0 {
+		settings, err := hookSettings(req.HookCommand, req.Interactive)
+		if err != nil {
+			return adapters.LaunchSpec{}, fmt.Errorf("hook settings: %w", err)
+		}
+		args = append(args, "--settings", settings)
+	}
 	if req.Model != "" {
 		args = append(args, "--model", req.Model)
 	}

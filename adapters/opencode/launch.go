@@ -40,6 +40,9 @@ func (a *Adapter) Launch(req adapters.LaunchRequest) (adapters.LaunchSpec, error
 	if strings.TrimSpace(req.Prompt) == "" {
 		return adapters.LaunchSpec{}, errors.New("launch opencode: empty prompt")
 	}
+	if req.Interactive {
+		return a.interactive(req)
+	}
 	argv, err := withPrompt(a.Binary(), runArgs(req.Model, ""), req)
 	if err != nil {
 		return adapters.LaunchSpec{}, fmt.Errorf("launch opencode: %w", err)

@@ -106,7 +106,12 @@ func measureCore(ctx context.Context, o options, work string) ([]coreRow, error)
 	if err != nil {
 		return nil, err
 	}
+	hook, err := measureHook(ctx, o, c, homeDir, env, execTrue)
+	if err != nil {
+		return nil, fmt.Errorf("hook round trip: %w", err)
+	}
 	return []coreRow{
+		hook,
 		{what: "agentctl run -- true (CLI round trip)", baseline: "fork/exec true", got: runTrue, base: execTrue},
 		{what: "start on the socket until exec'd", baseline: "fork/exec true", got: spawn, base: execTrue},
 		{what: "32 MiB through a session's pty into its log", baseline: "cat to a file", got: session, base: catFile, bytes: int64(len(data))},

@@ -101,6 +101,7 @@ func sessionColumns(now time.Time, wide bool) []column {
 		{head: "ID", cell: id},
 		{head: "ADAPTER", cell: func(s api.Session) string { return s.Adapter }},
 		{head: "STATUS", cell: statusText},
+		{head: "ACTIVITY", cell: activityText},
 		{head: "PID", cell: func(s api.Session) string { return pidText(s.PID) }, wideOnly: true},
 		{head: "AGE", cell: func(s api.Session) string { return ago(now, s.CreatedAt) }},
 		{head: "LAST", cell: func(s api.Session) string { return ago(now, lastActivity(s)) }},

@@ -54,6 +54,7 @@ after 'agentctl service install'. State lives in $AGENTCTL_HOME (default
 		newGroupCmd(), newWorktreeCmd(),
 		newLockCmd(), newUnlockCmd(), newLocksCmd(), newFuseCmd(), newFusesCmd("fuses"), newEventsCmd(),
 		newServiceCmd(), newGenDocsCmd(), newVersionCmd(),
+		newApproveCmd(), newDenyCmd(), newAnswerCmd(), newHookCmd(),
 	)
 	addCompletions(root)
 	organizeHelp(root)

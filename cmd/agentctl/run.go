@@ -29,8 +29,10 @@ type runFlags struct {
 	asJSON  bool
 	wait    bool
 	attach  bool
-	rows    uint16
-	cols    uint16
+	// interactive runs the agent's own TUI (launch -i).
+	interactive bool
+	rows        uint16
+	cols        uint16
 	// lock, force and the hooks: the operational layer.
 	lock        bool
 	force       bool
@@ -62,6 +64,7 @@ func (f *runFlags) register(cmd *cobra.Command, withPrompt bool) {
 	fl.StringVar(&f.hookTimeout, "hook-timeout", "", "time limit for each hook (default 5m)")
 	if withPrompt {
 		fl.StringVarP(&f.prompt, "prompt", "p", "", "the prompt for the agent")
+		fl.BoolVarP(&f.interactive, "interactive", "i", false, "run the agent's interactive interface with the prompt as its first message; a person answers its prompts (attach, or approve/deny/answer from anywhere)")
 		fl.Var(modelFlag{f}, "model", "`MODEL` to use (provider/model for agents that take a provider); after an --adapter, that adapter's model")
 	}
 }
@@ -109,7 +112,7 @@ func (f *runFlags) request(cfg config.Config) (api.RunRequest, error) {
 	return api.RunRequest{
 		Adapter: f.adapter, Prompt: f.prompt, Model: model, Cwd: abs,
 		Env: os.Environ(), EnvOverrides: f.env, Name: f.name, Labels: labels,
-		Rows: rows, Cols: cols,
+		Rows: rows, Cols: cols, Interactive: f.interactive,
 		Lock: f.lock, Force: f.force, OnCreate: f.onCreate, OnComplete: f.onComplete, HookTimeout: f.hookTimeout,
 	}, nil
 }

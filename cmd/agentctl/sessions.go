@@ -33,10 +33,17 @@ for it right now).
 The table fits the terminal: the ID column shows each session's shortest
 unique handle (any command takes it, or the session's --name), empty columns
 are left out and the working directory and prompt are shortened; -o wide
-shows everything.`,
+shows everything.
+
+Activity (of running sessions): busy, idle, or "waiting: permission|question|
+input" when the agent waits for a person, as first-hand evidence says (the
+agent's hooks, its own records, a notification on its terminal); "-" when
+nothing says. --waiting lists only the waiting ones, longest waiting first;
+answer them with approve, deny or answer.`,
 		Example: `  agentctl list
   agentctl list -a --status exited
   agentctl list -o wide --group review
+  agentctl list --waiting
   agentctl stop $(agentctl list -q --label team=infra)`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -86,6 +93,7 @@ shows everything.`,
 	fl.StringVar(&o.Group, "group", "", "only sessions of this group")
 	fl.StringArrayVar(&o.Labels, "label", nil, "only sessions with label KEY=VALUE (repeatable)")
 	fl.DurationVar(&o.Since, "since", 0, "with -a, ended sessions of this recent past (default 168h)")
+	fl.BoolVar(&o.Waiting, "waiting", false, "only sessions waiting for a person, longest waiting first")
 	fl.BoolVarP(&watch, "watch", "w", false, "redraw the table on every change (in place on a terminal; a new table per change in a pipe)")
 	out.register(cmd)
 	cmd.RegisterFlagCompletionFunc("group", completeGroups)
@@ -107,8 +115,6 @@ func statusText(s api.Session) string {
 		st = fmt.Sprintf("exited(%d)", *s.ExitCode)
 	case s.Status == api.StatusKilled:
 		st = "killed(" + s.Signal + ")"
-	case s.Activity != "":
-		st += "/" + s.Activity
 	}
 	return st
 }
@@ -251,6 +257,7 @@ func printSession(w io.Writer, s api.Session) {
 	row("adapter", s.Adapter)
 	row("origin", s.Origin)
 	row("status", statusText(s))
+	printActivity(row, s)
 	row("pid", pidText(s.PID))
 	row("pgid", pidText(s.PGID))
 	if s.StartTime != nil {

@@ -38,6 +38,9 @@ type Sources struct {
 	Locks         func() map[string]int // by lock type: "auto", "manual"
 	Fuses         func() int
 	EventsDropped func() uint64
+	// Waiting counts running sessions waiting for a person, by what they
+	// wait for ("permission", "question", "input").
+	Waiting func() map[string]int
 }
 
 // Metrics holds the collectors the service feeds.
@@ -161,6 +164,7 @@ func (m *Metrics) Discovered(adapter string, took time.Duration, err error) {
 type stateCollector struct {
 	src                                           Sources
 	sessions, active, locks, fuses, eventsDropped *prometheus.Desc
+	waiting                                       *prometheus.Desc
 }
 
 func newStateCollector(src Sources) stateCollector {
@@ -171,11 +175,12 @@ func newStateCollector(src Sources) stateCollector {
 		locks:         prometheus.NewDesc("agentctl_locks_active", "Directory locks held, by type (auto, manual).", []string{"type"}, nil),
 		fuses:         prometheus.NewDesc("agentctl_fuses_active", "Fuses armed.", nil, nil),
 		eventsDropped: prometheus.NewDesc("agentctl_events_dropped_total", "Events a subscriber's full buffer could not take (read back from the journal while it still holds them).", nil, nil),
+		waiting:       prometheus.NewDesc("agentctl_sessions_waiting", "Running sessions waiting for a person, by what for (permission, question, input).", []string{"reason"}, nil),
 	}
 }
 
 func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.sessions, c.active, c.locks, c.fuses, c.eventsDropped} {
+	for _, d := range []*prometheus.Desc{c.sessions, c.active, c.locks, c.fuses, c.eventsDropped, c.waiting} {
 		ch <- d
 	}
 }
@@ -199,6 +204,12 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if c.src.Fuses != nil {
 		ch <- prometheus.MustNewConstMetric(c.fuses, prometheus.GaugeValue, float64(c.src.Fuses()))
+	}
+	if c.src.Waiting != nil {
+		counts := c.src.Waiting()
+		for _, reason := range []string{api.WaitingPermission, api.WaitingQuestion, api.WaitingInput} {
+			ch <- prometheus.MustNewConstMetric(c.waiting, prometheus.GaugeValue, float64(counts[reason]), reason)
+		}
 	}
 	if c.src.EventsDropped != nil {
 		ch <- prometheus.MustNewConstMetric(c.eventsDropped, prometheus.CounterValue, float64(c.src.EventsDropped()))

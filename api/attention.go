@@ -1,0 +1,130 @@
+package api
+
+import "time"
+
+// Activities of a running session. ActivityUnknown is the empty string: no
+// evidence says (shown as "-").
+const (
+	ActivityBusy    = "busy"
+	ActivityIdle    = "idle"
+	ActivityWaiting = "waiting"
+)
+
+// What a waiting session waits for.
+const (
+	// WaitingPermission: the agent asks to run a tool (Waiting.Tool and
+	// Waiting.Input say which and with what).
+	WaitingPermission = "permission"
+	// WaitingQuestion: the agent asks the person a question (Waiting.Text,
+	// Waiting.Options).
+	WaitingQuestion = "question"
+	// WaitingInput: the agent finished a turn and sits at its prompt
+	// (interactive sessions), or a program asked for attention on its
+	// terminal (Waiting.Text is what it said).
+	WaitingInput = "input"
+)
+
+// Sources of the activity: which evidence decided it.
+const (
+	// SourceHook: the agent's own hooks, which agentctl configured when it
+	// launched it (Claude Code).
+	SourceHook = "hook"
+	// SourceTerminal: a terminal notification (OSC 9, OSC 777 notify, OSC
+	// 99, BEL) the session's monitor saw in the output.
+	SourceTerminal = "terminal"
+	// SourceNative: the agent's own records or server.
+	SourceNative = "native"
+)
+
+// Waiting is what a waiting session waits for, as first-hand evidence said.
+type Waiting struct {
+	// For is WaitingPermission, WaitingQuestion or WaitingInput.
+	For string `json:"for"`
+	// Request identifies a pending request that `approve`/`deny` can answer
+	// (a permission request whose hook waits for the service's decision);
+	// empty when the agent can only be answered in its terminal.
+	Request string `json:"request,omitempty"`
+	// Tool and Input are the tool a permission is asked for and its input
+	// (e.g. "Bash", "rm -rf build").
+	Tool  string `json:"tool,omitempty"`
+	Input string `json:"input,omitempty"`
+	// Text is the question, or the notification's text.
+	Text    string   `json:"text,omitempty"`
+	Options []string `json:"options,omitempty"`
+	// Kind is the evidence's own name: the hook event ("PermissionRequest",
+	// "Notification/permission_prompt", "Stop") or the terminal sequence
+	// ("osc9", "osc777", "osc99", "bel").
+	Kind string `json:"kind,omitempty"`
+}
+
+// Summary is the one-line reason: "permission: Bash: rm -rf build".
+func (w *Waiting) Summary() string {
+	if w == nil {
+		return ""
+	}
+	s := w.For
+	detail := w.Text
+	if w.Tool != "" {
+		detail = w.Tool
+		if w.Input != "" {
+			detail += ": " + w.Input
+		}
+	}
+	if detail != "" {
+		s += ": " + detail
+	}
+	return s
+}
+
+// AttentionReport is what a session's monitor or an agent's hook tells the
+// service (POST /v1/sessions/{id}/attention and /hooks/{agent}).
+type AttentionReport struct {
+	// Source is SourceTerminal or SourceHook.
+	Source string `json:"source"`
+}
+
+// Decision answers a waiting session: approve or deny a pending
+// permission, or answer a question / give the next instruction.
+type Decision struct {
+	// Action is DecisionApprove, DecisionDeny or DecisionAnswer.
+	Action string `json:"action"`
+	// Reason goes with a denial, to the agent.
+	Reason string `json:"reason,omitempty"`
+	// Text is the answer typed into the session.
+	Text string `json:"text,omitempty"`
+}
+
+// Decision actions.
+const (
+	DecisionApprove = "approve"
+	DecisionDeny    = "deny"
+	DecisionAnswer  = "answer"
+)
+
+// DecisionRecord is one line of a session's decisions.jsonl: who answered
+// what, when.
+type DecisionRecord struct {
+	Time   time.Time `json:"time"`
+	Action string    `json:"action"`
+	UID    int       `json:"uid"`
+	PID    int       `json:"pid"`
+	// Request, Tool and Input name what was answered.
+	Request string `json:"request,omitempty"`
+	For     string `json:"for,omitempty"`
+	Tool    string `json:"tool,omitempty"`
+	Input   string `json:"input,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	Text    string `json:"text,omitempty"`
+	// Delivered says how the answer reached the agent: "hook" (the
+	// waiting PermissionRequest hook took it) or "terminal" (typed in).
+	Delivered string `json:"delivered"`
+}
+
+// HookReply is the service's answer to a hook report: for a Claude
+// PermissionRequest, the decision the hook prints for Claude.
+type HookReply struct {
+	// Behavior is "allow", "deny" or "" (no decision: the agent asks in its
+	// own terminal as usual).
+	Behavior string `json:"behavior,omitempty"`
+	Message  string `json:"message,omitempty"`
+}

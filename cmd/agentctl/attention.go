@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/client"
+	"github.com/agentctl/agentctl/home"
+)
+
+func newApproveCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "approve ID",
+		Short: "Allow the tool a waiting session asks permission for",
+		Long: `Allow the tool a waiting session asks permission for, without attaching.
+
+Works where the agent's own mechanism waits for agentctl's answer: Claude Code
+sessions agentctl launched (their PermissionRequest hook waits for it). Other
+prompts are answered in the session's terminal (agentctl attach ID).
+
+Only the session's owner (or root) may answer, never a process of the session
+itself. Every answer is recorded in the session's decisions.jsonl.`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			return decide(cmd.Context(), a[0], api.Decision{Action: api.DecisionApprove})
+		},
+	}
+}
+
+func newDenyCmd() *cobra.Command {
+	var reason string
+	cmd := &cobra.Command{
+		Use:   "deny ID",
+		Short: "Refuse the tool a waiting session asks permission for",
+		Long: `Refuse the tool a waiting session asks permission for; --reason is passed to
+the agent, which tells its model. See 'agentctl approve --help' for where this
+works and who may.`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			return decide(cmd.Context(), a[0], api.Decision{Action: api.DecisionDeny, Reason: reason})
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why, for the agent")
+	return cmd
+}
+
+func newAnswerCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "answer ID TEXT...",
+		Short: "Answer a waiting session's question, or give it the next instruction",
+		Long: `Type TEXT into the session's terminal, then Enter: the answer to its question,
+or the next instruction to an agent waiting at its prompt. Recorded in the
+session's decisions.jsonl; only its owner (or root) may, never the session's
+own processes.`,
+		Args: args(cobra.MinimumNArgs(2)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			return decide(cmd.Context(), a[0], api.Decision{Action: api.DecisionAnswer, Text: strings.Join(a[1:], " ")})
+		},
+	}
+}
+
+func decide(ctx context.Context, id string, d api.Decision) error {
+	c, err := newClient()
+	if err != nil {
+		return err
+	}
+	s, err := c.Decide(ctx, id, d)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%s %s: %s\n", d.Action, shortID(s.ID), dash(activityText(s)))
+	return nil
+}
+
+// newHookCmd is what an agent's hooks run (agentctl writes them into the
+// agent's settings when it launches it). It must be fast: the agent waits.
+func newHookCmd() *cobra.Command {
+	var homeDir, event string
+	var interactive bool
+	cmd := &cobra.Command{
+		Use:    "hook AGENT",
+		Short:  "Report an agent's hook to the service (run by the agent's hooks)",
+		Hidden: true,
+		Long: `Read the hook's JSON input on stdin and report it to the agentctl service for
+the session named by $AGENTCTL_SESSION_ID. For a Claude Code PermissionRequest
+it waits for the person's answer (agentctl approve / deny) and prints the
+decision for Claude. Any failure exits 0 with nothing on stdout: the agent then
+asks in its own terminal as usual.`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			runHook(cmd.Context(), a[0], homeDir, event, interactive)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&homeDir, "home", "", "the agentctl home of the service (default $AGENTCTL_HOME)")
+	fl.StringVar(&event, "event", "", "the hook event, when the input does not name it")
+	fl.BoolVar(&interactive, "interactive", false, "the session has a person at its prompt between turns")
+	return cmd
+}
+
+func runHook(ctx context.Context, agent, homeDir, event string, interactive bool) {
+	id := os.Getenv(home.SessionEnv)
+	payload, err := io.ReadAll(io.LimitReader(os.Stdin, 4<<20))
+	if err != nil || id == "" {
+		return
+	}
+	h := home.Home(homeDir)
+	if homeDir == "" {
+		if h, err = home.Default(); err != nil {
+			return
+		}
+	}
+	var probe struct {
+		Event string `json:"hook_event_name"`
+	}
+	json.Unmarshal(payload, &probe)
+	if probe.Event == "" {
+		probe.Event = event
+	}
+	if probe.Event != "PermissionRequest" {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+	}
+	reply, err := client.ReportHook(ctx, client.HookReport{Socket: h.Socket(), SessionID: id, Agent: agent, Event: event, Interactive: interactive, Payload: payload})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "agentctl hook:", err)
+		return
+	}
+	if agent == "claude" && probe.Event == "PermissionRequest" && reply.Behavior != "" {
+		decision := map[string]any{"behavior": reply.Behavior}
+		if reply.Message != "" {
+			decision["message"] = reply.Message
+		}
+		json.NewEncoder(os.Stdout).Encode(map[string]any{"hookSpecificOutput": map[string]any{"hookEventName": "PermissionRequest", "decision": decision}})
+	}
+}
+
+// activityText is the activity cell: busy, idle, "waiting: permission".
+func activityText(s api.Session) string {
+	if s.Activity == api.ActivityWaiting && s.WaitingFor != "" {
+		return s.Activity + ": " + s.WaitingFor
+	}
+	return s.Activity
+}
+
+// printActivity adds the attention rows of status.
+func printActivity(row func(k, v string), s api.Session) {
+	row("activity", activityText(s))
+	row("title", s.Title)
+	if s.Activity == "" {
+		return
+	}
+	src := s.ActivitySource
+	if s.ActivitySince != nil {
+		src += ", since " + s.ActivitySince.Local().Format(time.RFC3339) + " (" + ago(time.Now(), *s.ActivitySince) + " ago)"
+	}
+	row("  source", src)
+	if w := s.Waiting; w != nil {
+		if w.Tool != "" {
+			row("  tool", w.Tool)
+			row("  input", w.Input)
+		}
+		row("  text", w.Text)
+		if len(w.Options) > 0 {
+			row("  options", strings.Join(w.Options, " | "))
+		}
+		row("  evidence", w.Kind)
+		if w.Request != "" {
+			row("  answer with", "agentctl approve "+shortID(s.ID)+" | agentctl deny "+shortID(s.ID)+" [--reason TEXT]")
+		}
+	}
+}

@@ -1,0 +1,443 @@
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/home"
+	"github.com/agentctl/agentctl/internal/atomicfile"
+	"github.com/agentctl/agentctl/internal/text"
+	"github.com/agentctl/agentctl/proc"
+	"github.com/agentctl/agentctl/spawn"
+)
+
+// ErrNotWaiting: an answer was given to a session that asks nothing that
+// agentctl can answer.
+var ErrNotWaiting = errors.New("the session is not waiting for that")
+
+// hookEvidence is attention.json: the last state a session's hooks
+// reported, written by the service.
+type hookEvidence struct {
+	Activity string       `json:"activity"`
+	Waiting  *api.Waiting `json:"waiting,omitempty"`
+	Since    time.Time    `json:"since"`
+	// Event is the hook event that decided it.
+	Event string `json:"event"`
+	// Source is api.SourceHook (the default) or api.SourceNative (the
+	// agent's own server reported it).
+	Source string `json:"source,omitempty"`
+}
+
+// readHookEvidence reads a session folder's attention.json (nil when the
+// session's hooks never reported).
+func readHookEvidence(dir string) (*hookEvidence, error) {
+	b, err := os.ReadFile(filepath.Join(dir, home.AttentionFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", home.AttentionFile, err)
+	}
+	var h hookEvidence
+	if err := json.Unmarshal(b, &h); err != nil {
+		return nil, fmt.Errorf("parse %s: %w", filepath.Join(dir, home.AttentionFile), err)
+	}
+	return &h, nil
+}
+
+// applyAttention is the one rule for a running launched session's
+// activity: the newest first-hand evidence wins, between the agent's hooks
+// (attention.json) and a terminal notification that still stands
+// (terminal.json). What neither says stays as it is (the agent's own
+// store may still say busy or idle); nothing is guessed.
+func applyAttention(dir string, s *api.Session) {
+	term, terr := spawn.ReadTerminal(dir)
+	hook, herr := readHookEvidence(dir)
+	for _, err := range []error{terr, herr} {
+		if err != nil {
+			s.Warnings = append(s.Warnings, "attention: "+err.Error())
+		}
+	}
+	if term != nil {
+		s.Title = term.Title
+	}
+	var n *spawn.TermNotification
+	if term != nil && term.Notification.Pending() {
+		n = term.Notification
+	}
+	switch {
+	case n != nil && (hook == nil || n.At.After(hook.Since)):
+		at := n.At
+		s.Activity, s.ActivitySource, s.ActivitySince = api.ActivityWaiting, api.SourceTerminal, &at
+		s.WaitingFor = api.WaitingInput
+		s.Waiting = &api.Waiting{For: api.WaitingInput, Text: n.Text, Kind: n.Kind}
+	case hook != nil && hook.Activity != "":
+		at := hook.Since
+		src := hook.Source
+		if src == "" {
+			src = api.SourceHook
+		}
+		s.Activity, s.ActivitySource, s.ActivitySince = hook.Activity, src, &at
+		if hook.Activity == api.ActivityWaiting && hook.Waiting != nil {
+			w := *hook.Waiting
+			s.WaitingFor, s.Waiting = w.For, &w
+		}
+	}
+}
+
+// pendingRequest is a permission request whose hook waits for a decision.
+type pendingRequest struct {
+	id      string
+	waiting api.Waiting
+	reply   chan api.HookReply // buffered 1; written once
+}
+
+// attention holds the live part of the attention state: the requests
+// whose hooks wait for an answer right now. Everything else is on disk.
+type attention struct {
+	mu      sync.Mutex
+	pending map[string]*pendingRequest // by session id
+	// writes serialises attention.json writes per service.
+	writes sync.Mutex
+}
+
+func newAttention() *attention { return &attention{pending: map[string]*pendingRequest{}} }
+
+// release ends a session's pending request without a decision (the agent
+// moved on: the person answered in its terminal).
+func (a *attention) release(id string) {
+	a.mu.Lock()
+	p := a.pending[id]
+	delete(a.pending, id)
+	a.mu.Unlock()
+	if p != nil {
+		p.reply <- api.HookReply{}
+	}
+}
+
+// HookEvent is one report of an agent's hook, as the hook command
+// parsed it.
+type HookEvent struct {
+	// Agent is the adapter whose hook reported ("claude").
+	Agent string
+	// Event is the agent's hook event name ("PermissionRequest").
+	Event string
+	// Interactive: the session has a person at its prompt between turns.
+	Interactive bool
+	// Payload is the hook's own JSON input.
+	Payload json.RawMessage
+}
+
+// claudeHook is the part of Claude Code's hook input agentctl reads.
+type claudeHook struct {
+	Event            string          `json:"hook_event_name"`
+	Tool             string          `json:"tool_name"`
+	ToolInput        json.RawMessage `json:"tool_input"`
+	NotificationType string          `json:"notification_type"`
+	Message          string          `json:"message"`
+}
+
+// Hook takes one hook report for session id and returns what the hook
+// answers the agent. A permission request waits here until the person
+// decides (approve, deny), the agent moves on, or ctx ends (the hook was
+// killed or timed out): without a decision the agent asks in its own
+// terminal as usual.
+func (c *Core) Hook(ctx context.Context, id string, ev HookEvent) (api.HookReply, error) {
+	sess, err := c.records.get(id)
+	if err != nil {
+		return api.HookReply{}, err
+	}
+	if sess.Status != api.StatusRunning {
+		return api.HookReply{}, faultf(ErrNotRunning, "session %s is %s", id, sess.Status)
+	}
+	if ev.Agent != "claude" {
+		return api.HookReply{}, faultf(ErrInvalid, "hooks of agent %q are not known", ev.Agent)
+	}
+	var h claudeHook
+	if err := json.Unmarshal(ev.Payload, &h); err != nil {
+		return api.HookReply{}, faultf(ErrInvalid, "hook input: %v", err)
+	}
+	if h.Event == "" {
+		h.Event = ev.Event
+	}
+	now := time.Now().UTC()
+	next := hookEvidence{Since: now, Event: h.Event}
+	var pending *pendingRequest
+	switch h.Event {
+	case "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionDenied":
+		c.attn.release(id)
+		next.Activity = api.ActivityBusy
+	case "PermissionRequest":
+		c.attn.release(id)
+		w := api.Waiting{For: api.WaitingPermission, Request: newRequestID(), Tool: h.Tool, Input: toolInput(h.Tool, h.ToolInput), Kind: h.Event}
+		next.Activity, next.Waiting = api.ActivityWaiting, &w
+		pending = &pendingRequest{id: w.Request, waiting: w, reply: make(chan api.HookReply, 1)}
+		c.attn.mu.Lock()
+		c.attn.pending[id] = pending
+		c.attn.mu.Unlock()
+	case "Notification":
+		w := api.Waiting{Text: text.Truncate(h.Message, 300), Kind: h.Event + "/" + h.NotificationType}
+		switch h.NotificationType {
+		case "permission_prompt":
+			w.For = api.WaitingPermission
+			// The request the hook waits on says more (tool, input).
+			c.attn.mu.Lock()
+			if p := c.attn.pending[id]; p != nil {
+				w = p.waiting
+			}
+			c.attn.mu.Unlock()
+		case "idle_prompt":
+			w.For = api.WaitingInput
+		case "elicitation_dialog":
+			w.For = api.WaitingQuestion
+		default:
+			return api.HookReply{}, nil // says nothing about waiting
+		}
+		next.Activity, next.Waiting = api.ActivityWaiting, &w
+		if prev, _ := readHookEvidence(c.opts.Home.SessionDir(id)); prev != nil && prev.Activity == api.ActivityWaiting && prev.Waiting != nil && prev.Waiting.For == w.For {
+			next.Since = prev.Since // the same wait, reminded
+		}
+	case "Stop":
+		c.attn.release(id)
+		next.Activity = api.ActivityIdle
+		if ev.Interactive {
+			next.Activity = api.ActivityWaiting
+			next.Waiting = &api.Waiting{For: api.WaitingInput, Kind: h.Event}
+		}
+	default:
+		return api.HookReply{}, nil
+	}
+	if err := c.writeHookEvidence(id, next); err != nil {
+		if pending != nil {
+			c.attn.release(id)
+		}
+		return api.HookReply{}, err
+	}
+	c.observe(id)
+	if pending == nil {
+		return api.HookReply{}, nil
+	}
+	select {
+	case r := <-pending.reply:
+		return r, nil
+	case <-ctx.Done():
+		c.attn.mu.Lock()
+		if c.attn.pending[id] == pending {
+			delete(c.attn.pending, id)
+		}
+		c.attn.mu.Unlock()
+		return api.HookReply{}, ctx.Err()
+	}
+}
+
+func (c *Core) writeHookEvidence(id string, h hookEvidence) error {
+	c.attn.writes.Lock()
+	defer c.attn.writes.Unlock()
+	if err := atomicfile.WriteJSON(filepath.Join(c.opts.Home.SessionDir(id), home.AttentionFile), h, 0o600); err != nil {
+		return fmt.Errorf("record hook report of %s: %w", id, err)
+	}
+	return nil
+}
+
+// Observe re-derives one session after its evidence changed (its monitor
+// saw a terminal notification) and announces the transition, if any.
+func (c *Core) Observe(id string) error {
+	if _, err := c.records.get(id); err != nil {
+		return err
+	}
+	c.observe(id)
+	return nil
+}
+
+func (c *Core) observe(id string) {
+	sess, err := c.records.get(id)
+	if err != nil {
+		return
+	}
+	c.notify(c.moves.observe(&sess))
+}
+
+// Decide answers a waiting session on behalf of caller: approve or deny
+// its pending permission request, or type an answer into its terminal.
+// Only the owner (or root) may, and never a process of the session itself.
+// Every decision is appended to the session's decisions.jsonl.
+func (c *Core) Decide(ctx context.Context, prefix string, caller proc.Peer, d api.Decision) (api.Session, error) {
+	sess, dir, err := c.launchedDir(ctx, prefix)
+	if err != nil {
+		return api.Session{}, err
+	}
+	if sess.Status != api.StatusRunning {
+		return api.Session{}, faultf(ErrNotRunning, "session %s is %s: there is nothing to answer", sess.ID, sess.Status)
+	}
+	if !proc.OwnerOrRoot(caller.UID) {
+		return api.Session{}, api.Errorf(api.CodeForbidden, "uid %d may not answer session %s (only its owner, uid %d, or root)", caller.UID, sess.ID, os.Getuid())
+	}
+	if inside, err := insideSession(dir, sess.ID, caller.PID); err != nil {
+		return api.Session{}, err
+	} else if inside {
+		return api.Session{}, api.Errorf(api.CodeForbidden, "pid %d belongs to session %s: a session cannot answer its own prompt", caller.PID, sess.ID)
+	}
+	rec := api.DecisionRecord{Time: time.Now().UTC(), Action: d.Action, UID: caller.UID, PID: caller.PID, Reason: d.Reason, Text: d.Text}
+	if sess.Waiting != nil {
+		rec.For, rec.Tool, rec.Input, rec.Request = sess.Waiting.For, sess.Waiting.Tool, sess.Waiting.Input, sess.Waiting.Request
+	}
+	switch d.Action {
+	case api.DecisionApprove, api.DecisionDeny:
+		c.attn.mu.Lock()
+		p := c.attn.pending[sess.ID]
+		if p != nil {
+			delete(c.attn.pending, sess.ID)
+		}
+		c.attn.mu.Unlock()
+		if p == nil && sess.Waiting != nil && sess.Waiting.Kind == "permission.asked" {
+			// The agent's own server holds the request (OpenCode).
+			if err := replyServer(ctx, dir, sess.Waiting, d); err != nil {
+				return api.Session{}, faultf(ErrNotWaiting, "cannot %s session %s: %v", d.Action, sess.ID, err)
+			}
+			rec.Delivered = "server"
+			if err := appendDecision(dir, rec); err != nil {
+				return api.Session{}, err
+			}
+			c.observe(sess.ID)
+			return c.records.get(sess.ID)
+		}
+		if p == nil {
+			why := "it is not waiting for a permission"
+			if sess.WaitingFor == api.WaitingPermission {
+				why = "its permission prompt has no hook waiting for agentctl's answer (answer it in its terminal: agentctl attach " + sess.ID + ")"
+			}
+			return api.Session{}, faultf(ErrNotWaiting, "cannot %s session %s: %s", d.Action, sess.ID, why)
+		}
+		reply := api.HookReply{Behavior: "allow"}
+		if d.Action == api.DecisionDeny {
+			reply = api.HookReply{Behavior: "deny", Message: d.Reason}
+			if reply.Message == "" {
+				reply.Message = "denied by the user through agentctl"
+			}
+		}
+		rec.Request, rec.For, rec.Tool, rec.Input = p.id, p.waiting.For, p.waiting.Tool, p.waiting.Input
+		rec.Delivered = "hook"
+		if err := appendDecision(dir, rec); err != nil {
+			p.reply <- api.HookReply{} // unrecorded: the agent asks as usual
+			return api.Session{}, err
+		}
+		p.reply <- reply
+		// The agent runs on: busy until its hooks say otherwise.
+		if err := c.writeHookEvidence(sess.ID, hookEvidence{Activity: api.ActivityBusy, Since: rec.Time, Event: "agentctl " + d.Action}); err != nil {
+			return api.Session{}, err
+		}
+	case api.DecisionAnswer:
+		if d.Text == "" {
+			return api.Session{}, faultf(ErrInvalid, "an answer needs text")
+		}
+		rec.Delivered = "terminal"
+		if err := appendDecision(dir, rec); err != nil {
+			return api.Session{}, err
+		}
+		// Typed, then Enter on its own: a TUI reads a burst ending in CR
+		// as a paste and keeps the line open.
+		if _, err := c.Input(ctx, sess.ID, []byte(d.Text)); err != nil {
+			return api.Session{}, err
+		}
+		time.Sleep(50 * time.Millisecond)
+		if _, err := c.Input(ctx, sess.ID, []byte("\r")); err != nil {
+			return api.Session{}, err
+		}
+	default:
+		return api.Session{}, faultf(ErrInvalid, "unknown decision %q (approve, deny, answer)", d.Action)
+	}
+	c.observe(sess.ID)
+	return c.records.get(sess.ID)
+}
+
+// insideSession reports whether pid is a process of the session in dir:
+// its monitor, or any descendant of it (the monitor is a subreaper, so
+// orphans of the session stay below it), or a process carrying the
+// session's marker variable.
+func insideSession(dir, id string, pid int) (bool, error) {
+	if pid <= 0 {
+		return true, nil // unknown caller: refuse rather than guess
+	}
+	rec, err := spawn.ReadRecord(dir)
+	if err != nil {
+		return false, err
+	}
+	if pid == rec.Shim.PID || pid == rec.Process.PID {
+		return true, nil
+	}
+	table, err := proc.Table()
+	if err != nil {
+		return false, fmt.Errorf("read the process table: %w", err)
+	}
+	for _, root := range []int{rec.Shim.PID, rec.Process.PID} {
+		if slices.ContainsFunc(proc.Descendants(table, root), func(p proc.Info) bool { return p.PID == pid }) {
+			return true, nil
+		}
+	}
+	return proc.EnvValue(pid, home.SessionEnv) == id, nil
+}
+
+// appendDecision adds one line to the session's decisions.jsonl, synced.
+func appendDecision(dir string, rec api.DecisionRecord) error {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(dir, home.DecisionsFile)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("record decision: %w", err)
+	}
+	_, werr := f.Write(append(b, '\n'))
+	serr := f.Sync()
+	if err := errors.Join(werr, serr, f.Close()); err != nil {
+		return fmt.Errorf("record decision in %s: %w", path, err)
+	}
+	return nil
+}
+
+// toolInput is the short form of a tool's input a person reads: a
+// command, a file, else the JSON.
+func toolInput(tool string, raw json.RawMessage) string {
+	var m map[string]any
+	if json.Unmarshal(raw, &m) == nil {
+		for _, k := range []string{"command", "file_path", "path", "url", "pattern"} {
+			if v, ok := m[k].(string); ok && v != "" {
+				return text.Truncate(v, 300)
+			}
+		}
+	}
+	return text.Truncate(string(raw), 300)
+}
+
+func newRequestID() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// sortByWaiting orders waiting sessions longest waiting first (those whose
+// start is unknown last), keeping the order of ties.
+func sortByWaiting(ss []api.Session) {
+	slices.SortStableFunc(ss, func(a, b api.Session) int {
+		switch {
+		case a.ActivitySince == nil && b.ActivitySince == nil:
+			return 0
+		case a.ActivitySince == nil:
+			return 1
+		case b.ActivitySince == nil:
+			return -1
+		}
+		return a.ActivitySince.Compare(*b.ActivitySince)
+	})
+}

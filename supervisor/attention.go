@@ -1,0 +1,153 @@
+package supervisor
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/config"
+	"github.com/agentctl/agentctl/session"
+	"github.com/agentctl/agentctl/supervisor/desktop"
+	"github.com/agentctl/agentctl/supervisor/webhook"
+)
+
+// maxHookBody bounds one hook report (a tool's input can be a whole file).
+const maxHookBody = 4 << 20
+
+func (s *Server) attentionRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("POST /v1/sessions/{id}/attention", s.handleAttention)
+	mux.HandleFunc("POST /v1/sessions/{id}/hooks/{agent}", s.handleHook)
+	mux.HandleFunc("POST /v1/sessions/{id}/decide", s.handleDecide)
+}
+
+// handleAttention: a session's monitor says its terminal evidence changed.
+func (s *Server) handleAttention(w http.ResponseWriter, r *http.Request) {
+	var rep api.AttentionReport
+	if err := decode(r, &rep, true); err != nil {
+		writeError(w, err)
+		return
+	}
+	err := s.core.Observe(r.PathValue("id"))
+	answer(w, http.StatusOK, map[string]bool{"ok": true}, err)
+}
+
+// handleHook takes one report of an agent's hook. A permission request is
+// answered when the person decides, so the stream's read deadline is
+// lifted: the hook may wait for long.
+func (s *Server) handleHook(w http.ResponseWriter, r *http.Request) {
+	stream(w)
+	payload, err := io.ReadAll(io.LimitReader(r.Body, maxHookBody))
+	if err != nil {
+		writeError(w, api.Errorf(api.CodeInvalid, "read hook input: %v", err))
+		return
+	}
+	q := r.URL.Query()
+	ev := session.HookEvent{Agent: r.PathValue("agent"), Event: q.Get("event"), Interactive: q.Get("interactive") == "1", Payload: payload}
+	reply, err := s.core.Hook(r.Context(), r.PathValue("id"), ev)
+	if err != nil && r.Context().Err() != nil {
+		return // the hook went away (killed, timed out): nobody to answer
+	}
+	answer(w, http.StatusOK, reply, err)
+}
+
+// handleDecide answers a waiting session on behalf of the caller, whose
+// uid and pid the kernel vouches for.
+func (s *Server) handleDecide(w http.ResponseWriter, r *http.Request) {
+	var d api.Decision
+	if err := decode(r, &d, false); err != nil {
+		writeError(w, err)
+		return
+	}
+	sess, err := s.core.Decide(r.Context(), r.PathValue("id"), peerOf(r), d)
+	if err == nil {
+		s.log.Info("session answered", "session", sess.ID, "action", d.Action, "uid", peerOf(r).UID, "pid", peerOf(r).PID)
+	}
+	answer(w, http.StatusOK, sess, err)
+}
+
+// openDesktop connects the desktop notifier, unless configured off or no
+// session bus is there (a service without a graphical session).
+func openDesktop(cfg config.Notify, log *slog.Logger) *desktop.Notifier {
+	if !cfg.DesktopOn() {
+		return nil
+	}
+	after, err := cfg.Delay()
+	if err != nil {
+		after = config.DefaultNotifyAfter
+	}
+	n, err := desktop.Open("", after, log)
+	if err != nil {
+		log.Info("desktop notifications off", "why", err)
+		return nil
+	}
+	return n
+}
+
+// attentionChanged announces that a session began or stopped waiting: the
+// event, the webhook, and the desktop notification.
+func (o *ops) attentionChanged(ch session.Change) {
+	s := ch.Session
+	typ := api.EventSessionWaiting
+	if ch.Kind == session.ChangeResumed {
+		typ = api.EventSessionResumed
+	}
+	var meta map[string]any
+	if ch.Kind == session.ChangeWaiting {
+		meta = map[string]any{"reason": s.WaitingFor, "source": s.ActivitySource}
+		if s.Waiting != nil {
+			meta["summary"] = s.Waiting.Summary()
+		}
+	}
+	o.bus.Publish(api.Event{Type: typ, Adapter: s.Adapter, SessionID: s.ID, Session: &s, Meta: meta})
+	if o.desktop != nil {
+		if ch.Kind == session.ChangeWaiting {
+			o.desktop.Waiting(desktop.Note{SessionID: s.ID, Summary: desktopSummary(s), Body: s.Waiting.Summary()})
+		} else {
+			o.desktop.Resumed(s.ID)
+		}
+	}
+	if o.cfg.WebhookURL == "" {
+		return
+	}
+	body, err := json.Marshal(webhook.SessionAttention(typ, s, time.Now()))
+	if err != nil {
+		o.log.Warn("encode session webhook", "session", s.ID, "err", err)
+		return
+	}
+	since := time.Now()
+	if s.ActivitySince != nil {
+		since = *s.ActivitySince
+	}
+	o.webhooks.Send(webhook.Delivery{URL: o.cfg.WebhookURL, Secret: o.cfg.WebhookSecret, Event: typ, ID: s.ID + "-" + typ + "-" + since.Format(time.RFC3339Nano), Body: body})
+}
+
+func desktopSummary(s api.Session) string {
+	who := s.Adapter
+	if s.Name != "" {
+		who += " " + s.Name
+	} else {
+		who += " " + s.ID[:min(len(s.ID), 10)]
+	}
+	return who + " waits for " + s.WaitingFor
+}
+
+// waitingCounts counts the launched sessions waiting now, by reason.
+func (o *ops) waitingCounts() map[string]int {
+	if o.sessions == nil {
+		return nil
+	}
+	all, _, err := o.sessions()
+	if err != nil {
+		return nil
+	}
+	out := map[string]int{}
+	for _, s := range all {
+		if s.Status == api.StatusRunning && s.Activity == api.ActivityWaiting {
+			out[s.WaitingFor]++
+		}
+	}
+	return out
+}
