@@ -16,10 +16,16 @@ type Events interface {
 	Events(ctx context.Context, o client.EventOptions, started func(after uint64), fn func(api.Event) error) error
 }
 
-// Source is what the view reads and acts through: the session operations
-// and the service's event stream.
+// Decider answers a session that waits for a permission (approve, deny).
+type Decider interface {
+	Decide(ctx context.Context, id string, d api.Decision) (api.Session, error)
+}
+
+// Source is what the view reads and acts through: the session operations,
+// the answers to waiting sessions and the service's event stream.
 type Source interface {
 	client.Sessions
+	Decider
 	Events
 }
 

@@ -84,7 +84,7 @@ type Frame struct {
 
 // Keys are the footer's, in order.
 var footerKeys = [][2]string{
-	{"↑↓", "move"}, {"enter", "attach"}, {"s", "stop"}, {"r", "resume"}, {"i", "send"},
+	{"↑↓", "move"}, {"enter", "attach"}, {"s", "stop"}, {"y/n", "approve/deny"}, {"r", "resume"}, {"i", "send"},
 	{"l", "logs"}, {"/", "filter"}, {"g", "group"}, {"a", "ended"}, {"d", "detail"},
 	{"tab", "output/peek"}, {"?", "help"}, {"q", "quit"},
 }
@@ -95,6 +95,7 @@ var helpText = []string{
 	"  ↑/k ↓/j      move (PgUp/PgDn, Home/End)",
 	"  enter        attach to the session's terminal (detach with Ctrl-] to come back)",
 	"  s            stop the session (asks y/n first)",
+	"  y / n        approve / deny the permission a waiting session asks for",
 	"  r            resume: continue the agent's session with a message you type",
 	"  i            send a line of input to the session's terminal",
 	"  l            the whole output log in a pager ($PAGER, else less)",
@@ -517,6 +518,11 @@ func evidence(now time.Time, s api.Session) string {
 // else its status with how it ended.
 func StatusText(s api.Session) string {
 	switch {
+	case s.Status == api.StatusRunning && s.Activity == api.ActivityWaiting && s.WaitingFor != "":
+		if s.Waiting != nil && s.Waiting.Tool != "" {
+			return s.Activity + ": " + s.WaitingFor + " " + s.Waiting.Tool
+		}
+		return s.Activity + ": " + s.WaitingFor
 	case s.Status == api.StatusRunning && s.Activity != "":
 		return s.Activity
 	case s.Status == api.StatusExited && s.ExitCode != nil:

@@ -23,7 +23,8 @@ func fixture() api.SessionList {
 		Warnings: []string{"codex: discovery timed out after 2s; its sessions show as unknown"},
 		Sessions: []api.Session{
 			sess("01m88a1111111111111111aaaa", api.StatusRunning, func(s *api.Session) {
-				s.Name, s.Adapter, s.Activity = "fix-tests", "claude", "waiting: permission for Bash(rm -rf build)"
+				s.Name, s.Adapter, s.Activity, s.WaitingFor = "fix-tests", "claude", api.ActivityWaiting, api.WaitingPermission
+				s.Waiting = &api.Waiting{Tool: "Bash", Input: "rm -rf build"}
 				s.Model, s.TokensIn, s.TokensOut, s.CostUSD = "claude-sonnet-4-5", i64(182_000), i64(9_400), f64(0.84)
 				s.Cwd, s.Group, s.PID, s.LastActivity = home+"/src/agentctl", "g-ci", 4242, at(-20*time.Second)
 				s.Prompt, s.CreatedAt = "make the failing tests pass", t0.Add(-25*time.Minute)
@@ -277,6 +278,47 @@ func TestModelUpdate(t *testing.T) {
 				t.Errorf("link warning not on screen")
 			}
 		})
+	}
+}
+
+// decisions records the answers the view sends.
+type decisions struct {
+	Source
+	got []string
+}
+
+func (d *decisions) Decide(_ context.Context, id string, dec api.Decision) (api.Session, error) {
+	d.got = append(d.got, id+" "+dec.Action)
+	return api.Session{ID: id}, nil
+}
+
+// y and n answer the permission the selected session waits for, and only
+// that: on any other row they say why they do nothing.
+func TestApproveAndDenyKeys(t *testing.T) {
+	src := &decisions{}
+	m := NewModel(context.Background(), Options{Src: src})
+	m.Update(tea.WindowSizeMsg{Width: 120, Height: 30})
+	m.Update(snapshotMsg{list: fixture()})
+	if m.rows[m.cursor].Handle != "fix-tests" {
+		t.Fatalf("selected %s, want the waiting fix-tests", m.rows[m.cursor].Handle)
+	}
+	for _, k := range []string{"y", "n"} {
+		_, cmd := m.Update(key(k))
+		if cmd == nil {
+			t.Fatalf("%s on a waiting permission does nothing", k)
+		}
+		m.Update(cmd())
+	}
+	want := []string{fixture().Sessions[0].ID + " approve", fixture().Sessions[0].ID + " deny"}
+	if strings.Join(src.got, ",") != strings.Join(want, ",") {
+		t.Errorf("decisions %q, want %q", src.got, want)
+	}
+	m.Update(key("down"))
+	if _, cmd := m.Update(key("y")); cmd != nil || !strings.Contains(m.promptLine(), "not waiting for a permission") {
+		t.Errorf("y on a row that waits for nothing: line %q", m.promptLine())
+	}
+	if len(src.got) != 2 {
+		t.Errorf("decisions %q after y on another row", src.got)
 	}
 }
 

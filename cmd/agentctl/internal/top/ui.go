@@ -333,8 +333,35 @@ func (m *Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.mode, m.target, m.edit = modeInput, r, nil
 	case "l":
 		return m, m.pager(r)
+	case "y", "n":
+		if r.Activity != api.ActivityWaiting || r.WaitingFor != api.WaitingPermission {
+			m.line = fmt.Sprintf("%s is not waiting for a permission (y/n answer one)", r.Handle)
+			return m, nil
+		}
+		action := api.DecisionApprove
+		if key == "n" {
+			action = api.DecisionDeny
+		}
+		return m, m.decide(r, action)
 	}
 	return m, nil
+}
+
+// decide approves or denies the permission r waits for.
+func (m *Model) decide(r Row, action string) tea.Cmd {
+	m.line = fmt.Sprintf("%s %s…", action, r.Handle)
+	ctx, src := m.ctx, m.o.Src
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		defer cancel()
+		if _, err := src.Decide(ctx, r.ID, api.Decision{Action: action}); err != nil {
+			return resultMsg(fmt.Sprintf("%s %s failed: %v", action, r.Handle, err))
+		}
+		if action == api.DecisionApprove {
+			return actedMsg(fmt.Sprintf("approved %s's request", r.Handle))
+		}
+		return actedMsg(fmt.Sprintf("denied %s's request", r.Handle))
+	}
 }
 
 // editKey edits the prompt line: the filter (applied as it is typed), a
