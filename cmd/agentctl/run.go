@@ -53,8 +53,7 @@ func (f *runFlags) register(cmd *cobra.Command, withPrompt bool) {
 	fl.BoolVar(&f.asJSON, "json", false, "print the session as JSON")
 	fl.BoolVar(&f.wait, "wait", false, "stream the session's output and exit with its exit code")
 	fl.BoolVar(&f.attach, "attach", false, "attach to the session once it has started (Ctrl-] detaches)")
-	fl.BoolVarP(&f.attach, "interactive", "i", false, "the same as --attach (-it, as with docker)")
-	fl.BoolVarP(&f.attach, "tty", "t", false, "the same as --attach")
+	fl.BoolVarP(&f.attach, "tty", "t", false, "the same as --attach (-it, as with docker: an agent's own interface, attached)")
 	fl.Uint16Var(&f.rows, "rows", 0, "terminal rows (default 40)")
 	fl.Uint16Var(&f.cols, "cols", 0, "terminal columns (default 120)")
 	fl.BoolVar(&f.lock, "lock", false, "lock the directory while a plain command runs (agents always do)")
@@ -64,7 +63,7 @@ func (f *runFlags) register(cmd *cobra.Command, withPrompt bool) {
 	fl.StringVar(&f.hookTimeout, "hook-timeout", "", "time limit for each hook (default 5m)")
 	if withPrompt {
 		fl.StringVarP(&f.prompt, "prompt", "p", "", "the prompt for the agent")
-		fl.BoolVarP(&f.interactive, "interactive", "i", false, "run the agent's interactive interface with the prompt as its first message; a person answers its prompts (attach, or approve/deny/answer from anywhere)")
+		fl.BoolVarP(&f.interactive, "interactive", "i", false, "run the agent's interactive interface (the prompt, if any, is its first message); a person answers its prompts: attach (-t), or approve/deny/answer from anywhere. A plain command always has its terminal")
 		fl.Var(modelFlag{f}, "model", "`MODEL` to use (provider/model for agents that take a provider); after an --adapter, that adapter's model")
 	}
 }
