@@ -212,10 +212,18 @@ func TestCtrlCEndsFollowersQuietly(t *testing.T) {
 func TestLogsSinceAndTimestamps(t *testing.T) {
 	t.Parallel()
 	e := NewEnv(t)
+	began := time.Now()
 	s := e.Start("--", "sh", "-c", "echo early; sleep 3; echo late; sleep 300")
 	WaitFor(t, 15*time.Second, "the late line", func() bool { return strings.Contains(e.MustRun("logs", s.ID), "late") })
-	if got := e.MustRun("logs", "--since", "2s", s.ID); got != "late" {
-		t.Fatalf("logs --since 2s = %q, want only the late line", got)
+	// A time between the two lines (marks are to the second), and a
+	// duration: how long ago is up to the machine, so the duration is
+	// measured from the late line's own mark.
+	between := began.Add(2 * time.Second).Format(time.RFC3339)
+	if got := e.MustRun("logs", "--since", between, s.ID); got != "late" {
+		t.Fatalf("logs --since %s = %q, want only the late line", between, got)
+	}
+	if got := e.MustRun("logs", "--since", time.Since(began.Add(2*time.Second)).Round(time.Second).String(), s.ID); got != "late" {
+		t.Fatalf("logs --since (a duration back to between the lines) = %q, want only the late line", got)
 	}
 	if got := e.MustRun("logs", "--since", "1h", s.ID); got != "early\nlate" {
 		t.Fatalf("logs --since 1h = %q", got)

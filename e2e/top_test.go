@@ -182,7 +182,9 @@ func TestTopInTerminal(t *testing.T) {
 	tm.keys("Enter")
 	tm.waitScreen(5*time.Second, "gamma alone", func(s string) bool { return rowOf(s, "beta") == "" && rowOf(s, "gamma") != "" })
 	tm.keys("Enter")
-	tm.waitFor(5*time.Second, "[attached to")
+	// The attach paints the session's current screen over the view (and
+	// over its own banner): the view's footer is gone.
+	tm.waitScreen(5*time.Second, "the attached terminal", func(s string) bool { return !strings.Contains(s, "q quit") })
 	tm.text("hello-from-tmux")
 	tm.keys("Enter")
 	tm.waitScreen(5*time.Second, "cat's echo", func(s string) bool { return strings.Count(s, "hello-from-tmux") >= 2 })
@@ -285,13 +287,13 @@ func TestListWatchPiped(t *testing.T) {
 	}
 	next("the first table", func(l string) bool { return l == "no sessions" })
 	s := e.Start("--name", "w1", "--", "sleep", "300")
-	next("a table with the new session", func(l string) bool { return strings.HasPrefix(l, s.ID[:14]) && strings.Contains(l, "running") })
+	next("a table with the new session", func(l string) bool { return firstField(l) != "" && strings.HasPrefix(s.ID, firstField(l)) && strings.Contains(l, "w1") && strings.Contains(l, "running") })
 	e.MustRun("stop", "--force", s.ID)
 	next("a table without it", func(l string) bool { return l == "no sessions" })
 	// Across a restart of the service the watch goes on.
 	e.MustRun("daemon", "restart")
 	s = e.Start("--name", "w3", "--", "sleep", "300")
-	next("a table with the session started after the restart", func(l string) bool { return strings.HasPrefix(l, s.ID[:14]) })
+	next("a table with the session started after the restart", func(l string) bool { return strings.Contains(l, "w3") && firstField(l) != "" && strings.HasPrefix(s.ID, firstField(l)) })
 }
 
 // The view leaves the terminal as it found it however it ends: main
@@ -352,4 +354,12 @@ func TestListWatchInTerminal(t *testing.T) {
 	tm.waitScreen(5*time.Second, "list -w to end on Ctrl-C", func(string) bool {
 		return strings.TrimSpace(tm.tmux("display-message", "-p", "-t", "top", "#{pane_current_command}")) == "sh"
 	})
+}
+
+// firstField is l's first word ("" for a blank line).
+func firstField(l string) string {
+	if f := strings.Fields(l); len(f) > 0 {
+		return f[0]
+	}
+	return ""
 }
