@@ -287,13 +287,17 @@ func TestListWatchPiped(t *testing.T) {
 	}
 	next("the first table", func(l string) bool { return l == "no sessions" })
 	s := e.Start("--name", "w1", "--", "sleep", "300")
-	next("a table with the new session", func(l string) bool { return firstField(l) != "" && strings.HasPrefix(s.ID, firstField(l)) && strings.Contains(l, "w1") && strings.Contains(l, "running") })
+	next("a table with the new session", func(l string) bool {
+		return firstField(l) != "" && strings.HasPrefix(s.ID, firstField(l)) && strings.Contains(l, "w1") && strings.Contains(l, "running")
+	})
 	e.MustRun("stop", "--force", s.ID)
 	next("a table without it", func(l string) bool { return l == "no sessions" })
 	// Across a restart of the service the watch goes on.
 	e.MustRun("daemon", "restart")
 	s = e.Start("--name", "w3", "--", "sleep", "300")
-	next("a table with the session started after the restart", func(l string) bool { return strings.Contains(l, "w3") && firstField(l) != "" && strings.HasPrefix(s.ID, firstField(l)) })
+	next("a table with the session started after the restart", func(l string) bool {
+		return strings.Contains(l, "w3") && firstField(l) != "" && strings.HasPrefix(s.ID, firstField(l))
+	})
 }
 
 // The view leaves the terminal as it found it however it ends: main
