@@ -91,6 +91,12 @@ type column struct {
 
 func sessionColumns(now time.Time, wide bool) []column {
 	homeDir, _ := os.UserHomeDir()
+	// A prompt is cut to fit the terminal later; in a pipe, where the width
+	// is not known, to a line's worth (-o wide keeps all of it).
+	promptRunes := 100
+	if wide {
+		promptRunes = 1 << 16
+	}
 	id := func(s api.Session) string {
 		if wide || s.Handle == "" {
 			return s.ID
@@ -110,7 +116,7 @@ func sessionColumns(now time.Time, wide bool) []column {
 		{head: "COST", cell: func(s api.Session) string { return costText(s.CostUSD) }},
 		{head: "GROUP", cell: func(s api.Session) string { return s.Group }},
 		{head: "CWD", cell: func(s api.Session) string { return sanitize(tildePath(s.Cwd, homeDir)) }, flex: true, cut: cutLeft},
-		{head: "NAME/PROMPT", cell: func(s api.Session) string { return oneLine(sanitize(label(s)), 1<<16) }, flex: true, cut: cutRight},
+		{head: "NAME/PROMPT", cell: func(s api.Session) string { return sanitize(oneLine(label(s), promptRunes)) }, flex: true, cut: cutRight},
 	}
 }
 

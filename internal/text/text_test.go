@@ -2,6 +2,7 @@ package text
 
 import (
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -41,6 +42,29 @@ func TestEllipsis(t *testing.T) {
 	} {
 		if got := Ellipsis(tc.in, tc.n); got != tc.want {
 			t.Errorf("Ellipsis(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}
+
+func TestFigures(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	i := func(v int64) *int64 { return &v }
+	c := 1.234
+	for _, tc := range []struct{ got, want string }{
+		{Ago(now, time.Time{}), ""},
+		{Ago(now, now.Add(time.Second)), "0s"},
+		{Ago(now, now.Add(-45*time.Second)), "45s"},
+		{Ago(now, now.Add(-12*time.Minute)), "12m"},
+		{Ago(now, now.Add(-47*time.Hour)), "47h"},
+		{Ago(now, now.Add(-72*time.Hour)), "3d"},
+		{Tokens(nil, nil), ""},
+		{Tokens(i(999), nil), "999/?"},
+		{Tokens(i(1500), i(2_500_000)), "1.5k/2.5M"},
+		{Cost(nil), ""},
+		{Cost(&c), "$1.23"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("got %q, want %q", tc.got, tc.want)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/internal/text"
 )
 
 // Styles are the colours that mean something. The zero value is plain
@@ -589,48 +590,11 @@ func lastActivity(s api.Session) time.Time {
 	return time.Time{}
 }
 
-func ago(now, t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	d := max(0, now.Sub(t))
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
-	}
-	return fmt.Sprintf("%dd", int(d.Hours()/24))
-}
+func ago(now, t time.Time) string { return text.Ago(now, t) }
 
-func tokensText(s api.Session) string {
-	if s.TokensIn == nil && s.TokensOut == nil {
-		return ""
-	}
-	n := func(p *int64) string {
-		if p == nil {
-			return "?"
-		}
-		v := *p
-		switch {
-		case v >= 1_000_000:
-			return fmt.Sprintf("%.1fM", float64(v)/1e6)
-		case v >= 1000:
-			return fmt.Sprintf("%.1fk", float64(v)/1e3)
-		}
-		return fmt.Sprint(v)
-	}
-	return n(s.TokensIn) + "/" + n(s.TokensOut)
-}
+func tokensText(s api.Session) string { return text.Tokens(s.TokensIn, s.TokensOut) }
 
-func costText(c *float64) string {
-	if c == nil {
-		return ""
-	}
-	return fmt.Sprintf("$%.2f", *c)
-}
+func costText(c *float64) string { return text.Cost(c) }
 
 func dash(s string) string {
 	if s == "" {

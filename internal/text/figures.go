@@ -1,0 +1,54 @@
+package text
+
+import (
+	"fmt"
+	"time"
+)
+
+// Ago is how long before now t was, in its largest whole unit (45s, 12m,
+// 5h, 3d); "" for an unknown time.
+func Ago(now, t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	d := max(0, now.Sub(t))
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+// Tokens is "in/out" with k and M for thousands and millions ("?" for a
+// side not known); "" when neither is.
+func Tokens(in, out *int64) string {
+	if in == nil && out == nil {
+		return ""
+	}
+	n := func(p *int64) string {
+		if p == nil {
+			return "?"
+		}
+		v := *p
+		switch {
+		case v >= 1_000_000:
+			return fmt.Sprintf("%.1fM", float64(v)/1e6)
+		case v >= 1000:
+			return fmt.Sprintf("%.1fk", float64(v)/1e3)
+		}
+		return fmt.Sprint(v)
+	}
+	return n(in) + "/" + n(out)
+}
+
+// Cost is a dollar amount to the cent; "" when not known.
+func Cost(c *float64) string {
+	if c == nil {
+		return ""
+	}
+	return fmt.Sprintf("$%.2f", *c)
+}
