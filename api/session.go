@@ -389,3 +389,16 @@ func (s Session) ExitStatus() (status int, ok bool) {
 	}
 	return 0, false
 }
+
+// ActiveAt is when the session last did something, as far as anyone knows:
+// its agent's last recorded activity, else its end; zero when neither is
+// known.
+func (s Session) ActiveAt() time.Time {
+	if s.LastActivity != nil {
+		return *s.LastActivity
+	}
+	if s.EndedAt != nil {
+		return *s.EndedAt
+	}
+	return time.Time{}
+}

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/x/vt"
+
+	"github.com/agentctl/agentctl/internal/altscreen"
 )
 
 // screenKeep is how much of the latest output the monitor keeps to paint
@@ -25,8 +27,7 @@ type screen struct {
 	rows, cols int
 	chunks     []screenChunk
 	size       int
-	alt        bool   // in the alternate screen after the last output
-	carry      []byte // an unfinished escape sequence at the end of it
+	alt        altscreen.Tracker // after the last output
 }
 
 type screenChunk struct {
@@ -42,52 +43,14 @@ func (s *screen) write(p []byte) {
 	if n := len(s.chunks); n > 0 && len(s.chunks[n-1].data) < 4<<10 {
 		s.chunks[n-1].data = append(s.chunks[n-1].data, p...)
 	} else {
-		s.chunks = append(s.chunks, screenChunk{data: append([]byte(nil), p...), alt: s.alt})
+		s.chunks = append(s.chunks, screenChunk{data: append([]byte(nil), p...), alt: s.alt.On()})
 	}
 	s.size += len(p)
-	s.track(p)
+	s.alt.See(p)
 	for len(s.chunks) > 1 && s.size-len(s.chunks[0].data) >= screenKeep {
 		s.size -= len(s.chunks[0].data)
 		s.chunks[0] = screenChunk{}
 		s.chunks = s.chunks[1:]
-	}
-}
-
-// track follows the alternate screen modes (1049, 1047, 47) in output.
-func (s *screen) track(p []byte) {
-	data := p
-	if len(s.carry) > 0 {
-		data = append(s.carry, p...)
-		s.carry = nil
-	}
-	for {
-		i := bytes.Index(data, []byte("\x1b[?"))
-		if i < 0 {
-			if j := bytes.LastIndexByte(data, 0x1b); j >= 0 && len(data)-j < 3 {
-				s.carry = append([]byte(nil), data[j:]...)
-			}
-			return
-		}
-		rest := data[i+3:]
-		j := 0
-		for j < len(rest) && (rest[j] >= '0' && rest[j] <= '9' || rest[j] == ';') {
-			j++
-		}
-		if j == len(rest) {
-			if j < 32 {
-				s.carry = append([]byte(nil), data[i:]...)
-			}
-			return
-		}
-		if final := rest[j]; final == 'h' || final == 'l' {
-			for _, m := range bytes.Split(rest[:j], []byte(";")) {
-				switch string(m) {
-				case "1049", "1047", "47":
-					s.alt = final == 'h'
-				}
-			}
-		}
-		data = rest[j:]
 	}
 }
 

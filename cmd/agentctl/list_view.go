@@ -110,7 +110,7 @@ func sessionColumns(now time.Time, wide bool) []column {
 		{head: "ACTIVITY", cell: activityText},
 		{head: "PID", cell: func(s api.Session) string { return pidText(s.PID) }, wideOnly: true},
 		{head: "AGE", cell: func(s api.Session) string { return ago(now, s.CreatedAt) }},
-		{head: "LAST", cell: func(s api.Session) string { return ago(now, lastActivity(s)) }},
+		{head: "LAST", cell: func(s api.Session) string { return ago(now, s.ActiveAt()) }},
 		{head: "MODEL", cell: func(s api.Session) string { return sanitize(s.Model) }},
 		{head: "TOKENS", cell: tokensText},
 		{head: "COST", cell: func(s api.Session) string { return costText(s.CostUSD) }},

@@ -127,16 +127,6 @@ func pidText(pid int) string {
 	return fmt.Sprint(pid)
 }
 
-func lastActivity(s api.Session) time.Time {
-	if s.LastActivity != nil {
-		return *s.LastActivity
-	}
-	if s.EndedAt != nil {
-		return *s.EndedAt
-	}
-	return time.Time{}
-}
-
 func ago(now, t time.Time) string { return text.Ago(now, t) }
 
 func tokensText(s api.Session) string { return text.Tokens(s.TokensIn, s.TokensOut) }

@@ -23,8 +23,8 @@ func TestTermModesFollowTheAlternateScreen(t *testing.T) {
 			for _, c := range tc.chunks {
 				m.see([]byte(c))
 			}
-			if m.altScreen != tc.alt {
-				t.Fatalf("altScreen = %v, want %v", m.altScreen, tc.alt)
+			if m.alt.On() != tc.alt {
+				t.Fatalf("alternate screen = %v, want %v", m.alt.On(), tc.alt)
 			}
 			r := m.reset()
 			if got := bytes.Contains(r, []byte("\x1b[?1049l")); got != tc.alt {

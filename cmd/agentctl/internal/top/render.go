@@ -241,7 +241,7 @@ var columns = []column{
 	{name: "ADAPTER", cell: func(_ Frame, r Row) string { return r.Adapter }},
 	{name: "STATUS", cell: func(_ Frame, r Row) string { return StatusText(r.Session) }, max: 24, shrink: 9},
 	{name: "AGE", cell: func(f Frame, r Row) string { return dash(ago(f.Now, r.CreatedAt)) }},
-	{name: "LAST", cell: func(f Frame, r Row) string { return dash(ago(f.Now, lastActivity(r.Session))) }},
+	{name: "LAST", cell: func(f Frame, r Row) string { return dash(ago(f.Now, r.Session.ActiveAt())) }},
 	{name: "MODEL", cell: func(_ Frame, r Row) string { return dash(r.Model) }, max: 20, shrink: 10},
 	{name: "TOKENS", cell: func(_ Frame, r Row) string { return dash(tokensText(r.Session)) }},
 	{name: "COST", cell: func(_ Frame, r Row) string { return dash(costText(r.CostUSD)) }},
@@ -578,16 +578,6 @@ func shortPath(p, home string) string {
 		p = "~" + p[len(home):]
 	}
 	return p
-}
-
-func lastActivity(s api.Session) time.Time {
-	if s.LastActivity != nil {
-		return *s.LastActivity
-	}
-	if s.EndedAt != nil {
-		return *s.EndedAt
-	}
-	return time.Time{}
 }
 
 func ago(now, t time.Time) string { return text.Ago(now, t) }
