@@ -16,24 +16,20 @@ type Snapshot struct {
 	pidsErr  error
 
 	mu    sync.Mutex
-	argvs map[int]listResult
-	infos map[int]infoResult
-	envs  map[int]listResult
+	argvs map[int]result[[]string]
+	infos map[int]result[Info]
+	envs  map[int]result[[]string]
 }
 
-type listResult struct {
-	list []string
-	err  error
-}
-
-type infoResult struct {
-	info Info
-	err  error
+// result is one read of one process.
+type result[T any] struct {
+	v   T
+	err error
 }
 
 // NewSnapshot returns a snapshot that has read nothing yet.
 func NewSnapshot() *Snapshot {
-	return &Snapshot{argvs: map[int]listResult{}, infos: map[int]infoResult{}, envs: map[int]listResult{}}
+	return &Snapshot{argvs: map[int]result[[]string]{}, infos: map[int]result[Info]{}, envs: map[int]result[[]string]{}}
 }
 
 // PIDs lists every process the caller may see, read once.
@@ -43,48 +39,28 @@ func (s *Snapshot) PIDs() ([]int, error) {
 }
 
 // Cmdline is Cmdline(pid), read once per snapshot.
-func (s *Snapshot) Cmdline(pid int) ([]string, error) {
-	s.mu.Lock()
-	r, ok := s.argvs[pid]
-	s.mu.Unlock()
-	if ok {
-		return r.list, r.err
-	}
-	r.list, r.err = Cmdline(pid)
-	s.mu.Lock()
-	s.argvs[pid] = r
-	s.mu.Unlock()
-	return r.list, r.err
-}
+func (s *Snapshot) Cmdline(pid int) ([]string, error) { return once(s, s.argvs, pid, Cmdline) }
 
 // Lookup is Lookup(pid), read once per snapshot.
-func (s *Snapshot) Lookup(pid int) (Info, error) {
-	s.mu.Lock()
-	r, ok := s.infos[pid]
-	s.mu.Unlock()
-	if ok {
-		return r.info, r.err
-	}
-	r.info, r.err = Lookup(pid)
-	s.mu.Lock()
-	s.infos[pid] = r
-	s.mu.Unlock()
-	return r.info, r.err
-}
+func (s *Snapshot) Lookup(pid int) (Info, error) { return once(s, s.infos, pid, Lookup) }
 
 // Environ is Environ(pid), read once per snapshot.
-func (s *Snapshot) Environ(pid int) ([]string, error) {
+func (s *Snapshot) Environ(pid int) ([]string, error) { return once(s, s.envs, pid, Environ) }
+
+// once returns read(pid) from memo, reading it (outside the lock) the
+// first time it is asked for.
+func once[T any](s *Snapshot, memo map[int]result[T], pid int, read func(int) (T, error)) (T, error) {
 	s.mu.Lock()
-	r, ok := s.envs[pid]
+	r, ok := memo[pid]
 	s.mu.Unlock()
 	if ok {
-		return r.list, r.err
+		return r.v, r.err
 	}
-	r.list, r.err = Environ(pid)
+	r.v, r.err = read(pid)
 	s.mu.Lock()
-	s.envs[pid] = r
+	memo[pid] = r
 	s.mu.Unlock()
-	return r.list, r.err
+	return r.v, r.err
 }
 
 type snapshotKey struct{}
