@@ -136,6 +136,44 @@ func (e printedError) Unwrap() error { return e.err }
 
 // showSessions prints each result as "ID STATUS", or as JSON: one object
 // for one handle given, else {"sessions": [...]}.
+// onTargets runs act on every session the arguments and the selection name
+// (those pick accepts, for --all, --group and --label), several at once,
+// and shows each result: the session, or only its id when idsOnly and not
+// JSON. One failure does not stop the others; any makes the error.
+func onTargets(cmd *cobra.Command, given []string, sel *selection, pick func(api.Session) bool, verb string, asJSON, idsOnly bool, act func(context.Context, *client.Client, string) (api.Session, error)) error {
+	c, err := newClient()
+	if err != nil {
+		return err
+	}
+	handles, err := sel.targets(cmd.Context(), c, cmd, given, pick)
+	if err != nil {
+		return err
+	}
+	show, done := showSessions(asJSON, len(given) == 1)
+	if idsOnly && !asJSON {
+		show = func(r result) { fmt.Println(r.sess.ID) }
+	}
+	err = forEach(cmd.Context(), verb, handles, func(ctx context.Context, h string) (api.Session, error) {
+		return act(ctx, c, h)
+	}, show)
+	if derr := done(); err == nil {
+		err = derr
+	}
+	return err
+}
+
+// graceTimeout is --timeout as a stop request carries it: "" when not
+// given (the default grace), a usage error when negative.
+func graceTimeout(cmd *cobra.Command, timeout time.Duration) (string, error) {
+	switch f := cmd.Flags().Lookup("timeout"); {
+	case timeout < 0:
+		return "", usageError{fmt.Errorf("--timeout %s: a grace period cannot be negative (0 kills at once)", timeout)}
+	case f.Changed:
+		return timeout.String(), nil
+	}
+	return "", nil
+}
+
 func showSessions(asJSON, one bool) (func(result), func() error) {
 	var all []api.Session
 	show := func(r result) {
@@ -188,28 +226,13 @@ others, and the exit status is 1 if any failed (each is named). --all,
   agentctl stop $(agentctl list -q --label team=infra)`,
 		Args: args(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			switch f := cmd.Flags().Lookup("timeout"); {
-			case timeout < 0:
-				return usageError{fmt.Errorf("--timeout %s: a grace period cannot be negative (0 kills at once)", timeout)}
-			case f.Changed:
-				req.Timeout = timeout.String()
-			}
-			c, err := newClient()
-			if err != nil {
+			var err error
+			if req.Timeout, err = graceTimeout(cmd, timeout); err != nil {
 				return err
 			}
-			handles, err := sel.targets(cmd.Context(), c, cmd, a, running)
-			if err != nil {
-				return err
-			}
-			show, done := showSessions(asJSON, len(a) == 1)
-			err = forEach(cmd.Context(), "stop", handles, func(ctx context.Context, h string) (api.Session, error) {
+			return onTargets(cmd, a, &sel, running, "stop", asJSON, false, func(ctx context.Context, c *client.Client, h string) (api.Session, error) {
 				return c.Stop(ctx, h, req)
-			}, show)
-			if derr := done(); err == nil {
-				err = derr
-			}
-			return err
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&req.Force, "force", false, "SIGKILL at once")
@@ -239,25 +262,10 @@ status is 1 if any failed.`,
   agentctl rm --group review`,
 		Args: args(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			c, err := newClient()
-			if err != nil {
-				return err
-			}
-			handles, err := sel.targets(cmd.Context(), c, cmd, a, func(s api.Session) bool { return force || s.Status.Ended() })
-			if err != nil {
-				return err
-			}
-			show, done := showSessions(asJSON, len(a) == 1)
-			if !asJSON {
-				show = func(r result) { fmt.Println(r.sess.ID) }
-			}
-			err = forEach(cmd.Context(), "rm", handles, func(ctx context.Context, h string) (api.Session, error) {
+			removable := func(s api.Session) bool { return force || s.Status.Ended() }
+			return onTargets(cmd, a, &sel, removable, "rm", asJSON, true, func(ctx context.Context, c *client.Client, h string) (api.Session, error) {
 				return c.Remove(ctx, h, force)
-			}, show)
-			if derr := done(); err == nil {
-				err = derr
-			}
-			return err
+			})
 		},
 	}
 	cmd.Flags().BoolVarP(&force, "force", "f", false, "stop a running session first, then remove it")
@@ -286,32 +294,14 @@ failure does not stop the others; the exit status is 1 if any failed.`,
   agentctl restart --group review`,
 		Args: args(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			switch f := cmd.Flags().Lookup("timeout"); {
-			case timeout < 0:
-				return usageError{fmt.Errorf("--timeout %s: a grace period cannot be negative (0 kills at once)", timeout)}
-			case f.Changed:
-				req.Stop.Timeout = timeout.String()
-			}
-			c, err := newClient()
-			if err != nil {
-				return err
-			}
-			handles, err := sel.targets(cmd.Context(), c, cmd, a, running)
-			if err != nil {
+			var err error
+			if req.Stop.Timeout, err = graceTimeout(cmd, timeout); err != nil {
 				return err
 			}
 			req.Env = os.Environ()
-			show, done := showSessions(asJSON, len(a) == 1)
-			if !asJSON {
-				show = func(r result) { fmt.Println(r.sess.ID) }
-			}
-			err = forEach(cmd.Context(), "restart", handles, func(ctx context.Context, h string) (api.Session, error) {
+			return onTargets(cmd, a, &sel, running, "restart", asJSON, true, func(ctx context.Context, c *client.Client, h string) (api.Session, error) {
 				return c.Restart(ctx, h, req)
-			}, show)
-			if derr := done(); err == nil {
-				err = derr
-			}
-			return err
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&req.Stop.Force, "force", false, "stop a running session with SIGKILL at once")
