@@ -59,7 +59,10 @@ func EventTypes() []string {
 // Event is one thing that happened. Seq numbers events in the order they
 // were published, without gaps, across service restarts.
 type Event struct {
-	Seq       uint64    `json:"seq"`
+	Seq uint64 `json:"seq"`
+	// Host names the host the event comes from, in a stream merged over
+	// several (set by the CLI, never by a service).
+	Host      string    `json:"host,omitempty"`
 	Type      string    `json:"type"`
 	Adapter   string    `json:"adapter,omitempty"`
 	SessionID string    `json:"session_id,omitempty"`

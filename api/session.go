@@ -51,7 +51,10 @@ type Session struct {
 	ID string `json:"id"`
 	// Handle is the shortest unique prefix of ID (at least 4 characters)
 	// among the sessions the service knows: what tables show.
-	Handle    string     `json:"handle,omitempty"`
+	Handle string `json:"handle,omitempty"`
+	// Host names the host the session runs on, in a view over several
+	// (set by the CLI, never by a service): handles there are HOST/ID.
+	Host      string     `json:"host,omitempty"`
 	Adapter   string     `json:"adapter"`
 	Origin    string     `json:"origin"`
 	Status    Status     `json:"status"`
@@ -112,9 +115,12 @@ type RunRequest struct {
 	Command []string `json:"command,omitempty"`
 	Prompt  string   `json:"prompt,omitempty"`
 	Model   string   `json:"model,omitempty"`
-	Cwd     string   `json:"cwd"`
+	// Cwd is absolute; "" is the service user's home (a caller on
+	// another host has no directory there).
+	Cwd string `json:"cwd"`
 	// Env is the caller's whole environment ("K=V"); a service started by an
-	// init system has almost none of its own.
+	// init system has almost none of its own. Null (a caller on another
+	// host) is the service's own.
 	Env []string `json:"env"`
 	// EnvOverrides are --env values applied on top of Env.
 	EnvOverrides []string          `json:"env_overrides,omitempty"`

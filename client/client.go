@@ -45,12 +45,16 @@ type Sessions interface {
 var _ Sessions = (*Client)(nil)
 
 // Client talks to the service over its unix socket, starting it first when
-// nothing answers (unless autostart is off).
+// nothing answers (unless autostart is off), or to another host's service
+// through a Dialer.
 type Client struct {
 	home      home.Home
 	exe       string
 	autostart bool
-	http      *http.Client
+	// remote, when set, makes every connection (another host's service);
+	// home and exe are then unused.
+	remote Dialer
+	http   *http.Client
 	// silence is how long a stream may stay silent (streamSilence).
 	silence time.Duration
 }
@@ -62,21 +66,79 @@ var ErrNoService = errors.New("the agentctl service is not running")
 // service; autostart says whether to.
 func New(h home.Home, exe string, autostart bool) *Client {
 	c := &Client{home: h, exe: exe, autostart: autostart, silence: streamSilence}
+	c.http = c.newHTTP()
+	return c
+}
+
+// Dialer makes a connection to another host's service, the far end
+// starting that service first when autostart says so. String names the
+// host in messages.
+type Dialer interface {
+	Dial(ctx context.Context, autostart bool) (net.Conn, error)
+	String() string
+}
+
+// NewRemote returns a client whose connections d makes.
+func NewRemote(d Dialer, autostart bool) *Client {
+	c := &Client{remote: d, autostart: autostart, silence: streamSilence}
+	c.http = c.newHTTP()
+	return c
+}
+
+// WithoutAutostart is a client for the same service that never starts it:
+// for views that wait for a service stopped on purpose to come back.
+func (c *Client) WithoutAutostart() *Client {
+	if c.remote != nil {
+		return NewRemote(c.remote, false)
+	}
+	return New(c.home, c.exe, false)
+}
+
+// Remote reports whether the service is another host's.
+func (c *Client) Remote() bool { return c.remote != nil }
+
+// where names the service in messages: its socket, or its host.
+func (c *Client) where() string {
+	if c.remote != nil {
+		return c.remote.String()
+	}
+	return c.home.Socket()
+}
+
+func (c *Client) newHTTP() *http.Client {
 	tr := &http.Transport{
 		DialContext:     func(ctx context.Context, _, _ string) (net.Conn, error) { return c.dial(ctx) },
 		MaxIdleConns:    4,
 		IdleConnTimeout: 30 * time.Second,
 	}
-	c.http = &http.Client{Transport: tr}
-	return c
+	return &http.Client{Transport: tr}
 }
 
-// Home is the state directory the client talks about.
+// Home is the state directory the client talks about ("" for another
+// host's service).
 func (c *Client) Home() home.Home { return c.home }
+
+// Dial connects to the service, starting it first when nothing answers
+// (if allowed): the raw connection the API is spoken over.
+func (c *Client) Dial(ctx context.Context) (net.Conn, error) {
+	conn, err := c.dial(ctx)
+	var de *dialError
+	if errors.As(err, &de) {
+		return nil, de.err
+	}
+	return conn, err
+}
 
 // dial connects to the service: one dial when it runs; when nothing
 // listens, the service is started (if allowed) and dialled again.
 func (c *Client) dial(ctx context.Context) (net.Conn, error) {
+	if c.remote != nil {
+		conn, err := c.remote.Dial(ctx, c.autostart)
+		if err != nil {
+			return nil, &dialError{err}
+		}
+		return conn, nil
+	}
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", c.home.Socket())
 	if err == nil {
@@ -252,7 +314,7 @@ func (c *Client) sendRequest(req *http.Request) (*http.Response, error) {
 		if errors.As(err, &de) {
 			return nil, de.err
 		}
-		return nil, fmt.Errorf("talk to the agentctl service at %s: %w", c.home.Socket(), err)
+		return nil, fmt.Errorf("talk to the agentctl service at %s: %w", c.where(), err)
 	}
 	release := func() { cancel(nil) }
 	if rw, ok := resp.Body.(io.ReadWriteCloser); ok && resp.StatusCode == http.StatusSwitchingProtocols {
@@ -317,6 +379,9 @@ func (c *Client) watch(ctx context.Context, cancel context.CancelCauseFunc) (sto
 				cancel(c.notAnswering(fmt.Sprintf("no answer within %s", answerTimeout)))
 				return
 			case <-tick.C:
+				if c.remote != nil {
+					continue // another host's process table is not ours to read
+				}
 				pid := home.LockHolder(c.home.LockFile())
 				if p, err := proc.Lookup(pid); err == nil && p.Stopped {
 					cancel(c.notAnswering("its process is stopped"))
@@ -330,6 +395,9 @@ func (c *Client) watch(ctx context.Context, cancel context.CancelCauseFunc) (sto
 
 // notAnswering says which service does not answer, why, and what to do.
 func (c *Client) notAnswering(why string) error {
+	if c.remote != nil {
+		return fmt.Errorf("%w (%s; %s)", errNotAnswering, why, c.remote)
+	}
 	pid := home.LockHolder(c.home.LockFile())
 	if pid <= 0 {
 		return fmt.Errorf("%w (%s; socket %s): see %s, or `agentctl daemon restart`", errNotAnswering, why, c.home.Socket(), c.home.DaemonLog())

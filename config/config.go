@@ -48,6 +48,11 @@ type Config struct {
 
 	// Notify says how a person hears that a session waits for them.
 	Notify Notify `json:"notify,omitzero"`
+
+	// Hosts names other hosts the CLI reaches: name → URL
+	// (ssh://[user@]host[:port], unix:///path). `agentctl host add|rm`
+	// edit it.
+	Hosts map[string]string `json:"hosts,omitempty"`
 }
 
 // ignoredKeys were accepted by the tool agentctl replaces but never did
@@ -178,6 +183,11 @@ func (c Config) validate() error {
 	if _, err := c.Notify.Delay(); err != nil {
 		return err
 	}
+	for name, u := range c.Hosts {
+		if !strings.Contains(u, "://") {
+			return fmt.Errorf("hosts: %q: %q is not a URL (want ssh://[user@]host[:port] or unix:///path)", name, u)
+		}
+	}
 	if c.WebhookURL != "" {
 		u, err := url.Parse(c.WebhookURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -260,4 +270,44 @@ func lineCol(b []byte, off int64) (int, int) {
 		}
 	}
 	return line, col
+}
+
+// SetHosts rewrites the hosts key of the configuration file at path,
+// keeping every other key as it is (an empty map removes the key).
+func SetHosts(path string, hosts map[string]string) error {
+	keys := map[string]json.RawMessage{}
+	b, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return fmt.Errorf("read config: %w", err)
+	case len(bytes.TrimSpace(b)) > 0:
+		if err := json.Unmarshal(b, &keys); err != nil {
+			return fmt.Errorf("%s: %w (fix it before editing hosts)", path, err)
+		}
+	}
+	if len(hosts) == 0 {
+		delete(keys, "hosts")
+	} else {
+		v, err := json.Marshal(hosts)
+		if err != nil {
+			return err
+		}
+		keys["hosts"] = v
+	}
+	out, err := json.MarshalIndent(keys, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("write config: %w", err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(out, '\n'), 0o600); err != nil {
+		return fmt.Errorf("write config: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write config: %w", err)
+	}
+	return nil
 }

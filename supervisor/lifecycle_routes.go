@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"net/http"
+	"os"
 
 	"github.com/agentctl/agentctl/api"
 )
@@ -17,6 +18,9 @@ func (s *Server) handleRestart(w http.ResponseWriter, r *http.Request) {
 	if err := decode(r, &req, false); err != nil {
 		writeError(w, err)
 		return
+	}
+	if req.Env == nil {
+		req.Env = os.Environ() // a caller on another host sends none (see handleLaunch)
 	}
 	sess, err := s.core.Restart(r.Context(), r.PathValue("id"), req)
 	answer(w, http.StatusCreated, sess, err)

@@ -122,6 +122,15 @@ func (s *Server) handleLaunch(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	// A caller on another host sends neither its environment nor its
+	// directory, which mean nothing here: the session gets the service's
+	// environment and, unless told, the service user's home.
+	if req.Env == nil {
+		req.Env = os.Environ()
+	}
+	if req.Cwd == "" {
+		req.Cwd, _ = os.UserHomeDir()
+	}
 	sess, err := s.core.Launch(r.Context(), req)
 	answer(w, http.StatusCreated, sess, err)
 }

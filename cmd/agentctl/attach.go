@@ -32,11 +32,11 @@ Press Ctrl-] to detach and leave the session running. Several people may be
 attached at once.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			c, err := newClient()
+			c, id, err := clientFor(a[0])
 			if err != nil {
 				return err
 			}
-			s, err := c.Get(cmd.Context(), a[0])
+			s, err := c.Get(cmd.Context(), id)
 			if err != nil {
 				return err
 			}

@@ -68,7 +68,7 @@ own processes.`,
 }
 
 func decide(ctx context.Context, id string, d api.Decision) error {
-	c, err := newClient()
+	c, id, err := clientFor(id)
 	if err != nil {
 		return err
 	}

@@ -183,6 +183,10 @@ func (f *runFlags) dispatch(cmd *cobra.Command, cfg config.Config, positional, d
 	} else {
 		f.adapter, f.model = "", ""
 	}
+	f.remote = remoteTarget()
+	if f.remote && (worktrees || spec != "" || len(g.files) > 0) {
+		return usageError{fmt.Errorf("%s: worktrees and context files are made from this machine's folders; on another host, run agentctl there (ssh HOST agentctl …)", name)}
+	}
 	req, err := f.request(cfg)
 	if err != nil {
 		return err

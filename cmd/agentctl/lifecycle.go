@@ -153,8 +153,12 @@ func onTargets(cmd *cobra.Command, given []string, sel *selection, pick func(api
 	if idsOnly && !asJSON {
 		show = func(r result) { fmt.Println(r.sess.ID) }
 	}
+	route, err := routeHandles(c, handles)
+	if err != nil {
+		return err
+	}
 	err = forEach(cmd.Context(), verb, handles, func(ctx context.Context, h string) (api.Session, error) {
-		return act(ctx, c, h)
+		return act(ctx, route[h].c, route[h].id)
 	}, show)
 	if derr := done(); err == nil {
 		err = derr

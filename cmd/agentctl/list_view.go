@@ -104,6 +104,7 @@ func sessionColumns(now time.Time, wide bool) []column {
 		return s.Handle
 	}
 	return []column{
+		{head: "HOST", cell: func(s api.Session) string { return s.Host }},
 		{head: "ID", cell: id},
 		{head: "ADAPTER", cell: func(s api.Session) string { return s.Adapter }},
 		{head: "STATUS", cell: statusText},

@@ -40,7 +40,7 @@ between the lines shown first and those that follow. Ctrl-C stops following
   agentctl logs --raw -n 0 k3x9 > out.log`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			c, err := newClient()
+			c, id, err := clientFor(a[0])
 			if err != nil {
 				return err
 			}
@@ -67,7 +67,7 @@ between the lines shown first and those that follow. Ctrl-C stops following
 			out := bufio.NewWriterSize(os.Stdout, 256<<10)
 			defer out.Flush()
 			var v logView
-			err = followLogs(cmd.Context(), c, a[0], o, func(ch api.LogChunk) error {
+			err = followLogs(cmd.Context(), c, id, o, func(ch api.LogChunk) error {
 				if err := v.write(out, ch, o.Raw); err != nil {
 					return err
 				}

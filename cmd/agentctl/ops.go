@@ -373,7 +373,7 @@ func streamEvents(ctx context.Context, c *client.Client, o client.EventOptions, 
 // waitForService waits for the service's socket to answer again, without
 // starting it: a stopped service is the user's choice.
 func waitForService(ctx context.Context, c *client.Client) error {
-	probe := client.New(c.Home(), "", false)
+	probe := c.WithoutAutostart()
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
 	for {

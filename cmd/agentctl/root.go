@@ -55,7 +55,9 @@ after 'agentctl service install'. State lives in $AGENTCTL_HOME (default
 		newLockCmd(), newUnlockCmd(), newLocksCmd(), newFuseCmd(), newFusesCmd("fuses"), newEventsCmd(),
 		newServiceCmd(), newGenDocsCmd(), newVersionCmd(),
 		newApproveCmd(), newDenyCmd(), newAnswerCmd(), newHookCmd(),
+		newHostCmd(), newDialStdioCmd(),
 	)
+	addHostFlag(root)
 	addCompletions(root)
 	organizeHelp(root)
 	return root
@@ -73,9 +75,17 @@ func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 
 func userHome() (home.Home, error) { return home.Default() }
 
-// client returns a client for the user's home, starting the service on
-// demand unless AGENTCTL_NO_AUTOSTART=1.
+// newClient returns a client for the target host (-H, AGENTCTL_HOST), by
+// default the user's home on this machine, starting the service on demand
+// unless AGENTCTL_NO_AUTOSTART=1.
 func newClient() (*client.Client, error) {
+	if remoteTarget() {
+		h, err := targetHost()
+		if err != nil {
+			return nil, err
+		}
+		return h.Client()
+	}
 	h, err := userHome()
 	if err != nil {
 		return nil, err
@@ -84,7 +94,7 @@ func newClient() (*client.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("find the agentctl binary: %w", err)
 	}
-	return client.New(h, exe, os.Getenv("AGENTCTL_NO_AUTOSTART") != "1"), nil
+	return client.New(h, exe, autostart()), nil
 }
 
 // table writes aligned columns, buffered: tabwriter writes each cell on

@@ -41,6 +41,8 @@ type runFlags struct {
 	hookTimeout string
 	// group holds the flags that start several members or worktrees.
 	group groupFlags
+	// remote says the session starts on another host.
+	remote bool
 }
 
 func (f *runFlags) register(cmd *cobra.Command, withPrompt bool) {
@@ -71,6 +73,9 @@ func (f *runFlags) register(cmd *cobra.Command, withPrompt bool) {
 // request builds the RunRequest: the caller's whole environment travels with
 // it, since a service started by an init system has almost none.
 func (f *runFlags) request(cfg config.Config) (api.RunRequest, error) {
+	if f.remote {
+		return f.remoteRequest()
+	}
 	cwd := f.cwd
 	if cwd == "" && cfg.Cwd != "" {
 		h, _ := os.UserHomeDir()
@@ -111,6 +116,30 @@ func (f *runFlags) request(cfg config.Config) (api.RunRequest, error) {
 	return api.RunRequest{
 		Adapter: f.adapter, Prompt: f.prompt, Model: model, Cwd: abs,
 		Env: os.Environ(), EnvOverrides: f.env, Name: f.name, Labels: labels,
+		Rows: rows, Cols: cols, Interactive: f.interactive,
+		Lock: f.lock, Force: f.force, OnCreate: f.onCreate, OnComplete: f.onComplete, HookTimeout: f.hookTimeout,
+	}, nil
+}
+
+// remoteRequest is the RunRequest for another host's service: neither this
+// machine's directory nor its environment means anything there, so the
+// session runs in --cwd (a path on that host; default its user's home)
+// with the far service's environment.
+func (f *runFlags) remoteRequest() (api.RunRequest, error) {
+	if f.cwd != "" && !strings.HasPrefix(f.cwd, "/") {
+		return api.RunRequest{}, usageError{fmt.Errorf("--cwd %q: on another host, give an absolute path there", f.cwd)}
+	}
+	labels, err := parseLabels(append(append([]string(nil), f.labels...), f.meta...))
+	if err != nil {
+		return api.RunRequest{}, err
+	}
+	rows, cols := f.rows, f.cols
+	if w, h, err := term.GetSize(int(os.Stdin.Fd())); err == nil && f.attach && rows == 0 && cols == 0 {
+		rows, cols = uint16(h), uint16(w)
+	}
+	return api.RunRequest{
+		Adapter: f.adapter, Prompt: f.prompt, Model: f.model, Cwd: f.cwd,
+		EnvOverrides: f.env, Name: f.name, Labels: labels,
 		Rows: rows, Cols: cols, Interactive: f.interactive,
 		Lock: f.lock, Force: f.force, OnCreate: f.onCreate, OnComplete: f.onComplete, HookTimeout: f.hookTimeout,
 	}, nil
@@ -173,6 +202,11 @@ func start(cmd *cobra.Command, f *runFlags, req api.RunRequest) error {
 	if err != nil {
 		return err
 	}
+	return startOn(cmd, c, f, req)
+}
+
+// startOn is start on the service c talks to.
+func startOn(cmd *cobra.Command, c *client.Client, f *runFlags, req api.RunRequest) error {
 	sess, err := c.Launch(cmd.Context(), req)
 	if err != nil {
 		return err
@@ -323,11 +357,11 @@ func newResumeCmd() *cobra.Command {
 whole conversation. Prints the new run's id.`,
 		Args: args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			c, err := newClient()
+			c, id, err := clientFor(a[0])
 			if err != nil {
 				return err
 			}
-			prev, err := c.Get(cmd.Context(), a[0])
+			prev, err := c.Get(cmd.Context(), id)
 			if err != nil {
 				return err
 			}
@@ -337,7 +371,7 @@ whole conversation. Prints the new run's id.`,
 			if prev.Adapter == api.ExecAdapter {
 				return usageError{fmt.Errorf("session %s is a plain command, not an agent: resume continues an agent's conversation; run the command again with 'agentctl restart %s'", prev.ID, prev.ID)}
 			}
-			f.adapter, f.prompt = prev.Adapter, a[1]
+			f.adapter, f.prompt, f.remote = prev.Adapter, a[1], c.Remote()
 			if f.cwd == "" {
 				f.cwd = prev.Cwd
 			}
@@ -360,7 +394,7 @@ whole conversation. Prints the new run's id.`,
 					req.Labels[k] = v
 				}
 			}
-			return start(cmd, f, req)
+			return startOn(cmd, c, f, req)
 		},
 	}
 	f.register(cmd, false)

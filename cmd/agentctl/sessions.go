@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +14,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/hosts"
 	"github.com/agentctl/agentctl/internal/text"
 )
 
@@ -19,6 +22,7 @@ func newListCmd() *cobra.Command {
 	var o api.ListOptions
 	var out outputFlags
 	var watch bool
+	var hostList string
 	cmd := &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls", "ps"},
@@ -40,8 +44,14 @@ Activity (of running sessions): busy, idle, or "waiting: permission|question|
 input" when the agent waits for a person, as first-hand evidence says (the
 agent's hooks, its own records, a notification on its terminal); "-" when
 nothing says. --waiting lists only the waiting ones, longest waiting first;
-answer them with approve, deny or answer.`,
+answer them with approve, deny or answer.
+
+--hosts all (or -H build,gpu,local) asks every host at once and adds a HOST
+column; handles are then HOST/ID, which every command takes. A host that does
+not answer within 10s is a warning naming it, and the sessions it had running
+when it last answered are listed as unknown.`,
 		Example: `  agentctl list
+  agentctl list --hosts all
   agentctl list -a --status exited
   agentctl list -o wide --group review
   agentctl list --waiting
@@ -54,7 +64,17 @@ answer them with approve, deny or answer.`,
 			if err := checkStatus(o.Status); err != nil {
 				return err
 			}
-			c, err := newClient()
+			hs, several, err := targetHosts(hostList)
+			if err != nil {
+				return err
+			}
+			if several {
+				if watch {
+					return usageError{errors.New("list -w follows one host; over several, use agentctl top --hosts")}
+				}
+				return listSeveral(cmd.Context(), hs, o, out)
+			}
+			c, err := hs[0].Client()
 			if err != nil {
 				return err
 			}
@@ -95,11 +115,47 @@ answer them with approve, deny or answer.`,
 	fl.StringArrayVar(&o.Labels, "label", nil, "only sessions with label KEY=VALUE (repeatable)")
 	fl.DurationVar(&o.Since, "since", 0, "with -a, ended sessions of this recent past (default 168h)")
 	fl.BoolVar(&o.Waiting, "waiting", false, "only sessions waiting for a person, longest waiting first")
+	fl.StringVar(&hostList, "hosts", "", "list the sessions of several hosts: `all` (this machine and every named host) or a comma-separated list (build,gpu,local); the same as -H with several")
 	fl.BoolVarP(&watch, "watch", "w", false, "redraw the table on every change (in place on a terminal; a new table per change in a pipe)")
 	out.register(cmd)
 	cmd.RegisterFlagCompletionFunc("group", completeGroups)
 	cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions([]string{"running", "exited", "killed", "lost", "ended", "unknown"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
+}
+
+// listSeveral is list over several hosts: each asked at once, the answers
+// merged with the host of each session. It fails only when no host
+// answered.
+func listSeveral(ctx context.Context, hs []hosts.Host, o api.ListOptions, out outputFlags) error {
+	answers := hosts.ListAll(ctx, hs, o, hostTimeout)
+	list := hosts.Merge(answers, lastSeen(), o, time.Now())
+	failed := hosts.Failed(answers)
+	if len(failed) == len(hs) {
+		for _, w := range list.Warnings {
+			warn("%s", w)
+		}
+		return printedError{err: fmt.Errorf("no host answered (%s)", strings.Join(failed, ", "))}
+	}
+	if out.asJSON {
+		return printJSON(os.Stdout, list)
+	}
+	for _, w := range list.Warnings {
+		warn("%s", w)
+	}
+	if out.quiet {
+		for _, s := range list.Sessions {
+			fmt.Println(hosts.Handle(s.Host, s.ID))
+		}
+		return nil
+	}
+	if len(list.Sessions) == 0 {
+		if !out.noHeaders {
+			fmt.Fprintln(os.Stderr, "no sessions")
+		}
+		return nil
+	}
+	printSessionTable(os.Stdout, list.Sessions, tableWidth(os.Stdout), out.format == "wide", !out.noHeaders)
+	return nil
 }
 
 func shortID(id string) string {
@@ -180,11 +236,11 @@ func newStatusCmd() *cobra.Command {
 		Short: "Show one session (by id, unique id prefix or name)",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			c, err := newClient()
+			c, id, err := clientFor(a[0])
 			if err != nil {
 				return err
 			}
-			s, err := c.Get(cmd.Context(), a[0])
+			s, err := c.Get(cmd.Context(), id)
 			if err != nil {
 				return err
 			}
@@ -269,11 +325,11 @@ For a session whose agent has written nothing readable yet (or a plain command),
 it shows the end of the output log instead.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			c, err := newClient()
+			c, id, err := clientFor(a[0])
 			if err != nil {
 				return err
 			}
-			t, err := c.Transcript(cmd.Context(), a[0], n)
+			t, err := c.Transcript(cmd.Context(), id, n)
 			if err != nil {
 				return err
 			}
@@ -315,7 +371,7 @@ func newSendCmd() *cobra.Command {
 return) unless -n. With '-' the text comes from standard input, sent as is.`,
 		Args: args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			c, err := newClient()
+			c, id, err := clientFor(a[0])
 			if err != nil {
 				return err
 			}
@@ -334,7 +390,7 @@ return) unless -n. With '-' the text comes from standard input, sent as is.`,
 					data = append(data, '\r')
 				}
 			}
-			_, err = c.Input(cmd.Context(), a[0], data)
+			_, err = c.Input(cmd.Context(), id, data)
 			return err
 		},
 	}

@@ -9,7 +9,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/agentctl/agentctl/api"
-	"github.com/agentctl/agentctl/client"
 	"github.com/agentctl/agentctl/cmd/agentctl/internal/top"
 )
 
@@ -49,7 +48,7 @@ them off (every state is also spelt out).`,
 			if err != nil {
 				return err
 			}
-			o.Src = client.New(c.Home(), exe, false)
+			o.Src = c.WithoutAutostart()
 			o.Exe = exe
 			o.List = api.ListOptions{All: true, Since: since}
 			o.Colour = os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"

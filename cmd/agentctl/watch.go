@@ -31,11 +31,7 @@ func watchList(ctx context.Context, c *client.Client, o api.ListOptions, asJSON,
 	if _, err := c.List(ctx, api.ListOptions{}); err != nil {
 		return err
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("find the agentctl binary: %w", err)
-	}
-	c = client.New(c.Home(), exe, false)
+	c = c.WithoutAutostart()
 	tty := false
 	if f, ok := out.(*os.File); ok {
 		tty = term.IsTerminal(int(f.Fd())) && !asJSON

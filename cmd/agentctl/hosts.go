@@ -1,0 +1,352 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/client"
+	"github.com/agentctl/agentctl/config"
+	"github.com/agentctl/agentctl/hosts"
+)
+
+// Environment variables of the hosts.
+const (
+	// hostEnv names the host commands act on (-H sets it for the
+	// command and what it runs): a name, a URL, or for list, events and
+	// top several (a,b,local) or all.
+	hostEnv = "AGENTCTL_HOST"
+	// sshCommandEnv is ssh with the user's options.
+	sshCommandEnv = "AGENTCTL_SSH_COMMAND"
+)
+
+// hostTimeout is how long a view over several hosts waits for each.
+const hostTimeout = 10 * time.Second
+
+// addHostFlag adds -H/--host to every command: it sets AGENTCTL_HOST for
+// the command and whatever it runs (top's attach, a pager's logs).
+func addHostFlag(root *cobra.Command) {
+	var host string
+	root.PersistentFlags().StringVarP(&host, "host", "H", "", "the host to act on: a name from `agentctl host ls`, ssh://[user@]host[:port] or unix:///path (default $"+hostEnv+", else this machine); list, events and top take several (a,b,local) or all")
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if cmd.Flags().Changed("host") {
+			os.Setenv(hostEnv, host)
+		}
+		return nil
+	}
+}
+
+// hostSpec is the host (or hosts) this command was told to act on.
+func hostSpec() string { return strings.TrimSpace(os.Getenv(hostEnv)) }
+
+// remoteTarget reports whether commands act on a host other than this
+// machine's service.
+func remoteTarget() bool {
+	s := hostSpec()
+	return s != "" && s != hosts.Local
+}
+
+func autostart() bool { return os.Getenv("AGENTCTL_NO_AUTOSTART") != "1" }
+
+// hostResolver knows the named hosts of config.json and how to open
+// every kind of host.
+func hostResolver() (hosts.Resolver, error) {
+	h, err := userHome()
+	if err != nil {
+		return hosts.Resolver{}, err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return hosts.Resolver{}, fmt.Errorf("find the agentctl binary: %w", err)
+	}
+	// Warnings about config.json are run's to give; here only the hosts
+	// matter.
+	cfg, _, err := config.Load(config.Path(string(h)))
+	if err != nil {
+		return hosts.Resolver{}, err
+	}
+	return hosts.Resolver{
+		Schemes: hosts.Schemes(),
+		Named:   cfg.Hosts,
+		Env: hosts.Env{
+			Home: h, Exe: exe, Autostart: autostart(),
+			SSHCommand: strings.Fields(os.Getenv(sshCommandEnv)),
+			Version:    buildVersion(),
+		},
+	}, nil
+}
+
+// targetHost opens the one host a command acts on.
+func targetHost() (hosts.Host, error) {
+	spec := hostSpec()
+	if spec == hosts.All || strings.Contains(spec, ",") {
+		return hosts.Host{}, usageError{fmt.Errorf("--host %s names several hosts; this command acts on one (only list, events and top take several)", spec)}
+	}
+	r, err := hostResolver()
+	if err != nil {
+		return hosts.Host{}, err
+	}
+	return r.Host(spec)
+}
+
+// targetHosts opens the hosts a view shows: --hosts, else -H or
+// AGENTCTL_HOST, else this machine alone. several says whether the view
+// is over several (and so names each session's host).
+func targetHosts(flag string) (hs []hosts.Host, several bool, err error) {
+	spec := flag
+	if spec == "" {
+		spec = hostSpec()
+	}
+	if spec == "" || spec == hosts.Local {
+		// This machine alone: no configuration to read.
+		c, err := newClient()
+		if err != nil {
+			return nil, false, err
+		}
+		return []hosts.Host{{Name: hosts.Local, API: c}}, false, nil
+	}
+	r, err := hostResolver()
+	if err != nil {
+		return nil, false, err
+	}
+	hs, err = r.Hosts(spec)
+	if err != nil {
+		return nil, false, usageError{err}
+	}
+	return hs, spec == hosts.All || len(hs) > 1, nil
+}
+
+// clientFor returns the client of the host a session handle names
+// (HOST/ID, HOST a named host or "local"), and the handle on that host;
+// any other handle is the target host's.
+func clientFor(handle string) (*client.Client, string, error) {
+	if name, _, found := strings.Cut(handle, "/"); found && name != "" {
+		r, err := hostResolver()
+		if err != nil {
+			return nil, "", err
+		}
+		if name, id, ok := hosts.SplitHandle(handle, r.IsHost); ok {
+			h, err := r.Host(name)
+			if err != nil {
+				return nil, "", err
+			}
+			c, err := h.Client()
+			return c, id, err
+		}
+	}
+	c, err := newClient()
+	return c, handle, err
+}
+
+// routed is where a handle goes: the client of its host and the handle
+// there.
+type routed struct {
+	c  *client.Client
+	id string
+}
+
+// routeHandles routes each handle: HOST/ID to its host (one client per
+// host), any other to c, the target host's.
+func routeHandles(c *client.Client, handles []string) (map[string]routed, error) {
+	out := make(map[string]routed, len(handles))
+	var r *hosts.Resolver
+	clients := map[string]*client.Client{}
+	for _, h := range handles {
+		out[h] = routed{c: c, id: h}
+		if !strings.Contains(h, "/") {
+			continue
+		}
+		if r == nil {
+			res, err := hostResolver()
+			if err != nil {
+				return nil, err
+			}
+			r = &res
+		}
+		name, id, ok := hosts.SplitHandle(h, r.IsHost)
+		if !ok {
+			continue
+		}
+		hc := clients[name]
+		if hc == nil {
+			host, err := r.Host(name)
+			if err != nil {
+				return nil, err
+			}
+			if hc, err = host.Client(); err != nil {
+				return nil, err
+			}
+			clients[name] = hc
+		}
+		out[h] = routed{c: hc, id: id}
+	}
+	return out, nil
+}
+
+// lastSeen is the cache of each host's sessions seen running.
+func lastSeen() hosts.Cache {
+	h, err := userHome()
+	if err != nil {
+		return hosts.Cache{}
+	}
+	return hosts.Cache{Dir: filepath.Join(string(h), "hosts")}
+}
+
+// listHosts is list over several hosts: their answers merged, each
+// session naming its host.
+func listHosts(ctx context.Context, hs []hosts.Host, o api.ListOptions) api.SessionList {
+	return hosts.Merge(hosts.ListAll(ctx, hs, o, hostTimeout), lastSeen(), o, time.Now())
+}
+
+func newHostCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "host",
+		Short: "Name the other hosts agentctl reaches (add, rm, ls)",
+		Long: `Name other hosts, kept under "hosts" in config.json: agentctl reaches each
+host's own service over ssh (the system's ssh, with your ~/.ssh/config, agent,
+ProxyJump and known_hosts), running 'agentctl dial-stdio' there. Nothing
+listens on the network. A named host is then --host NAME (or
+AGENTCTL_HOST=NAME), and its sessions' handles are NAME/ID.
+
+URLs: ssh://[user@]host[:port], with ?agentctl=/path/to/agentctl when agentctl
+is not on the remote PATH of a non-interactive login; unix:///path for another
+local home. AGENTCTL_SSH_COMMAND replaces "ssh" (and may add options).`,
+		Example: `  agentctl host add build ssh://me@build01
+  agentctl host add gpu 'ssh://gpu-1:2222?agentctl=/opt/agentctl/bin/agentctl'
+  agentctl list --hosts all
+  agentctl logs -f build/01m8`,
+	}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "add NAME URL",
+		Short: "Name a host (or change the URL of a named one)",
+		Args:  args(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			if err := hosts.CheckName(a[0]); err != nil {
+				return usageError{err}
+			}
+			r, err := hostResolver()
+			if err != nil {
+				return err
+			}
+			// The URL must open: a typo is told now, not at first use.
+			if _, err := r.Schemes.Open(a[0], a[1], r.Env); err != nil {
+				return usageError{err}
+			}
+			named := map[string]string{}
+			for k, v := range r.Named {
+				named[k] = v
+			}
+			named[a[0]] = a[1]
+			return config.SetHosts(config.Path(string(r.Env.Home)), named)
+		},
+	}, &cobra.Command{
+		Use:     "rm NAME",
+		Aliases: []string{"remove"},
+		Short:   "Forget a named host",
+		Args:    args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			r, err := hostResolver()
+			if err != nil {
+				return err
+			}
+			if _, ok := r.Named[a[0]]; !ok {
+				return fmt.Errorf("no host is named %q (see agentctl host ls)", a[0])
+			}
+			named := map[string]string{}
+			for k, v := range r.Named {
+				if k != a[0] {
+					named[k] = v
+				}
+			}
+			return config.SetHosts(config.Path(string(r.Env.Home)), named)
+		},
+	}, &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List the named hosts",
+		Args:    args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			r, err := hostResolver()
+			if err != nil {
+				return err
+			}
+			names := make([]string, 0, len(r.Named))
+			for n := range r.Named {
+				names = append(names, n)
+			}
+			slices.Sort(names)
+			tw := newTable(os.Stdout)
+			fmt.Fprintln(tw, "NAME\tURL")
+			fmt.Fprintf(tw, "%s\t%s\n", hosts.Local, "(this machine)")
+			for _, n := range names {
+				fmt.Fprintf(tw, "%s\t%s\n", n, r.Named[n])
+			}
+			return tw.Flush()
+		},
+	})
+	return cmd
+}
+
+// newDialStdioCmd is what the CLI of another host runs over ssh: it
+// connects its standard input and output to this user's service (started
+// first, as any command would), after a greeting line that says so and
+// which protocol it speaks.
+func newDialStdioCmd() *cobra.Command {
+	var noAutostart bool
+	cmd := &cobra.Command{
+		Use:    "dial-stdio",
+		Short:  "Connect standard input and output to the service (run by agentctl over ssh)",
+		Hidden: true,
+		Args:   args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			h, err := userHome()
+			if err != nil {
+				return err
+			}
+			exe, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("find the agentctl binary: %w", err)
+			}
+			c := client.New(h, exe, autostart() && !noAutostart)
+			conn, err := c.Dial(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			if _, err := io.WriteString(os.Stdout, api.DialGreeting(buildVersion())); err != nil {
+				return fmt.Errorf("dial-stdio: %w", err)
+			}
+			return pipeStdio(conn)
+		},
+	}
+	cmd.Flags().BoolVar(&noAutostart, "no-autostart", false, "do not start the service when it is not running")
+	return cmd
+}
+
+// pipeStdio copies standard input to conn and conn to standard output
+// until the service closes the connection; the end of standard input
+// closes conn's writing half, so the service sees it.
+func pipeStdio(conn net.Conn) error {
+	go func() {
+		io.Copy(conn, os.Stdin)
+		if cw, ok := conn.(interface{ CloseWrite() error }); ok {
+			cw.CloseWrite()
+		}
+	}()
+	_, err := io.Copy(os.Stdout, conn)
+	// The service is done: whatever stdin still brings has nowhere to go.
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		return fmt.Errorf("dial-stdio: %w", err)
+	}
+	return nil
+}

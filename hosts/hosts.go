@@ -1,0 +1,288 @@
+// Package hosts is what the CLI knows of hosts: places that hold sessions
+// and answer the API — this machine's service, another machine's over ssh,
+// and any other kind a URL scheme registers (a cluster). It reads host URLs
+// and names, opens them through a registry of schemes, and holds, once for
+// every kind, what a view over several hosts needs: the fan-out, the merge
+// naming each session's host, HOST/ID handles, and the warning for a host
+// that does not answer, whose sessions seen before are shown as unknown
+// (from a small last-seen cache), never dropped and never called stopped.
+package hosts
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/agentctl/agentctl/client"
+	"github.com/agentctl/agentctl/home"
+)
+
+// Local is the name of this machine's own service.
+const Local = "local"
+
+// All, as a host selection, is the local host and every named one.
+const All = "all"
+
+// Host is one place sessions live.
+type Host struct {
+	// Name is what the HOST column and handles (NAME/ID) show: "local",
+	// a configured name, or the host part of a URL given as is.
+	Name string
+	// URL is how it was reached ("" for the local service).
+	URL string
+	// API answers for its sessions.
+	API client.Sessions
+}
+
+// Client is the host's API as the agentctl client, for what goes beyond
+// client.Sessions (attach, events, locks…); a kind of host that is no
+// agentctl service says so.
+func (h Host) Client() (*client.Client, error) {
+	if c, ok := h.API.(*client.Client); ok {
+		return c, nil
+	}
+	return nil, fmt.Errorf("host %s (%s) answers for its sessions but not this command", h.Name, h.URL)
+}
+
+// Env is what opening a host may need from the CLI.
+type Env struct {
+	// Home is the local home (the last-seen cache and the ssh masters'
+	// sockets live there); Exe the local agentctl; Autostart whether a
+	// service that does not run is started (locally or on the far side).
+	Home      home.Home
+	Exe       string
+	Autostart bool
+	// SSHCommand is ssh with the user's options; empty is "ssh".
+	SSHCommand []string
+	// Version is this agentctl's, named when versions disagree.
+	Version string
+}
+
+// Opener opens a host of one URL scheme; name is what messages call it.
+type Opener func(u *url.URL, name string, env Env) (client.Sessions, error)
+
+// Registry maps URL schemes to the kinds of host they open. Another kind
+// of host (a cluster) is one more entry.
+type Registry map[string]Opener
+
+// Schemes is the registry of the kinds of host agentctl itself knows:
+// ssh://[user@]host[:port][?agentctl=PATH] and unix:///path (another
+// local home, or its socket).
+func Schemes() Registry {
+	return Registry{"ssh": OpenSSH, "unix": OpenUnix}
+}
+
+// Open opens the host rawURL names; name "" takes the URL's host part.
+func (r Registry) Open(name, rawURL string, env Env) (Host, error) {
+	u, err := ParseURL(rawURL)
+	if err != nil {
+		return Host{}, err
+	}
+	open, ok := r[u.Scheme]
+	if !ok {
+		return Host{}, fmt.Errorf("host URL %q: unknown scheme %q (known: %s)", rawURL, u.Scheme, strings.Join(r.schemes(), ", "))
+	}
+	if name == "" {
+		name = defaultName(u)
+	}
+	api, err := open(u, name, env)
+	if err != nil {
+		return Host{}, err
+	}
+	return Host{Name: name, URL: rawURL, API: api}, nil
+}
+
+func (r Registry) schemes() []string {
+	out := make([]string, 0, len(r))
+	for s := range r {
+		out = append(out, s+"://")
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ParseURL reads a host URL: a scheme and, but for unix://, a host.
+func ParseURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("host URL %q: %w", raw, err)
+	}
+	switch {
+	case u.Scheme == "":
+		return nil, fmt.Errorf("host URL %q: no scheme (want ssh://[user@]host[:port] or unix:///path)", raw)
+	case u.Scheme == "unix" && u.Path == "":
+		return nil, fmt.Errorf("host URL %q: no path (want unix:///path/to/home)", raw)
+	case u.Scheme != "unix" && u.Host == "":
+		return nil, fmt.Errorf("host URL %q: no host", raw)
+	}
+	return u, nil
+}
+
+// defaultName is what a host given by URL is called: its host name, or
+// for a local home its path.
+func defaultName(u *url.URL) string {
+	if u.Scheme == "unix" {
+		return u.Path
+	}
+	return u.Hostname()
+}
+
+// OpenLocal opens this machine's own service, in env's home.
+func OpenLocal(env Env) Host {
+	return Host{Name: Local, API: client.New(env.Home, env.Exe, env.Autostart)}
+}
+
+// OpenUnix opens another local home's service: unix:///path names the
+// home, or its socket.
+func OpenUnix(u *url.URL, _ string, env Env) (client.Sessions, error) {
+	dir := filepath.Clean(u.Path)
+	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() || filepath.Base(dir) == "agentctl.sock" {
+		dir = filepath.Dir(dir)
+	}
+	return client.New(home.Home(dir), env.Exe, env.Autostart), nil
+}
+
+// OpenSSH opens another machine's service through ssh.
+func OpenSSH(u *url.URL, name string, env Env) (client.Sessions, error) {
+	s, err := ParseSSH(u)
+	if err != nil {
+		return nil, err
+	}
+	s.Name = name
+	s.Command = env.SSHCommand
+	s.Version = env.Version
+	if env.Home != "" {
+		s.ControlDir = client.SSHControlDir(env.Home)
+	}
+	return client.NewRemote(s, env.Autostart), nil
+}
+
+// ParseSSH reads ssh://[user@]host[:port][?agentctl=PATH]: agentctl names
+// the far side's binary when it is not on the remote PATH.
+func ParseSSH(u *url.URL) (*client.SSH, error) {
+	if u.Scheme != "ssh" {
+		return nil, fmt.Errorf("host URL %q: not ssh://", u)
+	}
+	if u.Path != "" && u.Path != "/" {
+		return nil, fmt.Errorf("host URL %q: an ssh host has no path (to name the remote agentctl, add ?agentctl=/path/to/agentctl)", u)
+	}
+	if _, set := u.User.Password(); set {
+		return nil, fmt.Errorf("host URL %q: no password in the URL: ssh's own authentication (keys, agent) applies", u.Redacted())
+	}
+	s := &client.SSH{Host: u.Hostname(), Port: u.Port(), User: u.User.Username()}
+	if strings.HasPrefix(s.Host, "-") {
+		return nil, fmt.Errorf("host URL %q: a host cannot start with '-'", u)
+	}
+	for k, v := range u.Query() {
+		switch k {
+		case "agentctl":
+			s.Agentctl = v[len(v)-1]
+		default:
+			return nil, fmt.Errorf("host URL %q: unknown parameter %q (known: agentctl)", u, k)
+		}
+	}
+	return s, nil
+}
+
+// CheckName refuses a name a host cannot have: "local" and "all" are
+// taken, and a name must fit in a handle (NAME/ID) and a file name.
+func CheckName(name string) error {
+	switch {
+	case name == Local || name == All:
+		return fmt.Errorf("host name %q is reserved", name)
+	case name == "":
+		return fmt.Errorf("a host needs a name")
+	case strings.HasPrefix(name, "-") || strings.HasPrefix(name, "."):
+		return fmt.Errorf("host name %q: must start with a letter or digit", name)
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return fmt.Errorf("host name %q: only letters, digits, '-', '_' and '.'", name)
+		}
+	}
+	return nil
+}
+
+// Resolver turns what a user types (a host name, a URL, "local") into
+// hosts, given the named ones of config.json.
+type Resolver struct {
+	Schemes Registry
+	// Named maps names to URLs.
+	Named map[string]string
+	Env   Env
+}
+
+// Host opens one host: "" or "local" is this machine's service.
+func (r Resolver) Host(spec string) (Host, error) {
+	switch {
+	case spec == "" || spec == Local:
+		return OpenLocal(r.Env), nil
+	case r.Named[spec] != "":
+		return r.Schemes.Open(spec, r.Named[spec], r.Env)
+	case strings.Contains(spec, "://"):
+		return r.Schemes.Open("", spec, r.Env)
+	}
+	return Host{}, fmt.Errorf("unknown host %q: neither a named host (%s) nor a URL (ssh://[user@]host[:port], unix:///path); add it with `agentctl host add %s ssh://…`",
+		spec, strings.Join(r.names(), ", "), spec)
+}
+
+// Hosts opens a selection: "all" (the local host and every named one) or
+// a comma-separated list of names and URLs.
+func (r Resolver) Hosts(spec string) ([]Host, error) {
+	var specs []string
+	if spec == All {
+		specs = r.names()
+	} else {
+		for _, s := range strings.Split(spec, ",") {
+			if s = strings.TrimSpace(s); s != "" && !slices.Contains(specs, s) {
+				specs = append(specs, s)
+			}
+		}
+	}
+	if len(specs) == 0 {
+		return nil, fmt.Errorf("no host in %q", spec)
+	}
+	out := make([]Host, 0, len(specs))
+	for _, s := range specs {
+		h, err := r.Host(s)
+		if err != nil {
+			return nil, err
+		}
+		if slices.ContainsFunc(out, func(o Host) bool { return o.Name == h.Name }) {
+			return nil, fmt.Errorf("hosts %q: two hosts are called %s; name them (agentctl host add)", spec, h.Name)
+		}
+		out = append(out, h)
+	}
+	return out, nil
+}
+
+// names is "local" and the named hosts, sorted.
+func (r Resolver) names() []string {
+	out := []string{Local}
+	for n := range r.Named {
+		out = append(out, n)
+	}
+	slices.Sort(out[1:])
+	return out
+}
+
+// IsHost reports whether name is a host a handle may start with.
+func (r Resolver) IsHost(name string) bool {
+	return name == Local || r.Named[name] != ""
+}
+
+// SplitHandle splits a handle NAME/ID whose NAME is a host isHost knows;
+// any other handle is the default host's (ok false).
+func SplitHandle(handle string, isHost func(string) bool) (host, id string, ok bool) {
+	h, rest, found := strings.Cut(handle, "/")
+	if !found || rest == "" || !isHost(h) {
+		return "", handle, false
+	}
+	return h, rest, true
+}
+
+// Handle is a session's handle on host name.
+func Handle(name, id string) string { return name + "/" + id }
