@@ -16,10 +16,10 @@ const Protocol = 1
 // has reached its service, before any byte of the API.
 const dialGreetingPrefix = "agentctl-dial-stdio"
 
-// DialGreeting is that line (newline included): the protocol and the
-// far end's agentctl version.
-func DialGreeting(version string) string {
-	return fmt.Sprintf("%s protocol=%d version=%s\n", dialGreetingPrefix, Protocol, version)
+// DialGreeting is that line (newline included): the protocol the far end
+// speaks and its agentctl version.
+func DialGreeting(protocol int, version string) string {
+	return fmt.Sprintf("%s protocol=%d version=%s\n", dialGreetingPrefix, protocol, version)
 }
 
 // ParseDialGreeting reads a greeting line (without its newline). ok is

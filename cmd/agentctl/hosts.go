@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -297,6 +298,18 @@ local home. AGENTCTL_SSH_COMMAND replaces "ssh" (and may add options).`,
 	return cmd
 }
 
+// protocol, when set at build time (-ldflags "-X main.protocol=N"), is
+// the API protocol dial-stdio announces instead of api.Protocol: how an
+// agentctl of another release is built to test version skew.
+var protocol = ""
+
+func dialProtocol() int {
+	if n, err := strconv.Atoi(protocol); err == nil {
+		return n
+	}
+	return api.Protocol
+}
+
 // newDialStdioCmd is what the CLI of another host runs over ssh: it
 // connects its standard input and output to this user's service (started
 // first, as any command would), after a greeting line that says so and
@@ -323,7 +336,7 @@ func newDialStdioCmd() *cobra.Command {
 				return err
 			}
 			defer conn.Close()
-			if _, err := io.WriteString(os.Stdout, api.DialGreeting(buildVersion())); err != nil {
+			if _, err := io.WriteString(os.Stdout, api.DialGreeting(dialProtocol(), buildVersion())); err != nil {
 				return fmt.Errorf("dial-stdio: %w", err)
 			}
 			return pipeStdio(conn)
