@@ -1,0 +1,163 @@
+package hosts
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentctl/agentctl/api"
+)
+
+func TestParseSSH(t *testing.T) {
+	for _, tc := range []struct {
+		url                   string
+		user, host, port, bin string
+		err                   string
+	}{
+		{url: "ssh://build01", host: "build01"},
+		{url: "ssh://me@build01:2222", user: "me", host: "build01", port: "2222"},
+		{url: "ssh://me@[::1]:22", user: "me", host: "::1", port: "22"},
+		{url: "ssh://gpu-1?agentctl=/opt/agentctl/bin/agentctl", host: "gpu-1", bin: "/opt/agentctl/bin/agentctl"},
+		{url: "ssh://me:secret@build01", err: "no password"},
+		{url: "ssh://build01/home/me", err: "has no path"},
+		{url: "ssh://build01?bogus=1", err: `unknown parameter "bogus"`},
+		{url: "ssh://-oProxyCommand=x", err: "cannot start with '-'"},
+	} {
+		u, err := ParseURL(tc.url)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.url, err)
+		}
+		s, err := ParseSSH(u)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: error %v, want one saying %q", tc.url, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tc.url, err)
+		}
+		if s.User != tc.user || s.Host != tc.host || s.Port != tc.port || s.Agentctl != tc.bin {
+			t.Errorf("%s: got %+v", tc.url, s)
+		}
+	}
+}
+
+func TestParseURLRefuses(t *testing.T) {
+	for raw, want := range map[string]string{
+		"build01":   "no scheme",
+		"ssh://":    "no host",
+		"unix://":   "no path",
+		"ssh://a b": "invalid",
+		"k8s:///ns": "no host",
+	} {
+		if _, err := ParseURL(raw); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: error %v, want one saying %q", raw, err, want)
+		}
+	}
+}
+
+func TestResolverNamesAndSchemes(t *testing.T) {
+	r := Resolver{Schemes: Schemes(), Named: map[string]string{"build": "ssh://me@build01", "other": "unix:///tmp/x"}}
+	h, err := r.Host("build")
+	if err != nil || h.Name != "build" || h.URL != "ssh://me@build01" {
+		t.Fatalf("build: %+v, %v", h, err)
+	}
+	if h, err := r.Host("ssh://gpu-1:2222"); err != nil || h.Name != "gpu-1" {
+		t.Fatalf("a URL: %+v, %v", h, err)
+	}
+	if h, err := r.Host(""); err != nil || h.Name != Local {
+		t.Fatalf("the default: %+v, %v", h, err)
+	}
+	if _, err := r.Host("nope"); err == nil || !strings.Contains(err.Error(), "agentctl host add nope") {
+		t.Fatalf("an unknown name: %v", err)
+	}
+	if _, err := r.Host("k8s://ctx/ns"); err == nil || !strings.Contains(err.Error(), `unknown scheme "k8s"`) {
+		t.Fatalf("a scheme nobody registered: %v", err)
+	}
+	all, err := r.Hosts(All)
+	if err != nil || strings.Join(Names(all), ",") != "local,build,other" {
+		t.Fatalf("all: %v, %v", Names(all), err)
+	}
+	some, err := r.Hosts("build, local,build")
+	if err != nil || strings.Join(Names(some), ",") != "build,local" {
+		t.Fatalf("a list: %v, %v", Names(some), err)
+	}
+}
+
+func TestSplitHandle(t *testing.T) {
+	isHost := func(n string) bool { return n == "build" || n == Local }
+	for _, tc := range []struct{ in, host, id string }{
+		{"build/01m8", "build", "01m8"},
+		{"local/k3x9", "local", "k3x9"},
+		{"k3x9", "", "k3x9"},
+		{"web/api", "", "web/api"}, // a name with a slash, no such host
+		{"build/", "", "build/"},
+	} {
+		h, id, ok := SplitHandle(tc.in, isHost)
+		if h != tc.host || id != tc.id || ok != (tc.host != "") {
+			t.Errorf("%q: got %q %q %v", tc.in, h, id, ok)
+		}
+	}
+}
+
+func TestCheckName(t *testing.T) {
+	for name, ok := range map[string]bool{"build": true, "gpu-1.eu": true, "local": false, "all": false, "a/b": false, "-x": false, "": false} {
+		if err := CheckName(name); (err == nil) != ok {
+			t.Errorf("%q: %v", name, err)
+		}
+	}
+}
+
+func TestMergeNamesHostsAndKeepsUnreachableOnesUnknown(t *testing.T) {
+	cache := Cache{Dir: t.TempDir()}
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	a := Host{Name: "a"}
+	b := Host{Name: "b"}
+	first := []Answer{
+		{Host: a, List: api.SessionList{Sessions: []api.Session{{ID: "aaaa1", Handle: "aaaa", Status: api.StatusRunning}}, Warnings: []string{"a corrupt record"}}},
+		{Host: b, List: api.SessionList{Sessions: []api.Session{
+			{ID: "bbbb1", Handle: "bbbb", Status: api.StatusRunning, Activity: api.ActivityBusy, Group: "g"},
+			{ID: "bbbb2", Status: api.StatusExited},
+		}}},
+	}
+	l := Merge(first, cache, api.ListOptions{}, now)
+	if len(l.Sessions) != 3 || l.Sessions[0].Host != "a" || l.Sessions[0].Handle != "a/aaaa" || l.Sessions[2].Handle != "b/bbbb2" {
+		t.Fatalf("merged: %+v", l.Sessions)
+	}
+	if len(l.Warnings) != 1 || l.Warnings[0] != "a: a corrupt record" {
+		t.Fatalf("warnings: %q", l.Warnings)
+	}
+
+	// B stops answering: its running session seen before is unknown, the
+	// ended one is not made up, and a warning names B.
+	second := []Answer{first[0], {Host: b, Err: errors.New("cannot reach the host over ssh")}}
+	l = Merge(second, cache, api.ListOptions{}, now.Add(time.Minute))
+	if len(l.Sessions) != 2 {
+		t.Fatalf("with b down: %+v", l.Sessions)
+	}
+	got := l.Sessions[1]
+	if got.ID != "bbbb1" || got.Host != "b" || got.Status != api.StatusUnknown || got.Activity != "" || len(got.Warnings) != 1 {
+		t.Fatalf("b's session seen before: %+v", got)
+	}
+	w := l.Warnings[len(l.Warnings)-1]
+	if !strings.Contains(w, "host b did not answer: cannot reach") || !strings.Contains(w, "its 1 sessions running when last seen (1m ago)") {
+		t.Fatalf("warning: %q", w)
+	}
+	// A filter applies to what was seen: another group shows nothing of B,
+	// and asking for running sessions does not show unknown ones.
+	for _, o := range []api.ListOptions{{Group: "other"}, {Status: string(api.StatusRunning)}} {
+		if l := Merge(second, cache, o, now); len(l.Sessions) != 1 {
+			t.Fatalf("%+v: %+v", o, l.Sessions)
+		}
+	}
+	// A filtered answer does not replace what was last seen.
+	Merge([]Answer{{Host: b, List: api.SessionList{}}}, cache, api.ListOptions{Group: "other"}, now)
+	if seen, _, _ := cache.Load("b"); len(seen) != 1 {
+		t.Fatalf("a filtered list replaced b's last seen: %+v", seen)
+	}
+	if got := Failed(second); len(got) != 1 || got[0] != "b" {
+		t.Fatalf("failed: %v", got)
+	}
+}
