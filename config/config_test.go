@@ -2,6 +2,7 @@ package config
 
 import (
 	"os"
+	"reflect"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,6 +26,8 @@ func TestLoad(t *testing.T) {
 			want: Config{Adapter: "claude-code", Model: "opus", Cwd: "~/code", WebhookURL: "http://127.0.0.1:9/hook", WebhookSecret: "s3cret"},
 		},
 		{name: "metrics port", content: `{"metrics_port": 9200}`, want: Config{MetricsPort: 9200}},
+		{name: "named hosts", content: `{"hosts": {"build": "ssh://me@build01"}}`, want: Config{Hosts: map[string]string{"build": "ssh://me@build01"}}},
+		{name: "a host that is no URL", content: `{"hosts": {"build": "build01"}}`, err: `"build01" is not a URL`},
 		{
 			name:     "unknown key warns and the rest applies",
 			content:  `{"model": "m", "webhok_url": "x"}`,
@@ -71,7 +74,7 @@ func TestLoad(t *testing.T) {
 			if err != nil {
 				t.Fatalf("unexpected error: %v", err)
 			}
-			if got != tt.want {
+			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("config = %+v, want %+v", got, tt.want)
 			}
 			if len(warnings) != len(tt.warnings) {
@@ -129,7 +132,7 @@ func TestWithEnv(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got != tt.want {
+			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("got %+v, want %+v", got, tt.want)
 			}
 		})
@@ -147,5 +150,26 @@ func TestExpandCwd(t *testing.T) {
 		if got := (Config{Cwd: tt.cwd}).ExpandCwd("/home/u"); got != tt.want {
 			t.Errorf("ExpandCwd(%q) = %q, want %q", tt.cwd, got, tt.want)
 		}
+	}
+}
+
+func TestSetHostsKeepsTheOtherKeys(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	if err := os.WriteFile(path, []byte(`{"model": "opus", "future_key": [1, 2]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := SetHosts(path, map[string]string{"gpu": "ssh://gpu-1"}); err != nil {
+		t.Fatal(err)
+	}
+	c, warnings, err := Load(path)
+	if err != nil || c.Model != "opus" || c.Hosts["gpu"] != "ssh://gpu-1" || len(warnings) != 1 {
+		t.Fatalf("after adding a host: %+v %q %v", c, warnings, err)
+	}
+	if err := SetHosts(path, nil); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	if strings.Contains(string(b), "hosts") || !strings.Contains(string(b), "future_key") {
+		t.Fatalf("after removing the last host: %s", b)
 	}
 }

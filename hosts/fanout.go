@@ -200,10 +200,11 @@ type EventSource interface {
 
 // Events merges the hosts' event streams until ctx ends: each event names
 // its host and its session's handle is HOST/ID. fn is called from one
-// goroutine at a time. A host whose stream cannot open or breaks off is
-// reported to down, and its stream reopened (from the last event seen)
-// after a pause; Events returns when ctx ends or fn fails.
-func Events(ctx context.Context, hs []Host, o client.EventOptions, fn func(api.Event) error, down func(Host, error)) error {
+// goroutine at a time. link hears of each host's stream: nil when it
+// opens, the error when it cannot open or breaks off; it is then reopened
+// (from the last event seen) after a pause. Events returns when ctx ends
+// or fn fails.
+func Events(ctx context.Context, hs []Host, o client.EventOptions, fn func(api.Event) error, link func(Host, error)) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var mu sync.Mutex
@@ -211,16 +212,24 @@ func Events(ctx context.Context, hs []Host, o client.EventOptions, fn func(api.E
 	for _, h := range hs {
 		src, ok := h.API.(EventSource)
 		if !ok {
-			down(h, fmt.Errorf("host %s has no event stream", h.Name))
+			link(h, fmt.Errorf("host %s has no event stream", h.Name))
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			opts := o
+			seen := false // the stream opened once: Since is where it is
 			backoff := 500 * time.Millisecond
 			for ctx.Err() == nil {
-				err := src.Events(ctx, opts, func(uint64) { backoff = 500 * time.Millisecond }, func(e api.Event) error {
+				err := src.Events(ctx, opts, func(after uint64) {
+					backoff = 500 * time.Millisecond
+					if opts.Since == "" || !seen {
+						// Reopened, it carries on from here: none missed.
+						opts.Since, seen = fmt.Sprint(after), true
+					}
+					link(h, nil)
+				}, func(e api.Event) error {
 					opts.Since = fmt.Sprint(e.Seq)
 					e.Host = h.Name
 					if e.Session != nil {
@@ -238,7 +247,10 @@ func Events(ctx context.Context, hs []Host, o client.EventOptions, fn func(api.E
 				if ctx.Err() != nil {
 					return
 				}
-				down(h, err)
+				if err == nil {
+					err = errors.New("the event stream ended (the service stopped?)")
+				}
+				link(h, err)
 				select {
 				case <-ctx.Done():
 					return

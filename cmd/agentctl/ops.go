@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/client"
+	"github.com/agentctl/agentctl/hosts"
 )
 
 func newLockCmd() *cobra.Command {
@@ -301,7 +302,7 @@ func fuseRemaining(d time.Duration) string {
 
 func newEventsCmd() *cobra.Command {
 	var types []string
-	var since string
+	var since, hostList string
 	cmd := &cobra.Command{
 		Use:   "events",
 		Short: "Stream the service's events as NDJSON",
@@ -314,7 +315,9 @@ fuse.expired and hook.failed. Each has a seq number; --since SEQ replays the
 events after it from the service's journal, --since 10m those of the last ten
 minutes. When the service restarts, events reconnects and carries on from the
 last event it printed, missing none. A line of type events.gap says events
-were no longer in the journal.
+were no longer in the journal. With --hosts, the streams of several hosts are
+merged, each event naming its "host" (and its session's handle HOST/ID); a
+host whose stream breaks is a warning, and reconnects by itself.
 
   agentctl events --type session.stopped | jq -r '.session.exit_code'`,
 		Args: args(cobra.NoArgs),
@@ -327,13 +330,32 @@ were no longer in the journal.
 					return usageError{err}
 				}
 			}
-			c, err := newClient()
+			o := client.EventOptions{Since: since, Types: types}
+			hs, several, err := targetHosts(hostList)
 			if err != nil {
 				return err
 			}
-			return streamEvents(cmd.Context(), c, client.EventOptions{Since: since, Types: types}, os.Stdout)
+			if several {
+				enc := json.NewEncoder(os.Stdout)
+				err := hosts.Events(cmd.Context(), hs, o, func(e api.Event) error { return enc.Encode(e) },
+					func(h hosts.Host, err error) {
+						if err != nil {
+							warn("host %s: %v; reconnecting", h.Name, err)
+						}
+					})
+				if cmd.Context().Err() != nil {
+					return nil
+				}
+				return err
+			}
+			c, err := hs[0].Client()
+			if err != nil {
+				return err
+			}
+			return streamEvents(cmd.Context(), c, o, os.Stdout)
 		},
 	}
+	cmd.Flags().StringVar(&hostList, "hosts", "", "merge the events of several hosts: `all` or a comma-separated list (build,gpu,local); each event names its host")
 	cmd.Flags().StringArrayVar(&types, "type", nil, "only events of this type, or family (lock.*) (repeatable)")
 	cmd.Flags().StringVar(&since, "since", "", "first replay the events after this sequence number, or of this duration (10m), or since this RFC 3339 time")
 	cmd.Flags().Bool("json", true, "print NDJSON (the only format; accepted for compatibility)")

@@ -10,11 +10,13 @@ import (
 
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/cmd/agentctl/internal/top"
+	"github.com/agentctl/agentctl/hosts"
 )
 
 func newTopCmd() *cobra.Command {
 	var o top.Options
 	var since time.Duration
+	var hostList string
 	cmd := &cobra.Command{
 		Use:   "top",
 		Short: "A live, full-screen view of every session",
@@ -31,24 +33,41 @@ It reads one snapshot, then follows the service's event stream over one
 connection, and reconnects by itself when the service restarts. The whole
 list is read again every --refresh for what changes without an event
 (tokens, cost, last activity). Colours follow the terminal; NO_COLOR turns
-them off (every state is also spelt out).`,
+them off (every state is also spelt out).
+
+--hosts all (or -H a,b,local) shows the sessions of several hosts in one
+view, each row's id HOST/ID; a host that does not answer is a warning, and
+the sessions it had running when last seen show as unknown.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := newClient()
+			hs, several, err := targetHosts(hostList)
 			if err != nil {
 				return err
 			}
-			// The first request starts the service when allowed; after that
-			// the view never starts one itself: a service stopped on
-			// purpose stays stopped, and the view says it is reconnecting.
-			if _, err := c.List(cmd.Context(), api.ListOptions{}); err != nil {
-				return err
+			if several {
+				view := &hosts.View{Hosts: hs, Cache: lastSeen(), Timeout: hostTimeout}
+				if _, err := view.List(cmd.Context(), api.ListOptions{}); err != nil {
+					return err
+				}
+				o.Src = view
+			} else {
+				c, err := hs[0].Client()
+				if err != nil {
+					return err
+				}
+				// The first request starts the service when allowed; after
+				// that the view never starts one itself: a service stopped
+				// on purpose stays stopped, and the view says it is
+				// reconnecting.
+				if _, err := c.List(cmd.Context(), api.ListOptions{}); err != nil {
+					return err
+				}
+				o.Src = c.WithoutAutostart()
 			}
 			exe, err := os.Executable()
 			if err != nil {
 				return err
 			}
-			o.Src = c.WithoutAutostart()
 			o.Exe = exe
 			o.List = api.ListOptions{All: true, Since: since}
 			o.Colour = os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
@@ -60,6 +79,7 @@ them off (every state is also spelt out).`,
 		},
 	}
 	fl := cmd.Flags()
+	fl.StringVar(&hostList, "hosts", "", "show the sessions of several hosts: `all` (this machine and every named host) or a comma-separated list; ids are then HOST/ID")
 	fl.BoolVarP(&o.ShowEnded, "all", "a", false, "show ended sessions from the start (the a key toggles them)")
 	fl.DurationVar(&since, "since", 24*time.Hour, "ended sessions of this recent past")
 	fl.DurationVar(&o.Refresh, "refresh", 5*time.Second, "read the whole list again this often (0: only on events)")

@@ -2,6 +2,7 @@ package top
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -237,6 +238,7 @@ type column struct {
 // columns in display order; dropOrder says which go first when the
 // terminal is too narrow.
 var columns = []column{
+	{name: "HOST", cell: func(_ Frame, r Row) string { return r.Host }, max: 16, shrink: 6},
 	{name: "SESSION", cell: func(_ Frame, r Row) string { return r.Handle }, max: 24, shrink: 8},
 	{name: "ADAPTER", cell: func(_ Frame, r Row) string { return r.Adapter }},
 	{name: "STATUS", cell: func(_ Frame, r Row) string { return StatusText(r.Session) }, max: 24, shrink: 9},
@@ -274,6 +276,10 @@ func layout(f Frame, cells [][]string) (keep []int, widths []int) {
 	// The group column says nothing when rows are grouped by it.
 	for i, c := range columns {
 		if c.name == "GROUP" && f.Opts.Group == GroupByGroup {
+			dropped[i] = true
+		}
+		// The host column shows in a view over several hosts only.
+		if c.name == "HOST" && !slices.ContainsFunc(cells, func(row []string) bool { return row[i] != "" }) {
 			dropped[i] = true
 		}
 	}
