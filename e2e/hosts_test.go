@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -324,6 +325,55 @@ func TestHostsOverSSH(t *testing.T) {
 		}
 	}
 
+	// events over A and this machine: one stream, each event naming its
+	// host and its session's handle.
+	ev := e.Command("events", "--hosts", "a,local", "--since", "0", "--type", "session.started")
+	evOut, err := ev.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ev.Start(); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{onA.ID: "a", local.ID: "local"}
+	sc := bufio.NewScanner(evOut)
+	for len(want) > 0 && sc.Scan() {
+		var got api.Event
+		if err := json.Unmarshal(sc.Bytes(), &got); err != nil {
+			t.Fatalf("events: %q: %v", sc.Text(), err)
+		}
+		if host, ok := want[got.SessionID]; ok {
+			if got.Host != host || got.Session == nil || got.Session.Host != host {
+				t.Fatalf("events: %s's event names host %q, want %s: %s", got.SessionID, got.Host, host, sc.Text())
+			}
+			delete(want, got.SessionID)
+		}
+	}
+	ev.Process.Kill()
+	ev.Wait()
+	if len(want) > 0 {
+		t.Fatalf("events --hosts a,local: no start event of %v", want)
+	}
+
+	// top over every host: A's, B's and this machine's sessions, by host.
+	view := newTmux(t, e, 160, 30)
+	view.text(e.Bin + " top --hosts all")
+	view.keys("Enter")
+	screen := view.waitScreen(20*time.Second, "every host's sessions", func(s string) bool {
+		return strings.Contains(s, "on-a") && strings.Contains(s, "on-b") && strings.Contains(s, "on-local")
+	})
+	for name, host := range map[string]string{"on-a": "a", "on-b": "b", "on-local": "local"} {
+		found := false
+		for _, l := range strings.Split(screen, "\n") {
+			f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(l), "›"))
+			found = found || len(f) > 2 && f[0] == host && f[1] == name
+		}
+		if !found {
+			t.Fatalf("top: no row of %s on host %s:\n%s", name, host, screen)
+		}
+	}
+	view.keys("q")
+
 	// logs -f from B follows to the end, over ssh.
 	var counter api.Session
 	e.JSON(&counter, "run", "--json", "-H", "b", "--", "sh", "-c", "for i in 1 2 3; do echo line-$i; sleep 0.3; done")
@@ -341,7 +391,10 @@ func TestHostsOverSSH(t *testing.T) {
 	tm := newTmux(t, e, 100, 30)
 	tm.text(e.Bin + " attach a/" + cat.ID)
 	tm.keys("Enter")
-	tm.waitFor(15*time.Second, "attached to")
+	// Attached, the session's (empty) screen is drawn over ours.
+	tm.waitScreen(15*time.Second, "the session's screen", func(s string) bool {
+		return !strings.Contains(s, " attach a/")
+	})
 	tm.text("ping-over-ssh")
 	tm.keys("Enter")
 	WaitFor(t, 10*time.Second, "the echo of what was typed", func() bool {
