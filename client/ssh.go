@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -38,6 +39,12 @@ type SSH struct {
 	ControlDir string
 	// Version is this agentctl's version, named when versions disagree.
 	Version string
+
+	// first holds dials back until one has brought the shared master up:
+	// connections started together before it would each make a whole
+	// ssh connection of their own (and trip sshd's MaxStartups).
+	first  sync.Mutex
+	shared bool
 }
 
 var _ Dialer = (*SSH)(nil)
@@ -86,7 +93,18 @@ func (s *SSH) Argv(autostart bool) []string {
 
 // Dial starts ssh and waits for the far end's greeting, which says it
 // reached its service and which protocol it speaks.
-func (s *SSH) Dial(ctx context.Context, autostart bool) (net.Conn, error) {
+func (s *SSH) Dial(ctx context.Context, autostart bool) (conn net.Conn, err error) {
+	if s.ControlDir != "" {
+		s.first.Lock()
+		if s.shared {
+			s.first.Unlock()
+		} else {
+			defer func() {
+				s.shared = err == nil
+				s.first.Unlock()
+			}()
+		}
+	}
 	argv := s.Argv(autostart)
 	inR, inW, err := os.Pipe()
 	if err != nil {
@@ -124,11 +142,11 @@ func (s *SSH) Dial(ctx context.Context, autostart bool) (net.Conn, error) {
 	exited := make(chan struct{})
 	var waitErr error
 	go func() { waitErr = cmd.Wait(); close(exited) }()
-	conn := &sshConn{w: inW, r: outR, proc: cmd.Process, exited: exited, name: s.Name}
+	sc := &sshConn{w: inW, r: outR, proc: cmd.Process, exited: exited, name: s.Name}
 
 	line, err := readGreeting(ctx, outR, greetingTimeout)
 	if err != nil {
-		conn.Close()
+		sc.Close()
 		<-exited
 		msg := readTail(errf)
 		errf.Close()
@@ -140,14 +158,14 @@ func (s *SSH) Dial(ctx context.Context, autostart bool) (net.Conn, error) {
 	errf.Close()
 	proto, version, ok := api.ParseDialGreeting(line)
 	if !ok {
-		conn.Close()
+		sc.Close()
 		return nil, fmt.Errorf("reach %s: `agentctl dial-stdio` there answered %q, not its greeting (does a login script print to standard output?)", s, line)
 	}
 	if err := s.checkProtocol(proto, version); err != nil {
-		conn.Close()
+		sc.Close()
 		return nil, err
 	}
-	return conn, nil
+	return sc, nil
 }
 
 // ErrVersionSkew marks a far end whose protocol this agentctl does not
@@ -190,7 +208,7 @@ func (s *SSH) dialFailure(code int, stderr string, readErr error) error {
 			msg = "ssh exited with status 255"
 		}
 		return fmt.Errorf("%w: %s: %s", ErrUnreachable, s, msg)
-	case code == 127 || code == 126 && strings.Contains(msg, "not found"):
+	case code == 127 || (code == 126 && strings.Contains(msg, "not found")):
 		return fmt.Errorf("%w: %s has no %s (the remote shell answered: %s): install agentctl on that host, on the PATH of a non-interactive ssh login, or name its path in the host's URL (ssh://%s?agentctl=/path/to/agentctl)",
 			ErrNoAgentctl, s, bin, orNothing(msg), s.Host)
 	case strings.Contains(msg, `unknown command "dial-stdio"`):

@@ -15,6 +15,10 @@
 //
 //	agentctl-bench [--sizes 100,1000,10000] [--bin PATH] [--runs N] [--keep] [--core=false] [--top N]
 //
+// With --hosts N it instead times list over ssh: on this machine, on one
+// remote host and over N at once, against the ssh round trip (each host an
+// sshd of its own on 127.0.0.1 with its own agentctl home).
+//
 // Without --bin it builds agentctl from the module it is run in.
 package main
 
@@ -58,6 +62,8 @@ type options struct {
 	soak, soakShort int
 	// top is how many sessions the live view is measured over (0: not).
 	top int
+	// hosts, when set, measures list over this many ssh hosts instead.
+	hosts int
 }
 
 func parseFlags(args []string) (options, error) {
@@ -71,6 +77,7 @@ func parseFlags(args []string) (options, error) {
 	fl.BoolVar(&o.core, "core", true, "also time run, start and output throughput against baselines")
 	fl.IntVar(&o.soak, "soak", 0, "soak instead: this many sessions running at once, started and stopped in waves")
 	fl.IntVar(&o.soakShort, "soak-short", 10000, "with --soak: then this many short sessions, each exit code checked")
+	fl.IntVar(&o.hosts, "hosts", 0, "instead: time list on this machine, over ssh on one host and over this many hosts at once (sshd instances on 127.0.0.1)")
 	fl.IntVar(&o.top, "top", 500, "measure agentctl top over this many sessions in a tmux terminal (0: skip)")
 	if err := fl.Parse(args); err != nil {
 		return o, err
@@ -125,6 +132,14 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		if err := b.Run(); err != nil {
 			return fmt.Errorf("build agentctl (or pass --bin): %w", err)
 		}
+	}
+	if o.hosts > 0 {
+		r, err := measureHosts(ctx, o, work, o.hosts, 10)
+		if err != nil {
+			return fmt.Errorf("hosts: %w", err)
+		}
+		printHosts(out, r)
+		return nil
 	}
 	if o.soak > 0 {
 		rows, err := measureSoak(ctx, o, work)
