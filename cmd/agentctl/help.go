@@ -51,6 +51,7 @@ var commandHelp = map[string]struct{ group, example string }{
 	"service":    {"service", "  agentctl service install\n  agentctl service status"},
 	"version":    {"service", "  agentctl version\n  agentctl --version"},
 	"completion": {"service", "  source <(agentctl completion bash)"},
+	"host":       {"service", ""},
 }
 
 // organizeHelp puts the commands in their groups, with their examples,

@@ -39,7 +39,11 @@ ground truth: the process table and each agent's own session records.
 The service starts by itself the first time a command needs it (set
 AGENTCTL_NO_AUTOSTART=1 to prevent that), or runs as a systemd / launchd unit
 after 'agentctl service install'. State lives in $AGENTCTL_HOME (default
-~/.agentctl).`,
+~/.agentctl).
+
+Other hosts' services are reached over ssh: -H NAME or -H ssh://user@host
+(or AGENTCTL_HOST) on any command, --hosts all on list, events and top, and
+HOST/ID handles; see 'agentctl host --help'.`,
 		Version:       buildVersion(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
