@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -201,12 +200,6 @@ func lastSeen() hosts.Cache {
 		return hosts.Cache{}
 	}
 	return hosts.Cache{Dir: filepath.Join(string(h), "hosts")}
-}
-
-// listHosts is list over several hosts: their answers merged, each
-// session naming its host.
-func listHosts(ctx context.Context, hs []hosts.Host, o api.ListOptions) api.SessionList {
-	return hosts.Merge(hosts.ListAll(ctx, hs, o, hostTimeout), lastSeen(), o, time.Now())
 }
 
 func newHostCmd() *cobra.Command {
