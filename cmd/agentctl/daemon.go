@@ -22,6 +22,7 @@ the foreground (what a systemd or launchd unit executes); 'daemon start',
 restarting the service never stops a session.`,
 	}
 	cmd.AddCommand(newDaemonRunCmd(), newDaemonStartCmd(), newDaemonStopCmd(), newDaemonRestartCmd(), newDaemonStatusCmd())
+	thisMachineOnly(cmd, "run")
 	return cmd
 }
 

@@ -46,6 +46,24 @@ func addHostFlag(root *cobra.Command) {
 	}
 }
 
+// thisMachineOnly makes the subcommands of cmd (but skip) refuse another
+// host: they manage this machine's service, and with -H would manage the
+// wrong one without a word.
+func thisMachineOnly(cmd *cobra.Command, skip ...string) {
+	for _, sub := range cmd.Commands() {
+		if slices.Contains(skip, sub.Name()) || sub.RunE == nil {
+			continue
+		}
+		runE := sub.RunE
+		sub.RunE = func(c *cobra.Command, a []string) error {
+			if remoteTarget() {
+				return usageError{fmt.Errorf("%s acts on this machine's service; for host %s, run it there (ssh HOST agentctl %s)", c.CommandPath(), hostSpec(), strings.TrimPrefix(c.CommandPath(), "agentctl "))}
+			}
+			return runE(c, a)
+		}
+	}
+}
+
 // hostSpec is the host (or hosts) this command was told to act on.
 func hostSpec() string { return strings.TrimSpace(os.Getenv(hostEnv)) }
 

@@ -43,6 +43,7 @@ restarting the unit never stops a session.`,
 		newServiceActionCmd(controller, "restart", "Restart the installed service; sessions keep running", service.Controller.Restart),
 		newServiceStatusCmd(controller),
 	)
+	thisMachineOnly(cmd)
 	return cmd
 }
 
