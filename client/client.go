@@ -59,6 +59,10 @@ type Client struct {
 	silence time.Duration
 }
 
+// HostEnv names the host (or hosts) commands act on; -H sets it for the
+// command and what it runs.
+const HostEnv = "AGENTCTL_HOST"
+
 // ErrNoService means the service is not running and was not started.
 var ErrNoService = errors.New("the agentctl service is not running")
 
@@ -203,10 +207,11 @@ func (c *Client) Start(ctx context.Context) (started bool, err error) {
 	defer logf.Close()
 	cmd := exec.Command(c.exe, "daemon", "run")
 	cmd.Dir = "/"
-	// A service started from inside a session is not that session's.
+	// A service started from inside a session is not that session's, and
+	// the host a command was pointed at is not its sessions'.
 	env := make([]string, 0, len(os.Environ())+1)
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, home.SessionEnv+"=") {
+		if !strings.HasPrefix(kv, home.SessionEnv+"=") && !strings.HasPrefix(kv, HostEnv+"=") {
 			env = append(env, kv)
 		}
 	}

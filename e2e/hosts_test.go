@@ -464,6 +464,7 @@ func TestHostsOverSSHMissingOrOldAgentctl(t *testing.T) {
 	if code == 0 || !strings.Contains(stderr, "agentctl is not installed there") || !strings.Contains(stderr, "no-agentctl") {
 		t.Fatalf("missing remote agentctl: exit %d, stderr %q", code, stderr)
 	}
+	t.Logf("a missing remote agentctl: %s", stderr)
 
 	// An agentctl of an older protocol, built as such.
 	old := filepath.Join(w.dir, "agentctl-old")
@@ -479,4 +480,5 @@ func TestHostsOverSSHMissingOrOldAgentctl(t *testing.T) {
 			t.Fatalf("old remote agentctl: exit %d, stderr %q lacks %q", code, stderr, want)
 		}
 	}
+	t.Logf("an old remote agentctl: %s", stderr)
 }

@@ -25,7 +25,7 @@ const (
 	// hostEnv names the host commands act on (-H sets it for the
 	// command and what it runs): a name, a URL, or for list, events and
 	// top several (a,b,local) or all.
-	hostEnv = "AGENTCTL_HOST"
+	hostEnv = client.HostEnv
 	// sshCommandEnv is ssh with the user's options.
 	sshCommandEnv = "AGENTCTL_SSH_COMMAND"
 )
