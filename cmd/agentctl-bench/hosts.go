@@ -27,6 +27,10 @@ type hostsResult struct {
 	local, sshTrue time.Duration
 	remote         []time.Duration
 	all            time.Duration
+	// sshTrueAll is `ssh HOST true` to every host at once: what the
+	// machine's cores make of several ssh sessions starting together
+	// (here the "remote" ends share them).
+	sshTrueAll time.Duration
 }
 
 // sshHostsBench is n "hosts" on this machine: each an sshd of its own on
@@ -138,8 +142,19 @@ func measureHosts(ctx context.Context, o options, work string, n, sessions int) 
 		return res, err
 	}
 	controlDir := filepath.Join(localHome, "ssh")
-	if res.sshTrue, err = timed("ssh", "-F", b.sshCfg, "-o", "ControlMaster=auto", "-o", "ControlPath="+filepath.Join(controlDir, "%C"),
-		"-o", "ControlPersist=600", "-T", "-l", b.user, "-p", fmt.Sprint(b.ports[0]), "127.0.0.1", "true"); err != nil {
+	sshTrue := func(port int) []string {
+		return []string{"ssh", "-F", b.sshCfg, "-o", "ControlMaster=auto", "-o", "ControlPath=" + filepath.Join(controlDir, "%C"),
+			"-o", "ControlPersist=600", "-T", "-l", b.user, "-p", fmt.Sprint(port), "127.0.0.1", "true"}
+	}
+	if res.sshTrue, err = timed(sshTrue(b.ports[0])...); err != nil {
+		return res, err
+	}
+	// Every host at once, through a shell that starts them together.
+	var all []string
+	for _, p := range b.ports {
+		all = append(all, shellJoin(sshTrue(p))+" &")
+	}
+	if res.sshTrueAll, err = timed("sh", "-c", strings.Join(all, " ")+" wait"); err != nil {
 		return res, err
 	}
 	for _, h := range names {
@@ -153,6 +168,15 @@ func measureHosts(ctx context.Context, o options, work string, n, sessions int) 
 		return res, err
 	}
 	return res, nil
+}
+
+// shellJoin quotes argv for sh.
+func shellJoin(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(q, " ")
 }
 
 // benchEnv is this process's environment less what points at the user's
@@ -244,6 +268,7 @@ func printHosts(w io.Writer, r hostsResult) {
 		fmt.Fprintf(tw, "list -H h%d\t%s\n", i+1, ms(d))
 	}
 	fmt.Fprintf(tw, "  target: <= 2 x local + ssh round trip\t%s\n", ms(2*r.local+r.sshTrue))
+	fmt.Fprintf(tw, "ssh HOST true to the %d hosts at once\t%s\n", len(r.remote), ms(r.sshTrueAll))
 	fmt.Fprintf(tw, "list --hosts (%d hosts)\t%s\n", len(r.remote), ms(r.all))
 	fmt.Fprintf(tw, "  target: <= slowest host + 20 ms\t%s\n", ms(slowest+20*time.Millisecond))
 	tw.Flush()
