@@ -25,8 +25,12 @@ type hostsResult struct {
 	// warm master (the round trip a remote command pays at least); remote
 	// `list -H HOST` for each host; all `list --hosts` over every host.
 	local, sshTrue time.Duration
-	remote         []time.Duration
-	all            time.Duration
+	// remoteStart is `ssh HOST agentctl dial-stdio` with nothing to send:
+	// the round trip plus the far agentctl's start and its dial of its
+	// service, which every remote command pays before its request.
+	remoteStart time.Duration
+	remote      []time.Duration
+	all         time.Duration
 	// sshTrueAll is `ssh HOST true` to every host at once: what the
 	// machine's cores make of several ssh sessions starting together
 	// (here the "remote" ends share them).
@@ -149,6 +153,9 @@ func measureHosts(ctx context.Context, o options, work string, n, sessions int) 
 	if res.sshTrue, err = timed(sshTrue(b.ports[0])...); err != nil {
 		return res, err
 	}
+	if res.remoteStart, err = timed(append(sshTrue(b.ports[0])[:len(sshTrue(b.ports[0]))-1], o.bin, "dial-stdio", "--no-autostart")...); err != nil {
+		return res, err
+	}
 	// Every host at once, through a shell that starts them together.
 	var all []string
 	for _, p := range b.ports {
@@ -264,6 +271,7 @@ func printHosts(w io.Writer, r hostsResult) {
 	fmt.Fprintf(tw, "agentctl over ssh (%d running sessions per host, masters warm, medians)\tms\n", r.sessions)
 	fmt.Fprintf(tw, "list, this machine\t%s\n", ms(r.local))
 	fmt.Fprintf(tw, "ssh HOST true, through the master\t%s\n", ms(r.sshTrue))
+	fmt.Fprintf(tw, "ssh HOST agentctl dial-stdio, nothing sent\t%s\n", ms(r.remoteStart))
 	for i, d := range r.remote {
 		fmt.Fprintf(tw, "list -H h%d\t%s\n", i+1, ms(d))
 	}
