@@ -166,11 +166,22 @@ LogLevel ERROR
 		w.t.Fatal(err)
 	}
 	h.sshd = exec.Command(bin, "-D", "-e", "-f", cfgPath)
-	var errb bytes.Buffer
-	h.sshd.Stderr = &errb
+	logPath := filepath.Join(w.dir, "sshd."+h.name+".log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	defer logf.Close()
+	h.sshd.Stderr = logf
 	if err := h.sshd.Start(); err != nil {
 		w.t.Fatal(err)
 	}
+	// What sshd said, for a test that failed (the folder goes after).
+	w.t.Cleanup(func() {
+		if b, _ := os.ReadFile(logPath); w.t.Failed() && len(b) > 0 {
+			w.t.Logf("sshd of host %s:\n%s", h.name, b)
+		}
+	})
 	WaitFor(w.t, 10*time.Second, "sshd to listen", func() bool {
 		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", h.port))
 		if err == nil {
