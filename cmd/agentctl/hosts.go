@@ -38,12 +38,24 @@ const hostTimeout = 10 * time.Second
 func addHostFlag(root *cobra.Command) {
 	var host string
 	root.PersistentFlags().StringVarP(&host, "host", "H", "", "the host to act on: a name from `agentctl host ls`, ssh://[user@]host[:port] or unix:///path (default $"+hostEnv+", else this machine); list, events and top take several (a,b,local) or all")
+	root.RegisterFlagCompletionFunc("host", completeHosts)
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if cmd.Flags().Changed("host") {
 			os.Setenv(hostEnv, host)
 		}
 		return nil
 	}
+}
+
+// completeHosts offers the named hosts, local and all.
+func completeHosts(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	out := []string{hosts.Local, hosts.All}
+	if r, err := hostResolver(); err == nil {
+		for n, u := range r.Named {
+			out = append(out, n+"\t"+u)
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
 }
 
 // thisMachineOnly makes the subcommands of cmd (but skip) refuse another

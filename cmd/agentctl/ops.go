@@ -356,6 +356,7 @@ host whose stream breaks is a warning, and reconnects by itself.
 		},
 	}
 	cmd.Flags().StringVar(&hostList, "hosts", "", "merge the events of several hosts: `all` or a comma-separated list (build,gpu,local); each event names its host")
+	cmd.RegisterFlagCompletionFunc("hosts", completeHosts)
 	cmd.Flags().StringArrayVar(&types, "type", nil, "only events of this type, or family (lock.*) (repeatable)")
 	cmd.Flags().StringVar(&since, "since", "", "first replay the events after this sequence number, or of this duration (10m), or since this RFC 3339 time")
 	cmd.Flags().Bool("json", true, "print NDJSON (the only format; accepted for compatibility)")

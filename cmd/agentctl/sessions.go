@@ -116,6 +116,7 @@ when it last answered are listed as unknown.`,
 	fl.DurationVar(&o.Since, "since", 0, "with -a, ended sessions of this recent past (default 168h)")
 	fl.BoolVar(&o.Waiting, "waiting", false, "only sessions waiting for a person, longest waiting first")
 	fl.StringVar(&hostList, "hosts", "", "list the sessions of several hosts: `all` (this machine and every named host) or a comma-separated list (build,gpu,local); the same as -H with several")
+	cmd.RegisterFlagCompletionFunc("hosts", completeHosts)
 	fl.BoolVarP(&watch, "watch", "w", false, "redraw the table on every change (in place on a terminal; a new table per change in a pipe)")
 	out.register(cmd)
 	cmd.RegisterFlagCompletionFunc("group", completeGroups)

@@ -80,6 +80,7 @@ the sessions it had running when last seen show as unknown.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&hostList, "hosts", "", "show the sessions of several hosts: `all` (this machine and every named host) or a comma-separated list; ids are then HOST/ID")
+	cmd.RegisterFlagCompletionFunc("hosts", completeHosts)
 	fl.BoolVarP(&o.ShowEnded, "all", "a", false, "show ended sessions from the start (the a key toggles them)")
 	fl.DurationVar(&since, "since", 24*time.Hour, "ended sessions of this recent past")
 	fl.DurationVar(&o.Refresh, "refresh", 5*time.Second, "read the whole list again this often (0: only on events)")
