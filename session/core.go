@@ -199,14 +199,30 @@ func (c *Core) lookup(ctx context.Context, prefix string) (api.Session, []string
 	} else if !errors.Is(err, ErrNotFound) || !home.ValidID(prefix) {
 		return api.Session{}, nil, err
 	}
-	// Not launched here: maybe a session only an adapter knows.
+	// Not launched here: maybe a session only an adapter knows. A
+	// discovered session's id is its native id, so only the native
+	// sessions with the prefix are merged (with every launched one, which
+	// may claim them): one id costs the discovery, not a merge of the
+	// whole view. The view's transitions are left to whole-view passes.
 	low := strings.ToLower(prefix)
-	all, warnings, err := c.sessions(ctx, func(sess *api.Session) bool {
-		return sess.Origin == api.OriginDiscovered && strings.HasPrefix(strings.ToLower(sess.ID), low)
-	})
+	launched, warnings, err := c.records.all()
 	if err != nil {
 		return api.Session{}, nil, err
 	}
+	disc := c.disc.run(ctx)
+	warnings = append(warnings, disc.warnings...)
+	narrowed := disc
+	narrowed.sessions = make([][]adapters.NativeSession, len(disc.sessions))
+	for i, ss := range disc.sessions {
+		for _, ns := range ss {
+			if len(ns.NativeID) >= len(prefix) && strings.EqualFold(ns.NativeID[:len(prefix)], prefix) {
+				narrowed.sessions[i] = append(narrowed.sessions[i], ns)
+			}
+		}
+	}
+	all := merge(launched, narrowed, func(sess *api.Session) bool {
+		return sess.Origin == api.OriginDiscovered && strings.HasPrefix(strings.ToLower(sess.ID), low)
+	})
 	ids := make([]string, 0, len(all))
 	byID := make(map[string]api.Session, len(all))
 	for _, sess := range all {
