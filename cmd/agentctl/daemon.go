@@ -132,7 +132,7 @@ func newDaemonStatusCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Show whether the service runs, its pid, version and uptime",
+		Short: "Show whether the service runs, its pid, version, uptime and how it watches the agents' stores",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			h, err := userHome()
