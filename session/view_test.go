@@ -371,3 +371,46 @@ func TestLookupOfDiscoveredSessionAgreesWithList(t *testing.T) {
 		}
 	}
 }
+
+// A list of running sessions, which does not build the ended sessions only
+// an adapter knows, shows what the full list shows of the running ones,
+// handles included (they stay unique among every id).
+func TestRunningListAgreesWithFullList(t *testing.T) {
+	h := home.Home(t.TempDir())
+	self, err := proc.Lookup(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := time.Now().Add(-time.Hour)
+	live := &adapters.ProcessRef{PID: self.PID, Start: self.Start, Evidence: "argv"}
+	store := &fixed{name: "fixed", sessions: []adapters.NativeSession{
+		{Adapter: "fixed", NativeID: "abcd1111", State: adapters.NativeDone, CreatedAt: created},
+		{Adapter: "fixed", NativeID: "abcd1122", State: adapters.NativeBusy, CreatedAt: created},
+		{Adapter: "fixed", NativeID: "abcd2222", State: adapters.NativeDone, Process: live, CreatedAt: created},
+		{Adapter: "fixed", NativeID: "abcd2233", State: adapters.NativeFailed, CreatedAt: created},
+		{Adapter: "fixed", NativeID: "zz999999", State: adapters.NativeUnknown, CreatedAt: created},
+	}}
+	c := New(context.Background(), Options{Home: h, Adapters: []adapters.Adapter{store}, DiscoveryTimeout: time.Second})
+	ctx := context.Background()
+	all, err := c.List(ctx, api.ListOptions{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, s := range all.Sessions {
+		if s.Status == api.StatusRunning {
+			want = append(want, s.ID+" "+s.Handle)
+		}
+	}
+	running, err := c.List(ctx, api.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range running.Sessions {
+		got = append(got, s.ID+" "+s.Handle)
+	}
+	if !slices.Equal(got, want) || len(got) != 2 {
+		t.Errorf("running list %q, the full list's running sessions %q (want the two)", got, want)
+	}
+}
