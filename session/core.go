@@ -137,7 +137,7 @@ func (c *Core) List(ctx context.Context, o api.ListOptions) (api.SessionList, er
 		known = append(known, ns.NativeID)
 		return true
 	}
-	kept, warnings, err := c.sessionsSkipping(ctx, func(s *api.Session) bool {
+	kept, warnings, err := c.sessions(ctx, func(s *api.Session) bool {
 		known = append(known, s.ID)
 		return f.keep(s)
 	}, skip)
@@ -157,17 +157,13 @@ func (c *Core) List(ctx context.Context, o api.ListOptions) (api.SessionList, er
 
 // sessions is the merged view: launched sessions and those only adapters
 // know, those keep accepts (all when keep is nil). Every running session
-// passes the transitions detector, listed or not.
-func (c *Core) sessions(ctx context.Context, keep func(*api.Session) bool) ([]api.Session, []string, error) {
-	return c.sessionsSkipping(ctx, keep, nil)
-}
-
-// sessionsSkipping is sessions, where skip, when set, is asked about each
-// session only an adapter knows before its session object is built (see
-// mergeSkipping): failed says its adapter failed this time, tracked whether
-// the transitions detector follows an id. A session skip leaves out must be
-// one keep would reject and the detector does not follow.
-func (c *Core) sessionsSkipping(ctx context.Context, keep func(*api.Session) bool, skip func(ns *adapters.NativeSession, failed bool, tracked func(string) bool) bool) ([]api.Session, []string, error) {
+// passes the transitions detector, listed or not. skip, when set, is asked
+// about each session only an adapter knows before its session object is
+// built (see mergeSkipping): failed says its adapter failed this time,
+// tracked whether the transitions detector follows an id. A session skip
+// leaves out must be one keep would reject and the detector does not
+// follow.
+func (c *Core) sessions(ctx context.Context, keep func(*api.Session) bool, skip func(ns *adapters.NativeSession, failed bool, tracked func(string) bool) bool) ([]api.Session, []string, error) {
 	launched, warnings, err := c.records.all()
 	if err != nil {
 		return nil, nil, err

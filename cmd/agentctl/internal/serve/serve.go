@@ -23,7 +23,7 @@ func Service(ctx context.Context, h home.Home, version string, logger *slog.Logg
 	// The stores' folders are watched so that a query re-reads only what
 	// changed; without a watch every query stats every native file.
 	var watch adapters.FolderWatch
-	status := func() api.WatchStatus { return api.WatchStatus{Mode: "stat"} }
+	var status func() api.WatchStatus
 	if w, err := storeio.NewWatcher(); err != nil {
 		if logger != nil {
 			logger.Warn("the agents' stores are read by stat on every query", "err", err)
