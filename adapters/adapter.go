@@ -177,6 +177,18 @@ type NativeIDFinder interface {
 type Env struct {
 	Home   string
 	Getenv func(string) string
+	// Folders, when set, says which of the store's folders changed since
+	// they were last read (the kernel's file notifications), so an
+	// adapter re-reads only those; without it, every query stats every
+	// file.
+	Folders FolderWatch
+}
+
+// FolderWatch tells whether a folder changed: equal tokens from Token mean
+// nothing in dir changed in between; ok is false when dir is not watched
+// (read it by stat).
+type FolderWatch interface {
+	Token(dir string) (token uint64, ok bool)
 }
 
 // Lookup returns the value of key, or "" when Getenv is nil.

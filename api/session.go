@@ -197,6 +197,36 @@ type DaemonStatus struct {
 	Home            string  `json:"home"`
 	UptimeS         float64 `json:"uptime_s"`
 	SessionsRunning int     `json:"sessions_running"`
+	// Watch says how the agents' stores are followed between queries;
+	// absent when the service does not say.
+	Watch *WatchStatus `json:"watch,omitempty"`
+}
+
+// WatchStatus says how the service learns that the agents' stores
+// changed: by watching their folders (inotify), or by stat on every query.
+type WatchStatus struct {
+	// Mode is "inotify", or "stat" when no folder is watched (Reason says
+	// why).
+	Mode   string `json:"mode"`
+	Reason string `json:"reason,omitempty"`
+	// Folders is how many folders are watched.
+	Folders int `json:"folders"`
+	// Unwatched is how many folders could not be watched and are read by
+	// stat on every query; Failures names some of them.
+	Unwatched int            `json:"unwatched"`
+	Failures  []WatchFailure `json:"failures,omitempty"`
+	// Overflows counts the kernel's event queue overflowing (each time,
+	// every folder was read again by stat once).
+	Overflows    int        `json:"overflows"`
+	LastOverflow *time.Time `json:"last_overflow,omitempty"`
+	// Limit is the system's limit on watches per user, 0 when unknown.
+	Limit int `json:"limit,omitempty"`
+}
+
+// WatchFailure is a folder that could not be watched, and why.
+type WatchFailure struct {
+	Folder string `json:"folder"`
+	Reason string `json:"reason"`
 }
 
 // LogChunk is one NDJSON message of a log stream. Text carries stripped

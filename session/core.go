@@ -127,10 +127,20 @@ func (c *Core) List(ctx context.Context, o api.ListOptions) (api.SessionList, er
 		return api.SessionList{}, err
 	}
 	var known []string
+	// A session only an adapter knows that cannot pass the filter is not
+	// built, unless the transitions detector follows it; its id still
+	// counts for the handles.
+	skip := func(ns *adapters.NativeSession, failed bool, tracked func(string) bool) bool {
+		if f.mayKeepNative(ns, !failed) || tracked(ns.NativeID) {
+			return false
+		}
+		known = append(known, ns.NativeID)
+		return true
+	}
 	kept, warnings, err := c.sessions(ctx, func(s *api.Session) bool {
 		known = append(known, s.ID)
 		return f.keep(s)
-	})
+	}, skip)
 	if err != nil {
 		return api.SessionList{}, err
 	}
@@ -147,18 +157,27 @@ func (c *Core) List(ctx context.Context, o api.ListOptions) (api.SessionList, er
 
 // sessions is the merged view: launched sessions and those only adapters
 // know, those keep accepts (all when keep is nil). Every running session
-// passes the transitions detector, listed or not.
-func (c *Core) sessions(ctx context.Context, keep func(*api.Session) bool) ([]api.Session, []string, error) {
+// passes the transitions detector, listed or not. skip, when set, is asked
+// about each session only an adapter knows before its session object is
+// built (see mergeSkipping): failed says its adapter failed this time,
+// tracked whether the transitions detector follows an id. A session skip
+// leaves out must be one keep would reject and the detector does not
+// follow.
+func (c *Core) sessions(ctx context.Context, keep func(*api.Session) bool, skip func(ns *adapters.NativeSession, failed bool, tracked func(string) bool) bool) ([]api.Session, []string, error) {
 	launched, warnings, err := c.records.all()
 	if err != nil {
 		return nil, nil, err
 	}
 	disc := c.disc.run(ctx)
 	seen := c.moves.begin()
-	all := merge(launched, disc, func(sess *api.Session) bool {
+	var skipNative func(*adapters.NativeSession) bool
+	if skip != nil {
+		skipNative = func(ns *adapters.NativeSession) bool { return skip(ns, disc.failed[ns.Adapter], seen.tracked) }
+	}
+	all := mergeSkipping(launched, disc, func(sess *api.Session) bool {
 		seen.activity(sess)
 		return keep == nil || keep(sess)
-	})
+	}, skipNative)
 	c.notify(seen.end())
 	return all, append(warnings, disc.warnings...), nil
 }
@@ -199,14 +218,30 @@ func (c *Core) lookup(ctx context.Context, prefix string) (api.Session, []string
 	} else if !errors.Is(err, ErrNotFound) || !home.ValidID(prefix) {
 		return api.Session{}, nil, err
 	}
-	// Not launched here: maybe a session only an adapter knows.
+	// Not launched here: maybe a session only an adapter knows. A
+	// discovered session's id is its native id, so only the native
+	// sessions with the prefix are merged (with every launched one, which
+	// may claim them): one id costs the discovery, not a merge of the
+	// whole view. The view's transitions are left to whole-view passes.
 	low := strings.ToLower(prefix)
-	all, warnings, err := c.sessions(ctx, func(sess *api.Session) bool {
-		return sess.Origin == api.OriginDiscovered && strings.HasPrefix(strings.ToLower(sess.ID), low)
-	})
+	launched, warnings, err := c.records.all()
 	if err != nil {
 		return api.Session{}, nil, err
 	}
+	disc := c.disc.run(ctx)
+	warnings = append(warnings, disc.warnings...)
+	narrowed := disc
+	narrowed.sessions = make([][]adapters.NativeSession, len(disc.sessions))
+	for i, ss := range disc.sessions {
+		for _, ns := range ss {
+			if len(ns.NativeID) >= len(prefix) && strings.EqualFold(ns.NativeID[:len(prefix)], prefix) {
+				narrowed.sessions[i] = append(narrowed.sessions[i], ns)
+			}
+		}
+	}
+	all := merge(launched, narrowed, func(sess *api.Session) bool {
+		return sess.Origin == api.OriginDiscovered && strings.HasPrefix(strings.ToLower(sess.ID), low)
+	})
 	ids := make([]string, 0, len(all))
 	byID := make(map[string]api.Session, len(all))
 	for _, sess := range all {
@@ -293,6 +328,26 @@ func newFilter(o api.ListOptions, now time.Time) (filter, error) {
 	}
 	f.since = now.Add(-since)
 	return f, nil
+}
+
+// mayKeepNative says whether a session only an adapter knows may pass the
+// filter, before its session object is built: false only when the filter
+// wants running sessions and nothing about it can make it run (its adapter
+// vouches for it, and neither a live process nor the agent's own state
+// says it runs; see nativeStatus).
+func (f filter) mayKeepNative(ns *adapters.NativeSession, vouched bool) bool {
+	wantsRunning := f.status == api.StatusRunning || (f.status == "" && !f.all)
+	if !wantsRunning {
+		return true
+	}
+	if !vouched {
+		return false // unknown, never running
+	}
+	switch ns.State {
+	case adapters.NativeBusy, adapters.NativeIdle, adapters.NativeRunning:
+		return true
+	}
+	return ns.Process != nil
 }
 
 func (f filter) keep(s *api.Session) bool {

@@ -78,34 +78,57 @@ func (r *records) runningNamed(name string) (string, bool) {
 	return "", false
 }
 
-// handles maps each id to its shortest unique prefix among ids, compared
-// without case, at least minHandle characters long (the whole id when it is
-// shorter, or when it is a prefix of another).
-func handles(ids []string) map[string]string {
-	type entry struct{ id, low string }
-	es := make([]entry, 0, len(ids))
-	for _, id := range ids {
-		es = append(es, entry{id, strings.ToLower(id)})
+// handles maps each id of `of` to its shortest unique prefix among
+// `among`, compared without case, at least minHandle characters long (the
+// whole id when it is shorter, or when it is a prefix of another). An id
+// equal to it (in any case) does not count against it. A few ids are
+// compared with every other one; many are placed among the others sorted.
+func handles(of, among []string) map[string]string {
+	lows := make([]string, len(among))
+	for i, id := range among {
+		lows[i] = strings.ToLower(id)
 	}
-	slices.SortFunc(es, func(a, b entry) int { return strings.Compare(a.low, b.low) })
-	out := make(map[string]string, len(es))
-	for i, e := range es {
-		n := minHandle
-		for _, j := range []int{i - 1, i + 1} {
-			if j < 0 || j >= len(es) || es[j].low == e.low {
-				continue
+	// longest is the longest prefix low shares with another id.
+	var longest func(low string) int
+	if len(of) <= linearHandles {
+		longest = func(low string) int {
+			n := 0
+			for _, o := range lows {
+				if o != low {
+					n = max(n, commonPrefix(low, o))
+				}
 			}
-			if l := commonPrefix(e.low, es[j].low) + 1; l > n {
-				n = l
+			return n
+		}
+	} else {
+		slices.Sort(lows)
+		longest = func(low string) int {
+			i, _ := slices.BinarySearch(lows, low)
+			j := i
+			for j < len(lows) && lows[j] == low {
+				j++
 			}
+			n := 0
+			if i > 0 {
+				n = commonPrefix(low, lows[i-1])
+			}
+			if j < len(lows) {
+				n = max(n, commonPrefix(low, lows[j]))
+			}
+			return n
 		}
-		if n > len(e.id) {
-			n = len(e.id)
-		}
-		out[e.id] = e.id[:n]
+	}
+	out := make(map[string]string, len(of))
+	for _, id := range of {
+		n := min(max(minHandle, longest(strings.ToLower(id))+1), len(id))
+		out[id] = id[:n]
 	}
 	return out
 }
+
+// linearHandles is up to how many handles are found by comparing each id
+// with every other, rather than by sorting them all.
+const linearHandles = 16
 
 func commonPrefix(a, b string) int {
 	n := 0
@@ -118,21 +141,11 @@ func commonPrefix(a, b string) int {
 // setHandles fills each session's Handle: its shortest unique prefix among
 // every session id known (launched ones and those listed).
 func (c *Core) setHandles(ss []api.Session, known []string) {
-	ids := make([]string, 0, len(known)+len(ss))
-	seen := make(map[string]bool, len(known)+len(ss))
-	for _, id := range known {
-		if !seen[id] {
-			seen[id] = true
-			ids = append(ids, id)
-		}
+	of := make([]string, len(ss))
+	for i := range ss {
+		of[i] = ss[i].ID
 	}
-	for _, s := range ss {
-		if !seen[s.ID] {
-			seen[s.ID] = true
-			ids = append(ids, s.ID)
-		}
-	}
-	h := handles(ids)
+	h := handles(of, append(slices.Clip(known), of...))
 	for i := range ss {
 		ss[i].Handle = h[ss[i].ID]
 	}

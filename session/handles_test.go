@@ -1,6 +1,10 @@
 package session
 
-import "testing"
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
 
 func TestHandles(t *testing.T) {
 	for _, tc := range []struct {
@@ -18,7 +22,7 @@ func TestHandles(t *testing.T) {
 			map[string]string{"abcd": "abcd", "abcdef": "abcde"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := handles(tc.ids)
+			got := handles(tc.ids, tc.ids)
 			for id, want := range tc.want {
 				if got[id] != want {
 					t.Errorf("handle of %s = %q, want %q", id, got[id], want)
@@ -41,5 +45,25 @@ func TestResolvePrefixIgnoresCase(t *testing.T) {
 	}
 	if _, err := resolvePrefix("K3", ids); err == nil {
 		t.Error("resolvePrefix(K3) matched one of two")
+	}
+}
+
+// Handles found among many ids (sorted) are the ones found for each id
+// alone (compared with every other), cases and shared prefixes included.
+func TestHandlesSortedAgreesWithLinear(t *testing.T) {
+	var ids []string
+	for i := range 3 * linearHandles {
+		id := fmt.Sprintf("ab%03dxyz", i*7%50)
+		if i%5 == 0 {
+			id = strings.ToUpper(id)
+		}
+		ids = append(ids, id, "q"+id)
+	}
+	ids = append(ids, "ab", "ab0")
+	all := handles(ids, ids)
+	for _, id := range ids {
+		if one := handles([]string{id}, ids)[id]; one != all[id] {
+			t.Errorf("handle of %s: %q alone, %q among all", id, one, all[id])
+		}
 	}
 }

@@ -67,6 +67,16 @@ func (t *transitions) begin() *viewPass {
 	return &viewPass{t: t, gen: t.gen}
 }
 
+// tracked says whether the session id is followed from an earlier pass
+// (it was running): such a session goes through activity whatever its
+// status now, so that its end is seen.
+func (p *viewPass) tracked(id string) bool {
+	p.t.mu.Lock()
+	defer p.t.mu.Unlock()
+	_, ok := p.t.last[id]
+	return ok
+}
+
 // activity notes one session of the view: a running session whose agent's
 // busy/idle signal changed since the last time is a transition.
 func (p *viewPass) activity(s *api.Session) {

@@ -18,6 +18,14 @@ type nativeKey struct{ adapter, id string }
 // session of a large store for a list that shows a few. The order is not
 // defined: callers that show a list sort what is left (sortByCreation).
 func merge(launched []api.Session, disc discovered, keep func(*api.Session) bool) []api.Session {
+	return mergeSkipping(launched, disc, keep, nil)
+}
+
+// mergeSkipping is merge, where skip, when set, is asked first about each
+// session only an adapter knows: true means it is not wanted, and its
+// session object is not built (a list of running sessions does not build
+// the ended ones).
+func mergeSkipping(launched []api.Session, disc discovered, keep func(*api.Session) bool, skip func(*adapters.NativeSession) bool) []api.Session {
 	// Launched sessions by native session: few, so the lookup for each
 	// discovered session is cheap.
 	launchedBy := map[nativeKey][]int{}
@@ -82,6 +90,9 @@ func merge(launched []api.Session, disc discovered, keep func(*api.Session) bool
 				continue
 			}
 			claimed[ns.NativeID] = true
+			if skip != nil && skip(ns) {
+				continue
+			}
 			// An adapter that failed this time vouches for nothing.
 			s := fromNative(ns, !disc.failed[ns.Adapter])
 			if keep == nil || keep(&s) {

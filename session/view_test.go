@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/home"
 	"github.com/agentctl/agentctl/proc"
 )
 
@@ -295,5 +296,121 @@ func TestSlowDiscoveryGoesOnAndIsJoined(t *testing.T) {
 	}
 	if n := a.calls.Load(); n != 1 {
 		t.Errorf("Discover called %d times, want 1", n)
+	}
+}
+
+// fixed is an adapter whose store holds the given sessions.
+type fixed struct {
+	name     string
+	sessions []adapters.NativeSession
+}
+
+func (f *fixed) Name() string { return f.name }
+func (f *fixed) Discover(context.Context) ([]adapters.NativeSession, error) {
+	return f.sessions, nil
+}
+func (f *fixed) Transcript(context.Context, string, int) ([]adapters.Message, error) {
+	return nil, nil
+}
+
+// Looking up one discovered session merges only the native sessions with
+// its prefix, and answers as the whole view does: the same session object,
+// a launched session's native session not found as discovered, prefixes
+// matched without regard to case.
+func TestLookupOfDiscoveredSessionAgreesWithList(t *testing.T) {
+	h := home.Home(t.TempDir())
+	created := time.Now().Add(-time.Hour)
+	store := &fixed{name: "fixed", sessions: []adapters.NativeSession{
+		{Adapter: "fixed", NativeID: "abc111", State: adapters.NativeDone, FirstPrompt: "one", CreatedAt: created},
+		{Adapter: "fixed", NativeID: "abc222", State: adapters.NativeFailed, CreatedAt: created},
+		{Adapter: "fixed", NativeID: "ABD333", State: adapters.NativeAborted, CreatedAt: created},
+		{Adapter: "fixed", NativeID: "claimed9", State: adapters.NativeBusy, CreatedAt: created},
+	}}
+	c := New(context.Background(), Options{Home: h, Adapters: []adapters.Adapter{store}, DiscoveryTimeout: time.Second})
+	launchedHere(t, h, "fixed", "claimed9")
+	ctx := context.Background()
+	list, err := c.List(ctx, api.ListOptions{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]api.Session{}
+	for _, s := range list.Sessions {
+		listed[s.ID] = s
+	}
+	var ambiguous *AmbiguousError
+	for _, tc := range []struct {
+		prefix, want string
+		wantErr      error
+		ambiguous    bool
+	}{
+		{prefix: "abc1", want: "abc111"},
+		{prefix: "abc222", want: "abc222"},
+		{prefix: "abd", want: "ABD333"},
+		{prefix: "ABC1", want: "abc111"},
+		{prefix: "abc", ambiguous: true},
+		{prefix: "claimed9", wantErr: ErrNotFound},
+		{prefix: "zzz", wantErr: ErrNotFound},
+	} {
+		got, err := c.Get(ctx, tc.prefix)
+		switch {
+		case tc.ambiguous:
+			if !errors.As(err, &ambiguous) {
+				t.Errorf("%s: %v, want ambiguous", tc.prefix, err)
+			}
+		case tc.wantErr != nil:
+			if !errors.Is(err, tc.wantErr) {
+				t.Errorf("%s: %v, want %v", tc.prefix, err, tc.wantErr)
+			}
+		case err != nil:
+			t.Errorf("%s: %v", tc.prefix, err)
+		default:
+			want := listed[tc.want]
+			if got.ID != tc.want || got.Status != want.Status || got.Prompt != want.Prompt || got.Origin != api.OriginDiscovered {
+				t.Errorf("%s: got %s %s %q, list says %s %s %q", tc.prefix, got.ID, got.Status, got.Prompt, want.ID, want.Status, want.Prompt)
+			}
+		}
+	}
+}
+
+// A list of running sessions, which does not build the ended sessions only
+// an adapter knows, shows what the full list shows of the running ones,
+// handles included (they stay unique among every id).
+func TestRunningListAgreesWithFullList(t *testing.T) {
+	h := home.Home(t.TempDir())
+	self, err := proc.Lookup(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := time.Now().Add(-time.Hour)
+	live := &adapters.ProcessRef{PID: self.PID, Start: self.Start, Evidence: "argv"}
+	store := &fixed{name: "fixed", sessions: []adapters.NativeSession{
+		{Adapter: "fixed", NativeID: "abcd1111", State: adapters.NativeDone, CreatedAt: created},
+		{Adapter: "fixed", NativeID: "abcd1122", State: adapters.NativeBusy, CreatedAt: created},
+		{Adapter: "fixed", NativeID: "abcd2222", State: adapters.NativeDone, Process: live, CreatedAt: created},
+		{Adapter: "fixed", NativeID: "abcd2233", State: adapters.NativeFailed, CreatedAt: created},
+		{Adapter: "fixed", NativeID: "zz999999", State: adapters.NativeUnknown, CreatedAt: created},
+	}}
+	c := New(context.Background(), Options{Home: h, Adapters: []adapters.Adapter{store}, DiscoveryTimeout: time.Second})
+	ctx := context.Background()
+	all, err := c.List(ctx, api.ListOptions{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, s := range all.Sessions {
+		if s.Status == api.StatusRunning {
+			want = append(want, s.ID+" "+s.Handle)
+		}
+	}
+	running, err := c.List(ctx, api.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range running.Sessions {
+		got = append(got, s.ID+" "+s.Handle)
+	}
+	if !slices.Equal(got, want) || len(got) != 2 {
+		t.Errorf("running list %q, the full list's running sessions %q (want the two)", got, want)
 	}
 }

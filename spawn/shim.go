@@ -317,11 +317,29 @@ func (s *shim) reap(sigs <-chan os.Signal, agent int) {
 	}
 }
 
+// readBatch bounds the output the read loop takes from the pty before
+// writing it to the log.
+const readBatch = 256 << 10
+
+// readLoop copies the agent's output to the log, then to the screen kept
+// for viewers and to the viewers. It takes from the pty whatever is there,
+// up to readBatch, in as many reads as that takes, and writes it to the log
+// in one write before it shows it to anyone and before it reads again: the
+// log holds everything a viewer or a log reader was shown, and a monitor
+// that crashes loses at most the batch it was handling (output the agent
+// wrote in its last moments, never yet shown). The log is written to the
+// file system, not synced: a machine that crashes keeps what the kernel
+// had written back.
 func (s *shim) readLoop() {
 	defer close(s.readDone)
-	buf := make([]byte, 32<<10)
+	buf := make([]byte, readBatch)
+	rc, err := s.master.SyscallConn()
+	if err != nil {
+		s.logger.Error("read the agent's output", "err", err)
+		return
+	}
 	for {
-		n, err := s.master.Read(buf)
+		n, err := readAvailable(rc, buf)
 		if n > 0 {
 			chunk := buf[:n]
 			written, werr := s.log.Write(chunk)
@@ -340,6 +358,38 @@ func (s *shim) readLoop() {
 			return
 		}
 	}
+}
+
+// readAvailable reads into buf until it is full or the pty has nothing
+// more for now, waiting (in the runtime's poller) only for the first
+// bytes: a pty gives a few KiB a read, and one write to the log per read
+// cost more than the copy itself.
+func readAvailable(rc syscall.RawConn, buf []byte) (int, error) {
+	n := 0
+	var rerr error
+	err := rc.Read(func(fd uintptr) bool {
+		for n < len(buf) {
+			m, err := unix.Read(int(fd), buf[n:])
+			switch {
+			case m > 0:
+				n += m
+			case errors.Is(err, unix.EINTR):
+			case errors.Is(err, unix.EAGAIN):
+				return n > 0 // nothing yet: wait for the poller
+			case err != nil:
+				rerr = err
+				return true
+			default:
+				rerr = io.EOF
+				return true
+			}
+		}
+		return true
+	})
+	if rerr == nil {
+		rerr = err
+	}
+	return n, rerr
 }
 
 func (s *shim) broadcast(chunk []byte) {

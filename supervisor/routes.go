@@ -101,14 +101,19 @@ func decode(r *http.Request, v any, optional bool) error {
 }
 
 func (s *Server) handleDaemonStatus(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, api.DaemonStatus{
+	st := api.DaemonStatus{
 		PID:             os.Getpid(),
 		Version:         s.opts.Version,
 		Socket:          s.opts.Home.Socket(),
 		Home:            string(s.opts.Home),
 		UptimeS:         time.Since(s.started).Seconds(),
 		SessionsRunning: len(s.running()),
-	})
+	}
+	if s.opts.Watch != nil {
+		ws := s.opts.Watch()
+		st.Watch = &ws
+	}
+	writeJSON(w, http.StatusOK, st)
 }
 
 func (s *Server) handleShutdown(w http.ResponseWriter, r *http.Request) {

@@ -45,6 +45,9 @@ type Options struct {
 	// empty line (default 15 s).
 	KeepAlive time.Duration
 	Logger    *slog.Logger
+	// Watch, when set, reports how the adapters' stores are watched
+	// (`daemon status`).
+	Watch func() api.WatchStatus
 }
 
 // Server is the running service.

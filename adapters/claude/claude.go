@@ -45,7 +45,7 @@ func New(env adapters.Env) *Adapter {
 		env:       env,
 		summaries: storeio.NewFileCache[*summary](maxCached),
 		history:   storeio.NewFileCache[historyIndex](1),
-		folders:   storeio.NewLister(),
+		folders:   storeio.NewLister(env.Folders),
 	}
 }
 

@@ -298,12 +298,32 @@ func TestDiscoverHugeFiles(t *testing.T) {
 
 // TestDiscoverIncremental: an appended transcript is read from where the
 // last read stopped, and only then.
+// watchers are the ways an adapter learns of changes: stat alone, and a
+// folder watch where the system has one.
+func watchers(t *testing.T) map[string]adapters.FolderWatch {
+	out := map[string]adapters.FolderWatch{"stat": nil}
+	w, err := storeio.NewWatcher()
+	if err != nil {
+		t.Logf("no folder watch: %v", err)
+		return out
+	}
+	t.Cleanup(func() { w.Close() })
+	out["watched"] = w
+	return out
+}
+
 func TestDiscoverIncremental(t *testing.T) {
+	for name, watch := range watchers(t) {
+		t.Run(name, func(t *testing.T) { testDiscoverIncremental(t, watch) })
+	}
+}
+
+func testDiscoverIncremental(t *testing.T, watch adapters.FolderWatch) {
 	home := t.TempDir()
 	id := "0b6c1b1e-0000-4000-8000-000000000005"
 	first := "NOT JSON, FIRST LINE\n" + lines(userRec("do it"))
 	p := writeTranscript(t, home, "/w/p", id, first)
-	a := newAdapter(home)
+	a := New(adapters.Env{Home: home, Getenv: func(string) string { return "" }, Folders: watch})
 	s := discover(t, a)[id]
 	if len(s.Warnings) != 1 || s.State != adapters.NativeAborted {
 		t.Fatalf("first read: %+v", s)
@@ -335,6 +355,12 @@ func TestDiscoverIncremental(t *testing.T) {
 	os.WriteFile(p, []byte(lines(userRec("other"), assistantRec("m9", "fresh", "end_turn", 9, 9), costRec(0.1, 9, 9))), 0o644)
 	if s = discover(t, a)[id]; s.FirstPrompt != "other" || s.LastMessage != "fresh" || len(s.Warnings) != 0 {
 		t.Errorf("rewritten: %+v", s)
+	}
+	// A session in a project folder new since the last query.
+	other := "0b6c1b1e-0000-4000-8000-000000000006"
+	writeTranscript(t, home, "/w/new", other, lines(userRec("new one")))
+	if s = discover(t, a)[other]; s.FirstPrompt != "new one" {
+		t.Errorf("a new project's session: %+v", s)
 	}
 	// Deleted: gone from the list.
 	os.Remove(p)

@@ -47,7 +47,7 @@ func New(env adapters.Env) *Adapter {
 	return &Adapter{
 		env:      env,
 		rollouts: storeio.NewFileCache[*facts](maxCachedFiles),
-		folders:  storeio.NewLister(),
+		folders:  storeio.NewLister(env.Folders),
 		paths:    map[string]string{},
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -23,10 +24,17 @@ const recentTurn = time.Hour
 const recentMessages = 30
 
 // dbStore reads one opencode.db. The whole result is reused while the
-// database and its WAL are unchanged (by stat); when they changed, only the
-// sessions whose time_updated moved are read again.
+// database and its WAL are unchanged: by the folder's watch when it has
+// one (no stat at all), else by stat. When they changed, only the sessions
+// whose time_updated moved are read again.
 type dbStore struct {
-	path string
+	path  string
+	watch storeio.FolderWatch // nil: stat every time
+
+	// token is the folder's watch token the result was read under, valid
+	// when watched.
+	token   uint64
+	watched bool
 
 	mu       sync.Mutex
 	stamp    [2]storeio.FileKey
@@ -46,8 +54,8 @@ type stamp struct {
 	seq     int64
 }
 
-func newDBStore(path string) *dbStore {
-	return &dbStore{path: path, sessions: map[string]*session{}, stamps: map[string]stamp{}}
+func newDBStore(path string, watch storeio.FolderWatch) *dbStore {
+	return &dbStore{path: path, watch: watch, sessions: map[string]*session{}, stamps: map[string]stamp{}}
 }
 
 // load returns the store's sessions. A missing database is no sessions; a
@@ -56,21 +64,32 @@ func newDBStore(path string) *dbStore {
 func (d *dbStore) load(ctx context.Context) ([]*session, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	// The token is taken before the stat: a write to the database or its
+	// WAL after it moves the token, so the next load stats again.
+	var token uint64
+	watched := false
+	if d.watch != nil {
+		token, watched = d.watch.Token(filepath.Dir(d.path))
+		if watched && d.watched && token == d.token {
+			return d.list(), nil
+		}
+	}
 	st, err := storeio.SQLiteStamp(d.path)
 	if err != nil {
 		return nil, err
 	}
 	if st[0] == (storeio.FileKey{}) {
 		d.sessions, d.stamps, d.stamp = map[string]*session{}, map[string]stamp{}, st
+		d.token, d.watched = token, watched
 		return nil, nil
 	}
-	if st[0].Same(d.stamp[0]) && st[1].Same(d.stamp[1]) {
-		return d.list(), nil
+	if !st[0].Same(d.stamp[0]) || !st[1].Same(d.stamp[1]) {
+		if err := d.refresh(ctx); err != nil {
+			return nil, err
+		}
+		d.stamp = st
 	}
-	if err := d.refresh(ctx); err != nil {
-		return nil, err
-	}
-	d.stamp = st
+	d.token, d.watched = token, watched
 	return d.list(), nil
 }
 

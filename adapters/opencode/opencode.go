@@ -76,7 +76,7 @@ func (a *Adapter) store(path string) *dbStore {
 	defer a.mu.Unlock()
 	d, ok := a.dbs[path]
 	if !ok {
-		d = newDBStore(path)
+		d = newDBStore(path, a.env.Folders)
 		a.dbs[path] = d
 	}
 	return d

@@ -31,14 +31,34 @@ const (
 // testData makes an XDG_DATA_HOME and an adapter reading it.
 func testData(t *testing.T) (string, *Adapter) {
 	t.Helper()
+	return testDataWatched(t, nil)
+}
+
+// testDataWatched is testData with the adapter told of changes by watch.
+func testDataWatched(t *testing.T, watch adapters.FolderWatch) (string, *Adapter) {
+	t.Helper()
 	data := t.TempDir()
-	a := New(adapters.Env{Home: t.TempDir(), Getenv: func(k string) string {
+	a := New(adapters.Env{Home: t.TempDir(), Folders: watch, Getenv: func(k string) string {
 		if k == "XDG_DATA_HOME" {
 			return data
 		}
 		return ""
 	}})
 	return data, a
+}
+
+// watchers are the ways an adapter learns of changes: stat alone, and a
+// folder watch where the system has one.
+func watchers(t *testing.T) map[string]adapters.FolderWatch {
+	out := map[string]adapters.FolderWatch{"stat": nil}
+	w, err := storeio.NewWatcher()
+	if err != nil {
+		t.Logf("no folder watch: %v", err)
+		return out
+	}
+	t.Cleanup(func() { w.Close() })
+	out["watched"] = w
+	return out
 }
 
 // loadFixture writes the real rows into a new opencode.db under data and
@@ -183,7 +203,13 @@ func TestDiscoverDatabaseAndLegacy(t *testing.T) {
 }
 
 func TestDatabaseChangesAreSeen(t *testing.T) {
-	data, a := testData(t)
+	for name, watch := range watchers(t) {
+		t.Run(name, func(t *testing.T) { testDatabaseChangesAreSeen(t, watch) })
+	}
+}
+
+func testDatabaseChangesAreSeen(t *testing.T, watch adapters.FolderWatch) {
+	data, a := testDataWatched(t, watch)
 	db := loadFixture(t, data)
 	if s := discoverByID(t, a)[idComplete]; s.State != adapters.NativeDone {
 		t.Fatalf("state %q", s.State)
@@ -219,6 +245,18 @@ func TestDatabaseChangesAreSeen(t *testing.T) {
 	}
 	if _, ok := discoverByID(t, a)[idFailed]; ok {
 		t.Error("a deleted session is still listed")
+	}
+	if watch == nil {
+		return
+	}
+	// Reading the database is not a change: with nothing written since,
+	// the next Discover is answered without a stat.
+	discoverByID(t, a)
+	path := filepath.Join(data, "opencode", "opencode.db")
+	d := a.store(path)
+	tok, ok := watch.Token(filepath.Dir(path))
+	if !ok || !d.watched || d.token != tok {
+		t.Errorf("after a read the token moved or the folder is not watched: token %d (ok %v), read under %d (watched %v)", tok, ok, d.token, d.watched)
 	}
 }
 

@@ -57,7 +57,7 @@ func New(env adapters.Env) *Adapter { return newAdapter(NamePi, env) }
 func NewRust(env adapters.Env) *Adapter { return newAdapter(NamePiRust, env) }
 
 func newAdapter(name string, env adapters.Env) *Adapter {
-	return &Adapter{name: name, env: env, files: storeio.NewFileCache[*facts](maxCachedFiles), folders: storeio.NewLister(), paths: map[string]string{}}
+	return &Adapter{name: name, env: env, files: storeio.NewFileCache[*facts](maxCachedFiles), folders: storeio.NewLister(env.Folders), paths: map[string]string{}}
 }
 
 // Name is "pi" or "pi-rust".

@@ -17,8 +17,9 @@ import (
 // files under the user's home and the given environment. agentctlHome holds
 // state an adapter keeps (the OpenClaw device key). The OpenClaw adapter is
 // included only when a gateway is configured, so machines without one see
-// no warning about it.
-func Local(agentctlHome string, getenv func(string) string) []adapters.Adapter {
+// no warning about it. watch, when not nil, tells the adapters which of
+// their folders changed, so a query re-reads only those.
+func Local(agentctlHome string, getenv func(string) string, watch adapters.FolderWatch) []adapters.Adapter {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
@@ -26,7 +27,7 @@ func Local(agentctlHome string, getenv func(string) string) []adapters.Adapter {
 	if h := getenv("HOME"); h != "" {
 		home = h
 	}
-	env := adapters.Env{Home: home, Getenv: getenv}
+	env := adapters.Env{Home: home, Getenv: getenv, Folders: watch}
 	out := []adapters.Adapter{
 		claude.New(env),
 		codex.New(env),

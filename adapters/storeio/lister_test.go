@@ -40,7 +40,7 @@ func TestListerListsAcceptedFilesAndFolders(t *testing.T) {
 	os.Symlink(filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "link.jsonl"))
 	os.Symlink(filepath.Join(dir, "c.jsonl"), filepath.Join(dir, "dirlink.jsonl"))
 	os.Symlink(filepath.Join(dir, "nowhere"), filepath.Join(dir, "dangling.jsonl"))
-	l := NewLister()
+	l := NewLister(nil)
 	ls, err := l.List(dir, isJSONL)
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +73,7 @@ func TestListerSeesEveryChange(t *testing.T) {
 	appendFile(t, a, "x\n")
 	appendFile(t, filepath.Join(dir, "gone.jsonl"), "x\n")
 	age(t, dir)
-	l := NewLister()
+	l := NewLister(nil)
 	if _, err := l.List(dir, isJSONL); err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestListerRereadsARecentlyChangedFolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := NewLister()
+	l := NewLister(nil)
 	if _, err := l.List(dir, isJSONL); err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestListerSweepForgetsUnlistedFolders(t *testing.T) {
 	a, b := filepath.Join(root, "a"), filepath.Join(root, "b")
 	os.Mkdir(a, 0o755)
 	os.Mkdir(b, 0o755)
-	l := NewLister()
+	l := NewLister(nil)
 	l.List(a, isJSONL)
 	l.List(b, isJSONL)
 	l.Sweep()
@@ -180,7 +180,7 @@ func TestListerWalk(t *testing.T) {
 		{"no root readable", []string{notAFolder}, 1, nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			keys, err := NewLister().Walk(ctx, tc.roots, tc.depth, isJSONL)
+			keys, err := NewLister(nil).Walk(ctx, tc.roots, tc.depth, isJSONL)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("err = %v, want an error: %v", err, tc.wantErr)
 			}
@@ -191,7 +191,7 @@ func TestListerWalk(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := NewLister().Walk(ctx, []string{root}, 3, isJSONL); !errors.Is(err, context.Canceled) {
+	if _, err := NewLister(nil).Walk(ctx, []string{root}, 3, isJSONL); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled walk: %v", err)
 	}
 }

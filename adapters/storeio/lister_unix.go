@@ -25,17 +25,22 @@ type Listing struct {
 	Dirs []string
 }
 
-// Lister lists the folders of a native store. A folder's entries are read
-// again only when the folder's own stat changed; its files are stat'ed on
-// every call, so a file's key is never older than the call. One Lister
+// Lister lists the folders of a native store. With a FolderWatch, a
+// watched folder in which nothing changed since the last call is answered
+// from that call: no open, no stat. Otherwise a folder's entries are read
+// again only when the folder's own stat changed, and its files are stat'ed
+// on every call, so a file's key is never older than the call. One Lister
 // serves one kind of listing: the accept function must not change between
 // calls for the same folder.
 type Lister struct {
+	watch   FolderWatch
 	mu      sync.Mutex
 	folders map[string]*folder
 	// sweep counts Sweep calls; a folder not listed since the last one is
 	// forgotten by the next.
 	sweep uint64
+	// stats counts the stats of files made, for tests and benchmarks.
+	stats uint64
 }
 
 // folder is the cached reading of one folder.
@@ -46,6 +51,16 @@ type folder struct {
 	paths  []string  // their full paths
 	dirs   []string  // sub-folders' full paths
 	seen   uint64    // the sweep it was last listed in
+	// links says an accepted entry is a symbolic link: a change to the file
+	// it leads to is not a change in this folder, so the folder is always
+	// stat'ed.
+	links bool
+
+	// files is the last listing's files, valid while the folder's watch
+	// token is still token (watched says it had one).
+	files   []FileKey
+	token   uint64
+	watched bool
 }
 
 // fresh is how long after a folder's modification time its entries are
@@ -53,13 +68,32 @@ type folder struct {
 // last change leaves the modification time as it was.
 const fresh = time.Second
 
-// NewLister returns an empty Lister.
-func NewLister() *Lister { return &Lister{folders: map[string]*folder{}} }
+// NewLister returns an empty Lister; watch, when not nil, tells it which
+// folders changed.
+func NewLister(watch FolderWatch) *Lister {
+	return &Lister{watch: watch, folders: map[string]*folder{}}
+}
 
-// List returns dir's accepted files (freshly stat'ed) and its sub-folders.
-// A file removed between the listing and its stat is left out. A missing
-// dir is an error wrapping fs.ErrNotExist.
+// List returns dir's accepted files and its sub-folders: freshly stat'ed,
+// or as the last call found them when dir is watched and nothing in it
+// changed since. A file removed between the listing and its stat is left
+// out. A missing dir is an error wrapping fs.ErrNotExist.
 func (l *Lister) List(dir string, accept func(name string) bool) (Listing, error) {
+	var token uint64
+	watched := false
+	if l.watch != nil {
+		// The token is taken before the folder is read: a change after it
+		// moves the token, so the next call reads again.
+		token, watched = l.watch.Token(dir)
+		l.mu.Lock()
+		if f := l.folders[dir]; watched && f != nil && f.watched && f.token == token && !f.links {
+			f.seen = l.sweep
+			out := Listing{Files: slices.Clip(f.files), Dirs: slices.Clip(f.dirs)}
+			l.mu.Unlock()
+			return out, nil
+		}
+		l.mu.Unlock()
+	}
 	d, err := os.Open(dir)
 	if err != nil {
 		return Listing{}, fmt.Errorf("list %s: %w", dir, err)
@@ -77,6 +111,9 @@ func (l *Lister) List(dir string, accept func(name string) bool) (Listing, error
 	}
 	// Clipped: a caller's append must not write into the cached listing.
 	out := Listing{Files: make([]FileKey, 0, len(f.names)), Dirs: slices.Clip(f.dirs)}
+	l.mu.Lock()
+	l.stats += uint64(len(f.names))
+	l.mu.Unlock()
 	for i, n := range f.names {
 		if err := unix.Fstatat(fd, n, &st, 0); err != nil {
 			if errors.Is(err, unix.ENOENT) {
@@ -89,7 +126,20 @@ func (l *Lister) List(dir string, accept func(name string) bool) (Listing, error
 		}
 		out.Files = append(out.Files, keyOfStat(f.paths[i], &st))
 	}
+	if watched {
+		l.mu.Lock()
+		f.files, f.token, f.watched = out.Files, token, true
+		out.Files = slices.Clip(out.Files)
+		l.mu.Unlock()
+	}
 	return out, nil
+}
+
+// Stats is how many file stats the Lister has made.
+func (l *Lister) Stats() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.stats
 }
 
 // folder returns d's entries, from the cache when the folder is unchanged
@@ -120,6 +170,7 @@ func (l *Lister) folder(d *os.File, key FileKey, accept func(string) bool) (*fol
 		case (t.IsRegular() || t&os.ModeSymlink != 0) && accept(name):
 			// A symlink counts when it leads to a regular file; the stat
 			// in List follows it.
+			f.links = f.links || t&os.ModeSymlink != 0
 			f.names = append(f.names, name)
 			f.paths = append(f.paths, p)
 		}

@@ -30,11 +30,14 @@ type coreRow struct {
 // CLI's run round trip against fork/exec of the same command, a start on the
 // socket against the same, and output through a session's pty into its log
 // against cat of the same bytes to a file.
-func measureCore(ctx context.Context, o options, work string) ([]coreRow, error) {
-	homeDir := filepath.Join(work, "core")
+func measureCore(ctx context.Context, o options, work string, bd build) ([]coreRow, error) {
+	if err := os.MkdirAll(work, 0o700); err != nil {
+		return nil, err
+	}
+	homeDir := filepath.Join(work, "home")
 	env := append(os.Environ(), "AGENTCTL_HOME="+homeDir, "AGENTCTL_NO_AUTOSTART=")
 	cli := func(args ...string) error {
-		cmd := exec.CommandContext(ctx, o.bin, args...)
+		cmd := exec.CommandContext(ctx, bd.bin, args...)
 		cmd.Env = env
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("agentctl %v: %w: %s", args, err, out)
@@ -45,7 +48,7 @@ func measureCore(ctx context.Context, o options, work string) ([]coreRow, error)
 		return nil, err
 	}
 	defer cli("daemon", "stop")
-	c := client.New(home.Home(homeDir), o.bin, false)
+	c := client.New(home.Home(homeDir), bd.bin, false)
 	median := func(f func() error) (time.Duration, error) {
 		var ds []time.Duration
 		for i := 0; i < o.runs*4; i++ {
@@ -63,6 +66,14 @@ func measureCore(ctx context.Context, o options, work string) ([]coreRow, error)
 		return nil, err
 	}
 	runTrue, err := median(func() error { return cli("run", "--", "true") })
+	if err != nil {
+		return nil, err
+	}
+	version, err := median(func() error { return cli("--version") })
+	if err != nil {
+		return nil, err
+	}
+	daemonStatus, err := median(func() error { return cli("daemon", "status") })
 	if err != nil {
 		return nil, err
 	}
@@ -106,16 +117,26 @@ func measureCore(ctx context.Context, o options, work string) ([]coreRow, error)
 	if err != nil {
 		return nil, err
 	}
-	hook, err := measureHook(ctx, o, c, homeDir, env, execTrue)
+	withBin := o
+	withBin.bin = bd.bin
+	hook, err := measureHook(ctx, withBin, c, homeDir, env, execTrue)
 	if err != nil {
 		return nil, fmt.Errorf("hook round trip: %w", err)
 	}
-	return []coreRow{
+	rows := []coreRow{
 		hook,
+		{what: "agentctl --version (CLI start)", baseline: "fork/exec true", got: version, base: execTrue},
+		{what: "agentctl daemon status (CLI start + one request)", baseline: "fork/exec true", got: daemonStatus, base: execTrue},
 		{what: "agentctl run -- true (CLI round trip)", baseline: "fork/exec true", got: runTrue, base: execTrue},
 		{what: "start on the socket until exec'd", baseline: "fork/exec true", got: spawn, base: execTrue},
 		{what: "32 MiB through a session's pty into its log", baseline: "cat to a file", got: session, base: catFile, bytes: int64(len(data))},
-	}, nil
+	}
+	if bd.name != "" {
+		for i := range rows {
+			rows[i].what = "[" + bd.name + "] " + rows[i].what
+		}
+	}
+	return rows, nil
 }
 
 func printCore(w io.Writer, rows []coreRow) {

@@ -13,13 +13,15 @@
 // real terminal: from a session's exit to its changed row on the screen,
 // and the view's memory.
 //
-//	agentctl-bench [--sizes 100,1000,10000] [--bin PATH] [--runs N] [--keep] [--core=false] [--top N]
+//	agentctl-bench [--sizes 100,1000,10000] [--bin PATH] [--base PATH] [--runs N] [--keep] [--core=false] [--top N]
 //
 // With --hosts N it instead times list over ssh: on this machine, on one
 // remote host and over N at once, against the ssh round trip (each host an
 // sshd of its own on 127.0.0.1 with its own agentctl home).
 //
-// Without --bin it builds agentctl from the module it is run in.
+// Without --bin it builds agentctl from the module it is run in. With
+// --base, a second build (the one before a change) is measured on the same
+// stores in the same run, each row of the two side by side.
 package main
 
 import (
@@ -54,10 +56,12 @@ func main() {
 type options struct {
 	sizes []int
 	bin   string
-	runs  int
-	keep  bool
-	seed  int64
-	core  bool
+	// base is a second binary measured beside bin, "" for none.
+	base string
+	runs int
+	keep bool
+	seed int64
+	core bool
 	// soak and soakShort, when set, run the soak instead of the stores.
 	soak, soakShort int
 	// top is how many sessions the live view is measured over (0: not).
@@ -71,6 +75,7 @@ func parseFlags(args []string) (options, error) {
 	sizes := fl.String("sizes", "100,1000,10000", "comma-separated store sizes (sessions)")
 	o := options{}
 	fl.StringVar(&o.bin, "bin", "", "the agentctl binary (default: build it from this module)")
+	fl.StringVar(&o.base, "base", "", "a second agentctl binary, the baseline build, measured beside --bin in the same run")
 	fl.IntVar(&o.runs, "runs", 5, "warm runs per command (the median is reported)")
 	fl.BoolVar(&o.keep, "keep", false, "keep the generated stores")
 	fl.Int64Var(&o.seed, "seed", 1, "generator seed")
@@ -100,8 +105,10 @@ func parseFlags(args []string) (options, error) {
 
 // row is one line of the result table.
 type row struct {
-	size         int
-	storeMB      int64
+	size    int
+	storeMB int64
+	// build is "" with one binary, else "new" or "base".
+	build        string
 	command      string
 	cold, warm   time.Duration
 	rssMB, hwmMB float64
@@ -162,9 +169,13 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintln(out)
 	}
 	if o.core {
-		rows, err := measureCore(ctx, o, work)
-		if err != nil {
-			return fmt.Errorf("core paths: %w", err)
+		var rows []coreRow
+		for _, bd := range o.builds() {
+			rs, err := measureCore(ctx, o, filepath.Join(work, "core"+bd.name), bd)
+			if err != nil {
+				return fmt.Errorf("core paths: %w", err)
+			}
+			rows = append(rows, rs...)
 		}
 		printCore(out, rows)
 		fmt.Fprintln(out)
@@ -186,10 +197,23 @@ type bench struct {
 	o    options
 	env  []string
 	home string
+	// bin is the build being measured.
+	bin string
+}
+
+// build is one agentctl binary measured.
+type build struct{ name, bin string }
+
+// builds are the binaries measured: --bin, and --base beside it.
+func (o options) builds() []build {
+	if o.base == "" {
+		return []build{{"", o.bin}}
+	}
+	return []build{{"new", o.bin}, {"base", o.base}}
 }
 
 func measure(ctx context.Context, o options, dir string, n int) ([]row, error) {
-	b := &bench{o: o, home: filepath.Join(dir, "home")}
+	b := &bench{o: o, home: filepath.Join(dir, "home"), bin: o.bin}
 	start := time.Now()
 	names, err := generate(b.home, n, o.seed)
 	if err != nil {
@@ -237,46 +261,66 @@ func measure(ctx context.Context, o options, dir string, n int) ([]row, error) {
 	}
 	var rows []row
 	for _, c := range commands {
-		// Cold: a service just restarted, whose caches are empty.
-		if _, err := b.agentctl(ctx, "daemon", "restart"); err != nil {
-			return nil, err
-		}
-		cold, coldNote, err := b.timed(ctx, c.args...)
-		if err != nil {
-			return nil, err
-		}
-		// Let discoveries that timed out finish filling the caches before
-		// the warm runs.
-		if err := b.settle(ctx); err != nil {
-			return nil, err
-		}
-		var warm []time.Duration
-		var warmNotes []string
-		for range o.runs {
-			d, note, err := b.timed(ctx, c.args...)
+		for _, bd := range o.builds() {
+			r, err := b.measureCommand(ctx, bd, c.name, c.args)
 			if err != nil {
 				return nil, err
 			}
-			if note != "" {
-				warmNotes = append(warmNotes, note)
-			}
-			warm = append(warm, d)
+			r.size, r.storeMB = n, size>>20
+			rows = append(rows, r)
 		}
-		slices.Sort(warm)
-		rss, hwm, err := b.serviceMemory(ctx)
-		if err != nil {
-			return nil, err
-		}
-		var notes []string
-		if coldNote != "" {
-			notes = append(notes, "cold run "+coldNote)
-		}
-		if len(warmNotes) > 0 {
-			notes = append(notes, fmt.Sprintf("%d of %d warm runs not clean, first: %s", len(warmNotes), o.runs, warmNotes[0]))
-		}
-		rows = append(rows, row{size: n, storeMB: size >> 20, command: c.name, cold: cold, warm: warm[len(warm)/2], rssMB: rss, hwmMB: hwm, note: strings.Join(notes, "; ")})
 	}
 	return rows, nil
+}
+
+// measureCommand times one command with one build: cold (the build's
+// service just started) and warm.
+func (b *bench) measureCommand(ctx context.Context, bd build, name string, args []string) (row, error) {
+	// Cold: the build's service just started, its caches empty.
+	if _, err := b.agentctl(ctx, "daemon", "stop"); err != nil {
+		return row{}, err
+	}
+	b.bin = bd.bin
+	if _, err := b.agentctl(ctx, "daemon", "start"); err != nil {
+		return row{}, err
+	}
+	cold, coldNote, err := b.timed(ctx, args...)
+	if err != nil {
+		return row{}, err
+	}
+	// Let discoveries that timed out finish filling the caches before
+	// the warm runs.
+	if err := b.settle(ctx); err != nil {
+		return row{}, err
+	}
+	var warm []time.Duration
+	var warmNotes []string
+	for range b.o.runs {
+		d, note, err := b.timed(ctx, args...)
+		if err != nil {
+			return row{}, err
+		}
+		if note != "" {
+			warmNotes = append(warmNotes, note)
+		}
+		warm = append(warm, d)
+	}
+	slices.Sort(warm)
+	rss, hwm, watched, err := b.serviceMemory(ctx)
+	if err != nil {
+		return row{}, err
+	}
+	var notes []string
+	if coldNote != "" {
+		notes = append(notes, "cold run "+coldNote)
+	}
+	if len(warmNotes) > 0 {
+		notes = append(notes, fmt.Sprintf("%d of %d warm runs not clean, first: %s", len(warmNotes), b.o.runs, warmNotes[0]))
+	}
+	if watched != "" {
+		notes = append(notes, watched)
+	}
+	return row{build: bd.name, command: name, cold: cold, warm: warm[len(warm)/2], rssMB: rss, hwmMB: hwm, note: strings.Join(notes, "; ")}, nil
 }
 
 // settleTimeout bounds how long a cold service may take to read the whole
@@ -341,7 +385,7 @@ func treeSize(dir string) int64 {
 
 // agentctl runs the binary and returns its stdout.
 func (b *bench) agentctl(ctx context.Context, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, b.o.bin, args...)
+	cmd := exec.CommandContext(ctx, b.bin, args...)
 	cmd.Env = b.env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -356,7 +400,7 @@ func (b *bench) agentctl(ctx context.Context, args ...string) ([]byte, error) {
 // out, so the answer was partial) or a failure (a cold service that cannot
 // vouch for the session yet). Only a failure to run the binary is an error.
 func (b *bench) timed(ctx context.Context, args ...string) (time.Duration, string, error) {
-	cmd := exec.CommandContext(ctx, b.o.bin, args...)
+	cmd := exec.CommandContext(ctx, b.bin, args...)
 	cmd.Env = b.env
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
@@ -423,16 +467,27 @@ func (b *bench) largestSession(ctx context.Context) (string, error) {
 	return l.Sessions[0].ID, nil
 }
 
-// serviceMemory reads the service's resident set (now and peak) from /proc.
-func (b *bench) serviceMemory(ctx context.Context) (rss, hwm float64, err error) {
+// serviceMemory reads the service's resident set (now and peak) from /proc,
+// and says how the service watches the stores when it says.
+func (b *bench) serviceMemory(ctx context.Context) (rss, hwm float64, watched string, err error) {
 	out, err := b.agentctl(ctx, "daemon", "status", "--json")
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, "", err
 	}
 	var st api.DaemonStatus
 	if err := json.Unmarshal(out, &st); err != nil || st.PID <= 0 {
-		return 0, 0, fmt.Errorf("daemon status: no pid in %q", out)
+		return 0, 0, "", fmt.Errorf("daemon status: no pid in %q", out)
 	}
+	if w := st.Watch; w != nil {
+		watched = fmt.Sprintf("stores: %s, %d folders watched, %d by stat, %d overflows", w.Mode, w.Folders, w.Unwatched, w.Overflows)
+	}
+	rss, hwm, err = processMemory(ctx, st.PID)
+	return rss, hwm, watched, err
+}
+
+// processMemory reads a process's resident set (now and peak).
+func processMemory(ctx context.Context, pid int) (rss, hwm float64, err error) {
+	st := struct{ PID int }{pid}
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", st.PID))
 	if err != nil {
 		// No /proc (macOS): ps knows the resident set, not its peak.
@@ -463,12 +518,16 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/float64(
 
 func printTable(w io.Writer, rows []row) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "sessions\tstore MB\tcommand\tcold ms\twarm ms (median)\tservice RSS MB\tservice peak MB\t")
+	fmt.Fprintln(tw, "sessions\tstore MB\tcommand\tbuild\tcold ms\twarm ms (median)\tservice RSS MB\tservice peak MB\t")
 	var notes []string
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%.1f\t%.1f\t\n", r.size, r.storeMB, r.command, ms(r.cold), ms(r.warm), r.rssMB, r.hwmMB)
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%.1f\t%.1f\t\n", r.size, r.storeMB, r.command, r.build, ms(r.cold), ms(r.warm), r.rssMB, r.hwmMB)
 		if r.note != "" {
-			notes = append(notes, fmt.Sprintf("%d sessions, %s: %s", r.size, r.command, r.note))
+			build := ""
+			if r.build != "" {
+				build = " (" + r.build + ")"
+			}
+			notes = append(notes, fmt.Sprintf("%d sessions, %s%s: %s", r.size, r.command, build, r.note))
 		}
 	}
 	tw.Flush()

@@ -3,10 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"time"
 
+	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/client"
 	"github.com/agentctl/agentctl/cmd/agentctl/internal/serve"
 	"github.com/spf13/cobra"
@@ -131,7 +133,7 @@ func newDaemonStatusCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Show whether the service runs, its pid, version and uptime",
+		Short: "Show whether the service runs, its pid, version, uptime and how it watches the agents' stores",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			h, err := userHome()
@@ -159,11 +161,48 @@ func newDaemonStatusCmd() *cobra.Command {
 			}
 			fmt.Printf("agentctl service running\n  pid      %d\n  version  %s\n  socket   %s\n  uptime   %s\n  sessions %d running\n",
 				st.PID, st.Version, st.Socket, (time.Duration(st.UptimeS) * time.Second).String(), st.SessionsRunning)
+			if st.Watch != nil {
+				printWatchStatus(os.Stdout, *st.Watch)
+			}
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// printWatchStatus says how the service follows the agents' stores, and
+// which folders it reads by stat on every query instead.
+func printWatchStatus(w io.Writer, ws api.WatchStatus) {
+	if ws.Mode != "inotify" {
+		reason := ""
+		if ws.Reason != "" {
+			reason = ": " + ws.Reason
+		}
+		fmt.Fprintf(w, "  stores   read by stat on every query%s\n", reason)
+		return
+	}
+	limit := ""
+	if ws.Limit > 0 {
+		limit = fmt.Sprintf(" (limit %d per user)", ws.Limit)
+	}
+	fmt.Fprintf(w, "  stores   %d folders watched (inotify)%s\n", ws.Folders, limit)
+	if ws.Unwatched > 0 {
+		fmt.Fprintf(w, "           %d folders not watched, read by stat on every query:\n", ws.Unwatched)
+		for _, f := range ws.Failures {
+			fmt.Fprintf(w, "             %s: %s\n", f.Folder, f.Reason)
+		}
+		if n := ws.Unwatched - len(ws.Failures); n > 0 {
+			fmt.Fprintf(w, "             and %d more\n", n)
+		}
+	}
+	if ws.Overflows > 0 {
+		last := ""
+		if ws.LastOverflow != nil {
+			last = ", last at " + ws.LastOverflow.Local().Format(time.DateTime)
+		}
+		fmt.Fprintf(w, "           the event queue overflowed %d times%s (every folder read again by stat once)\n", ws.Overflows, last)
+	}
 }
 
 func newShimCmd() *cobra.Command {

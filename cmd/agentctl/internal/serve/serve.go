@@ -8,7 +8,10 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/adapters/registry"
+	"github.com/agentctl/agentctl/adapters/storeio"
+	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/home"
 	"github.com/agentctl/agentctl/spawn"
 	"github.com/agentctl/agentctl/supervisor"
@@ -17,12 +20,40 @@ import (
 // Service runs the agentctl service for h in the foreground until ctx ends
 // or a shutdown is asked for. Sessions are not touched by its exit.
 func Service(ctx context.Context, h home.Home, version string, logger *slog.Logger) error {
+	// The stores' folders are watched so that a query re-reads only what
+	// changed; without a watch every query stats every native file.
+	var watch adapters.FolderWatch
+	var status func() api.WatchStatus
+	if w, err := storeio.NewWatcher(); err != nil {
+		if logger != nil {
+			logger.Warn("the agents' stores are read by stat on every query", "err", err)
+		}
+		status = func() api.WatchStatus { return api.WatchStatus{Mode: "stat", Reason: err.Error()} }
+	} else {
+		defer w.Close()
+		watch = w
+		status = func() api.WatchStatus { return watchStatus(w.Report()) }
+	}
 	return supervisor.Run(ctx, supervisor.Options{
 		Home:     h,
 		Version:  version,
 		Logger:   logger,
-		Adapters: registry.Local(string(h), nil),
+		Adapters: registry.Local(string(h), nil, watch),
+		Watch:    status,
 	})
+}
+
+// watchStatus is a watcher's report on the wire.
+func watchStatus(r storeio.WatchReport) api.WatchStatus {
+	st := api.WatchStatus{Mode: "inotify", Folders: r.Folders, Unwatched: r.Unwatched, Overflows: r.Overflows, Limit: r.Limit}
+	if !r.LastOverflow.IsZero() {
+		t := r.LastOverflow
+		st.LastOverflow = &t
+	}
+	for _, f := range r.Failures {
+		st.Failures = append(st.Failures, api.WatchFailure{Folder: f.Folder, Reason: f.Reason})
+	}
+	return st
 }
 
 // Shim runs one session's monitor for the session folder dir and returns
