@@ -15,6 +15,11 @@ import (
 // end it caused (the exit record, the adapter's own view).
 const settle = 5 * time.Second
 
+// interruptTimeout bounds the agent's own interrupt of a turn that runs
+// outside the session's process, so a frozen agent server cannot hold a
+// stop.
+const interruptTimeout = 15 * time.Second
+
 // Stop ends a session and returns its final state. A session this service
 // started is stopped through its monitor, or without it when the monitor is
 // gone; one only an adapter knows, through its adapter. The stop goes on
@@ -85,6 +90,8 @@ func (c *Core) interruptTurn(ctx context.Context, sess api.Session) error {
 	if nativeID == "" {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, interruptTimeout)
+	defer cancel()
 	var errs []error
 	for _, ti := range interrupters {
 		if err := ti.InterruptTurn(ctx, nativeID); err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"syscall"
@@ -45,6 +46,16 @@ type appServer struct {
 // introduces itself. It never starts a daemon: errNoDaemon when none runs.
 func dialAppServer(ctx context.Context, codexHome string) (*appServer, error) {
 	sock := controlSocket(codexHome)
+	// The link's target is short: a socket's path is limited to about 100
+	// bytes, which a deep CODEX_HOME exceeds.
+	target, err := filepath.EvalSymlinks(sock)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, errNoDaemon
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find the codex app-server socket: %w", err)
+	}
+	sock = target
 	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "unix", sock)

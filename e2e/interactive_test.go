@@ -1,0 +1,234 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/internal/fakemodel"
+)
+
+// The interactive scenarios: the real agents' own TUIs, started by agentctl
+// without a prompt, under its ptys, against the fake model.
+
+// tuiAgent is one agent's interactive setup: an installation whose agent
+// answers at its prompt without asking anything first, the flags that
+// launch it, and what a person types to quit it.
+type tuiAgent struct {
+	name  string
+	setup func(t *testing.T) (e *Env, srv *fakemodel.Server, proj string, flags []string)
+	quit  string
+}
+
+var tuiAgents = []tuiAgent{
+	{name: "claude", quit: "/exit", setup: func(t *testing.T) (*Env, *fakemodel.Server, string, []string) {
+		c := newClaudeEnv(t)
+		c.seedInteractive()
+		return c.Env, c.srv, c.proj, nil
+	}},
+	{name: "codex", quit: "/quit", setup: func(t *testing.T) (*Env, *fakemodel.Server, string, []string) {
+		c := newCodexEnv(t)
+		c.interactiveConfig()
+		return c.Env, c.srv, c.proj, nil
+	}},
+	{name: "opencode", quit: "/exit", setup: func(t *testing.T) (*Env, *fakemodel.Server, string, []string) {
+		o := newOpencodeEnv(t)
+		return o.Env, o.srv, o.proj, []string{"--model", "fake/fake-model"}
+	}},
+	{name: "pi", quit: "/quit", setup: func(t *testing.T) (*Env, *fakemodel.Server, string, []string) {
+		p := newPiEnv(t)
+		return p.Env, p.srv, p.proj, []string{"--model", "fakeopenai/fake-model"}
+	}},
+}
+
+// seedInteractive writes the three ~/.claude.json keys without which the
+// interactive Claude stops at a dialog: onboarding done, the project
+// trusted, the API key approved.
+func (c *claudeEnv) seedInteractive() {
+	key := "sk-ant-fake"
+	seed := fmt.Sprintf(`{"hasCompletedOnboarding": true, "projects": {%q: {"hasTrustDialogAccepted": true}},
+		"customApiKeyResponses": {"approved": [%q], "rejected": []}}`, c.proj, key[len(key)-min(20, len(key)):])
+	if err := os.WriteFile(filepath.Join(c.home, ".claude.json"), []byte(seed), 0o600); err != nil {
+		c.T.Fatal(err)
+	}
+}
+
+// interactiveConfig trusts the project and lets the TUI run commands
+// without asking (its sandbox needs namespaces a container may not give),
+// and stops, when the test ends, the app-server daemon a TUI of this store
+// started: it outlives the TUI.
+func (c *codexEnv) interactiveConfig() {
+	b, err := os.ReadFile(filepath.Join(c.codexHome, "config.toml"))
+	if err != nil {
+		c.T.Fatal(err)
+	}
+	// Top-level keys go before the first table.
+	cfg := string(b)
+	i := strings.Index(cfg, "\n[")
+	top, tables := cfg[:i], cfg[i:]
+	top += "\napproval_policy = \"never\"\nsandbox_mode = \"danger-full-access\""
+	extra := fmt.Sprintf("\n[projects.%q]\ntrust_level = \"trusted\"\n", c.proj)
+	if err := os.WriteFile(filepath.Join(c.codexHome, "config.toml"), []byte(top+tables+extra), 0o600); err != nil {
+		c.T.Fatal(err)
+	}
+	c.T.Cleanup(c.stopDaemon)
+}
+
+// stopDaemon ends the store's app-server daemon (through Codex's own
+// command) and its updater, both started by this test's TUIs.
+func (c *codexEnv) stopDaemon() {
+	c.Run("run", "--wait", "--", "codex", "app-server", "daemon", "stop")
+	b, err := os.ReadFile(filepath.Join(c.codexHome, "app-server-daemon", "daemon-updater.pid"))
+	if err != nil {
+		return
+	}
+	var p struct {
+		PID int `json:"pid"`
+	}
+	if json.Unmarshal(b, &p) == nil && p.PID > 0 && alive(p.PID) {
+		if cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.PID)); err == nil && strings.Contains(string(cmd), c.codexHome) {
+			killPID(c.T, p.PID, syscall.SIGTERM)
+		}
+	}
+}
+
+// launchTUI starts the agent without a prompt and waits until its TUI is
+// drawn and takes keys.
+func launchTUI(e *Env, agent, proj string, flags []string) api.Session {
+	e.T.Helper()
+	var s api.Session
+	e.JSON(&s, append([]string{"launch", agent, "--json", "--cwd", proj}, flags...)...)
+	WaitFor(e.T, 60*time.Second, agent+"'s prompt to be drawn", func() bool {
+		out, _, _ := e.Run("logs", "-n", "0", s.ID)
+		return len(strings.TrimSpace(out)) > 0 && e.Session(s.ID).Status == api.StatusRunning
+	})
+	time.Sleep(3 * time.Second) // the input box takes keys once drawn
+	return s
+}
+
+// Two TUIs of one agent in one folder, started without a prompt: each is
+// its own session with its own native id, busy while its turn runs and
+// idle (or waiting for input) at its prompt after; one quits, and it has
+// ended within 2 s of its exit while the other still runs; each is listed
+// once.
+func TestInteractiveTwoTUIsInOneFolder(t *testing.T) {
+	t.Parallel()
+	for _, ag := range tuiAgents {
+		t.Run(ag.name, func(t *testing.T) {
+			t.Parallel()
+			e, srv, proj, flags := ag.setup(t)
+			a := launchTUI(e, ag.name, proj, flags)
+			// Agents lock their folder; a second one there is on purpose.
+			b := launchTUI(e, ag.name, proj, append(flags, "--force"))
+
+			e.MustRun("send", a.ID, "work [[sleep: 6]]")
+			WaitFor(t, 60*time.Second, "a busy while its tool runs", func() bool {
+				return e.Session(a.ID).Activity == api.ActivityBusy
+			})
+			e.MustRun("send", b.ID, "hello [[text: from b]]")
+			idle := func(id string) func() bool {
+				return func() bool {
+					s := e.Session(id)
+					return s.Status == api.StatusRunning && s.NativeID != "" &&
+						(s.Activity == api.ActivityIdle || s.Activity == api.ActivityWaiting)
+				}
+			}
+			WaitFor(t, 90*time.Second, "a idle at its prompt, with its native id", idle(a.ID))
+			WaitFor(t, 90*time.Second, "b idle at its prompt, with its native id", idle(b.ID))
+			sa, sb := e.Session(a.ID), e.Session(b.ID)
+			if sa.NativeID == sb.NativeID {
+				t.Fatalf("two TUIs share native session %s", sa.NativeID)
+			}
+			if len(srv.Requests()) == 0 {
+				t.Fatal("the model was never asked")
+			}
+			checkListedOnce(t, e, sa, sb)
+
+			e.MustRun("send", a.ID, ag.quit)
+			waitGone(t, a.PID, 30*time.Second)
+			gone := time.Now()
+			WaitFor(t, 2*time.Second, "a ended within 2 s of its exit", func() bool { return e.Session(a.ID).Status.Ended() })
+			t.Logf("%s ended %s after its process", ag.name, time.Since(gone).Round(time.Millisecond))
+			if s := e.Session(b.ID); s.Status != api.StatusRunning || s.NativeID != sb.NativeID {
+				t.Errorf("after a quit, b is %s (native %s), want running with %s", s.Status, s.NativeID, sb.NativeID)
+			}
+			checkListedOnce(t, e, e.Session(a.ID), e.Session(b.ID))
+		})
+	}
+}
+
+// checkListedOnce fails unless each session's native id appears in one row
+// of list -a, its own.
+func checkListedOnce(t *testing.T, e *Env, ss ...api.Session) {
+	t.Helper()
+	rows := e.List("-a").Sessions
+	for _, s := range ss {
+		var ids []string
+		for _, r := range rows {
+			if r.NativeID == s.NativeID || (r.PID == s.PID && r.PID != 0 && r.Status == api.StatusRunning) {
+				ids = append(ids, r.ID+"/"+r.Origin)
+			}
+		}
+		if len(ids) != 1 || !strings.HasPrefix(ids[0], s.ID+"/") {
+			t.Errorf("session %s (native %s) is listed as %v, want once, as itself", s.ID, s.NativeID, ids)
+		}
+	}
+}
+
+// `run -- codex` is Codex's TUI as the user runs it: its turns and their
+// tools run in the store's shared app-server daemon, not under the TUI.
+// The session's row is the TUI's (its pid, not the daemon's), with the
+// native id of the thread it works on; stop mid-tool ends the turn and
+// its tool in the daemon, and the model is asked nothing more; the daemon
+// stays for the store's other TUIs.
+func TestInteractiveCodexStopEndsTheDaemonsTurn(t *testing.T) {
+	t.Parallel()
+	c := newCodexEnv(t)
+	c.interactiveConfig()
+	s := c.Start("--cwd", c.proj, "--", "codex")
+	WaitFor(t, 60*time.Second, "codex's prompt to be drawn", func() bool {
+		out, _, _ := c.Run("logs", "-n", "0", s.ID)
+		return len(strings.TrimSpace(out)) > 0 && c.Session(s.ID).Status == api.StatusRunning
+	})
+	time.Sleep(3 * time.Second)
+	c.MustRun("send", s.ID, "long [[sleep: 117.61]]")
+	WaitFor(t, 90*time.Second, "the tool to run", func() bool { return liveArgv("sleep", "117.61") })
+	var row api.Session
+	WaitFor(t, 30*time.Second, "the TUI's row to carry its thread", func() bool {
+		for _, r := range c.List("-a").Sessions {
+			if r.ID == s.ID {
+				row = r
+			}
+		}
+		return row.NativeID != ""
+	})
+	if row.PID != s.PID {
+		t.Errorf("the row's pid is %d, want the TUI's %d", row.PID, s.PID)
+	}
+	for _, r := range c.List("-a").Sessions {
+		if r.ID != s.ID && (r.NativeID == row.NativeID || r.PID == s.PID) {
+			t.Errorf("the TUI's session is listed twice: %s (%s, pid %d)", r.ID, r.Origin, r.PID)
+		}
+	}
+	asked := len(c.srv.Requests())
+	var final api.Session
+	c.JSON(&final, "stop", "--json", s.ID)
+	if !final.Status.Ended() || alive(s.PID) {
+		t.Fatalf("after stop: %s, pid alive %v", final.Status, alive(s.PID))
+	}
+	if liveArgv("sleep", "117.61") {
+		t.Error("the tool (sleep 117.61) survived the stop in the daemon")
+	}
+	// Codex polls a running tool every 30 s (the fake's write_stdin): a turn
+	// left running would ask again within that.
+	time.Sleep(35 * time.Second)
+	if n := len(c.srv.Requests()); n != asked {
+		t.Errorf("the model was asked %d more times after the stop: the turn went on in the daemon", n-asked)
+	}
+}
