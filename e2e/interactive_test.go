@@ -3,14 +3,19 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/creack/pty"
+
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/internal/agenttest"
 	"github.com/agentctl/agentctl/internal/fakemodel"
 )
 
@@ -123,6 +128,7 @@ func TestInteractiveTwoTUIsInOneFolder(t *testing.T) {
 		t.Run(ag.name, func(t *testing.T) {
 			t.Parallel()
 			e, srv, proj, flags := ag.setup(t)
+			other := startElsewhere(t, e, ag.name, proj)
 			a := launchTUI(e, ag.name, proj, flags)
 			// Agents lock their folder; a second one there is on purpose.
 			b := launchTUI(e, ag.name, proj, append(flags, "--force"))
@@ -131,7 +137,13 @@ func TestInteractiveTwoTUIsInOneFolder(t *testing.T) {
 			WaitFor(t, 60*time.Second, "a busy while its tool runs", func() bool {
 				return e.Session(a.ID).Activity == api.ActivityBusy
 			})
+			// A headless run beside the TUIs, while a works.
+			var c api.Session
+			e.JSON(&c, append(append([]string{"launch", ag.name, "--json", "--cwd", proj, "--force"}, flags...), "-p", "hello [[text: headless answer]]")...)
 			e.MustRun("send", b.ID, "hello [[text: from b]]")
+			if c = e.WaitStatus(c.ID, api.StatusExited, 120*time.Second); c.ExitCode == nil || *c.ExitCode != 0 || c.NativeID == "" {
+				t.Errorf("the headless run beside the TUIs ended %+v, want exit 0 with its native id", c)
+			}
 			idle := func(id string) func() bool {
 				return func() bool {
 					s := e.Session(id)
@@ -142,8 +154,8 @@ func TestInteractiveTwoTUIsInOneFolder(t *testing.T) {
 			WaitFor(t, 90*time.Second, "a idle at its prompt, with its native id", idle(a.ID))
 			WaitFor(t, 90*time.Second, "b idle at its prompt, with its native id", idle(b.ID))
 			sa, sb := e.Session(a.ID), e.Session(b.ID)
-			if sa.NativeID == sb.NativeID {
-				t.Fatalf("two TUIs share native session %s", sa.NativeID)
+			if sa.NativeID == sb.NativeID || c.NativeID == sa.NativeID || c.NativeID == sb.NativeID {
+				t.Fatalf("sessions share a native session: TUIs %s and %s, headless %s", sa.NativeID, sb.NativeID, c.NativeID)
 			}
 			if len(srv.Requests()) == 0 {
 				t.Fatal("the model was never asked")
@@ -159,8 +171,61 @@ func TestInteractiveTwoTUIsInOneFolder(t *testing.T) {
 				t.Errorf("after a quit, b is %s (native %s), want running with %s", s.Status, s.NativeID, sb.NativeID)
 			}
 			checkListedOnce(t, e, e.Session(a.ID), e.Session(b.ID))
+
+			// b's terminal is closed while its tool runs: it has ended, and
+			// nothing of its native session reads running or unknown.
+			tool := fmt.Sprintf("40.%d", 11+len(ag.name))
+			e.MustRun("send", b.ID, "work [[sleep: "+tool+"]]")
+			WaitFor(t, 60*time.Second, "b's tool to run", func() bool { return liveArgv("sleep", tool) })
+			killPID(t, b.PID, syscall.SIGHUP)
+			waitGone(t, b.PID, 30*time.Second)
+			WaitFor(t, 2*time.Second, "b ended within 2 s of its exit", func() bool { return e.Session(b.ID).Status.Ended() })
+			WaitFor(t, 10*time.Second, "b's native session to read ended", func() bool {
+				for _, r := range e.List("-a").Sessions {
+					if r.NativeID == sb.NativeID && !r.Status.Ended() {
+						return false
+					}
+				}
+				return true
+			})
+
+			// The same agent under another HOME, in the same folder, is
+			// another store's: not listed here.
+			for _, r := range e.List("-a").Sessions {
+				if r.PID == other {
+					t.Errorf("%s of another HOME (pid %d) is listed: %+v", ag.name, other, r)
+				}
+			}
 		})
 	}
+}
+
+// startElsewhere starts the agent's TUI in dir under its own terminal, with
+// a HOME of its own (no configuration: it sits at a dialog or its prompt),
+// for the length of the test, and returns its pid.
+func startElsewhere(t *testing.T, e *Env, agent, dir string) int {
+	t.Helper()
+	bin := agenttest.Bin(t, agent)
+	h := t.TempDir()
+	var args []string
+	if agent == "codex" {
+		args = []string{"--no-daemon"} // no daemon left behind in that HOME
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	cmd.Env = []string{"HOME=" + h, "PATH=" + os.Getenv("PATH"), "TERM=xterm-256color", "PI_OFFLINE=1",
+		"OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_AUTOUPDATE=1", "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}
+	ptmx, err := pty.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, ptmx)
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // its own session and group
+		cmd.Wait()
+		ptmx.Close()
+	})
+	return cmd.Process.Pid
 }
 
 // checkListedOnce fails unless each session's native id appears in one row
