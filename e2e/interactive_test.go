@@ -297,3 +297,62 @@ func TestInteractiveCodexStopEndsTheDaemonsTurn(t *testing.T) {
 		t.Errorf("the model was asked %d more times after the stop: the turn went on in the daemon", n-asked)
 	}
 }
+
+// Two Pi TUIs started by hand in one folder (`run -- pi`): Pi holds no file
+// open, overwrites its argv and carries no marker agentctl set, so nothing
+// first-hand ties either process to its session. Each session reads
+// unknown, naming the pids that may own it, for as long as one of them
+// lives, and ended once none does: never running for both, never ended
+// while an owner may live.
+func TestInteractivePiTUIsByHandAreUnknownNamingTheirPIDs(t *testing.T) {
+	t.Parallel()
+	p := newPiEnv(t)
+	start := func() api.Session {
+		s := p.Start("--cwd", p.proj, "--", "pi", "--provider", "fakeopenai", "--model", "fake-model")
+		WaitFor(t, 60*time.Second, "pi's prompt to be drawn", func() bool {
+			out, _, _ := p.Run("logs", "-n", "0", s.ID)
+			return len(strings.TrimSpace(out)) > 0
+		})
+		time.Sleep(3 * time.Second)
+		return s
+	}
+	a, b := start(), start()
+	p.MustRun("send", a.ID, "hello [[text: from a]]")
+	p.MustRun("send", b.ID, "hello [[text: from b]]")
+	natives := func() []api.Session {
+		var out []api.Session
+		for _, r := range p.List("-a").Sessions {
+			if r.Adapter == "pi" && r.Origin == api.OriginDiscovered && r.Cwd == p.proj {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	names := func(s api.Session, pids ...int) bool {
+		w := strings.Join(s.Warnings, " ")
+		for _, pid := range pids {
+			if !strings.Contains(w, fmt.Sprint(pid)) {
+				return false
+			}
+		}
+		return true
+	}
+	WaitFor(t, 90*time.Second, "both sessions unknown, naming both pids", func() bool {
+		ns := natives()
+		return len(ns) == 2 && ns[0].Status == api.StatusUnknown && ns[1].Status == api.StatusUnknown &&
+			names(ns[0], a.PID, b.PID) && names(ns[1], a.PID, b.PID)
+	})
+	p.MustRun("send", a.ID, "/quit")
+	waitGone(t, a.PID, 30*time.Second)
+	WaitFor(t, 10*time.Second, "both still unknown, naming the pid that lives", func() bool {
+		ns := natives()
+		return len(ns) == 2 && ns[0].Status == api.StatusUnknown && names(ns[0], b.PID) && !names(ns[0], a.PID) &&
+			ns[1].Status == api.StatusUnknown && names(ns[1], b.PID) && !names(ns[1], a.PID)
+	})
+	p.MustRun("send", b.ID, "/quit")
+	waitGone(t, b.PID, 30*time.Second)
+	WaitFor(t, 5*time.Second, "both ended once no Pi lives", func() bool {
+		ns := natives()
+		return len(ns) == 2 && ns[0].Status == api.StatusEnded && ns[1].Status == api.StatusEnded
+	})
+}
