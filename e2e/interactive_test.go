@@ -281,29 +281,72 @@ func TestInteractiveCodexStopEndsTheDaemonsTurn(t *testing.T) {
 			t.Errorf("the TUI's session is listed twice: %s (%s, pid %d)", r.ID, r.Origin, r.PID)
 		}
 	}
-	asked := len(c.srv.Requests())
 	var final api.Session
 	c.JSON(&final, "stop", "--json", s.ID)
+	stopped := time.Now()
 	if !final.Status.Ended() || alive(s.PID) {
 		t.Fatalf("after stop: %s, pid alive %v", final.Status, alive(s.PID))
 	}
 	if liveArgv("sleep", "117.61") {
 		t.Error("the tool (sleep 117.61) survived the stop in the daemon")
 	}
+
+	// Meanwhile, another TUI of the store quits with /quit: its thread stays
+	// loaded in the daemon for a minute or so, but its session has ended
+	// within 2 s of the TUI's exit.
+	b := c.Start("--cwd", c.proj, "--", "codex")
+	WaitFor(t, 60*time.Second, "the second TUI's row to carry its thread", func() bool {
+		return c.Session(b.ID).Status == api.StatusRunning && nativeOf(c.Env, b.ID) != ""
+	})
+	time.Sleep(3 * time.Second)
+	c.MustRun("send", b.ID, "hello [[text: second tui]]")
+	thread := nativeOf(c.Env, b.ID)
+	WaitFor(t, 60*time.Second, "the second TUI's answer", func() bool {
+		for _, r := range c.srv.Requests() {
+			if strings.Contains(r.Prompt, "second tui") {
+				return true
+			}
+		}
+		return false
+	})
+	c.MustRun("send", b.ID, "/quit")
+	waitGone(t, b.PID, 30*time.Second)
+	WaitFor(t, 2*time.Second, "its thread to read ended within 2 s of the TUI's exit", func() bool {
+		for _, r := range c.List("-a").Sessions {
+			if r.NativeID == thread && !r.Status.Ended() {
+				return false
+			}
+		}
+		return true
+	})
+
 	// Codex polls a running tool every 30 s (the fake's write_stdin): a turn
 	// left running would ask again within that.
-	time.Sleep(35 * time.Second)
-	if n := len(c.srv.Requests()); n != asked {
-		t.Errorf("the model was asked %d more times after the stop: the turn went on in the daemon", n-asked)
+	time.Sleep(time.Until(stopped.Add(35 * time.Second)))
+	for _, r := range c.srv.Requests() {
+		if r.Time.After(stopped) && strings.Contains(r.Prompt, "117.61") {
+			t.Errorf("the model was asked after the stop (%s, %s): the turn went on in the daemon", r.Time.Format(time.StampMilli), r.Reply)
+		}
 	}
 }
 
+// nativeOf is the native id list shows for session id, "" when none.
+func nativeOf(e *Env, id string) string {
+	for _, r := range e.List("-a").Sessions {
+		if r.ID == id {
+			return r.NativeID
+		}
+	}
+	return ""
+}
+
 // Two Pi TUIs started by hand in one folder (`run -- pi`): Pi holds no file
-// open, overwrites its argv and carries no marker agentctl set, so nothing
-// first-hand ties either process to its session. Each session reads
-// unknown, naming the pids that may own it, for as long as one of them
-// lives, and ended once none does: never running for both, never ended
-// while an owner may live.
+// open, overwrites its argv and carries no marker agentctl set, so while
+// both live nothing ties either process to its session: each session reads
+// unknown, naming both pids, never running for both nor ended while an
+// owner may live. Once one quits, the survivor's session is the one begun
+// after it started (cwd+start) and the other's has ended; once none lives,
+// all have ended.
 func TestInteractivePiTUIsByHandAreUnknownNamingTheirPIDs(t *testing.T) {
 	t.Parallel()
 	p := newPiEnv(t)
@@ -319,6 +362,14 @@ func TestInteractivePiTUIsByHandAreUnknownNamingTheirPIDs(t *testing.T) {
 	a, b := start(), start()
 	p.MustRun("send", a.ID, "hello [[text: from a]]")
 	p.MustRun("send", b.ID, "hello [[text: from b]]")
+	var last []api.Session
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, r := range last {
+				t.Logf("last seen: %s %s pid %d warnings %q", r.ID, r.Status, r.PID, r.Warnings)
+			}
+		}
+	})
 	natives := func() []api.Session {
 		var out []api.Session
 		for _, r := range p.List("-a").Sessions {
@@ -326,6 +377,7 @@ func TestInteractivePiTUIsByHandAreUnknownNamingTheirPIDs(t *testing.T) {
 				out = append(out, r)
 			}
 		}
+		last = out
 		return out
 	}
 	names := func(s api.Session, pids ...int) bool {
@@ -342,17 +394,27 @@ func TestInteractivePiTUIsByHandAreUnknownNamingTheirPIDs(t *testing.T) {
 		return len(ns) == 2 && ns[0].Status == api.StatusUnknown && ns[1].Status == api.StatusUnknown &&
 			names(ns[0], a.PID, b.PID) && names(ns[1], a.PID, b.PID)
 	})
+	// Listed oldest first: a's session began (in Pi's memory, at its start)
+	// before b started.
+	ns := natives()
+	sa, sb := ns[0].NativeID, ns[1].NativeID
 	p.MustRun("send", a.ID, "/quit")
 	waitGone(t, a.PID, 30*time.Second)
-	WaitFor(t, 10*time.Second, "both still unknown, naming the pid that lives", func() bool {
+	// With a gone, b is the one Pi of the folder, and its session the one
+	// begun after it started: tied to it (cwd+start), so `run -- pi` is
+	// listed once, with its native id; a's session has ended.
+	WaitFor(t, 10*time.Second, "a's session ended, b's tied to b", func() bool {
 		ns := natives()
-		return len(ns) == 2 && ns[0].Status == api.StatusUnknown && names(ns[0], b.PID) && !names(ns[0], a.PID) &&
-			ns[1].Status == api.StatusUnknown && names(ns[1], b.PID) && !names(ns[1], a.PID)
+		return len(ns) == 1 && ns[0].NativeID == sa && ns[0].Status == api.StatusEnded && nativeOf(p.Env, b.ID) == sb
 	})
 	p.MustRun("send", b.ID, "/quit")
 	waitGone(t, b.PID, 30*time.Second)
-	WaitFor(t, 5*time.Second, "both ended once no Pi lives", func() bool {
-		ns := natives()
-		return len(ns) == 2 && ns[0].Status == api.StatusEnded && ns[1].Status == api.StatusEnded
+	WaitFor(t, 5*time.Second, "every Pi session of the folder ended once no Pi lives", func() bool {
+		for _, r := range p.List("-a").Sessions {
+			if r.Cwd == p.proj && !r.Status.Ended() {
+				return false
+			}
+		}
+		return true
 	})
 }
