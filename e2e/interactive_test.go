@@ -256,12 +256,7 @@ func TestInteractiveCodexStopEndsTheDaemonsTurn(t *testing.T) {
 	t.Parallel()
 	c := newCodexEnv(t)
 	c.interactiveConfig()
-	s := c.Start("--cwd", c.proj, "--", "codex")
-	WaitFor(t, 60*time.Second, "codex's prompt to be drawn", func() bool {
-		out, _, _ := c.Run("logs", "-n", "0", s.ID)
-		return len(strings.TrimSpace(out)) > 0 && c.Session(s.ID).Status == api.StatusRunning
-	})
-	time.Sleep(3 * time.Second)
+	s := c.startDaemonTUI()
 	c.MustRun("send", s.ID, "long [[sleep: 117.61]]")
 	WaitFor(t, 90*time.Second, "the tool to run", func() bool { return liveArgv("sleep", "117.61") })
 	var row api.Session
@@ -294,13 +289,14 @@ func TestInteractiveCodexStopEndsTheDaemonsTurn(t *testing.T) {
 	// Meanwhile, another TUI of the store quits with /quit: its thread stays
 	// loaded in the daemon for a minute or so, but its session has ended
 	// within 2 s of the TUI's exit.
-	b := c.Start("--cwd", c.proj, "--", "codex")
-	WaitFor(t, 60*time.Second, "the second TUI's row to carry its thread", func() bool {
-		return c.Session(b.ID).Status == api.StatusRunning && nativeOf(c.Env, b.ID) != ""
-	})
-	time.Sleep(3 * time.Second)
+	b := c.startDaemonTUI()
+	// The daemon writes a thread's rollout with its first message.
 	c.MustRun("send", b.ID, "hello [[text: second tui]]")
-	thread := nativeOf(c.Env, b.ID)
+	var thread string
+	WaitFor(t, 60*time.Second, "the second TUI's row to carry its thread", func() bool {
+		thread = nativeOf(c.Env, b.ID)
+		return thread != ""
+	})
 	WaitFor(t, 60*time.Second, "the second TUI's answer", func() bool {
 		for _, r := range c.srv.Requests() {
 			if strings.Contains(r.Prompt, "second tui") {
@@ -328,6 +324,24 @@ func TestInteractiveCodexStopEndsTheDaemonsTurn(t *testing.T) {
 			t.Errorf("the model was asked after the stop (%s, %s): the turn went on in the daemon", r.Time.Format(time.StampMilli), r.Reply)
 		}
 	}
+}
+
+// startDaemonTUI runs Codex's TUI as a person would (`run -- codex`), and
+// waits until it takes keys: the daemon holds a new thread for it (its
+// writer lock), which the TUI opens once connected.
+func (c *codexEnv) startDaemonTUI() api.Session {
+	c.T.Helper()
+	locks := func() int {
+		m, _ := filepath.Glob(filepath.Join(c.codexHome, "thread-writer-locks", "*-*-*-*-*.lock"))
+		return len(m)
+	}
+	before := locks()
+	s := c.Start("--cwd", c.proj, "--", "codex")
+	WaitFor(c.T, 90*time.Second, "codex's TUI to open its thread in the daemon", func() bool {
+		return locks() > before && c.Session(s.ID).Status == api.StatusRunning
+	})
+	time.Sleep(2 * time.Second) // the composer takes keys once drawn
+	return s
 }
 
 // nativeOf is the native id list shows for session id, "" when none.
