@@ -221,21 +221,27 @@ func (a *Adapter) InterruptTurn(ctx context.Context, nativeID string) error {
 			return err
 		}
 	}
-	if err := s.call(ctx, "thread/backgroundTerminals/clean", map[string]string{"threadId": nativeID}, nil); err != nil {
-		return err
-	}
+	// An interrupted turn hands the tool it was running to the thread's
+	// background terminals as it winds down (the TUI then says "1
+	// background terminal running"): wait for the turn to end, then end
+	// those, again for any that appears meanwhile.
 	deadline := time.Now().Add(interruptSettle)
 	for {
 		turn, err := s.runningTurn(ctx, nativeID)
 		if err != nil {
 			return err
 		}
-		cmds, err := s.terminals(ctx, nativeID)
-		if err != nil {
-			return err
-		}
-		if turn == "" && len(cmds) == 0 {
-			return nil
+		var cmds []string
+		if turn == "" {
+			if err := s.call(ctx, "thread/backgroundTerminals/clean", map[string]string{"threadId": nativeID}, nil); err != nil {
+				return err
+			}
+			if cmds, err = s.terminals(ctx, nativeID); err != nil {
+				return err
+			}
+			if len(cmds) == 0 {
+				return nil
+			}
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("codex session %s: after the interrupt, the daemon still runs turn %q and tools %q", nativeID, turn, cmds)
