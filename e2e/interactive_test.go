@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -65,9 +66,7 @@ func (c *claudeEnv) seedInteractive() {
 }
 
 // interactiveConfig trusts the project and lets the TUI run commands
-// without asking (its sandbox needs namespaces a container may not give),
-// and stops, when the test ends, the app-server daemon a TUI of this store
-// started: it outlives the TUI.
+// without asking (its sandbox needs namespaces a container may not give).
 func (c *codexEnv) interactiveConfig() {
 	b, err := os.ReadFile(filepath.Join(c.codexHome, "config.toml"))
 	if err != nil {
@@ -82,14 +81,24 @@ func (c *codexEnv) interactiveConfig() {
 	if err := os.WriteFile(filepath.Join(c.codexHome, "config.toml"), []byte(top+tables+extra), 0o600); err != nil {
 		c.T.Fatal(err)
 	}
-	c.T.Cleanup(c.stopDaemon)
 }
 
-// stopDaemon ends the store's app-server daemon (through Codex's own
-// command) and its updater, both started by this test's TUIs.
+// stopDaemon ends the store's app-server daemon, which a Codex TUI of the
+// test started and which outlives it (reparented to PID 1), through Codex's
+// own command, and its updater, by the pid Codex recorded. Nothing is done
+// when no TUI started one.
 func (c *codexEnv) stopDaemon() {
-	c.Run("run", "--wait", "--", "codex", "app-server", "daemon", "stop")
-	b, err := os.ReadFile(filepath.Join(c.codexHome, "app-server-daemon", "daemon-updater.pid"))
+	dir := filepath.Join(c.codexHome, "app-server-daemon")
+	if _, err := os.Stat(filepath.Join(dir, "daemon.pid")); err != nil {
+		return
+	}
+	cmd := exec.Command(codexBin(c.T), "app-server", "daemon", "stop")
+	cmd.Env = c.Vars
+	cmd.Dir = c.proj
+	if out, err := cmd.CombinedOutput(); err != nil {
+		c.T.Logf("codex app-server daemon stop: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "daemon-updater.pid"))
 	if err != nil {
 		return
 	}
@@ -97,7 +106,7 @@ func (c *codexEnv) stopDaemon() {
 		PID int `json:"pid"`
 	}
 	if json.Unmarshal(b, &p) == nil && p.PID > 0 && alive(p.PID) {
-		if cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.PID)); err == nil && strings.Contains(string(cmd), c.codexHome) {
+		if argv, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.PID)); err == nil && strings.Contains(string(argv), c.codexHome) {
 			killPID(c.T, p.PID, syscall.SIGTERM)
 		}
 	}
@@ -282,9 +291,9 @@ func TestInteractiveCodexStopEndsTheDaemonsTurn(t *testing.T) {
 	if !final.Status.Ended() || alive(s.PID) {
 		t.Fatalf("after stop: %s, pid alive %v", final.Status, alive(s.PID))
 	}
-	if liveArgv("sleep", "117.61") {
-		t.Error("the tool (sleep 117.61) survived the stop in the daemon")
-	}
+	// The daemon has ended the tool when the stop returns; its process may
+	// take a moment to be reaped.
+	WaitFor(t, 3*time.Second, "the tool (sleep 117.61) to be gone", func() bool { return !liveArgv("sleep", "117.61") })
 
 	// Meanwhile, another TUI of the store quits with /quit: its thread stays
 	// loaded in the daemon for a minute or so, but its session has ended
@@ -331,14 +340,19 @@ func TestInteractiveCodexStopEndsTheDaemonsTurn(t *testing.T) {
 // writer lock), which the TUI opens once connected.
 func (c *codexEnv) startDaemonTUI() api.Session {
 	c.T.Helper()
-	locks := func() int {
+	locks := func() []string {
 		m, _ := filepath.Glob(filepath.Join(c.codexHome, "thread-writer-locks", "*-*-*-*-*.lock"))
-		return len(m)
+		return m
 	}
 	before := locks()
 	s := c.Start("--cwd", c.proj, "--", "codex")
 	WaitFor(c.T, 90*time.Second, "codex's TUI to open its thread in the daemon", func() bool {
-		return locks() > before && c.Session(s.ID).Status == api.StatusRunning
+		for _, l := range locks() {
+			if !slices.Contains(before, l) {
+				return c.Session(s.ID).Status == api.StatusRunning
+			}
+		}
+		return false
 	})
 	time.Sleep(2 * time.Second) // the composer takes keys once drawn
 	return s
