@@ -213,6 +213,15 @@ type Stopper interface {
 	Stop(ctx context.Context, nativeID string) error
 }
 
+// TurnInterrupter ends a native session's running turn, and the tools it
+// started, where they run outside the process agentctl signals (Codex's
+// shared app-server daemon), and checks that nothing of the turn runs
+// afterwards. It does nothing when the turn runs in the session's own
+// process. A stop calls it before it signals the process.
+type TurnInterrupter interface {
+	InterruptTurn(ctx context.Context, nativeID string) error
+}
+
 // Change is one push from an adapter that watches its source.
 type Change struct {
 	// Session is the session's state after the change.

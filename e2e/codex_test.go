@@ -70,6 +70,8 @@ apps = false
 	e.Setenv("CODEX_HOME", c.codexHome)
 	e.Setenv("FAKE_API_KEY", "sk-fake")
 	e.Setenv("PATH", filepath.Dir(bin)+":"+os.Getenv("PATH"))
+	// A Codex TUI starts the store's app-server daemon, which outlives it.
+	t.Cleanup(c.stopDaemon)
 	return c
 }
 

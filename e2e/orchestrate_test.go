@@ -335,7 +335,7 @@ func TestRunInWorktreeAndJoinGroup(t *testing.T) {
 		{[]string{"launch", "--model", "m", "--adapter", "a", "--adapter", "b", "-p", "x"}, "--model must follow the --adapter it is for"},
 		{[]string{"launch", "--adapter", "a", "--model", "m", "--model", "n", "-p", "x"}, "--model given twice for --adapter a"},
 		{[]string{"launch", "pi", "--adapter", "codex", "-p", "x"}, "not both"},
-		{[]string{"launch", "--adapter", "pi", "--adapter", "codex"}, "a prompt is required"},
+		{[]string{"launch", "--adapter", "pi", "--adapter", "codex"}, "a group needs a prompt"},
 		{[]string{"run", "--file", "x.md", "--", "true"}, "a plain command has none"},
 		{[]string{"launch", "--adapter", "pi", "--adapter", "codex", "--worktree", t.TempDir(), "-p", "x"}, "is not in a git repository"},
 	} {

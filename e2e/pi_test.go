@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/internal/agenttest"
+	"github.com/agentctl/agentctl/internal/fakemodel"
 )
 
 // piBin finds the pi CLI installed by scripts/install-agents.sh, or skips
@@ -20,6 +21,7 @@ func piBin(t *testing.T) string { return agenttest.Bin(t, "pi") }
 // pointing at a fake model server, with pi on PATH, and a project folder.
 type piEnv struct {
 	*Env
+	srv        *fakemodel.Server
 	home, proj string
 	binDir     string
 }
@@ -30,7 +32,7 @@ func newPiEnv(t *testing.T) *piEnv {
 	srv := agenttest.FakeModel(t)
 
 	e := NewEnv(t)
-	p := &piEnv{Env: e, home: t.TempDir(), binDir: filepath.Dir(bin)}
+	p := &piEnv{Env: e, srv: srv, home: t.TempDir(), binDir: filepath.Dir(bin)}
 	p.proj, _ = filepath.EvalSymlinks(t.TempDir())
 	agentDir := filepath.Join(p.home, ".pi", "agent")
 	if err := os.MkdirAll(agentDir, 0o755); err != nil {

@@ -83,6 +83,9 @@ type serverWatch struct {
 	id      string
 	url     string
 	pending map[string]string // kinds of the requests asked, not replied, by id
+	// native is the native session the server said it works on, once
+	// recorded.
+	native string
 }
 
 func (w *serverWatch) run(ctx context.Context) {
@@ -253,11 +256,16 @@ func (w *serverWatch) event(ev serverEvent) {
 		next.Activity = api.ActivityBusy
 	case "session.status":
 		var st struct {
-			Status struct {
+			SessionID string `json:"sessionID"`
+			Status    struct {
 				Type string `json:"type"`
 			} `json:"status"`
 		}
-		if json.Unmarshal(ev.Properties, &st) != nil || len(w.pending) > 0 {
+		if json.Unmarshal(ev.Properties, &st) != nil {
+			return
+		}
+		w.learnNative(st.SessionID)
+		if len(w.pending) > 0 {
 			return // a pending request outranks the agent's status
 		}
 		switch st.Status.Type {
@@ -282,6 +290,30 @@ func (w *serverWatch) event(ev serverEvent) {
 		return
 	}
 	w.c.observe(w.id)
+}
+
+// learnNative records the session the agent's own server says its turn
+// runs in, when the launch could not name it up front (a TUI started
+// without a prompt creates its session with the first message). The
+// server is this process's alone: that is first-hand evidence. The first
+// one said is kept.
+func (w *serverWatch) learnNative(nativeID string) {
+	if nativeID == "" || w.native != "" {
+		return
+	}
+	sess, err := w.c.records.get(w.id)
+	if err != nil {
+		return
+	}
+	w.native = sess.NativeID
+	if w.native != "" {
+		return
+	}
+	if err := w.c.records.setNativeID(w.id, nativeID); err != nil {
+		w.c.log.Warn("record native session id", "session", w.id, "err", err)
+		return
+	}
+	w.native = nativeID
 }
 
 func sameWait(a, b *api.Waiting) bool {

@@ -94,6 +94,7 @@ func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, err
 	}()
 	spec := spawn.Spec{Env: env, ServiceLock: c.opts.Home.LockFile()}
 	var finder adapters.NativeIDFinder
+	hasServer := false
 	if rec.Adapter == api.ExecAdapter {
 		if len(req.Command) == 0 {
 			os.RemoveAll(dir)
@@ -107,7 +108,7 @@ func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, err
 			return api.Session{}, err
 		}
 		rec.Argv, spec.Env, spec.Stdin, rec.NativeID, spec.Path = ls.Argv, ls.Env, ls.Stdin, ls.NativeID, ls.Path
-		finder = f
+		finder, hasServer = f, ls.Server != ""
 		if err := noteServer(dir, ls.Server); err != nil {
 			os.RemoveAll(dir)
 			return api.Session{}, err
@@ -137,7 +138,11 @@ func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, err
 	for _, o := range c.opts.Observers {
 		o.Launched(sess)
 	}
-	if started.NativeID == "" && finder != nil {
+	// An agent with its own server (OpenCode's TUI) says which session it
+	// works on through the server's events (WatchAgentServer); a search of
+	// the store could only go by folder and time, and a TUI without a
+	// prompt gives nothing more to tell its session from another's.
+	if started.NativeID == "" && finder != nil && !hasServer {
 		c.learnNativeID(id, finder, started)
 	}
 	c.WatchAgentServer(id)
@@ -205,8 +210,11 @@ func (c *Core) adapterSpec(req api.RunRequest, rec *spawn.Record, env []string, 
 	if err != nil {
 		return out, nil, faultf(ErrSpawn, "start %s: %s is not installed or not on PATH (%v); install it: %s", rec.Adapter, launcher.Binary(), err, launcher.InstallHint())
 	}
+	// An agent started without a prompt is its interactive interface, at
+	// its prompt, for a person (attach) or send to give it work.
+	interactive := req.Interactive || (req.Prompt == "" && req.ResumeOf == "")
 	lreq := adapters.LaunchRequest{Prompt: req.Prompt, Model: req.Model, Cwd: req.Cwd, Env: env, SessionDir: dir, BinaryPath: bin,
-		Interactive: req.Interactive, HookCommand: []string{c.opts.Exe, "hook", "--home", string(c.opts.Home)}}
+		Interactive: interactive, HookCommand: []string{c.opts.Exe, "hook", "--home", string(c.opts.Home)}}
 	var ls adapters.LaunchSpec
 	if req.ResumeOf != "" {
 		prev, perr := c.records.get(req.ResumeOf)
@@ -222,9 +230,6 @@ func (c *Core) adapterSpec(req api.RunRequest, rec *spawn.Record, env []string, 
 			ls.NativeID = prev.NativeID
 		}
 	} else {
-		if req.Prompt == "" {
-			return out, nil, faultf(ErrInvalid, "no prompt given: agentctl launch %s -p PROMPT", rec.Adapter)
-		}
 		ls, err = launcher.Launch(lreq)
 	}
 	if err != nil {

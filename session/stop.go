@@ -15,6 +15,11 @@ import (
 // end it caused (the exit record, the adapter's own view).
 const settle = 5 * time.Second
 
+// interruptTimeout bounds the agent's own interrupt of a turn that runs
+// outside the session's process, so a frozen agent server cannot hold a
+// stop.
+const interruptTimeout = 15 * time.Second
+
 // Stop ends a session and returns its final state. A session this service
 // started is stopped through its monitor, or without it when the monitor is
 // gone; one only an adapter knows, through its adapter. The stop goes on
@@ -46,7 +51,55 @@ func (c *Core) Stop(ctx context.Context, id string, req api.StopRequest) (api.Se
 	if sess.Origin != api.OriginLaunched {
 		return c.stopNative(ctx, sess)
 	}
-	return c.stopLaunched(ctx, sess.ID, spawn.StopOptions{Grace: grace, Force: force})
+	// A turn that runs outside the session's process tree (Codex's shared
+	// app-server) is ended first, through the agent's own means: the
+	// signal that follows would not reach it.
+	ierr := c.interruptTurn(ctx, sess)
+	got, err := c.stopLaunched(ctx, sess.ID, spawn.StopOptions{Grace: grace, Force: force})
+	if err == nil && ierr != nil {
+		err = fmt.Errorf("stop %s: %w", sess.ID, ierr)
+	}
+	return got, err
+}
+
+// interruptTurn asks the adapters that can end a turn outside the
+// session's process (adapters.TurnInterrupter) to end the session's. A
+// plain command that is an agent (`run -- codex`) is that agent's session
+// when discovery tied its process to one: that is where its native id
+// comes from.
+func (c *Core) interruptTurn(ctx context.Context, sess api.Session) error {
+	var interrupters []adapters.TurnInterrupter
+	for _, a := range c.opts.Adapters {
+		if ti, ok := a.(adapters.TurnInterrupter); ok && (sess.Adapter == api.ExecAdapter || a.Name() == sess.Adapter) {
+			interrupters = append(interrupters, ti)
+		}
+	}
+	if len(interrupters) == 0 {
+		return nil
+	}
+	nativeID := sess.NativeID
+	if nativeID == "" && sess.Adapter == api.ExecAdapter {
+		rows, _, err := c.sessions(ctx, func(s *api.Session) bool { return s.ID == sess.ID })
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			nativeID = r.NativeID
+		}
+	}
+	if nativeID == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, interruptTimeout)
+	defer cancel()
+	var errs []error
+	for _, ti := range interrupters {
+		if err := ti.InterruptTurn(ctx, nativeID); err != nil {
+			c.log.Warn("interrupt the session's turn", "session", sess.ID, "native", nativeID, "err", err)
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // stopLaunched ends a session this service started and returns its final

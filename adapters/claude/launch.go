@@ -70,7 +70,7 @@ func (a *Adapter) Resume(req adapters.LaunchRequest) (adapters.LaunchSpec, error
 }
 
 func (a *Adapter) build(req adapters.LaunchRequest, session []string, nativeID string) (adapters.LaunchSpec, error) {
-	if req.Prompt == "" {
+	if req.Prompt == "" && !req.Interactive {
 		return adapters.LaunchSpec{}, errors.New("no prompt given")
 	}
 	env := launchEnv(req.Env)
@@ -98,6 +98,11 @@ func (a *Adapter) build(req adapters.LaunchRequest, session []string, nativeID s
 		args = append(args, "--model", req.Model)
 	}
 	spec := adapters.LaunchSpec{Env: env, NativeID: nativeID}
+	if req.Prompt == "" {
+		// The TUI at its prompt, waiting for the person's first message.
+		spec.Argv = append([]string{Binary}, args...)
+		return spec, nil
+	}
 	if len(req.Prompt) <= maxArgPrompt {
 		// "--" ends the options, so a prompt starting with '-' stays a prompt.
 		spec.Argv = append(append([]string{Binary}, args...), "--", req.Prompt)

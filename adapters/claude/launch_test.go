@@ -166,3 +166,19 @@ func run(t *testing.T, argv, env []string, stdin []byte) string {
 	}
 	return string(out)
 }
+
+// Interactive without a prompt: Claude's TUI with its pre-assigned session
+// id and nothing after it; headless without one is refused.
+func TestInteractiveWithoutPrompt(t *testing.T) {
+	a := newAdapter(t.TempDir())
+	spec, err := a.Launch(adapters.LaunchRequest{Interactive: true, Model: "opus", Env: []string{"PATH=/bin"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"claude", "--session-id", spec.NativeID, "--model", "opus"}; !slices.Equal(spec.Argv, want) || spec.NativeID == "" {
+		t.Errorf("argv = %q, want %q", spec.Argv, want)
+	}
+	if _, err := a.Launch(adapters.LaunchRequest{Env: []string{"PATH=/bin"}}); err == nil {
+		t.Error("headless without a prompt: no error")
+	}
+}

@@ -137,14 +137,37 @@ func (a *Adapter) readOne(file rolloutFile, threads map[string]*thread) scanned 
 // Discover returns every session in the Codex store, with the live Codex
 // process matched to it where the evidence is unambiguous.
 func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error) {
-	files, threads, err := a.scan(ctx)
+	files, index, err := a.scan(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var refs map[string]*adapters.ProcessRef
+	var contenders map[string][]int
 	procs, perr := liveCodexes(proc.SnapshotFrom(ctx), a.home())
 	if perr == nil {
-		refs = matchProcesses(procs)
+		var held map[string]bool
+		refs, held = matchProcesses(procs)
+		if len(held) > 0 {
+			var threads []daemonThread
+			for _, s := range files {
+				if !held[s.id] {
+					continue
+				}
+				t := daemonThread{id: s.id}
+				if s.facts != nil {
+					t.cwd, t.created = s.facts.cwd, s.facts.created
+				}
+				if th := index[s.id]; th != nil && t.cwd == "" {
+					t.cwd, t.created = th.cwd, th.created
+				}
+				threads = append(threads, t)
+			}
+			var byDaemon map[string]*adapters.ProcessRef
+			byDaemon, contenders = matchDaemonThreads(procs, refs, threads)
+			for id, r := range byDaemon {
+				refs[id] = r
+			}
+		}
 	}
 	out := make([]adapters.NativeSession, 0, len(files))
 	for _, s := range files {
@@ -159,8 +182,12 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 			ns.Warnings = append(ns.Warnings, fmt.Sprintf("unreadable codex rollout %s: %v", s.path, s.err))
 		}
 		ns.NativeID = s.id
-		if t := threads[s.id]; t != nil {
+		if t := index[s.id]; t != nil {
 			fillFromThread(&ns, t)
+		}
+		if ns.Process == nil && len(contenders[s.id]) > 0 {
+			ns.State = adapters.NativeUnknown
+			ns.Warnings = append(ns.Warnings, storeio.ContendersWarning("codex", contenders[s.id]))
 		}
 		if perr != nil {
 			// Without the full picture of live processes, no session can

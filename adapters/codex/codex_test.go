@@ -214,24 +214,28 @@ func TestFactsFromLines(t *testing.T) {
 
 func TestNativeState(t *testing.T) {
 	tests := []struct {
-		turn  turnState
-		alive bool
-		want  adapters.NativeState
+		turn       turnState
+		alive      bool
+		want       adapters.NativeState
+		originator string
 	}{
 		// No Codex holds the rollout: whatever the rollout says last, the
 		// session is over.
-		{turnNone, false, adapters.NativeAborted},
-		{turnNone, true, adapters.NativeRunning},
-		{turnStarted, false, adapters.NativeAborted},
-		{turnStarted, true, adapters.NativeBusy},
-		{turnComplete, false, adapters.NativeDone},
-		{turnComplete, true, adapters.NativeIdle},
-		{turnFailed, false, adapters.NativeFailed},
-		{turnAborted, false, adapters.NativeAborted},
-		{turnAborted, true, adapters.NativeIdle},
+		{turnNone, false, adapters.NativeAborted, ""},
+		{turnNone, true, adapters.NativeRunning, ""},
+		{turnStarted, false, adapters.NativeAborted, ""},
+		{turnStarted, true, adapters.NativeBusy, ""},
+		{turnComplete, false, adapters.NativeDone, ""},
+		{turnComplete, true, adapters.NativeIdle, ""},
+		{turnFailed, false, adapters.NativeFailed, ""},
+		{turnAborted, false, adapters.NativeAborted, ""},
+		{turnAborted, true, adapters.NativeIdle, ""},
+		// The TUI's thread before its first message: at its prompt.
+		{turnNone, true, adapters.NativeIdle, originatorTUI},
+		{turnNone, false, adapters.NativeAborted, originatorTUI},
 	}
 	for _, tt := range tests {
-		x := facts{turn: tt.turn}
+		x := facts{turn: tt.turn, originator: tt.originator}
 		if got := x.state(tt.alive); got != tt.want {
 			t.Errorf("turn %d alive %v: %q, want %q", tt.turn, tt.alive, got, tt.want)
 		}

@@ -379,10 +379,18 @@ func (x *facts) state(alive bool) adapters.NativeState {
 		return adapters.NativeDone
 	}
 	if alive {
+		if x.originator == originatorTUI {
+			// The TUI opens its thread at start: no turn yet is its
+			// prompt, waiting for the first message.
+			return adapters.NativeIdle
+		}
 		return adapters.NativeRunning
 	}
 	return adapters.NativeAborted
 }
+
+// originatorTUI is the originator of a thread Codex's TUI started.
+const originatorTUI = "codex-tui"
 
 // native builds the session the adapter reports.
 func (x *facts) native(path string, mtime time.Time, ref *adapters.ProcessRef) adapters.NativeSession {

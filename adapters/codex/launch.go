@@ -45,9 +45,13 @@ func execArgs(model string) []string {
 	return args
 }
 
-// Launch builds `codex exec … -- PROMPT`. The session id is Codex's to
+// Launch builds `codex exec … -- PROMPT`, or for an interactive session
+// `codex --no-daemon [--model M] [-- PROMPT]`. The session id is Codex's to
 // choose; FindNativeID learns it from the rollout the process opens.
 func (a *Adapter) Launch(req adapters.LaunchRequest) (adapters.LaunchSpec, error) {
+	if req.Interactive {
+		return a.interactive(req)
+	}
 	if strings.TrimSpace(req.Prompt) == "" {
 		return adapters.LaunchSpec{}, errors.New("launch codex: empty prompt")
 	}
@@ -73,6 +77,26 @@ func (a *Adapter) Resume(req adapters.LaunchRequest) (adapters.LaunchSpec, error
 		return adapters.LaunchSpec{}, fmt.Errorf("resume codex session %s: %w", id, err)
 	}
 	return adapters.LaunchSpec{Argv: argv, Env: append([]string(nil), req.Env...), NativeID: id}, nil
+}
+
+// interactive builds Codex's TUI, in the approval and sandbox modes the
+// user configured (a person answers its prompts). --no-daemon keeps its
+// turns and their tools in the TUI's own process: without it Codex runs
+// them in a background app-server shared by every TUI of the store, which
+// outlives the TUI, so the session's process would hold neither its
+// rollout nor its tools, and a stop of the TUI would not reach them.
+func (a *Adapter) interactive(req adapters.LaunchRequest) (adapters.LaunchSpec, error) {
+	args := []string{a.Binary(), "--no-daemon"}
+	if m := strings.TrimSpace(req.Model); m != "" {
+		args = append(args, "--model", m)
+	}
+	if req.Prompt != "" {
+		if len(req.Prompt) > maxArgPrompt || strings.ContainsRune(req.Prompt, 0) {
+			return adapters.LaunchSpec{}, fmt.Errorf("launch codex: an interactive prompt is at most %d bytes, without NUL", maxArgPrompt)
+		}
+		args = append(args, "--", req.Prompt)
+	}
+	return adapters.LaunchSpec{Argv: args, Env: append([]string(nil), req.Env...)}, nil
 }
 
 // withPrompt appends "-- PROMPT" to argv ("--" keeps a prompt starting

@@ -31,6 +31,10 @@ func TestLaunchArgv(t *testing.T) {
 			append(base, "--model", "gpt-5.5-codex", "--", "-v --help"), ""},
 		{"empty", adapters.LaunchRequest{Prompt: "  \n"}, nil, "empty prompt"},
 		{"large without a session folder", adapters.LaunchRequest{Prompt: strings.Repeat("x", maxArgPrompt+1)}, nil, "session folder"},
+		{"interactive without a prompt", adapters.LaunchRequest{Interactive: true}, []string{"codex", "--no-daemon"}, ""},
+		{"interactive with a prompt and model", adapters.LaunchRequest{Interactive: true, Prompt: "-fix it", Model: "m"},
+			[]string{"codex", "--no-daemon", "--model", "m", "--", "-fix it"}, ""},
+		{"interactive too large", adapters.LaunchRequest{Interactive: true, Prompt: strings.Repeat("x", maxArgPrompt+1)}, nil, "interactive prompt"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

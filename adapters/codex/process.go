@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/adapters/storeio"
@@ -15,6 +16,7 @@ import (
 const (
 	evidenceOpenFile = "open-file"
 	evidenceArgv     = "argv"
+	evidenceCwdStart = "cwd+start"
 )
 
 // uuidPattern matches the session ids Codex uses (UUIDv7, lower case).
@@ -184,12 +186,80 @@ func liveCodexes(snap *proc.Snapshot, codexHome string) (map[int]liveProc, error
 	return out, nil
 }
 
+// codexArgs returns the arguments Codex was given: argv after the native
+// binary, or after the script of the Node wrapper.
+func codexArgs(argv []string) []string {
+	if len(argv) == 0 {
+		return nil
+	}
+	switch filepath.Base(argv[0]) {
+	case "node", "nodejs", "bun":
+		for i, a := range argv[1:] {
+			if !strings.HasPrefix(a, "-") {
+				return argv[i+2:]
+			}
+		}
+		return nil
+	}
+	return argv[1:]
+}
+
+// subcommands are Codex's commands; any other first positional argument
+// is the TUI's prompt.
+var subcommands = map[string]bool{
+	"agents": true, "exec": true, "e": true, "review": true, "login": true, "logout": true, "mcp": true,
+	"plugin": true, "app-server": true, "remote-control": true, "completion": true, "update": true,
+	"doctor": true, "sandbox": true, "debug": true, "apply": true, "a": true, "resume": true, "queue": true,
+	"archive": true, "delete": true, "migrate-rollouts": true, "migrate-nfs-db": true, "unarchive": true,
+	"fork": true, "cloud": true, "exec-server": true, "features": true, "help": true, "mcp-server": true,
+}
+
+// subcommand returns the Codex command argv runs ("exec", "app-server",
+// "resume", ...), or "" for the interactive TUI.
+func subcommand(argv []string) string {
+	args := codexArgs(argv)
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return ""
+		case valueOptions[a]:
+			i++
+		case strings.HasPrefix(a, "-"):
+		case subcommands[a]:
+			return a
+		default:
+			return "" // the TUI's prompt
+		}
+	}
+	return ""
+}
+
+// isDaemon says whether argv is Codex's shared app-server, which runs the
+// turns of every TUI of the store: holding a thread open there says no
+// more than that some TUI uses it.
+func isDaemon(argv []string) bool { return subcommand(argv) == "app-server" }
+
+// isTUI says whether argv is Codex's interactive interface.
+func isTUI(argv []string) bool {
+	switch subcommand(argv) {
+	case "", "resume", "fork":
+		return true
+	}
+	return false
+}
+
 // outermost climbs from pid to the topmost Codex ancestor: the process a
-// user or agentctl started (the Node wrapper over the native binary).
+// user or agentctl started (the Node wrapper over the native binary). The
+// app-server daemon is its own top: the TUI that happened to start it
+// does not own the threads it runs for others.
 func outermost(procs map[int]liveProc, pid int) int {
 	seen := map[int]bool{}
 	for !seen[pid] {
 		seen[pid] = true
+		if isDaemon(procs[pid].argv) {
+			break
+		}
 		parent, ok := procs[procs[pid].info.PPID]
 		if !ok {
 			break
@@ -224,9 +294,13 @@ func openIDs(pid int) []string {
 // argument. The match is reported on the outermost Codex process of the
 // holder's tree. A session claimed by two separate process trees is left
 // unmatched: unknown, not a guess.
-func matchProcesses(procs map[int]liveProc) map[string]*adapters.ProcessRef {
+//
+// Threads the app-server daemon holds are returned apart (daemonHeld):
+// the daemon is never their process.
+func matchProcesses(procs map[int]liveProc) (refs map[string]*adapters.ProcessRef, daemonHeld map[string]bool) {
 	holders := map[string]map[int]bool{}
 	argv := map[string]map[int]bool{}
+	daemonHeld = map[string]bool{}
 	add := func(m map[string]map[int]bool, id string, pid int) {
 		if m[id] == nil {
 			m[id] = map[int]bool{}
@@ -235,6 +309,12 @@ func matchProcesses(procs map[int]liveProc) map[string]*adapters.ProcessRef {
 	}
 	for pid, p := range procs {
 		top := outermost(procs, pid)
+		if isDaemon(procs[top].argv) {
+			for _, id := range openIDs(pid) {
+				daemonHeld[id] = true
+			}
+			continue
+		}
 		for _, id := range openIDs(pid) {
 			add(holders, id, top)
 		}
@@ -267,5 +347,90 @@ func matchProcesses(procs map[int]liveProc) map[string]*adapters.ProcessRef {
 			delete(out, id)
 		}
 	}
-	return out
+	return out, daemonHeld
+}
+
+// daemonThread is what matching a thread the daemon holds needs of it.
+type daemonThread struct {
+	id, cwd string
+	created time.Time
+}
+
+// matchDaemonThreads ties threads the app-server daemon holds to the TUIs
+// that work through it. Nothing the daemon says names a thread's TUI, so
+// a TUI is tied to a thread of its folder begun after it started only
+// when that thread is the one such thread for the TUI and the TUI the one
+// such TUI for the thread (evidence "cwd+start"); otherwise the thread's
+// possible TUIs are its contenders: unknown while they live. A thread no
+// live TUI can own is not running, whatever the daemon keeps loaded (it
+// unloads a thread about a minute after its TUI quits).
+func matchDaemonThreads(procs map[int]liveProc, refs map[string]*adapters.ProcessRef, threads []daemonThread) (map[string]*adapters.ProcessRef, map[string][]int) {
+	// The TUIs that use the daemon: they hold no rollout of their own and
+	// name none in argv.
+	owned := map[int]bool{}
+	for _, r := range refs {
+		owned[r.PID] = true
+	}
+	type tui struct {
+		pid  int
+		dirs map[string]bool
+	}
+	var tuis []tui
+	for pid, p := range procs {
+		if outermost(procs, pid) != pid || owned[pid] || !isTUI(p.argv) || resumeArg(p.argv) != "" {
+			continue
+		}
+		dir, err := proc.Cwd(pid)
+		if err != nil {
+			continue
+		}
+		if cd := cdArg(p.argv); cd != "" {
+			if !filepath.IsAbs(cd) {
+				cd = filepath.Join(dir, cd)
+			}
+			dir = cd
+		}
+		tuis = append(tuis, tui{pid: pid, dirs: sameDirs(dir)})
+	}
+	fits := map[string][]int{} // thread → TUIs
+	perTUI := map[int]int{}    // TUI → number of threads
+	for _, t := range threads {
+		if refs[t.id] != nil {
+			continue
+		}
+		for _, u := range tuis {
+			if !u.dirs[t.cwd] || t.created.Before(procs[u.pid].info.StartTime.Add(-startSlack)) {
+				continue
+			}
+			fits[t.id] = append(fits[t.id], u.pid)
+			perTUI[u.pid]++
+		}
+	}
+	out := map[string]*adapters.ProcessRef{}
+	contenders := map[string][]int{}
+	for id, pids := range fits {
+		if len(pids) == 1 && perTUI[pids[0]] == 1 {
+			p := procs[pids[0]]
+			out[id] = &adapters.ProcessRef{PID: p.info.PID, Start: p.info.Start, Evidence: evidenceCwdStart}
+			continue
+		}
+		contenders[id] = pids
+	}
+	return out, contenders
+}
+
+// cdArg returns the folder of -C/--cd in argv, or "".
+func cdArg(argv []string) string {
+	args := codexArgs(argv)
+	for i, a := range args {
+		switch {
+		case a == "--":
+			return ""
+		case (a == "-C" || a == "--cd") && i+1 < len(args):
+			return args[i+1]
+		case strings.HasPrefix(a, "--cd="):
+			return strings.TrimPrefix(a, "--cd=")
+		}
+	}
+	return ""
 }

@@ -293,3 +293,76 @@ func TestIDFromRolloutPath(t *testing.T) {
 		}
 	}
 }
+
+func TestSubcommand(t *testing.T) {
+	tests := []struct {
+		argv   []string
+		sub    string
+		daemon bool
+		tui    bool
+	}{
+		{[]string{"node", "/x/.bin/codex"}, "", false, true},
+		{[]string{"node", "/x/.bin/codex", "--no-daemon", "-m", "exec", "fix it"}, "", false, true},
+		{[]string{"/x/codex", "exec", "--json", "hi"}, "exec", false, false},
+		{[]string{"/h/.codex/packages/app-server-daemon/releases/0.169.0/bin/codex", "app-server", "--listen", "unix://", "--managed-daemon"}, "app-server", true, false},
+		{[]string{"/h/codex", "app-server", "daemon", "pid-update-loop"}, "app-server", true, false},
+		{[]string{"codex", "-c", "exec=1", "resume", "--last"}, "resume", false, true},
+		{[]string{"codex", "--", "exec"}, "", false, true},
+	}
+	for _, tt := range tests {
+		if got := subcommand(tt.argv); got != tt.sub {
+			t.Errorf("subcommand(%q) = %q, want %q", tt.argv, got, tt.sub)
+		}
+		if isDaemon(tt.argv) != tt.daemon || isTUI(tt.argv) != tt.tui {
+			t.Errorf("%q: daemon %v tui %v, want %v %v", tt.argv, isDaemon(tt.argv), isTUI(tt.argv), tt.daemon, tt.tui)
+		}
+	}
+}
+
+// The daemon is never a thread's process, even when the TUI that started
+// it is its parent; a thread it holds goes to the one TUI of its folder
+// begun before it, and stays with its contenders when two TUIs fit.
+func TestDaemonThreadsGoToTheirTUIOnlyWhenOneFits(t *testing.T) {
+	dirA, dirB := t.TempDir(), t.TempDir()
+	start := func(dir string) proc.Info {
+		cmd := exec.Command("sleep", "60")
+		cmd.Dir = dir
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		info, err := proc.Lookup(cmd.Process.Pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info
+	}
+	a1, a2, b := start(dirA), start(dirA), start(dirB)
+	daemon := start(dirB)
+	daemon.PPID = b.PID // started by the TUI in dirB
+	procs := map[int]liveProc{
+		a1.PID:     {info: a1, argv: []string{"node", "/x/.bin/codex"}},
+		a2.PID:     {info: a2, argv: []string{"node", "/x/.bin/codex", "fix the test"}},
+		b.PID:      {info: b, argv: []string{"node", "/x/.bin/codex", "-C", dirB}},
+		daemon.PID: {info: daemon, argv: []string{"/h/codex", "app-server", "--managed-daemon"}},
+	}
+	if got := outermost(procs, daemon.PID); got != daemon.PID {
+		t.Errorf("outermost(daemon) = %d, want the daemon itself (%d)", got, daemon.PID)
+	}
+	later := time.Now().Add(time.Second)
+	threads := []daemonThread{
+		{id: "ta", cwd: dirA, created: later},
+		{id: "tb", cwd: dirB, created: later},
+		{id: "old", cwd: dirB, created: b.StartTime.Add(-time.Hour)},
+	}
+	refs, contenders := matchDaemonThreads(procs, map[string]*adapters.ProcessRef{}, threads)
+	if r := refs["tb"]; r == nil || r.PID != b.PID || r.Evidence != evidenceCwdStart {
+		t.Errorf("tb: %+v, want pid %d by cwd+start", r, b.PID)
+	}
+	if refs["ta"] != nil || len(contenders["ta"]) != 2 {
+		t.Errorf("ta: ref %+v contenders %v, want none and both TUIs of dirA", refs["ta"], contenders["ta"])
+	}
+	if refs["old"] != nil || contenders["old"] != nil {
+		t.Errorf("a thread begun before every TUI: ref %+v contenders %v", refs["old"], contenders["old"])
+	}
+}

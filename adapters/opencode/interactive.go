@@ -9,7 +9,7 @@ import (
 	"github.com/agentctl/agentctl/adapters"
 )
 
-// interactive builds `opencode --port P --prompt PROMPT [--model M]`: the
+// interactive builds `opencode --port P [--model M] [--prompt PROMPT]`: the
 // TUI, with its server on a port of 127.0.0.1 chosen now, so that its
 // permission requests (GET /permission, the permission.asked event) can be
 // read and answered (POST /permission/{id}/reply) without the terminal.
@@ -27,7 +27,9 @@ func (a *Adapter) interactive(req adapters.LaunchRequest) (adapters.LaunchSpec, 
 	if m := strings.TrimSpace(req.Model); m != "" {
 		argv = append(argv, "--model", m)
 	}
-	argv = append(argv, "--prompt", req.Prompt)
+	if req.Prompt != "" {
+		argv = append(argv, "--prompt", req.Prompt)
+	}
 	return adapters.LaunchSpec{Argv: argv, Env: append([]string(nil), req.Env...), Server: "http://127.0.0.1:" + strconv.Itoa(port)}, nil
 }
 

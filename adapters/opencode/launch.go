@@ -37,11 +37,11 @@ func (a *Adapter) StopSignal() syscall.Signal { return syscall.SIGTERM }
 // Launch builds `opencode run [--model provider/model] -- WORDS…`. OpenCode
 // chooses the session id; FindNativeID learns it from the store.
 func (a *Adapter) Launch(req adapters.LaunchRequest) (adapters.LaunchSpec, error) {
-	if strings.TrimSpace(req.Prompt) == "" {
-		return adapters.LaunchSpec{}, errors.New("launch opencode: empty prompt")
-	}
 	if req.Interactive {
 		return a.interactive(req)
+	}
+	if strings.TrimSpace(req.Prompt) == "" {
+		return adapters.LaunchSpec{}, errors.New("launch opencode: empty prompt")
 	}
 	argv, err := withPrompt(a.Binary(), runArgs(req.Model, ""), req)
 	if err != nil {

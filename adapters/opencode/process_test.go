@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -387,6 +388,25 @@ func TestPromptArrivesExactly(t *testing.T) {
 		}
 		if string(out) != prompt {
 			t.Errorf("prompt %.40q arrived as %.40q", prompt, out)
+		}
+	}
+}
+
+// Interactive: the TUI with its server on 127.0.0.1, and the prompt only
+// when there is one.
+func TestInteractiveArgv(t *testing.T) {
+	_, a := testData(t)
+	for _, prompt := range []string{"", "fix it"} {
+		spec, err := a.Launch(adapters.LaunchRequest{Prompt: prompt, Interactive: true, Model: "fake/m"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(spec.Argv) < 5 || spec.Argv[0] != "opencode" || spec.Argv[1] != "--port" || !strings.HasPrefix(spec.Server, "http://127.0.0.1:"+spec.Argv[2]) {
+			t.Fatalf("argv %q, server %q", spec.Argv, spec.Server)
+		}
+		hasPrompt := slices.Contains(spec.Argv, "--prompt")
+		if hasPrompt != (prompt != "") || (hasPrompt && spec.Argv[len(spec.Argv)-1] != prompt) {
+			t.Errorf("prompt %q: argv %q", prompt, spec.Argv)
 		}
 	}
 }

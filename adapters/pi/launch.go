@@ -46,11 +46,17 @@ func (a *Adapter) StopSignal() syscall.Signal { return syscall.SIGTERM }
 // front: agentctl writes its header (with a fresh UUIDv7 id, as Pi would)
 // and passes --session <file>; Pi adopts the header's id and appends to the
 // file, so the native id is known before the agent starts.
+//
+// Interactive (Pi only), the same without -p: Pi's TUI on that file, with
+// the prompt, if any, as its first message.
 func (a *Adapter) Launch(req adapters.LaunchRequest) (adapters.LaunchSpec, error) {
-	if strings.TrimSpace(req.Prompt) == "" {
+	if strings.TrimSpace(req.Prompt) == "" && !req.Interactive {
 		return adapters.LaunchSpec{}, errors.New("launch pi: empty prompt")
 	}
 	if a.name == NamePiRust {
+		if req.Interactive {
+			return adapters.LaunchSpec{}, errors.New("launch pi-rust: its interactive interface is not supported; give a prompt (-p) for a headless run")
+		}
 		return a.rustSpec(req, nil)
 	}
 	cwd, err := realCwd(req.Cwd)
@@ -95,13 +101,29 @@ func (a *Adapter) Resume(req adapters.LaunchRequest) (adapters.LaunchSpec, error
 	return spec, nil
 }
 
-// piSpec builds `pi -p [--provider P] --model M --session FILE PROMPT`.
+// piSpec builds `pi -p [--provider P] --model M --session FILE PROMPT`,
+// and without -p for the interactive TUI.
 func (a *Adapter) piSpec(req adapters.LaunchRequest, file string) (adapters.LaunchSpec, error) {
-	args := []string{"-p"}
+	var args []string
+	if !req.Interactive {
+		args = []string{"-p"}
+	}
 	args = append(args, modelArgs(req.Model)...)
 	args = append(args, "--session", file)
 	env := withDefault(req.Env, "PI_OFFLINE", "1")
 	env = withValue(env, envSessionMarker, file)
+	if req.Interactive {
+		// The TUI reads its terminal, so the prompt can only go in argv.
+		p := req.Prompt
+		if len(p) > maxArgPrompt || strings.ContainsRune(p, 0) || strings.HasPrefix(p, "-") || strings.HasPrefix(p, "@") {
+			return adapters.LaunchSpec{}, fmt.Errorf("launch pi: an interactive prompt is at most %d bytes and does not start with '-' or '@'", maxArgPrompt)
+		}
+		argv := append([]string{a.Binary()}, args...)
+		if p != "" {
+			argv = append(argv, p)
+		}
+		return adapters.LaunchSpec{Argv: argv, Env: env}, nil
+	}
 	argv, err := withPrompt(a.Binary(), a.InstallHint(), args, req, "")
 	if err != nil {
 		return adapters.LaunchSpec{}, err

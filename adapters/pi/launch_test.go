@@ -442,3 +442,47 @@ func TestContendersKeepASessionUnknownOnlyWhileTheyLive(t *testing.T) {
 		}
 	}
 }
+
+// Interactive, Pi's TUI runs on the session file agentctl created, without
+// -p; the prompt, if any, is its first message, and one it would misread
+// as an option or a file is refused (a TUI takes no prompt on stdin).
+func TestInteractiveLaunch(t *testing.T) {
+	a, _ := testStore(t, nil)
+	cwd := t.TempDir()
+	for _, tt := range []struct {
+		prompt string
+		tail   []string
+		err    bool
+	}{
+		{"", nil, false},
+		{"say hi", []string{"say hi"}, false},
+		{"-v", nil, true},
+		{"@file", nil, true},
+	} {
+		spec, err := a.Launch(adapters.LaunchRequest{Prompt: tt.prompt, Interactive: true, Cwd: cwd, Env: []string{"PATH=/bin"}})
+		if tt.err {
+			if err == nil {
+				t.Errorf("prompt %q: no error", tt.prompt)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.Index(spec.Argv, "--session")
+		if i < 0 || spec.NativeID == "" {
+			t.Fatalf("argv %q, native id %q", spec.Argv, spec.NativeID)
+		}
+		want := append([]string{"pi", "--session", spec.Argv[i+1]}, tt.tail...)
+		if !slices.Equal(spec.Argv, want) {
+			t.Errorf("argv = %q, want %q", spec.Argv, want)
+		}
+		if v, _ := envValue(spec.Env, envSessionMarker); v != spec.Argv[i+1] {
+			t.Errorf("marker = %q", v)
+		}
+	}
+	rust := NewRust(adapters.Env{Home: t.TempDir()})
+	if _, err := rust.Launch(adapters.LaunchRequest{Interactive: true, Cwd: cwd}); err == nil {
+		t.Error("pi-rust interactive: no error")
+	}
+}

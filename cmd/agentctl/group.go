@@ -147,8 +147,10 @@ func (f *runFlags) dispatch(cmd *cobra.Command, cfg config.Config, positional, d
 	if f.prompt == "" && mx != nil {
 		f.prompt = mx.Prompt
 	}
-	if firstAgent != "" && f.prompt == "" {
-		return usageError{fmt.Errorf("%s: a prompt is required (-p PROMPT)", name)}
+	// One agent without a prompt is its interactive interface; a group's
+	// members all work on the one prompt.
+	if firstAgent != "" && f.prompt == "" && group {
+		return usageError{fmt.Errorf("%s: a group needs a prompt (-p PROMPT)", name)}
 	}
 	spec := g.spec
 	if spec == "" && mx != nil {

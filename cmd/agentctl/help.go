@@ -36,7 +36,8 @@ var commandHelp = map[string]struct{ group, example string }{
 	"prune":   {"sessions", ""},
 	"events":  {"sessions", "  agentctl events\n  agentctl events --type 'session.*' | jq .type"},
 	"launch": {"agents", `  agentctl launch claude -p 'fix the failing test'
-  agentctl launch codex -p 'add a changelog entry' --name notes`},
+  agentctl launch codex -p 'add a changelog entry' --name notes
+  agentctl launch pi -t                 # Pi's own interface, attached`},
 	"resume": {"agents", "  agentctl resume k3x9 'now run the tests'"},
 	"peek":   {"agents", "  agentctl peek k3x9\n  agentctl peek -n 3 web"},
 	"group":  {"directories", `  agentctl group status review`},

@@ -286,7 +286,7 @@ children. With --wait it streams the output and exits with the session's exit
 code; killing 'run --wait' leaves the session running.
 
 With --adapter it starts an agent like 'launch' does: agentctl run --adapter
-claude -p "fix the tests". Several --adapter flags, --matrix and --worktree
+claude -p "fix the tests"; without a prompt, the agent's interactive interface. Several --adapter flags, --matrix and --worktree
 start a group in git worktrees, as with launch (see 'agentctl launch --help');
 an exec member (--adapter exec) runs COMMAND in its worktree.
 
@@ -306,11 +306,18 @@ as labels (never tokens or keys).`,
 func newLaunchCmd() *cobra.Command {
 	f := &runFlags{}
 	cmd := &cobra.Command{
-		Use:   "launch [ADAPTER] -p PROMPT",
-		Short: "Start a coding agent headless with a prompt",
+		Use:   "launch [ADAPTER] [-p PROMPT]",
+		Short: "Start a coding agent, headless with a prompt or its own interactive interface",
 		Long: `Start an agent (claude, codex, opencode, pi, ...) with PROMPT as a supervised
 session, and print its id once the agent has started. ADAPTER defaults to the
 'adapter' key of config.json, then claude.
+
+Without -p (or with -i) the agent runs its own interactive interface under
+the session's terminal, at its prompt: attach to it (-t, or 'agentctl attach'),
+or give it work with 'agentctl send ID TEXT'. Its native session id is
+assigned up front (Claude, Pi) or learned from the agent (Codex's rollout,
+OpenCode's server), as for headless runs. Codex runs with --no-daemon, so its
+turns and tools stay in the session's own process.
 
 Comparisons: several --adapter flags (each --model pairs with the --adapter
 before it), or --matrix FILE, start a group: every member in its own git
