@@ -214,3 +214,13 @@ type Change struct {
 type ChangeWatcher interface {
 	WatchChanges(ctx context.Context) (<-chan Change, error)
 }
+
+// NativeIDChecker is an adapter whose native ids take a shape agentctl's own
+// ids do not (OpenClaw's gateway keys, agent:main:dashboard:<uuid>). The
+// service accepts such a handle only when an adapter says it is one of its
+// ids, and only ever compares it with the ids that adapter lists: it never
+// becomes a path. Adapters whose ids are letters, digits, '-', '_' and '.'
+// (uuids, ses_…) need not implement it.
+type NativeIDChecker interface {
+	ValidNativeID(id string) bool
+}

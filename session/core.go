@@ -196,13 +196,22 @@ func (c *Core) lookup(ctx context.Context, prefix string) (api.Session, []string
 		}
 		merged, warnings := c.withNative(ctx, sess)
 		return merged, warnings, nil
-	} else if !errors.Is(err, ErrNotFound) || !home.ValidID(prefix) {
+	}
+	// Not launched here: maybe a session only an adapter knows. A handle
+	// agentctl's own ids cannot take (OpenClaw's agent:main:dashboard:…)
+	// is looked for only among the sessions of the adapters that say it is
+	// one of theirs.
+	if !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrInvalid) {
 		return api.Session{}, nil, err
 	}
-	// Not launched here: maybe a session only an adapter knows.
+	owners, err := c.nativeIDOwners(prefix)
+	if err != nil {
+		return api.Session{}, nil, err
+	}
 	low := strings.ToLower(prefix)
 	all, warnings, err := c.sessions(ctx, func(sess *api.Session) bool {
-		return sess.Origin == api.OriginDiscovered && strings.HasPrefix(strings.ToLower(sess.ID), low)
+		return sess.Origin == api.OriginDiscovered && (owners == nil || owners[sess.Adapter]) &&
+			strings.HasPrefix(strings.ToLower(sess.ID), low)
 	})
 	if err != nil {
 		return api.Session{}, nil, err
@@ -218,6 +227,28 @@ func (c *Core) lookup(ctx context.Context, prefix string) (api.Session, []string
 		return api.Session{}, warnings, err
 	}
 	return byID[id], warnings, nil
+}
+
+// nativeIDOwners says which adapters a handle can be a native id of: nil
+// (any) for a handle shaped like agentctl's own ids, else the adapters
+// whose NativeIDChecker accepts it; ErrInvalid when none does.
+func (c *Core) nativeIDOwners(handle string) (map[string]bool, error) {
+	if home.ValidID(handle) {
+		return nil, nil
+	}
+	var owners map[string]bool
+	for _, a := range c.disc.adapters {
+		if ck, ok := a.(adapters.NativeIDChecker); ok && ck.ValidNativeID(handle) {
+			if owners == nil {
+				owners = map[string]bool{}
+			}
+			owners[a.Name()] = true
+		}
+	}
+	if owners == nil {
+		return nil, faultf(ErrInvalid, "%q is not a valid session id, nor the name of a session (see `agentctl list -a`)", handle)
+	}
+	return owners, nil
 }
 
 // withNative enriches one launched session from its own adapter alone, and
