@@ -17,6 +17,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -118,7 +119,7 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 	if err != nil {
 		return nil, fmt.Errorf("discover claude sessions: %w", err)
 	}
-	live, unmatchedCwds, liveErr := liveProcesses(a.configDir(), proc.SnapshotFrom(ctx))
+	live, unmatchedCwds, rejected, liveErr := liveProcesses(a.configDir(), proc.SnapshotFrom(ctx))
 
 	type result struct {
 		sum  *summary
@@ -144,7 +145,7 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 			continue // deleted between listing and reading
 		}
 		listed[f.id] = true
-		ns := adapters.NativeSession{Adapter: Name, NativeID: f.id, Path: f.key.Path}
+		ns := adapters.NativeSession{Adapter: Name, NativeID: f.id, Path: f.key.Path, Evidence: slices.Clip(rejected[f.id])}
 		if r.err != nil {
 			ns.Warnings = []string{fmt.Sprintf("read transcript: %v", r.err)}
 			ns.State = adapters.NativeUnknown
@@ -173,6 +174,7 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 			// session it works on: this one may be it.
 			ns.State = adapters.NativeUnknown
 			ns.Warnings = append(ns.Warnings, storeio.ContendersWarning("claude", pids))
+			ns.Evidence = append(ns.Evidence, adapters.ContenderEvidence("claude", pids)...)
 		} else if ns.State = s.Turn.native(); ns.State == adapters.NativeUnknown {
 			// The last turn did not finish and no Claude of this store runs
 			// it (nor could: none runs in its folder): it was cut off. (An

@@ -142,9 +142,10 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 		return nil, err
 	}
 	var refs map[string]*adapters.ProcessRef
+	var contenders map[string][]int
 	procs, perr := liveCodexes(proc.SnapshotFrom(ctx), a.home())
 	if perr == nil {
-		refs = matchProcesses(procs)
+		refs, contenders = matchProcesses(procs)
 	}
 	out := make([]adapters.NativeSession, 0, len(files))
 	for _, s := range files {
@@ -159,6 +160,9 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 			ns.Warnings = append(ns.Warnings, fmt.Sprintf("unreadable codex rollout %s: %v", s.path, s.err))
 		}
 		ns.NativeID = s.id
+		if pids := contenders[s.id]; ns.Process == nil && len(pids) > 0 {
+			ns.Evidence = append(ns.Evidence, adapters.ContenderEvidence("codex", pids)...)
+		}
 		if t := threads[s.id]; t != nil {
 			fillFromThread(&ns, t)
 		}

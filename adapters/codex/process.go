@@ -223,8 +223,8 @@ func openIDs(pid int) []string {
 // the rollout (or writer lock) a process holds open, else a `resume <id>`
 // argument. The match is reported on the outermost Codex process of the
 // holder's tree. A session claimed by two separate process trees is left
-// unmatched: unknown, not a guess.
-func matchProcesses(procs map[int]liveProc) map[string]*adapters.ProcessRef {
+// unmatched: unknown, not a guess; contenders names those trees.
+func matchProcesses(procs map[int]liveProc) (refs map[string]*adapters.ProcessRef, contenders map[string][]int) {
 	holders := map[string]map[int]bool{}
 	argv := map[string]map[int]bool{}
 	add := func(m map[string]map[int]bool, id string, pid int) {
@@ -256,9 +256,13 @@ func matchProcesses(procs map[int]liveProc) map[string]*adapters.ProcessRef {
 	pick(holders, evidenceOpenFile)
 	// A session held open by two trees is ambiguous; argv must not
 	// override that.
+	contenders = map[string][]int{}
 	for id, tops := range holders {
 		if len(tops) > 1 {
 			out[id] = nil
+			for pid := range tops {
+				contenders[id] = append(contenders[id], pid)
+			}
 		}
 	}
 	pick(argv, evidenceArgv)
@@ -267,5 +271,5 @@ func matchProcesses(procs map[int]liveProc) map[string]*adapters.ProcessRef {
 			delete(out, id)
 		}
 	}
-	return out
+	return out, contenders
 }

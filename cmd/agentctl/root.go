@@ -49,7 +49,7 @@ after 'agentctl service install'. State lives in $AGENTCTL_HOME (default
 	})
 	root.AddCommand(
 		newRunCmd(), newLaunchCmd(), newListCmd(), newTopCmd(), newStatusCmd(), newLogsCmd(),
-		newPeekCmd(), newStopCmd(), newAttachCmd(), newSendCmd(), newResumeCmd(),
+		newPeekCmd(), newExplainCmd(), newStopCmd(), newAttachCmd(), newSendCmd(), newResumeCmd(),
 		newPruneCmd(), newRmCmd(), newRestartCmd(), newDaemonCmd(), newShimCmd(),
 		newGroupCmd(), newWorktreeCmd(),
 		newLockCmd(), newUnlockCmd(), newLocksCmd(), newFuseCmd(), newFusesCmd("fuses"), newEventsCmd(),
