@@ -253,9 +253,19 @@ func (c *Core) nativeIDOwners(handle string) (map[string]bool, error) {
 
 // withNative enriches one launched session from its own adapter alone, and
 // returns that adapter's warnings: a failing adapter says so everywhere.
+// The other runs of its native session (an original and its resumes) are
+// merged beside it, so that its counts are its own, as in a list.
 func (c *Core) withNative(ctx context.Context, sess api.Session) (api.Session, []string) {
 	found := c.disc.runOf(ctx, []adapters.Adapter{c.disc.adapter(sess.Adapter)})
-	for _, m := range merge([]api.Session{sess}, found, nil) {
+	runs := []api.Session{sess}
+	if all, _, err := c.records.all(); err == nil {
+		for _, s := range all {
+			if s.ID != sess.ID && s.Adapter == sess.Adapter && s.NativeID == sess.NativeID {
+				runs = append(runs, s)
+			}
+		}
+	}
+	for _, m := range merge(runs, found, nil) {
 		if m.ID == sess.ID {
 			return m, found.warnings
 		}

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -296,4 +297,83 @@ func TestSlowDiscoveryGoesOnAndIsJoined(t *testing.T) {
 	if n := a.calls.Load(); n != 1 {
 		t.Errorf("Discover called %d times, want 1", n)
 	}
+}
+
+// The runs of one native session (an original and its resumes) each carry
+// their own tokens and cost, which add up to the native session's total;
+// the total is carried apart. A run whose start was not recorded has
+// unknown counts, never the total.
+func TestOwnCountsAddUp(t *testing.T) {
+	t0 := time.Now()
+	i64 := func(v int64) *int64 { return &v }
+	f64 := func(v float64) *float64 { return &v }
+	usage := func(in, out int64, cost float64) *api.Usage {
+		return &api.Usage{TokensIn: i64(in), TokensOut: i64(out), CostUSD: f64(cost)}
+	}
+	run := func(id string, at int, resumeOf string, base *api.Usage) api.Session {
+		return api.Session{ID: id, Adapter: "claude", Origin: api.OriginLaunched, Status: api.StatusExited, NativeID: "n1",
+			CreatedAt: t0.Add(time.Duration(at) * time.Second), ResumeOf: resumeOf, Baseline: base}
+	}
+	native := adapters.NativeSession{Adapter: "claude", NativeID: "n1", State: adapters.NativeDone,
+		TokensIn: i64(1000), TokensOut: i64(100), CostUSD: f64(0.75)}
+	type want struct {
+		in, out int64
+		cost    float64
+		known   bool
+	}
+	for _, tc := range []struct {
+		name      string
+		runs      []api.Session
+		want      map[string]want
+		withTotal bool
+	}{
+		{"one run", []api.Session{run("a", 0, "", nil)},
+			map[string]want{"a": {1000, 100, 0.75, true}}, false},
+		{"original and a resume", []api.Session{run("b", 1, "a", usage(600, 40, 0.5)), run("a", 0, "", nil)},
+			map[string]want{"a": {600, 40, 0.5, true}, "b": {400, 60, 0.25, true}}, true},
+		{"three runs", []api.Session{run("a", 0, "", nil), run("b", 1, "a", usage(300, 30, 0.25)), run("c", 2, "b", usage(900, 90, 0.5))},
+			map[string]want{"a": {300, 30, 0.25, true}, "b": {600, 60, 0.25, true}, "c": {100, 10, 0.25, true}}, true},
+		{"a resume whose start is not known", []api.Session{run("a", 0, "", nil), run("b", 1, "a", nil)},
+			map[string]want{"a": {}, "b": {}}, true},
+		{"a lone resume of a session begun elsewhere", []api.Session{run("b", 1, "x", usage(1000, 40, 0.7))},
+			map[string]want{"b": {0, 60, 0.05, true}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := merge(tc.runs, discovered{sessions: [][]adapters.NativeSession{{native}}}, nil)
+			if len(out) != len(tc.runs) {
+				t.Fatalf("%d sessions, want %d (the native session is not listed again)", len(out), len(tc.runs))
+			}
+			var sumIn, sumOut int64
+			var sumCost float64
+			for _, s := range out {
+				w := tc.want[s.ID]
+				if !w.known {
+					if s.TokensIn != nil || s.TokensOut != nil || s.CostUSD != nil {
+						t.Errorf("%s: counts %v/%v/%v, want unknown", s.ID, s.TokensIn, s.TokensOut, s.CostUSD)
+					}
+				} else if s.TokensIn == nil || *s.TokensIn != w.in || *s.TokensOut != w.out || math.Abs(*s.CostUSD-w.cost) > 1e-9 {
+					t.Errorf("%s: counts %v/%v/%v, want %d/%d/%g", s.ID, deref(s.TokensIn), deref(s.TokensOut), deref(s.CostUSD), w.in, w.out, w.cost)
+				} else {
+					sumIn, sumOut, sumCost = sumIn+*s.TokensIn, sumOut+*s.TokensOut, sumCost+*s.CostUSD
+				}
+				if (s.NativeTotal != nil) != tc.withTotal {
+					t.Errorf("%s: native total %+v, want one: %v", s.ID, s.NativeTotal, tc.withTotal)
+				} else if s.NativeTotal != nil && *s.NativeTotal.TokensIn != 1000 {
+					t.Errorf("%s: native total %d, want 1000", s.ID, *s.NativeTotal.TokensIn)
+				}
+			}
+			if tc.name == "original and a resume" || tc.name == "three runs" {
+				if sumIn != 1000 || sumOut != 100 || math.Abs(sumCost-0.75) > 1e-9 {
+					t.Errorf("the runs add up to %d/%d/%g, want the native total 1000/100/0.75", sumIn, sumOut, sumCost)
+				}
+			}
+		})
+	}
+}
+
+func deref[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }

@@ -299,6 +299,11 @@ func printSession(w io.Writer, s api.Session) {
 	row("model", s.Model)
 	row("tokens", tokensText(s))
 	row("cost", costText(s.CostUSD))
+	if t := s.NativeTotal; t != nil {
+		// The native session's, which several runs share: not this run's.
+		row("native total", strings.Trim(text.Tokens(t.TokensIn, t.TokensOut)+", "+costText(t.CostUSD), ", -"))
+	}
+	row("resume of", s.ResumeOf)
 	if s.LastActivity != nil {
 		row("last activity", s.LastActivity.Local().Format(time.RFC3339))
 	}
