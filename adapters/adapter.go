@@ -216,6 +216,20 @@ type NativeIDFinder interface {
 type Env struct {
 	Home   string
 	Getenv func(string) string
+	// CacheDir is where an adapter may keep what it read across restarts
+	// of the service (a cache, never the truth); empty: nowhere.
+	CacheDir string
+	// Logf, when set, hears what is worth a line in the service's log but
+	// is no warning of a session (a cache file ignored).
+	Logf func(format string, args ...any)
+}
+
+// CachePath is the file named name under CacheDir, "" without one.
+func (e Env) CachePath(name string) string {
+	if e.CacheDir == "" {
+		return ""
+	}
+	return filepath.Join(e.CacheDir, name)
 }
 
 // Lookup returns the value of key, or "" when Getenv is nil.

@@ -274,6 +274,7 @@ func (a *slowAdapter) Discover(ctx context.Context) ([]adapters.NativeSession, e
 func TestSlowDiscoveryGoesOnAndIsJoined(t *testing.T) {
 	a := &slowAdapter{delay: 600 * time.Millisecond}
 	d := newDiscovery([]adapters.Adapter{a}, 100*time.Millisecond)
+	d.first = 0 // a first answer is waited for no longer than any
 	first := d.run(context.Background())
 	if !first.failed["slow"] || len(first.warnings) != 1 {
 		t.Fatalf("first answer: failed %v warnings %q; want a timeout warning", first.failed, first.warnings)
@@ -296,6 +297,24 @@ func TestSlowDiscoveryGoesOnAndIsJoined(t *testing.T) {
 	}
 	if n := a.calls.Load(); n != 1 {
 		t.Errorf("Discover called %d times, want 1", n)
+	}
+}
+
+// The first answer of an adapter is its whole store: a request waits for
+// it past the timeout (a first list after a start shows every session);
+// once it has answered, a slow discovery falls back on the last answer
+// after the timeout.
+func TestFirstDiscoveryIsWaitedFor(t *testing.T) {
+	a := &slowAdapter{delay: 400 * time.Millisecond}
+	d := newDiscovery([]adapters.Adapter{a}, 50*time.Millisecond)
+	d.first = 10 * time.Second
+	first := d.run(context.Background())
+	if first.failed["slow"] || len(first.warnings) != 0 || len(first.sessions) != 1 || len(first.sessions[0]) != 1 {
+		t.Fatalf("first answer: %+v; want the whole store, without a warning", first)
+	}
+	next := d.run(context.Background())
+	if !next.failed["slow"] || len(next.warnings) != 1 || !strings.Contains(next.warnings[0], "timed out") || len(next.sessions[0]) != 1 {
+		t.Errorf("a slow second answer: %+v; want the last one, with a timeout warning", next)
 	}
 }
 

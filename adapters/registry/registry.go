@@ -3,7 +3,10 @@
 package registry
 
 import (
+	"fmt"
+	"log/slog"
 	"os"
+	"path/filepath"
 
 	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/adapters/claude"
@@ -13,12 +16,23 @@ import (
 	"github.com/agentctl/agentctl/adapters/pi"
 )
 
+// CacheDir is the folder, in agentctl's home, where adapters keep their
+// discovery caches.
+const CacheDir = "cache"
+
 // Local returns the adapters for the agents on this machine, reading their
 // files under the user's home and the given environment. agentctlHome holds
 // state an adapter keeps (the OpenClaw device key). The OpenClaw adapter is
 // included only when a gateway is configured, so machines without one see
 // no warning about it.
 func Local(agentctlHome string, getenv func(string) string) []adapters.Adapter {
+	return LocalLogged(agentctlHome, getenv, nil)
+}
+
+// LocalLogged is Local with the service's logger, which hears what the
+// adapters log (a discovery cache file ignored). Adapters keep what they
+// read across restarts under agentctlHome's cache folder.
+func LocalLogged(agentctlHome string, getenv func(string) string, logger *slog.Logger) []adapters.Adapter {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
@@ -26,7 +40,10 @@ func Local(agentctlHome string, getenv func(string) string) []adapters.Adapter {
 	if h := getenv("HOME"); h != "" {
 		home = h
 	}
-	env := adapters.Env{Home: home, Getenv: getenv}
+	env := adapters.Env{Home: home, Getenv: getenv, CacheDir: filepath.Join(agentctlHome, CacheDir)}
+	if logger != nil {
+		env.Logf = func(format string, args ...any) { logger.Warn(fmt.Sprintf(format, args...)) }
+	}
 	out := []adapters.Adapter{
 		claude.New(env),
 		codex.New(env),

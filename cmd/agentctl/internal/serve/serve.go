@@ -21,7 +21,7 @@ func Service(ctx context.Context, h home.Home, version string, logger *slog.Logg
 		Home:     h,
 		Version:  version,
 		Logger:   logger,
-		Adapters: registry.Local(string(h), nil),
+		Adapters: registry.LocalLogged(string(h), nil, logger),
 	})
 }
 
