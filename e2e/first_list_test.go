@@ -28,10 +28,12 @@ func TestFirstListIsComplete(t *testing.T) {
 	}
 	want := map[string]int{"claude": 1000, "codex": 334, "pi": 333, "opencode": 333}
 	for name, gen := range map[string]func() error{
-		"claude":   func() error { return claude.GenerateStore(userHome, want["claude"], 1) },
-		"codex":    func() error { return codex.GenerateStore(filepath.Join(userHome, ".codex"), want["codex"], 2) },
-		"pi":       func() error { return pi.GenerateStore(userHome, want["pi"], 3) },
-		"opencode": func() error { return opencode.GenerateStore(filepath.Join(userHome, ".local", "share"), want["opencode"], 4) },
+		"claude": func() error { return claude.GenerateStore(userHome, want["claude"], 1) },
+		"codex":  func() error { return codex.GenerateStore(filepath.Join(userHome, ".codex"), want["codex"], 2) },
+		"pi":     func() error { return pi.GenerateStore(userHome, want["pi"], 3) },
+		"opencode": func() error {
+			return opencode.GenerateStore(filepath.Join(userHome, ".local", "share"), want["opencode"], 4)
+		},
 	} {
 		if err := gen(); err != nil {
 			t.Fatalf("generate the %s store: %v", name, err)

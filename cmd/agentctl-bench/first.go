@@ -154,4 +154,3 @@ func printFirst(w io.Writer, rows []firstRow) {
 	}
 	tw.Flush()
 }
-
