@@ -178,3 +178,38 @@ func TestDiskCacheIsBounded(t *testing.T) {
 		t.Errorf("the cache of 10 holds %d", n)
 	}
 }
+
+// Whatever the cache file holds, loading it neither panics nor grows the
+// cache past its bound, and the cache serves afterwards.
+func FuzzDiskCacheLoad(f *testing.F) {
+	dir := f.TempDir()
+	file := filepath.Join(dir, "f")
+	if err := os.WriteFile(file, []byte("a\nb\n"), 0o644); err != nil {
+		f.Fatal(err)
+	}
+	good := filepath.Join(dir, "good.gob")
+	d := &DiskCache[lines]{Cache: NewFileCache[lines](8), Path: good, Kind: "lines-1"}
+	d.Cache.Get(file, (&countingFill{}).fill)
+	d.Save(true)
+	seed, err := os.ReadFile(good)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed)
+	f.Add([]byte{})
+	f.Add([]byte("garbage"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(t.TempDir(), "c.gob")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		d := &DiskCache[lines]{Cache: NewFileCache[lines](8), Path: path, Kind: "lines-1", Logf: func(string, ...any) {}}
+		d.Load()
+		if n := d.Cache.Stats().Entries; n > 8 {
+			t.Fatalf("%d entries loaded into a cache of 8", n)
+		}
+		if _, _, err := d.Cache.Get(file, (&countingFill{}).fill); err != nil {
+			t.Fatalf("the cache does not serve after loading a bad file: %v", err)
+		}
+	})
+}
