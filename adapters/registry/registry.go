@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 
 	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/adapters/claude"
@@ -14,11 +13,8 @@ import (
 	"github.com/agentctl/agentctl/adapters/openclaw"
 	"github.com/agentctl/agentctl/adapters/opencode"
 	"github.com/agentctl/agentctl/adapters/pi"
+	"github.com/agentctl/agentctl/home"
 )
-
-// CacheDir is the folder, in agentctl's home, where adapters keep their
-// discovery caches.
-const CacheDir = "cache"
 
 // Local returns the adapters for the agents on this machine, reading their
 // files under the user's home and the given environment. agentctlHome holds
@@ -36,11 +32,11 @@ func LocalLogged(agentctlHome string, getenv func(string) string, logger *slog.L
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	home, _ := os.UserHomeDir()
+	userHome, _ := os.UserHomeDir()
 	if h := getenv("HOME"); h != "" {
-		home = h
+		userHome = h
 	}
-	env := adapters.Env{Home: home, Getenv: getenv, CacheDir: filepath.Join(agentctlHome, CacheDir)}
+	env := adapters.Env{Home: userHome, Getenv: getenv, CacheDir: home.Home(agentctlHome).CacheDir()}
 	if logger != nil {
 		env.Logf = func(format string, args ...any) { logger.Warn(fmt.Sprintf(format, args...)) }
 	}
