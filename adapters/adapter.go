@@ -64,6 +64,45 @@ type NativeSession struct {
 	// Path is the native file or database the session was read from.
 	Path     string
 	Warnings []string
+	// Evidence holds what the adapter weighed beyond Path, State and
+	// Process: the live processes that may own the session (which keep it
+	// unknown) and the candidates it turned down, with why. `agentctl
+	// explain` shows them.
+	Evidence []Evidence
+}
+
+// EvidenceKind names what a piece of evidence is.
+type EvidenceKind string
+
+const (
+	// EvidenceContender: a live process of the agent that may be working
+	// on the session, which no evidence ties to one session; the session
+	// is unknown while it lives.
+	EvidenceContender EvidenceKind = "contender"
+	// EvidenceRejected: a process or record that pointed at the session
+	// and was turned down (another user or store, a recycled pid, a stale
+	// registry entry).
+	EvidenceRejected EvidenceKind = "rejected"
+)
+
+// Evidence is one fact an adapter weighed for a session: of what kind,
+// from which source (a file, a server, a process), and what it says.
+type Evidence struct {
+	Kind   EvidenceKind
+	PID    int    // the process it is about, when it is about one
+	Source string // the file or server it was read from, when one
+	Says   string
+}
+
+// ContenderEvidence is the evidence of the live processes (pids) of agent
+// that may each be working on a session.
+func ContenderEvidence(agent string, pids []int) []Evidence {
+	out := make([]Evidence, 0, len(pids))
+	for _, pid := range pids {
+		out = append(out, Evidence{Kind: EvidenceContender, PID: pid,
+			Says: fmt.Sprintf("a live %s process that may be working on this session: nothing ties it to one session", agent)})
+	}
+	return out
 }
 
 // ProcessRef identifies a live process: pid plus its start stamp (see
@@ -182,6 +221,20 @@ type Env struct {
 	// adapter re-reads only those; without it, every query stats every
 	// file.
 	Folders FolderWatch
+	// CacheDir is where an adapter may keep what it read across restarts
+	// of the service (a cache, never the truth); empty: nowhere.
+	CacheDir string
+	// Logf, when set, hears what is worth a line in the service's log but
+	// is no warning of a session (a cache file ignored).
+	Logf func(format string, args ...any)
+}
+
+// CachePath is the file named name under CacheDir, "" without one.
+func (e Env) CachePath(name string) string {
+	if e.CacheDir == "" {
+		return ""
+	}
+	return filepath.Join(e.CacheDir, name)
 }
 
 // FolderWatch tells whether a folder changed: equal tokens from Token mean
@@ -234,4 +287,14 @@ type Change struct {
 // being asked.
 type ChangeWatcher interface {
 	WatchChanges(ctx context.Context) (<-chan Change, error)
+}
+
+// NativeIDChecker is an adapter whose native ids take a shape agentctl's own
+// ids do not (OpenClaw's gateway keys, agent:main:dashboard:<uuid>). The
+// service accepts such a handle only when an adapter says it is one of its
+// ids, and only ever compares it with the ids that adapter lists: it never
+// becomes a path. Adapters whose ids are letters, digits, '-', '_' and '.'
+// (uuids, ses_…) need not implement it.
+type NativeIDChecker interface {
+	ValidNativeID(id string) bool
 }

@@ -71,11 +71,23 @@ type Session struct {
 	Command   []string   `json:"command,omitempty"`
 
 	// Facts from the agent's own records, where known.
-	NativeID     string     `json:"native_id,omitempty"`
-	Model        string     `json:"model,omitempty"`
-	TokensIn     *int64     `json:"tokens_in,omitempty"`
-	TokensOut    *int64     `json:"tokens_out,omitempty"`
-	CostUSD      *float64   `json:"cost_usd,omitempty"`
+	NativeID string `json:"native_id,omitempty"`
+	Model    string `json:"model,omitempty"`
+	// TokensIn, TokensOut and CostUSD are this session's own: for a run
+	// that continues a native session (resume), what it added to it, so
+	// that the runs of one native session add up to its total.
+	TokensIn  *int64   `json:"tokens_in,omitempty"`
+	TokensOut *int64   `json:"tokens_out,omitempty"`
+	CostUSD   *float64 `json:"cost_usd,omitempty"`
+	// ResumeOf is the session whose native session this run continues.
+	ResumeOf string `json:"resume_of,omitempty"`
+	// Baseline is what the native session had counted when this run
+	// began (a resume), recorded at launch.
+	Baseline *Usage `json:"baseline,omitempty"`
+	// NativeTotal is the native session's own cumulative count, given when
+	// it differs from this run's (a native session several runs share).
+	// It is not this session's: never add it up across runs.
+	NativeTotal  *Usage     `json:"native_total,omitempty"`
 	LastActivity *time.Time `json:"last_activity,omitempty"`
 	Prompt       string     `json:"prompt,omitempty"`
 	// Activity is busy, idle or waiting (ActivityBusy...), "" when no
@@ -99,6 +111,13 @@ type Session struct {
 	Hooks []HookRun `json:"hooks,omitempty"`
 	// Warnings explains why a field is unknown or a record was odd.
 	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Usage is a count of tokens and cost; nil fields are unknown.
+type Usage struct {
+	TokensIn  *int64   `json:"tokens_in,omitempty"`
+	TokensOut *int64   `json:"tokens_out,omitempty"`
+	CostUSD   *float64 `json:"cost_usd,omitempty"`
 }
 
 // SessionList is the answer to a list query. Warnings name what could not be

@@ -469,6 +469,13 @@ func (c *Client) Get(ctx context.Context, id string) (api.Session, error) {
 	return s, err
 }
 
+// Explain returns a session with the evidence behind its status.
+func (c *Client) Explain(ctx context.Context, id string) (api.Explanation, error) {
+	var ex api.Explanation
+	err := c.do(ctx, http.MethodGet, sessionPath(id, "/explain"), nil, &ex)
+	return ex, err
+}
+
 // Stop stops a session and returns its final state.
 func (c *Client) Stop(ctx context.Context, id string, req api.StopRequest) (api.Session, error) {
 	var s api.Session

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -116,6 +117,23 @@ func TestClaudeLaunchPeekResume(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join(c.home, ".claude", "projects", "*", s.NativeID+".jsonl"))
 	if len(files) != 1 {
 		t.Errorf("native transcript files for %s: %v", s.NativeID, files)
+	}
+
+	// Counts that add up: each run's tokens and cost are its own, and the
+	// two make the native session's total, which each carries apart.
+	orig, resumed := c.Session(s.ID), c.Session(r.ID)
+	if resumed.Baseline == nil || resumed.Baseline.TokensIn == nil || *resumed.Baseline.TokensIn != *done.TokensIn {
+		t.Errorf("resumed run's baseline %+v, want the native session's count at its start (%d tokens in)", resumed.Baseline, *done.TokensIn)
+	}
+	total := resumed.NativeTotal
+	if total == nil || total.TokensIn == nil || orig.NativeTotal == nil || *orig.NativeTotal.TokensIn != *total.TokensIn {
+		t.Fatalf("native totals: %+v and %+v", orig.NativeTotal, total)
+	}
+	if orig.TokensIn == nil || resumed.TokensIn == nil || *resumed.TokensIn <= 0 || *orig.TokensIn+*resumed.TokensIn != *total.TokensIn {
+		t.Errorf("tokens in: original %v + resumed %v, want > 0 each and the native total %d", orig.TokensIn, resumed.TokensIn, *total.TokensIn)
+	}
+	if orig.CostUSD == nil || resumed.CostUSD == nil || total.CostUSD == nil || math.Abs(*orig.CostUSD+*resumed.CostUSD-*total.CostUSD) > 1e-9 {
+		t.Errorf("cost: original %v + resumed %v, want the native total %v", orig.CostUSD, resumed.CostUSD, total.CostUSD)
 	}
 }
 

@@ -535,6 +535,48 @@ func TestOpenClawGateway(t *testing.T) {
 		}
 	})
 
+	t.Run("a listed gateway run is status'ed, peeked and stopped from the CLI", func(t *testing.T) {
+		needDirectives(t)
+		e := NewEnv(t)
+		e.Setenv(openclaw.EnvURL, g.URL)
+		e.Setenv(openclaw.EnvToken, gatewayToken)
+		created := g.create(t, "cli-stop", "[[delay: 120]] hold on")
+		if !strings.HasPrefix(created.Key, "agent:main:dashboard:") {
+			t.Fatalf("gateway key %q is not shaped agent:main:dashboard:<uuid>", created.Key)
+		}
+		events.wait(t, 90*time.Second, "the slow run to start", stateEvent(created.Key, adapters.NativeBusy))
+		g.waitRunStarted(t, created.Key)
+		var listed *api.Session
+		WaitFor(t, 60*time.Second, "the running gateway session in list", func() bool {
+			for _, s := range e.List().Sessions {
+				if s.ID == created.Key {
+					listed = &s
+					return true
+				}
+			}
+			time.Sleep(500 * time.Millisecond)
+			return false
+		})
+		if listed.Status != api.StatusRunning {
+			t.Fatalf("listed as %s, want running", listed.Status)
+		}
+		if st := e.Session(created.Key); st.ID != created.Key || st.Status != api.StatusRunning {
+			t.Fatalf("status %s: %+v", created.Key, st)
+		}
+		if out := e.MustRun("peek", created.Key); strings.Contains(out, "not a valid") {
+			t.Fatalf("peek %s: %s", created.Key, out)
+		}
+		var stopped api.Session
+		e.JSON(&stopped, "stop", "--json", created.Key)
+		if stopped.ID != created.Key {
+			t.Fatalf("stop answered for %s", stopped.ID)
+		}
+		events.wait(t, 60*time.Second, "the aborted state", stateEvent(created.Key, adapters.NativeAborted))
+		if st := e.Session(created.Key); st.Status == api.StatusRunning {
+			t.Fatalf("status after stop: %+v", st)
+		}
+	})
+
 	t.Run("abort without the write scope is refused clearly", func(t *testing.T) {
 		c, err := openclaw.Dial(ctx, g.config(t), []string{openclaw.ScopeRead})
 		if err != nil {

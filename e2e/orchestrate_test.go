@@ -459,7 +459,7 @@ func orchWrite(t *testing.T, path, body string) {
 func agentEnv(t *testing.T) (e *Env, srv *fakemodel.Server, have []realAgent, missing []string) {
 	t.Helper()
 	registered := map[string]bool{}
-	for _, a := range registry.Local(t.TempDir(), func(string) string { return "" }, nil) {
+	for _, a := range registry.Local(t.TempDir(), func(string) string { return "" }, registry.Options{}) {
 		if _, ok := a.(adapters.Launcher); ok {
 			registered[a.Name()] = true
 		}

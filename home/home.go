@@ -87,6 +87,10 @@ func LockHolder(lockFile string) int {
 	return pid
 }
 
+// CacheDir holds what the adapters keep of their reads across restarts of
+// the service (discovery caches): deleting it costs only speed.
+func (h Home) CacheDir() string { return filepath.Join(string(h), "cache") }
+
 // DaemonLog receives an auto-started service's own log.
 func (h Home) DaemonLog() string { return filepath.Join(string(h), "daemon.log") }
 

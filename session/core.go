@@ -215,11 +215,19 @@ func (c *Core) lookup(ctx context.Context, prefix string) (api.Session, []string
 		}
 		merged, warnings := c.withNative(ctx, sess)
 		return merged, warnings, nil
-	} else if !errors.Is(err, ErrNotFound) || !home.ValidID(prefix) {
+	}
+	// Not launched here: maybe a session only an adapter knows. A handle
+	// agentctl's own ids cannot take (OpenClaw's agent:main:dashboard:…)
+	// is looked for only among the sessions of the adapters that say it is
+	// one of theirs.
+	if !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrInvalid) {
 		return api.Session{}, nil, err
 	}
-	// Not launched here: maybe a session only an adapter knows. A
-	// discovered session's id is its native id, so only the native
+	owners, err := c.nativeIDOwners(prefix)
+	if err != nil {
+		return api.Session{}, nil, err
+	}
+	// A discovered session's id is its native id, so only the native
 	// sessions with the prefix are merged (with every launched one, which
 	// may claim them): one id costs the discovery, not a merge of the
 	// whole view. The view's transitions are left to whole-view passes.
@@ -234,13 +242,14 @@ func (c *Core) lookup(ctx context.Context, prefix string) (api.Session, []string
 	narrowed.sessions = make([][]adapters.NativeSession, len(disc.sessions))
 	for i, ss := range disc.sessions {
 		for _, ns := range ss {
-			if len(ns.NativeID) >= len(prefix) && strings.EqualFold(ns.NativeID[:len(prefix)], prefix) {
+			if (owners == nil || owners[ns.Adapter]) && len(ns.NativeID) >= len(prefix) && strings.EqualFold(ns.NativeID[:len(prefix)], prefix) {
 				narrowed.sessions[i] = append(narrowed.sessions[i], ns)
 			}
 		}
 	}
 	all := merge(launched, narrowed, func(sess *api.Session) bool {
-		return sess.Origin == api.OriginDiscovered && strings.HasPrefix(strings.ToLower(sess.ID), low)
+		return sess.Origin == api.OriginDiscovered && (owners == nil || owners[sess.Adapter]) &&
+			strings.HasPrefix(strings.ToLower(sess.ID), low)
 	})
 	ids := make([]string, 0, len(all))
 	byID := make(map[string]api.Session, len(all))
@@ -255,11 +264,43 @@ func (c *Core) lookup(ctx context.Context, prefix string) (api.Session, []string
 	return byID[id], warnings, nil
 }
 
+// nativeIDOwners says which adapters a handle can be a native id of: nil
+// (any) for a handle shaped like agentctl's own ids, else the adapters
+// whose NativeIDChecker accepts it; ErrInvalid when none does.
+func (c *Core) nativeIDOwners(handle string) (map[string]bool, error) {
+	if home.ValidID(handle) {
+		return nil, nil
+	}
+	var owners map[string]bool
+	for _, a := range c.disc.adapters {
+		if ck, ok := a.(adapters.NativeIDChecker); ok && ck.ValidNativeID(handle) {
+			if owners == nil {
+				owners = map[string]bool{}
+			}
+			owners[a.Name()] = true
+		}
+	}
+	if owners == nil {
+		return nil, faultf(ErrInvalid, "%q is not a valid session id, nor the name of a session (see `agentctl list -a`)", handle)
+	}
+	return owners, nil
+}
+
 // withNative enriches one launched session from its own adapter alone, and
 // returns that adapter's warnings: a failing adapter says so everywhere.
+// The other runs of its native session (an original and its resumes) are
+// merged beside it, so that its counts are its own, as in a list.
 func (c *Core) withNative(ctx context.Context, sess api.Session) (api.Session, []string) {
 	found := c.disc.runOf(ctx, []adapters.Adapter{c.disc.adapter(sess.Adapter)})
-	for _, m := range merge([]api.Session{sess}, found, nil) {
+	runs := []api.Session{sess}
+	if all, _, err := c.records.all(); err == nil {
+		for _, s := range all {
+			if s.ID != sess.ID && s.Adapter == sess.Adapter && s.NativeID == sess.NativeID {
+				runs = append(runs, s)
+			}
+		}
+	}
+	for _, m := range merge(runs, found, nil) {
 		if m.ID == sess.ID {
 			return m, found.warnings
 		}

@@ -22,6 +22,9 @@ import (
 type discovery struct {
 	adapters []adapters.Adapter
 	timeout  time.Duration
+	// first is how long a request waits for an adapter that has not
+	// answered yet (firstWait).
+	first time.Duration
 	// observe, when set, hears how long each adapter took and whether it
 	// failed (metrics).
 	observe func(adapter string, took time.Duration, err error)
@@ -32,6 +35,10 @@ type discovery struct {
 	last map[string][]adapters.NativeSession
 	// inflight is each adapter's discovery under way, which requests join.
 	inflight map[string]*flight
+	// firstBegan is when each adapter's first discovery began, and
+	// firstEnded whether it has ended (answered or failed).
+	firstBegan map[string]time.Time
+	firstEnded map[string]bool
 }
 
 // flight is one adapter's discovery under way; done closes when it ends.
@@ -45,8 +52,33 @@ type flight struct {
 // started it timed out.
 const backgroundLimit = 2 * time.Minute
 
+// firstWait is how long a request waits for an adapter that has never
+// answered since the service started: its first answer is the whole store,
+// and a first list without it would show none of its sessions. Once an
+// adapter has answered, a request waits its timeout and falls back on the
+// last answer.
+const firstWait = 30 * time.Second
+
+// wait is how long a request waits for the adapter name: its timeout, or,
+// while its first discovery since the service started is under way, until
+// firstWait after that discovery began (a hung store delays requests that
+// long once, not each request).
+func (d *discovery) wait(name string) time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.firstEnded[name] {
+		return d.timeout
+	}
+	began, ok := d.firstBegan[name]
+	if !ok {
+		began = time.Now()
+	}
+	return max(d.timeout, time.Until(began.Add(d.first)))
+}
+
 func newDiscovery(as []adapters.Adapter, timeout time.Duration) *discovery {
-	return &discovery{adapters: as, timeout: timeout, last: map[string][]adapters.NativeSession{}, inflight: map[string]*flight{}}
+	return &discovery{adapters: as, timeout: timeout, first: firstWait, last: map[string][]adapters.NativeSession{}, inflight: map[string]*flight{},
+		firstBegan: map[string]time.Time{}, firstEnded: map[string]bool{}}
 }
 
 type discovered struct {
@@ -77,7 +109,7 @@ func (d *discovery) runOf(ctx context.Context, as []adapters.Adapter) discovered
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			timer := time.NewTimer(d.timeout)
+			timer := time.NewTimer(d.wait(a.Name()))
 			defer timer.Stop()
 			f := d.join(ctx, a)
 			select {
@@ -118,6 +150,9 @@ func (d *discovery) join(ctx context.Context, a adapters.Adapter) *flight {
 	}
 	f := &flight{done: make(chan struct{})}
 	d.inflight[name] = f
+	if _, ok := d.firstBegan[name]; !ok {
+		d.firstBegan[name] = time.Now()
+	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), backgroundLimit)
 	go func() {
 		defer cancel()
@@ -130,6 +165,7 @@ func (d *discovery) join(ctx context.Context, a adapters.Adapter) *flight {
 		if f.err == nil {
 			d.last[name] = f.sessions
 		}
+		d.firstEnded[name] = true
 		delete(d.inflight, name)
 		d.mu.Unlock()
 		close(f.done)

@@ -109,6 +109,9 @@ func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, err
 		}
 		rec.Argv, spec.Env, spec.Stdin, rec.NativeID, spec.Path = ls.Argv, ls.Env, ls.Stdin, ls.NativeID, ls.Path
 		finder, hasServer = f, ls.Server != ""
+		if req.ResumeOf != "" && rec.NativeID != "" {
+			rec.Baseline = c.nativeUsage(ctx, rec.Adapter, rec.NativeID)
+		}
 		if err := noteServer(dir, ls.Server); err != nil {
 			os.RemoveAll(dir)
 			return api.Session{}, err
@@ -280,4 +283,22 @@ func (c *Core) learnNativeID(id string, finder adapters.NativeIDFinder, rec spaw
 			c.log.Warn("record native session id", "session", id, "err", err)
 		}
 	}()
+}
+
+// nativeUsage is what the native session id of adapter has counted so far:
+// a resume's baseline, from which its own tokens and cost are told. nil
+// when its adapter cannot say now (the resume's own counts are then
+// unknown, never the native session's total).
+func (c *Core) nativeUsage(ctx context.Context, adapter, id string) *api.Usage {
+	a := c.disc.adapter(adapter)
+	if a == nil {
+		return nil
+	}
+	found := c.disc.runOf(ctx, []adapters.Adapter{a})
+	ns := findNative(found, adapter, id)
+	if ns == nil {
+		c.log.Warn("resume: the native session's counts at its start are not known; its own tokens and cost will not be", "adapter", adapter, "native_id", id, "warnings", found.warnings)
+		return nil
+	}
+	return &api.Usage{TokensIn: ns.TokensIn, TokensOut: ns.TokensOut, CostUSD: ns.CostUSD}
 }

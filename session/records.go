@@ -204,6 +204,8 @@ func sessionFromState(st spawn.State) api.Session {
 		Prompt:    text.Truncate(rec.Prompt, maxPromptShown),
 		Labels:    rec.Labels,
 		RestartOf: rec.RestartOf,
+		ResumeOf:  rec.ResumeOf,
+		Baseline:  rec.Baseline,
 	}
 	if s.Adapter == "" {
 		s.Adapter = "exec"

@@ -60,6 +60,7 @@ func mergeSkipping(launched []api.Session, disc discovered, keep func(*api.Sessi
 				for _, j := range idx {
 					enrich(&enriched[j], ns)
 				}
+				ownCounts(enriched, idx, ns)
 				delete(launchedBy, k) // a duplicate in the store enriches once
 				continue
 			}
@@ -158,4 +159,57 @@ func fromNative(ns *adapters.NativeSession, vouched bool) api.Session {
 	}
 	s.Status, s.Activity = nativeStatus(ns.State, alive, vouched)
 	return s
+}
+
+// ownCounts gives each run of one native session (idx into runs) its own
+// tokens and cost, so that they add up to the native session's total: a
+// run counts from its baseline (what the native session had when it
+// began; none for the run that created it) to the next run's baseline, or
+// to the total for the last. A run whose bounds are not known has unknown
+// counts rather than the total. Where runs share the native session, each
+// carries the total apart, as NativeTotal.
+func ownCounts(runs []api.Session, idx []int, ns *adapters.NativeSession) {
+	total := api.Usage{TokensIn: ns.TokensIn, TokensOut: ns.TokensOut, CostUSD: ns.CostUSD}
+	order := slices.Clone(idx)
+	slices.SortStableFunc(order, func(a, b int) int { return runs[a].CreatedAt.Compare(runs[b].CreatedAt) })
+	if len(order) == 1 && runs[order[0]].ResumeOf == "" && runs[order[0]].Baseline == nil {
+		return // the one run that created it: its counts are the total
+	}
+	// start is each run's baseline; nil when not known.
+	start := func(s *api.Session) *api.Usage {
+		switch {
+		case s.Baseline != nil:
+			return s.Baseline
+		case s.ResumeOf == "":
+			return &api.Usage{TokensIn: new(int64), TokensOut: new(int64), CostUSD: new(float64)}
+		}
+		return nil
+	}
+	for n, j := range order {
+		s := &runs[j]
+		end := &total
+		if n+1 < len(order) {
+			end = start(&runs[order[n+1]])
+		}
+		from := start(s)
+		t := total
+		s.NativeTotal = &t
+		if from == nil || end == nil {
+			s.TokensIn, s.TokensOut, s.CostUSD = nil, nil, nil
+			continue
+		}
+		s.TokensIn = diff(end.TokensIn, from.TokensIn)
+		s.TokensOut = diff(end.TokensOut, from.TokensOut)
+		s.CostUSD = diff(end.CostUSD, from.CostUSD)
+	}
+}
+
+// diff is b's count from a to b, nil when either is unknown, never below
+// zero (a native session rewritten shorter).
+func diff[T int64 | float64](b, a *T) *T {
+	if a == nil || b == nil {
+		return nil
+	}
+	d := max(*b-*a, 0)
+	return &d
 }

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -274,6 +275,7 @@ func (a *slowAdapter) Discover(ctx context.Context) ([]adapters.NativeSession, e
 func TestSlowDiscoveryGoesOnAndIsJoined(t *testing.T) {
 	a := &slowAdapter{delay: 600 * time.Millisecond}
 	d := newDiscovery([]adapters.Adapter{a}, 100*time.Millisecond)
+	d.first = 0 // a first answer is waited for no longer than any
 	first := d.run(context.Background())
 	if !first.failed["slow"] || len(first.warnings) != 1 {
 		t.Fatalf("first answer: failed %v warnings %q; want a timeout warning", first.failed, first.warnings)
@@ -413,4 +415,101 @@ func TestRunningListAgreesWithFullList(t *testing.T) {
 	if !slices.Equal(got, want) || len(got) != 2 {
 		t.Errorf("running list %q, the full list's running sessions %q (want the two)", got, want)
 	}
+}
+
+// The first answer of an adapter is its whole store: a request waits for
+// it past the timeout (a first list after a start shows every session);
+// once it has answered, a slow discovery falls back on the last answer
+// after the timeout.
+func TestFirstDiscoveryIsWaitedFor(t *testing.T) {
+	a := &slowAdapter{delay: 400 * time.Millisecond}
+	d := newDiscovery([]adapters.Adapter{a}, 50*time.Millisecond)
+	d.first = 10 * time.Second
+	first := d.run(context.Background())
+	if first.failed["slow"] || len(first.warnings) != 0 || len(first.sessions) != 1 || len(first.sessions[0]) != 1 {
+		t.Fatalf("first answer: %+v; want the whole store, without a warning", first)
+	}
+	next := d.run(context.Background())
+	if !next.failed["slow"] || len(next.warnings) != 1 || !strings.Contains(next.warnings[0], "timed out") || len(next.sessions[0]) != 1 {
+		t.Errorf("a slow second answer: %+v; want the last one, with a timeout warning", next)
+	}
+}
+
+// The runs of one native session (an original and its resumes) each carry
+// their own tokens and cost, which add up to the native session's total;
+// the total is carried apart. A run whose start was not recorded has
+// unknown counts, never the total.
+func TestOwnCountsAddUp(t *testing.T) {
+	t0 := time.Now()
+	i64 := func(v int64) *int64 { return &v }
+	f64 := func(v float64) *float64 { return &v }
+	usage := func(in, out int64, cost float64) *api.Usage {
+		return &api.Usage{TokensIn: i64(in), TokensOut: i64(out), CostUSD: f64(cost)}
+	}
+	run := func(id string, at int, resumeOf string, base *api.Usage) api.Session {
+		return api.Session{ID: id, Adapter: "claude", Origin: api.OriginLaunched, Status: api.StatusExited, NativeID: "n1",
+			CreatedAt: t0.Add(time.Duration(at) * time.Second), ResumeOf: resumeOf, Baseline: base}
+	}
+	native := adapters.NativeSession{Adapter: "claude", NativeID: "n1", State: adapters.NativeDone,
+		TokensIn: i64(1000), TokensOut: i64(100), CostUSD: f64(0.75)}
+	type want struct {
+		in, out int64
+		cost    float64
+		known   bool
+	}
+	for _, tc := range []struct {
+		name      string
+		runs      []api.Session
+		want      map[string]want
+		withTotal bool
+	}{
+		{"one run", []api.Session{run("a", 0, "", nil)},
+			map[string]want{"a": {1000, 100, 0.75, true}}, false},
+		{"original and a resume", []api.Session{run("b", 1, "a", usage(600, 40, 0.5)), run("a", 0, "", nil)},
+			map[string]want{"a": {600, 40, 0.5, true}, "b": {400, 60, 0.25, true}}, true},
+		{"three runs", []api.Session{run("a", 0, "", nil), run("b", 1, "a", usage(300, 30, 0.25)), run("c", 2, "b", usage(900, 90, 0.5))},
+			map[string]want{"a": {300, 30, 0.25, true}, "b": {600, 60, 0.25, true}, "c": {100, 10, 0.25, true}}, true},
+		{"a resume whose start is not known", []api.Session{run("a", 0, "", nil), run("b", 1, "a", nil)},
+			map[string]want{"a": {}, "b": {}}, true},
+		{"a lone resume of a session begun elsewhere", []api.Session{run("b", 1, "x", usage(1000, 40, 0.7))},
+			map[string]want{"b": {0, 60, 0.05, true}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := merge(tc.runs, discovered{sessions: [][]adapters.NativeSession{{native}}}, nil)
+			if len(out) != len(tc.runs) {
+				t.Fatalf("%d sessions, want %d (the native session is not listed again)", len(out), len(tc.runs))
+			}
+			var sumIn, sumOut int64
+			var sumCost float64
+			for _, s := range out {
+				w := tc.want[s.ID]
+				if !w.known {
+					if s.TokensIn != nil || s.TokensOut != nil || s.CostUSD != nil {
+						t.Errorf("%s: counts %v/%v/%v, want unknown", s.ID, s.TokensIn, s.TokensOut, s.CostUSD)
+					}
+				} else if s.TokensIn == nil || *s.TokensIn != w.in || *s.TokensOut != w.out || math.Abs(*s.CostUSD-w.cost) > 1e-9 {
+					t.Errorf("%s: counts %v/%v/%v, want %d/%d/%g", s.ID, deref(s.TokensIn), deref(s.TokensOut), deref(s.CostUSD), w.in, w.out, w.cost)
+				} else {
+					sumIn, sumOut, sumCost = sumIn+*s.TokensIn, sumOut+*s.TokensOut, sumCost+*s.CostUSD
+				}
+				if (s.NativeTotal != nil) != tc.withTotal {
+					t.Errorf("%s: native total %+v, want one: %v", s.ID, s.NativeTotal, tc.withTotal)
+				} else if s.NativeTotal != nil && *s.NativeTotal.TokensIn != 1000 {
+					t.Errorf("%s: native total %d, want 1000", s.ID, *s.NativeTotal.TokensIn)
+				}
+			}
+			if tc.name == "original and a resume" || tc.name == "three runs" {
+				if sumIn != 1000 || sumOut != 100 || math.Abs(sumCost-0.75) > 1e-9 {
+					t.Errorf("the runs add up to %d/%d/%g, want the native total 1000/100/0.75", sumIn, sumOut, sumCost)
+				}
+			}
+		})
+	}
+}
+
+func deref[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/home"
 	"github.com/agentctl/agentctl/internal/atomicfile"
 	"github.com/agentctl/agentctl/proc"
@@ -42,6 +43,9 @@ type Record struct {
 	NativeID string `json:"native_id,omitempty"`
 	// ResumeOf is the agentctl id whose native session this run continues.
 	ResumeOf string `json:"resume_of,omitempty"`
+	// Baseline is what the native session had counted when a resume
+	// began: the run's own tokens and cost are the difference.
+	Baseline *api.Usage `json:"baseline,omitempty"`
 	// RestartOf is the agentctl id this run repeats.
 	RestartOf  string    `json:"restart_of,omitempty"`
 	StopSignal string    `json:"stop_signal,omitempty"`

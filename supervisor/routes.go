@@ -35,6 +35,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /v1/sessions/{id}", s.handleGet)
 	mux.HandleFunc("GET /v1/sessions/{id}/logs", s.handleLogs)
 	mux.HandleFunc("GET /v1/sessions/{id}/transcript", s.handleTranscript)
+	mux.HandleFunc("GET /v1/sessions/{id}/explain", s.handleExplain)
 	mux.HandleFunc("GET /v1/sessions/{id}/attach", s.handleAttach)
 	mux.HandleFunc("POST /v1/sessions/{id}/stop", s.handleStop)
 	mux.HandleFunc("POST /v1/sessions/{id}/input", s.handleInput)
@@ -153,6 +154,12 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 	sess, err := s.core.Get(r.Context(), r.PathValue("id"))
 	answer(w, http.StatusOK, s.withHooks(sess), err)
+}
+
+func (s *Server) handleExplain(w http.ResponseWriter, r *http.Request) {
+	ex, err := s.core.Explain(r.Context(), r.PathValue("id"))
+	ex.Session = s.withHooks(ex.Session)
+	answer(w, http.StatusOK, ex, err)
 }
 
 func (s *Server) handleTranscript(w http.ResponseWriter, r *http.Request) {

@@ -55,6 +55,21 @@ func BenchmarkDiscover(b *testing.B) {
 				}
 			}
 		})
+		b.Run(fmt.Sprintf("sessions=%d/restart", n), func(b *testing.B) {
+			// A new adapter (a restarted service) with the discovery
+			// cache its predecessor wrote.
+			cached := env
+			cached.CacheDir = b.TempDir()
+			if _, err := New(cached).Discover(ctx); err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				ss, err := New(cached).Discover(ctx)
+				if err != nil || len(ss) < n {
+					b.Fatalf("%d sessions, %v", len(ss), err)
+				}
+			}
+		})
 		b.Run(fmt.Sprintf("sessions=%d/warm", n), func(b *testing.B) {
 			a := New(env)
 			if _, err := a.Discover(ctx); err != nil {

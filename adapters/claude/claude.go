@@ -17,6 +17,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,18 +36,38 @@ const maxCached = 50000
 type Adapter struct {
 	env       adapters.Env
 	summaries *storeio.FileCache[*summary]
-	history   *storeio.FileCache[historyIndex]
-	folders   *storeio.Lister
+	// saved keeps the summaries across restarts (nil without a cache
+	// folder).
+	saved   *storeio.DiskCache[*summary]
+	history *storeio.FileCache[historyIndex]
+	folders *storeio.Lister
 }
 
 // New returns the adapter for the Claude store env points at.
 func New(env adapters.Env) *Adapter {
-	return &Adapter{
+	a := &Adapter{
 		env:       env,
 		summaries: storeio.NewFileCache[*summary](maxCached),
 		history:   storeio.NewFileCache[historyIndex](1),
 		folders:   storeio.NewLister(env.Folders),
 	}
+	if path := env.CachePath("claude-summaries.gob"); path != "" {
+		a.saved = &storeio.DiskCache[*summary]{Cache: a.summaries, Path: path, Kind: summaryKind, Persist: persistable, Logf: env.Logf}
+	}
+	return a
+}
+
+// summaryKind names the summary a cache file holds; change it when the
+// summary's fields or their meaning change.
+const summaryKind = "claude-summary-1"
+
+// persistable is s as a cache file keeps it: without the offset and
+// fingerprint, which an incremental read would continue from with fields
+// only this process holds; a file that grew is read again whole.
+func persistable(s *summary) *summary {
+	c := s.clone()
+	c.Offset, c.Fingerprint = 0, nil
+	return &c
 }
 
 // Name implements adapters.Adapter.
@@ -118,7 +139,11 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 	if err != nil {
 		return nil, fmt.Errorf("discover claude sessions: %w", err)
 	}
-	live, unmatchedCwds, liveErr := liveProcesses(a.configDir(), proc.SnapshotFrom(ctx))
+	live, unmatchedCwds, rejected, liveErr := liveProcesses(a.configDir(), proc.SnapshotFrom(ctx))
+	if a.saved != nil {
+		a.saved.Load()
+		defer a.saved.Save(false)
+	}
 
 	type result struct {
 		sum  *summary
@@ -144,7 +169,7 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 			continue // deleted between listing and reading
 		}
 		listed[f.id] = true
-		ns := adapters.NativeSession{Adapter: Name, NativeID: f.id, Path: f.key.Path}
+		ns := adapters.NativeSession{Adapter: Name, NativeID: f.id, Path: f.key.Path, Evidence: slices.Clip(rejected[f.id])}
 		if r.err != nil {
 			ns.Warnings = []string{fmt.Sprintf("read transcript: %v", r.err)}
 			ns.State = adapters.NativeUnknown
@@ -173,6 +198,7 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 			// session it works on: this one may be it.
 			ns.State = adapters.NativeUnknown
 			ns.Warnings = append(ns.Warnings, storeio.ContendersWarning("claude", pids))
+			ns.Evidence = append(ns.Evidence, adapters.ContenderEvidence("claude", pids)...)
 		} else if ns.State = s.Turn.native(); ns.State == adapters.NativeUnknown {
 			// The last turn did not finish and no Claude of this store runs
 			// it (nor could: none runs in its folder): it was cut off. (An

@@ -476,7 +476,46 @@ func TestProcessesOfAnotherStoreAreNotOurs(t *testing.T) {
 			if !tt.ours && (s.Process != nil || s.State != adapters.NativeDone) {
 				t.Errorf("a Claude of another store is matched: %+v %+v", s, s.Process)
 			}
+			// A process of another store that names the session is
+			// turned down, and explain says so.
+			rejected := len(s.Evidence) == 1 && s.Evidence[0].Kind == adapters.EvidenceRejected && s.Evidence[0].PID == p.PID
+			if rejected == tt.ours {
+				t.Errorf("evidence %+v (ours: %v)", s.Evidence, tt.ours)
+			}
 		})
+	}
+}
+
+// A registry entry whose pid is gone, or now runs another process, is
+// stale: not a live session, and named as turned down.
+func TestStaleRegistryEntryIsRejected(t *testing.T) {
+	home := fixtureHome(t)
+	a := newAdapter(home)
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	id := "0b6c1b1e-0000-4000-8000-00000000000b"
+	writeTranscript(t, home, dir, id, lines(strings.Replace(userRec("x"), `"/w/p"`, strconv.Quote(dir), 1), assistantRec("m", "y", "end_turn", 1, 1)))
+	self, err := proc.Lookup(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// This test's own pid, with a start stamp it does not have: a pid
+	// reused by another process.
+	entry := fmt.Sprintf(`{"pid":%d,"sessionId":%q,"cwd":%q,"startedAt":%d,"procStart":"%d","status":"busy"}`,
+		self.PID, id, dir, time.Now().Add(-time.Hour).UnixMilli(), self.Start+12345)
+	regDir := filepath.Join(home, ".claude", "sessions")
+	if err := os.MkdirAll(regDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(regDir, fmt.Sprintf("%d.json", self.PID)), []byte(entry), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := discover(t, a)[id]
+	if s.Process != nil || s.State != adapters.NativeDone {
+		t.Errorf("a stale entry made the session live: %+v %+v", s, s.Process)
+	}
+	if len(s.Evidence) != 1 || s.Evidence[0].Kind != adapters.EvidenceRejected || s.Evidence[0].PID != self.PID ||
+		!strings.HasSuffix(s.Evidence[0].Source, fmt.Sprintf("%d.json", self.PID)) {
+		t.Errorf("evidence %+v, want the stale entry rejected", s.Evidence)
 	}
 }
 
@@ -655,6 +694,9 @@ func TestCutOffSessionIsUnknownOnlyWhileAContenderLives(t *testing.T) {
 	s := discover(t, a)[id]
 	if s.State != adapters.NativeUnknown || len(s.Warnings) == 0 || !strings.Contains(s.Warnings[len(s.Warnings)-1], "pid "+strconv.Itoa(cmd.Process.Pid)) {
 		t.Errorf("with a Claude in its folder: state %q warnings %q; want unknown naming pid %d", s.State, s.Warnings, cmd.Process.Pid)
+	}
+	if len(s.Evidence) != 1 || s.Evidence[0].Kind != adapters.EvidenceContender || s.Evidence[0].PID != cmd.Process.Pid {
+		t.Errorf("with a Claude in its folder: evidence %+v, want one contender, pid %d", s.Evidence, cmd.Process.Pid)
 	}
 	cmd.Process.Kill()
 	cmd.Wait()

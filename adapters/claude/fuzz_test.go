@@ -262,7 +262,7 @@ func FuzzRegistry(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		dir := t.TempDir()
 		os.WriteFile(filepath.Join(dir, "1.json"), data, 0o644)
-		live, err := readRegistry(dir)
+		live, _, err := readRegistry(dir)
 		if err != nil {
 			t.Fatal(err)
 		}

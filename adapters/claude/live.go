@@ -51,15 +51,17 @@ const startSlack = 10 * time.Second
 // belongs to another process (its start differs) are stale and skipped, as
 // are unreadable ones (Claude may be writing it; the process is then still
 // matched by its argv where that names the session). An error means the
-// folder could not be read.
-func readRegistry(dir string) (map[string]liveSession, error) {
-	out := map[string]liveSession{}
+// folder could not be read. rejected holds, by session id, the entries
+// turned down as stale, with why.
+func readRegistry(dir string) (out map[string]liveSession, rejected map[string][]adapters.Evidence, err error) {
+	out = map[string]liveSession{}
+	rejected = map[string][]adapters.Evidence{}
 	names, err := readDirNames(dir)
 	if err != nil {
 		if os.IsNotExist(err) {
-			return out, nil
+			return out, rejected, nil
 		}
-		return out, fmt.Errorf("read the live-session registry: %w", err)
+		return out, rejected, fmt.Errorf("read the live-session registry: %w", err)
 	}
 	for _, n := range names {
 		if !strings.HasSuffix(n, ".json") {
@@ -75,6 +77,9 @@ func readRegistry(dir string) (map[string]liveSession, error) {
 		}
 		info, ok := registryProcess(e)
 		if !ok {
+			rejected[e.SessionID] = append(rejected[e.SessionID], adapters.Evidence{
+				Kind: adapters.EvidenceRejected, PID: e.PID, Source: filepath.Join(dir, n),
+				Says: "a stale registry entry: its pid is gone, or now runs another process (its start differs)"})
 			continue
 		}
 		ls := liveSession{proc: info, cwd: e.Cwd, state: adapters.NativeRunning, evidence: "registry"}
@@ -89,7 +94,7 @@ func readRegistry(dir string) (map[string]liveSession, error) {
 		}
 		out[e.SessionID] = ls
 	}
-	return out, nil
+	return out, rejected, nil
 }
 
 // registryProcess finds the live process an entry speaks for, checking its
@@ -178,8 +183,10 @@ func containsFlag(argv []string, flag string) bool {
 // directories. An
 // error means the processes could not all be seen: no session can then be
 // said to have ended.
-func liveProcesses(configDir string, snap *proc.Snapshot) (bySession map[string]liveSession, unmatched map[string][]int, err error) {
-	bySession, err = readRegistry(filepath.Join(configDir, "sessions"))
+// rejected holds, by session id, the processes and registry entries that
+// named a session and were turned down, with why.
+func liveProcesses(configDir string, snap *proc.Snapshot) (bySession map[string]liveSession, unmatched map[string][]int, rejected map[string][]adapters.Evidence, err error) {
+	bySession, rejected, err = readRegistry(filepath.Join(configDir, "sessions"))
 	unmatched = map[string][]int{}
 	claimed := map[int]bool{}
 	for _, ls := range bySession {
@@ -187,7 +194,7 @@ func liveProcesses(configDir string, snap *proc.Snapshot) (bySession map[string]
 	}
 	pids, perr := snap.PIDs()
 	if perr != nil {
-		return bySession, unmatched, errors.Join(err, fmt.Errorf("read the process table: %w", perr))
+		return bySession, unmatched, rejected, errors.Join(err, fmt.Errorf("read the process table: %w", perr))
 	}
 	self := os.Getpid()
 	for _, pid := range pids {
@@ -195,7 +202,14 @@ func liveProcesses(configDir string, snap *proc.Snapshot) (bySession map[string]
 			continue
 		}
 		argv, err := snap.Cmdline(pid)
-		if err != nil || !claudeArgv(argv) || !storeio.UsesStore(snap, pid, configDir, configDirOf) {
+		if err != nil || !claudeArgv(argv) {
+			continue
+		}
+		if !storeio.UsesStore(snap, pid, configDir, configDirOf) {
+			if id := argvSession(argv); id != "" {
+				rejected[id] = append(rejected[id], adapters.Evidence{Kind: adapters.EvidenceRejected, PID: pid,
+					Says: "names this session in its argv but runs as another user or with another store (HOME, CLAUDE_CONFIG_DIR)"})
+			}
 			continue
 		}
 		info, err := snap.Lookup(pid)
@@ -213,7 +227,7 @@ func liveProcesses(configDir string, snap *proc.Snapshot) (bySession map[string]
 			unmatched[cwd] = append(unmatched[cwd], pid)
 		}
 	}
-	return bySession, unmatched, err
+	return bySession, unmatched, rejected, err
 }
 
 // validID accepts what Claude uses as a session id (a UUID) and nothing that

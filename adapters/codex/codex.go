@@ -146,7 +146,7 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 	procs, perr := liveCodexes(proc.SnapshotFrom(ctx), a.home())
 	if perr == nil {
 		var held map[string]bool
-		refs, held = matchProcesses(procs)
+		refs, contenders, held = matchProcesses(procs)
 		if len(held) > 0 {
 			var threads []daemonThread
 			for _, s := range files {
@@ -162,10 +162,12 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 				}
 				threads = append(threads, t)
 			}
-			var byDaemon map[string]*adapters.ProcessRef
-			byDaemon, contenders = matchDaemonThreads(procs, refs, threads)
+			byDaemon, tuis := matchDaemonThreads(procs, refs, threads)
 			for id, r := range byDaemon {
 				refs[id] = r
+			}
+			for id, pids := range tuis {
+				contenders[id] = append(contenders[id], pids...)
 			}
 		}
 	}
@@ -182,6 +184,9 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 			ns.Warnings = append(ns.Warnings, fmt.Sprintf("unreadable codex rollout %s: %v", s.path, s.err))
 		}
 		ns.NativeID = s.id
+		if pids := contenders[s.id]; ns.Process == nil && len(pids) > 0 {
+			ns.Evidence = append(ns.Evidence, adapters.ContenderEvidence("codex", pids)...)
+		}
 		if t := index[s.id]; t != nil {
 			fillFromThread(&ns, t)
 		}

@@ -293,11 +293,11 @@ func openIDs(pid int) []string {
 // the rollout (or writer lock) a process holds open, else a `resume <id>`
 // argument. The match is reported on the outermost Codex process of the
 // holder's tree. A session claimed by two separate process trees is left
-// unmatched: unknown, not a guess.
+// unmatched: unknown, not a guess; contenders names those trees.
 //
 // Threads the app-server daemon holds are returned apart (daemonHeld):
 // the daemon is never their process.
-func matchProcesses(procs map[int]liveProc) (refs map[string]*adapters.ProcessRef, daemonHeld map[string]bool) {
+func matchProcesses(procs map[int]liveProc) (refs map[string]*adapters.ProcessRef, contenders map[string][]int, daemonHeld map[string]bool) {
 	holders := map[string]map[int]bool{}
 	argv := map[string]map[int]bool{}
 	daemonHeld = map[string]bool{}
@@ -336,9 +336,13 @@ func matchProcesses(procs map[int]liveProc) (refs map[string]*adapters.ProcessRe
 	pick(holders, evidenceOpenFile)
 	// A session held open by two trees is ambiguous; argv must not
 	// override that.
+	contenders = map[string][]int{}
 	for id, tops := range holders {
 		if len(tops) > 1 {
 			out[id] = nil
+			for pid := range tops {
+				contenders[id] = append(contenders[id], pid)
+			}
 		}
 	}
 	pick(argv, evidenceArgv)
@@ -347,7 +351,7 @@ func matchProcesses(procs map[int]liveProc) (refs map[string]*adapters.ProcessRe
 			delete(out, id)
 		}
 	}
-	return out, daemonHeld
+	return out, contenders, daemonHeld
 }
 
 // daemonThread is what matching a thread the daemon holds needs of it.

@@ -150,10 +150,21 @@ func TestMatchTwoHoldersIsAmbiguous(t *testing.T) {
 	home, a := testHome(t)
 	day := installFixtures(t, home)
 	rollout := filepath.Join(day, "rollout-2026-11-22T06-26-06-"+idComplete+".jsonl")
-	fakeCodex(t, home, t.TempDir(), rollout, 0, true, "exec", "one")
-	fakeCodex(t, home, t.TempDir(), rollout, 0, true, "exec", "resume", idComplete, "two")
-	if p := discoverByID(t, a)[idComplete].Process; p != nil {
-		t.Errorf("two processes hold the rollout, matched %+v", p)
+	one := fakeCodex(t, home, t.TempDir(), rollout, 0, true, "exec", "one")
+	two := fakeCodex(t, home, t.TempDir(), rollout, 0, true, "exec", "resume", idComplete, "two")
+	s := discoverByID(t, a)[idComplete]
+	if s.Process != nil {
+		t.Errorf("two processes hold the rollout, matched %+v", s.Process)
+	}
+	// Both are named as contenders, for explain.
+	pids := map[int]bool{}
+	for _, e := range s.Evidence {
+		if e.Kind == adapters.EvidenceContender {
+			pids[e.PID] = true
+		}
+	}
+	if len(pids) != 2 || !pids[one.Process.Pid] || !pids[two.Process.Pid] {
+		t.Errorf("evidence %+v, want contenders %d and %d", s.Evidence, one.Process.Pid, two.Process.Pid)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"net"
 	"os"
 	"path/filepath"
@@ -330,7 +331,7 @@ func TestDiscoverPagesEverything(t *testing.T) {
 	g := newTestGateway(t)
 	const n = 2*listPageSize + 50
 	for i := range n {
-		g.rows = append(g.rows, row(fmt.Sprintf("agent:main:s%03d", i), nil))
+		g.rows = append(g.rows, row(dashboardKey(fmt.Sprintf("s%03d", i)), nil))
 	}
 	got, err := New(g.config(t, testToken)).Discover(testCtx(t))
 	if err != nil {
@@ -361,7 +362,7 @@ func TestDiscoverCatchesRowsMovedWhilePaging(t *testing.T) {
 	g := newTestGateway(t)
 	const n = listPageSize + 10
 	for i := range n {
-		g.rows = append(g.rows, row(fmt.Sprintf("agent:main:s%03d", i), nil))
+		g.rows = append(g.rows, row(dashboardKey(fmt.Sprintf("s%03d", i)), nil))
 	}
 	// While the second page is asked for, the last row is updated and moves
 	// to the front, into the page already read.
@@ -434,10 +435,10 @@ func TestNativeState(t *testing.T) {
 func TestDiscoverMapsRows(t *testing.T) {
 	g := newTestGateway(t)
 	g.rows = []map[string]any{
-		row("agent:main:a", map[string]any{"status": "done", "hasActiveRun": false, "model": "m1", "inputTokens": 101,
+		row(dashboardKey("a"), map[string]any{"status": "done", "hasActiveRun": false, "model": "m1", "inputTokens": 101,
 			"outputTokens": 10, "estimatedCostUsd": 0.5, "derivedTitle": "fix the bug", "startedAt": 1700000000500}),
-		row("agent:main:b", map[string]any{"hasActiveRun": true, "status": "running", "inputTokens": nil}),
-		{"key": "agent:main:c", "createdAt": "not a number"},
+		row(dashboardKey("b"), map[string]any{"hasActiveRun": true, "status": "running", "inputTokens": nil}),
+		{"key": dashboardKey("c"), "createdAt": "not a number"},
 		{"sessionId": "no key"},
 	}
 	got, err := New(g.config(t, testToken)).Discover(testCtx(t))
@@ -448,7 +449,7 @@ func TestDiscoverMapsRows(t *testing.T) {
 		t.Fatalf("got %d sessions, want 3 (the keyless row dropped): %+v", len(got), got)
 	}
 	a, b, c := got[0], got[1], got[2]
-	if a.Adapter != Name || a.NativeID != "agent:main:a" || a.State != adapters.NativeDone || a.Model != "m1" ||
+	if a.Adapter != Name || a.NativeID != dashboardKey("a") || a.State != adapters.NativeDone || a.Model != "m1" ||
 		*a.TokensIn != 101 || *a.TokensOut != 10 || *a.CostUSD != 0.5 || a.FirstPrompt != "fix the bug" ||
 		a.CreatedAt.UnixMilli() != 1700000000000 || a.UpdatedAt.UnixMilli() != 1700000001000 || a.Cwd != "" || a.Process != nil {
 		t.Errorf("row a mapped to %+v", a)
@@ -456,14 +457,14 @@ func TestDiscoverMapsRows(t *testing.T) {
 	if b.State != adapters.NativeBusy || b.TokensIn != nil || b.Model != "default-model" {
 		t.Errorf("row b mapped to %+v", b)
 	}
-	if c.NativeID != "agent:main:c" || c.State != adapters.NativeUnknown || len(c.Warnings) == 0 {
+	if c.NativeID != dashboardKey("c") || c.State != adapters.NativeUnknown || len(c.Warnings) == 0 {
 		t.Errorf("unreadable row c mapped to %+v", c)
 	}
 }
 
 func TestTranscript(t *testing.T) {
 	g := newTestGateway(t)
-	key := "agent:main:t"
+	key := dashboardKey("t")
 	g.rows = []map[string]any{row(key, nil)}
 	var msgs []map[string]any
 	for i := range 2500 {
@@ -505,15 +506,15 @@ func TestTranscript(t *testing.T) {
 		got[1].Role != "tool" || got[2].Role != "user" || got[2].Time.UnixMilli() != 1700000002499 {
 		t.Errorf("mapped messages %+v", got)
 	}
-	if _, err := a.Transcript(testCtx(t), "agent:main:nope", 3); !errors.Is(err, ErrNotFound) {
+	if _, err := a.Transcript(testCtx(t), dashboardKey("nope"), 3); !errors.Is(err, ErrNotFound) {
 		t.Errorf("unknown key: err %v, want ErrNotFound", err)
 	}
 }
 
 func TestStop(t *testing.T) {
 	g := newTestGateway(t)
-	key := "agent:main:busy"
-	g.rows = []map[string]any{row(key, map[string]any{"hasActiveRun": true, "status": "running"}), row("agent:main:idle", nil)}
+	key := dashboardKey("busy")
+	g.rows = []map[string]any{row(key, map[string]any{"hasActiveRun": true, "status": "running"}), row(dashboardKey("idle"), nil)}
 	g.active[key] = ""
 	a := New(g.config(t, testToken))
 	if err := a.Stop(testCtx(t), key); err != nil {
@@ -522,10 +523,10 @@ func TestStop(t *testing.T) {
 	if len(g.aborted) != 1 || g.aborted[0] != key {
 		t.Errorf("aborted %v", g.aborted)
 	}
-	if err := a.Stop(testCtx(t), "agent:main:idle"); !errors.Is(err, ErrNoActiveRun) {
+	if err := a.Stop(testCtx(t), dashboardKey("idle")); !errors.Is(err, ErrNoActiveRun) {
 		t.Errorf("idle session: err %v, want ErrNoActiveRun", err)
 	}
-	if err := a.Stop(testCtx(t), "agent:main:nope"); !errors.Is(err, ErrNotFound) {
+	if err := a.Stop(testCtx(t), dashboardKey("nope")); !errors.Is(err, ErrNotFound) {
 		t.Errorf("unknown session: err %v, want ErrNotFound", err)
 	}
 }
@@ -533,7 +534,7 @@ func TestStop(t *testing.T) {
 func TestStopWithoutWriteScope(t *testing.T) {
 	g := newTestGateway(t)
 	g.grantWrite = false
-	key := "agent:main:busy"
+	key := dashboardKey("busy")
 	g.rows = []map[string]any{row(key, nil)}
 	g.active[key] = ""
 	err := New(g.config(t, testToken)).Stop(testCtx(t), key)
@@ -580,7 +581,7 @@ func TestWatch(t *testing.T) {
 	if ev := nextEvent(t, ch); ev.Kind != EventConnected {
 		t.Fatalf("first event %+v, want connected", ev)
 	}
-	key := "agent:main:w"
+	key := dashboardKey("w")
 	g.push(key, "send", row(key, map[string]any{"status": "running", "hasActiveRun": true}))
 	g.push(key, "participants", row(key, map[string]any{"status": "running", "hasActiveRun": true})) // same state: not repeated
 	g.push(key, "", row(key, map[string]any{"status": "done", "hasActiveRun": false}))
@@ -657,7 +658,7 @@ func TestStopRunOfAnotherClient(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g := newTestGateway(t)
 			g.grantAdmin = tt.grantAdmin
-			key := "agent:main:theirs"
+			key := dashboardKey("theirs")
 			g.rows = []map[string]any{row(key, map[string]any{"hasActiveRun": true, "status": "running"})}
 			g.active[key] = "some-other-device"
 			err := New(g.config(t, testToken)).Stop(testCtx(t), key)
@@ -674,5 +675,45 @@ func TestStopRunOfAnotherClient(t *testing.T) {
 				t.Errorf("aborted %v", g.aborted)
 			}
 		})
+	}
+}
+
+// dashboardKey is a session key shaped as the real gateway makes them for
+// operator-created sessions (agent:main:dashboard:<uuid>), one per name.
+func dashboardKey(name string) string {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	v := h.Sum64()
+	return fmt.Sprintf("agent:main:dashboard:%08x-%04x-4%03x-8%03x-%012x", uint32(v>>32), uint16(v>>16), uint16(v)&0xfff, uint16(v>>4)&0xfff, v&0xffffffffffff)
+}
+
+func TestValidKey(t *testing.T) {
+	for _, tc := range []struct {
+		key  string
+		want bool
+	}{
+		{"agent:main:dashboard:7f3e2b1c-5a4d-4e6f-9b8a-0c1d2e3f4a5b", true},
+		{"agent:main:main", true},
+		{"agent:ops:telegram:group:-100123456", true},
+		{"agent:main:whatsapp:dm:+15551234567", true},
+		{"agent:main:email:dm:a.user@example.com", true},
+		{"hook:0b9d6c4e-2f1a-4c3b-8d7e-6a5f4e3d2c1b", true},
+		{"agent:main:dash", true}, // a prefix as typed
+		{"agent:main:", true},
+		{"7f3e2b1c-5a4d-4e6f-9b8a-0c1d2e3f4a5b", true}, // a transcript sessionId
+		{"", false},
+		{"../../etc/passwd", false},
+		{"agent:main:../x", false},
+		{"agent:..:x", false},
+		{"agent:main:a b", false},
+		{"agent:main:a/b", false},
+		{"agent:main:a\\b", false},
+		{"agent:main:\x1b[2J", false},
+		{"agent:main:%2e%2e", false},
+		{strings.Repeat("a", maxKeyLen+1), false},
+	} {
+		if got := ValidKey(tc.key); got != tc.want {
+			t.Errorf("ValidKey(%q) = %v, want %v", tc.key, got, tc.want)
+		}
 	}
 }

@@ -144,3 +144,35 @@ func toNative(r sessionRow, defaultModel, source string) adapters.NativeSession 
 		Warnings:    warnings,
 	}
 }
+
+// maxKeyLen bounds a session key agentctl accepts from a user.
+const maxKeyLen = 512
+
+// ValidNativeID reports whether id can be a gateway session key (or a
+// prefix of one) as a user types it: parts joined by ':' as in
+// agent:main:dashboard:<uuid>, agent:main:main or hook:<uuid>, each of
+// letters, digits and '-', '_', '.', '+', '@' (channel peers such as
+// +15551234567 or a mail address), with no part starting with '.'. The
+// key only ever goes to the gateway in a JSON frame; the rule keeps
+// paths, spaces and control characters out of it all the same.
+func (a *Adapter) ValidNativeID(id string) bool { return ValidKey(id) }
+
+// ValidKey is the rule ValidNativeID applies.
+func ValidKey(id string) bool {
+	if id == "" || len(id) > maxKeyLen {
+		return false
+	}
+	for _, part := range strings.Split(id, ":") {
+		if strings.HasPrefix(part, ".") {
+			return false
+		}
+		for _, r := range part {
+			ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' ||
+				r == '-' || r == '_' || r == '.' || r == '+' || r == '@'
+			if !ok {
+				return false
+			}
+		}
+	}
+	return true
+}

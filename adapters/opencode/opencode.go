@@ -147,6 +147,7 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 		case ns.Process == nil && len(contenders[s.id]) > 0:
 			ns.State = adapters.NativeUnknown
 			ns.Warnings = append(ns.Warnings, storeio.ContendersWarning("opencode", contenders[s.id]))
+			ns.Evidence = append(ns.Evidence, adapters.ContenderEvidence("opencode", contenders[s.id])...)
 		}
 		out = append(out, ns)
 	}

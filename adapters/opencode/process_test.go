@@ -175,6 +175,9 @@ func TestMatchAmbiguousFolderIsUnknown(t *testing.T) {
 			if !strings.Contains(s.Warnings[len(s.Warnings)-1], strconv.Itoa(c.Process.Pid)) {
 				t.Errorf("%s: %q does not name pid %d", id, s.Warnings, c.Process.Pid)
 			}
+			if !hasEvidence(s.Evidence, adapters.EvidenceContender, c.Process.Pid) {
+				t.Errorf("%s: evidence %+v has no contender pid %d", id, s.Evidence, c.Process.Pid)
+			}
 		}
 	}
 	// Once its contenders are gone, the session is over.
@@ -409,4 +412,13 @@ func TestInteractiveArgv(t *testing.T) {
 			t.Errorf("prompt %q: argv %q", prompt, spec.Argv)
 		}
 	}
+}
+
+func hasEvidence(es []adapters.Evidence, kind adapters.EvidenceKind, pid int) bool {
+	for _, e := range es {
+		if e.Kind == kind && e.PID == pid {
+			return true
+		}
+	}
+	return false
 }

@@ -425,6 +425,7 @@ func (x *facts) native(adapter, path string, m match) adapters.NativeSession {
 	if ref == nil && len(m.contenders) > 0 {
 		s.State = adapters.NativeUnknown
 		s.Warnings = append(s.Warnings, storeio.ContendersWarning("pi", m.contenders))
+		s.Evidence = append(s.Evidence, adapters.ContenderEvidence("pi", m.contenders)...)
 	}
 	return s
 }

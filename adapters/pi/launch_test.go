@@ -440,6 +440,14 @@ func TestContendersKeepASessionUnknownOnlyWhileTheyLive(t *testing.T) {
 		if tc.want == adapters.NativeUnknown && (len(ns.Warnings) == 0 || !strings.Contains(ns.Warnings[len(ns.Warnings)-1], "pid 10")) {
 			t.Errorf("%s unknown without naming the contender: %q", tc.f.id, ns.Warnings)
 		}
+		if len(ns.Evidence) != len(tc.m.contenders) {
+			t.Errorf("%s with %+v: evidence %+v, want one contender per pid", tc.f.id, tc.m, ns.Evidence)
+		}
+		for i, e := range ns.Evidence {
+			if e.Kind != adapters.EvidenceContender || e.PID != tc.m.contenders[i] {
+				t.Errorf("%s: evidence %+v, want contender pid %d", tc.f.id, e, tc.m.contenders[i])
+			}
+		}
 	}
 }
 

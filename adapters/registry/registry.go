@@ -3,6 +3,8 @@
 package registry
 
 import (
+	"fmt"
+	"log/slog"
 	"os"
 
 	"github.com/agentctl/agentctl/adapters"
@@ -11,23 +13,37 @@ import (
 	"github.com/agentctl/agentctl/adapters/openclaw"
 	"github.com/agentctl/agentctl/adapters/opencode"
 	"github.com/agentctl/agentctl/adapters/pi"
+	"github.com/agentctl/agentctl/home"
 )
+
+// Options are what the service hands the adapters beyond the environment.
+type Options struct {
+	// Watch, when not nil, tells the adapters which of their folders
+	// changed, so a query re-reads only those.
+	Watch adapters.FolderWatch
+	// Logger, when not nil, hears what the adapters log (a discovery
+	// cache file ignored).
+	Logger *slog.Logger
+}
 
 // Local returns the adapters for the agents on this machine, reading their
 // files under the user's home and the given environment. agentctlHome holds
 // state an adapter keeps (the OpenClaw device key). The OpenClaw adapter is
 // included only when a gateway is configured, so machines without one see
-// no warning about it. watch, when not nil, tells the adapters which of
-// their folders changed, so a query re-reads only those.
-func Local(agentctlHome string, getenv func(string) string, watch adapters.FolderWatch) []adapters.Adapter {
+// no warning about it. Adapters keep what they read across restarts under
+// agentctlHome's cache folder.
+func Local(agentctlHome string, getenv func(string) string, o Options) []adapters.Adapter {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	home, _ := os.UserHomeDir()
+	userHome, _ := os.UserHomeDir()
 	if h := getenv("HOME"); h != "" {
-		home = h
+		userHome = h
 	}
-	env := adapters.Env{Home: home, Getenv: getenv, Folders: watch}
+	env := adapters.Env{Home: userHome, Getenv: getenv, Folders: o.Watch, CacheDir: home.Home(agentctlHome).CacheDir()}
+	if o.Logger != nil {
+		env.Logf = func(format string, args ...any) { o.Logger.Warn(fmt.Sprintf(format, args...)) }
+	}
 	out := []adapters.Adapter{
 		claude.New(env),
 		codex.New(env),

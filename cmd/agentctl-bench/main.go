@@ -14,6 +14,10 @@
 // and the view's memory.
 //
 //	agentctl-bench [--sizes 100,1000,10000] [--bin PATH] [--base PATH] [--runs N] [--keep] [--core=false] [--top N]
+//	agentctl-bench --first 1000 [--first-mixed 10000]
+//
+// With --first it measures only the first answers: `list -a` from a cold
+// start (no discovery cache), after `daemon restart`, and warm.
 //
 // With --hosts N it instead times list over ssh: on this machine, on one
 // remote host and over N at once, against the ssh round trip (each host an
@@ -68,6 +72,10 @@ type options struct {
 	top int
 	// hosts, when set, measures list over this many ssh hosts instead.
 	hosts int
+	// first and firstMixed, when first is set, measure the first answers
+	// (cold, after daemon restart, warm) over a store of that many Claude
+	// sessions and a mixed store of firstMixed, instead of the stores.
+	first, firstMixed int
 }
 
 func parseFlags(args []string) (options, error) {
@@ -83,6 +91,8 @@ func parseFlags(args []string) (options, error) {
 	fl.IntVar(&o.soak, "soak", 0, "soak instead: this many sessions running at once, started and stopped in waves")
 	fl.IntVar(&o.soakShort, "soak-short", 10000, "with --soak: then this many short sessions, each exit code checked")
 	fl.IntVar(&o.hosts, "hosts", 0, "instead: time list on this machine, over ssh on one host and over this many hosts at once (sshd instances on 127.0.0.1)")
+	fl.IntVar(&o.first, "first", 0, "measure the first answers (cold, after daemon restart, warm) over this many Claude sessions instead")
+	fl.IntVar(&o.firstMixed, "first-mixed", 10000, "with --first: and over a mixed store of this many sessions (0: skip)")
 	fl.IntVar(&o.top, "top", 500, "measure agentctl top over this many sessions in a tmux terminal (0: skip)")
 	if err := fl.Parse(args); err != nil {
 		return o, err
@@ -154,6 +164,14 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			return fmt.Errorf("soak: %w", err)
 		}
 		printSoak(out, rows)
+		return nil
+	}
+	if o.first > 0 {
+		rows, err := measureFirst(ctx, o, work, o.first, o.firstMixed)
+		if err != nil {
+			return fmt.Errorf("first answers: %w", err)
+		}
+		printFirst(out, rows)
 		return nil
 	}
 	if o.top > 0 {

@@ -16,7 +16,7 @@ import (
 // idCommands take session handles: all their arguments (several), or the
 // first one only.
 var idCommands = map[string]bool{
-	"status": false, "logs": false, "peek": false, "attach": false, "send": false, "resume": false,
+	"status": false, "explain": false, "logs": false, "peek": false, "attach": false, "send": false, "resume": false,
 	"stop": true, "rm": true, "restart": true,
 }
 

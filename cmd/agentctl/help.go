@@ -26,7 +26,8 @@ var commandHelp = map[string]struct{ group, example string }{
   agentctl run --name web -- python3 -m http.server
   agentctl run -it -- bash`},
 	"list":    {"sessions", ""},
-	"status":  {"sessions", "  agentctl status web\n  agentctl status k3x9 --json"},
+	"status":  {"sessions", "  agentctl status web\n  agentctl status k3x9 --json\n  agentctl status --why k3x9"},
+	"explain": {"sessions", ""},
 	"logs":    {"sessions", "  agentctl logs web\n  agentctl logs -f k3x9\n  agentctl logs --raw -n 0 k3x9 > out.log"},
 	"attach":  {"sessions", "  agentctl attach web        # Ctrl-] detaches"},
 	"send":    {"sessions", "  agentctl send web 'npm run build'\n  echo 'y' | agentctl send -n web -"},

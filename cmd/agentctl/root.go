@@ -53,7 +53,7 @@ HOST/ID handles; see 'agentctl host --help'.`,
 	})
 	root.AddCommand(
 		newRunCmd(), newLaunchCmd(), newListCmd(), newTopCmd(), newStatusCmd(), newLogsCmd(),
-		newPeekCmd(), newStopCmd(), newAttachCmd(), newSendCmd(), newResumeCmd(),
+		newPeekCmd(), newExplainCmd(), newStopCmd(), newAttachCmd(), newSendCmd(), newResumeCmd(),
 		newPruneCmd(), newRmCmd(), newRestartCmd(), newDaemonCmd(), newShimCmd(),
 		newGroupCmd(), newWorktreeCmd(),
 		newLockCmd(), newUnlockCmd(), newLocksCmd(), newFuseCmd(), newFusesCmd("fuses"), newEventsCmd(),

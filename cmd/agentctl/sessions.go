@@ -231,12 +231,18 @@ func dash(s string) string {
 }
 
 func newStatusCmd() *cobra.Command {
-	var asJSON bool
+	var asJSON, why bool
 	cmd := &cobra.Command{
 		Use:   "status ID",
 		Short: "Show one session (by id, unique id prefix or name)",
-		Args:  args(cobra.ExactArgs(1)),
+		Long: `Show one session, by its id, a unique prefix of it, its name, or the id its
+agent gave it (the ids list prints, OpenClaw's agent:main:dashboard:… keys
+included). --why adds the evidence behind its status, as explain does.`,
+		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
+			if why {
+				return explain(cmd.Context(), a[0], asJSON)
+			}
 			c, id, err := clientFor(a[0])
 			if err != nil {
 				return err
@@ -253,7 +259,65 @@ func newStatusCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&why, "why", false, "add the evidence behind the status (as explain)")
 	return cmd
+}
+
+func newExplainCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "explain ID",
+		Short: "Show the evidence behind a session's status",
+		Long: `Show why a session has the status it has: the rule that applies and the
+evidence it read. For a session agentctl started: its launch record, its exit
+record (written by the agent's own parent), and the check of its process and
+monitor by pid and start stamp. For a session an agent's store holds: what
+that file, database or server says, which live process was tied to it and by
+which evidence (the agent's registry, its command line, a file it holds open,
+the marker agentctl set), the processes that may own it (it stays unknown
+while one lives), and the candidates turned down and why.`,
+		Example: `  agentctl explain k3x9
+  agentctl status --why k3x9
+  agentctl explain --json agent:main:dashboard:7f3e2b1c-5a4d-4e6f-9b8a-0c1d2e3f4a5b`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			return explain(cmd.Context(), a[0], asJSON)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func explain(ctx context.Context, handle string, asJSON bool) error {
+	c, id, err := clientFor(handle)
+	if err != nil {
+		return err
+	}
+	ex, err := c.Explain(ctx, id)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return printJSON(os.Stdout, ex)
+	}
+	printSession(os.Stdout, ex.Session)
+	printExplanation(os.Stdout, ex)
+	return nil
+}
+
+// printExplanation writes the rule, the reason and each piece of evidence,
+// one a line: its kind, then what it says, then its source.
+func printExplanation(w io.Writer, ex api.Explanation) {
+	fmt.Fprintf(w, "\nwhy (%s rule): %s\n", ex.Rule, sanitize(ex.Reason))
+	tw := newTable(w)
+	for _, e := range ex.Evidence {
+		says := e.Says
+		if e.Source != "" {
+			says += " [" + e.Source + "]"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n", e.Kind, sanitize(says))
+	}
+	tw.Flush()
 }
 
 func printSession(w io.Writer, s api.Session) {
@@ -291,6 +355,11 @@ func printSession(w io.Writer, s api.Session) {
 	row("model", s.Model)
 	row("tokens", tokensText(s))
 	row("cost", costText(s.CostUSD))
+	if t := s.NativeTotal; t != nil {
+		// The native session's, which several runs share: not this run's.
+		row("native total", strings.Trim(text.Tokens(t.TokensIn, t.TokensOut)+", "+costText(t.CostUSD), ", -"))
+	}
+	row("resume of", s.ResumeOf)
 	if s.LastActivity != nil {
 		row("last activity", s.LastActivity.Local().Format(time.RFC3339))
 	}

@@ -38,7 +38,7 @@ func Service(ctx context.Context, h home.Home, version string, logger *slog.Logg
 		Home:     h,
 		Version:  version,
 		Logger:   logger,
-		Adapters: registry.Local(string(h), nil, watch),
+		Adapters: registry.Local(string(h), nil, registry.Options{Watch: watch, Logger: logger}),
 		Watch:    status,
 	})
 }

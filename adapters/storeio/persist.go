@@ -1,0 +1,140 @@
+package storeio
+
+import (
+	"bytes"
+	"encoding/gob"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/agentctl/agentctl/internal/atomicfile"
+)
+
+// cacheFileVersion changes whenever the file's layout, or the meaning of a
+// cached value, changes: a file of another version is ignored.
+const cacheFileVersion = 1
+
+// maxCacheFile bounds the cache file read at start.
+const maxCacheFile = 256 << 20
+
+// cacheFile is what a persisted cache holds.
+type cacheFile[V any] struct {
+	Version int
+	// Kind names what the values are (an adapter's summary type and its
+	// version), so a file written for another value is ignored.
+	Kind    string
+	Entries []Entry[V]
+}
+
+// DiskCache keeps a FileCache's entries in a file across restarts of the
+// service, so that the first answer after a restart reads no unchanged
+// file again. It is a cache, never the truth: a loaded entry is
+// revalidated by stat on every Get exactly as an in-memory one is (path,
+// size, modification time, device and inode), deleting the file changes
+// nothing but speed, and a file that cannot be read is ignored. It is
+// written atomically, at most once per saveEvery while files change, and
+// holds at most the cache's bound of entries.
+type DiskCache[V any] struct {
+	Cache *FileCache[V]
+	Path  string
+	// Kind names the values; a file of another kind is ignored.
+	Kind string
+	// Persist turns a value into the one to write (for instance without
+	// what only an incremental read in this process may use); nil keeps it.
+	Persist func(V) V
+	// Logf, when set, hears a file that was ignored or not written.
+	Logf func(format string, args ...any)
+
+	loadOnce sync.Once
+	mu       sync.Mutex
+	saved    time.Time
+	misses   int64 // the cache's misses at the last save
+}
+
+// saveEvery is the least time between two writes of a cache file.
+const saveEvery = 30 * time.Second
+
+// Load fills the cache from the file, once; later calls do nothing.
+func (d *DiskCache[V]) Load() {
+	d.loadOnce.Do(func() {
+		if err := d.load(); err != nil && !errors.Is(err, os.ErrNotExist) {
+			d.logf("discovery cache %s ignored: %v", d.Path, err)
+		}
+	})
+}
+
+func (d *DiskCache[V]) load() error {
+	f, err := os.Open(d.Path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var cf cacheFile[V]
+	if err := gob.NewDecoder(io.LimitReader(f, maxCacheFile)).Decode(&cf); err != nil {
+		return fmt.Errorf("decode: %w", err)
+	}
+	if cf.Version != cacheFileVersion || cf.Kind != d.Kind {
+		return fmt.Errorf("written for %q version %d, not %q version %d", cf.Kind, cf.Version, d.Kind, cacheFileVersion)
+	}
+	d.Cache.mu.Lock()
+	defer d.Cache.mu.Unlock()
+	for i := range cf.Entries {
+		e := cf.Entries[i]
+		if _, ok := d.Cache.entries[e.Key.Path]; ok || d.Cache.lru.Len() >= d.Cache.max {
+			continue // read in this process already: newer
+		}
+		d.Cache.entries[e.Key.Path] = d.Cache.lru.PushBack(&e)
+	}
+	return nil
+}
+
+// Save writes the cache's entries to the file when files were read since
+// the last write and saveEvery has passed (or force).
+func (d *DiskCache[V]) Save(force bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	st := d.Cache.Stats()
+	if st.Misses == d.misses || (!force && !d.saved.IsZero() && time.Since(d.saved) < saveEvery) {
+		return
+	}
+	if err := d.write(); err != nil {
+		d.logf("discovery cache %s not written: %v", d.Path, err)
+		return
+	}
+	d.saved, d.misses = time.Now(), st.Misses
+}
+
+func (d *DiskCache[V]) write() error {
+	cf := cacheFile[V]{Version: cacheFileVersion, Kind: d.Kind}
+	d.Cache.mu.Lock()
+	cf.Entries = make([]Entry[V], 0, d.Cache.lru.Len())
+	for el := d.Cache.lru.Front(); el != nil; el = el.Next() {
+		e := *el.Value.(*Entry[V])
+		if d.Persist != nil {
+			e.Value = d.Persist(e.Value)
+		}
+		cf.Entries = append(cf.Entries, e)
+	}
+	d.Cache.mu.Unlock()
+	var buf bytes.Buffer
+	if err := gob.NewEncoder(&buf).Encode(&cf); err != nil {
+		return fmt.Errorf("encode: %w", err)
+	}
+	if buf.Len() > maxCacheFile {
+		return fmt.Errorf("%d bytes, over the bound of %d", buf.Len(), maxCacheFile)
+	}
+	if err := os.MkdirAll(filepath.Dir(d.Path), 0o700); err != nil {
+		return err
+	}
+	return atomicfile.Write(d.Path, buf.Bytes(), 0o600)
+}
+
+func (d *DiskCache[V]) logf(format string, args ...any) {
+	if d.Logf != nil {
+		d.Logf(format, args...)
+	}
+}

@@ -1,0 +1,215 @@
+package storeio
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// lines is a value a cache file can keep: exported fields only.
+type lines struct{ N int }
+
+type countingFill struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (c *countingFill) fill(f *os.File, key FileKey, _ *Entry[lines]) (lines, error) {
+	c.mu.Lock()
+	c.calls = append(c.calls, filepath.Base(key.Path))
+	c.mu.Unlock()
+	b, err := io.ReadAll(io.NewSectionReader(f, 0, key.Size))
+	if err != nil {
+		return lines{}, err
+	}
+	return lines{N: strings.Count(string(b), "\n")}, nil
+}
+
+type logLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logLines) logf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, fmt.Sprintf(format, args...))
+}
+
+func newDisk(path string, log *logLines) *DiskCache[lines] {
+	return &DiskCache[lines]{Cache: NewFileCache[lines](100), Path: path, Kind: "lines-1", Logf: log.logf}
+}
+
+// A cache saved by one process serves the next without reading an
+// unchanged file again, and is revalidated by stat as the in-memory one
+// is: a file that changed is read again.
+func TestDiskCacheServesUnchangedFilesAfterARestart(t *testing.T) {
+	dir := t.TempDir()
+	var files []string
+	for i := range 3 {
+		p := filepath.Join(dir, fmt.Sprintf("f%d", i))
+		appendFile(t, p, strings.Repeat("x\n", i+1))
+		files = append(files, p)
+	}
+	cachePath := filepath.Join(t.TempDir(), "cache", "lines.gob")
+	log := &logLines{}
+	first := newDisk(cachePath, log)
+	first.Load() // no file yet: nothing, and nothing logged
+	var fill countingFill
+	for _, p := range files {
+		if _, _, err := first.Cache.Get(p, fill.fill); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first.Save(false)
+	if _, err := os.Stat(cachePath); err != nil {
+		t.Fatalf("no cache file after the first reads: %v", err)
+	}
+
+	// Change one file (same size, new time), as an agent's write would.
+	time.Sleep(10 * time.Millisecond)
+	if err := os.WriteFile(files[1], []byte("y\ny\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	second := newDisk(cachePath, log)
+	second.Load()
+	fill = countingFill{}
+	for i, p := range files {
+		v, _, err := second.Cache.Get(p, fill.fill)
+		if err != nil || v.N != i+1 {
+			t.Fatalf("%s = %+v, %v; want %d lines", p, v, err, i+1)
+		}
+	}
+	if strings.Join(fill.calls, ",") != "f1" {
+		t.Errorf("after a restart, read %q; want only the changed f1", fill.calls)
+	}
+	if len(log.lines) > 0 {
+		t.Errorf("logged %q", log.lines)
+	}
+	// f1 was read again: the next save writes; with nothing read since,
+	// the one after does not.
+	second.Save(true)
+	written, err := os.Stat(cachePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond)
+	second.Save(true)
+	if again, _ := os.Stat(cachePath); !again.ModTime().Equal(written.ModTime()) {
+		t.Errorf("a save with nothing read since wrote the file again")
+	}
+}
+
+// A cache file that cannot be used is ignored with a log line: the files
+// are read as without it.
+func TestDiskCacheIgnoresABadFile(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f")
+	appendFile(t, p, "a\nb\n")
+	for _, tc := range []struct {
+		name  string
+		write func(path string)
+		log   string
+	}{
+		{"corrupt", func(path string) { os.WriteFile(path, []byte("not a cache file"), 0o600) }, "decode"},
+		{"truncated", func(path string) {
+			d := newDisk(path, &logLines{})
+			d.Cache.Get(p, (&countingFill{}).fill)
+			d.Save(true)
+			b, _ := os.ReadFile(path)
+			os.WriteFile(path, b[:len(b)/2], 0o600)
+		}, "decode"},
+		{"another kind", func(path string) {
+			d := newDisk(path, &logLines{})
+			d.Kind = "lines-0"
+			d.Cache.Get(p, (&countingFill{}).fill)
+			d.Save(true)
+		}, "not \"lines-1\""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "c.gob")
+			tc.write(path)
+			log := &logLines{}
+			d := newDisk(path, log)
+			d.Load()
+			var fill countingFill
+			v, _, err := d.Cache.Get(p, fill.fill)
+			if err != nil || v.N != 2 || len(fill.calls) != 1 {
+				t.Fatalf("with a %s cache file: %+v, %v, reads %q", tc.name, v, err, fill.calls)
+			}
+			if len(log.lines) != 1 || !strings.Contains(log.lines[0], "ignored") || !strings.Contains(log.lines[0], tc.log) {
+				t.Errorf("log %q, want one line saying the file was ignored (%s)", log.lines, tc.log)
+			}
+			// The next save replaces it with a good one.
+			d.Save(true)
+			again := newDisk(path, log)
+			again.Load()
+			fill = countingFill{}
+			if _, _, err := again.Cache.Get(p, fill.fill); err != nil || len(fill.calls) != 0 {
+				t.Errorf("after a save, reads %q, %v; want none", fill.calls, err)
+			}
+		})
+	}
+}
+
+// A cache file holds at most the cache's bound of entries, and loading one
+// never grows the cache past it.
+func TestDiskCacheIsBounded(t *testing.T) {
+	dir := t.TempDir()
+	cachePath := filepath.Join(t.TempDir(), "c.gob")
+	big := &DiskCache[lines]{Cache: NewFileCache[lines](10), Path: cachePath, Kind: "lines-1"}
+	for i := range 20 {
+		p := filepath.Join(dir, fmt.Sprintf("f%02d", i))
+		appendFile(t, p, "x\n")
+		big.Cache.Get(p, (&countingFill{}).fill)
+	}
+	big.Save(true)
+	small := &DiskCache[lines]{Cache: NewFileCache[lines](4), Path: cachePath, Kind: "lines-1"}
+	small.Load()
+	if n := small.Cache.Stats().Entries; n != 4 {
+		t.Errorf("loaded %d entries into a cache of 4", n)
+	}
+	if n := big.Cache.Stats().Entries; n != 10 {
+		t.Errorf("the cache of 10 holds %d", n)
+	}
+}
+
+// Whatever the cache file holds, loading it neither panics nor grows the
+// cache past its bound, and the cache serves afterwards.
+func FuzzDiskCacheLoad(f *testing.F) {
+	dir := f.TempDir()
+	file := filepath.Join(dir, "f")
+	if err := os.WriteFile(file, []byte("a\nb\n"), 0o644); err != nil {
+		f.Fatal(err)
+	}
+	good := filepath.Join(dir, "good.gob")
+	d := &DiskCache[lines]{Cache: NewFileCache[lines](8), Path: good, Kind: "lines-1"}
+	d.Cache.Get(file, (&countingFill{}).fill)
+	d.Save(true)
+	seed, err := os.ReadFile(good)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed)
+	f.Add([]byte{})
+	f.Add([]byte("garbage"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(t.TempDir(), "c.gob")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		d := &DiskCache[lines]{Cache: NewFileCache[lines](8), Path: path, Kind: "lines-1", Logf: func(string, ...any) {}}
+		d.Load()
+		if n := d.Cache.Stats().Entries; n > 8 {
+			t.Fatalf("%d entries loaded into a cache of 8", n)
+		}
+		if _, _, err := d.Cache.Get(file, (&countingFill{}).fill); err != nil {
+			t.Fatalf("the cache does not serve after loading a bad file: %v", err)
+		}
+	})
+}
