@@ -376,7 +376,7 @@ func TestRunAttachedResetsTheTerminal(t *testing.T) {
 	err = cmd.Wait()
 	var exit *exec.ExitError
 	if !asExitError(err, &exit) || exit.ExitCode() != 4 {
-		t.Fatalf("run -it: %v, want exit 4 (the program's)", err)
+		t.Fatalf("run -it: %v, want exit 4 (the program's); it printed %q", err, out.String())
 	}
 	WaitFor(t, 5*time.Second, "the session's end notice", func() bool { return strings.Contains(out.String(), "ended") })
 	o := out.String()
