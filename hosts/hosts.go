@@ -70,7 +70,9 @@ type Registry map[string]Opener
 
 // Schemes is the registry of the kinds of host agentctl itself knows:
 // ssh://[user@]host[:port][?agentctl=PATH] and unix:///path (another
-// local home, or its socket).
+// local home, or its socket). A Kubernetes cluster (k8s://, see ParseK8s)
+// is registered by the command, which decides which binary links its
+// client.
 func Schemes() Registry {
 	return Registry{"ssh": OpenSSH, "unix": OpenUnix}
 }
@@ -112,10 +114,10 @@ func ParseURL(raw string) (*url.URL, error) {
 	}
 	switch {
 	case u.Scheme == "":
-		return nil, fmt.Errorf("host URL %q: no scheme (want ssh://[user@]host[:port] or unix:///path)", raw)
+		return nil, fmt.Errorf("host URL %q: no scheme (want ssh://[user@]host[:port], unix:///path or k8s://CONTEXT/NAMESPACE)", raw)
 	case u.Scheme == "unix" && u.Path == "":
 		return nil, fmt.Errorf("host URL %q: no path (want unix:///path/to/home)", raw)
-	case u.Scheme != "unix" && u.Host == "":
+	case u.Scheme != "unix" && u.Scheme != "k8s" && u.Host == "":
 		return nil, fmt.Errorf("host URL %q: no host", raw)
 	}
 	return u, nil
@@ -124,8 +126,14 @@ func ParseURL(raw string) (*url.URL, error) {
 // defaultName is what a host given by URL is called: its host name, or
 // for a local home its path.
 func defaultName(u *url.URL) string {
-	if u.Scheme == "unix" {
+	switch u.Scheme {
+	case "unix":
 		return u.Path
+	case "k8s":
+		if k, err := ParseK8s(u); err == nil && k.Context != "" {
+			return k.Context
+		}
+		return "k8s"
 	}
 	return u.Hostname()
 }
@@ -187,6 +195,67 @@ func ParseSSH(u *url.URL) (*client.SSH, error) {
 	return s, nil
 }
 
+// K8s is a Kubernetes cluster as a host: one namespace of one kubeconfig
+// context, and how sessions are made there.
+type K8s struct {
+	// Context is the kubeconfig context ("" its current one); Namespace
+	// where sessions live ("" the context's own).
+	Context, Namespace string
+	// Kubeconfig is the kubeconfig file ("" follows KUBECONFIG, then
+	// ~/.kube/config, as kubectl does).
+	Kubeconfig string
+	// Image is the sessions' container image, PullPolicy its pull policy
+	// ("" IfNotPresent), Volume what is mounted at the working directory
+	// (pvc:NAME, host:/PATH, "" an empty folder).
+	Image, PullPolicy, Volume string
+}
+
+// ParseK8s reads k8s://CONTEXT/NAMESPACE[?image=IMAGE&pull=POLICY&
+// volume=pvc:NAME&kubeconfig=PATH&context=NAME]: k8s:///NAMESPACE is the
+// current context, and context= names one that is no URL host (an EKS
+// ARN).
+func ParseK8s(u *url.URL) (K8s, error) {
+	if u.Scheme != "k8s" {
+		return K8s{}, fmt.Errorf("host URL %q: not k8s://", u)
+	}
+	if u.User != nil || u.Port() != "" {
+		return K8s{}, fmt.Errorf("host URL %q: a cluster is k8s://CONTEXT/NAMESPACE (a kubeconfig context, no user or port)", u.Redacted())
+	}
+	k := K8s{Context: u.Host, Namespace: strings.Trim(u.Path, "/")}
+	if strings.Contains(k.Namespace, "/") {
+		return K8s{}, fmt.Errorf("host URL %q: one namespace after the context (k8s://CONTEXT/NAMESPACE)", u)
+	}
+	for key, v := range u.Query() {
+		val := v[len(v)-1]
+		switch key {
+		case "context":
+			if k.Context != "" && k.Context != val {
+				return K8s{}, fmt.Errorf("host URL %q: two contexts (%s and %s)", u, k.Context, val)
+			}
+			k.Context = val
+		case "kubeconfig":
+			k.Kubeconfig = val
+		case "image":
+			k.Image = val
+		case "pull":
+			switch val {
+			case "Always", "IfNotPresent", "Never":
+			default:
+				return K8s{}, fmt.Errorf("host URL %q: pull=%q: want Always, IfNotPresent or Never", u, val)
+			}
+			k.PullPolicy = val
+		case "volume":
+			if kind, arg, _ := strings.Cut(val, ":"); !(kind == "pvc" && arg != "" || kind == "host" && strings.HasPrefix(arg, "/")) {
+				return K8s{}, fmt.Errorf("host URL %q: volume=%q: want pvc:CLAIM or host:/PATH", u, val)
+			}
+			k.Volume = val
+		default:
+			return K8s{}, fmt.Errorf("host URL %q: unknown parameter %q (known: context, image, kubeconfig, pull, volume)", u, key)
+		}
+	}
+	return k, nil
+}
+
 // CheckName refuses a name a host cannot have: "local" and "all" are
 // taken, and a name must fit in a handle (NAME/ID) and a file name.
 func CheckName(name string) error {
@@ -225,7 +294,7 @@ func (r Resolver) Host(spec string) (Host, error) {
 	case strings.Contains(spec, "://"):
 		return r.Schemes.Open("", spec, r.Env)
 	}
-	return Host{}, fmt.Errorf("unknown host %q: neither a named host (%s) nor a URL (ssh://[user@]host[:port], unix:///path); add it with `agentctl host add %s ssh://…`",
+	return Host{}, fmt.Errorf("unknown host %q: neither a named host (%s) nor a URL (ssh://[user@]host[:port], unix:///path, k8s://CONTEXT/NAMESPACE); add it with `agentctl host add %s ssh://…`",
 		spec, strings.Join(r.names(), ", "), spec)
 }
 

@@ -44,13 +44,59 @@ func TestParseSSH(t *testing.T) {
 	}
 }
 
+func TestParseK8s(t *testing.T) {
+	for _, tc := range []struct {
+		url  string
+		want K8s
+		name string
+		err  string
+	}{
+		{url: "k8s://kind-dev/agents", want: K8s{Context: "kind-dev", Namespace: "agents"}, name: "kind-dev"},
+		{url: "k8s://kind-dev", want: K8s{Context: "kind-dev"}, name: "kind-dev"},
+		{url: "k8s:///agents", want: K8s{Namespace: "agents"}, name: "k8s"},
+		{url: "k8s:///agents?context=arn:aws:eks:eu-west-1:1:cluster/x", want: K8s{Context: "arn:aws:eks:eu-west-1:1:cluster/x", Namespace: "agents"}, name: "arn:aws:eks:eu-west-1:1:cluster/x"},
+		{url: "k8s://c/ns?image=agent:1&pull=Never&volume=pvc:work&kubeconfig=/etc/k.yaml",
+			want: K8s{Context: "c", Namespace: "ns", Image: "agent:1", PullPolicy: "Never", Volume: "pvc:work", Kubeconfig: "/etc/k.yaml"}, name: "c"},
+		{url: "k8s://c/ns?volume=host:/srv/work", want: K8s{Context: "c", Namespace: "ns", Volume: "host:/srv/work"}, name: "c"},
+		{url: "k8s://c/ns/more", err: "one namespace"},
+		{url: "k8s://me@c/ns", err: "no user or port"},
+		{url: "k8s://c:6443/ns", err: "no user or port"},
+		{url: "k8s://c/ns?pull=Sometimes", err: "want Always, IfNotPresent or Never"},
+		{url: "k8s://c/ns?volume=nfs:x", err: "want pvc:CLAIM or host:/PATH"},
+		{url: "k8s://c/ns?volume=host:relative", err: "want pvc:CLAIM or host:/PATH"},
+		{url: "k8s://c/ns?context=d", err: "two contexts"},
+		{url: "k8s://c/ns?bogus=1", err: `unknown parameter "bogus"`},
+	} {
+		u, err := ParseURL(tc.url)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.url, err)
+		}
+		k, err := ParseK8s(u)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: error %v, want one saying %q", tc.url, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tc.url, err)
+		}
+		if k != tc.want {
+			t.Errorf("%s: got %+v, want %+v", tc.url, k, tc.want)
+		}
+		if n := defaultName(u); n != tc.name {
+			t.Errorf("%s: named %q, want %q", tc.url, n, tc.name)
+		}
+	}
+}
+
 func TestParseURLRefuses(t *testing.T) {
 	for raw, want := range map[string]string{
 		"build01":   "no scheme",
 		"ssh://":    "no host",
 		"unix://":   "no path",
 		"ssh://a b": "invalid",
-		"k8s:///ns": "no host",
+		"nfs:///ns": "no host",
 	} {
 		if _, err := ParseURL(raw); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: error %v, want one saying %q", raw, err, want)
