@@ -74,14 +74,15 @@ when it last answered are listed as unknown.`,
 				}
 				return listSeveral(cmd.Context(), hs, o, out)
 			}
-			c, err := hs[0].Client()
-			if err != nil {
-				return err
-			}
+			h := hs[0]
 			if watch {
-				return watchList(cmd.Context(), c, o, out.asJSON, out.format == "wide", os.Stdout)
+				src, ok := h.API.(watchSource)
+				if !ok {
+					return cannot(h, "be watched (it has no event stream)")
+				}
+				return watchList(cmd.Context(), src, o, out.asJSON, out.format == "wide", os.Stdout)
 			}
-			list, err := c.List(cmd.Context(), o)
+			list, err := h.API.List(cmd.Context(), o)
 			if err != nil {
 				return err
 			}
@@ -237,11 +238,11 @@ func newStatusCmd() *cobra.Command {
 		Short: "Show one session (by id, unique id prefix or name)",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			c, id, err := clientFor(a[0])
+			h, id, err := hostFor(a[0])
 			if err != nil {
 				return err
 			}
-			s, err := c.Get(cmd.Context(), id)
+			s, err := h.API.Get(cmd.Context(), id)
 			if err != nil {
 				return err
 			}
@@ -326,11 +327,11 @@ For a session whose agent has written nothing readable yet (or a plain command),
 it shows the end of the output log instead.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			c, id, err := clientFor(a[0])
+			h, id, err := hostFor(a[0])
 			if err != nil {
 				return err
 			}
-			t, err := c.Transcript(cmd.Context(), id, n)
+			t, err := h.API.Transcript(cmd.Context(), id, n)
 			if err != nil {
 				return err
 			}
@@ -372,7 +373,7 @@ func newSendCmd() *cobra.Command {
 return) unless -n. With '-' the text comes from standard input, sent as is.`,
 		Args: args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			c, id, err := clientFor(a[0])
+			h, id, err := hostFor(a[0])
 			if err != nil {
 				return err
 			}
@@ -391,7 +392,7 @@ return) unless -n. With '-' the text comes from standard input, sent as is.`,
 					data = append(data, '\r')
 				}
 			}
-			_, err = c.Input(cmd.Context(), id, data)
+			_, err = h.API.Input(cmd.Context(), id, data)
 			return err
 		},
 	}
