@@ -55,18 +55,23 @@ func ownPod(job *batchv1.Job, pods []*corev1.Pod) *corev1.Pod {
 }
 
 // List is the namespace's sessions, narrowed as o says. When the API server
-// does not answer, the sessions of the last answer are listed with status
-// unknown and a warning naming the cluster: never as stopped.
+// does not answer, the sessions of its last answer are listed with status
+// unknown and a warning naming the cluster: never as stopped; before any
+// answer, that is the error.
 func (c *Cluster) List(ctx context.Context, o api.ListOptions) (api.SessionList, error) {
 	all, err := c.snapshot(ctx, labelID)
 	var warnings []string
 	if err != nil {
-		if api.CodeOf(err) == api.CodeForbidden || api.CodeOf(err) == api.CodeInvalid {
-			return api.SessionList{}, err
-		}
 		c.mu.Lock()
+		seen := c.last != nil
 		all = append([]api.Session(nil), c.last...)
 		c.mu.Unlock()
+		// With no answer seen before (a command's first request), the
+		// caller's own record of what it saw last (the CLI's last-seen
+		// cache) is the one to show.
+		if !seen || api.CodeOf(err) == api.CodeForbidden || api.CodeOf(err) == api.CodeInvalid {
+			return api.SessionList{}, err
+		}
 		for i := range all {
 			if !all[i].Status.Ended() {
 				all[i].Status = api.StatusUnknown
