@@ -15,6 +15,12 @@
 //
 //	agentctl-bench [--sizes 100,1000,10000] [--bin PATH] [--runs N] [--keep] [--core=false] [--top N]
 //
+// With --cluster DIR it instead times a Kubernetes cluster as a host (the
+// test cluster scripts/k8s-harness.sh started in DIR; "env" takes
+// $AGENTCTL_TEST_K8S, and without a cluster it says so and measures
+// nothing): from run to the first output line there and here, and list
+// --hosts all with --cluster-sessions Jobs running.
+//
 // With --hosts N it instead times list over ssh: on this machine, on one
 // remote host and over N at once, against the ssh round trip (each host an
 // sshd of its own on 127.0.0.1 with its own agentctl home).
@@ -64,6 +70,10 @@ type options struct {
 	top int
 	// hosts, when set, measures list over this many ssh hosts instead.
 	hosts int
+	// cluster, when set, measures a cluster as a host instead, with
+	// clusterSessions running.
+	cluster         string
+	clusterSessions int
 }
 
 func parseFlags(args []string) (options, error) {
@@ -78,6 +88,8 @@ func parseFlags(args []string) (options, error) {
 	fl.IntVar(&o.soak, "soak", 0, "soak instead: this many sessions running at once, started and stopped in waves")
 	fl.IntVar(&o.soakShort, "soak-short", 10000, "with --soak: then this many short sessions, each exit code checked")
 	fl.IntVar(&o.hosts, "hosts", 0, "instead: time list on this machine, over ssh on one host and over this many hosts at once (sshd instances on 127.0.0.1)")
+	fl.StringVar(&o.cluster, "cluster", "", "instead: time a Kubernetes cluster as a host, the test cluster whose harness folder is `DIR` (env: $AGENTCTL_TEST_K8S)")
+	fl.IntVar(&o.clusterSessions, "cluster-sessions", 50, "with --cluster: Jobs running on the cluster for the lists")
 	fl.IntVar(&o.top, "top", 500, "measure agentctl top over this many sessions in a tmux terminal (0: skip)")
 	if err := fl.Parse(args); err != nil {
 		return o, err
@@ -115,6 +127,13 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if o.cluster == "env" {
+		o.cluster = os.Getenv("AGENTCTL_TEST_K8S")
+		if o.cluster == "" {
+			fmt.Fprintln(out, "cluster: not measured: no test cluster (AGENTCTL_TEST_K8S unset; scripts/k8s-harness.sh up DIR starts one, as root)")
+			return nil
+		}
+	}
 	work, err := os.MkdirTemp("", "acb")
 	if err != nil {
 		return fmt.Errorf("make work folder: %w", err)
@@ -132,6 +151,21 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		if err := b.Run(); err != nil {
 			return fmt.Errorf("build agentctl (or pass --bin): %w", err)
 		}
+		if o.cluster != "" {
+			b := exec.CommandContext(ctx, "go", "build", "-tags", "k8s", "-o", o.bin+"-k8s", "github.com/agentctl/agentctl/cmd/agentctl")
+			b.Stdout, b.Stderr = os.Stderr, os.Stderr
+			if err := b.Run(); err != nil {
+				return fmt.Errorf("build agentctl-k8s (or pass --bin): %w", err)
+			}
+		}
+	}
+	if o.cluster != "" {
+		r, err := measureCluster(ctx, o, work, o.cluster, o.clusterSessions)
+		if err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
+		printCluster(out, r)
+		return nil
 	}
 	if o.hosts > 0 {
 		r, err := measureHosts(ctx, o, work, o.hosts, 10)
