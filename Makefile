@@ -9,6 +9,7 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/agentctl
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(dir $(BIN))agentctl-k8s ./cmd/agentctl-k8s
 
 # The Go test suite: unit tests and end-to-end tests with real processes.
 # End-to-end tests of real agent CLIs skip (loudly) unless they are

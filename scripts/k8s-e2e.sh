@@ -23,4 +23,4 @@ trap 'bash scripts/k8s-harness.sh down "$state"' EXIT
 t0=$SECONDS
 bash scripts/k8s-harness.sh up "$state"
 echo "k8s-e2e: cluster up in $((SECONDS - t0))s"
-AGENTCTL_TEST_K8S=$state nice go test -race -count=1 -timeout 15m -v ${K8S_TESTS:+-run "$K8S_TESTS"} ./cluster/
+AGENTCTL_TEST_K8S=$state nice go test -race -count=1 -timeout 15m -v ${K8S_TESTS:+-run "$K8S_TESTS"} ./cluster/...
