@@ -38,13 +38,14 @@ func helper(t *testing.T) string {
 func TestHelperErrorsAreOneLine(t *testing.T) {
 	kc := filepath.Join(t.TempDir(), "kubeconfig")
 	os.WriteFile(kc, []byte("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"https://127.0.0.1:1\"}}]\nusers: [{name: u, user: {}}]\ncontexts: [{name: prod, context: {cluster: c, user: u}}]\ncurrent-context: prod\n"), 0o600)
-	s := New(helper(t), Target{Kubeconfig: kc, Context: "staging"})
+	exe := helper(t)
+	s := New(exe, Target{Kubeconfig: kc, Context: "staging"})
 	_, err := s.List(context.Background(), api.ListOptions{})
 	if api.CodeOf(err) != api.CodeInvalid || !strings.Contains(err.Error(), `no context "staging": use one of prod`) {
 		t.Fatalf("list with a wrong context: %v (code %s)", err, api.CodeOf(err))
 	}
 	// An API server that does not answer: a warning, no sessions.
-	s = New(helper(t), Target{Kubeconfig: kc})
+	s = New(exe, Target{Kubeconfig: kc})
 	list, err := s.List(context.Background(), api.ListOptions{})
 	if err != nil || len(list.Warnings) != 1 || !strings.Contains(list.Warnings[0], "prod/default") {
 		t.Fatalf("list with the API server gone: %+v, %v", list, err)
