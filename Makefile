@@ -7,12 +7,9 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
 .PHONY: build test check lint cross demo bench fuzz
 
-# agentctl, and beside it agentctl-k8s: the same commands linked with
-# client-go, which agentctl runs in its place for Kubernetes hosts (client-go's
-# initialisation would cost every other command ~10 ms).
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/agentctl
-	$(GO) build -tags k8s -ldflags "$(LDFLAGS)" -o $(BIN)-k8s ./cmd/agentctl
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(dir $(BIN))agentctl-k8s ./cmd/agentctl-k8s
 
 # The Go test suite: unit tests and end-to-end tests with real processes.
 # End-to-end tests of real agent CLIs skip (loudly) unless they are
@@ -23,7 +20,6 @@ test:
 lint:
 	test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
-	$(GO) vet -tags k8s ./cmd/agentctl
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 # Nothing Linux-only may leak into shared code.

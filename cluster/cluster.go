@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strings"
@@ -24,6 +25,7 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"github.com/agentctl/agentctl/api"
 )
@@ -46,9 +48,6 @@ type Config struct {
 	// PersistentVolumeClaim's name ("pvc:NAME"), a node's folder
 	// ("host:/PATH", for one-node clusters), or "" for an empty folder.
 	Volume string
-	// Argv builds an agent's command line from a request (the adapters'
-	// rule); nil runs plain commands only.
-	Argv func(api.RunRequest) ([]string, error)
 }
 
 // Cluster is one namespace of one cluster, as a place sessions run: it
@@ -126,6 +125,15 @@ func New(cfg Config) (*Cluster, error) {
 		cfg: cfg, name: ctxName + "/" + ns, namespace: ns, rest: rc,
 		core: core, batch: batch, leases: leases,
 	}, nil
+}
+
+// QuietClientLogs stops client-go from writing its own log lines (a watch
+// that ended, a retry) on standard error: agentctl says what matters in its
+// answers. It sets klog's process-wide output, so a program calls it once
+// in its main.
+func QuietClientLogs() {
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
 }
 
 // Name is the cluster as messages name it: CONTEXT/NAMESPACE.

@@ -24,6 +24,11 @@ import (
 // kube-controller-manager, kube-scheduler, a kubelet over containerd), whose
 // state folder it names in AGENTCTL_TEST_K8S.
 
+func TestMain(m *testing.M) {
+	QuietClientLogs()
+	os.Exit(m.Run())
+}
+
 // harness is the test cluster's facts, from the harness's env file.
 type harness struct {
 	kubeconfig, image, nobody string

@@ -46,16 +46,9 @@ func (c *Cluster) Launch(ctx context.Context, req api.RunRequest) (api.Session, 
 	if adapter == "" {
 		adapter = api.ExecAdapter
 	}
+	// An agent's command line is the caller's to build (the adapter's
+	// rule, on the caller's side): it comes as the command.
 	argv := req.Command
-	if adapter != api.ExecAdapter {
-		if c.cfg.Argv == nil {
-			return api.Session{}, api.Errorf(api.CodeInvalid, "cluster %s runs plain commands only here: give the agent's command line", c.name)
-		}
-		var err error
-		if argv, err = c.cfg.Argv(req); err != nil {
-			return api.Session{}, err
-		}
-	}
 	if len(argv) == 0 {
 		return api.Session{}, api.Errorf(api.CodeInvalid, "no command given")
 	}
