@@ -112,16 +112,16 @@ var clusterBinaryOnce struct {
 	err error
 }
 
-// buildClusterBinary builds agentctl-k8s beside the tests' agentctl, which
-// runs it for cluster hosts.
+// buildClusterBinary builds agentctl-k8s, the helper that reaches
+// clusters, beside the tests' agentctl.
 func buildClusterBinary(t *testing.T) {
 	t.Helper()
 	clusterBinaryOnce.Do(func() {
-		args := []string{"build", "-tags", "k8s", "-o", filepath.Join(filepath.Dir(agentctlBin), "agentctl-k8s")}
+		args := []string{"build", "-o", filepath.Join(filepath.Dir(agentctlBin), "agentctl-k8s")}
 		if raceBuild {
 			args = append(args, "-race")
 		}
-		out, err := exec.Command("go", append(args, "../cmd/agentctl")...).CombinedOutput()
+		out, err := exec.Command("go", append(args, "../cmd/agentctl-k8s")...).CombinedOutput()
 		if err != nil {
 			clusterBinaryOnce.err = fmt.Errorf("build agentctl-k8s: %v: %s", err, out)
 		}

@@ -12,11 +12,13 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/agentctl/agentctl/client"
+	"github.com/agentctl/agentctl/cluster/k8shelper"
 	"github.com/agentctl/agentctl/home"
 )
 
@@ -70,11 +72,10 @@ type Registry map[string]Opener
 
 // Schemes is the registry of the kinds of host agentctl itself knows:
 // ssh://[user@]host[:port][?agentctl=PATH] and unix:///path (another
-// local home, or its socket). A Kubernetes cluster (k8s://, see ParseK8s)
-// is registered by the command, which decides which binary links its
-// client.
+// local home, or its socket); k8s://CONTEXT/NAMESPACE (a Kubernetes
+// cluster, see ParseK8s).
 func Schemes() Registry {
-	return Registry{"ssh": OpenSSH, "unix": OpenUnix}
+	return Registry{"ssh": OpenSSH, "unix": OpenUnix, "k8s": OpenK8s}
 }
 
 // Open opens the host rawURL names; name "" takes the URL's host part.
@@ -166,6 +167,40 @@ func OpenSSH(u *url.URL, name string, env Env) (client.Sessions, error) {
 		s.ControlDir = client.SSHControlDir(env.Home)
 	}
 	return client.NewRemote(s, env.Autostart), nil
+}
+
+// K8sHelper is the program that reaches Kubernetes clusters: it links
+// client-go, which agentctl does not (its start-up would cost every
+// command), and is installed beside agentctl.
+const K8sHelper = "agentctl-k8s"
+
+// OpenK8s opens one namespace of a Kubernetes cluster, reached through
+// K8sHelper beside env's agentctl (else on PATH).
+func OpenK8s(u *url.URL, name string, env Env) (client.Sessions, error) {
+	k, err := ParseK8s(u)
+	if err != nil {
+		return nil, err
+	}
+	exe := ""
+	if env.Exe != "" {
+		if p := filepath.Join(filepath.Dir(env.Exe), K8sHelper); isExecutable(p) {
+			exe = p
+		}
+	}
+	if exe == "" {
+		if exe, err = exec.LookPath(K8sHelper); err != nil {
+			return nil, fmt.Errorf("host %s (%s) is a Kubernetes cluster, reached through %s, which is neither beside agentctl nor on PATH: install it beside agentctl (make build builds both)", name, u.Redacted(), K8sHelper)
+		}
+	}
+	return k8shelper.New(exe, k8shelper.Target{
+		Kubeconfig: k.Kubeconfig, Context: k.Context, Namespace: k.Namespace,
+		Image: k.Image, PullPolicy: k.PullPolicy, Volume: k.Volume,
+	}), nil
+}
+
+func isExecutable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
 }
 
 // ParseSSH reads ssh://[user@]host[:port][?agentctl=PATH]: agentctl names

@@ -2,11 +2,14 @@ package hosts
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/cluster/k8shelper"
 )
 
 func TestParseSSH(t *testing.T) {
@@ -119,7 +122,7 @@ func TestResolverNamesAndSchemes(t *testing.T) {
 	if _, err := r.Host("nope"); err == nil || !strings.Contains(err.Error(), "agentctl host add nope") {
 		t.Fatalf("an unknown name: %v", err)
 	}
-	if _, err := r.Host("k8s://ctx/ns"); err == nil || !strings.Contains(err.Error(), `unknown scheme "k8s"`) {
+	if _, err := r.Host("nfs://ctx/ns"); err == nil || !strings.Contains(err.Error(), `unknown scheme "nfs"`) {
 		t.Fatalf("a scheme nobody registered: %v", err)
 	}
 	all, err := r.Hosts(All)
@@ -205,5 +208,29 @@ func TestMergeNamesHostsAndKeepsUnreachableOnesUnknown(t *testing.T) {
 	}
 	if got := Failed(second); len(got) != 1 || got[0] != "b" {
 		t.Fatalf("failed: %v", got)
+	}
+}
+
+func TestOpenK8sFindsItsHelper(t *testing.T) {
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "agentctl")
+	t.Setenv("PATH", t.TempDir())
+	_, err := Schemes().Open("cl", "k8s://ctx/ns", Env{Exe: exe})
+	if err == nil || !strings.Contains(err.Error(), "host cl (k8s://ctx/ns) is a Kubernetes cluster, reached through agentctl-k8s, which is neither beside agentctl nor on PATH") {
+		t.Fatalf("without the helper: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, K8sHelper), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h, err := Schemes().Open("cl", "k8s://ctx/ns?image=agent:1", Env{Exe: exe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := h.API.(*k8shelper.Sessions); !ok || h.Name != "cl" {
+		t.Fatalf("opened %+v, want host cl through the helper", h)
+	}
+	// A mistake in the URL is told before the helper is looked for.
+	if _, err := Schemes().Open("", "k8s://ctx/ns?pull=Sometimes", Env{Exe: exe}); err == nil || !strings.Contains(err.Error(), "pull=") {
+		t.Fatalf("a bad pull policy: %v", err)
 	}
 }

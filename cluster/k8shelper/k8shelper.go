@@ -57,6 +57,8 @@ type Request struct {
 	Data []byte          `json:"data,omitempty"`
 	N    int             `json:"n,omitempty"`
 	Logs api.LogOptions  `json:"logs"`
+	// Events selects an event stream (op events).
+	Events *EventOptions `json:"events,omitempty"`
 }
 
 // Reply is one line of the helper's standard output: a log chunk, or the
@@ -65,6 +67,10 @@ type Reply struct {
 	Chunk  *api.LogChunk   `json:"chunk,omitempty"`
 	Result json.RawMessage `json:"result,omitempty"`
 	Error  *api.Error      `json:"error,omitempty"`
+	// Started and Event are an event stream's (op events): where it
+	// starts, then each event.
+	Started *uint64    `json:"started,omitempty"`
+	Event   *api.Event `json:"event,omitempty"`
 }
 
 // Sessions is a cluster's sessions through the helper program exe.
@@ -199,7 +205,8 @@ func Serve(ctx context.Context, sessions Backend, op string, in io.Reader, out i
 	enc := json.NewEncoder(out)
 	fail := func(err error) int { return Fail(out, err) }
 	var req Request
-	if err := json.NewDecoder(io.LimitReader(in, 64<<20)).Decode(&req); err != nil {
+	dec := json.NewDecoder(io.LimitReader(in, 64<<20))
+	if err := dec.Decode(&req); err != nil {
 		return fail(fmt.Errorf("read the request: %w", err))
 	}
 	var result any
@@ -222,6 +229,17 @@ func Serve(ctx context.Context, sessions Backend, op string, in io.Reader, out i
 		result, err = sessions.Transcript(ctx, req.ID, req.N)
 	case "logs":
 		err = sessions.Logs(ctx, req.ID, req.Logs, func(ch api.LogChunk) error { return enc.Encode(Reply{Chunk: &ch}) })
+	case "attach", "events":
+		st, ok := sessions.(Streams)
+		if !ok {
+			return fail(api.Errorf(api.CodeInvalid, "%s: not served here", op))
+		}
+		if op == "attach" {
+			// What follows the request on standard input is typed.
+			result, err = st.AttachStreams(ctx, req.ID, io.MultiReader(dec.Buffered(), in), chunkWriter{enc})
+		} else {
+			err = serveEvents(ctx, st, req, enc)
+		}
 	default:
 		return fail(api.Errorf(api.CodeInvalid, "unknown operation %q", op))
 	}

@@ -152,7 +152,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			return fmt.Errorf("build agentctl (or pass --bin): %w", err)
 		}
 		if o.cluster != "" {
-			b := exec.CommandContext(ctx, "go", "build", "-tags", "k8s", "-o", o.bin+"-k8s", "github.com/agentctl/agentctl/cmd/agentctl")
+			b := exec.CommandContext(ctx, "go", "build", "-o", o.bin+"-k8s", "github.com/agentctl/agentctl/cmd/agentctl-k8s")
 			b.Stdout, b.Stderr = os.Stderr, os.Stderr
 			if err := b.Run(); err != nil {
 				return fmt.Errorf("build agentctl-k8s (or pass --bin): %w", err)

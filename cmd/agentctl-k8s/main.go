@@ -29,7 +29,7 @@ func main() {
 	fs.StringVar(&cfg.PullPolicy, "pull-policy", "", "the image pull `policy` (default: IfNotPresent)")
 	fs.StringVar(&cfg.Volume, "volume", "", "the working directory's `volume`: pvc:NAME, host:/PATH, or an empty folder")
 	if err := fs.Parse(os.Args[1:]); err != nil || fs.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: agentctl-k8s [flags] launch|list|get|stop|input|transcript|logs < request.json")
+		fmt.Fprintln(os.Stderr, "usage: agentctl-k8s [flags] launch|list|get|stop|input|transcript|logs|attach|events < request.json")
 		os.Exit(2)
 	}
 	cluster.QuietClientLogs()

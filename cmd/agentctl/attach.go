@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/client"
+	"github.com/agentctl/agentctl/cluster/k8shelper"
 	"github.com/agentctl/agentctl/hosts"
 )
 
@@ -267,3 +268,11 @@ func attach(cmd *cobra.Command, c frameAttacher, id string) error {
 		}
 	}
 }
+
+// A cluster (through its helper) does what these commands ask beyond
+// client.Sessions.
+var (
+	_ streamAttacher    = (*k8shelper.Sessions)(nil)
+	_ hosts.EventSource = (*k8shelper.Sessions)(nil)
+	_ watchSource       = (*k8shelper.Sessions)(nil)
+)

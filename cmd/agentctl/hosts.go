@@ -106,7 +106,7 @@ func hostResolver() (hosts.Resolver, error) {
 		return hosts.Resolver{}, err
 	}
 	return hosts.Resolver{
-		Schemes: withClusters(hosts.Schemes()),
+		Schemes: hosts.Schemes(),
 		Named:   cfg.Hosts,
 		Env: hosts.Env{
 			Home: h, Exe: exe, Autostart: autostart(),

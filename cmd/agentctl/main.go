@@ -30,10 +30,6 @@ func run(ctx context.Context, args []string) int {
 	if err == nil {
 		return 0
 	}
-	if cause, ok := isClusterHost(err); ok {
-		// Nothing was done yet: hosts open before a command acts.
-		err = execCluster(args, cause)
-	}
 	// Ctrl-C (or SIGTERM) ends a command quietly, as a shell reports it.
 	if ctx.Err() != nil && !errors.As(err, new(exitError)) {
 		return 130
