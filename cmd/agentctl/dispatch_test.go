@@ -346,3 +346,27 @@ func TestFarHost(t *testing.T) {
 		}
 	}
 }
+
+func TestCanStart(t *testing.T) {
+	svc := hosts.Host{Name: hosts.Local, API: client.New("/tmp/x", "agentctl", false)}
+	cl := clusterHost(&fakeSessions{})
+	for _, tc := range []struct {
+		h       hosts.Host
+		adapter string
+		refused bool
+	}{
+		{svc, "claude", false},
+		{svc, api.ExecAdapter, false},
+		{cl, api.ExecAdapter, false},
+		{cl, "", false},
+		{cl, "claude", true},
+	} {
+		err := canStart(tc.h, api.RunRequest{Adapter: tc.adapter})
+		if (err != nil) != tc.refused {
+			t.Errorf("%s on %s: %v", tc.adapter, tc.h.Name, err)
+		}
+		if err != nil && !strings.HasPrefix(err.Error(), "host cl (k8s://ctx/ns) cannot start agent claude") {
+			t.Errorf("refusal %q does not name the host", err)
+		}
+	}
+}
