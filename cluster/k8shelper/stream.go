@@ -95,7 +95,8 @@ func (s *Sessions) stream(ctx context.Context, op string, req Request, in io.Rea
 	// the pipe's close by Wait ends its writes.
 	go func() {
 		defer stdin.Close()
-		if _, err := stdin.Write(append(body, '\n')); err != nil || in == nil {
+		// The request ends at its closing brace: what follows is typed.
+		if _, err := stdin.Write(body); err != nil || in == nil {
 			return
 		}
 		io.Copy(stdin, in)

@@ -37,7 +37,7 @@ const hostTimeout = 10 * time.Second
 // the command and whatever it runs (top's attach, a pager's logs).
 func addHostFlag(root *cobra.Command) {
 	var host string
-	root.PersistentFlags().StringVarP(&host, "host", "H", "", "the host to act on: a name from `agentctl host ls`, ssh://[user@]host[:port] or unix:///path (default $"+hostEnv+", else this machine); list, events and top take several (a,b,local) or all")
+	root.PersistentFlags().StringVarP(&host, "host", "H", "", "the host to act on: a name from `agentctl host ls`, ssh://[user@]host[:port], unix:///path or k8s://CONTEXT/NAMESPACE (default $"+hostEnv+", else this machine); list, events and top take several (a,b,local) or all")
 	root.RegisterFlagCompletionFunc("host", completeHosts)
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if cmd.Flags().Changed("host") {
@@ -265,9 +265,15 @@ AGENTCTL_HOST=NAME), and its sessions' handles are NAME/ID.
 
 URLs: ssh://[user@]host[:port], with ?agentctl=/path/to/agentctl when agentctl
 is not on the remote PATH of a non-interactive login; unix:///path for another
-local home. AGENTCTL_SSH_COMMAND replaces "ssh" (and may add options).`,
+local home. AGENTCTL_SSH_COMMAND replaces "ssh" (and may add options).
+
+k8s://CONTEXT/NAMESPACE is a namespace of a Kubernetes cluster (a kubeconfig
+context; KUBECONFIG honoured), each session a Job, reached through the
+agentctl-k8s helper installed beside agentctl. Options: image=, pull=Always|
+IfNotPresent|Never, volume=pvc:CLAIM or host:/PATH, kubeconfig=, context=.`,
 		Example: `  agentctl host add build ssh://me@build01
   agentctl host add gpu 'ssh://gpu-1:2222?agentctl=/opt/agentctl/bin/agentctl'
+  agentctl host add cl 'k8s://prod/agents?image=registry.example/agent:1'
   agentctl list --hosts all
   agentctl logs -f build/01m8`,
 	}
