@@ -61,9 +61,16 @@ func newTestCluster(t *testing.T) *testCluster {
 	return c
 }
 
+// kubeRun runs kubectl and returns its standard output; its standard
+// error is in the error.
 func (c *testCluster) kubeRun(args ...string) (string, error) {
 	cmd := exec.Command(c.kubectl, append([]string{"--kubeconfig", c.kubeconfig}, args...)...)
-	out, err := cmd.CombinedOutput()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		err = fmt.Errorf("%w: %s", err, stderr.String())
+	}
 	return string(out), err
 }
 
