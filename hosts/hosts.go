@@ -9,6 +9,7 @@
 package hosts
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/client"
 	"github.com/agentctl/agentctl/cluster/k8shelper"
 	"github.com/agentctl/agentctl/home"
@@ -175,7 +177,9 @@ func OpenSSH(u *url.URL, name string, env Env) (client.Sessions, error) {
 const K8sHelper = "agentctl-k8s"
 
 // OpenK8s opens one namespace of a Kubernetes cluster, reached through
-// K8sHelper beside env's agentctl (else on PATH).
+// K8sHelper beside env's agentctl (else on PATH). Without the helper the
+// host opens, and every request to it fails saying so: in a view over
+// several hosts it is one host that does not answer.
 func OpenK8s(u *url.URL, name string, env Env) (client.Sessions, error) {
 	k, err := ParseK8s(u)
 	if err != nil {
@@ -189,13 +193,36 @@ func OpenK8s(u *url.URL, name string, env Env) (client.Sessions, error) {
 	}
 	if exe == "" {
 		if exe, err = exec.LookPath(K8sHelper); err != nil {
-			return nil, fmt.Errorf("host %s (%s) is a Kubernetes cluster, reached through %s, which is neither beside agentctl nor on PATH: install it beside agentctl (make build builds both)", name, u.Redacted(), K8sHelper)
+			return failing{fmt.Errorf("host %s (%s) is a Kubernetes cluster, reached through %s, which is neither beside agentctl nor on PATH: install it beside agentctl (make build builds both)", name, u.Redacted(), K8sHelper)}, nil
 		}
 	}
 	return k8shelper.New(exe, k8shelper.Target{
 		Kubeconfig: k.Kubeconfig, Context: k.Context, Namespace: k.Namespace,
 		Image: k.Image, PullPolicy: k.PullPolicy, Volume: k.Volume,
 	}), nil
+}
+
+// failing is a host every request to which fails with err.
+type failing struct{ err error }
+
+func (f failing) Launch(context.Context, api.RunRequest) (api.Session, error) {
+	return api.Session{}, f.err
+}
+func (f failing) List(context.Context, api.ListOptions) (api.SessionList, error) {
+	return api.SessionList{}, f.err
+}
+func (f failing) Get(context.Context, string) (api.Session, error) { return api.Session{}, f.err }
+func (f failing) Stop(context.Context, string, api.StopRequest) (api.Session, error) {
+	return api.Session{}, f.err
+}
+func (f failing) Input(context.Context, string, []byte) (api.Session, error) {
+	return api.Session{}, f.err
+}
+func (f failing) Transcript(context.Context, string, int) (api.Transcript, error) {
+	return api.Transcript{}, f.err
+}
+func (f failing) Logs(context.Context, string, api.LogOptions, func(api.LogChunk) error) error {
+	return f.err
 }
 
 func isExecutable(p string) bool {

@@ -1,6 +1,7 @@
 package hosts
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -215,14 +216,20 @@ func TestOpenK8sFindsItsHelper(t *testing.T) {
 	dir := t.TempDir()
 	exe := filepath.Join(dir, "agentctl")
 	t.Setenv("PATH", t.TempDir())
-	_, err := Schemes().Open("cl", "k8s://ctx/ns", Env{Exe: exe})
+	// Without the helper the host opens (a view lists the others), and
+	// each request says what is missing.
+	h, err := Schemes().Open("cl", "k8s://ctx/ns", Env{Exe: exe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.API.List(context.Background(), api.ListOptions{})
 	if err == nil || !strings.Contains(err.Error(), "host cl (k8s://ctx/ns) is a Kubernetes cluster, reached through agentctl-k8s, which is neither beside agentctl nor on PATH") {
 		t.Fatalf("without the helper: %v", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, K8sHelper), []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	h, err := Schemes().Open("cl", "k8s://ctx/ns?image=agent:1", Env{Exe: exe})
+	h, err = Schemes().Open("cl", "k8s://ctx/ns?image=agent:1", Env{Exe: exe})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,7 +58,11 @@ func TestClusterHostRouting(t *testing.T) {
 		},
 	}
 	for name, o := range open {
-		if _, err := o(); err == nil || !strings.Contains(err.Error(), "host cl (k8s://ctx/ns?image=agent:1) is a Kubernetes cluster, reached through agentctl-k8s") {
+		h, err := o()
+		if err == nil {
+			_, err = h.API.Get(context.Background(), "01abc")
+		}
+		if err == nil || !strings.Contains(err.Error(), "host cl (k8s://ctx/ns?image=agent:1) is a Kubernetes cluster, reached through agentctl-k8s") {
 			t.Errorf("%s without the helper: %v", name, err)
 		}
 	}
