@@ -91,9 +91,10 @@ func measureCluster(ctx context.Context, o options, work, dir string, sessions i
 	first := func(host string) (time.Duration, error) {
 		var ds []time.Duration
 		for range runs {
-			args := []string{"run", "--wait", "--cwd", "/work", "--", "sh", "-c", "echo first-line; exec sleep 600"}
+			// The cluster's folder is a path in the pod; here, the bench's.
+			args := []string{"run", "--wait", "--cwd", work, "--", "sh", "-c", "echo first-line; exec sleep 600"}
 			if host != "" {
-				args = append([]string{"-H", host}, args...)
+				args = []string{"-H", host, "run", "--wait", "--cwd", "/work", "--", "sh", "-c", "echo first-line; exec sleep 600"}
 			}
 			cmd := exec.CommandContext(ctx, o.bin, args...)
 			cmd.Env = env
