@@ -57,6 +57,7 @@ package: build
 	rm -rf $(PKG_ROOT) $(DIST)/*.deb $(DIST)/*.rpm
 	mkdir -p $(PKG_ROOT)
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(PKG_ARCH) $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(PKG_ROOT)/agentctl ./cmd/agentctl
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(PKG_ARCH) $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(PKG_ROOT)/agentctl-k8s ./cmd/agentctl-k8s
 	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || date +%s) $(BIN) gen-docs --out $(PKG_ROOT)
 	gzip -9nf $(PKG_ROOT)/man1/*.1
 	for p in deb rpm; do \
