@@ -147,10 +147,11 @@ func TestClusterAsHost(t *testing.T) {
 	e := NewEnv(t)
 	c.use(e)
 
-	// A plain command as a Job; its first line comes soon, it exits 3.
+	// A plain command as a Job: it says its first line, waits for a line
+	// typed into its terminal (send), then exits 3.
 	var job api.Session
 	e.JSON(&job, "run", "--json", "-H", "cl", "--cwd", "/work", "--name", "on-cl", "--",
-		"sh", "-c", "echo line-1; sleep 3; echo line-2; sleep 1; echo line-3; exit 3")
+		"sh", "-c", "echo line-1; read x; echo line-2-$x; echo line-3; exit 3")
 	local := e.Start("--name", "on-local", "--", "sleep", "300")
 
 	// Listed with the local session, the cluster as its host.
@@ -173,10 +174,20 @@ func TestClusterAsHost(t *testing.T) {
 		}
 	}
 
-	// logs -f follows it to its end through the API's log stream.
-	out := e.MustRun("logs", "-f", "-n", "0", "cl/"+job.ID)
-	if !strings.Contains(out, "line-1\nline-2\nline-3") {
-		t.Fatalf("logs -f: %q, want the three lines once each, in order", out)
+	// logs -f follows it to its end through the API's log stream, while
+	// send lets it go on.
+	follow := e.Command("logs", "-f", "-n", "0", "cl/"+job.ID)
+	var followed strings.Builder
+	follow.Stdout = &followed
+	if err := follow.Start(); err != nil {
+		t.Fatal(err)
+	}
+	e.MustRun("send", "cl/"+job.ID, "go")
+	if err := follow.Wait(); err != nil {
+		t.Fatalf("logs -f: %v", err)
+	}
+	if out := followed.String(); !strings.Contains(out, "line-1\n") || !strings.Contains(out, "line-2-go\nline-3") || strings.Count(out, "line-1") != 1 {
+		t.Fatalf("logs -f: %q, want each line once, in order, the typed word in the second", out)
 	}
 	if s := e.Session("cl/" + job.ID); s.Status != api.StatusExited || s.ExitCode == nil || *s.ExitCode != 3 {
 		t.Fatalf("after its end: %+v, want exited(3)", s)
@@ -191,7 +202,11 @@ func TestClusterAsHost(t *testing.T) {
 		t.Fatalf("run --wait on the cluster: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 
-	// events: the cluster's stream, each event naming its host.
+	// events: the cluster's stream, each event naming its host. It starts
+	// from now: sessions are started until one's start is seen (the
+	// stream is open), then a waiting one is let go and its end seen.
+	var short api.Session
+	e.JSON(&short, "run", "--json", "-H", "cl", "--cwd", "/work", "--", "sh", "-c", "read x; exit 4")
 	ev := e.Command("events", "--hosts", "cl", "--type", "session.*")
 	evOut, err := ev.StdoutPipe()
 	if err != nil {
@@ -201,33 +216,56 @@ func TestClusterAsHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ev.Process.Kill(); ev.Wait() })
-	var short api.Session
-	// The stream starts from now: the session starts once it is open (the
-	// pause), and ends well after.
-	time.Sleep(2 * time.Second)
-	e.JSON(&short, "run", "--json", "-H", "cl", "--cwd", "/work", "--", "sh", "-c", "sleep 4; exit 4")
-	sc := bufio.NewScanner(evOut)
+	events := make(chan api.Event, 100)
+	go func() {
+		defer close(events)
+		sc := bufio.NewScanner(evOut)
+		for sc.Scan() {
+			var got api.Event
+			if json.Unmarshal(sc.Bytes(), &got) == nil {
+				events <- got
+			}
+		}
+	}()
+	next := func(timeout time.Duration) (api.Event, bool) {
+		select {
+		case got, ok := <-events:
+			return got, ok
+		case <-time.After(timeout):
+			return api.Event{}, false
+		}
+	}
+	open := false
+	for attempt := 0; attempt < 10 && !open; attempt++ {
+		var canary api.Session
+		e.JSON(&canary, "run", "--json", "-H", "cl", "--cwd", "/work", "--", "sleep", "300")
+		for !open {
+			got, ok := next(15 * time.Second)
+			if !ok {
+				break
+			}
+			open = got.Type == api.EventSessionStarted && got.Session != nil && got.Session.ID == canary.ID
+			if open && (got.Host != "cl" || got.Session.Handle != "cl/"+canary.ID) {
+				t.Fatalf("events: %+v: want host cl, handle cl/%s", got, canary.ID)
+			}
+		}
+	}
+	if !open {
+		t.Fatal("events --hosts cl: no session's start seen")
+	}
+	e.MustRun("send", "cl/"+short.ID, "go")
 	var ended *api.Event
-	for ended == nil && sc.Scan() {
-		var got api.Event
-		if err := json.Unmarshal(sc.Bytes(), &got); err != nil {
-			t.Fatalf("events: %q: %v", sc.Text(), err)
+	for ended == nil {
+		got, ok := next(time.Minute)
+		if !ok {
+			t.Fatalf("events --hosts cl: no %s for %s", api.EventSessionStopped, short.ID)
 		}
-		if got.Session == nil || got.Session.ID != short.ID {
-			continue
-		}
-		if got.Host != "cl" || got.Session.Handle != "cl/"+short.ID {
-			t.Fatalf("events: %s: want host cl, handle cl/%s", sc.Text(), short.ID)
-		}
-		if got.Type == api.EventSessionStopped {
+		if got.Type == api.EventSessionStopped && got.Session != nil && got.Session.ID == short.ID {
 			ended = &got
 		}
 	}
-	if ended == nil {
-		t.Fatalf("events --hosts cl: no %s for %s", api.EventSessionStopped, short.ID)
-	}
-	if ended.Session.Status != api.StatusExited || ended.Session.ExitCode == nil || *ended.Session.ExitCode != 4 {
-		t.Fatalf("events: the end of %s is %+v, want exited(4)", short.ID, ended.Session)
+	if ended.Host != "cl" || ended.Session.Status != api.StatusExited || ended.Session.ExitCode == nil || *ended.Session.ExitCode != 4 {
+		t.Fatalf("events: the end of %s is %+v on %q, want exited(4) on cl", short.ID, ended.Session, ended.Host)
 	}
 
 	// attach through a real terminal: typed bytes reach the pod's terminal
