@@ -477,3 +477,15 @@ func TestOverQuota(t *testing.T) {
 	}
 	t.Log(err)
 }
+
+// A pod no node can take (here: its volume's claim does not exist) fails
+// the launch at once, with the scheduler's reason.
+func TestUnschedulable(t *testing.T) {
+	c, _ := testCluster(t)
+	c.cfg.Volume = "pvc:absent"
+	_, err := c.Launch(context.Background(), api.RunRequest{Command: []string{"true"}, Cwd: "/work"})
+	if api.CodeOf(err) != api.CodeSpawnFailed || !strings.Contains(err.Error(), `"absent" not found`) || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("launch with an absent claim: %v (code %s)", err, api.CodeOf(err))
+	}
+	t.Log(err)
+}
