@@ -335,6 +335,15 @@ stop_pid() {
 	while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
 }
 
+# others_run: a kubelet or containerd (or a containerd shim) runs here.
+others_run() {
+	local c
+	for c in /proc/[0-9]*/comm; do
+		case $(cat "$c" 2>/dev/null) in kubelet | containerd*) return 0 ;; esac
+	done
+	return 1
+}
+
 down() {
 	[ -d "$1" ] || return 0
 	state=$(cd "$1" && pwd -P)
@@ -392,15 +401,21 @@ down() {
 	for l in /var/log/containers/*; do
 		[ -L "$l" ] && case $(readlink "$l") in "$state"/*) rm -f "$l" ;; esac
 	done
-	if [ -f "$state/made" ]; then
-		while read -r f; do
-			rm -rf "$f"
-		done <"$state/made"
-	fi
-	if [ -f "$state/cgroups" ]; then
-		while read -r c; do
-			rmdir "$c" 2>/dev/null || true
-		done <"$state/cgroups"
+	# Another cluster on this machine (ours are stopped by now) shares those
+	# folders: they stay while it runs.
+	if others_run; then
+		[ -s "$state/made" ] && echo "k8s-harness: another kubelet or containerd runs here: leaving $(tr '\n' ' ' <"$state/made" 2>/dev/null)" >&2
+	else
+		if [ -f "$state/made" ]; then
+			while read -r f; do
+				rm -rf "$f"
+			done <"$state/made"
+		fi
+		if [ -f "$state/cgroups" ]; then
+			while read -r c; do
+				rmdir "$c" 2>/dev/null || true
+			done <"$state/cgroups"
+		fi
 	fi
 	local left
 	left=$(awk -v d="$state/" 'index($5, d) == 1' /proc/self/mountinfo | wc -l)
