@@ -404,7 +404,9 @@ down() {
 	# Another cluster on this machine (ours are stopped by now) shares those
 	# folders: they stay while it runs.
 	if others_run; then
-		[ -s "$state/made" ] && echo "k8s-harness: another kubelet or containerd runs here: leaving $(tr '\n' ' ' <"$state/made" 2>/dev/null)" >&2
+		if [ -s "$state/made" ]; then
+			echo "k8s-harness: another kubelet or containerd runs here: leaving $(tr '\n' ' ' <"$state/made")" >&2
+		fi
 	else
 		if [ -f "$state/made" ]; then
 			while read -r f; do
