@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/agentctl/agentctl/api"
@@ -263,6 +264,7 @@ func TestImageNotPresent(t *testing.T) {
 	if strings.Contains(err.Error(), "\n") {
 		t.Fatalf("the message is not one line: %q", err)
 	}
+	t.Log(err)
 	// Nothing is left of the failed launch.
 	list, err := c.List(context.Background(), api.ListOptions{All: true})
 	if err != nil || len(list.Sessions) != 0 {
@@ -355,6 +357,7 @@ func TestForbidden(t *testing.T) {
 	if api.CodeOf(err) != api.CodeForbidden || !strings.Contains(err.Error(), "RBAC") || !strings.Contains(err.Error(), "docs/kubernetes.md") {
 		t.Fatalf("list without rights: %v", err)
 	}
+	t.Log(err)
 }
 
 // Configuration mistakes are found before any request, without a cluster.
@@ -444,4 +447,45 @@ func (p *tcpProxy) close() {
 
 func namespace(name string) *corev1.Namespace {
 	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+}
+
+func TestOverQuota(t *testing.T) {
+	c, _ := testCluster(t)
+	ctx := context.Background()
+	quota := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "no-jobs"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/jobs.batch": resource.MustParse("0")}},
+	}
+	if _, err := c.core.ResourceQuotas(c.namespace).Create(ctx, quota, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The quota counts once its controller has seen it.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		q, err := c.core.ResourceQuotas(c.namespace).Get(ctx, "no-jobs", metav1.GetOptions{})
+		if err == nil && len(q.Status.Hard) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the quota has no status")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	_, err := c.Launch(ctx, api.RunRequest{Command: []string{"true"}, Cwd: "/work"})
+	if api.CodeOf(err) != api.CodeSpawnFailed || !strings.Contains(err.Error(), "quota") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("launch over quota: %v (code %s)", err, api.CodeOf(err))
+	}
+	t.Log(err)
+}
+
+// A pod no node can take (here: its volume's claim does not exist) fails
+// the launch at once, with the scheduler's reason.
+func TestUnschedulable(t *testing.T) {
+	c, _ := testCluster(t)
+	c.cfg.Volume = "pvc:absent"
+	_, err := c.Launch(context.Background(), api.RunRequest{Command: []string{"true"}, Cwd: "/work"})
+	if api.CodeOf(err) != api.CodeSpawnFailed || !strings.Contains(err.Error(), `"absent" not found`) || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("launch with an absent claim: %v (code %s)", err, api.CodeOf(err))
+	}
+	t.Log(err)
 }

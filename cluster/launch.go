@@ -247,7 +247,7 @@ func (c *Cluster) waitStarted(ctx context.Context, id, image string) error {
 		}
 		for _, cond := range pod.Status.Conditions {
 			if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable {
-				return false, api.Errorf(api.CodeSpawnFailed, "cluster %s: no node can run the session's pod (%s): free resources on a node, or ask for less", c.name, cond.Message)
+				return false, api.Errorf(api.CodeSpawnFailed, "cluster %s: no node can run the session's pod (%s): fix what the scheduler names (free resources, the node selector, the volume's claim)", c.name, cond.Message)
 			}
 		}
 		if pod.Status.Phase == corev1.PodFailed {
@@ -259,10 +259,33 @@ func (c *Cluster) waitStarted(ctx context.Context, id, image string) error {
 		why := "no pod was made"
 		if last != nil {
 			why = pendingReason(last)
+			if w := c.lastWarning(last); w != "" {
+				why = w
+			}
 		}
 		return api.Errorf(api.CodeSpawnFailed, "cluster %s: the session's pod did not start within %s (%s): see `kubectl -n %s describe job %s`", c.name, StartTimeout, why, c.namespace, jobName(id))
 	}
 	return err
+}
+
+// lastWarning is the pod's latest warning event ("FailedCreatePodSandBox:
+// ..."), "" when there is none or it cannot be read.
+func (c *Cluster) lastWarning(pod *corev1.Pod) string {
+	ctx, cancel := apiCtx(context.Background())
+	defer cancel()
+	events, err := c.core.Events(c.namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: "involvedObject.name=" + pod.Name + ",type=" + corev1.EventTypeWarning,
+	})
+	if err != nil || len(events.Items) == 0 {
+		return ""
+	}
+	last := events.Items[0]
+	for _, e := range events.Items[1:] {
+		if e.LastTimestamp.After(last.LastTimestamp.Time) {
+			last = e
+		}
+	}
+	return strings.Join(strings.Fields(last.Reason+": "+last.Message), " ")
 }
 
 // startError explains why a container cannot start, and what fixes it.

@@ -227,6 +227,7 @@ state = "$state/containerd/state"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
         BinaryName = "$runtime_binary"
+        Root = "$state/runc-root"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "$state/cni/conf"
@@ -236,6 +237,11 @@ EOF
 	for c in /sys/fs/cgroup/*/; do
 		[ -d "$c/k8s.io" ] || echo "${c}k8s.io"
 	done >"$state/cgroups"
+	# Folders outside DIR the kubelet, containerd's shims and the CNI plugins
+	# make at fixed paths: down removes those that were not there before.
+	for f in /run/containerd /var/lib/cni /var/lib/kubelet /var/log/containers; do
+		[ -e "$f" ] || echo "$f"
+	done >"$state/made"
 	start containerd containerd --config "$state/containerd.toml"
 	wait_for containerd 30 ctr --address "$state/containerd.sock" version
 	make_image "$state" "$agentctl"
@@ -293,7 +299,7 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 EOF
 	start kubelet "$bin/kubelet" --config "$state/kubelet.yaml" --kubeconfig "$state/node.kubeconfig" \
-		--root-dir "$state/kubelet" --hostname-override "$host"
+		--root-dir "$state/kubelet" --cert-dir "$state/kubelet/pki" --hostname-override "$host"
 	wait_for kubelet 120 node_ready "$state" "$server" "$host"
 	# The default service account: pods wait for it.
 	wait_for kube-controller-manager 60 "${curl_api[@]}" "$server/api/v1/namespaces/default/serviceaccounts/default"
@@ -327,6 +333,15 @@ stop_pid() {
 	done
 	kill -KILL "$pid" 2>/dev/null || true
 	while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+}
+
+# others_run: a kubelet or containerd (or a containerd shim) runs here.
+others_run() {
+	local c
+	for c in /proc/[0-9]*/comm; do
+		case $(cat "$c" 2>/dev/null) in kubelet | containerd*) return 0 ;; esac
+	done
+	return 1
 }
 
 down() {
@@ -380,10 +395,29 @@ down() {
 	if [ -f "$state/bridge" ]; then
 		ip link del "$(cat "$state/bridge")" 2>/dev/null || true
 	fi
-	if [ -f "$state/cgroups" ]; then
-		while read -r c; do
-			rmdir "$c" 2>/dev/null || true
-		done <"$state/cgroups"
+	# The kubelet's links to the containers' logs, then what was made outside
+	# DIR.
+	local l
+	for l in /var/log/containers/*; do
+		[ -L "$l" ] && case $(readlink "$l") in "$state"/*) rm -f "$l" ;; esac
+	done
+	# Another cluster on this machine (ours are stopped by now) shares those
+	# folders: they stay while it runs.
+	if others_run; then
+		if [ -s "$state/made" ]; then
+			echo "k8s-harness: another kubelet or containerd runs here: leaving $(tr '\n' ' ' <"$state/made")" >&2
+		fi
+	else
+		if [ -f "$state/made" ]; then
+			while read -r f; do
+				rm -rf "$f"
+			done <"$state/made"
+		fi
+		if [ -f "$state/cgroups" ]; then
+			while read -r c; do
+				rmdir "$c" 2>/dev/null || true
+			done <"$state/cgroups"
+		fi
 	fi
 	local left
 	left=$(awk -v d="$state/" 'index($5, d) == 1' /proc/self/mountinfo | wc -l)
