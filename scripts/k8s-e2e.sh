@@ -24,3 +24,5 @@ t0=$SECONDS
 bash scripts/k8s-harness.sh up "$state"
 echo "k8s-e2e: cluster up in $((SECONDS - t0))s"
 AGENTCTL_TEST_K8S=$state nice go test -race -count=1 -timeout 15m -v ${K8S_TESTS:+-run "$K8S_TESTS"} ./cluster/...
+# The cluster as a host of the real CLI (e2e/k8s_test.go).
+AGENTCTL_TEST_K8S=$state nice go test -race -count=1 -timeout 15m -v -run 'TestClusterAsHost' ./e2e/
