@@ -90,6 +90,7 @@ func (s *Sessions) call(ctx context.Context, op string, req Request, out any, em
 		return err
 	}
 	cmd := exec.CommandContext(ctx, s.exe, append(s.target.Args(), op)...)
+	dieWithParent(cmd)
 	cmd.Stdin = bytes.NewReader(body)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -78,6 +78,7 @@ func (s *Sessions) stream(ctx context.Context, op string, req Request, in io.Rea
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, s.exe, append(s.target.Args(), op)...)
+	dieWithParent(cmd)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdin, err := cmd.StdinPipe()
