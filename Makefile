@@ -9,6 +9,7 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/agentctl
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(dir $(BIN))agentctl-k8s ./cmd/agentctl-k8s
 
 # The Go test suite: unit tests and end-to-end tests with real processes.
 # End-to-end tests of real agent CLIs skip (loudly) unless they are
@@ -56,6 +57,7 @@ package: build
 	rm -rf $(PKG_ROOT) $(DIST)/*.deb $(DIST)/*.rpm
 	mkdir -p $(PKG_ROOT)
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(PKG_ARCH) $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(PKG_ROOT)/agentctl ./cmd/agentctl
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(PKG_ARCH) $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(PKG_ROOT)/agentctl-k8s ./cmd/agentctl-k8s
 	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || date +%s) $(BIN) gen-docs --out $(PKG_ROOT)
 	gzip -9nf $(PKG_ROOT)/man1/*.1
 	for p in deb rpm; do \

@@ -9,14 +9,18 @@
 package hosts
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/client"
+	"github.com/agentctl/agentctl/cluster/k8shelper"
 	"github.com/agentctl/agentctl/home"
 )
 
@@ -70,9 +74,10 @@ type Registry map[string]Opener
 
 // Schemes is the registry of the kinds of host agentctl itself knows:
 // ssh://[user@]host[:port][?agentctl=PATH] and unix:///path (another
-// local home, or its socket).
+// local home, or its socket); k8s://CONTEXT/NAMESPACE (a Kubernetes
+// cluster, see ParseK8s).
 func Schemes() Registry {
-	return Registry{"ssh": OpenSSH, "unix": OpenUnix}
+	return Registry{"ssh": OpenSSH, "unix": OpenUnix, "k8s": OpenK8s}
 }
 
 // Open opens the host rawURL names; name "" takes the URL's host part.
@@ -112,10 +117,10 @@ func ParseURL(raw string) (*url.URL, error) {
 	}
 	switch {
 	case u.Scheme == "":
-		return nil, fmt.Errorf("host URL %q: no scheme (want ssh://[user@]host[:port] or unix:///path)", raw)
+		return nil, fmt.Errorf("host URL %q: no scheme (want ssh://[user@]host[:port], unix:///path or k8s://CONTEXT/NAMESPACE)", raw)
 	case u.Scheme == "unix" && u.Path == "":
 		return nil, fmt.Errorf("host URL %q: no path (want unix:///path/to/home)", raw)
-	case u.Scheme != "unix" && u.Host == "":
+	case u.Scheme != "unix" && u.Scheme != "k8s" && u.Host == "":
 		return nil, fmt.Errorf("host URL %q: no host", raw)
 	}
 	return u, nil
@@ -124,8 +129,14 @@ func ParseURL(raw string) (*url.URL, error) {
 // defaultName is what a host given by URL is called: its host name, or
 // for a local home its path.
 func defaultName(u *url.URL) string {
-	if u.Scheme == "unix" {
+	switch u.Scheme {
+	case "unix":
 		return u.Path
+	case "k8s":
+		if k, err := ParseK8s(u); err == nil && k.Context != "" {
+			return k.Context
+		}
+		return "k8s"
 	}
 	return u.Hostname()
 }
@@ -160,6 +171,65 @@ func OpenSSH(u *url.URL, name string, env Env) (client.Sessions, error) {
 	return client.NewRemote(s, env.Autostart), nil
 }
 
+// K8sHelper is the program that reaches Kubernetes clusters: it links
+// client-go, which agentctl does not (its start-up would cost every
+// command), and is installed beside agentctl.
+const K8sHelper = "agentctl-k8s"
+
+// OpenK8s opens one namespace of a Kubernetes cluster, reached through
+// K8sHelper beside env's agentctl (else on PATH). Without the helper the
+// host opens, and every request to it fails saying so: in a view over
+// several hosts it is one host that does not answer.
+func OpenK8s(u *url.URL, name string, env Env) (client.Sessions, error) {
+	k, err := ParseK8s(u)
+	if err != nil {
+		return nil, err
+	}
+	exe := ""
+	if env.Exe != "" {
+		if p := filepath.Join(filepath.Dir(env.Exe), K8sHelper); isExecutable(p) {
+			exe = p
+		}
+	}
+	if exe == "" {
+		if exe, err = exec.LookPath(K8sHelper); err != nil {
+			return failing{fmt.Errorf("host %s (%s) is a Kubernetes cluster, reached through %s, which is neither beside agentctl nor on PATH: install it beside agentctl (make build builds both)", name, u.Redacted(), K8sHelper)}, nil
+		}
+	}
+	return k8shelper.New(exe, k8shelper.Target{
+		Kubeconfig: k.Kubeconfig, Context: k.Context, Namespace: k.Namespace,
+		Image: k.Image, PullPolicy: k.PullPolicy, Volume: k.Volume,
+	}), nil
+}
+
+// failing is a host every request to which fails with err.
+type failing struct{ err error }
+
+func (f failing) Launch(context.Context, api.RunRequest) (api.Session, error) {
+	return api.Session{}, f.err
+}
+func (f failing) List(context.Context, api.ListOptions) (api.SessionList, error) {
+	return api.SessionList{}, f.err
+}
+func (f failing) Get(context.Context, string) (api.Session, error) { return api.Session{}, f.err }
+func (f failing) Stop(context.Context, string, api.StopRequest) (api.Session, error) {
+	return api.Session{}, f.err
+}
+func (f failing) Input(context.Context, string, []byte) (api.Session, error) {
+	return api.Session{}, f.err
+}
+func (f failing) Transcript(context.Context, string, int) (api.Transcript, error) {
+	return api.Transcript{}, f.err
+}
+func (f failing) Logs(context.Context, string, api.LogOptions, func(api.LogChunk) error) error {
+	return f.err
+}
+
+func isExecutable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
+}
+
 // ParseSSH reads ssh://[user@]host[:port][?agentctl=PATH]: agentctl names
 // the far side's binary when it is not on the remote PATH.
 func ParseSSH(u *url.URL) (*client.SSH, error) {
@@ -185,6 +255,67 @@ func ParseSSH(u *url.URL) (*client.SSH, error) {
 		}
 	}
 	return s, nil
+}
+
+// K8s is a Kubernetes cluster as a host: one namespace of one kubeconfig
+// context, and how sessions are made there.
+type K8s struct {
+	// Context is the kubeconfig context ("" its current one); Namespace
+	// where sessions live ("" the context's own).
+	Context, Namespace string
+	// Kubeconfig is the kubeconfig file ("" follows KUBECONFIG, then
+	// ~/.kube/config, as kubectl does).
+	Kubeconfig string
+	// Image is the sessions' container image, PullPolicy its pull policy
+	// ("" IfNotPresent), Volume what is mounted at the working directory
+	// (pvc:NAME, host:/PATH, "" an empty folder).
+	Image, PullPolicy, Volume string
+}
+
+// ParseK8s reads k8s://CONTEXT/NAMESPACE[?image=IMAGE&pull=POLICY&
+// volume=pvc:NAME&kubeconfig=PATH&context=NAME]: k8s:///NAMESPACE is the
+// current context, and context= names one that is no URL host (an EKS
+// ARN).
+func ParseK8s(u *url.URL) (K8s, error) {
+	if u.Scheme != "k8s" {
+		return K8s{}, fmt.Errorf("host URL %q: not k8s://", u)
+	}
+	if u.User != nil || u.Port() != "" {
+		return K8s{}, fmt.Errorf("host URL %q: a cluster is k8s://CONTEXT/NAMESPACE (a kubeconfig context, no user or port)", u.Redacted())
+	}
+	k := K8s{Context: u.Host, Namespace: strings.Trim(u.Path, "/")}
+	if strings.Contains(k.Namespace, "/") {
+		return K8s{}, fmt.Errorf("host URL %q: one namespace after the context (k8s://CONTEXT/NAMESPACE)", u)
+	}
+	for key, v := range u.Query() {
+		val := v[len(v)-1]
+		switch key {
+		case "context":
+			if k.Context != "" && k.Context != val {
+				return K8s{}, fmt.Errorf("host URL %q: two contexts (%s and %s)", u, k.Context, val)
+			}
+			k.Context = val
+		case "kubeconfig":
+			k.Kubeconfig = val
+		case "image":
+			k.Image = val
+		case "pull":
+			switch val {
+			case "Always", "IfNotPresent", "Never":
+			default:
+				return K8s{}, fmt.Errorf("host URL %q: pull=%q: want Always, IfNotPresent or Never", u, val)
+			}
+			k.PullPolicy = val
+		case "volume":
+			if kind, arg, _ := strings.Cut(val, ":"); !(kind == "pvc" && arg != "" || kind == "host" && strings.HasPrefix(arg, "/")) {
+				return K8s{}, fmt.Errorf("host URL %q: volume=%q: want pvc:CLAIM or host:/PATH", u, val)
+			}
+			k.Volume = val
+		default:
+			return K8s{}, fmt.Errorf("host URL %q: unknown parameter %q (known: context, image, kubeconfig, pull, volume)", u, key)
+		}
+	}
+	return k, nil
 }
 
 // CheckName refuses a name a host cannot have: "local" and "all" are
@@ -225,7 +356,7 @@ func (r Resolver) Host(spec string) (Host, error) {
 	case strings.Contains(spec, "://"):
 		return r.Schemes.Open("", spec, r.Env)
 	}
-	return Host{}, fmt.Errorf("unknown host %q: neither a named host (%s) nor a URL (ssh://[user@]host[:port], unix:///path); add it with `agentctl host add %s ssh://…`",
+	return Host{}, fmt.Errorf("unknown host %q: neither a named host (%s) nor a URL (ssh://[user@]host[:port], unix:///path, k8s://CONTEXT/NAMESPACE); add it with `agentctl host add %s ssh://…`",
 		spec, strings.Join(r.names(), ", "), spec)
 }
 

@@ -1,12 +1,16 @@
 package hosts
 
 import (
+	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/cluster/k8shelper"
 )
 
 func TestParseSSH(t *testing.T) {
@@ -44,13 +48,59 @@ func TestParseSSH(t *testing.T) {
 	}
 }
 
+func TestParseK8s(t *testing.T) {
+	for _, tc := range []struct {
+		url  string
+		want K8s
+		name string
+		err  string
+	}{
+		{url: "k8s://kind-dev/agents", want: K8s{Context: "kind-dev", Namespace: "agents"}, name: "kind-dev"},
+		{url: "k8s://kind-dev", want: K8s{Context: "kind-dev"}, name: "kind-dev"},
+		{url: "k8s:///agents", want: K8s{Namespace: "agents"}, name: "k8s"},
+		{url: "k8s:///agents?context=arn:aws:eks:eu-west-1:1:cluster/x", want: K8s{Context: "arn:aws:eks:eu-west-1:1:cluster/x", Namespace: "agents"}, name: "arn:aws:eks:eu-west-1:1:cluster/x"},
+		{url: "k8s://c/ns?image=agent:1&pull=Never&volume=pvc:work&kubeconfig=/etc/k.yaml",
+			want: K8s{Context: "c", Namespace: "ns", Image: "agent:1", PullPolicy: "Never", Volume: "pvc:work", Kubeconfig: "/etc/k.yaml"}, name: "c"},
+		{url: "k8s://c/ns?volume=host:/srv/work", want: K8s{Context: "c", Namespace: "ns", Volume: "host:/srv/work"}, name: "c"},
+		{url: "k8s://c/ns/more", err: "one namespace"},
+		{url: "k8s://me@c/ns", err: "no user or port"},
+		{url: "k8s://c:6443/ns", err: "no user or port"},
+		{url: "k8s://c/ns?pull=Sometimes", err: "want Always, IfNotPresent or Never"},
+		{url: "k8s://c/ns?volume=nfs:x", err: "want pvc:CLAIM or host:/PATH"},
+		{url: "k8s://c/ns?volume=host:relative", err: "want pvc:CLAIM or host:/PATH"},
+		{url: "k8s://c/ns?context=d", err: "two contexts"},
+		{url: "k8s://c/ns?bogus=1", err: `unknown parameter "bogus"`},
+	} {
+		u, err := ParseURL(tc.url)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.url, err)
+		}
+		k, err := ParseK8s(u)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: error %v, want one saying %q", tc.url, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tc.url, err)
+		}
+		if k != tc.want {
+			t.Errorf("%s: got %+v, want %+v", tc.url, k, tc.want)
+		}
+		if n := defaultName(u); n != tc.name {
+			t.Errorf("%s: named %q, want %q", tc.url, n, tc.name)
+		}
+	}
+}
+
 func TestParseURLRefuses(t *testing.T) {
 	for raw, want := range map[string]string{
 		"build01":   "no scheme",
 		"ssh://":    "no host",
 		"unix://":   "no path",
 		"ssh://a b": "invalid",
-		"k8s:///ns": "no host",
+		"nfs:///ns": "no host",
 	} {
 		if _, err := ParseURL(raw); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: error %v, want one saying %q", raw, err, want)
@@ -73,7 +123,7 @@ func TestResolverNamesAndSchemes(t *testing.T) {
 	if _, err := r.Host("nope"); err == nil || !strings.Contains(err.Error(), "agentctl host add nope") {
 		t.Fatalf("an unknown name: %v", err)
 	}
-	if _, err := r.Host("k8s://ctx/ns"); err == nil || !strings.Contains(err.Error(), `unknown scheme "k8s"`) {
+	if _, err := r.Host("nfs://ctx/ns"); err == nil || !strings.Contains(err.Error(), `unknown scheme "nfs"`) {
 		t.Fatalf("a scheme nobody registered: %v", err)
 	}
 	all, err := r.Hosts(All)
@@ -159,5 +209,35 @@ func TestMergeNamesHostsAndKeepsUnreachableOnesUnknown(t *testing.T) {
 	}
 	if got := Failed(second); len(got) != 1 || got[0] != "b" {
 		t.Fatalf("failed: %v", got)
+	}
+}
+
+func TestOpenK8sFindsItsHelper(t *testing.T) {
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "agentctl")
+	t.Setenv("PATH", t.TempDir())
+	// Without the helper the host opens (a view lists the others), and
+	// each request says what is missing.
+	h, err := Schemes().Open("cl", "k8s://ctx/ns", Env{Exe: exe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.API.List(context.Background(), api.ListOptions{})
+	if err == nil || !strings.Contains(err.Error(), "host cl (k8s://ctx/ns) is a Kubernetes cluster, reached through agentctl-k8s, which is neither beside agentctl nor on PATH") {
+		t.Fatalf("without the helper: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, K8sHelper), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h, err = Schemes().Open("cl", "k8s://ctx/ns?image=agent:1", Env{Exe: exe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := h.API.(*k8shelper.Sessions); !ok || h.Name != "cl" {
+		t.Fatalf("opened %+v, want host cl through the helper", h)
+	}
+	// A mistake in the URL is told before the helper is looked for.
+	if _, err := Schemes().Open("", "k8s://ctx/ns?pull=Sometimes", Env{Exe: exe}); err == nil || !strings.Contains(err.Error(), "pull=") {
+		t.Fatalf("a bad pull policy: %v", err)
 	}
 }

@@ -35,3 +35,8 @@ timed "packages" make package-test
 # The service on a real systemd (a user manager in a private mount
 # namespace, and a booted Debian container for system units).
 timed "systemd e2e" bash scripts/systemd-e2e.sh
+
+# Sessions on Kubernetes: a throwaway cluster built from the Go module proxy
+# (cold ~20 min, ~2 with the build cache), the cluster backend's tests
+# against it. Skips loudly without root.
+timed "kubernetes e2e" bash scripts/k8s-e2e.sh

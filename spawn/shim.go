@@ -76,6 +76,9 @@ type shim struct {
 	health      *healthReport
 	exitSlot    *atomicfile.Slot
 	term        *terminalWatch
+	// echo, when set, gets a copy of the output too: a container's
+	// standard output, which the cluster's log stream serves.
+	echo io.Writer
 
 	mu        sync.Mutex
 	viewers   map[*viewer]struct{}
@@ -120,7 +123,7 @@ func RunShim(dir string) int {
 		report(readyMessage{Error: fmt.Sprintf("read launch spec: %v", err)})
 		return 2
 	}
-	s, err := startShim(dir, spec, logger)
+	s, err := startShim(dir, spec, logger, nil)
 	if err != nil {
 		// Nothing runs: leave nothing that could look like a session.
 		os.RemoveAll(dir)
@@ -133,7 +136,7 @@ func RunShim(dir string) int {
 	return 0
 }
 
-func startShim(dir string, spec Spec, logger *slog.Logger) (*shim, error) {
+func startShim(dir string, spec Spec, logger *slog.Logger, echo io.Writer) (*shim, error) {
 	rec := spec.Record
 	if len(rec.Argv) == 0 {
 		return nil, errors.New("start: no command given")
@@ -228,6 +231,7 @@ func startShim(dir string, spec Spec, logger *slog.Logger) (*shim, error) {
 		dir: dir, rec: rec, serviceLock: spec.ServiceLock, log: lw, master: master, logger: logger,
 		health: health, exitSlot: exitSlot,
 		term:     newTerminalWatch(dir, rec.ID, logger),
+		echo:     echo,
 		viewers:  map[*viewer]struct{}{},
 		screen:   newScreen(rec.Rows, rec.Cols),
 		reaped:   make(chan struct{}),
@@ -351,6 +355,9 @@ func (s *shim) readLoop() {
 				}
 			}
 			s.term.output(chunk)
+			if s.echo != nil {
+				s.echo.Write(chunk)
+			}
 			s.broadcast(chunk)
 		}
 		if err != nil {

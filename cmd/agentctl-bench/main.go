@@ -19,6 +19,12 @@
 // With --first it measures only the first answers: `list -a` from a cold
 // start (no discovery cache), after `daemon restart`, and warm.
 //
+// With --cluster DIR it instead times a Kubernetes cluster as a host (the
+// test cluster scripts/k8s-harness.sh started in DIR; "env" takes
+// $AGENTCTL_TEST_K8S, and without a cluster it says so and measures
+// nothing): from run to the first output line there and here, and list
+// --hosts all with --cluster-sessions Jobs running.
+//
 // With --hosts N it instead times list over ssh: on this machine, on one
 // remote host and over N at once, against the ssh round trip (each host an
 // sshd of its own on 127.0.0.1 with its own agentctl home).
@@ -76,6 +82,10 @@ type options struct {
 	// (cold, after daemon restart, warm) over a store of that many Claude
 	// sessions and a mixed store of firstMixed, instead of the stores.
 	first, firstMixed int
+	// cluster, when set, measures a cluster as a host instead, with
+	// clusterSessions running.
+	cluster         string
+	clusterSessions int
 }
 
 func parseFlags(args []string) (options, error) {
@@ -93,6 +103,8 @@ func parseFlags(args []string) (options, error) {
 	fl.IntVar(&o.hosts, "hosts", 0, "instead: time list on this machine, over ssh on one host and over this many hosts at once (sshd instances on 127.0.0.1)")
 	fl.IntVar(&o.first, "first", 0, "measure the first answers (cold, after daemon restart, warm) over this many Claude sessions instead")
 	fl.IntVar(&o.firstMixed, "first-mixed", 10000, "with --first: and over a mixed store of this many sessions (0: skip)")
+	fl.StringVar(&o.cluster, "cluster", "", "instead: time a Kubernetes cluster as a host, the test cluster whose harness folder is `DIR` (env: $AGENTCTL_TEST_K8S)")
+	fl.IntVar(&o.clusterSessions, "cluster-sessions", 50, "with --cluster: Jobs running on the cluster for the lists")
 	fl.IntVar(&o.top, "top", 500, "measure agentctl top over this many sessions in a tmux terminal (0: skip)")
 	if err := fl.Parse(args); err != nil {
 		return o, err
@@ -132,6 +144,13 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if o.cluster == "env" {
+		o.cluster = os.Getenv("AGENTCTL_TEST_K8S")
+		if o.cluster == "" {
+			fmt.Fprintln(out, "cluster: not measured: no test cluster (AGENTCTL_TEST_K8S unset; scripts/k8s-harness.sh up DIR starts one, as root)")
+			return nil
+		}
+	}
 	work, err := os.MkdirTemp("", "acb")
 	if err != nil {
 		return fmt.Errorf("make work folder: %w", err)
@@ -149,6 +168,21 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		if err := b.Run(); err != nil {
 			return fmt.Errorf("build agentctl (or pass --bin): %w", err)
 		}
+		if o.cluster != "" {
+			b := exec.CommandContext(ctx, "go", "build", "-o", o.bin+"-k8s", "github.com/agentctl/agentctl/cmd/agentctl-k8s")
+			b.Stdout, b.Stderr = os.Stderr, os.Stderr
+			if err := b.Run(); err != nil {
+				return fmt.Errorf("build agentctl-k8s (or pass --bin): %w", err)
+			}
+		}
+	}
+	if o.cluster != "" {
+		r, err := measureCluster(ctx, o, work, o.cluster, o.clusterSessions)
+		if err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
+		printCluster(out, r)
+		return nil
 	}
 	if o.hosts > 0 {
 		r, err := measureHosts(ctx, o, work, o.hosts, 10)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -16,6 +18,8 @@ import (
 
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/client"
+	"github.com/agentctl/agentctl/cluster/k8shelper"
+	"github.com/agentctl/agentctl/hosts"
 )
 
 // detachKey is Ctrl-]: it leaves the session running. Ctrl-C and Ctrl-D go
@@ -32,11 +36,11 @@ Press Ctrl-] to detach and leave the session running. Several people may be
 attached at once.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			c, id, err := clientFor(a[0])
+			h, id, err := hostFor(a[0])
 			if err != nil {
 				return err
 			}
-			s, err := c.Get(cmd.Context(), id)
+			s, err := h.API.Get(cmd.Context(), id)
 			if err != nil {
 				return err
 			}
@@ -46,12 +50,122 @@ attached at once.`,
 			if s.Status != api.StatusRunning {
 				return fmt.Errorf("session %s is %s: nothing to attach to (see `agentctl logs %s`)", s.ID, statusText(s), shortID(s.ID))
 			}
-			return attach(cmd, c, s.ID)
+			return attachTo(cmd, h, s.ID)
 		},
 	}
 }
 
-func attach(cmd *cobra.Command, c *client.Client, id string) error {
+// frameAttacher joins a session's terminal through the service's attach
+// frames: the latest screen first, the window's size, the session's end.
+type frameAttacher interface {
+	Attach(ctx context.Context, id string, rows, cols uint16) (*client.Attachment, error)
+}
+
+// streamAttacher joins a session's terminal as two byte streams (a
+// cluster's attach to the pod's monitor): what is read from in is typed
+// into the terminal and the terminal's output is written to out, until
+// the session ends (its final state returned) or ctx ends.
+type streamAttacher interface {
+	AttachStreams(ctx context.Context, id string, in io.Reader, out io.Writer) (api.Session, error)
+}
+
+// attachTo joins session id's terminal on host h, the way h can.
+func attachTo(cmd *cobra.Command, h hosts.Host, id string) error {
+	switch a := h.API.(type) {
+	case frameAttacher:
+		return attach(cmd, a, id)
+	case streamAttacher:
+		return attachStreams(cmd, a, id)
+	}
+	return cannot(h, "attach to a session's terminal")
+}
+
+// attachStreams is attach through a streamAttacher: the terminal raw, the
+// detach key and signals detach, the session's end ends it with its exit
+// code. There is no window size to forward: the session's terminal keeps
+// the size it started with.
+func attachStreams(cmd *cobra.Command, a streamAttacher, id string) error {
+	in := int(os.Stdin.Fd())
+	tty := term.IsTerminal(in)
+	out := &modeWriter{w: os.Stdout}
+	defer out.restore()
+	if tty {
+		old, err := term.MakeRaw(in)
+		if err != nil {
+			return fmt.Errorf("attach: put the terminal in raw mode: %w", err)
+		}
+		defer term.Restore(in, old)
+		fmt.Fprintf(os.Stderr, "[attached to %s; Ctrl-] detaches]\r\n", shortID(id))
+	}
+	ctx, cancel := context.WithCancel(cmd.Context())
+	defer cancel()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	s, detached, err := joinStreams(ctx, a, id, os.Stdin, !tty, out)
+	out.restore()
+	if detached || cmd.Context().Err() == nil && ctx.Err() != nil {
+		fmt.Fprintf(os.Stderr, "\r\n[detached from %s; it keeps running]\r\n", shortID(id))
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("attach to %s: %w", id, err)
+	}
+	fmt.Fprintf(os.Stderr, "\r\n[session %s %s]\r\n", shortID(id), statusText(s))
+	if s.Status.Ended() {
+		return exitError{code: exitCodeOf(s)}
+	}
+	return nil
+}
+
+// joinStreams types what is read from in into session id's terminal, up
+// to the detach key (or, when endDetaches, the end of in), and copies its
+// output to out, until the session ends or ctx does. detached says the
+// person left it running.
+func joinStreams(ctx context.Context, a streamAttacher, id string, in io.Reader, endDetaches bool, out io.Writer) (s api.Session, detached bool, err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var left atomic.Bool
+	detach := func() { left.Store(true); cancel() }
+	typed, w := io.Pipe()
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := in.Read(buf)
+			if i := bytes.IndexByte(buf[:n], detachKey); i >= 0 {
+				w.Write(buf[:i])
+				detach()
+				return
+			}
+			if n > 0 {
+				if _, werr := w.Write(buf[:n]); werr != nil {
+					return
+				}
+			}
+			if err != nil {
+				// As attach: the end of input that is no terminal (a pipe,
+				// a file) detaches; a terminal's does not end while open.
+				if endDetaches {
+					detach()
+				}
+				return
+			}
+		}
+	}()
+	stop := context.AfterFunc(ctx, func() { w.CloseWithError(io.EOF) })
+	defer stop()
+	s, err = a.AttachStreams(ctx, id, typed, out)
+	return s, left.Load(), err
+}
+
+func attach(cmd *cobra.Command, c frameAttacher, id string) error {
 	in := int(os.Stdin.Fd())
 	rows, cols := uint16(0), uint16(0)
 	if w, h, err := term.GetSize(in); err == nil {
@@ -154,3 +268,11 @@ func attach(cmd *cobra.Command, c *client.Client, id string) error {
 		}
 	}
 }
+
+// A cluster (through its helper) does what these commands ask beyond
+// client.Sessions.
+var (
+	_ streamAttacher    = (*k8shelper.Sessions)(nil)
+	_ hosts.EventSource = (*k8shelper.Sessions)(nil)
+	_ watchSource       = (*k8shelper.Sessions)(nil)
+)

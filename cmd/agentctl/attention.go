@@ -14,6 +14,7 @@ import (
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/client"
 	"github.com/agentctl/agentctl/home"
+	"github.com/agentctl/agentctl/hosts"
 )
 
 func newApproveCmd() *cobra.Command {
@@ -67,12 +68,21 @@ own processes.`,
 	}
 }
 
+// decideOn answers a waiting session of host h, where the host can.
+func decideOn(ctx context.Context, h hosts.Host, id string, d api.Decision) (api.Session, error) {
+	dec, ok := h.API.(hosts.Decider)
+	if !ok {
+		return api.Session{}, cannot(h, "answer waiting sessions ("+string(d.Action)+")")
+	}
+	return dec.Decide(ctx, id, d)
+}
+
 func decide(ctx context.Context, id string, d api.Decision) error {
-	c, id, err := clientFor(id)
+	h, id, err := hostFor(id)
 	if err != nil {
 		return err
 	}
-	s, err := c.Decide(ctx, id, d)
+	s, err := decideOn(ctx, h, id, d)
 	if err != nil {
 		return err
 	}

@@ -206,16 +206,30 @@ func printWatchStatus(w io.Writer, ws api.WatchStatus) {
 }
 
 func newShimCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:    "shim SESSION_DIR",
-		Short:  "Per-session monitor (started by the service)",
+	var specFile string
+	cmd := &cobra.Command{
+		Use:   "shim SESSION_DIR",
+		Short: "Per-session monitor (started by the service, or as a container's entry point)",
+		Long: `Per-session monitor, started by the service.
+
+With --spec FILE it is a container's entry point (PID 1): it reads the launch
+spec from FILE, keeps SESSION_DIR inside the container, copies the agent's
+output to its standard output, and exits with the agent's exit code.`,
 		Hidden: true,
 		Args:   args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			if code := serve.Shim(a[0]); code != 0 {
+			code := 0
+			if specFile != "" {
+				code = serve.ShimInContainer(a[0], specFile)
+			} else {
+				code = serve.Shim(a[0])
+			}
+			if code != 0 {
 				return exitError{code: code}
 			}
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&specFile, "spec", "", "run as a container's entry point with the launch spec in `FILE`")
+	return cmd
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/config"
+	"github.com/agentctl/agentctl/hosts"
 	"github.com/agentctl/agentctl/orchestrate"
 )
 
@@ -247,7 +248,8 @@ func (f *runFlags) dispatch(cmd *cobra.Command, cfg config.Config, positional, d
 			how = "reused"
 		}
 		fmt.Fprintf(os.Stderr, "agentctl: worktree %s %s on branch %s (group %s)\n", m.Worktree, how, m.Branch, res.Group)
-		return showStarted(cmd, f, c, *m.Session)
+		// Worktrees are made on this machine (refused for another host).
+		return showStarted(cmd, f, hosts.Host{Name: hosts.Local, API: c}, *m.Session)
 	}
 	if f.asJSON {
 		if err := printJSON(os.Stdout, res); err != nil {

@@ -37,7 +37,7 @@ const hostTimeout = 10 * time.Second
 // the command and whatever it runs (top's attach, a pager's logs).
 func addHostFlag(root *cobra.Command) {
 	var host string
-	root.PersistentFlags().StringVarP(&host, "host", "H", "", "the host to act on: a name from `agentctl host ls`, ssh://[user@]host[:port] or unix:///path (default $"+hostEnv+", else this machine); list, events and top take several (a,b,local) or all")
+	root.PersistentFlags().StringVarP(&host, "host", "H", "", "the host to act on: a name from `agentctl host ls`, ssh://[user@]host[:port], unix:///path or k8s://CONTEXT/NAMESPACE (default $"+hostEnv+", else this machine); list, events and top take several (a,b,local) or all")
 	root.RegisterFlagCompletionFunc("host", completeHosts)
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if cmd.Flags().Changed("host") {
@@ -138,12 +138,11 @@ func targetHosts(flag string) (hs []hosts.Host, several bool, err error) {
 		spec = hostSpec()
 	}
 	if spec == "" || spec == hosts.Local {
-		// This machine alone: no configuration to read.
-		c, err := newClient()
+		h, err := localHost()
 		if err != nil {
 			return nil, false, err
 		}
-		return []hosts.Host{{Name: hosts.Local, API: c}}, false, nil
+		return []hosts.Host{h}, false, nil
 	}
 	r, err := hostResolver()
 	if err != nil {
@@ -156,43 +155,58 @@ func targetHosts(flag string) (hs []hosts.Host, several bool, err error) {
 	return hs, spec == hosts.All || len(hs) > 1, nil
 }
 
-// clientFor returns the client of the host a session handle names
-// (HOST/ID, HOST a named host or "local"), and the handle on that host;
-// any other handle is the target host's.
-func clientFor(handle string) (*client.Client, string, error) {
+// localHost is this machine's service in the user's home, started on
+// demand unless AGENTCTL_NO_AUTOSTART=1: no configuration to read.
+func localHost() (hosts.Host, error) {
+	c, err := localClient()
+	if err != nil {
+		return hosts.Host{}, err
+	}
+	return hosts.Host{Name: hosts.Local, API: c}, nil
+}
+
+// defaultHost is the host commands act on (-H, AGENTCTL_HOST), by
+// default this machine's service.
+func defaultHost() (hosts.Host, error) {
+	if remoteTarget() {
+		return targetHost()
+	}
+	return localHost()
+}
+
+// hostFor returns the host a session handle names (HOST/ID, HOST a named
+// host or "local"), and the handle on that host; any other handle is the
+// default host's.
+func hostFor(handle string) (hosts.Host, string, error) {
 	if name, _, found := strings.Cut(handle, "/"); found && name != "" {
 		r, err := hostResolver()
 		if err != nil {
-			return nil, "", err
+			return hosts.Host{}, "", err
 		}
 		if name, id, ok := hosts.SplitHandle(handle, r.IsHost); ok {
 			h, err := r.Host(name)
-			if err != nil {
-				return nil, "", err
-			}
-			c, err := h.Client()
-			return c, id, err
+			return h, id, err
 		}
 	}
-	c, err := newClient()
-	return c, handle, err
+	h, err := defaultHost()
+	return h, handle, err
 }
 
-// routed is where a handle goes: the client of its host and the handle
-// there.
+// routed is where a handle goes: its host and the handle there.
 type routed struct {
-	c  *client.Client
-	id string
+	host hosts.Host
+	id   string
 }
 
-// routeHandles routes each handle: HOST/ID to its host (one client per
-// host), any other to c, the target host's.
-func routeHandles(c *client.Client, handles []string) (map[string]routed, error) {
+// routeHandles routes each handle: HOST/ID to its host (each host opened
+// once), any other to def. Every host opens before anything is done, so a
+// host that cannot open fails the command before it acts.
+func routeHandles(def hosts.Host, handles []string) (map[string]routed, error) {
 	out := make(map[string]routed, len(handles))
 	var r *hosts.Resolver
-	clients := map[string]*client.Client{}
+	opened := map[string]hosts.Host{}
 	for _, h := range handles {
-		out[h] = routed{c: c, id: h}
+		out[h] = routed{host: def, id: h}
 		if !strings.Contains(h, "/") {
 			continue
 		}
@@ -207,20 +221,27 @@ func routeHandles(c *client.Client, handles []string) (map[string]routed, error)
 		if !ok {
 			continue
 		}
-		hc := clients[name]
-		if hc == nil {
-			host, err := r.Host(name)
-			if err != nil {
+		host, seen := opened[name]
+		if !seen {
+			var err error
+			if host, err = r.Host(name); err != nil {
 				return nil, err
 			}
-			if hc, err = host.Client(); err != nil {
-				return nil, err
-			}
-			clients[name] = hc
+			opened[name] = host
 		}
-		out[h] = routed{c: hc, id: id}
+		out[h] = routed{host: host, id: id}
 	}
 	return out, nil
+}
+
+// cannot is the one-line answer of a host that cannot do what a command
+// asks: it names the host and its kind.
+func cannot(h hosts.Host, what string) error {
+	where := h.Name
+	if h.URL != "" {
+		where += " (" + h.URL + ")"
+	}
+	return fmt.Errorf("host %s cannot %s", where, what)
 }
 
 // lastSeen is the cache of each host's sessions seen running.
@@ -244,9 +265,15 @@ AGENTCTL_HOST=NAME), and its sessions' handles are NAME/ID.
 
 URLs: ssh://[user@]host[:port], with ?agentctl=/path/to/agentctl when agentctl
 is not on the remote PATH of a non-interactive login; unix:///path for another
-local home. AGENTCTL_SSH_COMMAND replaces "ssh" (and may add options).`,
+local home. AGENTCTL_SSH_COMMAND replaces "ssh" (and may add options).
+
+k8s://CONTEXT/NAMESPACE is a namespace of a Kubernetes cluster (a kubeconfig
+context; KUBECONFIG honoured), each session a Job, reached through the
+agentctl-k8s helper installed beside agentctl. Options: image=, pull=Always|
+IfNotPresent|Never, volume=pvc:CLAIM or host:/PATH, kubeconfig=, context=.`,
 		Example: `  agentctl host add build ssh://me@build01
   agentctl host add gpu 'ssh://gpu-1:2222?agentctl=/opt/agentctl/bin/agentctl'
+  agentctl host add cl 'k8s://prod/agents?image=registry.example/agent:1'
   agentctl list --hosts all
   agentctl logs -f build/01m8`,
 	}

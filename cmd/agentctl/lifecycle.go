@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/client"
+	"github.com/agentctl/agentctl/hosts"
 )
 
 // selection is how a command that acts on several sessions names them:
@@ -41,7 +42,7 @@ func (s *selection) any() bool { return s.all || s.group != "" || len(s.labels) 
 // targets returns the handles to act on: those given, or the launched
 // sessions the flags select that want accepts. Giving both is a usage
 // error, as is giving neither.
-func (s *selection) targets(ctx context.Context, c *client.Client, cmd *cobra.Command, given []string, want func(api.Session) bool) ([]string, error) {
+func (s *selection) targets(ctx context.Context, c client.Sessions, cmd *cobra.Command, given []string, want func(api.Session) bool) ([]string, error) {
 	switch {
 	case len(given) > 0 && s.any():
 		return nil, usageError{fmt.Errorf("%s: give session ids or --all/--group/--label, not both", cmd.CommandPath())}
@@ -140,12 +141,12 @@ func (e printedError) Unwrap() error { return e.err }
 // (those pick accepts, for --all, --group and --label), several at once,
 // and shows each result: the session, or only its id when idsOnly and not
 // JSON. One failure does not stop the others; any makes the error.
-func onTargets(cmd *cobra.Command, given []string, sel *selection, pick func(api.Session) bool, verb string, asJSON, idsOnly bool, act func(context.Context, *client.Client, string) (api.Session, error)) error {
-	c, err := newClient()
+func onTargets(cmd *cobra.Command, given []string, sel *selection, pick func(api.Session) bool, verb string, asJSON, idsOnly bool, do act) error {
+	def, err := defaultHost()
 	if err != nil {
 		return err
 	}
-	handles, err := sel.targets(cmd.Context(), c, cmd, given, pick)
+	handles, err := sel.targets(cmd.Context(), def.API, cmd, given, pick)
 	if err != nil {
 		return err
 	}
@@ -153,12 +154,12 @@ func onTargets(cmd *cobra.Command, given []string, sel *selection, pick func(api
 	if idsOnly && !asJSON {
 		show = func(r result) { fmt.Println(r.sess.ID) }
 	}
-	route, err := routeHandles(c, handles)
+	route, err := routeHandles(def, handles)
 	if err != nil {
 		return err
 	}
 	err = forEach(cmd.Context(), verb, handles, func(ctx context.Context, h string) (api.Session, error) {
-		return act(ctx, route[h].c, route[h].id)
+		return do(ctx, route[h].host, route[h].id)
 	}, show)
 	if derr := done(); err == nil {
 		err = derr
@@ -234,9 +235,7 @@ others, and the exit status is 1 if any failed (each is named). --all,
 			if req.Timeout, err = graceTimeout(cmd, timeout); err != nil {
 				return err
 			}
-			return onTargets(cmd, a, &sel, running, "stop", asJSON, false, func(ctx context.Context, c *client.Client, h string) (api.Session, error) {
-				return c.Stop(ctx, h, req)
-			})
+			return onTargets(cmd, a, &sel, running, "stop", asJSON, false, stopOn(req))
 		},
 	}
 	cmd.Flags().BoolVar(&req.Force, "force", false, "SIGKILL at once")
@@ -244,6 +243,48 @@ others, and the exit status is 1 if any failed (each is named). --all,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	sel.register(cmd, "every running session agentctl launched")
 	return cmd
+}
+
+// act is what a command does to one session of a host.
+type act func(ctx context.Context, h hosts.Host, id string) (api.Session, error)
+
+// stopOn stops a session, on any kind of host.
+func stopOn(req api.StopRequest) act {
+	return func(ctx context.Context, h hosts.Host, id string) (api.Session, error) {
+		return h.API.Stop(ctx, id, req)
+	}
+}
+
+// remover removes an ended session's records (an agentctl service).
+type remover interface {
+	Remove(ctx context.Context, id string, force bool) (api.Session, error)
+}
+
+// removeOn removes a session's records, where the host keeps any.
+func removeOn(force bool) act {
+	return func(ctx context.Context, h hosts.Host, id string) (api.Session, error) {
+		r, ok := h.API.(remover)
+		if !ok {
+			return api.Session{}, cannot(h, "remove sessions")
+		}
+		return r.Remove(ctx, id, force)
+	}
+}
+
+// restarter runs a session again as a new one (an agentctl service).
+type restarter interface {
+	Restart(ctx context.Context, id string, req api.RestartRequest) (api.Session, error)
+}
+
+// restartOn runs a session again, where the host can.
+func restartOn(req api.RestartRequest) act {
+	return func(ctx context.Context, h hosts.Host, id string) (api.Session, error) {
+		r, ok := h.API.(restarter)
+		if !ok {
+			return api.Session{}, cannot(h, "restart sessions")
+		}
+		return r.Restart(ctx, id, req)
+	}
 }
 
 func newRmCmd() *cobra.Command {
@@ -267,9 +308,7 @@ status is 1 if any failed.`,
 		Args: args(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			removable := func(s api.Session) bool { return force || s.Status.Ended() }
-			return onTargets(cmd, a, &sel, removable, "rm", asJSON, true, func(ctx context.Context, c *client.Client, h string) (api.Session, error) {
-				return c.Remove(ctx, h, force)
-			})
+			return onTargets(cmd, a, &sel, removable, "rm", asJSON, true, removeOn(force))
 		},
 	}
 	cmd.Flags().BoolVarP(&force, "force", "f", false, "stop a running session first, then remove it")
@@ -303,9 +342,7 @@ failure does not stop the others; the exit status is 1 if any failed.`,
 				return err
 			}
 			req.Env = os.Environ()
-			return onTargets(cmd, a, &sel, running, "restart", asJSON, true, func(ctx context.Context, c *client.Client, h string) (api.Session, error) {
-				return c.Restart(ctx, h, req)
-			})
+			return onTargets(cmd, a, &sel, running, "restart", asJSON, true, restartOn(req))
 		},
 	}
 	cmd.Flags().BoolVar(&req.Stop.Force, "force", false, "stop a running session with SIGKILL at once")

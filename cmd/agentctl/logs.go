@@ -40,7 +40,7 @@ between the lines shown first and those that follow. Ctrl-C stops following
   agentctl logs --raw -n 0 k3x9 > out.log`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			c, id, err := clientFor(a[0])
+			h, id, err := hostFor(a[0])
 			if err != nil {
 				return err
 			}
@@ -67,7 +67,7 @@ between the lines shown first and those that follow. Ctrl-C stops following
 			out := bufio.NewWriterSize(os.Stdout, 256<<10)
 			defer out.Flush()
 			var v logView
-			err = followLogs(cmd.Context(), c, id, o, func(ch api.LogChunk) error {
+			err = followLogs(cmd.Context(), h.API, id, o, func(ch api.LogChunk) error {
 				if err := v.write(out, ch, o.Raw); err != nil {
 					return err
 				}
@@ -108,9 +108,11 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 // followLogs is Client.Logs that, when following, rides out a restart of
 // the service: it waits for the service to answer again and continues at
 // the last cursor, so nothing is lost or repeated.
-func followLogs(ctx context.Context, c *client.Client, id string, o api.LogOptions, emit func(api.LogChunk) error) error {
-	if !o.Follow {
-		return c.Logs(ctx, id, o, emit)
+func followLogs(ctx context.Context, src client.Sessions, id string, o api.LogOptions, emit func(api.LogChunk) error) error {
+	c, service := src.(*client.Client)
+	if !o.Follow || !service {
+		// Another kind of host follows its sessions by itself.
+		return src.Logs(ctx, id, o, emit)
 	}
 	o.Cursors = true
 	cursor := ""

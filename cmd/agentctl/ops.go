@@ -336,23 +336,9 @@ host whose stream breaks is a warning, and reconnects by itself.
 				return err
 			}
 			if several {
-				enc := json.NewEncoder(os.Stdout)
-				err := hosts.Events(cmd.Context(), hs, o, func(e api.Event) error { return enc.Encode(e) },
-					func(h hosts.Host, err error) {
-						if err != nil {
-							warn("host %s: %v; reconnecting", h.Name, err)
-						}
-					})
-				if cmd.Context().Err() != nil {
-					return nil
-				}
-				return err
+				return mergedEvents(cmd.Context(), hs, o, os.Stdout)
 			}
-			c, err := hs[0].Client()
-			if err != nil {
-				return err
-			}
-			return streamEvents(cmd.Context(), c, o, os.Stdout)
+			return eventsOn(cmd.Context(), hs[0], o, os.Stdout)
 		},
 	}
 	cmd.Flags().StringVar(&hostList, "hosts", "", "merge the events of several hosts: `all` or a comma-separated list (build,gpu,local); each event names its host")
@@ -361,6 +347,36 @@ host whose stream breaks is a warning, and reconnects by itself.
 	cmd.Flags().StringVar(&since, "since", "", "first replay the events after this sequence number, or of this duration (10m), or since this RFC 3339 time")
 	cmd.Flags().Bool("json", true, "print NDJSON (the only format; accepted for compatibility)")
 	return cmd
+}
+
+// eventsOn prints host h's events until ctx ends, the way h streams them.
+func eventsOn(ctx context.Context, h hosts.Host, o client.EventOptions, w io.Writer) error {
+	switch src := h.API.(type) {
+	case *client.Client:
+		return streamEvents(ctx, src, o, w)
+	case hosts.EventSource:
+		// Another kind of host: as a merged stream, which reopens a
+		// stream that breaks off by itself.
+		return mergedEvents(ctx, []hosts.Host{h}, o, w)
+	}
+	return cannot(h, "stream events")
+}
+
+// mergedEvents prints the events of hosts hs, each naming its host,
+// until ctx ends; a host whose stream breaks off is a warning, and is
+// reopened.
+func mergedEvents(ctx context.Context, hs []hosts.Host, o client.EventOptions, w io.Writer) error {
+	enc := json.NewEncoder(w)
+	err := hosts.Events(ctx, hs, o, func(e api.Event) error { return enc.Encode(e) },
+		func(h hosts.Host, err error) {
+			if err != nil {
+				warn("host %s: %v; reconnecting", h.Name, err)
+			}
+		})
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
 }
 
 // streamEvents prints events until ctx ends, reconnecting after the last

@@ -90,6 +90,11 @@ func newClient() (*client.Client, error) {
 		}
 		return h.Client()
 	}
+	return localClient()
+}
+
+// localClient is the client of this machine's service in the user's home.
+func localClient() (*client.Client, error) {
 	h, err := userHome()
 	if err != nil {
 		return nil, err

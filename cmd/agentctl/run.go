@@ -13,6 +13,7 @@ import (
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/client"
 	"github.com/agentctl/agentctl/config"
+	"github.com/agentctl/agentctl/hosts"
 	"github.com/agentctl/agentctl/internal/envvar"
 )
 
@@ -121,6 +122,26 @@ func (f *runFlags) request(cfg config.Config) (api.RunRequest, error) {
 	}, nil
 }
 
+// canStart refuses an agent on a host that runs only the command lines it
+// is given (a cluster): an agentctl service builds an agent's from its
+// adapter, and nothing here builds one for such a host yet.
+func canStart(h hosts.Host, req api.RunRequest) error {
+	if _, service := h.API.(*client.Client); service || isExec(req.Adapter) {
+		return nil
+	}
+	return cannot(h, fmt.Sprintf("start agent %s: it runs plain commands (agentctl -H %s run -- COMMAND); starting agents there is not done yet", req.Adapter, h.Name))
+}
+
+// farHost reports whether host h is not this machine: neither this
+// machine's directories nor its environment mean anything there. Another
+// local home (unix://) is this machine.
+func farHost(h hosts.Host) bool {
+	if r, ok := h.API.(interface{ Remote() bool }); ok {
+		return r.Remote()
+	}
+	return h.Name != hosts.Local
+}
+
 // remoteRequest is the RunRequest for another host's service: neither this
 // machine's directory nor its environment means anything there, so the
 // session runs in --cwd (a path on that host; default its user's home)
@@ -198,25 +219,28 @@ func loadConfig() config.Config {
 
 // start sends the request and prints the result the way the flags ask.
 func start(cmd *cobra.Command, f *runFlags, req api.RunRequest) error {
-	c, err := newClient()
+	h, err := defaultHost()
 	if err != nil {
 		return err
 	}
-	return startOn(cmd, c, f, req)
+	return startOn(cmd, h, f, req)
 }
 
-// startOn is start on the service c talks to.
-func startOn(cmd *cobra.Command, c *client.Client, f *runFlags, req api.RunRequest) error {
-	sess, err := c.Launch(cmd.Context(), req)
+// startOn is start on host h.
+func startOn(cmd *cobra.Command, h hosts.Host, f *runFlags, req api.RunRequest) error {
+	if err := canStart(h, req); err != nil {
+		return err
+	}
+	sess, err := h.API.Launch(cmd.Context(), req)
 	if err != nil {
 		return err
 	}
-	return showStarted(cmd, f, c, sess)
+	return showStarted(cmd, f, h, sess)
 }
 
 // showStarted prints a started session the way the flags ask, and with
 // --wait follows it to its end.
-func showStarted(cmd *cobra.Command, f *runFlags, c *client.Client, sess api.Session) error {
+func showStarted(cmd *cobra.Command, f *runFlags, h hosts.Host, sess api.Session) error {
 	if f.asJSON {
 		if err := printJSON(os.Stdout, sess); err != nil {
 			return err
@@ -225,20 +249,24 @@ func showStarted(cmd *cobra.Command, f *runFlags, c *client.Client, sess api.Ses
 		fmt.Println(sess.ID)
 	}
 	if f.attach {
-		return attach(cmd, c, sess.ID)
+		return attachTo(cmd, h, sess.ID)
 	}
 	if !f.wait {
 		return nil
 	}
 	if !f.asJSON {
-		fmt.Fprintf(os.Stderr, "agentctl: session %s started (pid %d)\n", sess.ID, sess.PID)
+		if sess.PID > 0 {
+			fmt.Fprintf(os.Stderr, "agentctl: session %s started (pid %d)\n", sess.ID, sess.PID)
+		} else {
+			fmt.Fprintf(os.Stderr, "agentctl: session %s started on %s\n", sess.ID, h.Name)
+		}
 	}
-	return waitSession(cmd.Context(), c, sess.ID, os.Stdout)
+	return waitSession(cmd.Context(), h.API, sess.ID, os.Stdout)
 }
 
 // waitSession streams a session's raw output until it ends and returns an
 // exitError with the agent's exit code (128+signal for a signal).
-func waitSession(ctx context.Context, c *client.Client, id string, w io.Writer) error {
+func waitSession(ctx context.Context, c client.Sessions, id string, w io.Writer) error {
 	var final *api.Session
 	mw := &modeWriter{w: w}
 	defer mw.restore()
@@ -364,11 +392,11 @@ func newResumeCmd() *cobra.Command {
 whole conversation. Prints the new run's id.`,
 		Args: args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			c, id, err := clientFor(a[0])
+			h, id, err := hostFor(a[0])
 			if err != nil {
 				return err
 			}
-			prev, err := c.Get(cmd.Context(), id)
+			prev, err := h.API.Get(cmd.Context(), id)
 			if err != nil {
 				return err
 			}
@@ -378,7 +406,7 @@ whole conversation. Prints the new run's id.`,
 			if prev.Adapter == api.ExecAdapter {
 				return usageError{fmt.Errorf("session %s is a plain command, not an agent: resume continues an agent's conversation; run the command again with 'agentctl restart %s'", prev.ID, prev.ID)}
 			}
-			f.adapter, f.prompt, f.remote = prev.Adapter, a[1], c.Remote()
+			f.adapter, f.prompt, f.remote = prev.Adapter, a[1], farHost(h)
 			if f.cwd == "" {
 				f.cwd = prev.Cwd
 			}
@@ -401,7 +429,7 @@ whole conversation. Prints the new run's id.`,
 					req.Labels[k] = v
 				}
 			}
-			return startOn(cmd, c, f, req)
+			return startOn(cmd, h, f, req)
 		},
 	}
 	f.register(cmd, false)

@@ -74,14 +74,15 @@ when it last answered are listed as unknown.`,
 				}
 				return listSeveral(cmd.Context(), hs, o, out)
 			}
-			c, err := hs[0].Client()
-			if err != nil {
-				return err
-			}
+			h := hs[0]
 			if watch {
-				return watchList(cmd.Context(), c, o, out.asJSON, out.format == "wide", os.Stdout)
+				src, ok := h.API.(watchSource)
+				if !ok {
+					return cannot(h, "be watched (it has no event stream)")
+				}
+				return watchList(cmd.Context(), src, o, out.asJSON, out.format == "wide", os.Stdout)
 			}
-			list, err := c.List(cmd.Context(), o)
+			list, err := h.API.List(cmd.Context(), o)
 			if err != nil {
 				return err
 			}
@@ -243,11 +244,11 @@ included). --why adds the evidence behind its status, as explain does.`,
 			if why {
 				return explain(cmd.Context(), a[0], asJSON)
 			}
-			c, id, err := clientFor(a[0])
+			h, id, err := hostFor(a[0])
 			if err != nil {
 				return err
 			}
-			s, err := c.Get(cmd.Context(), id)
+			s, err := h.API.Get(cmd.Context(), id)
 			if err != nil {
 				return err
 			}
@@ -288,12 +289,22 @@ while one lives), and the candidates turned down and why.`,
 	return cmd
 }
 
+// explainer tells the evidence behind a session's status (an agentctl
+// service).
+type explainer interface {
+	Explain(ctx context.Context, id string) (api.Explanation, error)
+}
+
 func explain(ctx context.Context, handle string, asJSON bool) error {
-	c, id, err := clientFor(handle)
+	h, id, err := hostFor(handle)
 	if err != nil {
 		return err
 	}
-	ex, err := c.Explain(ctx, id)
+	e, ok := h.API.(explainer)
+	if !ok {
+		return cannot(h, "explain a status")
+	}
+	ex, err := e.Explain(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -395,11 +406,11 @@ For a session whose agent has written nothing readable yet (or a plain command),
 it shows the end of the output log instead.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			c, id, err := clientFor(a[0])
+			h, id, err := hostFor(a[0])
 			if err != nil {
 				return err
 			}
-			t, err := c.Transcript(cmd.Context(), id, n)
+			t, err := h.API.Transcript(cmd.Context(), id, n)
 			if err != nil {
 				return err
 			}
@@ -441,7 +452,7 @@ func newSendCmd() *cobra.Command {
 return) unless -n. With '-' the text comes from standard input, sent as is.`,
 		Args: args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			c, id, err := clientFor(a[0])
+			h, id, err := hostFor(a[0])
 			if err != nil {
 				return err
 			}
@@ -460,7 +471,7 @@ return) unless -n. With '-' the text comes from standard input, sent as is.`,
 					data = append(data, '\r')
 				}
 			}
-			_, err = c.Input(cmd.Context(), id, data)
+			_, err = h.API.Input(cmd.Context(), id, data)
 			return err
 		},
 	}

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/client"
 	"github.com/agentctl/agentctl/cmd/agentctl/internal/top"
 	"github.com/agentctl/agentctl/hosts"
 )
@@ -44,17 +45,15 @@ the sessions it had running when last seen show as unknown.`,
 			if err != nil {
 				return err
 			}
-			if several {
+			c, service := hs[0].API.(*client.Client)
+			if several || !service {
+				// Another kind of host, alone, is a view over one host.
 				view := &hosts.View{Hosts: hs, Cache: lastSeen(), Timeout: hostTimeout}
 				if _, err := view.List(cmd.Context(), api.ListOptions{}); err != nil {
 					return err
 				}
 				o.Src = view
 			} else {
-				c, err := hs[0].Client()
-				if err != nil {
-					return err
-				}
 				// The first request starts the service when allowed; after
 				// that the view never starts one itself: a service stopped
 				// on purpose stays stopped, and the view says it is

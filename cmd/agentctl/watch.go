@@ -20,18 +20,27 @@ import (
 	"github.com/agentctl/agentctl/cmd/agentctl/internal/top"
 )
 
+// watchSource is a host list -w can follow: its sessions and its event
+// stream.
+type watchSource interface {
+	client.Sessions
+	top.Events
+}
+
 // watchList is `list -w`: the list again after every change the event
 // stream reports. On a terminal the table is redrawn in place (and every
 // few seconds, for the ages); in a pipe each change prints a new table
 // (or JSON list), and only when it differs from the last.
-func watchList(ctx context.Context, c *client.Client, o api.ListOptions, asJSON, wide bool, out io.Writer) error {
+func watchList(ctx context.Context, c watchSource, o api.ListOptions, asJSON, wide bool, out io.Writer) error {
 	// The first request starts the service when allowed; after that the
 	// watch never starts one itself: a service stopped on purpose stays
 	// stopped while the watch waits for it.
 	if _, err := c.List(ctx, api.ListOptions{}); err != nil {
 		return err
 	}
-	c = c.WithoutAutostart()
+	if svc, ok := c.(*client.Client); ok {
+		c = svc.WithoutAutostart()
+	}
 	tty := false
 	if f, ok := out.(*os.File); ok {
 		tty = term.IsTerminal(int(f.Fd())) && !asJSON

@@ -59,3 +59,8 @@ func watchStatus(r storeio.WatchReport) api.WatchStatus {
 // Shim runs one session's monitor for the session folder dir and returns
 // its exit code.
 func Shim(dir string) int { return spawn.RunShim(dir) }
+
+// ShimInContainer runs one session's monitor as a container's entry point,
+// with the launch spec in the file specPath, and returns the agent's exit
+// code.
+func ShimInContainer(dir, specPath string) int { return spawn.RunContainer(dir, specPath) }

@@ -1,0 +1,256 @@
+// Package k8shelper reaches a Kubernetes cluster's sessions through the
+// agentctl-k8s helper program, which links client-go (the cluster
+// package). Linked into agentctl itself, client-go's package initialisation
+// would cost every command several milliseconds and double the binary;
+// this package costs nothing until a cluster is asked.
+//
+// The helper is run once per call: `agentctl-k8s [target flags] OP`, the
+// request as JSON on its standard input, answers as JSON lines on its
+// standard output (Reply).
+package k8shelper
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+
+	"github.com/agentctl/agentctl/api"
+)
+
+// Target says which cluster and namespace, and how sessions are made there
+// (the cluster package's Config, as flags).
+type Target struct {
+	Kubeconfig string
+	Context    string
+	Namespace  string
+	Image      string
+	PullPolicy string
+	Volume     string
+}
+
+// Args are the helper's flags for t.
+func (t Target) Args() []string {
+	var a []string
+	for _, f := range []struct{ name, v string }{
+		{"kubeconfig", t.Kubeconfig}, {"context", t.Context}, {"namespace", t.Namespace},
+		{"image", t.Image}, {"pull-policy", t.PullPolicy}, {"volume", t.Volume},
+	} {
+		if f.v != "" {
+			a = append(a, "--"+f.name+"="+f.v)
+		}
+	}
+	return a
+}
+
+// Request is what the helper reads on its standard input.
+type Request struct {
+	ID   string          `json:"id,omitempty"`
+	Run  *api.RunRequest `json:"run,omitempty"`
+	List api.ListOptions `json:"list"`
+	Stop api.StopRequest `json:"stop"`
+	Data []byte          `json:"data,omitempty"`
+	N    int             `json:"n,omitempty"`
+	Logs api.LogOptions  `json:"logs"`
+	// Events selects an event stream (op events).
+	Events *EventOptions `json:"events,omitempty"`
+}
+
+// Reply is one line of the helper's standard output: a log chunk, or the
+// last line, a result or an error.
+type Reply struct {
+	Chunk  *api.LogChunk   `json:"chunk,omitempty"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  *api.Error      `json:"error,omitempty"`
+	// Started and Event are an event stream's (op events): where it
+	// starts, then each event.
+	Started *uint64    `json:"started,omitempty"`
+	Event   *api.Event `json:"event,omitempty"`
+}
+
+// Sessions is a cluster's sessions through the helper program exe.
+type Sessions struct {
+	exe    string
+	target Target
+}
+
+// New returns the sessions of target, reached through the helper exe.
+func New(exe string, target Target) *Sessions { return &Sessions{exe: exe, target: target} }
+
+// call runs the helper for op with req, hands each log chunk to emit, and
+// decodes the result into out.
+func (s *Sessions) call(ctx context.Context, op string, req Request, out any, emit func(api.LogChunk) error) error {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, s.exe, append(s.target.Args(), op)...)
+	dieWithParent(cmd)
+	cmd.Stdin = bytes.NewReader(body)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("run the Kubernetes helper %s: %w (it is installed beside agentctl)", s.exe, err)
+	}
+	var last *Reply
+	var emitErr error
+	r := bufio.NewReaderSize(stdout, 1<<20)
+	for {
+		line, rerr := r.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			var rep Reply
+			if err := json.Unmarshal(line, &rep); err != nil {
+				emitErr = errors.Join(emitErr, fmt.Errorf("the Kubernetes helper said %q: %w", line, err))
+			} else if rep.Chunk != nil {
+				if emitErr == nil && emit != nil {
+					emitErr = emit(*rep.Chunk)
+				}
+			} else {
+				last = &rep
+			}
+		}
+		if rerr != nil {
+			break
+		}
+	}
+	waitErr := cmd.Wait()
+	switch {
+	case emitErr != nil:
+		return emitErr
+	case last != nil && last.Error != nil:
+		return last.Error
+	case last == nil:
+		msg := strings.TrimSpace(stderr.String())
+		if msg == "" && waitErr != nil {
+			msg = waitErr.Error()
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("the Kubernetes helper %s answered nothing: %s", s.exe, msg)
+	}
+	if out != nil && len(last.Result) > 0 {
+		return json.Unmarshal(last.Result, out)
+	}
+	return nil
+}
+
+func (s *Sessions) Launch(ctx context.Context, req api.RunRequest) (api.Session, error) {
+	var out api.Session
+	return out, s.call(ctx, "launch", Request{Run: &req}, &out, nil)
+}
+
+func (s *Sessions) List(ctx context.Context, o api.ListOptions) (api.SessionList, error) {
+	var out api.SessionList
+	return out, s.call(ctx, "list", Request{List: o}, &out, nil)
+}
+
+func (s *Sessions) Get(ctx context.Context, id string) (api.Session, error) {
+	var out api.Session
+	return out, s.call(ctx, "get", Request{ID: id}, &out, nil)
+}
+
+func (s *Sessions) Stop(ctx context.Context, id string, req api.StopRequest) (api.Session, error) {
+	var out api.Session
+	return out, s.call(ctx, "stop", Request{ID: id, Stop: req}, &out, nil)
+}
+
+func (s *Sessions) Input(ctx context.Context, id string, data []byte) (api.Session, error) {
+	var out api.Session
+	return out, s.call(ctx, "input", Request{ID: id, Data: data}, &out, nil)
+}
+
+func (s *Sessions) Transcript(ctx context.Context, id string, n int) (api.Transcript, error) {
+	var out api.Transcript
+	return out, s.call(ctx, "transcript", Request{ID: id, N: n}, &out, nil)
+}
+
+func (s *Sessions) Logs(ctx context.Context, id string, o api.LogOptions, emit func(api.LogChunk) error) error {
+	return s.call(ctx, "logs", Request{ID: id, Logs: o}, nil, emit)
+}
+
+// Backend is what the helper serves: the cluster package's Cluster.
+type Backend interface {
+	Launch(context.Context, api.RunRequest) (api.Session, error)
+	List(context.Context, api.ListOptions) (api.SessionList, error)
+	Get(context.Context, string) (api.Session, error)
+	Stop(context.Context, string, api.StopRequest) (api.Session, error)
+	Input(context.Context, string, []byte) (api.Session, error)
+	Transcript(context.Context, string, int) (api.Transcript, error)
+	Logs(context.Context, string, api.LogOptions, func(api.LogChunk) error) error
+}
+
+// Fail writes err as the helper's answer and returns its exit code.
+func Fail(out io.Writer, err error) int {
+	var e *api.Error
+	if !errors.As(err, &e) {
+		e = &api.Error{Code: api.CodeInternal, Message: err.Error()}
+	}
+	json.NewEncoder(out).Encode(Reply{Error: e})
+	return 1
+}
+
+// Serve is the helper's side: it reads a Request from in, runs op on
+// sessions, and writes the Replies to out. It returns the helper's exit
+// code.
+func Serve(ctx context.Context, sessions Backend, op string, in io.Reader, out io.Writer) int {
+	enc := json.NewEncoder(out)
+	fail := func(err error) int { return Fail(out, err) }
+	var req Request
+	dec := json.NewDecoder(io.LimitReader(in, 64<<20))
+	if err := dec.Decode(&req); err != nil {
+		return fail(fmt.Errorf("read the request: %w", err))
+	}
+	var result any
+	var err error
+	switch op {
+	case "launch":
+		if req.Run == nil {
+			return fail(api.Errorf(api.CodeInvalid, "launch: no run request"))
+		}
+		result, err = sessions.Launch(ctx, *req.Run)
+	case "list":
+		result, err = sessions.List(ctx, req.List)
+	case "get":
+		result, err = sessions.Get(ctx, req.ID)
+	case "stop":
+		result, err = sessions.Stop(ctx, req.ID, req.Stop)
+	case "input":
+		result, err = sessions.Input(ctx, req.ID, req.Data)
+	case "transcript":
+		result, err = sessions.Transcript(ctx, req.ID, req.N)
+	case "logs":
+		err = sessions.Logs(ctx, req.ID, req.Logs, func(ch api.LogChunk) error { return enc.Encode(Reply{Chunk: &ch}) })
+	case "attach", "events":
+		st, ok := sessions.(Streams)
+		if !ok {
+			return fail(api.Errorf(api.CodeInvalid, "%s: not served here", op))
+		}
+		if op == "attach" {
+			// What follows the request on standard input is typed.
+			result, err = st.AttachStreams(ctx, req.ID, io.MultiReader(dec.Buffered(), in), chunkWriter{enc})
+		} else {
+			err = serveEvents(ctx, st, req, enc)
+		}
+	default:
+		return fail(api.Errorf(api.CodeInvalid, "unknown operation %q", op))
+	}
+	if err != nil {
+		return fail(err)
+	}
+	b, err := json.Marshal(result)
+	if err != nil {
+		return fail(err)
+	}
+	enc.Encode(Reply{Result: b})
+	return 0
+}

@@ -1,0 +1,117 @@
+package spawn
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agentctl/agentctl/home"
+	"github.com/agentctl/agentctl/internal/envvar"
+)
+
+// RunContainer is the monitor as a container's entry point (its PID 1): it
+// reads the Spec from the file specPath (a mounted Secret, so the prompt
+// and the environment's values stay out of the pod's spec), starts the
+// agent under a pty with dir as the session folder (log, exit record,
+// attach socket), copies the output to its standard output as well (the
+// cluster's log stream), writes what it reads on its standard input to the
+// terminal (the cluster's attach), reaps every orphan as a PID 1 must, and
+// returns the agent's exit code (128+n for a signal n) so the container's
+// termination state carries it. Its own messages go to the folder's
+// shim.log, never into the agent's output.
+func RunContainer(dir, specPath string) int {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		fmt.Fprintf(os.Stderr, "agentctl monitor: session folder: %v\n", err)
+		return 125
+	}
+	logf, err := os.OpenFile(filepath.Join(dir, home.ShimLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "agentctl monitor: %v\n", err)
+		return 125
+	}
+	defer logf.Close()
+	logger := slog.New(slog.NewTextHandler(logf, nil)).With("session", filepath.Base(dir))
+	b, err := os.ReadFile(specPath)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "agentctl monitor: read launch spec: %v\n", err)
+		return 125
+	}
+	var spec Spec
+	if err := json.Unmarshal(b, &spec); err != nil {
+		fmt.Fprintf(os.Stderr, "agentctl monitor: parse launch spec %s: %v\n", specPath, err)
+		return 125
+	}
+	// The agent runs with the container's environment (PATH, HOME) and the
+	// spec's on top.
+	spec.Env = envvar.Merge(os.Environ(), spec.Env...)
+	s, err := startShim(dir, spec, logger, os.Stdout)
+	if err != nil {
+		// Said on stderr: the container's log and its termination message
+		// are where the cluster's user looks.
+		fmt.Fprintf(os.Stderr, "agentctl monitor: %v\n", err)
+		os.WriteFile(terminationLog, []byte(err.Error()), 0o644)
+		return 127
+	}
+	go s.typeStdin(os.Stdin)
+	s.run()
+	s.mu.Lock()
+	exit := *s.exit
+	s.mu.Unlock()
+	if exit.Signal != "" {
+		// The exit code alone cannot tell a signal from an agent that
+		// exited 128+n: the termination message says which.
+		os.WriteFile(terminationLog, []byte("signal "+exit.Signal), 0o644)
+	}
+	return exitCode(exit)
+}
+
+// typeStdin writes what arrives on r to the terminal until r ends. A
+// container without stdin has /dev/null there, which ends at once.
+func (s *shim) typeStdin(r io.Reader) {
+	buf := make([]byte, 4096)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			select {
+			case <-s.finished:
+				return
+			default:
+			}
+			if _, werr := s.master.Write(buf[:n]); werr != nil {
+				return
+			}
+			s.term.input()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// exitCode is the code a process ends with to carry e: the agent's own
+// code, or 128+n for a signal n, as a shell reports it.
+func exitCode(e ExitRecord) int {
+	switch {
+	case e.ExitCode != nil:
+		return *e.ExitCode
+	case e.Signal != "":
+		if n := unix.SignalNum(e.Signal); n != 0 {
+			return 128 + int(n)
+		}
+	}
+	return 128
+}
+
+// terminationLog is where a container's last words go: the cluster shows
+// them in the container's termination state.
+const terminationLog = "/dev/termination-log"
+
+// ContainerGrace is the stop grace the monitor asks for in a container: the
+// agent's own graceful exit, plus time to write its records.
+const ContainerGrace = DefaultGrace + 5*time.Second
