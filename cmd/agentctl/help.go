@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 )
@@ -109,11 +110,14 @@ func buildInfo() versionInfo {
 }
 
 // pseudo matches a Go pseudo-version: v0.0.0-20260101120000-abcdef123456.
-var pseudo = regexp.MustCompile(`^v\d+\.\d+\.\d+-(?:\d+\.)?\d{14}-([0-9a-f]{12})(?:\+dirty)?$`)
+// Compiled on first use: package init runs at every CLI start.
+var pseudo = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^v\d+\.\d+\.\d+-(?:\d+\.)?\d{14}-([0-9a-f]{12})(?:\+dirty)?$`)
+})
 
 // pseudoCommit is the commit a pseudo-version names, or "".
 func pseudoCommit(version string) string {
-	if m := pseudo.FindStringSubmatch(version); m != nil {
+	if m := pseudo().FindStringSubmatch(version); m != nil {
 		return m[1]
 	}
 	return ""
