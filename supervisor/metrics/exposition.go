@@ -1,7 +1,7 @@
 package metrics
 
 import (
-	"bufio"
+	"bytes"
 	"math"
 	"slices"
 	"strconv"
@@ -84,7 +84,7 @@ func (f *family) observe(v float64, values ...string) {
 
 // write renders the family: HELP and TYPE once, then its series sorted by
 // label values. A labelled family nothing has fed yet writes nothing.
-func (f *family) write(w *bufio.Writer) {
+func (f *family) write(w *bytes.Buffer) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(f.series) == 0 {
@@ -116,7 +116,7 @@ func (f *family) write(w *bufio.Writer) {
 
 // sample writes one line: name{labels} value, with an extra label (le) when
 // extraName is set.
-func sample(w *bufio.Writer, name string, labels, values []string, extraName, extraValue string, v float64) {
+func sample(w *bytes.Buffer, name string, labels, values []string, extraName, extraValue string, v float64) {
 	w.WriteString(name)
 	if len(labels) > 0 || extraName != "" {
 		w.WriteByte('{')

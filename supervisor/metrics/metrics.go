@@ -9,7 +9,7 @@
 package metrics
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -143,8 +143,9 @@ func (m *Metrics) Discovered(adapter string, took time.Duration, err error) {
 	}
 }
 
-// write renders every family in the text exposition format, sorted by name.
-func (m *Metrics) write(w *bufio.Writer) {
+// write renders every family in the text exposition format, sorted by name,
+// into memory: no family's lock is held while a scraper reads.
+func (m *Metrics) write(w *bytes.Buffer) {
 	fams := []*family{
 		m.sessionsEnded, m.sessionDuration, m.fusesExpired, m.hookRuns,
 		m.webhookDeliveries, m.spawnDuration, m.discoveryDuration, m.discoveryErrors,
@@ -204,10 +205,10 @@ func stateFamilies(src Sources) []*family {
 func (m *Metrics) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
+		var b bytes.Buffer
+		m.write(&b)
 		w.Header().Set("Content-Type", contentType)
-		bw := bufio.NewWriter(w)
-		m.write(bw)
-		bw.Flush()
+		w.Write(b.Bytes())
 	})
 	return mux
 }

@@ -19,7 +19,6 @@ func runtimeFamilies() []*family {
 		{Name: "/gc/heap/allocs:bytes"},
 		{Name: "/memory/classes/total:bytes"},
 		{Name: "/gc/heap/goal:bytes"},
-		{Name: "/gc/cycles/total:gc-cycles"},
 		{Name: "/memory/classes/heap/objects:bytes"},
 		{Name: "/gc/heap/objects:objects"},
 	}
@@ -40,9 +39,8 @@ func runtimeFamilies() []*family {
 		counter("go_memstats_alloc_bytes_total", "Total number of bytes allocated in heap until now, even if released already.", u(0)),
 		gauge("go_memstats_sys_bytes", "Number of bytes obtained from system.", u(1)),
 		gauge("go_memstats_next_gc_bytes", "Number of heap bytes when next garbage collection will take place.", u(2)),
-		counter("go_gc_cycles_total", "Completed GC cycles.", u(3)),
-		gauge("go_memstats_heap_alloc_bytes", "Number of heap bytes allocated and currently in use.", u(4)),
-		gauge("go_memstats_heap_objects", "Number of currently allocated objects.", u(5)),
+		gauge("go_memstats_heap_alloc_bytes", "Number of heap bytes allocated and currently in use.", u(3)),
+		gauge("go_memstats_heap_objects", "Number of currently allocated objects.", u(4)),
 	}
 }
 
