@@ -86,3 +86,16 @@ func newGenDocsCmd() *cobra.Command {
 	cmd.Flags().StringVar(&out, "out", "", "directory to write into")
 	return cmd
 }
+
+// shortVersion is the version for a man page's footer: a release's tag, or
+// "dev" and the commit for a build between releases.
+func shortVersion() string {
+	v := buildInfo()
+	if pseudoCommit(v.Version) == "" && v.Version != "dev" {
+		return v.Version
+	}
+	if v.Commit != "" {
+		return "dev-" + v.Commit[:min(12, len(v.Commit))]
+	}
+	return "dev"
+}

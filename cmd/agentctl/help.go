@@ -123,19 +123,6 @@ func pseudoCommit(version string) string {
 	return ""
 }
 
-// shortVersion is the version for a man page's footer: a release's tag, or
-// "dev" and the commit for a build between releases.
-func shortVersion() string {
-	v := buildInfo()
-	if pseudoCommit(v.Version) == "" && v.Version != "dev" {
-		return v.Version
-	}
-	if v.Commit != "" {
-		return "dev-" + v.Commit[:min(12, len(v.Commit))]
-	}
-	return "dev"
-}
-
 func versionDetails() string {
 	v := buildInfo()
 	commit := v.Commit
