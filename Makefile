@@ -58,7 +58,10 @@ package: build
 	mkdir -p $(PKG_ROOT)
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(PKG_ARCH) $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(PKG_ROOT)/agentctl ./cmd/agentctl
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(PKG_ARCH) $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(PKG_ROOT)/agentctl-k8s ./cmd/agentctl-k8s
-	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || date +%s) $(BIN) gen-docs --out $(PKG_ROOT)
+	# gen-docs is only in a build with -tags gendocs (its man page writer
+	# would cost every start of the shipped binary).
+	$(GO) build -tags gendocs -ldflags "$(LDFLAGS)" -o $(DIST)/agentctl-gendocs ./cmd/agentctl
+	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || date +%s) $(DIST)/agentctl-gendocs gen-docs --out $(PKG_ROOT)
 	gzip -9nf $(PKG_ROOT)/man1/*.1
 	for p in deb rpm; do \
 		PKG_ROOT=$(PKG_ROOT) PKG_ARCH=$(PKG_ARCH) PKG_VERSION='$(PKG_VERSION)' \

@@ -476,8 +476,19 @@ func TestHelpVersionAndDocs(t *testing.T) {
 			t.Errorf("%s suggests: %q", tc.cmd, errOut)
 		}
 	}
+	// gen-docs is in a packaging build only (-tags gendocs), not in the
+	// binary people run.
+	if _, errOut, code := e.Run("gen-docs"); code != 2 || !strings.Contains(errOut, `unknown command "gen-docs"`) {
+		t.Errorf("gen-docs in the shipped build: exit %d, %q", code, errOut)
+	}
 	dir := t.TempDir()
-	e.MustRun("gen-docs", "--out", dir)
+	docsBin := filepath.Join(t.TempDir(), "agentctl-gendocs")
+	if out, err := exec.Command("go", "build", "-tags", "gendocs", "-o", docsBin, "../cmd/agentctl").CombinedOutput(); err != nil {
+		t.Fatalf("build with -tags gendocs: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(docsBin, "gen-docs", "--out", dir).CombinedOutput(); err != nil {
+		t.Fatalf("gen-docs: %v\n%s", err, out)
+	}
 	for page, title := range map[string]string{"agentctl.1": `"AGENTCTL"`, "agentctl-logs.1": `"AGENTCTL-LOGS"`, "agentctl-stop.1": `"AGENTCTL-STOP"`} {
 		b, err := os.ReadFile(filepath.Join(dir, "man1", page))
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -98,7 +99,8 @@ func LoadMatrix(path, home string) (Matrix, error) {
 	return ParseMatrix(path, filepath.Dir(abs), home, b)
 }
 
-var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+// Compiled on first use: package init runs at every CLI start.
+var yamlLineRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^yaml: line (\d+): (.*)$`) })
 
 // ParseMatrix parses a matrix file's content. name is how errors refer to the
 // file, dir is the folder relative paths in it start from, and home replaces
@@ -200,7 +202,7 @@ func ParseMatrix(name, dir, home string, data []byte) (Matrix, error) {
 func yamlSyntaxError(name string, err error) error {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	line := 0
-	if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
+	if m := yamlLineRE().FindStringSubmatch(err.Error()); m != nil {
 		line, _ = strconv.Atoi(m[1])
 		msg = m[2]
 		if strings.HasPrefix(msg, "did not find expected") {

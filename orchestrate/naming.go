@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Member is one session of a group: an adapter, optionally a model, and
@@ -78,9 +79,10 @@ func AdapterShort(adapter string) string {
 }
 
 var (
-	familyRE = regexp.MustCompile(`(?i)opus|sonnet|haiku`)
-	gptRE    = regexp.MustCompile(`(?i)gpt[- ]?(\d+)(\.\d+)?`)
-	splitRE  = regexp.MustCompile(`[/:-]`)
+	// Compiled on first use: package init runs at every CLI start.
+	familyRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)opus|sonnet|haiku`) })
+	gptRE    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)gpt[- ]?(\d+)(\.\d+)?`) })
+	splitRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[/:-]`) })
 )
 
 // ModelShort is the model's part of a member suffix: the Claude family
@@ -88,10 +90,10 @@ var (
 // ("gpt-5.2-codex" → "gpt5-codex"); else the last part after '/', ':' or
 // '-'; "default" when there is no model.
 func ModelShort(model string) string {
-	if m := familyRE.FindString(model); m != "" {
+	if m := familyRE().FindString(model); m != "" {
 		return strings.ToLower(m)
 	}
-	if loc := gptRE.FindStringSubmatchIndex(model); loc != nil {
+	if loc := gptRE().FindStringSubmatchIndex(model); loc != nil {
 		out := "gpt" + model[loc[2]:loc[3]]
 		rest := strings.TrimLeft(model[loc[1]:], "-_. /:")
 		if rest = nameSafe(rest, ""); rest != "" {
@@ -99,7 +101,7 @@ func ModelShort(model string) string {
 		}
 		return out
 	}
-	parts := splitRE.Split(model, -1)
+	parts := splitRE().Split(model, -1)
 	return nameSafe(parts[len(parts)-1], "default")
 }
 

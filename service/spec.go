@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Scope says which service manager instance owns the unit.
@@ -77,7 +78,8 @@ func (s Spec) args() []string {
 
 // userNamePattern is the portable user name syntax; it keeps the name safe
 // in a unit file, a plist, a launchd label and a systemd instance name.
-var userNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]{0,31}$`)
+// Compiled on first use: package init runs at every CLI start.
+var userNamePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]{0,31}$`) })
 
 // Validate reports what is wrong with the spec, if anything.
 func (s Spec) Validate() error {
@@ -93,7 +95,7 @@ func (s Spec) Validate() error {
 	default:
 		return fmt.Errorf("unknown scope %q (want %q or %q)", s.Scope, ScopeUser, ScopeSystem)
 	}
-	if s.User != "" && s.User != TemplateUser && !userNamePattern.MatchString(s.User) {
+	if s.User != "" && s.User != TemplateUser && !userNamePattern().MatchString(s.User) {
 		return fmt.Errorf("invalid user name %q", s.User)
 	}
 	if !filepath.IsAbs(s.Exe) {

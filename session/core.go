@@ -223,7 +223,7 @@ func (c *Core) lookup(ctx context.Context, prefix string) (api.Session, []string
 	if !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrInvalid) {
 		return api.Session{}, nil, err
 	}
-	owners, err := c.nativeIDOwners(prefix)
+	accepted, err := c.nativeIDOwners(prefix)
 	if err != nil {
 		return api.Session{}, nil, err
 	}
@@ -231,24 +231,56 @@ func (c *Core) lookup(ctx context.Context, prefix string) (api.Session, []string
 	// sessions with the prefix are merged (with every launched one, which
 	// may claim them): one id costs the discovery, not a merge of the
 	// whole view. The view's transitions are left to whole-view passes.
-	low := strings.ToLower(prefix)
 	launched, warnings, err := c.records.all()
 	if err != nil {
 		return api.Session{}, nil, err
 	}
+	sess, more, err := c.lookupNative(ctx, prefix, accepted, launched)
+	return sess, append(warnings, more...), err
+}
+
+// lookupNative resolves a prefix among the sessions only adapters know.
+// The adapters whose last answer holds the prefix are asked alone, the
+// others' last answers standing in for them (so a prefix they share is
+// still ambiguous); when none holds it, or those asked no longer do,
+// every adapter is asked. accepted, when not nil, names the adapters whose
+// ids the prefix can be (the others' sessions are not candidates).
+func (c *Core) lookupNative(ctx context.Context, prefix string, accepted map[string]bool, launched []api.Session) (api.Session, []string, error) {
+	owners, last := c.disc.owners(prefix)
+	if len(owners) > 0 {
+		disc := c.disc.runOf(ctx, owners)
+		for i, a := range owners {
+			last[a.Name()] = disc.sessions[i]
+		}
+		stand := discovered{failed: disc.failed, warnings: disc.warnings}
+		for _, a := range c.disc.adapters {
+			stand.sessions = append(stand.sessions, last[a.Name()])
+		}
+		sess, err := c.resolveNative(prefix, accepted, launched, stand)
+		if !errors.Is(err, ErrNotFound) {
+			return sess, disc.warnings, err
+		}
+	}
 	disc := c.disc.run(ctx)
-	warnings = append(warnings, disc.warnings...)
+	sess, err := c.resolveNative(prefix, accepted, launched, disc)
+	return sess, disc.warnings, err
+}
+
+// resolveNative merges the native sessions with the prefix (and the
+// launched ones, which may claim them) and resolves the prefix among them.
+func (c *Core) resolveNative(prefix string, accepted map[string]bool, launched []api.Session, disc discovered) (api.Session, error) {
+	low := strings.ToLower(prefix)
 	narrowed := disc
 	narrowed.sessions = make([][]adapters.NativeSession, len(disc.sessions))
 	for i, ss := range disc.sessions {
 		for _, ns := range ss {
-			if (owners == nil || owners[ns.Adapter]) && len(ns.NativeID) >= len(prefix) && strings.EqualFold(ns.NativeID[:len(prefix)], prefix) {
+			if (accepted == nil || accepted[ns.Adapter]) && hasPrefixFold(ns.NativeID, prefix) {
 				narrowed.sessions[i] = append(narrowed.sessions[i], ns)
 			}
 		}
 	}
 	all := merge(launched, narrowed, func(sess *api.Session) bool {
-		return sess.Origin == api.OriginDiscovered && (owners == nil || owners[sess.Adapter]) &&
+		return sess.Origin == api.OriginDiscovered && (accepted == nil || accepted[sess.Adapter]) &&
 			strings.HasPrefix(strings.ToLower(sess.ID), low)
 	})
 	ids := make([]string, 0, len(all))
@@ -257,11 +289,11 @@ func (c *Core) lookup(ctx context.Context, prefix string) (api.Session, []string
 		ids = append(ids, sess.ID)
 		byID[sess.ID] = sess
 	}
-	id, err = resolvePrefix(prefix, ids)
+	id, err := resolvePrefix(prefix, ids)
 	if err != nil {
-		return api.Session{}, warnings, err
+		return api.Session{}, err
 	}
-	return byID[id], warnings, nil
+	return byID[id], nil
 }
 
 // nativeIDOwners says which adapters a handle can be a native id of: nil

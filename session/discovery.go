@@ -3,6 +3,8 @@ package session
 import (
 	"context"
 	"fmt"
+	"maps"
+	"strings"
 	"sync"
 	"time"
 
@@ -180,4 +182,28 @@ func (d *discovery) adapter(name string) adapters.Adapter {
 		}
 	}
 	return nil
+}
+
+// owners returns the adapters whose last answer holds a native id that
+// starts with prefix (any case), and every adapter's last answer, read in
+// place. A lookup of one native id asks those adapters alone: ids do not
+// move between stores.
+func (d *discovery) owners(prefix string) ([]adapters.Adapter, map[string][]adapters.NativeSession) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []adapters.Adapter
+	for _, a := range d.adapters {
+		for _, ns := range d.last[a.Name()] {
+			if hasPrefixFold(ns.NativeID, prefix) {
+				out = append(out, a)
+				break
+			}
+		}
+	}
+	return out, maps.Clone(d.last)
+}
+
+// hasPrefixFold is strings.HasPrefix, ignoring case.
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -512,4 +513,69 @@ func deref[T any](p *T) any {
 		return nil
 	}
 	return *p
+}
+
+// counted is a store whose sessions may change, counting its discoveries.
+type counted struct {
+	name     string
+	calls    atomic.Int32
+	mu       sync.Mutex
+	sessions []adapters.NativeSession
+}
+
+func (c *counted) Name() string { return c.name }
+func (c *counted) Discover(context.Context) ([]adapters.NativeSession, error) {
+	c.calls.Add(1)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.sessions), nil
+}
+func (c *counted) Transcript(context.Context, string, int) ([]adapters.Message, error) {
+	return nil, nil
+}
+func (c *counted) add(ns adapters.NativeSession) {
+	c.mu.Lock()
+	c.sessions = append(c.sessions, ns)
+	c.mu.Unlock()
+}
+
+// A lookup of one native id asks only the adapter whose store held it;
+// a prefix two stores share stays ambiguous; an id no store held at the
+// last discovery is looked for in every store.
+func TestNativeLookupAsksTheOwningAdapter(t *testing.T) {
+	created := time.Now().Add(-time.Hour)
+	a := &counted{name: "a", sessions: []adapters.NativeSession{
+		{Adapter: "a", NativeID: "aaa111", State: adapters.NativeDone, CreatedAt: created},
+		{Adapter: "a", NativeID: "shared1", State: adapters.NativeDone, CreatedAt: created},
+	}}
+	b := &counted{name: "b", sessions: []adapters.NativeSession{
+		{Adapter: "b", NativeID: "bbb222", State: adapters.NativeDone, CreatedAt: created},
+		{Adapter: "b", NativeID: "shared2", State: adapters.NativeDone, CreatedAt: created},
+	}}
+	c := New(context.Background(), Options{Home: home.Home(t.TempDir()), Adapters: []adapters.Adapter{a, b}, DiscoveryTimeout: time.Second})
+	ctx := context.Background()
+	if _, err := c.List(ctx, api.ListOptions{All: true}); err != nil {
+		t.Fatal(err)
+	}
+	calls := func() (int32, int32) { return a.calls.Load(), b.calls.Load() }
+	a0, b0 := calls()
+	got, err := c.Get(ctx, "aaa1")
+	if err != nil || got.ID != "aaa111" || got.Adapter != "a" {
+		t.Fatalf("Get aaa1: %v %v", got.ID, err)
+	}
+	if a1, b1 := calls(); a1 != a0+1 || b1 != b0 {
+		t.Errorf("discoveries for one id of a: a %d, b %d; want 1 and 0", a1-a0, b1-b0)
+	}
+	var ambiguous *AmbiguousError
+	if _, err := c.Get(ctx, "shared"); !errors.As(err, &ambiguous) || len(ambiguous.Candidates) != 2 {
+		t.Errorf("Get shared: %v, want ambiguous between the two stores", err)
+	}
+	b.add(adapters.NativeSession{Adapter: "b", NativeID: "new333", State: adapters.NativeBusy, CreatedAt: created})
+	a0, b0 = calls()
+	if got, err := c.Get(ctx, "new333"); err != nil || got.Adapter != "b" {
+		t.Fatalf("Get of a session new since the last discovery: %v %v", got.ID, err)
+	}
+	if a1, b1 := calls(); a1 != a0+1 || b1 != b0+1 {
+		t.Errorf("discoveries for an id no store held: a %d, b %d; want 1 each", a1-a0, b1-b0)
+	}
 }

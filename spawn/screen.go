@@ -40,6 +40,17 @@ func newScreen(rows, cols uint16) *screen {
 }
 
 func (s *screen) write(p []byte) {
+	if cut := len(p) - screenKeep; cut > 0 {
+		// A batch larger than what is kept replaces it all: only its tail
+		// is copied, with the alternate-screen state where that tail
+		// begins (a fast writer's batches are up to the read loop's).
+		s.alt.See(p[:cut])
+		clear(s.chunks)
+		s.chunks = append(s.chunks[:0], screenChunk{data: append([]byte(nil), p[cut:]...), alt: s.alt.On()})
+		s.size = screenKeep
+		s.alt.See(p[cut:])
+		return
+	}
 	if n := len(s.chunks); n > 0 && len(s.chunks[n-1].data) < 4<<10 {
 		s.chunks[n-1].data = append(s.chunks[n-1].data, p...)
 	} else {

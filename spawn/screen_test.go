@@ -54,3 +54,32 @@ func TestScreenKeepsTheEndOfLongOutput(t *testing.T) {
 		}
 	}
 }
+
+// A batch longer than what is kept (a fast writer's read) keeps its tail,
+// with the alternate screen as it was where the tail begins.
+func TestScreenKeepsTheEndOfOneLongBatch(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		batch []byte
+		alt   bool
+	}{
+		{"alternate screen entered before the tail", append([]byte("\x1b[?1049h"), bytes.Repeat([]byte("x"), 2*screenKeep)...), true},
+		{"alternate screen left before the tail", append([]byte("\x1b[?1049hab\x1b[?1049l"), bytes.Repeat([]byte("x"), 2*screenKeep)...), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newScreen(24, 80)
+			s.write([]byte("before"))
+			s.write(append(tc.batch, "\x1b[3;3Hthe end"...))
+			if s.size != screenKeep || len(s.chunks) != 1 {
+				t.Fatalf("keeps %d bytes in %d chunks, want %d in one", s.size, len(s.chunks), screenKeep)
+			}
+			got := s.redraw()
+			if !bytes.Contains(got, []byte("the end")) {
+				t.Errorf("redraw lacks the batch's end: %q", got)
+			}
+			if on := bytes.Contains(got, []byte("\x1b[?1049h")); on != tc.alt {
+				t.Errorf("redraw in the alternate screen: %v, want %v", on, tc.alt)
+			}
+		})
+	}
+}

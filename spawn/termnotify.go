@@ -53,7 +53,17 @@ type termScanner struct {
 // It reports whether b carried printable text outside escape sequences
 // (output a person would see).
 func (s *termScanner) feed(b []byte, emit func(termEvent)) (printed bool) {
-	for _, c := range b {
+	for i := 0; i < len(b); i++ {
+		if s.state == stGround {
+			// Plain text is most of the output: skip to the next ESC or
+			// BEL with the library's vectorised search, not byte by byte.
+			j := nextControl(b[i:])
+			printed = printed || hasPrintable(b[i:i+j])
+			if i += j; i == len(b) {
+				break
+			}
+		}
+		c := b[i]
 		switch s.state {
 		case stGround:
 			switch {
@@ -127,6 +137,28 @@ func (s *termScanner) feed(b []byte, emit func(termEvent)) (printed bool) {
 		}
 	}
 	return printed
+}
+
+// nextControl is the index of the first ESC or BEL in b, or len(b).
+func nextControl(b []byte) int {
+	n := len(b)
+	if i := bytes.IndexByte(b, 0x1b); i >= 0 {
+		n = i
+	}
+	if i := bytes.IndexByte(b[:n], 0x07); i >= 0 {
+		n = i
+	}
+	return n
+}
+
+// hasPrintable reports whether b holds a byte a terminal would show.
+func hasPrintable(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x20 && c != 0x7f {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *termScanner) endOSC(emit func(termEvent)) {

@@ -198,7 +198,7 @@ const interruptSettle = 5 * time.Second
 // runs in the session's own process (codex exec, --no-daemon), and there
 // is nothing to do here.
 func (a *Adapter) InterruptTurn(ctx context.Context, nativeID string) error {
-	if !uuidOnly.MatchString(nativeID) {
+	if !uuidOnly().MatchString(nativeID) {
 		return nil
 	}
 	s, err := dialAppServer(ctx, a.home())
@@ -258,7 +258,7 @@ func (a *Adapter) InterruptTurn(ctx context.Context, nativeID string) error {
 // start whose turn runs in the daemon: the turn and its tools end, and the
 // TUI stays open at its prompt, as after Esc.
 func (a *Adapter) Stop(ctx context.Context, nativeID string) error {
-	if !uuidOnly.MatchString(nativeID) {
+	if !uuidOnly().MatchString(nativeID) {
 		return fmt.Errorf("stop codex session %q: %w", nativeID, adapters.ErrNoSession)
 	}
 	s, err := dialAppServer(ctx, a.home())

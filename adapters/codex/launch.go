@@ -66,7 +66,7 @@ func (a *Adapter) Launch(req adapters.LaunchRequest) (adapters.LaunchSpec, error
 // same rollout.
 func (a *Adapter) Resume(req adapters.LaunchRequest) (adapters.LaunchSpec, error) {
 	id := strings.TrimSpace(req.NativeID)
-	if !uuidOnly.MatchString(id) {
+	if !uuidOnly().MatchString(id) {
 		return adapters.LaunchSpec{}, fmt.Errorf("resume codex: %q is not a codex session id", req.NativeID)
 	}
 	if strings.TrimSpace(req.Prompt) == "" {

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentctl/agentctl/adapters"
@@ -25,8 +26,9 @@ const uuidPattern = `[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}
 var (
 	// lockName matches thread-writer-locks/<id>.lock, which Codex also
 	// keeps open while it writes a thread.
-	lockName = regexp.MustCompile(`^(` + uuidPattern + `)\.lock$`)
-	uuidOnly = regexp.MustCompile(`^` + uuidPattern + `$`)
+	// Compiled on first use: package init runs at every CLI start.
+	lockName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(` + uuidPattern + `)\.lock$`) })
+	uuidOnly = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^` + uuidPattern + `$`) })
 )
 
 // idFromRolloutPath returns the session id a rollout's file name carries:
@@ -91,7 +93,7 @@ func idFromOpenFile(path string) string {
 		return id
 	}
 	if filepath.Base(filepath.Dir(path)) == "thread-writer-locks" {
-		if m := lockName.FindStringSubmatch(filepath.Base(path)); m != nil {
+		if m := lockName().FindStringSubmatch(filepath.Base(path)); m != nil {
 			return strings.ToLower(m[1])
 		}
 	}
@@ -145,7 +147,7 @@ func resumeArg(argv []string) string {
 				continue
 			case strings.HasPrefix(b, "-"):
 				continue
-			case uuidOnly.MatchString(b):
+			case uuidOnly().MatchString(b):
 				return strings.ToLower(b)
 			}
 			// The first positional is the id; a thread name is not

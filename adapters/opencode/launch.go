@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -51,13 +52,14 @@ func (a *Adapter) Launch(req adapters.LaunchRequest) (adapters.LaunchSpec, error
 }
 
 // sessionIDPattern matches OpenCode session ids (ses_ and 26 characters).
-var sessionIDPattern = regexp.MustCompile(`^ses_[0-9A-Za-z]{10,40}$`)
+// Compiled on first use: package init runs at every CLI start.
+var sessionIDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^ses_[0-9A-Za-z]{10,40}$`) })
 
 // Resume builds `opencode run --session ID -- WORDS…`, which appends to the
 // same session.
 func (a *Adapter) Resume(req adapters.LaunchRequest) (adapters.LaunchSpec, error) {
 	id := strings.TrimSpace(req.NativeID)
-	if !sessionIDPattern.MatchString(id) {
+	if !sessionIDPattern().MatchString(id) {
 		return adapters.LaunchSpec{}, fmt.Errorf("resume opencode: %q is not an opencode session id", req.NativeID)
 	}
 	if strings.TrimSpace(req.Prompt) == "" {
@@ -103,14 +105,14 @@ func withPrompt(bin string, args []string, req adapters.LaunchRequest) ([]string
 // numberLike matches what OpenCode's argument parser converts to a number
 // (decimal, exponent, hex; with a sign), checked loosely: a false positive
 // only sends the prompt through stdin.
-var numberLike = regexp.MustCompile(`^[+-]?(\.?[0-9]|0[xX])|^[+-]?(Infinity|NaN)$`)
+var numberLike = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[+-]?(\.?[0-9]|0[xX])|^[+-]?(Infinity|NaN)$`) })
 
 func argvSafe(p string, words []string) bool {
 	if len(p) > maxArgPrompt || strings.ContainsRune(p, 0) {
 		return false
 	}
 	for _, w := range words {
-		if numberLike.MatchString(w) {
+		if numberLike().MatchString(w) {
 			return false
 		}
 	}

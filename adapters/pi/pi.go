@@ -66,7 +66,8 @@ func (a *Adapter) Name() string { return a.name }
 func (a *Adapter) layout() layout { return resolveLayout(a.env.Home, a.env.Lookup) }
 
 // sessionFileName matches Pi's file names: <ISO time>_<id>.jsonl.
-var sessionFileName = regexp.MustCompile(`^\d{4}-\d\d-\d\dT[0-9-]+Z?_([0-9A-Za-z-]+)\.jsonl$`)
+// Compiled on first use: package init runs at every CLI start.
+var sessionFileName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\d{4}-\d\d-\d\dT[0-9-]+Z?_([0-9A-Za-z-]+)\.jsonl$`) })
 
 // scanned is one session file found by a scan.
 type scanned struct {
@@ -161,7 +162,7 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 			}
 			// Unreadable, headerless or garbled: report it with the id its
 			// name carries, so it is not silently lost.
-			m := sessionFileName.FindStringSubmatch(filepath.Base(s.path))
+			m := sessionFileName().FindStringSubmatch(filepath.Base(s.path))
 			if m == nil {
 				continue
 			}

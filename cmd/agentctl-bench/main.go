@@ -7,7 +7,9 @@
 // and warm (median of --runs), and the service's memory.
 //
 // First it times the supervisor's own paths (run round trip, start to
-// exec, output through the pty) against baselines measured in the same run.
+// exec, output through the pty) against baselines measured in the same run:
+// fork/exec of true, a Go program that does nothing, cat to a file and a
+// bare pty reader; and what the binary's package initialisers take.
 //
 // Then it measures the live view (agentctl top) over --top sessions in a
 // real terminal: from a session's exit to its changed row on the screen,
@@ -221,15 +223,14 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintln(out)
 	}
 	if o.core {
-		var rows []coreRow
-		for _, bd := range o.builds() {
-			rs, err := measureCore(ctx, o, filepath.Join(work, "core"+bd.name), bd)
-			if err != nil {
-				return fmt.Errorf("core paths: %w", err)
-			}
-			rows = append(rows, rs...)
+		rows, notes, err := measureCore(ctx, o, filepath.Join(work, "core"), o.builds())
+		if err != nil {
+			return fmt.Errorf("core paths: %w", err)
 		}
 		printCore(out, rows)
+		for _, n := range notes {
+			fmt.Fprintln(out, n)
+		}
 		fmt.Fprintln(out)
 	}
 	var rows []row

@@ -1,3 +1,5 @@
+//go:build gendocs
+
 package main
 
 import (
@@ -12,8 +14,14 @@ import (
 	"github.com/spf13/cobra/doc"
 )
 
+// buildCommands are the commands of a build for packaging: gen-docs. They
+// are left out of the binary people run because cobra/doc's man page
+// writer (go-md2man, blackfriday) costs package init at every start.
+func buildCommands() []*cobra.Command { return []*cobra.Command{newGenDocsCmd()} }
+
 // newGenDocsCmd writes the man pages and shell completions that
-// distribution packages ship (make package runs it).
+// distribution packages ship (make package runs it, from a build with
+// -tags gendocs).
 func newGenDocsCmd() *cobra.Command {
 	var out string
 	cmd := &cobra.Command{
@@ -77,4 +85,17 @@ func newGenDocsCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&out, "out", "", "directory to write into")
 	return cmd
+}
+
+// shortVersion is the version for a man page's footer: a release's tag, or
+// "dev" and the commit for a build between releases.
+func shortVersion() string {
+	v := buildInfo()
+	if pseudoCommit(v.Version) == "" && v.Version != "dev" {
+		return v.Version
+	}
+	if v.Commit != "" {
+		return "dev-" + v.Commit[:min(12, len(v.Commit))]
+	}
+	return "dev"
 }

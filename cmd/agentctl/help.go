@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 )
@@ -111,27 +112,17 @@ func buildInfo() versionInfo {
 }
 
 // pseudo matches a Go pseudo-version: v0.0.0-20260101120000-abcdef123456.
-var pseudo = regexp.MustCompile(`^v\d+\.\d+\.\d+-(?:\d+\.)?\d{14}-([0-9a-f]{12})(?:\+dirty)?$`)
+// Compiled on first use: package init runs at every CLI start.
+var pseudo = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^v\d+\.\d+\.\d+-(?:\d+\.)?\d{14}-([0-9a-f]{12})(?:\+dirty)?$`)
+})
 
 // pseudoCommit is the commit a pseudo-version names, or "".
 func pseudoCommit(version string) string {
-	if m := pseudo.FindStringSubmatch(version); m != nil {
+	if m := pseudo().FindStringSubmatch(version); m != nil {
 		return m[1]
 	}
 	return ""
-}
-
-// shortVersion is the version for a man page's footer: a release's tag, or
-// "dev" and the commit for a build between releases.
-func shortVersion() string {
-	v := buildInfo()
-	if pseudoCommit(v.Version) == "" && v.Version != "dev" {
-		return v.Version
-	}
-	if v.Commit != "" {
-		return "dev-" + v.Commit[:min(12, len(v.Commit))]
-	}
-	return "dev"
 }
 
 func versionDetails() string {

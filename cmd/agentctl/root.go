@@ -57,10 +57,11 @@ HOST/ID handles; see 'agentctl host --help'.`,
 		newPruneCmd(), newRmCmd(), newRestartCmd(), newDaemonCmd(), newShimCmd(),
 		newGroupCmd(), newWorktreeCmd(),
 		newLockCmd(), newUnlockCmd(), newLocksCmd(), newFuseCmd(), newFusesCmd("fuses"), newEventsCmd(),
-		newServiceCmd(), newGenDocsCmd(), newVersionCmd(),
+		newServiceCmd(), newVersionCmd(),
 		newApproveCmd(), newDenyCmd(), newAnswerCmd(), newHookCmd(),
 		newHostCmd(), newDialStdioCmd(),
 	)
+	root.AddCommand(buildCommands()...)
 	addHostFlag(root)
 	addCompletions(root)
 	organizeHelp(root)

@@ -1,5 +1,7 @@
-// Package metrics exposes the service's Prometheus metrics on its own
-// registry (never the process-wide default). Names of the tool agentctl
+// Package metrics exposes the service's Prometheus metrics, written in the
+// text exposition format by hand (the client library's package init alone
+// cost the CLI milliseconds at every start). Each Metrics has its own series,
+// never process-wide ones. Names of the tool agentctl
 // replaces are kept where they mean the same thing, so dashboards keep
 // working: agentctl_sessions_active, agentctl_sessions_total,
 // agentctl_session_duration_seconds, agentctl_locks_active,
@@ -7,18 +9,18 @@
 package metrics
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/agentctl/agentctl/api"
 )
@@ -43,75 +45,56 @@ type Sources struct {
 	Waiting func() map[string]int
 }
 
-// Metrics holds the collectors the service feeds.
+// Metrics holds the series the service feeds. Each family keeps its own
+// lock, so a count never waits on a scrape of another family.
 type Metrics struct {
-	reg               *prometheus.Registry
-	sessionsEnded     *prometheus.CounterVec
-	sessionDuration   *prometheus.HistogramVec
-	fusesExpired      prometheus.Counter
-	hookRuns          *prometheus.CounterVec
-	webhookDeliveries *prometheus.CounterVec
-	spawnDuration     *prometheus.HistogramVec
-	discoveryDuration *prometheus.HistogramVec
-	discoveryErrors   *prometheus.CounterVec
+	src               Sources
+	sessionsEnded     *family
+	sessionDuration   *family
+	fusesExpired      *family
+	hookRuns          *family
+	webhookDeliveries *family
+	spawnDuration     *family
+	discoveryDuration *family
+	discoveryErrors   *family
 }
 
 // DurationBuckets are the session duration histogram's bounds, in seconds:
 // those of the tool agentctl replaces.
 func DurationBuckets() []float64 { return []float64{60, 300, 600, 1800, 3600, 7200} }
 
-// New builds the metrics on a fresh registry.
-func New(src Sources) *Metrics {
-	m := &Metrics{
-		reg: prometheus.NewRegistry(),
-		sessionsEnded: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "agentctl_sessions_total",
-			Help: "Sessions that ended, by adapter and outcome: completed (exit 0), failed (other exit code), stopped (killed by a signal), lost (gone without an exit record).",
-		}, []string{"adapter", "status"}),
-		sessionDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "agentctl_session_duration_seconds",
-			Help:    "How long sessions ran, from start to end, by adapter.",
-			Buckets: DurationBuckets(),
-		}, []string{"adapter"}),
-		fusesExpired: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "agentctl_fuses_expired_total",
-			Help: "Fuses that expired.",
-		}),
-		hookRuns: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "agentctl_hook_runs_total",
-			Help: "Lifecycle hook runs, by phase and outcome (ok, failed, timeout, error).",
-		}, []string{"phase", "outcome"}),
-		webhookDeliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "agentctl_webhook_deliveries_total",
-			Help: "Webhook deliveries, by outcome (delivered, failed, dropped).",
-		}, []string{"outcome"}),
-		spawnDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "agentctl_spawn_duration_seconds",
-			Help:    "Time from a run request to the command confirmed started, by adapter.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14), // 1 ms .. 8 s
-		}, []string{"adapter"}),
-		discoveryDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "agentctl_discovery_duration_seconds",
-			Help:    "Time an adapter took to read its native sessions, by adapter.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
-		}, []string{"adapter"}),
-		discoveryErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "agentctl_discovery_errors_total",
-			Help: "Adapter discoveries that failed, by adapter. A request that stops waiting for a slow discovery says so in a warning; the discovery goes on.",
-		}, []string{"adapter"}),
+// latencyBuckets are 1 ms doubling to about 8 s.
+func latencyBuckets() []float64 {
+	b := make([]float64, 14)
+	for i := range b {
+		b[i] = 0.001 * math.Pow(2, float64(i))
 	}
-	m.reg.MustRegister(
-		m.sessionsEnded, m.sessionDuration, m.fusesExpired, m.hookRuns,
-		m.webhookDeliveries, m.spawnDuration, m.discoveryDuration, m.discoveryErrors,
-		newStateCollector(src),
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	)
-	return m
+	return b
 }
 
-// Registry is the metrics' registry, for tests and extra collectors.
-func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+// New builds the metrics; each Metrics has its own series.
+func New(src Sources) *Metrics {
+	return &Metrics{
+		src: src,
+		sessionsEnded: newFamily("agentctl_sessions_total", "counter",
+			"Sessions that ended, by adapter and outcome: completed (exit 0), failed (other exit code), stopped (killed by a signal), lost (gone without an exit record).",
+			nil, "adapter", "status"),
+		sessionDuration: newFamily("agentctl_session_duration_seconds", "histogram",
+			"How long sessions ran, from start to end, by adapter.", DurationBuckets(), "adapter"),
+		fusesExpired: newFamily("agentctl_fuses_expired_total", "counter", "Fuses that expired.", nil),
+		hookRuns: newFamily("agentctl_hook_runs_total", "counter",
+			"Lifecycle hook runs, by phase and outcome (ok, failed, timeout, error).", nil, "phase", "outcome"),
+		webhookDeliveries: newFamily("agentctl_webhook_deliveries_total", "counter",
+			"Webhook deliveries, by outcome (delivered, failed, dropped).", nil, "outcome"),
+		spawnDuration: newFamily("agentctl_spawn_duration_seconds", "histogram",
+			"Time from a run request to the command confirmed started, by adapter.", latencyBuckets(), "adapter"),
+		discoveryDuration: newFamily("agentctl_discovery_duration_seconds", "histogram",
+			"Time an adapter took to read its native sessions, by adapter.", latencyBuckets(), "adapter"),
+		discoveryErrors: newFamily("agentctl_discovery_errors_total", "counter",
+			"Adapter discoveries that failed, by adapter. A request that stops waiting for a slow discovery says so in a warning; the discovery goes on.",
+			nil, "adapter"),
+	}
+}
 
 // EndStatus maps an ended session to the agentctl_sessions_total status
 // label: the old tool's completed/failed/stopped, plus lost.
@@ -132,95 +115,101 @@ func EndStatus(status api.Status, exitCode *int) string {
 // SessionEnded counts an ended session and records how long it ran; ran < 0
 // means unknown and is not recorded.
 func (m *Metrics) SessionEnded(adapter string, status api.Status, exitCode *int, ran time.Duration) {
-	m.sessionsEnded.WithLabelValues(adapter, EndStatus(status, exitCode)).Inc()
+	m.sessionsEnded.add(1, adapter, EndStatus(status, exitCode))
 	if ran >= 0 {
-		m.sessionDuration.WithLabelValues(adapter).Observe(ran.Seconds())
+		m.sessionDuration.observe(ran.Seconds(), adapter)
 	}
 }
 
 // FuseExpired counts an expired fuse.
-func (m *Metrics) FuseExpired() { m.fusesExpired.Inc() }
+func (m *Metrics) FuseExpired() { m.fusesExpired.add(1) }
 
 // HookRun counts a hook run.
-func (m *Metrics) HookRun(phase, outcome string) { m.hookRuns.WithLabelValues(phase, outcome).Inc() }
+func (m *Metrics) HookRun(phase, outcome string) { m.hookRuns.add(1, phase, outcome) }
 
 // WebhookDelivery counts a webhook delivery's outcome.
-func (m *Metrics) WebhookDelivery(outcome string) { m.webhookDeliveries.WithLabelValues(outcome).Inc() }
+func (m *Metrics) WebhookDelivery(outcome string) { m.webhookDeliveries.add(1, outcome) }
 
 // Spawned records a spawn's latency.
 func (m *Metrics) Spawned(adapter string, took time.Duration) {
-	m.spawnDuration.WithLabelValues(adapter).Observe(took.Seconds())
+	m.spawnDuration.observe(took.Seconds(), adapter)
 }
 
 // Discovered records an adapter discovery's latency and failure.
 func (m *Metrics) Discovered(adapter string, took time.Duration, err error) {
-	m.discoveryDuration.WithLabelValues(adapter).Observe(took.Seconds())
+	m.discoveryDuration.observe(took.Seconds(), adapter)
 	if err != nil {
-		m.discoveryErrors.WithLabelValues(adapter).Inc()
+		m.discoveryErrors.add(1, adapter)
 	}
 }
 
-// stateCollector derives the gauges from Sources at scrape time.
-type stateCollector struct {
-	src                                           Sources
-	sessions, active, locks, fuses, eventsDropped *prometheus.Desc
-	waiting                                       *prometheus.Desc
-}
-
-func newStateCollector(src Sources) stateCollector {
-	return stateCollector{
-		src:           src,
-		sessions:      prometheus.NewDesc("agentctl_sessions", "Sessions known to the service, by adapter and status.", []string{"adapter", "status"}, nil),
-		active:        prometheus.NewDesc("agentctl_sessions_active", "Sessions running now.", nil, nil),
-		locks:         prometheus.NewDesc("agentctl_locks_active", "Directory locks held, by type (auto, manual).", []string{"type"}, nil),
-		fuses:         prometheus.NewDesc("agentctl_fuses_active", "Fuses armed.", nil, nil),
-		eventsDropped: prometheus.NewDesc("agentctl_events_dropped_total", "Events a subscriber's full buffer could not take (read back from the journal while it still holds them).", nil, nil),
-		waiting:       prometheus.NewDesc("agentctl_sessions_waiting", "Running sessions waiting for a person, by what for (permission, question, input).", []string{"reason"}, nil),
+// write renders every family in the text exposition format, sorted by name,
+// into memory: no family's lock is held while a scraper reads.
+func (m *Metrics) write(w *bytes.Buffer) {
+	fams := []*family{
+		m.sessionsEnded, m.sessionDuration, m.fusesExpired, m.hookRuns,
+		m.webhookDeliveries, m.spawnDuration, m.discoveryDuration, m.discoveryErrors,
+	}
+	fams = append(fams, stateFamilies(m.src)...)
+	fams = append(fams, runtimeFamilies()...)
+	fams = append(fams, processFamilies()...)
+	slices.SortFunc(fams, func(a, b *family) int { return strings.Compare(a.name, b.name) })
+	for _, f := range fams {
+		f.write(w)
 	}
 }
 
-func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.sessions, c.active, c.locks, c.fuses, c.eventsDropped, c.waiting} {
-		ch <- d
-	}
-}
-
-func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
-	if c.src.Sessions != nil {
+// stateFamilies derives the gauges from Sources at scrape time.
+func stateFamilies(src Sources) []*family {
+	var out []*family
+	if src.Sessions != nil {
+		sessions := newFamily("agentctl_sessions", "gauge", "Sessions known to the service, by adapter and status.", nil, "adapter", "status")
 		active := 0
-		for _, s := range c.src.Sessions() {
-			ch <- prometheus.MustNewConstMetric(c.sessions, prometheus.GaugeValue, float64(s.Count), s.Adapter, string(s.Status))
+		for _, s := range src.Sessions() {
+			sessions.set(float64(s.Count), s.Adapter, string(s.Status))
 			if s.Status == api.StatusRunning {
 				active += s.Count
 			}
 		}
-		ch <- prometheus.MustNewConstMetric(c.active, prometheus.GaugeValue, float64(active))
+		out = append(out, sessions, gauge("agentctl_sessions_active", "Sessions running now.", float64(active)))
 	}
-	if c.src.Locks != nil {
-		counts := c.src.Locks()
+	if src.Locks != nil {
+		locks := newFamily("agentctl_locks_active", "gauge", "Directory locks held, by type (auto, manual).", nil, "type")
+		counts := src.Locks()
 		for _, typ := range []string{"auto", "manual"} {
-			ch <- prometheus.MustNewConstMetric(c.locks, prometheus.GaugeValue, float64(counts[typ]), typ)
+			locks.set(float64(counts[typ]), typ)
 		}
+		out = append(out, locks)
 	}
-	if c.src.Fuses != nil {
-		ch <- prometheus.MustNewConstMetric(c.fuses, prometheus.GaugeValue, float64(c.src.Fuses()))
+	if src.Fuses != nil {
+		out = append(out, gauge("agentctl_fuses_active", "Fuses armed.", float64(src.Fuses())))
 	}
-	if c.src.Waiting != nil {
-		counts := c.src.Waiting()
+	if src.Waiting != nil {
+		waiting := newFamily("agentctl_sessions_waiting", "gauge", "Running sessions waiting for a person, by what for (permission, question, input).", nil, "reason")
+		counts := src.Waiting()
 		for _, reason := range []string{api.WaitingPermission, api.WaitingQuestion, api.WaitingInput} {
-			ch <- prometheus.MustNewConstMetric(c.waiting, prometheus.GaugeValue, float64(counts[reason]), reason)
+			waiting.set(float64(counts[reason]), reason)
 		}
+		out = append(out, waiting)
 	}
-	if c.src.EventsDropped != nil {
-		ch <- prometheus.MustNewConstMetric(c.eventsDropped, prometheus.CounterValue, float64(c.src.EventsDropped()))
+	if src.EventsDropped != nil {
+		f := newFamily("agentctl_events_dropped_total", "counter", "Events a subscriber's full buffer could not take (read back from the journal while it still holds them).", nil)
+		f.set(float64(src.EventsDropped()))
+		out = append(out, f)
 	}
+	return out
 }
 
 // Handler serves /metrics in the Prometheus text format; other paths are
 // 404, as in the tool agentctl replaces.
 func (m *Metrics) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
+		var b bytes.Buffer
+		m.write(&b)
+		w.Header().Set("Content-Type", contentType)
+		w.Write(b.Bytes())
+	})
 	return mux
 }
 

@@ -115,6 +115,7 @@ func TestScrape(t *testing.T) {
 	m.FuseExpired()
 	m.HookRun("on-complete", "ok")
 	m.HookRun("on-complete", "timeout")
+	m.HookRun("odd \"phase\"\\\n", "ok") // label values are escaped
 	m.WebhookDelivery("delivered")
 	m.WebhookDelivery("failed")
 	m.Spawned("exec", 3*time.Millisecond)
@@ -152,6 +153,7 @@ func TestScrape(t *testing.T) {
 		{"agentctl_sessions_total", map[string]string{"adapter": "claude", "status": "lost"}, 1},
 		{"agentctl_fuses_expired_total", nil, 1},
 		{"agentctl_hook_runs_total", map[string]string{"phase": "on-complete", "outcome": "timeout"}, 1},
+		{"agentctl_hook_runs_total", map[string]string{"phase": "odd \"phase\"\\\n", "outcome": "ok"}, 1},
 		{"agentctl_webhook_deliveries_total", map[string]string{"outcome": "failed"}, 1},
 		{"agentctl_discovery_errors_total", map[string]string{"adapter": "codex"}, 1},
 		{"agentctl_events_dropped_total", nil, 7},
@@ -181,8 +183,22 @@ func TestScrape(t *testing.T) {
 	if value(t, fams, "agentctl_spawn_duration_seconds", map[string]string{"adapter": "exec"}).GetHistogram().GetSampleCount() != 1 {
 		t.Error("spawn latency not recorded")
 	}
-	if _, ok := fams["go_goroutines"]; !ok {
-		t.Error("no Go runtime metrics")
+	for _, name := range []string{"go_goroutines", "process_cpu_seconds_total", "process_start_time_seconds"} {
+		if _, ok := fams[name]; !ok {
+			t.Errorf("no %s", name)
+		}
+	}
+	// An observation equal to a bound counts in that bound's bucket (le).
+	m.Spawned("edge", 2*time.Millisecond)
+	fams, _ = scrape(t, m)
+	for _, b := range value(t, fams, "agentctl_spawn_duration_seconds", map[string]string{"adapter": "edge"}).GetHistogram().GetBucket() {
+		want := uint64(0)
+		if b.GetUpperBound() >= 0.002 {
+			want = 1
+		}
+		if b.GetCumulativeCount() != want {
+			t.Errorf("bucket le=%v: %d, want %d", b.GetUpperBound(), b.GetCumulativeCount(), want)
+		}
 	}
 }
 

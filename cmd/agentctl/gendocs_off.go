@@ -1,0 +1,8 @@
+//go:build !gendocs
+
+package main
+
+import "github.com/spf13/cobra"
+
+// buildCommands: none, outside a build for packaging (see gendocs.go).
+func buildCommands() []*cobra.Command { return nil }
