@@ -76,6 +76,9 @@ type shim struct {
 	health      *healthReport
 	exitSlot    *atomicfile.Slot
 	term        *terminalWatch
+	// ln is the session's socket (attach, input, stop), nil when it
+	// could not listen.
+	ln net.Listener
 	// echo, when set, gets a copy of the output too: a container's
 	// standard output, which the cluster's log stream serves.
 	echo io.Writer
@@ -246,6 +249,14 @@ func startShim(dir string, spec Spec, logger *slog.Logger, echo io.Writer) (*shi
 				logger.Warn("write initial input", "err", err)
 			}
 		}()
+	}
+	// The socket listens before the start is reported, so a viewer that
+	// attaches the moment the launch returns (run -it) finds it; run
+	// serves it.
+	if ln, err := listen(filepath.Join(dir, home.SocketFile)); err != nil {
+		logger.Error("serve session socket; attach and stop through it are unavailable", "err", err)
+	} else {
+		s.ln = ln
 	}
 	return s, nil
 }
@@ -421,10 +432,8 @@ func (s *shim) broadcast(chunk []byte) {
 
 // run serves the socket and holds the session until it is over.
 func (s *shim) run() {
-	ln, err := listen(filepath.Join(s.dir, home.SocketFile))
-	if err != nil {
-		s.logger.Error("serve session socket; attach and stop through it are unavailable", "err", err)
-	} else {
+	ln := s.ln
+	if ln != nil {
 		go s.serve(ln)
 	}
 	reportCtx, stopReports := context.WithCancel(context.Background())
