@@ -118,6 +118,11 @@ func (w *serverWatch) run(ctx context.Context) {
 const (
 	streamSilence = 15 * time.Second
 	streamRenew   = time.Minute
+	// streamGreeting bounds the wait for the stream's first event: the
+	// server says server.connected as it opens one, so a stream without
+	// it is one of the silent ones, and a turn must not pass unseen while
+	// it waits out streamSilence.
+	streamGreeting = 3 * time.Second
 )
 
 // follow reads the event stream until it ends, falls silent or is due for
@@ -125,7 +130,7 @@ const (
 func (w *serverWatch) follow(ctx context.Context, hc *http.Client) error {
 	ctx, cancel := context.WithTimeout(ctx, streamRenew)
 	defer cancel()
-	silent := time.AfterFunc(streamSilence, cancel)
+	silent := time.AfterFunc(streamGreeting, cancel)
 	defer silent.Stop()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, w.url+"/event", nil)
 	if err != nil {
