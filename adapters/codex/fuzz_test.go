@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -167,6 +168,29 @@ func FuzzStringHead(f *testing.F) {
 			if got := text.Ellipsis(stringHead(r, 12*runes+16), runes); got != want {
 				t.Errorf("head of %s: %q, whole: %q", r, got, want)
 			}
+		}
+	})
+}
+
+// FuzzFactsDiskForm: any bytes in the cache file are rejected or read to
+// facts that are written back to the same bytes.
+func FuzzFactsDiskForm(f *testing.F) {
+	x := facts{id: "i", cwd: "/w", firstPrompt: "p", turn: turnComplete, tokensIn: 9, hasTokens: true}
+	b, _ := x.MarshalBinary()
+	f.Add(b)
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var y facts
+		if err := y.UnmarshalBinary(b); err != nil {
+			return
+		}
+		again, err := y.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var z facts
+		if err := z.UnmarshalBinary(again); err != nil || !reflect.DeepEqual(y, z) {
+			t.Errorf("read back differently: %v\n%+v\n%+v", err, y, z)
 		}
 	})
 }
