@@ -79,7 +79,11 @@ func (r *RecordReader) fail(err error) {
 	r.b = nil
 }
 
-// Err is the first error met, or an error when bytes are left over.
+// OK reports whether every read so far succeeded (bytes may be left).
+func (r *RecordReader) OK() bool { return r.err == nil }
+
+// Err is the first error met, or an error when bytes are left over: the
+// check once all is read.
 func (r *RecordReader) Err() error {
 	if r.err == nil && len(r.b) != 0 {
 		return fmt.Errorf("cached record: %d bytes left over", len(r.b))

@@ -60,7 +60,7 @@ func measureFirst(ctx context.Context, o options, work string, n, mixed int) ([]
 }
 
 func firstOver(ctx context.Context, o options, dir, name string, gen func(home string) error) (firstRow, error) {
-	b := &bench{o: o, home: filepath.Join(dir, "home")}
+	b := &bench{o: o, home: filepath.Join(dir, "home"), bin: o.bin}
 	t0 := time.Now()
 	if err := gen(b.home); err != nil {
 		return firstRow{}, err
