@@ -34,8 +34,11 @@ type Adapter struct {
 	env adapters.Env
 
 	rollouts *storeio.FileCache[*facts]
-	threads  threadIndex
-	folders  *storeio.Lister
+	// saved keeps the rollouts' facts across restarts (nil without a
+	// cache folder).
+	saved   *storeio.DiskCache[*facts]
+	threads threadIndex
+	folders *storeio.Lister
 
 	mu sync.Mutex
 	// paths maps session ids to rollout files, from the last scan.
@@ -44,12 +47,16 @@ type Adapter struct {
 
 // New returns the adapter for the Codex store env points at.
 func New(env adapters.Env) *Adapter {
-	return &Adapter{
+	a := &Adapter{
 		env:      env,
 		rollouts: storeio.NewFileCache[*facts](maxCachedFiles),
 		folders:  storeio.NewLister(env.Folders),
 		paths:    map[string]string{},
 	}
+	if path := env.CachePath("codex-facts.gob"); path != "" {
+		a.saved = &storeio.DiskCache[*facts]{Cache: a.rollouts, Path: path, Kind: factsKind, Logf: env.Logf}
+	}
+	return a
 }
 
 // Name is "codex".
@@ -90,6 +97,10 @@ func (a *Adapter) scan(ctx context.Context) ([]scanned, map[string]*thread, erro
 	// The thread index only spares reading rollout heads; when it cannot
 	// be read, the rollouts say the same.
 	threads, _ := a.threads.load(ctx, filepath.Join(a.home(), stateDBName))
+	if a.saved != nil {
+		a.saved.Load()
+		defer a.saved.Save(false)
+	}
 
 	out := make([]scanned, len(files))
 	if err := storeio.Parallel(ctx, len(files), func(i int) {

@@ -30,6 +30,10 @@ const recentMessages = 30
 type dbStore struct {
 	path  string
 	watch storeio.FolderWatch // nil: stat every time
+	// saved keeps the result across restarts (nil without a cache
+	// folder); seeded is set once it was looked at.
+	saved  *storeio.DiskCache[*dbSnapshot]
+	seeded bool
 
 	// token is the folder's watch token the result was read under, valid
 	// when watched.
@@ -43,6 +47,8 @@ type dbStore struct {
 	// mark is the last event (rowid) seen when marked.
 	mark   int64
 	marked bool
+	// detailed counts the sessions whose messages were read.
+	detailed int
 }
 
 // stamp says which version of a session an entry was read at: the
@@ -54,8 +60,8 @@ type stamp struct {
 	seq     int64
 }
 
-func newDBStore(path string, watch storeio.FolderWatch) *dbStore {
-	return &dbStore{path: path, watch: watch, sessions: map[string]*session{}, stamps: map[string]stamp{}}
+func newDBStore(path string, watch storeio.FolderWatch, saved *storeio.DiskCache[*dbSnapshot]) *dbStore {
+	return &dbStore{path: path, watch: watch, saved: saved, sessions: map[string]*session{}, stamps: map[string]stamp{}}
 }
 
 // load returns the store's sessions. A missing database is no sessions; a
@@ -83,11 +89,22 @@ func (d *dbStore) load(ctx context.Context) ([]*session, error) {
 		d.token, d.watched = token, watched
 		return nil, nil
 	}
+	if d.saved != nil && !d.seeded {
+		d.seeded = true
+		d.saved.Load()
+		if e, ok := d.saved.Kept(d.path); ok && e.Value != nil {
+			d.seed(e.Value, st)
+		}
+	}
 	if !st[0].Same(d.stamp[0]) || !st[1].Same(d.stamp[1]) {
 		if err := d.refresh(ctx); err != nil {
 			return nil, err
 		}
 		d.stamp = st
+		if d.saved != nil {
+			d.saved.Put(st[0], d.snapshot())
+			d.saved.Save(false)
+		}
 	}
 	d.token, d.watched = token, watched
 	return d.list(), nil
@@ -189,6 +206,7 @@ func (d *dbStore) refresh(ctx context.Context) error {
 		if prev, ok := d.sessions[s.id]; ok {
 			s.firstPrompt = prev.firstPrompt // the first prompt never changes
 		}
+		d.detailed++
 		if err := readDetails(ctx, tx, s, cols); err != nil {
 			if storeio.IsSQLiteBusy(err) || ctx.Err() != nil {
 				d.keepPartial(next, nextStamps)

@@ -1,6 +1,7 @@
 package opencode
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	opencodesynth "github.com/agentctl/agentctl/internal/synth/opencode"
@@ -148,6 +149,34 @@ func FuzzDatabaseRows(f *testing.F) {
 		}
 		if _, err := a.Transcript(context.Background(), id, 1); err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+// FuzzSnapshotDiskForm: any bytes in the cache file are rejected or read to
+// a snapshot that reads back to the same record (times compare as
+// instants, so the bytes are compared).
+func FuzzSnapshotDiskForm(f *testing.F) {
+	x := session{id: "ses_1", firstPrompt: "p", warnings: []string{"w"}}
+	snap := dbSnapshot{sessions: map[string]*session{x.id: &x}, stamps: map[string]stamp{x.id: {updated: 1}}}
+	b, _ := snap.MarshalBinary()
+	f.Add(b)
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var y dbSnapshot
+		if err := y.UnmarshalBinary(b); err != nil {
+			return
+		}
+		again, err := y.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var z dbSnapshot
+		if err := z.UnmarshalBinary(again); err != nil {
+			t.Fatalf("its own record rejected: %v", err)
+		}
+		if third, _ := z.MarshalBinary(); !bytes.Equal(again, third) {
+			t.Errorf("read back differently:\n%x\n%x", again, third)
 		}
 	})
 }

@@ -31,11 +31,21 @@ type Adapter struct {
 	mu     sync.Mutex
 	dbs    map[string]*dbStore // by database path
 	legacy *legacyStore
+	// saved keeps what was read from each database across restarts (nil
+	// without a cache folder).
+	saved *storeio.DiskCache[*dbSnapshot]
 }
+
+// maxSavedDBs bounds the databases whose result is kept.
+const maxSavedDBs = 64
 
 // New returns the adapter for the OpenCode store env points at.
 func New(env adapters.Env) *Adapter {
-	return &Adapter{env: env, dbs: map[string]*dbStore{}, legacy: newLegacyStore()}
+	a := &Adapter{env: env, dbs: map[string]*dbStore{}, legacy: newLegacyStore()}
+	if path := env.CachePath("opencode-databases.gob"); path != "" {
+		a.saved = &storeio.DiskCache[*dbSnapshot]{Cache: storeio.NewFileCache[*dbSnapshot](maxSavedDBs), Path: path, Kind: snapshotKind, Logf: env.Logf}
+	}
+	return a
 }
 
 // Name is "opencode".
@@ -76,7 +86,7 @@ func (a *Adapter) store(path string) *dbStore {
 	defer a.mu.Unlock()
 	d, ok := a.dbs[path]
 	if !ok {
-		d = newDBStore(path, a.env.Folders)
+		d = newDBStore(path, a.env.Folders, a.saved)
 		a.dbs[path] = d
 	}
 	return d

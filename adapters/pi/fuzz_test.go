@@ -134,3 +134,30 @@ func summary(x *facts) string {
 	}
 	return fmt.Sprint(x.id, x.sumsKnown, x.hasUsage, x.tokensIn, x.tokensOut, x.hasCost, x.cost, x.lastMessage, x.lastModel, x.lastRole, x.lastStop)
 }
+
+// FuzzFactsDiskForm: any bytes in the cache file are rejected or read to
+// facts that read back to the same record (times compare as instants, so
+// the bytes are compared).
+func FuzzFactsDiskForm(f *testing.F) {
+	x := facts{id: "i", cwd: "/w", firstPrompt: "p", tokensIn: 9, cost: 0.25, hasUsage: true, warnings: []string{"head: w"}}
+	b, _ := x.MarshalBinary()
+	f.Add(b)
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var y facts
+		if err := y.UnmarshalBinary(b); err != nil {
+			return
+		}
+		again, err := y.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var z facts
+		if err := z.UnmarshalBinary(again); err != nil {
+			t.Fatalf("its own record rejected: %v", err)
+		}
+		if third, _ := z.MarshalBinary(); !bytes.Equal(again, third) {
+			t.Errorf("read back differently:\n%x\n%x", again, third)
+		}
+	})
+}

@@ -36,6 +36,9 @@ type Adapter struct {
 	// files caches what each session file said; an entry is used only
 	// while a stat shows the same size, mtime and inode.
 	files *storeio.FileCache[*facts]
+	// saved keeps the files' facts across restarts (nil without a cache
+	// folder).
+	saved *storeio.DiskCache[*facts]
 	// folders lists the session folders.
 	folders *storeio.Lister
 
@@ -57,7 +60,13 @@ func New(env adapters.Env) *Adapter { return newAdapter(NamePi, env) }
 func NewRust(env adapters.Env) *Adapter { return newAdapter(NamePiRust, env) }
 
 func newAdapter(name string, env adapters.Env) *Adapter {
-	return &Adapter{name: name, env: env, files: storeio.NewFileCache[*facts](maxCachedFiles), folders: storeio.NewLister(env.Folders), paths: map[string]string{}}
+	a := &Adapter{name: name, env: env, files: storeio.NewFileCache[*facts](maxCachedFiles), folders: storeio.NewLister(env.Folders), paths: map[string]string{}}
+	// One file per adapter: pi and pi-rust read the same store, each
+	// with its own cache.
+	if path := env.CachePath(name + "-facts.gob"); path != "" {
+		a.saved = &storeio.DiskCache[*facts]{Cache: a.files, Path: path, Kind: factsKind, Logf: env.Logf}
+	}
+	return a
 }
 
 // Name is "pi" or "pi-rust".
@@ -84,6 +93,10 @@ func (a *Adapter) scan(ctx context.Context) ([]scanned, error) {
 	keys, err := a.folders.Walk(ctx, a.layout().roots(), 1, isSessionFile)
 	if err != nil {
 		return nil, fmt.Errorf("scan pi sessions: %w", err)
+	}
+	if a.saved != nil {
+		a.saved.Load()
+		defer a.saved.Save(false)
 	}
 	read := make([]scanned, len(keys))
 	if err := storeio.Parallel(ctx, len(keys), func(i int) {

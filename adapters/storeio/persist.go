@@ -138,3 +138,25 @@ func (d *DiskCache[V]) logf(format string, args ...any) {
 		d.Logf(format, args...)
 	}
 }
+
+// Kept returns the entry the cache holds for path, whatever the file's
+// version now: for a value whose reader revalidates it itself (a
+// database, whose rows carry their own stamps), where an entry read from
+// an older version still spares most of the work. Load first.
+func (d *DiskCache[V]) Kept(path string) (Entry[V], bool) {
+	d.Cache.mu.Lock()
+	defer d.Cache.mu.Unlock()
+	if el, ok := d.Cache.entries[path]; ok {
+		return *el.Value.(*Entry[V]), true
+	}
+	return Entry[V]{}, false
+}
+
+// Put keeps v, read by the caller from the file version key, for the next
+// Save (which it counts as a read).
+func (d *DiskCache[V]) Put(key FileKey, v V) {
+	d.Cache.store(Entry[V]{Key: key, Value: v})
+	d.Cache.mu.Lock()
+	d.Cache.misses++
+	d.Cache.mu.Unlock()
+}

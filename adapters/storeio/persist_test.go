@@ -213,3 +213,39 @@ func FuzzDiskCacheLoad(f *testing.F) {
 		}
 	})
 }
+
+// A value put by its reader (not read through the cache) is saved, and
+// after a restart Kept returns it whatever the file's version now, which
+// Get would not.
+func TestDiskCachePutAndKept(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f")
+	appendFile(t, p, "a\n")
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cachePath := filepath.Join(t.TempDir(), "lines.gob")
+	log := &logLines{}
+	first := newDisk(cachePath, log)
+	first.Load()
+	first.Put(KeyOf(p, fi), lines{N: 7})
+	first.Save(false)
+
+	appendFile(t, p, "b\n") // the file changed since
+	second := newDisk(cachePath, log)
+	second.Load()
+	if e, ok := second.Kept(p); !ok || e.Value.N != 7 || e.Key.Size != fi.Size() {
+		t.Errorf("Kept = %+v, %v; want the value put, at its key", e, ok)
+	}
+	if _, ok := second.Kept(filepath.Join(dir, "other")); ok {
+		t.Error("Kept returned a value for a path never put")
+	}
+	var fill countingFill
+	if v, _, err := second.Cache.Get(p, fill.fill); err != nil || v.N != 2 || len(fill.calls) != 1 {
+		t.Errorf("Get of the changed file = %+v, %v after %q; want it read again", v, err, fill.calls)
+	}
+	if len(log.lines) > 0 {
+		t.Errorf("logged %q", log.lines)
+	}
+}

@@ -99,10 +99,18 @@ func measureHosts(ctx context.Context, o options, work string, n, sessions int) 
 		names = append(names, name)
 	}
 	defer func() {
-		for _, h := range append([]string{"local"}, names...) {
-			cli("-H", h, "stop", "--all", "--force")
+		// Clean up even when the bench was interrupted (ctx ended).
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		quiet := func(args ...string) {
+			cmd := exec.CommandContext(cctx, o.bin, args...)
+			cmd.Env = env
+			cmd.Run()
 		}
-		cli("daemon", "stop")
+		for _, h := range append([]string{"local"}, names...) {
+			quiet("-H", h, "stop", "--all", "--force")
+		}
+		quiet("daemon", "stop")
 		for _, name := range names {
 			c := exec.Command(o.bin, "daemon", "stop")
 			c.Env = append(benchEnv(), "AGENTCTL_HOME="+filepath.Join(b.work, name))

@@ -1,0 +1,59 @@
+package codex
+
+import (
+	"fmt"
+
+	"github.com/agentctl/agentctl/adapters/storeio"
+)
+
+// factsKind names the facts a cache file holds; change it when the fields
+// written below, their order or their meaning change.
+const factsKind = "codex-facts-1"
+
+// MarshalBinary is the facts as the cache file keeps them (encoding.BinaryMarshaler,
+// which the DiskCache's gob uses). The offset and fingerprint are left out:
+// after a restart a rollout that grew is read again whole, never continued
+// from a position this process did not read to.
+func (x *facts) MarshalBinary() ([]byte, error) {
+	var w storeio.RecordWriter
+	for _, s := range []string{x.id, x.cwd, x.model, x.cliVersion, x.originator, x.firstPrompt, x.weakPrompt, x.lastMessage, x.turnError} {
+		w.String(s)
+	}
+	w.Time(x.created)
+	w.Time(x.lastTime)
+	w.Int(x.tokensIn)
+	w.Int(x.tokensOut)
+	w.Bool(x.hasTokens)
+	w.Int(int64(x.turn))
+	w.Int(int64(x.badLines))
+	w.Int(int64(x.skipped))
+	w.Bool(x.tailOnly)
+	return w.Bytes(), nil
+}
+
+// UnmarshalBinary reads what MarshalBinary wrote.
+func (x *facts) UnmarshalBinary(b []byte) error {
+	r := storeio.NewRecordReader(b)
+	var y facts
+	for _, p := range []*string{&y.id, &y.cwd, &y.model, &y.cliVersion, &y.originator, &y.firstPrompt, &y.weakPrompt, &y.lastMessage, &y.turnError} {
+		*p = r.String()
+	}
+	y.created = r.Time()
+	y.lastTime = r.Time()
+	y.tokensIn = r.Int()
+	y.tokensOut = r.Int()
+	y.hasTokens = r.Bool()
+	turn := r.Int()
+	y.badLines = int(r.Int())
+	y.skipped = int(r.Int())
+	y.tailOnly = r.Bool()
+	if err := r.Err(); err != nil {
+		return fmt.Errorf("codex facts: %w", err)
+	}
+	if turn < int64(turnNone) || turn > int64(turnAborted) {
+		return fmt.Errorf("codex facts: turn state %d", turn)
+	}
+	y.turn = turnState(turn)
+	*x = y
+	return nil
+}
