@@ -23,26 +23,12 @@ const endTimeout = 30 * time.Second
 // ends (the session goes on) or when the container ends, with the session
 // as its pod then reports it.
 func (c *Cluster) AttachStreams(ctx context.Context, id string, in io.Reader, out io.Writer) (api.Session, error) {
-	full, err := c.resolve(ctx, id)
+	at, err := c.attachRunning(ctx, id, true)
+	full, s := at.id, at.sess
 	if err != nil {
-		return api.Session{}, err
+		return s, err
 	}
-	job, pod, err := c.state(ctx, full)
-	if err != nil {
-		return api.Session{}, err
-	}
-	s := derive(job, pod)
-	if pod == nil || s.Status != api.StatusRunning || s.StartTime == nil {
-		return s, notRunning(c, s)
-	}
-	req := c.core.RESTClient().Post().Resource("pods").Namespace(c.namespace).Name(pod.Name).
-		SubResource("attach").
-		VersionedParams(&corev1.PodAttachOptions{Container: containerName, Stdin: true, Stdout: true}, scheme.ParameterCodec)
-	exec, err := remotecommand.NewSPDYExecutor(c.rest, "POST", req.URL())
-	if err != nil {
-		return s, c.explain("attach to "+full, err)
-	}
-	err = exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: in, Stdout: out})
+	err = at.exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: in, Stdout: out})
 	if ctx.Err() != nil {
 		return s, nil // detached
 	}
@@ -53,9 +39,43 @@ func (c *Cluster) AttachStreams(ctx context.Context, id string, in io.Reader, ou
 	// later.
 	wctx, cancel := context.WithTimeout(ctx, endTimeout)
 	defer cancel()
-	uid := pod.UID
+	uid := at.pod.UID
 	c.untilPod(wctx, full, func(p *corev1.Pod, deleted bool) (bool, error) {
 		return p == nil || p.UID != uid || deleted || podEnded(p), nil
 	})
 	return c.Get(ctx, full)
+}
+
+// attachment is a running session's pod, ready for the API's attach.
+type attachment struct {
+	id   string // the session's full id
+	sess api.Session
+	pod  *corev1.Pod
+	exec remotecommand.Executor
+}
+
+// attachRunning resolves id to a running session and prepares the API's
+// attach to its pod's monitor: its standard input, and its standard
+// output when withOutput. A session that does not run is returned with
+// the error that says so.
+func (c *Cluster) attachRunning(ctx context.Context, id string, withOutput bool) (attachment, error) {
+	full, err := c.resolve(ctx, id)
+	if err != nil {
+		return attachment{}, err
+	}
+	job, pod, err := c.state(ctx, full)
+	if err != nil {
+		return attachment{}, err
+	}
+	at := attachment{id: full, sess: derive(job, pod), pod: pod}
+	if pod == nil || at.sess.Status != api.StatusRunning || at.sess.StartTime == nil {
+		return at, notRunning(c, at.sess)
+	}
+	req := c.core.RESTClient().Post().Resource("pods").Namespace(c.namespace).Name(pod.Name).
+		SubResource("attach").
+		VersionedParams(&corev1.PodAttachOptions{Container: containerName, Stdin: true, Stdout: withOutput}, scheme.ParameterCodec)
+	if at.exec, err = remotecommand.NewSPDYExecutor(c.rest, "POST", req.URL()); err != nil {
+		return at, c.explain("attach to "+full, err)
+	}
+	return at, nil
 }

@@ -5,8 +5,6 @@ import (
 	"context"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/agentctl/agentctl/api"
@@ -18,25 +16,11 @@ const inputTimeout = 10 * time.Second
 // Input types data into the session's terminal through the API's attach:
 // the container's standard input, which the monitor writes to the pty.
 func (c *Cluster) Input(ctx context.Context, id string, data []byte) (api.Session, error) {
-	full, err := c.resolve(ctx, id)
+	at, err := c.attachRunning(ctx, id, false)
 	if err != nil {
-		return api.Session{}, err
+		return at.sess, err
 	}
-	job, pod, err := c.state(ctx, full)
-	if err != nil {
-		return api.Session{}, err
-	}
-	s := derive(job, pod)
-	if pod == nil || s.Status != api.StatusRunning || s.StartTime == nil {
-		return s, notRunning(c, s)
-	}
-	req := c.core.RESTClient().Post().Resource("pods").Namespace(c.namespace).Name(pod.Name).
-		SubResource("attach").
-		VersionedParams(&corev1.PodAttachOptions{Container: containerName, Stdin: true}, scheme.ParameterCodec)
-	exec, err := remotecommand.NewSPDYExecutor(c.rest, "POST", req.URL())
-	if err != nil {
-		return api.Session{}, c.explain("attach to "+full, err)
-	}
+	full, s, exec := at.id, at.sess, at.exec
 	ctx, cancel := context.WithTimeout(ctx, inputTimeout)
 	defer cancel()
 	if err := exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: bytes.NewReader(data)}); err != nil {
