@@ -86,26 +86,7 @@ when it last answered are listed as unknown.`,
 			if err != nil {
 				return err
 			}
-			if out.asJSON {
-				return printJSON(os.Stdout, list)
-			}
-			for _, w := range list.Warnings {
-				warn("%s", w)
-			}
-			if out.quiet {
-				for _, s := range list.Sessions {
-					fmt.Println(s.ID)
-				}
-				return nil
-			}
-			if len(list.Sessions) == 0 {
-				if !out.noHeaders {
-					fmt.Fprintln(os.Stderr, "no sessions")
-				}
-				return nil
-			}
-			printSessionTable(os.Stdout, list.Sessions, tableWidth(os.Stdout), out.format == "wide", !out.noHeaders)
-			return nil
+			return printList(list, out, func(s api.Session) string { return s.ID })
 		},
 	}
 	fl := cmd.Flags()
@@ -138,6 +119,12 @@ func listSeveral(ctx context.Context, hs []hosts.Host, o api.ListOptions, out ou
 		}
 		return printedError{err: fmt.Errorf("no host answered (%s)", strings.Join(failed, ", "))}
 	}
+	return printList(list, out, func(s api.Session) string { return hosts.Handle(s.Host, s.ID) })
+}
+
+// printList prints a list as its flags say: JSON, one handle a line (-q),
+// or the table, the warnings on standard error.
+func printList(list api.SessionList, out outputFlags, handle func(api.Session) string) error {
 	if out.asJSON {
 		return printJSON(os.Stdout, list)
 	}
@@ -146,7 +133,7 @@ func listSeveral(ctx context.Context, hs []hosts.Host, o api.ListOptions, out ou
 	}
 	if out.quiet {
 		for _, s := range list.Sessions {
-			fmt.Println(hosts.Handle(s.Host, s.ID))
+			fmt.Println(handle(s))
 		}
 		return nil
 	}
