@@ -111,7 +111,9 @@ func attachStreams(cmd *cobra.Command, a streamAttacher, id string) error {
 	}()
 	s, detached, err := joinStreams(ctx, a, id, os.Stdin, !tty, out)
 	out.restore()
-	if detached || cmd.Context().Err() == nil && ctx.Err() != nil {
+	// A signal ends ctx (through main's context when it came before this
+	// command's own handler): either way the person left it running.
+	if detached || ctx.Err() != nil {
 		fmt.Fprintf(os.Stderr, "\r\n[detached from %s; it keeps running]\r\n", shortID(id))
 		return nil
 	}
@@ -176,6 +178,24 @@ func attach(cmd *cobra.Command, c frameAttacher, id string) error {
 		return fmt.Errorf("attach to %s: %w", id, err)
 	}
 	defer at.Close()
+	detached := make(chan struct{})
+	var detachOnce sync.Once
+	detach := func() { detachOnce.Do(func() { close(detached); at.Close() }) }
+	// A signal to the attached client detaches it, as the detach key does:
+	// the session goes on. It is caught before the banner says "attached",
+	// and one that came sooner (main's context took it) detaches too.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case <-sigs:
+			detach()
+		case <-cmd.Context().Done():
+			detach()
+		case <-detached:
+		}
+	}()
 	out := &modeWriter{w: os.Stdout}
 	defer out.restore()
 	if term.IsTerminal(in) {
@@ -198,19 +218,6 @@ func attach(cmd *cobra.Command, c frameAttacher, id string) error {
 		}
 	}()
 
-	detached := make(chan struct{})
-	var detachOnce sync.Once
-	detach := func() { detachOnce.Do(func() { close(detached); at.Close() }) }
-	// A signal to the attached client detaches it, as the detach key does:
-	// the session goes on.
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
-	go func() {
-		if _, ok := <-sigs; ok {
-			detach()
-		}
-	}()
 	go func() {
 		buf := make([]byte, 4096)
 		for {
