@@ -171,7 +171,13 @@ func (c Cache) Save(name string, at time.Time, sessions []api.Session) error {
 	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
 		return fmt.Errorf("keep the last-seen sessions of %s: %w", name, err)
 	}
-	return atomicfile.WriteJSON(c.path(name), cached{SeenAt: at, Sessions: running}, 0o600)
+	b, err := json.Marshal(cached{SeenAt: at, Sessions: running})
+	if err != nil {
+		return fmt.Errorf("keep the last-seen sessions of %s: %w", name, err)
+	}
+	// Unsynced: a cache written on every list; losing it to a crash costs
+	// only the hint, and fsyncs here would be most of a list's time.
+	return atomicfile.WriteUnsynced(c.path(name), b, 0o600)
 }
 
 // Load returns the sessions a host had running when last seen, and when.
