@@ -237,19 +237,19 @@ func TestInputThroughAttach(t *testing.T) {
 
 func TestLockLeaseBlocksSecondLaunch(t *testing.T) {
 	c, _ := testCluster(t)
-	first := launch(t, c, api.RunRequest{Command: []string{"sh", "-c", "sleep 4; exit 0"}, Cwd: "/work/repo", Lock: true})
-	_, err := c.Launch(context.Background(), api.RunRequest{Command: []string{"true"}, Cwd: "/work/repo", Lock: true})
+	first := launch(t, c, api.RunRequest{Command: []string{"sh", "-c", "sleep 4; exit 0"}, Cwd: "/srv/repo", Lock: true})
+	_, err := c.Launch(context.Background(), api.RunRequest{Command: []string{"true"}, Cwd: "/srv/repo", Lock: true})
 	if api.CodeOf(err) != api.CodeLocked || !strings.Contains(err.Error(), first.ID) {
 		t.Fatalf("second launch into a locked directory: %v, want locked by %s", err, first.ID)
 	}
 	// Another directory is free.
-	other := launch(t, c, api.RunRequest{Command: []string{"true"}, Cwd: "/work/other", Lock: true})
+	other := launch(t, c, api.RunRequest{Command: []string{"true"}, Cwd: "/srv/other", Lock: true})
 	follow(t, c, other.ID)
 	// Once the first ends, the directory is free again: nobody released
 	// the Lease, its holder's pod ended.
 	_, end := follow(t, c, first.ID)
 	wantExited(t, end, 0)
-	third := launch(t, c, api.RunRequest{Command: []string{"true"}, Cwd: "/work/repo", Lock: true})
+	third := launch(t, c, api.RunRequest{Command: []string{"true"}, Cwd: "/srv/repo", Lock: true})
 	_, end = follow(t, c, third.ID)
 	wantExited(t, end, 0)
 }
