@@ -168,6 +168,11 @@ up() {
 	local base host
 	base=$(cat "$state/ports")
 	host=$(hostname)
+	# The API server reaches the kubelet by the node's hostname (logs,
+	# attach): it must resolve to this machine's loopback.
+	if ! getent ahostsv4 "$host" 2>/dev/null | grep -q '^127\.'; then
+		echo "k8s-harness: WARNING: the hostname $host does not resolve to 127.0.0.1; logs and attach through the API server will fail (add \"127.0.0.1 $host\" to /etc/hosts)" >&2
+	fi
 	local p_etcd=$base p_peer=$((base + 1)) p_api=$((base + 2)) p_cm=$((base + 3)) p_sched=$((base + 4)) p_kubelet=$((base + 5)) p_khealth=$((base + 6))
 	# A bridge name of our own, short enough for the kernel's 15 bytes.
 	local bridge=actl$((base / 10 % 10000))
