@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentctl/agentctl/adapters/storeio"
+	"github.com/agentctl/agentctl/adapters/storeio/storeiotest"
 	"github.com/agentctl/agentctl/internal/text"
 )
 
@@ -175,25 +176,5 @@ func FuzzStringHead(f *testing.F) {
 // facts that read back to the same record (times compare as instants, so
 // the bytes are compared).
 func FuzzFactsDiskForm(f *testing.F) {
-	x := facts{id: "i", cwd: "/w", firstPrompt: "p", turn: turnComplete, tokensIn: 9, hasTokens: true}
-	b, _ := x.MarshalBinary()
-	f.Add(b)
-	f.Add([]byte{})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		var y facts
-		if err := y.UnmarshalBinary(b); err != nil {
-			return
-		}
-		again, err := y.MarshalBinary()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var z facts
-		if err := z.UnmarshalBinary(again); err != nil {
-			t.Fatalf("its own record rejected: %v", err)
-		}
-		if third, _ := z.MarshalBinary(); !bytes.Equal(again, third) {
-			t.Errorf("read back differently:\n%x\n%x", again, third)
-		}
-	})
+	storeiotest.FuzzDiskForm(f, &facts{id: "i", cwd: "/w", firstPrompt: "p", turn: turnComplete, tokensIn: 9, hasTokens: true})
 }

@@ -1,16 +1,16 @@
 package opencode
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	opencodesynth "github.com/agentctl/agentctl/internal/synth/opencode"
 	"os"
 	"path/filepath"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/adapters/storeio/storeiotest"
+	opencodesynth "github.com/agentctl/agentctl/internal/synth/opencode"
 )
 
 // fixtureData returns the data column of every message and part row in the
@@ -158,25 +158,5 @@ func FuzzDatabaseRows(f *testing.F) {
 // instants, so the bytes are compared).
 func FuzzSnapshotDiskForm(f *testing.F) {
 	x := session{id: "ses_1", firstPrompt: "p", warnings: []string{"w"}}
-	snap := dbSnapshot{sessions: map[string]*session{x.id: &x}, stamps: map[string]stamp{x.id: {updated: 1}}}
-	b, _ := snap.MarshalBinary()
-	f.Add(b)
-	f.Add([]byte{})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		var y dbSnapshot
-		if err := y.UnmarshalBinary(b); err != nil {
-			return
-		}
-		again, err := y.MarshalBinary()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var z dbSnapshot
-		if err := z.UnmarshalBinary(again); err != nil {
-			t.Fatalf("its own record rejected: %v", err)
-		}
-		if third, _ := z.MarshalBinary(); !bytes.Equal(again, third) {
-			t.Errorf("read back differently:\n%x\n%x", again, third)
-		}
-	})
+	storeiotest.FuzzDiskForm(f, &dbSnapshot{sessions: map[string]*session{x.id: &x}, stamps: map[string]stamp{x.id: {updated: 1}}})
 }
