@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
+	"time"
 
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/home"
@@ -75,9 +77,28 @@ func (c *Core) Remove(ctx context.Context, id string, req api.RemoveRequest) (ap
 		}
 	}
 	dir := c.opts.Home.SessionDir(sess.ID)
-	if err := os.RemoveAll(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := RemoveSessionDir(dir); err != nil {
 		return sess, fmt.Errorf("remove %s: %w", dir, err)
 	}
 	c.Forget(sess.ID)
 	return sess, nil
+}
+
+// RemoveSessionDir removes a session's folder. The service may be writing
+// into it as it goes (the end's claim just after a forced stop): a file made
+// between RemoveAll's listing and its last rmdir leaves the folder not
+// empty, so it is tried again, a bounded number of times.
+func RemoveSessionDir(dir string) error {
+	var err error
+	for range 20 {
+		err = os.RemoveAll(dir)
+		if err == nil || errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if !errors.Is(err, syscall.ENOTEMPTY) && !errors.Is(err, syscall.EEXIST) {
+			return err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -352,5 +353,30 @@ func TestParallelLargeBodiesAreReadAFewAtATime(t *testing.T) {
 			t.Fatalf("%d large bodies read at once, want at most %d", c, largeBodiesOnce)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A session removed (rm --force) before its end was claimed has no folder
+// to claim in: its end is announced once, at once, and not retried forever.
+func TestEndOfARemovedSessionIsAnnouncedOnce(t *testing.T) {
+	h := newHome(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	o, err := newOps(ctx, h, slog.New(slog.DiscardHandler), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.bus.Close()
+	before := o.bus.Last()
+	o.claimEnd(api.Session{ID: "01gone", Status: api.StatusKilled})
+	if got := o.bus.Last() - before; got != 1 {
+		t.Fatalf("%d events for the removed session's end, want 1", got)
+	}
+	done := make(chan struct{})
+	go func() { o.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the claim of a removed session's end is still being retried")
 	}
 }

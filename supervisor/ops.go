@@ -332,6 +332,13 @@ func (o *ops) claimEnd(sess api.Session) {
 	claim := func() (done bool) {
 		claimed, err := claimFile(path, map[string]any{"status": sess.Status, "announced_at": time.Now().UTC()})
 		if err != nil {
+			if _, serr := os.Stat(filepath.Dir(path)); errors.Is(serr, fs.ErrNotExist) {
+				// Removed (rm --force) before its end was claimed: no
+				// folder, so no later claim either; this is the one
+				// announcement.
+				o.announceEnd(sess)
+				return true
+			}
 			return false
 		}
 		if claimed {

@@ -369,7 +369,7 @@ func (s *Server) prune(olderThan time.Duration, dryRun bool) ([]string, error) {
 			removed = append(removed, id)
 			continue
 		}
-		if err := os.RemoveAll(dir); err != nil {
+		if err := session.RemoveSessionDir(dir); err != nil {
 			return removed, fmt.Errorf("remove %s: %w", dir, err)
 		}
 		s.core.Forget(id)
