@@ -17,6 +17,7 @@ import (
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/home"
 	"github.com/agentctl/agentctl/proc"
+	"github.com/agentctl/agentctl/spawn"
 )
 
 // maxPromptShown bounds the prompt a session object carries.
@@ -26,8 +27,11 @@ const maxPromptShown = 200
 type Options struct {
 	Home home.Home
 	// Exe is the agentctl binary each session's monitor runs as.
-	Exe      string
-	Adapters []adapters.Adapter
+	Exe string
+	// StandbyMonitor keeps a monitor started ahead of the next launch
+	// (spawn.Starter), so a launch does not wait for a process start.
+	StandbyMonitor bool
+	Adapters       []adapters.Adapter
 	// DiscoveryTimeout bounds each adapter's discovery (default 3 s).
 	DiscoveryTimeout time.Duration
 	Logger           *slog.Logger
@@ -71,6 +75,8 @@ type Core struct {
 	// its record is on disk, so two launches cannot take one name.
 	naming sync.Mutex
 	attn   *attention
+	// starter starts the sessions' monitors.
+	starter *spawn.Starter
 
 	// ctx bounds background work (learning native ids); wg waits for it.
 	ctx context.Context
@@ -93,6 +99,7 @@ func New(ctx context.Context, opts Options) *Core {
 		disc:    newDiscovery(opts.Adapters, opts.DiscoveryTimeout),
 		moves:   newTransitions(),
 		attn:    newAttention(),
+		starter: spawn.NewStarter(ctx, opts.Exe, opts.StandbyMonitor, opts.Logger),
 		ctx:     ctx,
 	}
 	c.disc.observe = opts.ObserveDiscovery
@@ -100,7 +107,7 @@ func New(ctx context.Context, opts Options) *Core {
 }
 
 // Wait waits for the core's background work, once its context has ended.
-func (c *Core) Wait() { c.wg.Wait() }
+func (c *Core) Wait() { c.wg.Wait(); c.starter.Wait() }
 
 // Warm runs one discovery, so the first list after a start does not pay for
 // reading every store.

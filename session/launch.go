@@ -122,7 +122,7 @@ func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, err
 	spec.Record = rec
 
 	began := time.Now()
-	started, err := spawn.Start(ctx, c.opts.Exe, dir, spec, nil)
+	started, err := c.starter.Start(ctx, dir, spec)
 	if err != nil {
 		if errors.Is(err, spawn.ErrStart) {
 			os.RemoveAll(dir)

@@ -12,10 +12,14 @@ import (
 	"time"
 )
 
-// The test binary doubles as the monitor in a container.
+// The test binary doubles as the monitor, in a container or started by a
+// Starter.
 func TestMain(m *testing.M) {
 	if len(os.Args) == 4 && os.Args[1] == "container-shim" {
 		os.Exit(RunContainer(os.Args[2], os.Args[3]))
+	}
+	if len(os.Args) == 3 && os.Args[1] == "shim" {
+		os.Exit(RunShim(os.Args[2]))
 	}
 	os.Exit(m.Run())
 }

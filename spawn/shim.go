@@ -108,24 +108,44 @@ type frame struct {
 // starts the agent under a pty, reports readiness on fd 3, and then holds the
 // session until the agent and every process it left behind are gone. It
 // returns the shim's own exit code.
+//
+// Started as a standby (dir is StandbyDir), it reads the session's folder
+// with its spec, and sends its own output to that folder's shim log; a
+// standby whose stdin closes before that was not needed, and exits.
 func RunShim(dir string) int {
-	logger := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("session", filepath.Base(dir))
 	ready := os.NewFile(3, "ready")
+	var logger *slog.Logger
 	report := func(m readyMessage) {
 		if ready == nil {
 			return
 		}
-		if err := json.NewEncoder(ready).Encode(m); err != nil {
+		if err := json.NewEncoder(ready).Encode(m); err != nil && logger != nil {
 			logger.Warn("report start to the service", "err", err)
 		}
 		ready.Close()
 		ready = nil
 	}
+	in := json.NewDecoder(io.LimitReader(os.Stdin, 64<<20))
 	var spec Spec
-	if err := json.NewDecoder(io.LimitReader(os.Stdin, 64<<20)).Decode(&spec); err != nil {
+	if dir == StandbyDir {
+		var req standbyRequest
+		if err := in.Decode(&req); err != nil {
+			if errors.Is(err, io.EOF) {
+				return 0 // released unused
+			}
+			report(readyMessage{Error: fmt.Sprintf("read launch spec: %v", err)})
+			return 2
+		}
+		if err := logInto(req.Dir); err != nil {
+			report(readyMessage{Error: err.Error()})
+			return 2
+		}
+		dir, spec = req.Dir, req.Spec
+	} else if err := in.Decode(&spec); err != nil {
 		report(readyMessage{Error: fmt.Sprintf("read launch spec: %v", err)})
 		return 2
 	}
+	logger = slog.New(slog.NewTextHandler(os.Stderr, nil)).With("session", filepath.Base(dir))
 	s, err := startShim(dir, spec, logger, nil)
 	if err != nil {
 		// Nothing runs: leave nothing that could look like a session.
@@ -137,6 +157,25 @@ func RunShim(dir string) int {
 	report(readyMessage{OK: true, Record: &rec})
 	s.run()
 	return 0
+}
+
+// logInto points a standby monitor's standard output and error at the
+// shim log of its session folder dir, as a monitor started for dir has them.
+func logInto(dir string) error {
+	if !filepath.IsAbs(dir) {
+		return fmt.Errorf("session folder %q is not an absolute path", dir)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, home.ShimLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("open the monitor's log: %w", err)
+	}
+	defer f.Close()
+	for _, fd := range []int{1, 2} {
+		if err := dupTo(int(f.Fd()), fd); err != nil {
+			return fmt.Errorf("open the monitor's log: %w", err)
+		}
+	}
+	return nil
 }
 
 func startShim(dir string, spec Spec, logger *slog.Logger, echo io.Writer) (*shim, error) {

@@ -12,3 +12,6 @@ import (
 func setSubreaper() error {
 	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 }
+
+// dupTo makes newfd a copy of oldfd (dup2).
+func dupTo(oldfd, newfd int) error { return unix.Dup3(oldfd, newfd, 0) }

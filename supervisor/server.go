@@ -129,6 +129,7 @@ func Run(ctx context.Context, opts Options) error {
 	s.core = session.New(ctx, session.Options{
 		Home:             opts.Home,
 		Exe:              opts.Exe,
+		StandbyMonitor:   true,
 		Adapters:         opts.Adapters,
 		DiscoveryTimeout: opts.DiscoveryTimeout,
 		Logger:           s.log,
