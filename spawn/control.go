@@ -194,10 +194,20 @@ func (a *Attachment) Next() (byte, []byte, error) { return api.ReadFrame(a.r) }
 func (a *Attachment) Splice(ctx context.Context, peer io.ReadWriter) {
 	stop := context.AfterFunc(ctx, func() { a.conn.Close() })
 	defer stop()
-	done := make(chan struct{}, 2)
-	go func() { io.Copy(a.conn, peer); done <- struct{}{} }()
-	go func() { io.Copy(peer, a.r); done <- struct{}{} }()
-	<-done
+	typed, shown := make(chan struct{}), make(chan struct{})
+	go func() { io.Copy(a.conn, peer); close(typed) }()
+	go func() { io.Copy(peer, a.r); close(shown) }()
+	select {
+	case <-typed:
+	case <-shown:
+		// The peer can no longer be shown anything (it left, or the
+		// session ended): what it typed before it left is still on its
+		// way, and must reach the terminal.
+		select {
+		case <-typed:
+		case <-time.After(2 * time.Second):
+		}
+	}
 }
 
 // Close detaches; the session goes on.

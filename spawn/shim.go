@@ -719,7 +719,9 @@ func (s *shim) attach(conn net.Conn, r *bufio.Reader, req controlRequest) {
 	// A resize makes full-screen programs redraw for the new viewer.
 	s.setSize(req.Rows, req.Cols)
 
+	typed := make(chan struct{})
 	go func() {
+		defer close(typed)
 		for {
 			typ, payload, err := api.ReadFrame(r)
 			if err != nil {
@@ -744,6 +746,10 @@ func (s *shim) attach(conn net.Conn, r *bufio.Reader, req controlRequest) {
 	}()
 	for f := range v.out {
 		if err := api.WriteFrame(conn, f.typ, f.data); err != nil {
+			// The viewer left: what it typed just before is still to
+			// be read, and goes to the terminal.
+			conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+			<-typed
 			return
 		}
 	}
