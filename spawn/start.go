@@ -107,7 +107,9 @@ func (s *Starter) Start(ctx context.Context, dir string, spec Spec) (Record, err
 	if m == nil {
 		return Start(ctx, s.exe, dir, spec)
 	}
-	s.refill()
+	// The next standby starts once this start is reported: started now,
+	// it would compete with this one for the CPU.
+	defer s.refill()
 	b, err := json.Marshal(standbyRequest{Dir: dir, Spec: spec})
 	if err == nil {
 		// A frozen standby does not hold the launch: a request it has
