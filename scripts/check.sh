@@ -1,19 +1,33 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: installs the real agent CLIs the
 # end-to-end tests drive, then lint, cross-compile for macOS, and the Go
-# tests with the race detector. Prints the wall time of each part.
+# tests with the race detector, then the packaging, systemd and Kubernetes
+# tiers. Prints the wall time of each part. Every part runs even when one
+# before it failed (one run shows everything that is wrong); the exit status
+# is non-zero if any failed, and the failed parts are named at the end.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 cd "$repo"
 export PATH="/usr/local/go/bin:$HOME/go/bin:$PATH"
 
+failed=()
 timed() {
 	local name=$1
 	shift
-	local t0=$SECONDS
+	local t0=$SECONDS rc=0
 	echo "== $name"
-	"$@"
-	echo "== $name: $((SECONDS - t0))s"
+	"$@" || rc=$?
+	if [ "$rc" -eq 0 ]; then
+		echo "== $name: $((SECONDS - t0))s"
+	else
+		echo "== $name: $((SECONDS - t0))s, FAILED (exit $rc)"
+	fi
+	return "$rc"
+}
+# part NAME CMD...: a part of the suite; its failure is noted and the rest runs.
+part() {
+	local name=$1
+	timed "$@" || failed+=("$name")
 }
 
 # Agent CLIs from npm into .cache (reused when the machine keeps it). A CLI
@@ -23,20 +37,30 @@ if [ -f scripts/install-openclaw.sh ]; then
 	timed "install OpenClaw" bash scripts/install-openclaw.sh || echo "check: WARNING: OpenClaw did not install; its tests will skip"
 fi
 
-timed "lint" make lint
-timed "cross-compile for macOS" make cross
-timed "go test -race" make test
+part "lint" make lint
+part "cross-compile for macOS" make cross
+part "go test -race" make test
 
 # Packages: build the .deb and .rpm, install the .deb with dpkg, check where
 # its files land, purge it.
-timed "install nfpm" bash scripts/install-nfpm.sh >/dev/null
-timed "packages" make package-test
+if timed "install nfpm" bash scripts/install-nfpm.sh >/dev/null; then
+	part "packages" make package-test
+else
+	failed+=("install nfpm")
+fi
 
 # The service on a real systemd (a user manager in a private mount
 # namespace, and a booted Debian container for system units).
-timed "systemd e2e" bash scripts/systemd-e2e.sh
+part "systemd e2e" bash scripts/systemd-e2e.sh
 
 # Sessions on Kubernetes: a throwaway cluster built from the Go module proxy
 # (cold ~20 min, ~2 with the build cache), the cluster backend's tests
 # against it. Skips loudly without root.
-timed "kubernetes e2e" bash scripts/k8s-e2e.sh
+part "kubernetes e2e" bash scripts/k8s-e2e.sh
+
+if [ ${#failed[@]} -gt 0 ]; then
+	echo "check: FAILED:" >&2
+	printf '  %s\n' "${failed[@]}" >&2
+	exit 1
+fi
+echo "check: every part passed"
