@@ -24,6 +24,10 @@ const (
 	annGroup   = "agentctl.dev/group"
 	annCwd     = "agentctl.dev/cwd"
 	annCommand = "agentctl.dev/command" // JSON argv, plain commands only
+	// annNativeID is the agent's own session id, once learned from its
+	// pod; annResumeOf the session a resume continues.
+	annNativeID = "agentctl.dev/native-id"
+	annResumeOf = "agentctl.dev/resume-of"
 	// annStoppedBy says a stop was asked for: the session then ended
 	// killed, whatever its container reported.
 	annStoppedBy = "agentctl.dev/stopped-by"
@@ -49,6 +53,8 @@ func derive(job *batchv1.Job, pod *corev1.Pod) api.Session {
 		Group:     job.Annotations[annGroup],
 		Cwd:       job.Annotations[annCwd],
 		CreatedAt: job.CreationTimestamp.UTC(),
+		NativeID:  job.Annotations[annNativeID],
+		ResumeOf:  job.Annotations[annResumeOf],
 	}
 	if cmd := job.Annotations[annCommand]; cmd != "" {
 		json.Unmarshal([]byte(cmd), &s.Command)

@@ -15,7 +15,7 @@ import (
 // The test binary doubles as the monitor in a container.
 func TestMain(m *testing.M) {
 	if len(os.Args) == 4 && os.Args[1] == "container-shim" {
-		os.Exit(RunContainer(os.Args[2], os.Args[3]))
+		os.Exit(RunContainer(os.Args[2], os.Args[3], ContainerHooks{}))
 	}
 	os.Exit(m.Run())
 }
