@@ -69,6 +69,14 @@ func (c *Cluster) Launch(ctx context.Context, req api.RunRequest) (api.Session, 
 		if req.Cwd == "" {
 			req.Cwd = prev.Cwd
 		}
+		// A resume runs with the --env of the run it continues (where the
+		// agent keeps its store, its keys), its own on top: in the pod,
+		// nothing else of the first run's environment is left.
+		prevEnv, err := c.specEnv(ctx, prev.ID)
+		if err != nil {
+			return api.Session{}, err
+		}
+		req.EnvOverrides = append(prevEnv, req.EnvOverrides...)
 	}
 	if req.Cwd == "" || !filepath.IsAbs(req.Cwd) {
 		return api.Session{}, api.Errorf(api.CodeInvalid, "working directory %q must be an absolute path (a path in the pod)", req.Cwd)
@@ -168,6 +176,28 @@ func (c *Cluster) Launch(ctx context.Context, req api.RunRequest) (api.Session, 
 		return c.learnStarted(ctx, id)
 	}
 	return c.Get(ctx, id)
+}
+
+// specEnv is the --env values session id was launched with, read from its
+// Secret.
+func (c *Cluster) specEnv(ctx context.Context, id string) ([]string, error) {
+	ctx, cancel := apiCtx(ctx)
+	defer cancel()
+	sec, err := c.core.Secrets(c.namespace).Get(ctx, jobName(id), metav1.GetOptions{})
+	if err != nil {
+		return nil, c.explain("resume: read the launch spec of "+id, err)
+	}
+	var spec spawn.Spec
+	if err := json.Unmarshal(sec.Data[specKey], &spec); err != nil {
+		return nil, fmt.Errorf("cluster %s: resume: the launch spec of %s in Secret %s: %w", c.name, id, sec.Name, err)
+	}
+	var env []string
+	for _, kv := range spec.Env {
+		if k, _, _ := strings.Cut(kv, "="); k != "PWD" && k != home.SessionEnv {
+			env = append(env, kv)
+		}
+	}
+	return env, nil
 }
 
 // job is the session's Job: one pod, never restarted, whose entry point is
