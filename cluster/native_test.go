@@ -1,9 +1,17 @@
 package cluster
 
 import (
+	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/agentctl/agentctl/api"
 )
@@ -56,5 +64,23 @@ func TestJobSpec(t *testing.T) {
 		if j.Name != "agentctl-01abc" {
 			t.Errorf("job name %q", j.Name)
 		}
+	}
+}
+
+// A pod that cannot be asked leaves the agent's session unknown with the
+// reason, never ended.
+func TestWithNativeExecFails(t *testing.T) {
+	rc := &rest.Config{Host: "http://127.0.0.1:1", Timeout: time.Second}
+	core, err := corev1client.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Cluster{name: "ctx/ns", namespace: "ns", rest: rc, core: core}
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "agentctl-x"}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "agentctl-x-abcde"}}
+	s := api.Session{ID: "x", Adapter: "pi", Status: api.StatusRunning}
+	got, _ := c.withNative(context.Background(), job, pod, s, 0, false)
+	if got.Status != api.StatusUnknown || len(got.Warnings) != 1 || !strings.Contains(got.Warnings[0], "agentctl-x-abcde") {
+		t.Fatalf("session %s %q: want unknown with a warning naming the pod", got.Status, got.Warnings)
 	}
 }
