@@ -69,12 +69,15 @@ func TestClusterAsHostPi(t *testing.T) {
 	e.MustRun("host", "add", "pi", "k8s:///"+c.ns+"?image="+piImage+"&pull=Never&network=host&volume=host:"+work)
 	piFlags := []string{"--cwd", "/work", "--model", "fakeopenai/fake-model", "--env", "PI_CODING_AGENT_DIR=/work/.pi-agent"}
 
+	began := time.Now()
+	step := func(what string) { t.Logf("%s: %s", time.Since(began).Round(100*time.Millisecond), what) }
 	var s api.Session
 	e.JSON(&s, append([]string{"-H", "pi", "launch", "pi", "--json", "-i", "-p", "hello [[text: first answer]]"}, piFlags...)...)
 	if s.Status != api.StatusRunning || s.NativeID == "" || s.Adapter != "pi" {
 		t.Fatalf("launched %+v: want pi running, its native id learned from the pod", s)
 	}
 	h := "pi/" + s.ID
+	step("launched, running with its native id")
 	idle := func() bool {
 		st := e.Session(h)
 		return st.Status == api.StatusRunning && (st.Activity == api.ActivityIdle || st.Activity == api.ActivityWaiting)
@@ -82,7 +85,8 @@ func TestClusterAsHostPi(t *testing.T) {
 	// Pi writes its session file once its first turn is answered: busy is
 	// seen on the next turn, typed through the API's attach.
 	WaitFor(t, 90*time.Second, "pi idle at its prompt after its first answer", idle)
-	e.MustRun("send", h, "second [[delay: 8]] [[text: hi from the pod]]")
+	step("idle after its first answer")
+	e.MustRun("send", h, "second [[delay: 5]] [[text: hi from the pod]]")
 	WaitFor(t, 60*time.Second, "pi busy with the message sent, as its session file in the pod says", func() bool {
 		return e.Session(h).Activity == api.ActivityBusy
 	})
@@ -90,6 +94,7 @@ func TestClusterAsHostPi(t *testing.T) {
 	if st := e.Session(h); st.NativeID != s.NativeID || st.Model == "" {
 		t.Errorf("status %+v: want native id %s and the model from Pi's own file", st, s.NativeID)
 	}
+	step("busy with the message sent, then idle")
 	var tr api.Transcript
 	e.JSON(&tr, "peek", "--json", "-n", "1", h)
 	if got := texts(tr); len(got) != 1 || got[0] != "hi from the pod" {
@@ -110,6 +115,7 @@ func TestClusterAsHostPi(t *testing.T) {
 		t.Errorf("list: %+v: want the session running with its native id", list.Sessions)
 	}
 
+	step("peek, explain, list")
 	var stopped api.Session
 	e.JSON(&stopped, "stop", "--json", h)
 	if stopped.Status != api.StatusKilled {
@@ -119,6 +125,7 @@ func TestClusterAsHostPi(t *testing.T) {
 		t.Errorf("pods left after stop: %s", out)
 	}
 
+	step("stopped, the pod gone")
 	// The store is on the volume: a resume continues the native session.
 	var r api.Session
 	e.JSON(&r, "resume", "--json", h, "again [[text: resumed ok]]")
@@ -128,6 +135,7 @@ func TestClusterAsHostPi(t *testing.T) {
 	if done := e.WaitStatus("pi/"+r.ID, api.StatusExited, 90*time.Second); done.ExitCode == nil || *done.ExitCode != 0 {
 		t.Fatalf("the resumed run ended %+v, want exit 0", done)
 	}
+	step("the resumed run exited 0")
 	if out := e.MustRun("logs", "pi/"+r.ID); !strings.Contains(out, "resumed ok") {
 		t.Errorf("the resumed run's output lacks its answer:\n%s", out)
 	}
