@@ -377,3 +377,19 @@ func TestStartAgentOnCluster(t *testing.T) {
 		}
 	}
 }
+
+func TestStatusText(t *testing.T) {
+	for _, tc := range []struct {
+		s    api.Session
+		want string
+	}{
+		{api.Session{Status: api.StatusRunning}, "running"},
+		{api.Session{Status: api.StatusExited, ExitCode: new(3)}, "exited(3)"},
+		{api.Session{Status: api.StatusKilled, Signal: "SIGTERM"}, "killed(SIGTERM)"},
+		{api.Session{Status: api.StatusKilled}, "killed"},
+	} {
+		if got := statusText(tc.s); got != tc.want {
+			t.Errorf("statusText(%+v) = %q, want %q", tc.s, got, tc.want)
+		}
+	}
+}
