@@ -71,10 +71,7 @@ func RunContainer(dir, specPath string, hooks ContainerHooks) int {
 	}
 	go s.typeStdin(os.Stdin)
 	if started != nil {
-		s.mu.Lock()
-		rec := s.rec
-		s.mu.Unlock()
-		go started(rec)
+		go started(s.rec)
 	}
 	s.run()
 	s.mu.Lock()
