@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -77,10 +78,23 @@ func RunContainer(dir, specPath string, hooks ContainerHooks) int {
 	s.mu.Lock()
 	exit := *s.exit
 	s.mu.Unlock()
+	var last []string
 	if exit.Signal != "" {
 		// The exit code alone cannot tell a signal from an agent that
 		// exited 128+n: the termination message says which.
-		os.WriteFile(terminationLog, []byte("signal "+exit.Signal), 0o644)
+		last = append(last, TerminationSignal+exit.Signal)
+	}
+	nativeID := s.rec.NativeID
+	if nativeID == "" && hooks.NativeID != nil {
+		nativeID = hooks.NativeID(dir)
+	}
+	if nativeID != "" {
+		// Once the container ended its files cannot be read: the native
+		// id a resume needs stays in its termination state.
+		last = append(last, TerminationNativeID+nativeID)
+	}
+	if len(last) > 0 {
+		os.WriteFile(terminationLog, []byte(strings.Join(last, "\n")), 0o644)
 	}
 	return exitCode(exit)
 }
@@ -91,7 +105,17 @@ type ContainerHooks struct {
 	// dir); the returned function, when not nil, is called with the
 	// record of the started agent, in a goroutine of its own.
 	Prepare func(spec *Spec, dir string) (started func(Record), err error)
+	// NativeID, when set, is the native id learned after the start and
+	// recorded in the session folder dir ("" when none).
+	NativeID func(dir string) string
 }
+
+// The lines of a container monitor's termination message: how the agent
+// died, when by a signal, and its native session id, when known.
+const (
+	TerminationSignal   = "signal "
+	TerminationNativeID = "native-id "
+)
 
 // typeStdin writes what arrives on r to the terminal until r ends. A
 // container without stdin has /dev/null there, which ends at once.

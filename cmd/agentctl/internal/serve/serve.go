@@ -88,6 +88,7 @@ func ShimInContainer(dir, specPath string) int {
 				learn(ctx, rec)
 			}, nil
 		},
+		NativeID: session.LearnedNativeID,
 	})
 }
 
