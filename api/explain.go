@@ -54,4 +54,7 @@ type Explanation struct {
 const (
 	RuleLaunched = "launched"
 	RuleNative   = "native"
+	// RuleCluster: a session on a cluster, as the API server reports its
+	// pod and Job.
+	RuleCluster = "cluster"
 )

@@ -48,6 +48,10 @@ type Config struct {
 	// PersistentVolumeClaim's name ("pvc:NAME"), a node's folder
 	// ("host:/PATH", for one-node clusters), or "" for an empty folder.
 	Volume string
+	// HostNetwork runs the sessions' pods on their node's network: meant
+	// for one-node clusters, where an agent must reach a server on the
+	// node's loopback.
+	HostNetwork bool
 }
 
 // Cluster is one namespace of one cluster, as a place sessions run: it

@@ -22,12 +22,18 @@ import (
 	"github.com/agentctl/agentctl/spawn"
 )
 
-// Where the monitor finds its spec and keeps its session folder in the pod.
+// Where the monitor finds its spec and keeps its session folder in the pod:
+// the folder is a session's of the home podHome (podHome/sessions/ID), so
+// that the agentctl in the pod derives it as a local service would.
 const (
-	specDir    = "/etc/agentctl"
-	specKey    = "spec.json"
-	sessionDir = "/run/agentctl/session"
+	specDir  = "/etc/agentctl"
+	specKey  = "spec.json"
+	specPath = specDir + "/" + specKey
+	podHome  = "/run/agentctl"
 )
+
+// podSessionDir is session id's folder in its pod.
+func podSessionDir(id string) string { return podHome + "/sessions/" + id }
 
 // StartTimeout bounds how long a launch waits for its pod's container to
 // run (scheduling, pulling the image, starting).
@@ -39,18 +45,41 @@ const StartTimeout = 3 * time.Minute
 // directory lock. It returns once the agent's container runs, or fails with
 // the reason the cluster gave (an image not present, no node to run it).
 func (c *Cluster) Launch(ctx context.Context, req api.RunRequest) (api.Session, error) {
-	if req.Cwd == "" || !filepath.IsAbs(req.Cwd) {
-		return api.Session{}, api.Errorf(api.CodeInvalid, "working directory %q must be an absolute path (a path in the pod)", req.Cwd)
-	}
 	adapter := req.Adapter
 	if adapter == "" {
 		adapter = api.ExecAdapter
 	}
-	// An agent's command line is the caller's to build (the adapter's
-	// rule, on the caller's side): it comes as the command.
+	// An agent's command line is built in the pod, by the agentctl there
+	// from the adapter, the prompt and the model (its adapter's rule where
+	// the agent and its store are); a plain command comes whole.
 	argv := req.Command
-	if len(argv) == 0 {
+	if len(argv) == 0 && adapter == api.ExecAdapter {
 		return api.Session{}, api.Errorf(api.CodeInvalid, "no command given")
+	}
+	nativeID := ""
+	if req.ResumeOf != "" {
+		prev, err := c.Get(ctx, req.ResumeOf)
+		if err != nil {
+			return api.Session{}, err
+		}
+		if prev.NativeID == "" {
+			return api.Session{}, api.Errorf(api.CodeInvalid, "cluster %s: session %s has no native session id yet, so it cannot be resumed", c.name, prev.ID)
+		}
+		nativeID, req.ResumeOf, adapter = prev.NativeID, prev.ID, prev.Adapter
+		if req.Cwd == "" {
+			req.Cwd = prev.Cwd
+		}
+		// A resume runs with the --env of the run it continues (where the
+		// agent keeps its store, its keys), its own on top: in the pod,
+		// nothing else of the first run's environment is left.
+		prevEnv, err := c.specEnv(ctx, prev.ID)
+		if err != nil {
+			return api.Session{}, err
+		}
+		req.EnvOverrides = append(prevEnv, req.EnvOverrides...)
+	}
+	if req.Cwd == "" || !filepath.IsAbs(req.Cwd) {
+		return api.Session{}, api.Errorf(api.CodeInvalid, "working directory %q must be an absolute path (a path in the pod)", req.Cwd)
 	}
 	image := c.cfg.Image
 	if image == "" {
@@ -87,10 +116,11 @@ func (c *Cluster) Launch(ctx context.Context, req api.RunRequest) (api.Session, 
 		Record: spawn.Record{
 			ID: id, Adapter: adapter, Name: req.Name, Group: req.Group, Labels: req.Labels,
 			Argv: argv, Cwd: req.Cwd, Prompt: req.Prompt, Model: req.Model,
-			ResumeOf: req.ResumeOf, RestartOf: req.RestartOf,
+			ResumeOf: req.ResumeOf, RestartOf: req.RestartOf, NativeID: nativeID,
 			StopSignal: "SIGTERM", CreatedAt: now, Rows: req.Rows, Cols: req.Cols,
 		},
-		Env: env,
+		Env:         env,
+		Interactive: req.Interactive,
 	}
 	specJSON, err := json.Marshal(spec)
 	if err != nil {
@@ -104,6 +134,10 @@ func (c *Cluster) Launch(ctx context.Context, req api.RunRequest) (api.Session, 
 		labels[labelName] = req.Name
 	}
 	annotations := map[string]string{annCwd: req.Cwd}
+	if nativeID != "" {
+		annotations[annNativeID] = nativeID
+		annotations[annResumeOf] = req.ResumeOf
+	}
 	if req.Name != "" {
 		annotations[annName] = req.Name
 	}
@@ -124,7 +158,7 @@ func (c *Cluster) Launch(ctx context.Context, req api.RunRequest) (api.Session, 
 	if _, err := c.core.Secrets(c.namespace).Create(cctx, secret, metav1.CreateOptions{}); err != nil {
 		return api.Session{}, c.explain("launch: create the session's Secret", err)
 	}
-	job, err := c.batch.Jobs(c.namespace).Create(cctx, c.job(name, labels, annotations, image, req.Cwd), metav1.CreateOptions{})
+	job, err := c.batch.Jobs(c.namespace).Create(cctx, c.job(id, labels, annotations, image, req.Cwd), metav1.CreateOptions{})
 	if err != nil {
 		return api.Session{}, c.explain("launch: create the session's Job", err)
 	}
@@ -135,12 +169,41 @@ func (c *Cluster) Launch(ctx context.Context, req api.RunRequest) (api.Session, 
 		return api.Session{}, err
 	}
 	ok = true
+	if adapter != api.ExecAdapter {
+		// The agent's native id, when its adapter knows it at the start,
+		// is learned from the pod now and kept on the Job (a resume needs
+		// it after the pod is gone).
+		return c.learnStarted(ctx, id)
+	}
 	return c.Get(ctx, id)
+}
+
+// specEnv is the --env values session id was launched with, read from its
+// Secret.
+func (c *Cluster) specEnv(ctx context.Context, id string) ([]string, error) {
+	ctx, cancel := apiCtx(ctx)
+	defer cancel()
+	sec, err := c.core.Secrets(c.namespace).Get(ctx, jobName(id), metav1.GetOptions{})
+	if err != nil {
+		return nil, c.explain("resume: read the launch spec of "+id, err)
+	}
+	var spec spawn.Spec
+	if err := json.Unmarshal(sec.Data[specKey], &spec); err != nil {
+		return nil, fmt.Errorf("cluster %s: resume: the launch spec of %s in Secret %s: %w", c.name, id, sec.Name, err)
+	}
+	var env []string
+	for _, kv := range spec.Env {
+		if k, _, _ := strings.Cut(kv, "="); k != "PWD" && k != home.SessionEnv {
+			env = append(env, kv)
+		}
+	}
+	return env, nil
 }
 
 // job is the session's Job: one pod, never restarted, whose entry point is
 // the monitor.
-func (c *Cluster) job(name string, labels, annotations map[string]string, image, cwd string) *batchv1.Job {
+func (c *Cluster) job(id string, labels, annotations map[string]string, image, cwd string) *batchv1.Job {
+	name := jobName(id)
 	pull := corev1.PullPolicy(c.cfg.PullPolicy)
 	if pull == "" {
 		pull = corev1.PullIfNotPresent
@@ -155,14 +218,14 @@ func (c *Cluster) job(name string, labels, annotations map[string]string, image,
 			Name:            containerName,
 			Image:           image,
 			ImagePullPolicy: pull,
-			Command:         []string{"agentctl", "shim", "--spec", specDir + "/" + specKey, sessionDir},
+			Command:         []string{"agentctl", "shim", "--spec", specPath, podSessionDir(id)},
 			WorkingDir:      cwd,
 			// Stdin open for the API's attach: what is written there is
 			// typed into the agent's terminal.
 			Stdin: true,
 			VolumeMounts: []corev1.VolumeMount{
 				{Name: "spec", MountPath: specDir, ReadOnly: true},
-				{Name: "session", MountPath: filepath.Dir(sessionDir)},
+				{Name: "session", MountPath: podHome},
 				{Name: "work", MountPath: cwd},
 			},
 			TerminationMessagePolicy: corev1.TerminationMessageReadFile,
@@ -172,6 +235,12 @@ func (c *Cluster) job(name string, labels, annotations map[string]string, image,
 			{Name: "session", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 			{Name: "work", VolumeSource: c.workVolume()},
 		},
+	}
+	if c.cfg.HostNetwork {
+		// The node's network (one-node clusters, tests): the agent reaches
+		// what listens on the node's loopback.
+		pod.HostNetwork = true
+		pod.DNSPolicy = corev1.DNSClusterFirstWithHostNet
 	}
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: annotations},

@@ -114,20 +114,16 @@ func keep(s api.Session, o api.ListOptions, since time.Duration) bool {
 	return true
 }
 
-// Get is one session, by id or unique prefix of one.
+// Get is one session, by id or unique prefix of one: as the API server
+// reports it, and for an agent whose container runs, with what the
+// agentctl in its pod derives from the agent's own files (podQuery).
 func (c *Cluster) Get(ctx context.Context, id string) (api.Session, error) {
 	full, err := c.resolve(ctx, id)
 	if err != nil {
 		return api.Session{}, err
 	}
-	ss, err := c.snapshot(ctx, labelID+"="+full)
-	if err != nil {
-		return api.Session{}, err
-	}
-	if len(ss) == 0 {
-		return api.Session{}, api.Errorf(api.CodeNotFound, "cluster %s: no session %s", c.name, id)
-	}
-	return ss[0], nil
+	s, _, _, err := c.native(ctx, full, 0, false)
+	return s, err
 }
 
 // resolve turns an id or a unique prefix into the session's full id.
@@ -178,16 +174,41 @@ func (c *Cluster) state(ctx context.Context, id string) (*batchv1.Job, *corev1.P
 	return job, ownPod(job, ptrs), nil
 }
 
-// Transcript is the end of the session's output: what the agent wrote,
-// read through the API's log stream (the agent's own store stays in the
-// pod).
+// Transcript is the end of the session: for an agent whose container
+// runs, its last n messages from its own store in the pod (through the
+// API's exec); otherwise the end of its output, read through the API's log
+// stream (an ended pod cannot be asked).
 func (c *Cluster) Transcript(ctx context.Context, id string, n int) (api.Transcript, error) {
-	sess, err := c.Get(ctx, id)
+	full, err := c.resolve(ctx, id)
 	if err != nil {
 		return api.Transcript{}, err
 	}
+	sess, in, pod, err := c.native(ctx, full, max(n, 1), false)
+	if err != nil {
+		return api.Transcript{}, err
+	}
+	if in.Transcript != nil {
+		t := *in.Transcript
+		t.Session = sess
+		return t, nil
+	}
+	var note string
+	if isAgent(sess) && pod != nil && sess.Status == api.StatusUnknown {
+		note = "the agent's own store in its pod could not be read: its output log instead"
+	} else if isAgent(sess) {
+		note = "the agent's own store was in its pod, which no longer runs: its output log instead"
+	}
+	t, err := c.logTranscript(ctx, sess, n)
+	if note != "" {
+		t.Warnings = append(t.Warnings, note)
+	}
+	return t, err
+}
+
+// logTranscript is the end of sess's output log as one message.
+func (c *Cluster) logTranscript(ctx context.Context, sess api.Session, n int) (api.Transcript, error) {
 	var lines []string
-	err = c.Logs(ctx, sess.ID, api.LogOptions{Lines: max(n, 1) * 20}, func(ch api.LogChunk) error {
+	err := c.Logs(ctx, sess.ID, api.LogOptions{Lines: max(n, 1) * 20}, func(ch api.LogChunk) error {
 		if ch.Text != "" {
 			lines = append(lines, strings.Split(ch.Text, "\n")...)
 		}
@@ -212,4 +233,59 @@ func statusText(s api.Session) string {
 		return fmt.Sprintf("exited(%d)", *s.ExitCode)
 	}
 	return string(s.Status)
+}
+
+// Explain is the evidence behind a session's status: what the API server
+// says of its pod, and for an agent whose container runs, the evidence the
+// agentctl in the pod weighed (its record, the agent's liveness, the
+// agent's own files).
+func (c *Cluster) Explain(ctx context.Context, id string) (api.Explanation, error) {
+	full, err := c.resolve(ctx, id)
+	if err != nil {
+		return api.Explanation{}, err
+	}
+	sess, in, pod, err := c.native(ctx, full, 0, true)
+	if err != nil {
+		return api.Explanation{}, err
+	}
+	ex := api.Explanation{Session: sess, Rule: api.RuleCluster, Reason: clusterReason(sess)}
+	if pod != nil {
+		ex.Evidence = append(ex.Evidence, api.Evidence{Kind: "pod", Source: "pod " + pod.Name, Says: podSays(pod)})
+	}
+	if in.Explanation != nil {
+		ex.Rule, ex.Reason = in.Explanation.Rule, in.Explanation.Reason
+		ex.Evidence = append(ex.Evidence, in.Explanation.Evidence...)
+	}
+	return ex, nil
+}
+
+// clusterReason says why a session has its status, as the API server
+// reports its pod.
+func clusterReason(s api.Session) string {
+	switch {
+	case s.Status == api.StatusUnknown && len(s.Warnings) > 0:
+		return s.Warnings[len(s.Warnings)-1]
+	case s.Status == api.StatusRunning:
+		return "the API server reports the session's container running (or on its way)"
+	case s.Status.Ended():
+		return "the API server reports how the session's container ended: " + statusText(s)
+	}
+	return "the API server says nothing that decides it"
+}
+
+// podSays is what the API server reports of the agent's container.
+func podSays(p *corev1.Pod) string {
+	cs := agentStatus(p)
+	switch {
+	case cs == nil:
+		return fmt.Sprintf("phase %s, no container status yet", p.Status.Phase)
+	case cs.State.Running != nil:
+		return "container running since " + cs.State.Running.StartedAt.UTC().Format(time.RFC3339)
+	case cs.State.Terminated != nil:
+		t := cs.State.Terminated
+		return strings.TrimSpace(fmt.Sprintf("container terminated with code %d (%s) %s", t.ExitCode, t.Reason, t.Message))
+	case cs.State.Waiting != nil:
+		return "container waiting: " + cs.State.Waiting.Reason
+	}
+	return fmt.Sprintf("phase %s", p.Status.Phase)
 }

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/spawn"
 )
 
 // What agentctl writes on its Jobs and pods.
@@ -24,14 +25,15 @@ const (
 	annGroup   = "agentctl.dev/group"
 	annCwd     = "agentctl.dev/cwd"
 	annCommand = "agentctl.dev/command" // JSON argv, plain commands only
+	// annNativeID is the agent's own session id, once learned from its
+	// pod; annResumeOf the session a resume continues.
+	annNativeID = "agentctl.dev/native-id"
+	annResumeOf = "agentctl.dev/resume-of"
 	// annStoppedBy says a stop was asked for: the session then ended
 	// killed, whatever its container reported.
 	annStoppedBy = "agentctl.dev/stopped-by"
 	// containerName is the agent's container in the pod.
 	containerName = "agent"
-	// signalPrefix starts the termination message of an agent that died of
-	// a signal ("signal SIGKILL"), which the monitor writes.
-	signalPrefix = "signal "
 )
 
 // jobName is the Job (and the Secret, and the pod's prefix) of session id.
@@ -49,6 +51,8 @@ func derive(job *batchv1.Job, pod *corev1.Pod) api.Session {
 		Group:     job.Annotations[annGroup],
 		Cwd:       job.Annotations[annCwd],
 		CreatedAt: job.CreationTimestamp.UTC(),
+		NativeID:  job.Annotations[annNativeID],
+		ResumeOf:  job.Annotations[annResumeOf],
 	}
 	if cmd := job.Annotations[annCommand]; cmd != "" {
 		json.Unmarshal([]byte(cmd), &s.Command)
@@ -116,7 +120,19 @@ func ended(s *api.Session, t *corev1.ContainerStateTerminated, stoppedBy string)
 	end := t.FinishedAt.UTC()
 	start := t.StartedAt.UTC()
 	s.EndedAt, s.StartTime = &end, &start
-	if sig, ok := strings.CutPrefix(strings.TrimSpace(t.Message), signalPrefix); ok && unix.SignalNum(sig) != 0 {
+	// The monitor's termination message: a line naming the signal the
+	// agent died of, a line with its native id (spawn.RunContainer).
+	sig := ""
+	for _, line := range strings.Split(t.Message, "\n") {
+		line = strings.TrimSpace(line)
+		if v, ok := strings.CutPrefix(line, spawn.TerminationSignal); ok && unix.SignalNum(v) != 0 {
+			sig = v
+		}
+		if v, ok := strings.CutPrefix(line, spawn.TerminationNativeID); ok && s.NativeID == "" {
+			s.NativeID = v
+		}
+	}
+	if sig != "" {
 		s.Status, s.Signal = api.StatusKilled, sig
 		return
 	}

@@ -78,3 +78,32 @@ func TestDerive(t *testing.T) {
 		})
 	}
 }
+
+// The monitor's termination message keeps an agent's native id for after
+// its pod can no longer be asked; the Job's annotation comes first.
+func TestDeriveNativeIDFromTermination(t *testing.T) {
+	at := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	for _, tc := range []struct {
+		name, msg, annotation string
+		status                api.Status
+		nativeID, signal      string
+	}{
+		{"exited", "native-id n1", "", api.StatusExited, "n1", ""},
+		{"killed", "signal SIGTERM\nnative-id n1", "", api.StatusKilled, "n1", "SIGTERM"},
+		{"annotated", "native-id n1", "a1", api.StatusExited, "a1", ""},
+		{"none", "", "", api.StatusExited, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "agentctl-x", Labels: map[string]string{labelID: "x", labelAdapter: "pi"}, Annotations: map[string]string{}}}
+			if tc.annotation != "" {
+				job.Annotations[annNativeID] = tc.annotation
+			}
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "agentctl-x-abcde"}, Status: corev1.PodStatus{Phase: corev1.PodSucceeded,
+				ContainerStatuses: []corev1.ContainerStatus{{Name: containerName, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: tc.msg, StartedAt: at, FinishedAt: at}}}}}}
+			s := derive(job, pod)
+			if s.Status != tc.status || s.NativeID != tc.nativeID || s.Signal != tc.signal {
+				t.Fatalf("derived %s native %q signal %q, want %s %q %q", s.Status, s.NativeID, s.Signal, tc.status, tc.nativeID, tc.signal)
+			}
+		})
+	}
+}

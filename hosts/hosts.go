@@ -198,7 +198,7 @@ func OpenK8s(u *url.URL, name string, env Env) (client.Sessions, error) {
 	}
 	return k8shelper.New(exe, k8shelper.Target{
 		Kubeconfig: k.Kubeconfig, Context: k.Context, Namespace: k.Namespace,
-		Image: k.Image, PullPolicy: k.PullPolicy, Volume: k.Volume,
+		Image: k.Image, PullPolicy: k.PullPolicy, Volume: k.Volume, HostNetwork: k.HostNetwork,
 	}), nil
 }
 
@@ -270,10 +270,13 @@ type K8s struct {
 	// ("" IfNotPresent), Volume what is mounted at the working directory
 	// (pvc:NAME, host:/PATH, "" an empty folder).
 	Image, PullPolicy, Volume string
+	// HostNetwork runs the sessions' pods on their node's network
+	// (network=host; meant for one-node clusters).
+	HostNetwork bool
 }
 
 // ParseK8s reads k8s://CONTEXT/NAMESPACE[?image=IMAGE&pull=POLICY&
-// volume=pvc:NAME&kubeconfig=PATH&context=NAME]: k8s:///NAMESPACE is the
+// volume=pvc:NAME&kubeconfig=PATH&context=NAME&network=host]: k8s:///NAMESPACE is the
 // current context, and context= names one that is no URL host (an EKS
 // ARN).
 func ParseK8s(u *url.URL) (K8s, error) {
@@ -311,8 +314,13 @@ func ParseK8s(u *url.URL) (K8s, error) {
 				return K8s{}, fmt.Errorf("host URL %q: volume=%q: want pvc:CLAIM or host:/PATH", u, val)
 			}
 			k.Volume = val
+		case "network":
+			if val != "host" && val != "" {
+				return K8s{}, fmt.Errorf("host URL %q: network=%q: want host (the node's network) or nothing (the pod's own)", u, val)
+			}
+			k.HostNetwork = val == "host"
 		default:
-			return K8s{}, fmt.Errorf("host URL %q: unknown parameter %q (known: context, image, kubeconfig, pull, volume)", u, key)
+			return K8s{}, fmt.Errorf("host URL %q: unknown parameter %q (known: context, image, kubeconfig, network, pull, volume)", u, key)
 		}
 	}
 	return k, nil

@@ -68,6 +68,8 @@ func TestParseK8s(t *testing.T) {
 		{url: "k8s://c/ns?pull=Sometimes", err: "want Always, IfNotPresent or Never"},
 		{url: "k8s://c/ns?volume=nfs:x", err: "want pvc:CLAIM or host:/PATH"},
 		{url: "k8s://c/ns?volume=host:relative", err: "want pvc:CLAIM or host:/PATH"},
+		{url: "k8s://c/ns?network=host", want: K8s{Context: "c", Namespace: "ns", HostNetwork: true}, name: "c"},
+		{url: "k8s://c/ns?network=bridge", err: "network=\"bridge\": want host"},
 		{url: "k8s://c/ns?context=d", err: "two contexts"},
 		{url: "k8s://c/ns?bogus=1", err: `unknown parameter "bogus"`},
 	} {

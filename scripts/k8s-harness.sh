@@ -11,6 +11,9 @@
 #                                      remove the bridge, remove DIR
 #   scripts/k8s-harness.sh image DIR AGENTCTL
 #                                      (re)import the test image with AGENTCTL
+#   scripts/k8s-harness.sh agent-image DIR NAME NODEPKG
+#                                      import image NAME: the test image plus
+#                                      node and the npm package at NODEPKG
 #
 # Needs root, containerd, runc, containernetworking-plugins, busybox-static,
 # openssl (.ci/run installs them). AGENTCTL (env) is the agentctl binary for
@@ -46,36 +49,59 @@ pick_ports() {
 	die "no free block of ports"
 }
 
-# make_image DIR AGENTCTL: a Docker-archive tarball with one layer (busybox
-# and its applets, agentctl), imported into the private containerd.
+# make_image DIR AGENTCTL [NAME NODEPKG]: a Docker-archive tarball with one
+# layer (busybox and its applets, agentctl), imported into the private
+# containerd as NAME (default the test image). With NODEPKG (an npm prefix:
+# NODEPKG/node_modules/.bin/BIN) the layer also holds this machine's node,
+# the shared libraries ldd lists for it, and that package, with each of its
+# .bin commands on PATH: an agent CLI's image.
 make_image() {
-	local d=$1 agentctl=$2
-	local img=$d/image
+	local d=$1 agentctl=$2 name=${3:-$IMAGE} pkg=${4:-}
+	local img=$d/image pkgtar=()
 	rm -rf "$img"
-	mkdir -p "$img/root/bin" "$img/root/usr/local/bin" "$img/root/tmp" "$img/root/etc" "$img/root/work"
+	mkdir -p "$img/root/bin" "$img/root/usr/local/bin" "$img/root/tmp" "$img/root/etc" "$img/root/work" "$img/root/root"
 	cp /bin/busybox "$img/root/bin/busybox"
 	for applet in $(/bin/busybox --list); do
 		[ "$applet" = busybox ] || ln -sf busybox "$img/root/bin/$applet"
 	done
 	cp "$agentctl" "$img/root/usr/local/bin/agentctl"
+	if [ -n "$pkg" ]; then
+		local node lib bin
+		node=$(command -v node) || die "node is missing: an agent image needs it (apt-get install nodejs)"
+		cp "$node" "$img/root/usr/local/bin/node"
+		for lib in $(ldd "$node" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}'); do
+			mkdir -p "$img/root$(dirname "$lib")"
+			cp -L "$lib" "$img/root$lib"
+		done
+		# Scripts start with #!/usr/bin/env node.
+		mkdir -p "$img/root/usr/bin" "$img/root/opt/agent"
+		ln -sf /bin/busybox "$img/root/usr/bin/env"
+		# The package goes into the layer straight from NODEPKG (below): a
+		# copy of its many small files first would cost seconds.
+		pkgtar=(-C "$pkg" --transform 's,^node_modules,opt/agent/node_modules,S' node_modules)
+		for bin in "$pkg"/node_modules/.bin/*; do
+			ln -sf "/opt/agent/node_modules/.bin/$(basename "$bin")" "$img/root/usr/local/bin/$(basename "$bin")"
+		done
+	fi
 	echo 'root:x:0:0:root:/root:/bin/sh' >"$img/root/etc/passwd"
 	echo 'root:x:0:' >"$img/root/etc/group"
 	chmod 1777 "$img/root/tmp"
-	tar --numeric-owner --owner=0 --group=0 --mtime=@0 --sort=name -C "$img/root" -cf "$img/layer.tar" .
+	tar --numeric-owner --owner=0 --group=0 --mtime=@0 --sort=name -cf "$img/layer.tar" -C "$img/root" . "${pkgtar[@]}"
 	local diff
 	diff=$(sha256sum "$img/layer.tar" | cut -d' ' -f1)
 	cat >"$img/config.json" <<EOF
 {"architecture":"amd64","os":"linux","created":"1970-01-01T00:00:00Z",
- "config":{"Env":["PATH=/usr/local/bin:/bin"],"Cmd":["/bin/sleep","2147483647"],"WorkingDir":"/"},
+ "config":{"Env":["PATH=/usr/local/bin:/bin","HOME=/root"],"Cmd":["/bin/sleep","2147483647"],"WorkingDir":"/"},
  "rootfs":{"type":"layers","diff_ids":["sha256:$diff"]}}
 EOF
 	local cfg
 	cfg=$(sha256sum "$img/config.json" | cut -d' ' -f1)
 	mv "$img/config.json" "$img/$cfg.json"
-	echo "[{\"Config\":\"$cfg.json\",\"RepoTags\":[\"$IMAGE\"],\"Layers\":[\"layer.tar\"]}]" >"$img/manifest.json"
+	echo "[{\"Config\":\"$cfg.json\",\"RepoTags\":[\"$name\"],\"Layers\":[\"layer.tar\"]}]" >"$img/manifest.json"
 	tar -C "$img" -cf "$d/image.tar" manifest.json "$cfg.json" layer.tar
 	rm -rf "$img"
 	ctr --address "$d/containerd.sock" -n k8s.io images import "$d/image.tar" >/dev/null
+	rm -f "$d/image.tar"
 }
 
 # certs DIR: a throwaway CA, the API server's serving certificate, client
@@ -328,6 +354,19 @@ image() {
 	make_image "$state" "$2"
 }
 
+# agent_image DIR NAME NODEPKG: the test image with node and an agent CLI's
+# npm package (make_image), as NAME, with the agentctl of the cluster's test
+# image. Made on demand (a test of a real agent asks for it): it is large,
+# and the other tests do not need it.
+agent_image() {
+	state=$(cd "$1" && pwd -P)
+	[ -d "$3/node_modules/.bin" ] || die "$3 is not an npm prefix with node_modules/.bin (scripts/install-agents.sh makes one)"
+	[ -x "$state/agentctl" ] || die "$state/agentctl is missing: the cluster was started with AGENTCTL set; make the image with that binary"
+	local t0=$SECONDS
+	make_image "$state" "$state/agentctl" "$2" "$3"
+	echo "k8s-harness: image $2 made and imported in $((SECONDS - t0))s" >&2
+}
+
 # stop_pid PID: SIGTERM, then SIGKILL after 5 s; waits for the end.
 stop_pid() {
 	local pid=$1
@@ -434,8 +473,9 @@ case "${1:-}" in
 up) up "${2:?usage: $0 up DIR}" ;;
 down) down "${2:?usage: $0 down DIR}" ;;
 image) image "${2:?usage: $0 image DIR AGENTCTL}" "${3:?usage: $0 image DIR AGENTCTL}" ;;
+agent-image) agent_image "${2:?usage: $0 agent-image DIR NAME NODEPKG}" "${3:?usage: $0 agent-image DIR NAME NODEPKG}" "${4:?usage: $0 agent-image DIR NAME NODEPKG}" ;;
 *)
-	echo "usage: $0 up|down DIR, or $0 image DIR AGENTCTL" >&2
+	echo "usage: $0 up|down DIR, or $0 image DIR AGENTCTL, or $0 agent-image DIR NAME NODEPKG" >&2
 	exit 2
 	;;
 esac

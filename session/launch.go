@@ -203,6 +203,24 @@ type agentLaunch struct {
 // working directory: a missing agent fails the launch with its name, also
 // when a wrapper (a shell feeding a prompt file) comes first in argv.
 func (c *Core) adapterSpec(req api.RunRequest, rec *spawn.Record, env []string, dir string) (agentLaunch, adapters.NativeIDFinder, error) {
+	nativeID := ""
+	if req.ResumeOf != "" {
+		prev, err := c.records.get(req.ResumeOf)
+		if err != nil {
+			return agentLaunch{}, nil, err
+		}
+		if prev.NativeID == "" {
+			return agentLaunch{}, nil, faultf(ErrInvalid, "session %s has no native session id yet, so it cannot be resumed", prev.ID)
+		}
+		nativeID = prev.NativeID
+	}
+	return c.agentSpec(req, rec, env, dir, nativeID, []string{c.opts.Exe, "hook", "--home", string(c.opts.Home)})
+}
+
+// agentSpec is adapterSpec once the native session a resume continues
+// (nativeID, "" for a new one) is known; hook is the agent's hook command
+// (nil where no service hears hooks).
+func (c *Core) agentSpec(req api.RunRequest, rec *spawn.Record, env []string, dir, nativeID string, hook []string) (agentLaunch, adapters.NativeIDFinder, error) {
 	a := c.disc.adapter(rec.Adapter)
 	launcher, ok := a.(adapters.Launcher)
 	if !ok {
@@ -217,20 +235,13 @@ func (c *Core) adapterSpec(req api.RunRequest, rec *spawn.Record, env []string, 
 	// its prompt, for a person (attach) or send to give it work.
 	interactive := req.Interactive || (req.Prompt == "" && req.ResumeOf == "")
 	lreq := adapters.LaunchRequest{Prompt: req.Prompt, Model: req.Model, Cwd: req.Cwd, Env: env, SessionDir: dir, BinaryPath: bin,
-		Interactive: interactive, HookCommand: []string{c.opts.Exe, "hook", "--home", string(c.opts.Home)}}
+		Interactive: interactive, HookCommand: hook}
 	var ls adapters.LaunchSpec
-	if req.ResumeOf != "" {
-		prev, perr := c.records.get(req.ResumeOf)
-		if perr != nil {
-			return out, nil, perr
-		}
-		if prev.NativeID == "" {
-			return out, nil, faultf(ErrInvalid, "session %s has no native session id yet, so it cannot be resumed", prev.ID)
-		}
-		lreq.NativeID = prev.NativeID
+	if nativeID != "" {
+		lreq.NativeID = nativeID
 		ls, err = launcher.Resume(lreq)
 		if err == nil && ls.NativeID == "" {
-			ls.NativeID = prev.NativeID
+			ls.NativeID = nativeID
 		}
 	} else {
 		ls, err = launcher.Launch(lreq)

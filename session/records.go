@@ -112,10 +112,7 @@ func (r *records) get(id string) (api.Session, error) {
 		s.Warnings = append(s.Warnings, healthWarning(h))
 	}
 	if s.NativeID == "" {
-		var n nativeRecord
-		if b, err := os.ReadFile(filepath.Join(dir, home.NativeFile)); err == nil && json.Unmarshal(b, &n) == nil {
-			s.NativeID = n.NativeID
-		}
+		s.NativeID = LearnedNativeID(dir)
 	}
 	if s.Status.Ended() && s.Status != api.StatusLost {
 		r.mu.Lock()
@@ -138,6 +135,16 @@ func (r *records) repair(dir string) (spawn.Record, error) {
 		return rec, err
 	}
 	return rec, nil
+}
+
+// LearnedNativeID is the native id recorded in session folder dir after
+// its start, "" when none is.
+func LearnedNativeID(dir string) string {
+	var n nativeRecord
+	if b, err := os.ReadFile(filepath.Join(dir, home.NativeFile)); err == nil && json.Unmarshal(b, &n) == nil {
+		return n.NativeID
+	}
+	return ""
 }
 
 // setNativeID records a native id learned after the start.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -25,7 +26,10 @@ import (
 // returns the agent's exit code (128+n for a signal n) so the container's
 // termination state carries it. Its own messages go to the folder's
 // shim.log, never into the agent's output.
-func RunContainer(dir, specPath string) int {
+//
+// hooks let the caller complete the spec where the agent runs (an agent's
+// command line, built by its adapter) and hear of the started agent.
+func RunContainer(dir, specPath string, hooks ContainerHooks) int {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		fmt.Fprintf(os.Stderr, "agentctl monitor: session folder: %v\n", err)
 		return 125
@@ -50,6 +54,14 @@ func RunContainer(dir, specPath string) int {
 	// The agent runs with the container's environment (PATH, HOME) and the
 	// spec's on top.
 	spec.Env = envvar.Merge(os.Environ(), spec.Env...)
+	var started func(Record)
+	if hooks.Prepare != nil {
+		if started, err = hooks.Prepare(&spec, dir); err != nil {
+			fmt.Fprintf(os.Stderr, "agentctl monitor: %v\n", err)
+			os.WriteFile(terminationLog, []byte(err.Error()), 0o644)
+			return 127
+		}
+	}
 	s, err := startShim(dir, spec, logger, os.Stdout)
 	if err != nil {
 		// Said on stderr: the container's log and its termination message
@@ -59,17 +71,51 @@ func RunContainer(dir, specPath string) int {
 		return 127
 	}
 	go s.typeStdin(os.Stdin)
+	if started != nil {
+		go started(s.rec)
+	}
 	s.run()
 	s.mu.Lock()
 	exit := *s.exit
 	s.mu.Unlock()
+	var last []string
 	if exit.Signal != "" {
 		// The exit code alone cannot tell a signal from an agent that
 		// exited 128+n: the termination message says which.
-		os.WriteFile(terminationLog, []byte("signal "+exit.Signal), 0o644)
+		last = append(last, TerminationSignal+exit.Signal)
+	}
+	nativeID := s.rec.NativeID
+	if nativeID == "" && hooks.NativeID != nil {
+		nativeID = hooks.NativeID(dir)
+	}
+	if nativeID != "" {
+		// Once the container ended its files cannot be read: the native
+		// id a resume needs stays in its termination state.
+		last = append(last, TerminationNativeID+nativeID)
+	}
+	if len(last) > 0 {
+		os.WriteFile(terminationLog, []byte(strings.Join(last, "\n")), 0o644)
 	}
 	return exitCode(exit)
 }
+
+// ContainerHooks are what a container's monitor asks its caller.
+type ContainerHooks struct {
+	// Prepare completes the spec before the start (in the session folder
+	// dir); the returned function, when not nil, is called with the
+	// record of the started agent, in a goroutine of its own.
+	Prepare func(spec *Spec, dir string) (started func(Record), err error)
+	// NativeID, when set, is the native id learned after the start and
+	// recorded in the session folder dir ("" when none).
+	NativeID func(dir string) string
+}
+
+// The lines of a container monitor's termination message: how the agent
+// died, when by a signal, and its native session id, when known.
+const (
+	TerminationSignal   = "signal "
+	TerminationNativeID = "native-id "
+)
 
 // typeStdin writes what arrives on r to the terminal until r ends. A
 // container without stdin has /dev/null there, which ends at once.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +17,10 @@ import (
 // Starter.
 func TestMain(m *testing.M) {
 	if len(os.Args) == 4 && os.Args[1] == "container-shim" {
-		os.Exit(RunContainer(os.Args[2], os.Args[3]))
+		os.Exit(RunContainer(os.Args[2], os.Args[3], ContainerHooks{}))
+	}
+	if len(os.Args) == 4 && os.Args[1] == "container-shim-prepared" {
+		os.Exit(RunContainer(os.Args[2], os.Args[3], ContainerHooks{Prepare: prepareForTest}))
 	}
 	if len(os.Args) == 3 && os.Args[1] == "shim" {
 		os.Exit(RunShim(os.Args[2]))
@@ -87,5 +91,39 @@ func TestRunContainer(t *testing.T) {
 				t.Fatalf("exit record %+v, want code %d", rec, tc.code)
 			}
 		})
+	}
+}
+
+// prepareForTest builds the command line the spec left out (as an agent's
+// adapter does in a pod), and has it wait for the started hook's file.
+func prepareForTest(spec *Spec, dir string) (func(Record), error) {
+	mark := filepath.Join(spec.Record.Cwd, "started")
+	spec.Record.Argv = []string{"sh", "-c", "while [ ! -e " + mark + " ]; do sleep 0.05; done; cat " + mark + "; exit 7"}
+	return func(rec Record) {
+		os.WriteFile(mark+".tmp", []byte(fmt.Sprintf("started pid>0:%v\n", rec.Process.PID > 0)), 0o600)
+		os.Rename(mark+".tmp", mark)
+	}, nil
+}
+
+// A monitor whose caller builds the command line: Prepare fills the spec
+// before the start, and the started hook hears of the running agent.
+func TestRunContainerPrepared(t *testing.T) {
+	dir := t.TempDir()
+	spec := Spec{Record: Record{ID: "c2", Adapter: "pi", Prompt: "hi", Cwd: dir}}
+	b, _ := json.Marshal(spec)
+	specPath := filepath.Join(dir, "spec.json")
+	os.WriteFile(specPath, b, 0o600)
+	exe, _ := os.Executable()
+	cmd := exec.Command(exe, "container-shim-prepared", filepath.Join(dir, "session"), specPath)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 7 || !strings.Contains(out.String(), "started pid>0:true") {
+		t.Fatalf("exit %v, stdout %q: want 7 and the started hook's word", err, out.String())
+	}
+	rec, err := ReadRecord(filepath.Join(dir, "session"))
+	if err != nil || len(rec.Argv) != 3 || rec.Argv[0] != "sh" {
+		t.Fatalf("launch record %+v (%v): want the prepared command line", rec, err)
 	}
 }

@@ -44,6 +44,9 @@ type Spec struct {
 	// session's shim (the subreaper), yet is not part of the session: it
 	// and everything below it are spared when the session's processes end.
 	ServiceLock string `json:"service_lock,omitempty"`
+	// Interactive asks for the agent's own interactive interface: read
+	// where an agent's argv is built by the monitor (in a cluster's pod).
+	Interactive bool `json:"interactive,omitempty"`
 }
 
 // readyMessage is what the shim writes on its ready pipe (fd 3) once.

@@ -32,6 +32,8 @@ type Target struct {
 	Image      string
 	PullPolicy string
 	Volume     string
+	// HostNetwork runs the pods on their node's network.
+	HostNetwork bool
 }
 
 // Args are the helper's flags for t.
@@ -44,6 +46,9 @@ func (t Target) Args() []string {
 		if f.v != "" {
 			a = append(a, "--"+f.name+"="+f.v)
 		}
+	}
+	if t.HostNetwork {
+		a = append(a, "--host-network")
 	}
 	return a
 }
@@ -174,6 +179,12 @@ func (s *Sessions) Transcript(ctx context.Context, id string, n int) (api.Transc
 	return out, s.call(ctx, "transcript", Request{ID: id, N: n}, &out, nil)
 }
 
+// Explain is the evidence behind a session's status (op explain).
+func (s *Sessions) Explain(ctx context.Context, id string) (api.Explanation, error) {
+	var out api.Explanation
+	return out, s.call(ctx, "explain", Request{ID: id}, &out, nil)
+}
+
 func (s *Sessions) Logs(ctx context.Context, id string, o api.LogOptions, emit func(api.LogChunk) error) error {
 	return s.call(ctx, "logs", Request{ID: id, Logs: o}, nil, emit)
 }
@@ -187,6 +198,11 @@ type Backend interface {
 	Input(context.Context, string, []byte) (api.Session, error)
 	Transcript(context.Context, string, int) (api.Transcript, error)
 	Logs(context.Context, string, api.LogOptions, func(api.LogChunk) error) error
+}
+
+// Explainer tells the evidence behind a session's status (op explain).
+type Explainer interface {
+	Explain(ctx context.Context, id string) (api.Explanation, error)
 }
 
 // Fail writes err as the helper's answer and returns its exit code.
@@ -230,6 +246,12 @@ func Serve(ctx context.Context, sessions Backend, op string, in io.Reader, out i
 		result, err = sessions.Transcript(ctx, req.ID, req.N)
 	case "logs":
 		err = sessions.Logs(ctx, req.ID, req.Logs, func(ch api.LogChunk) error { return enc.Encode(Reply{Chunk: &ch}) })
+	case "explain":
+		ex, ok := sessions.(Explainer)
+		if !ok {
+			return fail(api.Errorf(api.CodeInvalid, "%s: not served here", op))
+		}
+		result, err = ex.Explain(ctx, req.ID)
 	case "attach", "events":
 		st, ok := sessions.(Streams)
 		if !ok {

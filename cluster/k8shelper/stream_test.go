@@ -104,3 +104,27 @@ func TestServeWithoutStreams(t *testing.T) {
 		t.Fatalf("replies %s", out.String())
 	}
 }
+
+// explainer is a backend that tells the evidence behind a status.
+type explainer struct{ Backend }
+
+func (explainer) Explain(_ context.Context, id string) (api.Explanation, error) {
+	return api.Explanation{Session: api.Session{ID: id}, Rule: api.RuleCluster, Reason: "the pod says so"}, nil
+}
+
+// explain is served by a backend that explains, refused by one that does
+// not.
+func TestServeExplain(t *testing.T) {
+	var out bytes.Buffer
+	if code := Serve(context.Background(), explainer{}, "explain", strings.NewReader(`{"id":"j1"}`), &out); code != 0 {
+		t.Fatalf("explain: exit %d: %s", code, out.String())
+	}
+	var ex api.Explanation
+	if rs := replies(t, &out); len(rs) != 1 || json.Unmarshal(rs[0].Result, &ex) != nil || ex.Session.ID != "j1" || ex.Rule != api.RuleCluster {
+		t.Fatalf("replies %s", out.String())
+	}
+	out.Reset()
+	if code := Serve(context.Background(), Backend(nil), "explain", strings.NewReader(`{"id":"j1"}`), &out); code == 0 {
+		t.Fatal("explain served by a backend that does not explain")
+	}
+}

@@ -28,8 +28,9 @@ func main() {
 	fs.StringVar(&cfg.Image, "image", "", "the sessions' `image` (default: AGENTCTL_K8S_IMAGE)")
 	fs.StringVar(&cfg.PullPolicy, "pull-policy", "", "the image pull `policy` (default: IfNotPresent)")
 	fs.StringVar(&cfg.Volume, "volume", "", "the working directory's `volume`: pvc:NAME, host:/PATH, or an empty folder")
+	fs.BoolVar(&cfg.HostNetwork, "host-network", false, "run the pods on their node's network (one-node clusters)")
 	if err := fs.Parse(os.Args[1:]); err != nil || fs.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: agentctl-k8s [flags] launch|list|get|stop|input|transcript|logs|attach|events < request.json")
+		fmt.Fprintln(os.Stderr, "usage: agentctl-k8s [flags] launch|list|get|stop|input|transcript|explain|logs|attach|events < request.json")
 		os.Exit(2)
 	}
 	cluster.QuietClientLogs()

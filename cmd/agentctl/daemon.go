@@ -205,6 +205,31 @@ func printWatchStatus(w io.Writer, ws api.WatchStatus) {
 	}
 }
 
+func newPodSessionCmd() *cobra.Command {
+	var specFile string
+	var transcript int
+	var explain bool
+	cmd := &cobra.Command{
+		Use:   "pod-session SESSION_DIR",
+		Short: "A cluster session as its pod sees it (run in the pod through the API's exec)",
+		Long: `A cluster session as the agentctl in its pod derives it: the launch record,
+the agent's liveness and the agent's own session files there, read with the
+agent's environment (the container's, and the launch spec's in --spec).
+Printed as one JSON object; the Kubernetes helper runs it through the API's
+exec for status, explain and peek of an agent on a cluster.`,
+		Hidden: true,
+		Args:   args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			return serve.PodSession(cmd.Context(), os.Stdout, a[0], specFile, transcript, explain)
+		},
+	}
+	cmd.Flags().StringVar(&specFile, "spec", "", "the launch spec `FILE` (the agent's environment)")
+	cmd.Flags().IntVar(&transcript, "transcript", 0, "add the last `N` messages of the agent's transcript")
+	cmd.Flags().BoolVar(&explain, "explain", false, "add the evidence of the status")
+	cmd.MarkFlagRequired("spec")
+	return cmd
+}
+
 func newShimCmd() *cobra.Command {
 	var specFile string
 	cmd := &cobra.Command{

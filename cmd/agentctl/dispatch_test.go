@@ -26,6 +26,14 @@ type fakeSessions struct {
 	calls []string
 	// logs is what Logs sends.
 	logs []api.LogChunk
+	// run is the last launch's request.
+	run api.RunRequest
+}
+
+func (f *fakeSessions) lastRun() api.RunRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.run
 }
 
 func (f *fakeSessions) called(what string) {
@@ -42,6 +50,9 @@ func (f *fakeSessions) Calls() []string {
 
 func (f *fakeSessions) Launch(_ context.Context, req api.RunRequest) (api.Session, error) {
 	f.called("launch " + strings.Join(req.Command, " "))
+	f.mu.Lock()
+	f.run = req
+	f.mu.Unlock()
 	return api.Session{ID: "new", Status: api.StatusRunning}, nil
 }
 
@@ -347,26 +358,38 @@ func TestFarHost(t *testing.T) {
 	}
 }
 
-func TestCanStart(t *testing.T) {
-	svc := hosts.Host{Name: hosts.Local, API: client.New("/tmp/x", "agentctl", false)}
-	cl := clusterHost(&fakeSessions{})
-	for _, tc := range []struct {
-		h       hosts.Host
-		adapter string
-		refused bool
-	}{
-		{svc, "claude", false},
-		{svc, api.ExecAdapter, false},
-		{cl, api.ExecAdapter, false},
-		{cl, "", false},
-		{cl, "claude", true},
+// An agent on a cluster is launched as the adapter, the prompt and the
+// model, with no command line: the agentctl in the pod builds it.
+func TestStartAgentOnCluster(t *testing.T) {
+	for _, req := range []api.RunRequest{
+		{Adapter: "pi", Prompt: "fix it", Model: "m", Cwd: "/work"},
+		{Adapter: "claude", Prompt: "again", Cwd: "/work", ResumeOf: "01abc"},
 	} {
-		err := canStart(tc.h, api.RunRequest{Adapter: tc.adapter})
-		if (err != nil) != tc.refused {
-			t.Errorf("%s on %s: %v", tc.adapter, tc.h.Name, err)
+		src := &fakeSessions{}
+		cmd := &cobra.Command{}
+		cmd.SetContext(context.Background())
+		if err := startOn(cmd, clusterHost(src), &runFlags{}, req); err != nil {
+			t.Fatalf("%s on a cluster: %v", req.Adapter, err)
 		}
-		if err != nil && !strings.HasPrefix(err.Error(), "host cl (k8s://ctx/ns) cannot start agent claude") {
-			t.Errorf("refusal %q does not name the host", err)
+		got := src.lastRun()
+		if got.Adapter != req.Adapter || got.Prompt != req.Prompt || got.ResumeOf != req.ResumeOf || len(got.Command) != 0 {
+			t.Errorf("launched %+v, want %+v", got, req)
+		}
+	}
+}
+
+func TestStatusText(t *testing.T) {
+	for _, tc := range []struct {
+		s    api.Session
+		want string
+	}{
+		{api.Session{Status: api.StatusRunning}, "running"},
+		{api.Session{Status: api.StatusExited, ExitCode: new(3)}, "exited(3)"},
+		{api.Session{Status: api.StatusKilled, Signal: "SIGTERM"}, "killed(SIGTERM)"},
+		{api.Session{Status: api.StatusKilled}, "killed"},
+	} {
+		if got := statusText(tc.s); got != tc.want {
+			t.Errorf("statusText(%+v) = %q, want %q", tc.s, got, tc.want)
 		}
 	}
 }

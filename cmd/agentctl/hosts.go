@@ -269,8 +269,11 @@ local home. AGENTCTL_SSH_COMMAND replaces "ssh" (and may add options).
 
 k8s://CONTEXT/NAMESPACE is a namespace of a Kubernetes cluster (a kubeconfig
 context; KUBECONFIG honoured), each session a Job, reached through the
-agentctl-k8s helper installed beside agentctl. Options: image=, pull=Always|
-IfNotPresent|Never, volume=pvc:CLAIM or host:/PATH, kubeconfig=, context=.`,
+agentctl-k8s helper installed beside agentctl. A plain command (run) and an
+agent (launch, resume) both start there; the agentctl in the pod builds an
+agent's command line and reads its store. Options: image=, pull=Always|
+IfNotPresent|Never, volume=pvc:CLAIM or host:/PATH, kubeconfig=, context=,
+network=host (the pods on their node's network; for one-node clusters).`,
 		Example: `  agentctl host add build ssh://me@build01
   agentctl host add gpu 'ssh://gpu-1:2222?agentctl=/opt/agentctl/bin/agentctl'
   agentctl host add cl 'k8s://prod/agents?image=registry.example/agent:1'

@@ -54,7 +54,7 @@ HOST/ID handles; see 'agentctl host --help'.`,
 	root.AddCommand(
 		newRunCmd(), newLaunchCmd(), newListCmd(), newTopCmd(), newStatusCmd(), newLogsCmd(),
 		newPeekCmd(), newExplainCmd(), newStopCmd(), newAttachCmd(), newSendCmd(), newResumeCmd(),
-		newPruneCmd(), newRmCmd(), newRestartCmd(), newDaemonCmd(), newShimCmd(),
+		newPruneCmd(), newRmCmd(), newRestartCmd(), newDaemonCmd(), newShimCmd(), newPodSessionCmd(),
 		newGroupCmd(), newWorktreeCmd(),
 		newLockCmd(), newUnlockCmd(), newLocksCmd(), newFuseCmd(), newFusesCmd("fuses"), newEventsCmd(),
 		newServiceCmd(), newVersionCmd(),

@@ -122,16 +122,6 @@ func (f *runFlags) request(cfg config.Config) (api.RunRequest, error) {
 	}, nil
 }
 
-// canStart refuses an agent on a host that runs only the command lines it
-// is given (a cluster): an agentctl service builds an agent's from its
-// adapter, and nothing here builds one for such a host yet.
-func canStart(h hosts.Host, req api.RunRequest) error {
-	if _, service := h.API.(*client.Client); service || isExec(req.Adapter) {
-		return nil
-	}
-	return cannot(h, fmt.Sprintf("start agent %s: it runs plain commands (agentctl -H %s run -- COMMAND); starting agents there is not done yet", req.Adapter, h.Name))
-}
-
 // farHost reports whether host h is not this machine: neither this
 // machine's directories nor its environment mean anything there. Another
 // local home (unix://) is this machine.
@@ -228,9 +218,8 @@ func start(cmd *cobra.Command, f *runFlags, req api.RunRequest) error {
 
 // startOn is start on host h.
 func startOn(cmd *cobra.Command, h hosts.Host, f *runFlags, req api.RunRequest) error {
-	if err := canStart(h, req); err != nil {
-		return err
-	}
+	// Every host starts agents: a service builds the agent's command line
+	// from its adapter, and so does the agentctl in a cluster's pod.
 	sess, err := h.API.Launch(cmd.Context(), req)
 	if err != nil {
 		return err

@@ -159,7 +159,8 @@ func statusText(s api.Session) string {
 	switch {
 	case s.Status == api.StatusExited && s.ExitCode != nil:
 		st = fmt.Sprintf("exited(%d)", *s.ExitCode)
-	case s.Status == api.StatusKilled:
+	case s.Status == api.StatusKilled && s.Signal != "":
+		// A cluster's stopped session whose pod is gone names no signal.
 		st = "killed(" + s.Signal + ")"
 	}
 	return st

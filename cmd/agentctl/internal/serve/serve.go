@@ -6,13 +6,21 @@ package serve
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
 
 	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/adapters/registry"
 	"github.com/agentctl/agentctl/adapters/storeio"
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/home"
+	"github.com/agentctl/agentctl/internal/envvar"
+	"github.com/agentctl/agentctl/session"
 	"github.com/agentctl/agentctl/spawn"
 	"github.com/agentctl/agentctl/supervisor"
 )
@@ -63,4 +71,61 @@ func Shim(dir string) int { return spawn.RunShim(dir) }
 // ShimInContainer runs one session's monitor as a container's entry point,
 // with the launch spec in the file specPath, and returns the agent's exit
 // code.
-func ShimInContainer(dir, specPath string) int { return spawn.RunContainer(dir, specPath) }
+// An agent's command line is built there by its adapter (the spec names
+// the adapter, the prompt and the model), as the service builds a local
+// one; dir is then the session folder of a home (HOME/sessions/ID).
+func ShimInContainer(dir, specPath string) int {
+	return spawn.RunContainer(dir, specPath, spawn.ContainerHooks{
+		Prepare: func(spec *spawn.Spec, dir string) (func(spawn.Record), error) {
+			core := podCore(context.Background(), dir, spec.Env)
+			learn, err := core.PodLaunch(spec, dir)
+			if err != nil || learn == nil {
+				return nil, err
+			}
+			return func(rec spawn.Record) {
+				ctx, cancel := context.WithTimeout(context.Background(), podNativeIDTimeout)
+				defer cancel()
+				learn(ctx, rec)
+			}, nil
+		},
+		NativeID: session.LearnedNativeID,
+	})
+}
+
+// podNativeIDTimeout bounds the search for a native id in a pod, as the
+// service bounds its own.
+const podNativeIDTimeout = 2 * time.Minute
+
+// PodSession writes, as JSON on w, the session of folder dir in a cluster's
+// pod as the agentctl there derives it (api.InPod): its record, the
+// agent's liveness and the agent's own files, read with the agent's
+// environment (the container's and the spec's in specPath). transcript > 0
+// adds that many messages; explain adds the evidence.
+func PodSession(ctx context.Context, w io.Writer, dir, specPath string, transcript int, explain bool) error {
+	b, err := os.ReadFile(specPath)
+	if err != nil {
+		return fmt.Errorf("read the launch spec: %w", err)
+	}
+	var spec spawn.Spec
+	if err := json.Unmarshal(b, &spec); err != nil {
+		return fmt.Errorf("parse the launch spec %s: %w", specPath, err)
+	}
+	env := envvar.Merge(os.Environ(), spec.Env...)
+	out, err := podCore(ctx, dir, env).InPod(ctx, filepath.Base(dir), transcript, explain)
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(w).Encode(out)
+}
+
+// podCore is the session core of the home that holds session folder dir
+// in a pod, reading the agents' stores with the agent's environment env.
+func podCore(ctx context.Context, dir string, env []string) *session.Core {
+	h := home.Home(filepath.Dir(filepath.Dir(dir)))
+	exe, _ := os.Executable()
+	getenv := func(k string) string { return envvar.Value(env, k) }
+	return session.New(ctx, session.Options{
+		Home: h, Exe: exe, Adapters: registry.Local(string(h), getenv, registry.Options{}),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+}
