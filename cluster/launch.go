@@ -228,6 +228,7 @@ func (c *Cluster) job(id string, labels, annotations map[string]string, image, c
 				{Name: "session", MountPath: podHome},
 				{Name: "work", MountPath: cwd},
 			},
+			TerminationMessagePath:   spawn.TerminationLog,
 			TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 		}},
 		Volumes: []corev1.Volume{

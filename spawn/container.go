@@ -58,7 +58,7 @@ func RunContainer(dir, specPath string, hooks ContainerHooks) int {
 	if hooks.Prepare != nil {
 		if started, err = hooks.Prepare(&spec, dir); err != nil {
 			fmt.Fprintf(os.Stderr, "agentctl monitor: %v\n", err)
-			os.WriteFile(terminationLog, []byte(err.Error()), 0o644)
+			os.WriteFile(hooks.terminationLog(), []byte(err.Error()), 0o644)
 			return 127
 		}
 	}
@@ -67,7 +67,7 @@ func RunContainer(dir, specPath string, hooks ContainerHooks) int {
 		// Said on stderr: the container's log and its termination message
 		// are where the cluster's user looks.
 		fmt.Fprintf(os.Stderr, "agentctl monitor: %v\n", err)
-		os.WriteFile(terminationLog, []byte(err.Error()), 0o644)
+		os.WriteFile(hooks.terminationLog(), []byte(err.Error()), 0o644)
 		return 127
 	}
 	go s.typeStdin(os.Stdin)
@@ -94,7 +94,7 @@ func RunContainer(dir, specPath string, hooks ContainerHooks) int {
 		last = append(last, TerminationNativeID+nativeID)
 	}
 	if len(last) > 0 {
-		os.WriteFile(terminationLog, []byte(strings.Join(last, "\n")), 0o644)
+		os.WriteFile(hooks.terminationLog(), []byte(strings.Join(last, "\n")), 0o644)
 	}
 	return exitCode(exit)
 }
@@ -108,6 +108,8 @@ type ContainerHooks struct {
 	// NativeID, when set, is the native id learned after the start and
 	// recorded in the session folder dir ("" when none).
 	NativeID func(dir string) string
+	// TerminationLog is where the last words go; default TerminationLog.
+	TerminationLog string
 }
 
 // The lines of a container monitor's termination message: how the agent
@@ -154,9 +156,17 @@ func exitCode(e ExitRecord) int {
 	return 128
 }
 
-// terminationLog is where a container's last words go: the cluster shows
-// them in the container's termination state.
-const terminationLog = "/dev/termination-log"
+// TerminationLog is where a container's last words go (the container's
+// terminationMessagePath, Kubernetes' default): the cluster shows them in
+// the container's termination state.
+const TerminationLog = "/dev/termination-log"
+
+func (h ContainerHooks) terminationLog() string {
+	if h.TerminationLog != "" {
+		return h.TerminationLog
+	}
+	return TerminationLog
+}
 
 // ContainerGrace is the stop grace the monitor asks for in a container: the
 // agent's own graceful exit, plus time to write its records.

@@ -17,15 +17,21 @@ import (
 // Starter.
 func TestMain(m *testing.M) {
 	if len(os.Args) == 4 && os.Args[1] == "container-shim" {
-		os.Exit(RunContainer(os.Args[2], os.Args[3], ContainerHooks{}))
+		os.Exit(RunContainer(os.Args[2], os.Args[3], ContainerHooks{TerminationLog: testTerminationLog(os.Args[3])}))
 	}
 	if len(os.Args) == 4 && os.Args[1] == "container-shim-prepared" {
-		os.Exit(RunContainer(os.Args[2], os.Args[3], ContainerHooks{Prepare: prepareForTest}))
+		os.Exit(RunContainer(os.Args[2], os.Args[3], ContainerHooks{Prepare: prepareForTest, TerminationLog: testTerminationLog(os.Args[3])}))
 	}
 	if len(os.Args) == 3 && os.Args[1] == "shim" {
 		os.Exit(RunShim(os.Args[2]))
 	}
 	os.Exit(m.Run())
+}
+
+// testTerminationLog is a test container's termination log: beside its spec,
+// not the machine's /dev.
+func testTerminationLog(specPath string) string {
+	return filepath.Join(filepath.Dir(specPath), "termination-log")
 }
 
 // The monitor as a container's entry point, run here as the PID 1 of a new
@@ -39,10 +45,12 @@ func TestRunContainer(t *testing.T) {
 		stdin  string
 		code   int
 		out    string
+		// last is the termination message ("": none written).
+		last string
 	}{
-		{"exit code and orphan", "echo started; sleep 100 & exit 3", "", 3, "started"},
-		{"stdin typed", "read answer; echo got:$answer; exit 0", "yes\n", 0, "got:yes"},
-		{"signal", "echo bye; kill -KILL $$", "", 128 + 9, "bye"},
+		{"exit code and orphan", "echo started; sleep 100 & exit 3", "", 3, "started", ""},
+		{"stdin typed", "read answer; echo got:$answer; exit 0", "yes\n", 0, "got:yes", ""},
+		{"signal", "echo bye; kill -KILL $$", "", 128 + 9, "bye", TerminationSignal + "SIGKILL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -89,6 +97,9 @@ func TestRunContainer(t *testing.T) {
 			}
 			if exitCode(*rec) != tc.code {
 				t.Fatalf("exit record %+v, want code %d", rec, tc.code)
+			}
+			if last, _ := os.ReadFile(testTerminationLog(specPath)); string(last) != tc.last {
+				t.Errorf("termination message %q, want %q", last, tc.last)
 			}
 		})
 	}
