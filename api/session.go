@@ -152,6 +152,10 @@ type RunRequest struct {
 	// prompt as its first message (a person answers its prompts), rather
 	// than headless.
 	Interactive bool `json:"interactive,omitempty"`
+	// Image is the container image of a session on a Kubernetes cluster
+	// (default: the cluster host's image); a service on a machine has no
+	// use for one.
+	Image string `json:"image,omitempty"`
 	// ResumeOf is the agentctl id whose native session this run continues.
 	ResumeOf string `json:"resume_of,omitempty"`
 	// RestartOf is the agentctl id this run repeats (agentctl restart).

@@ -272,6 +272,16 @@ func TestImageNotPresent(t *testing.T) {
 	}
 }
 
+// A session's own image (--image) wins over the host's default.
+func TestImageNamedPerSession(t *testing.T) {
+	c, _ := testCluster(t)
+	image := c.cfg.Image
+	c.cfg.Image = "agentctl.test/absent:1"
+	s := launch(t, c, api.RunRequest{Command: []string{"sh", "-c", "exit 4"}, Cwd: "/work", Image: image})
+	_, end := follow(t, c, s.ID)
+	wantExited(t, end, 4)
+}
+
 func TestTenAtOnce(t *testing.T) {
 	c, _ := testCluster(t)
 	ids := make([]string, 10)

@@ -11,6 +11,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/watch"
@@ -77,13 +78,23 @@ func (c *Cluster) Launch(ctx context.Context, req api.RunRequest) (api.Session, 
 			return api.Session{}, err
 		}
 		req.EnvOverrides = append(prevEnv, req.EnvOverrides...)
+		if req.Image == "" {
+			// The agent and its store's format are the image's: the run
+			// it continues had them.
+			if req.Image, err = c.jobImage(ctx, prev.ID); err != nil {
+				return api.Session{}, err
+			}
+		}
 	}
 	if req.Cwd == "" || !filepath.IsAbs(req.Cwd) {
 		return api.Session{}, api.Errorf(api.CodeInvalid, "working directory %q must be an absolute path (a path in the pod)", req.Cwd)
 	}
-	image := c.cfg.Image
+	image := req.Image
 	if image == "" {
-		return api.Session{}, api.Errorf(api.CodeInvalid, "cluster %s: no image for the session: name one (--image, or the cluster's image in config.json); it must hold agentctl (docs/kubernetes.md)", c.name)
+		image = c.cfg.Image
+	}
+	if image == "" {
+		return api.Session{}, api.Errorf(api.CodeInvalid, "cluster %s: no image for the session: name one (--image, or image= in the cluster's URL); it must hold agentctl (docs/kubernetes.md)", c.name)
 	}
 	for _, kv := range req.EnvOverrides {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
@@ -198,6 +209,23 @@ func (c *Cluster) specEnv(ctx context.Context, id string) ([]string, error) {
 		}
 	}
 	return env, nil
+}
+
+// jobImage is the image session id's Job ran ("" when its Job is gone).
+func (c *Cluster) jobImage(ctx context.Context, id string) (string, error) {
+	ctx, cancel := apiCtx(ctx)
+	defer cancel()
+	job, err := c.batch.Jobs(c.namespace).Get(ctx, jobName(id), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", c.explain("resume: read the Job of "+id, err)
+	}
+	if cs := job.Spec.Template.Spec.Containers; len(cs) > 0 {
+		return cs[0].Image, nil
+	}
+	return "", nil
 }
 
 // job is the session's Job: one pod, never restarted, whose entry point is

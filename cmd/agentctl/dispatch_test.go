@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/client"
+	"github.com/agentctl/agentctl/home"
 	"github.com/agentctl/agentctl/hosts"
 )
 
@@ -375,6 +376,26 @@ func TestStartAgentOnCluster(t *testing.T) {
 		if got.Adapter != req.Adapter || got.Prompt != req.Prompt || got.ResumeOf != req.ResumeOf || len(got.Command) != 0 {
 			t.Errorf("launched %+v, want %+v", got, req)
 		}
+	}
+}
+
+// --image names a cluster session's image, and is refused, naming the
+// host, where a service runs sessions on its machine.
+func TestImageIsForClusters(t *testing.T) {
+	cmd := &cobra.Command{}
+	cmd.SetContext(context.Background())
+	src := &fakeSessions{}
+	req := api.RunRequest{Adapter: "pi", Prompt: "p", Cwd: "/work", Image: "registry.example/agent:2"}
+	if err := startOn(cmd, clusterHost(src), &runFlags{}, req); err != nil {
+		t.Fatal(err)
+	}
+	if got := src.lastRun().Image; got != req.Image {
+		t.Errorf("the cluster got image %q, want %q", got, req.Image)
+	}
+	local := hosts.Host{Name: hosts.Local, API: client.New(home.Home(t.TempDir()), "agentctl", false)}
+	err := startOn(cmd, local, &runFlags{}, req)
+	if err == nil || !strings.Contains(err.Error(), "host local cannot run a container image: --image is for a Kubernetes cluster host") {
+		t.Errorf("--image on this machine: %v", err)
 	}
 }
 

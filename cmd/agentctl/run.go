@@ -44,6 +44,8 @@ type runFlags struct {
 	group groupFlags
 	// remote says the session starts on another host.
 	remote bool
+	// image is a cluster session's container image.
+	image string
 }
 
 func (f *runFlags) register(cmd *cobra.Command, withPrompt bool) {
@@ -64,6 +66,7 @@ func (f *runFlags) register(cmd *cobra.Command, withPrompt bool) {
 	fl.StringVar(&f.onCreate, "on-create", "", "command run by /bin/sh -c in the session's directory once it has started (AGENTCTL_* variables describe it)")
 	fl.StringVar(&f.onComplete, "on-complete", "", "command run by the service once the session has ended, exactly once, also if it ends while the service is down (AGENTCTL_EXIT_CODE and others describe it)")
 	fl.StringVar(&f.hookTimeout, "hook-timeout", "", "time limit for each hook (default 5m)")
+	fl.StringVar(&f.image, "image", "", "on a Kubernetes cluster host: the session's container `IMAGE` (default: the host's image=; a resume: the image of the run it continues)")
 	if withPrompt {
 		fl.StringVarP(&f.prompt, "prompt", "p", "", "the prompt for the agent")
 		fl.BoolVarP(&f.interactive, "interactive", "i", false, "run the agent's interactive interface (the prompt, if any, is its first message); a person answers its prompts: attach (-t), or approve/deny/answer from anywhere. A plain command always has its terminal")
@@ -119,6 +122,7 @@ func (f *runFlags) request(cfg config.Config) (api.RunRequest, error) {
 		Env: os.Environ(), EnvOverrides: f.env, Name: f.name, Labels: labels,
 		Rows: rows, Cols: cols, Interactive: f.interactive,
 		Lock: f.lock, Force: f.force, OnCreate: f.onCreate, OnComplete: f.onComplete, HookTimeout: f.hookTimeout,
+		Image: f.image,
 	}, nil
 }
 
@@ -153,6 +157,7 @@ func (f *runFlags) remoteRequest() (api.RunRequest, error) {
 		EnvOverrides: f.env, Name: f.name, Labels: labels,
 		Rows: rows, Cols: cols, Interactive: f.interactive,
 		Lock: f.lock, Force: f.force, OnCreate: f.onCreate, OnComplete: f.onComplete, HookTimeout: f.hookTimeout,
+		Image: f.image,
 	}, nil
 }
 
@@ -220,6 +225,9 @@ func start(cmd *cobra.Command, f *runFlags, req api.RunRequest) error {
 func startOn(cmd *cobra.Command, h hosts.Host, f *runFlags, req api.RunRequest) error {
 	// Every host starts agents: a service builds the agent's command line
 	// from its adapter, and so does the agentctl in a cluster's pod.
+	if _, service := h.API.(*client.Client); service && req.Image != "" {
+		return cannot(h, "run a container image: --image is for a Kubernetes cluster host (-H k8s://CONTEXT/NAMESPACE)")
+	}
 	sess, err := h.API.Launch(cmd.Context(), req)
 	if err != nil {
 		return err
