@@ -11,6 +11,7 @@ import (
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/client"
 	"github.com/agentctl/agentctl/cmd/agentctl/internal/serve"
+	"github.com/agentctl/agentctl/proc"
 	"github.com/spf13/cobra"
 )
 
@@ -103,12 +104,19 @@ func stopDaemon(cmd *cobra.Command) error {
 		}
 		return err
 	}
+	// Its identity before it goes: the lock is let go just before the
+	// process ends, and stop returns once it has.
+	svc, lookErr := proc.Lookup(st.PID)
 	if _, err := c.Shutdown(cmd.Context()); err != nil {
 		return err
 	}
 	ctx, cancel := contextWithTimeout(cmd, 15*time.Second)
 	defer cancel()
-	if err := c.WaitStopped(ctx); err != nil {
+	err = c.WaitStopped(ctx)
+	if err == nil && lookErr == nil {
+		err = proc.WaitExit(ctx, svc.Identity)
+	}
+	if err != nil {
 		return fmt.Errorf("the service (pid %d) did not exit within 15s", st.PID)
 	}
 	fmt.Printf("agentctl service stopped (pid %d); sessions keep running\n", st.PID)
