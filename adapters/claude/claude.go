@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentctl/agentctl/adapters"
@@ -41,6 +42,18 @@ type Adapter struct {
 	saved   *storeio.DiskCache[*summary]
 	history *storeio.FileCache[historyIndex]
 	folders *storeio.Lister
+
+	// scanMu lets one scan run at a time: a scan kept in scans is valid
+	// while the Lister's version holds, which a second scan's listings
+	// would move under it.
+	scanMu sync.Mutex
+	// scans keeps the last scan, reused while no folder changed; found
+	// keeps the last Discover's sessions, reused while the scan, the
+	// history and the processes matched are the same. Liveness is still
+	// checked by the caller at each query: only what the files said is
+	// kept.
+	scans storeio.Memo[scanResult]
+	found storeio.Memo[[]adapters.NativeSession]
 }
 
 // New returns the adapter for the Claude store env points at.
@@ -131,36 +144,96 @@ func isTranscriptName(n string) bool {
 	return ok && validID(id)
 }
 
-// Discover implements adapters.Adapter: every transcript's summary (read
-// from the cache when the file is unchanged, and otherwise only as far as
-// it changed), joined with the running processes.
-func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error) {
+// scanResult is what a scan found: the transcripts listed and what each
+// said (results[i] is files[i]'s), at the Lister's version. kept says the
+// scan is the one kept for version, so what is derived from it alone may
+// be kept for it too.
+type scanResult struct {
+	files   []transcriptFile
+	results []readResult
+	version uint64
+	kept    bool
+}
+
+// readResult is one transcript's summary, or why it could not be read.
+type readResult struct {
+	sum  *summary
+	mod  time.Time
+	err  error
+	gone bool
+}
+
+// scan lists the transcripts and reads the ones that changed since the
+// last scan (from the cache when the file is unchanged, and otherwise only
+// as far as it changed); an unchanged store is not read, the last scan is
+// returned.
+func (a *Adapter) scan(ctx context.Context) (scanResult, error) {
+	a.scanMu.Lock()
+	defer a.scanMu.Unlock()
 	files, err := a.listTranscripts(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("discover claude sessions: %w", err)
+		return scanResult{}, err
 	}
-	live, unmatchedCwds, rejected, liveErr := liveProcesses(a.configDir(), proc.SnapshotFrom(ctx))
+	version := a.folders.Version()
+	if last, ok := a.scans.Get(version, nil); ok {
+		return last, nil
+	}
 	if a.saved != nil {
 		a.saved.Load()
 		defer a.saved.Save(false)
 	}
-
-	type result struct {
-		sum  *summary
-		mod  time.Time
-		err  error
-		gone bool
-	}
-	results := make([]result, len(files))
+	results := make([]readResult, len(files))
 	reader := summaryReader{ctx: ctx}
 	if err := storeio.Parallel(ctx, len(files), func(i int) {
 		s, key, err := a.summaries.GetKey(files[i].key, reader.fill)
-		results[i] = result{sum: s, mod: key.ModTime, err: err, gone: errors.Is(err, os.ErrNotExist)}
+		results[i] = readResult{sum: s, mod: key.ModTime, err: err, gone: errors.Is(err, os.ErrNotExist)}
 	}); err != nil {
+		a.scans.Drop()
+		return scanResult{}, err
+	}
+	if a.summaries.Stats().Entries > len(files) {
+		// Some cached transcripts were not listed: forget the deleted.
+		seen := make(map[string]bool, len(files))
+		for _, f := range files {
+			seen[f.key.Path] = true
+		}
+		a.summaries.Retain(func(p string) bool { return seen[p] })
+	}
+	// A transcript that could not be read may be read next time: such a
+	// scan is not kept.
+	r := scanResult{files: files, results: results, version: version, kept: !slices.ContainsFunc(results, func(r readResult) bool { return r.err != nil })}
+	if r.kept {
+		a.scans.Put(version, nil, r)
+	} else {
+		a.scans.Drop()
+	}
+	return r, nil
+}
+
+// Discover implements adapters.Adapter: every transcript's summary, joined
+// with the running processes.
+func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error) {
+	scan, err := a.scan(ctx)
+	if err != nil {
 		return nil, fmt.Errorf("discover claude sessions: %w", err)
 	}
-
-	hist := a.historyIndex()
+	files, results := scan.files, scan.results
+	live, unmatchedCwds, rejected, liveErr := liveProcesses(a.configDir(), proc.SnapshotFrom(ctx))
+	hist, histKey := a.historyIndex()
+	type inputs struct {
+		live          map[string]liveSession
+		unmatchedCwds map[string][]int
+		rejected      map[string][]adapters.Evidence
+		liveErr       string
+		history       storeio.FileKey
+	}
+	in := inputs{live: live, unmatchedCwds: unmatchedCwds, rejected: rejected, history: histKey}
+	if liveErr != nil {
+		in.liveErr = liveErr.Error()
+	}
+	if out, ok := a.found.Get(scan.version, in); ok && scan.kept {
+		return out, nil
+	}
 	listed := make(map[string]bool, len(files))
 	out := make([]adapters.NativeSession, 0, len(files)+len(live))
 	for i, f := range files {
@@ -227,13 +300,10 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 			}
 		}
 	}
-	if a.summaries.Stats().Entries > len(files) {
-		// Some cached transcripts were not listed: forget the deleted.
-		seen := make(map[string]bool, len(files))
-		for _, f := range files {
-			seen[f.key.Path] = true
-		}
-		a.summaries.Retain(func(p string) bool { return seen[p] })
+	if scan.kept {
+		a.found.Put(scan.version, in, out)
+	} else {
+		a.found.Drop()
 	}
 	return out, nil
 }

@@ -40,6 +40,18 @@ type Adapter struct {
 	threads threadIndex
 	folders *storeio.Lister
 
+	// scanMu lets one scan run at a time: a scan kept in scans is valid
+	// while the Lister's version holds, which a second scan's listings
+	// would move under it.
+	scanMu sync.Mutex
+	// scans keeps the last scan, reused while no folder (nor the thread
+	// index) changed; found keeps the last Discover's sessions, reused
+	// while the scan and the processes matched are the same. Liveness is
+	// still checked by the caller at each query: only what the files said
+	// is kept.
+	scans storeio.Memo[scanResult]
+	found storeio.Memo[[]adapters.NativeSession]
+
 	mu sync.Mutex
 	// paths maps session ids to rollout files, from the last scan.
 	paths map[string]string
@@ -85,18 +97,36 @@ type scanned struct {
 	err   error
 }
 
+// scanResult is what a scan found: the rollouts, Codex's thread index
+// (nil when it has none or it cannot be read), and what they are valid
+// for: the Lister's version and the index's generation. kept says the
+// scan is the one kept for those, so what is derived from it alone may be
+// kept for them too.
+type scanResult struct {
+	files   []scanned
+	threads map[string]*thread
+	version uint64
+	gen     uint64
+	kept    bool
+}
+
 // scan lists the rollouts and reads the ones that changed since the last
-// scan; it also returns Codex's thread index (nil when it has none or it
-// cannot be read). It fails only when the sessions folder exists but
-// cannot be listed.
-func (a *Adapter) scan(ctx context.Context) ([]scanned, map[string]*thread, error) {
+// scan; an unchanged store is not read, the last scan is returned. It
+// fails only when the sessions folder exists but cannot be listed.
+func (a *Adapter) scan(ctx context.Context) (scanResult, error) {
+	a.scanMu.Lock()
+	defer a.scanMu.Unlock()
 	files, err := a.listRollouts(ctx, a.sessionsDir())
 	if err != nil {
-		return nil, nil, err
+		return scanResult{}, err
 	}
 	// The thread index only spares reading rollout heads; when it cannot
 	// be read, the rollouts say the same.
-	threads, _ := a.threads.load(ctx, filepath.Join(a.home(), stateDBName))
+	threads, gen, _ := a.threads.load(ctx, filepath.Join(a.home(), stateDBName))
+	version := a.folders.Version()
+	if last, ok := a.scans.Get(version, gen); ok {
+		return last, nil
+	}
 	if a.saved != nil {
 		a.saved.Load()
 		defer a.saved.Save(false)
@@ -106,13 +136,18 @@ func (a *Adapter) scan(ctx context.Context) ([]scanned, map[string]*thread, erro
 	if err := storeio.Parallel(ctx, len(files), func(i int) {
 		out[i] = a.readOne(files[i], threads)
 	}); err != nil {
-		return nil, nil, fmt.Errorf("scan codex sessions: %w", err)
+		a.scans.Drop()
+		return scanResult{}, fmt.Errorf("scan codex sessions: %w", err)
 	}
 
 	kept := out[:0]
 	ids := make(map[string]string, len(out))
 	live := make(map[string]bool, len(out))
+	// A rollout that could not be read may be read next time: such a scan
+	// is not kept.
+	retry := false
 	for _, s := range out {
+		retry = retry || s.facts == nil
 		if s.facts == nil && errors.Is(s.err, fs.ErrNotExist) {
 			continue // removed between the listing and the read
 		}
@@ -126,7 +161,13 @@ func (a *Adapter) scan(ctx context.Context) ([]scanned, map[string]*thread, erro
 	a.mu.Lock()
 	a.paths = ids
 	a.mu.Unlock()
-	return kept, threads, nil
+	r := scanResult{files: kept, threads: threads, version: version, gen: gen, kept: !retry}
+	if r.kept {
+		a.scans.Put(version, gen, r)
+	} else {
+		a.scans.Drop()
+	}
+	return r, nil
 }
 
 // readOne returns the facts of one rollout, from the cache when a stat
@@ -148,10 +189,11 @@ func (a *Adapter) readOne(file rolloutFile, threads map[string]*thread) scanned 
 // Discover returns every session in the Codex store, with the live Codex
 // process matched to it where the evidence is unambiguous.
 func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error) {
-	files, index, err := a.scan(ctx)
+	scan, err := a.scan(ctx)
 	if err != nil {
 		return nil, err
 	}
+	files, index := scan.files, scan.threads
 	var refs map[string]*adapters.ProcessRef
 	var contenders map[string][]int
 	procs, perr := liveCodexes(proc.SnapshotFrom(ctx), a.home())
@@ -181,6 +223,19 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 				contenders[id] = append(contenders[id], pids...)
 			}
 		}
+	}
+	type inputs struct {
+		gen        uint64
+		refs       map[string]*adapters.ProcessRef
+		contenders map[string][]int
+		perr       string
+	}
+	in := inputs{gen: scan.gen, refs: refs, contenders: contenders}
+	if perr != nil {
+		in.perr = perr.Error()
+	}
+	if out, ok := a.found.Get(scan.version, in); ok && scan.kept {
+		return out, nil
 	}
 	out := make([]adapters.NativeSession, 0, len(files))
 	for _, s := range files {
@@ -212,6 +267,11 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 			ns.Warnings = append(ns.Warnings, "processes not matched: "+perr.Error())
 		}
 		out = append(out, ns)
+	}
+	if scan.kept {
+		a.found.Put(scan.version, in, out)
+	} else {
+		a.found.Drop()
 	}
 	return out, nil
 }
@@ -261,7 +321,7 @@ func (a *Adapter) pathOf(ctx context.Context, id string) (string, error) {
 			return p, nil
 		}
 	}
-	if _, _, err := a.scan(ctx); err != nil {
+	if _, err := a.scan(ctx); err != nil {
 		return "", err
 	}
 	if p, err = lookup(); err != nil {

@@ -494,3 +494,36 @@ func TestFirstReadCutShortGoesOn(t *testing.T) {
 	}
 	t.Logf("read in %d calls of 100 ms", calls)
 }
+
+// A Discover between changes reuses the sessions the last one built; a
+// change to the database is seen by the next.
+func TestUnchangedDatabaseReusesSessions(t *testing.T) {
+	for name, watch := range watchers(t) {
+		t.Run(name, func(t *testing.T) {
+			data, a := testDataWatched(t, watch)
+			db := loadFixture(t, data)
+			ctx := context.Background()
+			first, err := a.Discover(ctx)
+			if err != nil || len(first) == 0 {
+				t.Fatalf("%d sessions, %v", len(first), err)
+			}
+			again, err := a.Discover(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if &again[0] != &first[0] {
+				t.Error("an unchanged database's sessions were built again")
+			}
+			if _, err := db.Exec("DELETE FROM session WHERE id = ?", idFailed); err != nil {
+				t.Fatal(err)
+			}
+			after, err := a.Discover(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(after) != len(first)-1 {
+				t.Errorf("after a delete: %d sessions, want %d", len(after), len(first)-1)
+			}
+		})
+	}
+}

@@ -42,6 +42,17 @@ type Adapter struct {
 	// folders lists the session folders.
 	folders *storeio.Lister
 
+	// scanMu lets one scan run at a time: a scan kept in scans is valid
+	// while the Lister's version holds, which a second scan's listings
+	// would move under it.
+	scanMu sync.Mutex
+	// scans keeps the last scan, reused while no folder changed; found
+	// keeps the last Discover's sessions, reused while the scan and the
+	// processes matched are the same. Liveness is still checked by the
+	// caller at each query: only what the files said is kept.
+	scans storeio.Memo[[]scanned]
+	found storeio.Memo[[]adapters.NativeSession]
+
 	mu sync.Mutex
 	// paths maps native ids to files, from the last scan.
 	paths map[string]string
@@ -88,11 +99,21 @@ type scanned struct {
 // scan lists every session file and reads the ones that changed since the
 // last scan. Folders are listed (one stat per file) and read in parallel.
 // It returns an error only when no root could be read at all.
-func (a *Adapter) scan(ctx context.Context) ([]scanned, error) {
+// An unchanged store (the Lister's version as at the last scan) is not
+// read: the last scan is returned. kept says the scan is the one kept for
+// version, so what is derived from it alone may be kept for that version
+// too.
+func (a *Adapter) scan(ctx context.Context) (files []scanned, version uint64, kept bool, err error) {
+	a.scanMu.Lock()
+	defer a.scanMu.Unlock()
 	// Session files sit in each root and in the folders directly in it.
 	keys, err := a.folders.Walk(ctx, a.layout().roots(), 1, isSessionFile)
 	if err != nil {
-		return nil, fmt.Errorf("scan pi sessions: %w", err)
+		return nil, 0, false, fmt.Errorf("scan pi sessions: %w", err)
+	}
+	version = a.folders.Version()
+	if last, ok := a.scans.Get(version, nil); ok {
+		return last, version, true, nil
 	}
 	if a.saved != nil {
 		a.saved.Load()
@@ -102,28 +123,38 @@ func (a *Adapter) scan(ctx context.Context) ([]scanned, error) {
 	if err := storeio.Parallel(ctx, len(keys), func(i int) {
 		read[i] = a.readOne(keys[i])
 	}); err != nil {
-		return nil, fmt.Errorf("scan pi sessions: %w", err)
+		a.scans.Drop()
+		return nil, 0, false, fmt.Errorf("scan pi sessions: %w", err)
 	}
 
-	var kept []scanned
+	var out []scanned
 	listed := map[string]bool{}
 	ids := map[string]string{}
+	// A file that could not be read at all may be read next time: such a
+	// scan is not kept.
+	retry := false
 	for _, s := range read {
 		listed[s.path] = true
+		retry = retry || s.facts == nil
 		if s.facts == nil && errors.Is(s.err, fs.ErrNotExist) {
 			continue // removed between the listing and the read
 		}
 		if s.facts != nil && s.facts.id != "" {
 			ids[s.facts.id] = s.path
 		}
-		kept = append(kept, s)
+		out = append(out, s)
 	}
-	slices.SortFunc(kept, func(a, b scanned) int { return strings.Compare(a.path, b.path) })
+	slices.SortFunc(out, func(a, b scanned) int { return strings.Compare(a.path, b.path) })
 	a.files.Retain(func(p string) bool { return listed[p] })
 	a.mu.Lock()
 	a.paths = ids
 	a.mu.Unlock()
-	return kept, nil
+	if retry {
+		a.scans.Drop()
+		return out, version, false, nil
+	}
+	a.scans.Put(version, nil, out)
+	return out, version, true, nil
 }
 
 // readOne returns the cached facts when the listing's stat shows the file
@@ -152,11 +183,26 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 			return []adapters.NativeSession{}, nil
 		}
 	}
-	files, err := a.scan(ctx)
+	files, version, kept, err := a.scan(ctx)
 	if err != nil {
 		return nil, err
 	}
-	refs := matchProcesses(candidatesOf(files), procs)
+	// No process, no match: the sessions need not be walked for one.
+	var refs map[string]match
+	if len(procs) > 0 {
+		refs = matchProcesses(candidatesOf(files), procs)
+	}
+	type inputs struct {
+		refs map[string]match
+		perr string
+	}
+	in := inputs{refs: refs}
+	if perr != nil {
+		in.perr = perr.Error()
+	}
+	if out, ok := a.found.Get(version, in); ok && kept {
+		return out, nil
+	}
 
 	out := make([]adapters.NativeSession, 0, len(files))
 	for _, s := range files {
@@ -198,6 +244,11 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 			out[i].Warnings = append(out[i].Warnings, "processes not matched: "+perr.Error())
 		}
 	}
+	if kept {
+		a.found.Put(version, in, out)
+	} else {
+		a.found.Drop()
+	}
 	return out, nil
 }
 
@@ -217,7 +268,7 @@ func (a *Adapter) pathOf(ctx context.Context, nativeID string) (string, error) {
 		}
 	}
 	// Not seen yet, or moved: scan the store again.
-	if _, err := a.scan(ctx); err != nil {
+	if _, _, _, err := a.scan(ctx); err != nil {
 		return "", err
 	}
 	if p, err = a.knownPath(nativeID); err != nil {
