@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -71,6 +72,10 @@ type Core struct {
 	// its record is on disk, so two launches cannot take one name.
 	naming sync.Mutex
 	attn   *attention
+	// repeated and handleIDs keep what a list derives from every id, for
+	// the next list while the ids are the same.
+	repeated  repeatIndex
+	handleIDs handleIndex
 
 	// ctx bounds background work (learning native ids); wg waits for it.
 	ctx context.Context
@@ -169,6 +174,7 @@ func (c *Core) sessions(ctx context.Context, keep func(*api.Session) bool, skip 
 		return nil, nil, err
 	}
 	disc := c.disc.run(ctx)
+	disc.repeats = c.repeated.repeats(disc.sessions)
 	seen := c.moves.begin()
 	var skipNative func(*adapters.NativeSession) bool
 	if skip != nil {
@@ -191,9 +197,9 @@ func (c *Core) Get(ctx context.Context, prefix string) (api.Session, error) {
 	}
 	sess.Warnings = append(sess.Warnings, warnings...)
 	if ids, err := c.records.ids(); err == nil {
-		one := []api.Session{sess}
-		c.setHandles(one, ids)
-		sess = one[0]
+		// Not through the list's kept index: one id is compared with the
+		// others, and the index stays the list's.
+		sess.Handle = handles([]string{sess.ID}, append(slices.Clip(ids), sess.ID))[sess.ID]
 	}
 	return sess, nil
 }

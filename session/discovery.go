@@ -90,6 +90,9 @@ type discovered struct {
 	// failed names adapters whose discovery failed this time.
 	failed   map[string]bool
 	warnings []string
+	// repeats, when not nil, are the sessions whose id a session before
+	// them has (see repeats); nil: merge finds them.
+	repeats map[position]bool
 }
 
 // run asks every adapter.

@@ -579,3 +579,38 @@ func TestNativeLookupAsksTheOwningAdapter(t *testing.T) {
 		t.Errorf("discoveries for an id no store held: a %d, b %d; want 1 each", a1-a0, b1-b0)
 	}
 }
+
+// A native id listed by two adapters (or twice by one) is listed once, as
+// the first had it, whether the repeats are found by merge or kept from
+// the last answer; the kept ones are found again when an answer changes.
+func TestRepeatedNativeIDsAreListedOnce(t *testing.T) {
+	pi := []adapters.NativeSession{{Adapter: "pi", NativeID: "a"}, {Adapter: "pi", NativeID: "b"}, {Adapter: "pi", NativeID: "a"}}
+	rust := []adapters.NativeSession{{Adapter: "pi-rust", NativeID: "b"}, {Adapter: "pi-rust", NativeID: "c"}}
+	other := []adapters.NativeSession{{Adapter: "pi-rust", NativeID: "a"}, {Adapter: "pi-rust", NativeID: "d"}}
+	var x repeatIndex
+	for _, tc := range []struct {
+		name     string
+		sessions [][]adapters.NativeSession
+		kept     bool
+		want     []string
+	}{
+		{"found by merge", [][]adapters.NativeSession{pi, rust}, false, []string{"pi/a", "pi/b", "pi-rust/c"}},
+		{"kept index", [][]adapters.NativeSession{pi, rust}, true, []string{"pi/a", "pi/b", "pi-rust/c"}},
+		{"kept index, same answers", [][]adapters.NativeSession{pi, rust}, true, []string{"pi/a", "pi/b", "pi-rust/c"}},
+		{"kept index, an answer changed", [][]adapters.NativeSession{pi, other}, true, []string{"pi/a", "pi/b", "pi-rust/d"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			disc := discovered{sessions: tc.sessions}
+			if tc.kept {
+				disc.repeats = x.repeats(tc.sessions)
+			}
+			var got []string
+			for _, s := range merge(nil, disc, nil) {
+				got = append(got, s.Adapter+"/"+s.ID)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("listed %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

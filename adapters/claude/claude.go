@@ -105,10 +105,10 @@ type transcriptFile struct {
 	key storeio.FileKey
 }
 
-// listTranscripts lists and stats projects/*/<uuid>.jsonl, the project
-// folders in parallel. A project folder that vanishes while listing is
-// skipped.
-func (a *Adapter) listTranscripts(ctx context.Context) ([]transcriptFile, error) {
+// listProjects lists and stats projects/*/<uuid>.jsonl, the project
+// folders in parallel, one listing per folder. A project folder that
+// vanishes while listing is skipped.
+func (a *Adapter) listProjects(ctx context.Context) ([][]storeio.FileKey, error) {
 	root := filepath.Join(a.configDir(), "projects")
 	top, err := a.folders.List(root, func(string) bool { return false })
 	if err != nil {
@@ -128,13 +128,18 @@ func (a *Adapter) listTranscripts(ctx context.Context) ([]transcriptFile, error)
 		return nil, err
 	}
 	a.folders.Sweep()
+	return perProject, nil
+}
+
+// transcriptsOf is the transcripts of the project folders' listings.
+func transcriptsOf(perProject [][]storeio.FileKey) []transcriptFile {
 	var out []transcriptFile
 	for _, keys := range perProject {
 		for _, k := range keys {
 			out = append(out, transcriptFile{id: strings.TrimSuffix(filepath.Base(k.Path), ".jsonl"), key: k})
 		}
 	}
-	return out, nil
+	return out
 }
 
 // isTranscriptName says whether a project folder's entry is a transcript:
@@ -170,7 +175,7 @@ type readResult struct {
 func (a *Adapter) scan(ctx context.Context) (scanResult, error) {
 	a.scanMu.Lock()
 	defer a.scanMu.Unlock()
-	files, err := a.listTranscripts(ctx)
+	perProject, err := a.listProjects(ctx)
 	if err != nil {
 		return scanResult{}, err
 	}
@@ -178,6 +183,7 @@ func (a *Adapter) scan(ctx context.Context) (scanResult, error) {
 	if last, ok := a.scans.Get(version, nil); ok {
 		return last, nil
 	}
+	files := transcriptsOf(perProject)
 	if a.saved != nil {
 		a.saved.Load()
 		defer a.saved.Save(false)

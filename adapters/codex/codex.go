@@ -116,7 +116,7 @@ type scanResult struct {
 func (a *Adapter) scan(ctx context.Context) (scanResult, error) {
 	a.scanMu.Lock()
 	defer a.scanMu.Unlock()
-	files, err := a.listRollouts(ctx, a.sessionsDir())
+	keys, err := a.walkRollouts(ctx, a.sessionsDir())
 	if err != nil {
 		return scanResult{}, err
 	}
@@ -127,6 +127,7 @@ func (a *Adapter) scan(ctx context.Context) (scanResult, error) {
 	if last, ok := a.scans.Get(version, gen); ok {
 		return last, nil
 	}
+	files := rolloutsOf(keys)
 	if a.saved != nil {
 		a.saved.Load()
 		defer a.saved.Save(false)
@@ -356,16 +357,31 @@ const maxDepth = 4
 // listRollouts lists and stats every rollout file under root (see
 // storeio.Lister.Walk), sorted. A missing root is an empty store.
 func (a *Adapter) listRollouts(ctx context.Context, root string) ([]rolloutFile, error) {
+	files, err := a.walkRollouts(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	return rolloutsOf(files), nil
+}
+
+// walkRollouts lists and stats every rollout file under root.
+func (a *Adapter) walkRollouts(ctx context.Context, root string) ([]storeio.FileKey, error) {
 	files, err := a.folders.Walk(ctx, []string{root}, maxDepth, isRolloutName)
 	if err != nil {
 		return nil, fmt.Errorf("codex sessions: %w", err)
 	}
+	return files, nil
+}
+
+// rolloutsOf is the rollouts of a listing, with the ids their names
+// carry, sorted by path.
+func rolloutsOf(files []storeio.FileKey) []rolloutFile {
 	out := make([]rolloutFile, len(files))
 	for i, k := range files {
 		out[i] = rolloutFile{key: k, id: idFromRolloutPath(k.Path)}
 	}
 	slices.SortFunc(out, func(x, y rolloutFile) int { return strings.Compare(x.key.Path, y.key.Path) })
-	return out, nil
+	return out
 }
 
 func isRolloutName(n string) bool {
