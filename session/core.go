@@ -252,6 +252,16 @@ func (c *Core) lookup(ctx context.Context, prefix string) (api.Session, []string
 // every adapter is asked. accepted, when not nil, names the adapters whose
 // ids the prefix can be (the others' sessions are not candidates).
 func (c *Core) lookupNative(ctx context.Context, prefix string, accepted map[string]bool, launched []api.Session) (api.Session, []string, error) {
+	if a, id := c.disc.holder(prefix, accepted); a != nil {
+		if ns, err := c.disc.one(ctx, a, id); err == nil {
+			one := discovered{sessions: [][]adapters.NativeSession{{ns}}, failed: map[string]bool{}}
+			if sess, err := c.resolveNative(id, accepted, launched, one); err == nil {
+				return sess, nil, nil
+			}
+		}
+		// Not found alone (claimed by a launched session, gone), or the
+		// read failed: the discoveries below decide, and warn.
+	}
 	owners, last := c.disc.owners(prefix)
 	if len(owners) > 0 {
 		disc := c.disc.runOf(ctx, owners)
@@ -329,7 +339,18 @@ func (c *Core) nativeIDOwners(handle string) (map[string]bool, error) {
 // The other runs of its native session (an original and its resumes) are
 // merged beside it, so that its counts are its own, as in a list.
 func (c *Core) withNative(ctx context.Context, sess api.Session) (api.Session, []string) {
-	found := c.disc.runOf(ctx, []adapters.Adapter{c.disc.adapter(sess.Adapter)})
+	a := c.disc.adapter(sess.Adapter)
+	var found discovered
+	// Its adapter reads that session alone where it can; a store that has
+	// it not (yet) enriches nothing, as a discovery without it would.
+	switch ns, err := c.disc.one(ctx, a, sess.NativeID); {
+	case err == nil:
+		found = discovered{sessions: [][]adapters.NativeSession{{ns}}, failed: map[string]bool{}}
+	case errors.Is(err, adapters.ErrNoSession):
+		found = discovered{failed: map[string]bool{}}
+	default:
+		found = c.disc.runOf(ctx, []adapters.Adapter{a})
+	}
 	runs := []api.Session{sess}
 	if all, _, err := c.records.all(); err == nil {
 		for _, s := range all {

@@ -614,3 +614,71 @@ func TestRepeatedNativeIDsAreListedOnce(t *testing.T) {
 		})
 	}
 }
+
+// one is a counted adapter that reads one session alone.
+type one struct {
+	*counted
+	ones atomic.Int32
+}
+
+func (o *one) DiscoverOne(_ context.Context, id string) (adapters.NativeSession, error) {
+	o.ones.Add(1)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, ns := range o.sessions {
+		if ns.NativeID == id {
+			return ns, nil
+		}
+	}
+	return adapters.NativeSession{}, adapters.ErrNoSession
+}
+
+// A lookup of a whole native id that one store held reads that session
+// alone from its adapter; a prefix, or an id no longer there, is left to
+// the discoveries.
+func TestWholeNativeIDIsReadAlone(t *testing.T) {
+	created := time.Now().Add(-time.Hour)
+	a := &one{counted: &counted{name: "a", sessions: []adapters.NativeSession{
+		{Adapter: "a", NativeID: "aaa111", State: adapters.NativeDone, CreatedAt: created, Model: "m1"},
+		{Adapter: "a", NativeID: "gone11", State: adapters.NativeDone, CreatedAt: created},
+	}}}
+	b := &counted{name: "b", sessions: []adapters.NativeSession{
+		{Adapter: "b", NativeID: "bbb222", State: adapters.NativeDone, CreatedAt: created},
+	}}
+	c := New(context.Background(), Options{Home: home.Home(t.TempDir()), Adapters: []adapters.Adapter{a, b}, DiscoveryTimeout: time.Second})
+	ctx := context.Background()
+	if _, err := c.List(ctx, api.ListOptions{All: true}); err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	a.sessions = a.sessions[:1]
+	a.mu.Unlock()
+	for _, tc := range []struct {
+		handle           string
+		found            bool
+		ones, discovered int32
+	}{
+		{"gone11", false, 1, 2}, // gone since: every store's discovery
+		{"aaa111", true, 1, 0},
+		{"AAA111", true, 1, 0},
+		{"aaa1", true, 0, 1},   // a prefix: the owner's discovery
+		{"bbb222", true, 0, 1}, // b cannot read one alone
+	} {
+		t.Run(tc.handle, func(t *testing.T) {
+			ones, calls := a.ones.Load(), a.calls.Load()+b.calls.Load()
+			got, err := c.Get(ctx, tc.handle)
+			if tc.found != (err == nil) {
+				t.Fatalf("Get(%s): %v %v", tc.handle, got.ID, err)
+			}
+			if tc.found && got.ID != strings.ToLower(tc.handle) && !strings.HasPrefix(got.ID, tc.handle) {
+				t.Errorf("Get(%s) = %s", tc.handle, got.ID)
+			}
+			if d := a.ones.Load() - ones; d != tc.ones {
+				t.Errorf("sessions read alone: %d, want %d", d, tc.ones)
+			}
+			if d := a.calls.Load() + b.calls.Load() - calls; d < tc.discovered || (tc.discovered == 0 && d != 0) {
+				t.Errorf("discoveries: %d, want %d", d, tc.discovered)
+			}
+		})
+	}
+}

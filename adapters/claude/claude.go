@@ -248,43 +248,7 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 			continue // deleted between listing and reading
 		}
 		listed[f.id] = true
-		ns := adapters.NativeSession{Adapter: Name, NativeID: f.id, Path: f.key.Path, Evidence: slices.Clip(rejected[f.id])}
-		if r.err != nil {
-			ns.Warnings = []string{fmt.Sprintf("read transcript: %v", r.err)}
-			ns.State = adapters.NativeUnknown
-			if ls, ok := live[f.id]; ok {
-				attachLive(&ns, ls)
-			}
-			out = append(out, ns)
-			continue
-		}
-		s := r.sum
-		ns.Cwd, ns.Model, ns.FirstPrompt, ns.LastMessage = s.Cwd, s.Model, s.FirstPrompt, s.LastText
-		ns.TokensIn, ns.TokensOut = s.tokens()
-		ns.CostUSD = s.cost()
-		ns.CreatedAt, ns.UpdatedAt = s.Created, s.Updated
-		if ns.UpdatedAt.IsZero() {
-			ns.UpdatedAt = r.mod
-		}
-		if ns.FirstPrompt == "" {
-			ns.FirstPrompt = hist[f.id].prompt
-		}
-		ns.Warnings = append([]string(nil), s.Warnings...)
-		if ls, ok := live[f.id]; ok {
-			attachLive(&ns, ls)
-		} else if pids := unmatchedCwds[s.Cwd]; len(pids) > 0 {
-			// A claude process runs in this folder and nothing says which
-			// session it works on: this one may be it.
-			ns.State = adapters.NativeUnknown
-			ns.Warnings = append(ns.Warnings, storeio.ContendersWarning("claude", pids))
-			ns.Evidence = append(ns.Evidence, adapters.ContenderEvidence("claude", pids)...)
-		} else if ns.State = s.Turn.native(); ns.State == adapters.NativeUnknown {
-			// The last turn did not finish and no Claude of this store runs
-			// it (nor could: none runs in its folder): it was cut off. (An
-			// incomplete view of the processes is dealt with below.)
-			ns.State = adapters.NativeAborted
-		}
-		out = append(out, ns)
+		out = append(out, nativeOf(f, r, live, unmatchedCwds, rejected, hist))
 	}
 	// Running sessions with no transcript yet (an interactive claude before
 	// its first prompt).
@@ -312,6 +276,74 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 		a.found.Drop()
 	}
 	return out, nil
+}
+
+// nativeOf is the native session of one transcript, given what was read
+// of it, the live sessions by id, the live processes in each folder that
+// nothing ties to a session, the candidates turned down by id, and the
+// prompts of the history.
+func nativeOf(f transcriptFile, r readResult, live map[string]liveSession, unmatchedCwds map[string][]int, rejected map[string][]adapters.Evidence, hist map[string]historyEntry) adapters.NativeSession {
+	ns := adapters.NativeSession{Adapter: Name, NativeID: f.id, Path: f.key.Path, Evidence: slices.Clip(rejected[f.id])}
+	if r.err != nil {
+		ns.Warnings = []string{fmt.Sprintf("read transcript: %v", r.err)}
+		ns.State = adapters.NativeUnknown
+		if ls, ok := live[f.id]; ok {
+			attachLive(&ns, ls)
+		}
+		return ns
+	}
+	s := r.sum
+	ns.Cwd, ns.Model, ns.FirstPrompt, ns.LastMessage = s.Cwd, s.Model, s.FirstPrompt, s.LastText
+	ns.TokensIn, ns.TokensOut = s.tokens()
+	ns.CostUSD = s.cost()
+	ns.CreatedAt, ns.UpdatedAt = s.Created, s.Updated
+	if ns.UpdatedAt.IsZero() {
+		ns.UpdatedAt = r.mod
+	}
+	if ns.FirstPrompt == "" {
+		ns.FirstPrompt = hist[f.id].prompt
+	}
+	ns.Warnings = append([]string(nil), s.Warnings...)
+	if ls, ok := live[f.id]; ok {
+		attachLive(&ns, ls)
+	} else if pids := unmatchedCwds[s.Cwd]; len(pids) > 0 {
+		// A claude process runs in this folder and nothing says which
+		// session it works on: this one may be it.
+		ns.State = adapters.NativeUnknown
+		ns.Warnings = append(ns.Warnings, storeio.ContendersWarning("claude", pids))
+		ns.Evidence = append(ns.Evidence, adapters.ContenderEvidence("claude", pids)...)
+	} else if ns.State = s.Turn.native(); ns.State == adapters.NativeUnknown {
+		// The last turn did not finish and no Claude of this store runs it
+		// (nor could: none runs in its folder): it was cut off. (An
+		// incomplete view of the processes is dealt with by the caller.)
+		ns.State = adapters.NativeAborted
+	}
+	return ns
+}
+
+// DiscoverOne implements adapters.OneReader: what Discover says of the
+// session id (a whole id), from its transcript alone while no Claude of
+// this store runs. With one running, its registry and folder are weighed
+// against the whole store, as Discover does.
+func (a *Adapter) DiscoverOne(ctx context.Context, id string) (adapters.NativeSession, error) {
+	live, unmatchedCwds, rejected, liveErr := liveProcesses(a.configDir(), proc.SnapshotFrom(ctx))
+	last, ok := a.scans.Last()
+	i := slices.IndexFunc(last.files, func(f transcriptFile) bool { return f.id == id })
+	if liveErr != nil || len(live) > 0 || len(unmatchedCwds) > 0 || !ok || i < 0 {
+		return adapters.DiscoverOneOf(ctx, a, id)
+	}
+	path := last.files[i].key.Path
+	fi, err := os.Stat(path)
+	if err != nil {
+		return adapters.DiscoverOneOf(ctx, a, id) // moved or gone: the store says
+	}
+	f := transcriptFile{id: id, key: storeio.KeyOf(path, fi)}
+	sum, key, err := a.summaries.GetKey(f.key, summaryReader{ctx: ctx}.fill)
+	if err != nil {
+		return adapters.DiscoverOneOf(ctx, a, id)
+	}
+	hist, _ := a.historyIndex()
+	return nativeOf(f, readResult{sum: sum, mod: key.ModTime}, nil, nil, rejected, hist), nil
 }
 
 func attachLive(ns *adapters.NativeSession, ls liveSession) {

@@ -243,31 +243,7 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 		if s.id == "" {
 			continue // neither the name nor the content names a session
 		}
-		var ns adapters.NativeSession
-		if s.facts != nil {
-			ns = s.facts.native(s.path, s.mtime, refs[s.id])
-		} else {
-			ns = adapters.NativeSession{Adapter: Name, Path: s.path, State: adapters.NativeUnknown, Process: refs[s.id]}
-			ns.Warnings = append(ns.Warnings, fmt.Sprintf("unreadable codex rollout %s: %v", s.path, s.err))
-		}
-		ns.NativeID = s.id
-		if pids := contenders[s.id]; ns.Process == nil && len(pids) > 0 {
-			ns.Evidence = append(ns.Evidence, adapters.ContenderEvidence("codex", pids)...)
-		}
-		if t := index[s.id]; t != nil {
-			fillFromThread(&ns, t)
-		}
-		if ns.Process == nil && len(contenders[s.id]) > 0 {
-			ns.State = adapters.NativeUnknown
-			ns.Warnings = append(ns.Warnings, storeio.ContendersWarning("codex", contenders[s.id]))
-		}
-		if perr != nil {
-			// Without the full picture of live processes, no session can
-			// be said to have ended.
-			ns.State = adapters.NativeUnknown
-			ns.Warnings = append(ns.Warnings, "processes not matched: "+perr.Error())
-		}
-		out = append(out, ns)
+		out = append(out, nativeOf(s, index[s.id], refs[s.id], contenders[s.id], perr))
 	}
 	if scan.kept {
 		a.found.Put(scan.version, in, out)
@@ -275,6 +251,62 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 		a.found.Drop()
 	}
 	return out, nil
+}
+
+// nativeOf is the native session of one rollout, given Codex's index
+// row of it (nil: none), the process matched to it and the live ones that
+// may be working on it, and why the processes could not be matched (nil:
+// they were).
+func nativeOf(s scanned, t *thread, ref *adapters.ProcessRef, contenders []int, perr error) adapters.NativeSession {
+	var ns adapters.NativeSession
+	if s.facts != nil {
+		ns = s.facts.native(s.path, s.mtime, ref)
+	} else {
+		ns = adapters.NativeSession{Adapter: Name, Path: s.path, State: adapters.NativeUnknown, Process: ref}
+		ns.Warnings = append(ns.Warnings, fmt.Sprintf("unreadable codex rollout %s: %v", s.path, s.err))
+	}
+	ns.NativeID = s.id
+	if ns.Process == nil && len(contenders) > 0 {
+		ns.Evidence = append(ns.Evidence, adapters.ContenderEvidence("codex", contenders)...)
+	}
+	if t != nil {
+		fillFromThread(&ns, t)
+	}
+	if ns.Process == nil && len(contenders) > 0 {
+		ns.State = adapters.NativeUnknown
+		ns.Warnings = append(ns.Warnings, storeio.ContendersWarning("codex", contenders))
+	}
+	if perr != nil {
+		// Without the full picture of live processes, no session can be
+		// said to have ended.
+		ns.State = adapters.NativeUnknown
+		ns.Warnings = append(ns.Warnings, "processes not matched: "+perr.Error())
+	}
+	return ns
+}
+
+// DiscoverOne implements adapters.OneReader: what Discover says of the
+// session id (a whole id), from its rollout alone while no Codex process
+// of this store runs. With one running, which rollout it holds is weighed
+// against the whole store, as Discover does.
+func (a *Adapter) DiscoverOne(ctx context.Context, id string) (adapters.NativeSession, error) {
+	procs, perr := liveCodexes(proc.SnapshotFrom(ctx), a.home())
+	a.mu.Lock()
+	path := a.paths[id]
+	a.mu.Unlock()
+	if perr != nil || len(procs) > 0 || path == "" {
+		return adapters.DiscoverOneOf(ctx, a, id)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return adapters.DiscoverOneOf(ctx, a, id) // moved or gone: the store says
+	}
+	index, _, _ := a.threads.load(ctx, filepath.Join(a.home(), stateDBName))
+	s := a.readOne(rolloutFile{key: storeio.KeyOf(path, fi), id: idFromRolloutPath(path)}, index)
+	if s.id != id {
+		return adapters.DiscoverOneOf(ctx, a, id)
+	}
+	return nativeOf(s, index[id], nil, nil, nil), nil
 }
 
 // fillFromThread completes what the rollout did not say (its head was not

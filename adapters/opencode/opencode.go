@@ -226,6 +226,28 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 	return out, nil
 }
 
+// DiscoverOne implements adapters.OneReader: what Discover says of the
+// session id (a whole id), looked up in the databases' sessions (kept
+// while they are unchanged) while no OpenCode of this store runs. With one
+// running, which session it works on is weighed against the whole store,
+// as Discover does.
+func (a *Adapter) DiscoverOne(ctx context.Context, id string) (adapters.NativeSession, error) {
+	procs, perr := liveOpencodes(proc.SnapshotFrom(ctx), a.dataDir())
+	if perr != nil || len(procs) > 0 {
+		return adapters.DiscoverOneOf(ctx, a, id)
+	}
+	ss, err := a.sessions(ctx)
+	if err != nil {
+		return adapters.NativeSession{}, err
+	}
+	// sessions are sorted by id.
+	i := sort.Search(len(ss), func(i int) bool { return ss[i].id >= id })
+	if i == len(ss) || ss[i].id != id {
+		return adapters.NativeSession{}, fmt.Errorf("opencode session %s: %w", id, adapters.ErrNoSession)
+	}
+	return ss[i].native(nil), nil
+}
+
 // find returns the session of an id (or of a unique id prefix).
 func (a *Adapter) find(ctx context.Context, id string) (*session, error) {
 	id = strings.TrimSpace(id)

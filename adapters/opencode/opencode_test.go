@@ -4,9 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	opencodesynth "github.com/agentctl/agentctl/internal/synth/opencode"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -525,5 +527,26 @@ func TestUnchangedDatabaseReusesSessions(t *testing.T) {
 				t.Errorf("after a delete: %d sessions, want %d", len(after), len(first)-1)
 			}
 		})
+	}
+}
+
+// One session read alone is what Discover says of it; an id the store
+// does not hold is no session.
+func TestDiscoverOneAgreesWithDiscover(t *testing.T) {
+	data, a := testData(t)
+	loadFixture(t, data)
+	ctx := context.Background()
+	all, err := a.Discover(ctx)
+	if err != nil || len(all) == 0 {
+		t.Fatalf("%d sessions, %v", len(all), err)
+	}
+	for _, ns := range all {
+		got, err := a.DiscoverOne(ctx, ns.NativeID)
+		if err != nil || !reflect.DeepEqual(got, ns) {
+			t.Errorf("DiscoverOne(%s) = %+v, %v; Discover says %+v", ns.NativeID, got, err, ns)
+		}
+	}
+	if _, err := a.DiscoverOne(ctx, "ses_none"); !errors.Is(err, adapters.ErrNoSession) {
+		t.Errorf("an id the store does not hold: %v", err)
 	}
 }

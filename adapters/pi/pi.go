@@ -206,33 +206,9 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 
 	out := make([]adapters.NativeSession, 0, len(files))
 	for _, s := range files {
-		var ns adapters.NativeSession
-		switch {
-		case s.facts != nil && s.facts.bad == nil:
-			m := refs[s.path]
-			rustLive := m.ref != nil && m.rust
-			if rustLive != (a.name == NamePiRust) {
-				continue
-			}
-			ns = s.facts.native(a.name, s.path, m)
-		default:
-			if a.name == NamePiRust {
-				continue
-			}
-			// Unreadable, headerless or garbled: report it with the id its
-			// name carries, so it is not silently lost.
-			m := sessionFileName().FindStringSubmatch(filepath.Base(s.path))
-			if m == nil {
-				continue
-			}
-			ns = adapters.NativeSession{Adapter: a.name, NativeID: m[1], Path: s.path}
-			reason := s.err
-			if reason == nil {
-				reason = errNoHeader
-			}
-			ns.Warnings = []string{fmt.Sprintf("unreadable pi session %s: %v", s.path, reason)}
+		if ns, ok := a.nativeOf(s, refs[s.path]); ok {
+			out = append(out, ns)
 		}
-		out = append(out, ns)
 	}
 	if perr != nil {
 		// Without the full picture of live processes, no session can be
@@ -250,6 +226,58 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 		a.found.Drop()
 	}
 	return out, nil
+}
+
+// nativeOf is the native session of one file, given the process matched
+// to it; false when this adapter does not report it (pi-rust reports the
+// sessions a live pi-rust runs, pi the others).
+func (a *Adapter) nativeOf(s scanned, m match) (adapters.NativeSession, bool) {
+	if s.facts != nil && s.facts.bad == nil {
+		rustLive := m.ref != nil && m.rust
+		if rustLive != (a.name == NamePiRust) {
+			return adapters.NativeSession{}, false
+		}
+		return s.facts.native(a.name, s.path, m), true
+	}
+	if a.name == NamePiRust {
+		return adapters.NativeSession{}, false
+	}
+	// Unreadable, headerless or garbled: report it with the id its name
+	// carries, so it is not silently lost.
+	name := sessionFileName().FindStringSubmatch(filepath.Base(s.path))
+	if name == nil {
+		return adapters.NativeSession{}, false
+	}
+	ns := adapters.NativeSession{Adapter: a.name, NativeID: name[1], Path: s.path}
+	reason := s.err
+	if reason == nil {
+		reason = errNoHeader
+	}
+	ns.Warnings = []string{fmt.Sprintf("unreadable pi session %s: %v", s.path, reason)}
+	return ns, true
+}
+
+// DiscoverOne implements adapters.OneReader: what Discover says of the
+// session id (a whole id), from its file alone while no Pi of this store
+// runs. With one running, which session it works on is weighed against
+// the whole store (its folder, its start), as Discover does.
+func (a *Adapter) DiscoverOne(ctx context.Context, id string) (adapters.NativeSession, error) {
+	procs, perr := livePis(proc.SnapshotFrom(ctx), a.layout().agentDir)
+	a.mu.Lock()
+	path := a.paths[id]
+	a.mu.Unlock()
+	if perr != nil || len(procs) > 0 || path == "" {
+		return adapters.DiscoverOneOf(ctx, a, id)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return adapters.DiscoverOneOf(ctx, a, id) // moved or gone: the store says
+	}
+	ns, ok := a.nativeOf(a.readOne(storeio.KeyOf(path, fi)), match{})
+	if !ok || ns.NativeID != id {
+		return adapters.DiscoverOneOf(ctx, a, id)
+	}
+	return ns, nil
 }
 
 // pathOf returns the session file of a native id (or of a unique id

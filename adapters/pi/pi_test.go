@@ -237,13 +237,14 @@ func TestDiscoverMissingStore(t *testing.T) {
 }
 
 // A Discover between changes reuses what the last one built; a change to
-// one file is seen, at the cost of reading that file.
+// one file is seen, at the cost of reading that file. One session read
+// alone is what Discover says of it.
 func TestDiscoverReadsOnlyWhatChanged(t *testing.T) {
 	home := t.TempDir()
 	if err := pisynth.GenerateStore(home, 6, 1); err != nil {
 		t.Fatal(err)
 	}
-	storeiotest.CheckMemo(t, storeiotest.MemoStore{
+	store := storeiotest.MemoStore{
 		New: func(watch adapters.FolderWatch) (adapters.Adapter, func() int64) {
 			a := New(adapters.Env{Home: home, Folders: watch})
 			return a, func() int64 { return a.files.Stats().Misses }
@@ -251,5 +252,8 @@ func TestDiscoverReadsOnlyWhatChanged(t *testing.T) {
 		Grow: func(t *testing.T, path string) {
 			storeiotest.AppendLine(t, path, `{"type":"message","id":"ffffffff","parentId":null,"timestamp":"2026-11-22T06:00:00.000Z","message":{"role":"assistant","content":[{"type":"text","text":"one more"}],"provider":"p","model":"m","usage":{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":2,"cost":{"total":0}},"stopReason":"stop","timestamp":1}}`)
 		},
-	})
+		Stats: func(a adapters.Adapter) uint64 { return a.(*Adapter).folders.Stats() },
+	}
+	storeiotest.CheckMemo(t, store)
+	t.Run("one", func(t *testing.T) { storeiotest.CheckDiscoverOne(t, store) })
 }

@@ -58,3 +58,11 @@ func (m *Memo[V]) Hits() uint64 {
 	defer m.mu.Unlock()
 	return m.hits
 }
+
+// Last returns the value kept, whatever it was derived from: a hint (where
+// a file was), to be checked against the store before it is trusted.
+func (m *Memo[V]) Last() (V, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.value, m.kept
+}

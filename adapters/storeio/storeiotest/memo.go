@@ -2,6 +2,7 @@ package storeiotest
 
 import (
 	"context"
+	"errors"
 	"os"
 	"reflect"
 	"testing"
@@ -20,6 +21,9 @@ type MemoStore struct {
 	// Grow appends to a session file what the agent would: a record that
 	// changes what Discover says of the session.
 	Grow func(t *testing.T, path string)
+	// Stats, when set, counts the files a's listings of its folders have
+	// stat'ed (see storeio.Lister.Stats): a session read alone lists none.
+	Stats func(a adapters.Adapter) uint64
 }
 
 // CheckMemo checks that a Discover of an unchanged store reads no session
@@ -129,5 +133,51 @@ func AppendLine(t *testing.T, path, line string) {
 	defer f.Close()
 	if _, err := f.WriteString(line + "\n"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// CheckDiscoverOne checks that an adapter's DiscoverOne says of each
+// session what Discover says of it, sees a change to its file made since,
+// and finds no session under an id the store does not hold.
+func CheckDiscoverOne(t *testing.T, s MemoStore) {
+	a, _ := s.New(nil)
+	one, ok := a.(adapters.OneReader)
+	if !ok {
+		t.Fatalf("%s does not read one session", a.Name())
+	}
+	ctx := context.Background()
+	all, err := a.Discover(ctx)
+	if err != nil || len(all) == 0 {
+		t.Fatalf("Discover: %d sessions, %v", len(all), err)
+	}
+	var stats uint64
+	if s.Stats != nil {
+		stats = s.Stats(a)
+	}
+	for _, ns := range all {
+		got, err := one.DiscoverOne(ctx, ns.NativeID)
+		if err != nil || !reflect.DeepEqual(got, ns) {
+			t.Errorf("DiscoverOne(%s) = %+v, %v; Discover says %+v", ns.NativeID, got, err, ns)
+		}
+	}
+	s.Grow(t, all[0].Path)
+	got, err := one.DiscoverOne(ctx, all[0].NativeID)
+	if err != nil || reflect.DeepEqual(got, all[0]) {
+		t.Errorf("after its file grew, DiscoverOne(%s) = %+v, %v: as before", all[0].NativeID, got, err)
+	}
+	if s.Stats != nil && s.Stats(a) != stats {
+		t.Errorf("reading one session at a time listed the store's folders")
+	}
+	again, err := a.Discover(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range again {
+		if ns.NativeID == all[0].NativeID && !reflect.DeepEqual(ns, got) {
+			t.Errorf("after its file grew, DiscoverOne(%s) = %+v; Discover says %+v", ns.NativeID, got, ns)
+		}
+	}
+	if _, err := one.DiscoverOne(ctx, "00000000-0000-0000-0000-000000000000"); !errors.Is(err, adapters.ErrNoSession) {
+		t.Errorf("DiscoverOne of an id the store does not hold: %v, want ErrNoSession", err)
 	}
 }
