@@ -431,23 +431,26 @@ func newFilter(o api.ListOptions, now time.Time) (filter, error) {
 }
 
 // mayKeepNative says whether a session only an adapter knows may pass the
-// filter, before its session object is built: false only when the filter
-// wants running sessions and nothing about it can make it run (its adapter
-// vouches for it, and neither a live process nor the agent's own state
-// says it runs; see nativeStatus).
+// filter, before its session object is built: false only when nothing
+// about it can make it run (its adapter vouches for it, and neither a live
+// process nor the agent's own state says it runs; see nativeStatus) and
+// the filter wants running sessions, or looks back (all) no further than
+// its last activity.
 func (f filter) mayKeepNative(ns *adapters.NativeSession, vouched bool) bool {
-	wantsRunning := f.status == api.StatusRunning || (f.status == "" && !f.all)
-	if !wantsRunning {
-		return true
+	canRun := vouched && (ns.Process != nil || ns.State == adapters.NativeBusy || ns.State == adapters.NativeIdle || ns.State == adapters.NativeRunning)
+	if f.status == api.StatusRunning || (f.status == "" && !f.all) {
+		return canRun
 	}
-	if !vouched {
-		return false // unknown, never running
+	if f.all && !canRun {
+		// As keep looks back: a native session has no end, its last
+		// activity is its update, else its creation.
+		last := ns.CreatedAt
+		if !ns.UpdatedAt.IsZero() {
+			last = ns.UpdatedAt
+		}
+		return !last.Before(f.since)
 	}
-	switch ns.State {
-	case adapters.NativeBusy, adapters.NativeIdle, adapters.NativeRunning:
-		return true
-	}
-	return ns.Process != nil
+	return true
 }
 
 func (f filter) keep(s *api.Session) bool {

@@ -682,3 +682,51 @@ func TestWholeNativeIDIsReadAlone(t *testing.T) {
 		})
 	}
 }
+
+// A native session mayKeepNative turns away is one keep would turn away
+// once built, whatever the filter; and an old ended one is turned away by
+// a list that looks back less far, without being built.
+func TestMayKeepNativeNeverTurnsAwayWhatKeepKeeps(t *testing.T) {
+	self, err := proc.Lookup(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	old, recent := now.Add(-30*24*time.Hour), now.Add(-time.Hour)
+	live := &adapters.ProcessRef{PID: self.PID, Start: self.Start}
+	var sessions []adapters.NativeSession
+	for _, state := range []adapters.NativeState{adapters.NativeUnknown, adapters.NativeBusy, adapters.NativeIdle, adapters.NativeRunning, adapters.NativeDone, adapters.NativeFailed, adapters.NativeAborted} {
+		for _, p := range []*adapters.ProcessRef{nil, live} {
+			for _, created := range []time.Time{old, recent} {
+				for _, updated := range []time.Time{{}, old, recent} {
+					sessions = append(sessions, adapters.NativeSession{Adapter: "x", NativeID: "n", State: state, Process: p, CreatedAt: created, UpdatedAt: updated})
+				}
+			}
+		}
+	}
+	var turnedAway int
+	for _, o := range []api.ListOptions{{}, {All: true}, {All: true, Since: 90 * 24 * time.Hour}, {Status: "ended"}, {All: true, Status: "ended"}, {Status: "running"}, {All: true, Status: "unknown"}} {
+		f, err := newFilter(o, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ns := range sessions {
+			for _, vouched := range []bool{true, false} {
+				if f.mayKeepNative(&ns, vouched) {
+					continue
+				}
+				turnedAway++
+				if s := fromNative(&ns, vouched); f.keep(&s) {
+					t.Errorf("filter %+v turned away %+v (vouched %v), which it keeps built: %s", o, ns, vouched, s.Status)
+				}
+			}
+		}
+	}
+	f, _ := newFilter(api.ListOptions{All: true}, now)
+	if f.mayKeepNative(&adapters.NativeSession{State: adapters.NativeDone, CreatedAt: old, UpdatedAt: old}, true) {
+		t.Error("list -a builds a session ended 30 days ago")
+	}
+	if turnedAway == 0 {
+		t.Error("nothing turned away")
+	}
+}

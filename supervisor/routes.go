@@ -161,6 +161,7 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 // breaks between sessions.
 func writeList(w http.ResponseWriter, list api.SessionList) {
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set(api.HeaderListCount, strconv.Itoa(len(list.Sessions)))
 	w.WriteHeader(http.StatusOK)
 	bw := bufio.NewWriterSize(w, 64<<10)
 	enc := json.NewEncoder(bw)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 
@@ -41,6 +42,9 @@ func TestWriteListReadsBackAsWriteJSON(t *testing.T) {
 			}
 			if streamed.Code != 200 || streamed.Header().Get("Content-Type") != "application/json" {
 				t.Errorf("status %d, content type %q", streamed.Code, streamed.Header().Get("Content-Type"))
+			}
+			if n := streamed.Header().Get(api.HeaderListCount); n != strconv.Itoa(len(tc.list.Sessions)) {
+				t.Errorf("announced %q sessions, wrote %d", n, len(tc.list.Sessions))
 			}
 		})
 	}
