@@ -178,7 +178,8 @@ func (c *Core) sessions(ctx context.Context, keep func(*api.Session) bool, skip 
 	seen := c.moves.begin()
 	var skipNative func(*adapters.NativeSession) bool
 	if skip != nil {
-		skipNative = func(ns *adapters.NativeSession) bool { return skip(ns, disc.failed[ns.Adapter], seen.tracked) }
+		tracked := seen.tracked // bound once: a method value made per call allocates
+		skipNative = func(ns *adapters.NativeSession) bool { return skip(ns, disc.failed[ns.Adapter], tracked) }
 	}
 	all := mergeSkipping(launched, disc, func(sess *api.Session) bool {
 		seen.activity(sess)

@@ -77,10 +77,6 @@ func mergeSkipping(launched []api.Session, disc discovered, keep func(*api.Sessi
 			}
 		}
 	}
-	var out []api.Session
-	if keep == nil {
-		out = make([]api.Session, 0, len(enriched)+n)
-	}
 	// Native ids are claimed alone, not per adapter: two adapters may read
 	// one store (pi and pi-rust share theirs). The launched sessions claim
 	// theirs; among the native sessions, the first of an id claims it
@@ -90,14 +86,15 @@ func mergeSkipping(launched []api.Session, disc discovered, keep func(*api.Sessi
 		if s.NativeID != "" {
 			claimed[s.NativeID] = true
 		}
-		if keep == nil || keep(&s) {
-			out = append(out, s)
-		}
 	}
 	dups := disc.repeats
 	if dups == nil {
 		dups = repeats(disc.sessions)
 	}
+	// The native sessions to build, found first so the answer is made
+	// once at its size: grown session by session, it was copied over and
+	// over (a session is a large value).
+	var build []*adapters.NativeSession
 	for a, ss := range disc.sessions {
 		for i := range ss {
 			ns := &ss[i]
@@ -107,11 +104,20 @@ func mergeSkipping(launched []api.Session, disc discovered, keep func(*api.Sessi
 			if skip != nil && skip(ns) {
 				continue
 			}
-			// An adapter that failed this time vouches for nothing.
-			s := fromNative(ns, !disc.failed[ns.Adapter])
-			if keep == nil || keep(&s) {
-				out = append(out, s)
-			}
+			build = append(build, ns)
+		}
+	}
+	out := make([]api.Session, 0, len(enriched)+len(build))
+	for _, s := range enriched {
+		if keep == nil || keep(&s) {
+			out = append(out, s)
+		}
+	}
+	for _, ns := range build {
+		// An adapter that failed this time vouches for nothing.
+		s := fromNative(ns, !disc.failed[ns.Adapter])
+		if keep == nil || keep(&s) {
+			out = append(out, s)
 		}
 	}
 	return out
