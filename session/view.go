@@ -46,10 +46,6 @@ func mergeSkipping(launched []api.Session, disc discovered, keep func(*api.Sessi
 	}
 	enriched := make([]api.Session, len(launched))
 	copy(enriched, launched)
-	n := 0
-	for _, ss := range disc.sessions {
-		n += len(ss)
-	}
 	for _, ss := range disc.sessions {
 		if len(launchedBy) == 0 && len(commandAt) == 0 {
 			break // nothing launched to enrich
