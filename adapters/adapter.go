@@ -298,3 +298,27 @@ type ChangeWatcher interface {
 type NativeIDChecker interface {
 	ValidNativeID(id string) bool
 }
+
+// OneReader is an adapter that can say what its store holds of one
+// session without discovering the whole store: `status` and `peek` of one
+// id. DiscoverOne returns what Discover would say of the session nativeID
+// (a whole id), or an error wrapping ErrNoSession when the store has none.
+type OneReader interface {
+	DiscoverOne(ctx context.Context, nativeID string) (NativeSession, error)
+}
+
+// DiscoverOneOf is DiscoverOne through a's whole discovery: for an adapter
+// whose answer for one session depends on others (a live process that may
+// hold any of them).
+func DiscoverOneOf(ctx context.Context, a Adapter, nativeID string) (NativeSession, error) {
+	ss, err := a.Discover(ctx)
+	if err != nil {
+		return NativeSession{}, err
+	}
+	for _, ns := range ss {
+		if ns.NativeID == nativeID {
+			return ns, nil
+		}
+	}
+	return NativeSession{}, fmt.Errorf("%s session %s: %w", a.Name(), nativeID, ErrNoSession)
+}

@@ -120,6 +120,11 @@ type Usage struct {
 	CostUSD   *float64 `json:"cost_usd,omitempty"`
 }
 
+// HeaderListCount is the response header in which the service announces
+// how many sessions a list holds, before them: a hint the client sizes
+// the list with.
+const HeaderListCount = "Agentctl-List-Count"
+
 // SessionList is the answer to a list query. Warnings name what could not be
 // read (a corrupt record, an adapter that failed); they never hide sessions
 // that were read.

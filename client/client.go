@@ -457,10 +457,27 @@ func (c *Client) Launch(ctx context.Context, req api.RunRequest) (api.Session, e
 
 // List returns sessions.
 func (c *Client) List(ctx context.Context, o api.ListOptions) (api.SessionList, error) {
+	path := "/v1/sessions?" + o.Query().Encode()
+	resp, err := c.send(ctx, http.MethodGet, path, nil)
+	if err != nil {
+		return api.SessionList{}, err
+	}
+	defer resp.Body.Close()
 	var out api.SessionList
-	err := c.do(ctx, http.MethodGet, "/v1/sessions?"+o.Query().Encode(), nil, &out)
-	return out, err
+	// The count the service announces sizes the list before it is read:
+	// the decoder would grow it, copying every session each time. It is a
+	// hint: a wrong one costs only that.
+	if n, err := strconv.Atoi(resp.Header.Get(api.HeaderListCount)); err == nil && n > 0 && n <= maxListHint {
+		out.Sessions = make([]api.Session, 0, n)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return api.SessionList{}, fmt.Errorf("read the service's answer to %s %s: %w", http.MethodGet, path, err)
+	}
+	return out, nil
 }
+
+// maxListHint bounds the sessions a list's announced count may reserve.
+const maxListHint = 1 << 20
 
 // Get returns one session by id or unique prefix.
 func (c *Client) Get(ctx context.Context, id string) (api.Session, error) {

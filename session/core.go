@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -77,6 +78,10 @@ type Core struct {
 	attn   *attention
 	// starter starts the sessions' monitors.
 	starter *spawn.Starter
+	// repeated and handleIDs keep what a list derives from every id, for
+	// the next list while the ids are the same.
+	repeated  repeatIndex
+	handleIDs handleIndex
 
 	// ctx bounds background work (learning native ids); wg waits for it.
 	ctx context.Context
@@ -176,10 +181,12 @@ func (c *Core) sessions(ctx context.Context, keep func(*api.Session) bool, skip 
 		return nil, nil, err
 	}
 	disc := c.disc.run(ctx)
+	disc.repeats = c.repeated.repeats(disc.sessions)
 	seen := c.moves.begin()
 	var skipNative func(*adapters.NativeSession) bool
 	if skip != nil {
-		skipNative = func(ns *adapters.NativeSession) bool { return skip(ns, disc.failed[ns.Adapter], seen.tracked) }
+		tracked := seen.tracked // bound once: a method value made per call allocates
+		skipNative = func(ns *adapters.NativeSession) bool { return skip(ns, disc.failed[ns.Adapter], tracked) }
 	}
 	all := mergeSkipping(launched, disc, func(sess *api.Session) bool {
 		seen.activity(sess)
@@ -198,9 +205,9 @@ func (c *Core) Get(ctx context.Context, prefix string) (api.Session, error) {
 	}
 	sess.Warnings = append(sess.Warnings, warnings...)
 	if ids, err := c.records.ids(); err == nil {
-		one := []api.Session{sess}
-		c.setHandles(one, ids)
-		sess = one[0]
+		// Not through the list's kept index: one id is compared with the
+		// others, and the index stays the list's.
+		sess.Handle = handles([]string{sess.ID}, append(slices.Clip(ids), sess.ID))[sess.ID]
 	}
 	return sess, nil
 }
@@ -253,6 +260,16 @@ func (c *Core) lookup(ctx context.Context, prefix string) (api.Session, []string
 // every adapter is asked. accepted, when not nil, names the adapters whose
 // ids the prefix can be (the others' sessions are not candidates).
 func (c *Core) lookupNative(ctx context.Context, prefix string, accepted map[string]bool, launched []api.Session) (api.Session, []string, error) {
+	if a, id := c.disc.holder(prefix, accepted); a != nil {
+		if ns, err := c.disc.one(ctx, a, id); err == nil {
+			one := discovered{sessions: [][]adapters.NativeSession{{ns}}, failed: map[string]bool{}}
+			if sess, err := c.resolveNative(id, accepted, launched, one); err == nil {
+				return sess, nil, nil
+			}
+		}
+		// Not found alone (claimed by a launched session, gone), or the
+		// read failed: the discoveries below decide, and warn.
+	}
 	owners, last := c.disc.owners(prefix)
 	if len(owners) > 0 {
 		disc := c.disc.runOf(ctx, owners)
@@ -330,7 +347,18 @@ func (c *Core) nativeIDOwners(handle string) (map[string]bool, error) {
 // The other runs of its native session (an original and its resumes) are
 // merged beside it, so that its counts are its own, as in a list.
 func (c *Core) withNative(ctx context.Context, sess api.Session) (api.Session, []string) {
-	found := c.disc.runOf(ctx, []adapters.Adapter{c.disc.adapter(sess.Adapter)})
+	a := c.disc.adapter(sess.Adapter)
+	var found discovered
+	// Its adapter reads that session alone where it can; a store that has
+	// it not (yet) enriches nothing, as a discovery without it would.
+	switch ns, err := c.disc.one(ctx, a, sess.NativeID); {
+	case err == nil:
+		found = discovered{sessions: [][]adapters.NativeSession{{ns}}, failed: map[string]bool{}}
+	case errors.Is(err, adapters.ErrNoSession):
+		found = discovered{failed: map[string]bool{}}
+	default:
+		found = c.disc.runOf(ctx, []adapters.Adapter{a})
+	}
 	runs := []api.Session{sess}
 	if all, _, err := c.records.all(); err == nil {
 		for _, s := range all {
@@ -411,23 +439,26 @@ func newFilter(o api.ListOptions, now time.Time) (filter, error) {
 }
 
 // mayKeepNative says whether a session only an adapter knows may pass the
-// filter, before its session object is built: false only when the filter
-// wants running sessions and nothing about it can make it run (its adapter
-// vouches for it, and neither a live process nor the agent's own state
-// says it runs; see nativeStatus).
+// filter, before its session object is built: false only when nothing
+// about it can make it run (its adapter vouches for it, and neither a live
+// process nor the agent's own state says it runs; see nativeStatus) and
+// the filter wants running sessions, or looks back (all) no further than
+// its last activity.
 func (f filter) mayKeepNative(ns *adapters.NativeSession, vouched bool) bool {
-	wantsRunning := f.status == api.StatusRunning || (f.status == "" && !f.all)
-	if !wantsRunning {
-		return true
+	canRun := vouched && (ns.Process != nil || ns.State == adapters.NativeBusy || ns.State == adapters.NativeIdle || ns.State == adapters.NativeRunning)
+	if f.status == api.StatusRunning || (f.status == "" && !f.all) {
+		return canRun
 	}
-	if !vouched {
-		return false // unknown, never running
+	if f.all && !canRun {
+		// As keep looks back: a native session has no end, its last
+		// activity is its update, else its creation.
+		last := ns.CreatedAt
+		if !ns.UpdatedAt.IsZero() {
+			last = ns.UpdatedAt
+		}
+		return !last.Before(f.since)
 	}
-	switch ns.State {
-	case adapters.NativeBusy, adapters.NativeIdle, adapters.NativeRunning:
-		return true
-	}
-	return ns.Process != nil
+	return true
 }
 
 func (f filter) keep(s *api.Session) bool {

@@ -90,6 +90,9 @@ type discovered struct {
 	// failed names adapters whose discovery failed this time.
 	failed   map[string]bool
 	warnings []string
+	// repeats, when not nil, are the sessions whose id a session before
+	// them has (see repeats); nil: merge finds them.
+	repeats map[position]bool
 }
 
 // run asks every adapter.
@@ -201,6 +204,52 @@ func (d *discovery) owners(prefix string) ([]adapters.Adapter, map[string][]adap
 		}
 	}
 	return out, maps.Clone(d.last)
+}
+
+// holder returns the one adapter whose last answer holds id as a whole
+// native id (any case), with the id as it has it, when that adapter can
+// read one session alone (adapters.OneReader) and accepted (when not nil)
+// names it; nil when none does, or when several adapters hold it (two
+// reading one store: the merge of their answers decides).
+func (d *discovery) holder(id string, accepted map[string]bool) (adapters.Adapter, string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var found adapters.Adapter
+	var native string
+	for _, a := range d.adapters {
+		for _, ns := range d.last[a.Name()] {
+			if len(ns.NativeID) != len(id) || !strings.EqualFold(ns.NativeID, id) {
+				continue
+			}
+			if found != nil {
+				return nil, ""
+			}
+			found, native = a, ns.NativeID
+			break
+		}
+	}
+	if _, ok := found.(adapters.OneReader); !ok || (accepted != nil && !accepted[found.Name()]) {
+		return nil, ""
+	}
+	return found, native
+}
+
+// one reads the session id alone from a, within the adapter's timeout,
+// when a can (adapters.OneReader); an error otherwise, or when the read
+// fails. Only the discoveries vouch for a store as a whole: a failed read
+// of one session is not remembered as the adapter's failure.
+func (d *discovery) one(ctx context.Context, a adapters.Adapter, id string) (adapters.NativeSession, error) {
+	r, ok := a.(adapters.OneReader)
+	if !ok || id == "" {
+		return adapters.NativeSession{}, fmt.Errorf("adapter %s does not read one session alone", a.Name())
+	}
+	ctx, cancel := context.WithTimeout(proc.WithSnapshot(ctx, proc.NewSnapshot()), d.timeout)
+	defer cancel()
+	ns, err := r.DiscoverOne(ctx, id)
+	if err != nil {
+		return adapters.NativeSession{}, fmt.Errorf("adapter %s, session %s: %w", a.Name(), id, err)
+	}
+	return ns, nil
 }
 
 // hasPrefixFold is strings.HasPrefix, ignoring case.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/home"
@@ -88,7 +89,6 @@ func handles(of, among []string) map[string]string {
 	for i, id := range among {
 		lows[i] = strings.ToLower(id)
 	}
-	// longest is the longest prefix low shares with another id.
 	var longest func(low string) int
 	if len(of) <= linearHandles {
 		longest = func(low string) int {
@@ -102,28 +102,64 @@ func handles(of, among []string) map[string]string {
 		}
 	} else {
 		slices.Sort(lows)
-		longest = func(low string) int {
-			i, _ := slices.BinarySearch(lows, low)
-			j := i
-			for j < len(lows) && lows[j] == low {
-				j++
-			}
-			n := 0
-			if i > 0 {
-				n = commonPrefix(low, lows[i-1])
-			}
-			if j < len(lows) {
-				n = max(n, commonPrefix(low, lows[j]))
-			}
-			return n
-		}
+		longest = func(low string) int { return longestSorted(lows, low) }
 	}
 	out := make(map[string]string, len(of))
 	for _, id := range of {
-		n := min(max(minHandle, longest(strings.ToLower(id))+1), len(id))
-		out[id] = id[:n]
+		out[id] = handleOf(id, longest)
 	}
 	return out
+}
+
+// handleOf is id's handle, given the longest prefix its lower-cased form
+// shares with another id.
+func handleOf(id string, longest func(low string) int) string {
+	n := min(max(minHandle, longest(strings.ToLower(id))+1), len(id))
+	return id[:n]
+}
+
+// longestSorted is the longest prefix low shares with an id of lows
+// (sorted, lower-cased) other than itself.
+func longestSorted(lows []string, low string) int {
+	i, _ := slices.BinarySearch(lows, low)
+	j := i
+	for j < len(lows) && lows[j] == low {
+		j++
+	}
+	n := 0
+	if i > 0 {
+		n = commonPrefix(low, lows[i-1])
+	}
+	if j < len(lows) {
+		n = max(n, commonPrefix(low, lows[j]))
+	}
+	return n
+}
+
+// handleIndex keeps the ids handles were last found among, lower-cased
+// and sorted: a list between changes knows the same ids, and finds each
+// handle by a binary search rather than by sorting them all again.
+type handleIndex struct {
+	mu   sync.Mutex
+	ids  []string // as last given
+	lows []string // sorted
+}
+
+// sorted returns among lower-cased and sorted, from the last call when
+// among is the same list of ids. The result must not be changed.
+func (x *handleIndex) sorted(among []string) []string {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.lows != nil && slices.Equal(x.ids, among) {
+		return x.lows
+	}
+	lows := make([]string, len(among))
+	for i, id := range among {
+		lows[i] = strings.ToLower(id)
+	}
+	slices.Sort(lows)
+	x.ids, x.lows = slices.Clone(among), lows
+	return lows
 }
 
 // linearHandles is up to how many handles are found by comparing each id
@@ -140,13 +176,17 @@ func commonPrefix(a, b string) int {
 
 // setHandles fills each session's Handle: its shortest unique prefix among
 // every session id known (launched ones and those listed).
+//
+// The ids are kept sorted between calls (handleIndex): the same ids, as a
+// list between changes knows, cost a comparison rather than a sort.
 func (c *Core) setHandles(ss []api.Session, known []string) {
-	of := make([]string, len(ss))
+	among := slices.Clip(known)
 	for i := range ss {
-		of[i] = ss[i].ID
+		among = append(among, ss[i].ID)
 	}
-	h := handles(of, append(slices.Clip(known), of...))
+	lows := c.handleIDs.sorted(among)
+	longest := func(low string) int { return longestSorted(lows, low) }
 	for i := range ss {
-		ss[i].Handle = h[ss[i].ID]
+		ss[i].Handle = handleOf(ss[i].ID, longest)
 	}
 }

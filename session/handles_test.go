@@ -2,8 +2,11 @@ package session
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/agentctl/agentctl/api"
 )
 
 func TestHandles(t *testing.T) {
@@ -65,5 +68,37 @@ func TestHandlesSortedAgreesWithLinear(t *testing.T) {
 		if one := handles([]string{id}, ids)[id]; one != all[id] {
 			t.Errorf("handle of %s: %q alone, %q among all", id, one, all[id])
 		}
+	}
+}
+
+// A list's handles, found through the kept index, are the ones found
+// afresh; the same ids again reuse the sorted index, other ids build
+// another.
+func TestSetHandlesKeepsItsIndex(t *testing.T) {
+	ids := []string{"abcdefgh", "abcdxyz1", "q0000000", "ABCDEF12"}
+	c := &Core{}
+	for _, tc := range []struct {
+		name   string
+		known  []string
+		reused bool
+	}{
+		{"first", ids, false},
+		{"same ids", slices.Clone(ids), true},
+		{"one more id", append(slices.Clone(ids), "abcdefgz"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := c.handleIDs.lows
+			ss := []api.Session{{ID: "abcdefgh"}, {ID: "q0000000"}}
+			c.setHandles(ss, tc.known)
+			want := handles([]string{"abcdefgh", "q0000000"}, append(slices.Clone(tc.known), "abcdefgh", "q0000000"))
+			for _, s := range ss {
+				if s.Handle != want[s.ID] {
+					t.Errorf("handle of %s = %q, want %q", s.ID, s.Handle, want[s.ID])
+				}
+			}
+			if reused := before != nil && &before[0] == &c.handleIDs.lows[0]; reused != tc.reused {
+				t.Errorf("index reused: %v, want %v", reused, tc.reused)
+			}
+		})
 	}
 }

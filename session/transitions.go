@@ -56,6 +56,10 @@ type viewPass struct {
 	t       *transitions
 	gen     uint64
 	changes []Change
+	// followed is the ids followed when the pass began (running ones:
+	// few), so tracked, asked of every session of a large store, takes
+	// no lock.
+	followed map[string]bool
 }
 
 // begin starts a pass over the full view; every session of it goes through
@@ -64,17 +68,21 @@ func (t *transitions) begin() *viewPass {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.gen++
-	return &viewPass{t: t, gen: t.gen}
+	p := &viewPass{t: t, gen: t.gen}
+	if len(t.last) > 0 {
+		p.followed = make(map[string]bool, len(t.last))
+		for id := range t.last {
+			p.followed[id] = true
+		}
+	}
+	return p
 }
 
 // tracked says whether the session id is followed from an earlier pass
 // (it was running): such a session goes through activity whatever its
 // status now, so that its end is seen.
 func (p *viewPass) tracked(id string) bool {
-	p.t.mu.Lock()
-	defer p.t.mu.Unlock()
-	_, ok := p.t.last[id]
-	return ok
+	return len(p.followed) > 0 && p.followed[id]
 }
 
 // activity notes one session of the view: a running session whose agent's

@@ -2,6 +2,8 @@ package session
 
 import (
 	"slices"
+	"sync"
+	"unsafe"
 
 	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/api"
@@ -31,13 +33,6 @@ func mergeSkipping(launched []api.Session, disc discovered, keep func(*api.Sessi
 	launchedBy := map[nativeKey][]int{}
 	// Resumed runs share one native session: every run is enriched, and the
 	// native session is not listed again as discovered.
-	// Native ids are claimed alone, not per adapter: two adapters may read
-	// one store (pi and pi-rust share theirs).
-	n := 0
-	for _, ss := range disc.sessions {
-		n += len(ss)
-	}
-	claimed := make(map[string]bool, len(launched)+n)
 	// Running plain commands by pid: a command that is an agent (`run --
 	// claude`) is that agent's native session too, and is listed once.
 	commandAt := map[int]int{}
@@ -51,8 +46,10 @@ func mergeSkipping(launched []api.Session, disc discovered, keep func(*api.Sessi
 	}
 	enriched := make([]api.Session, len(launched))
 	copy(enriched, launched)
-	var out []api.Session
 	for _, ss := range disc.sessions {
+		if len(launchedBy) == 0 && len(commandAt) == 0 {
+			break // nothing launched to enrich
+		}
 		for i := range ss {
 			ns := &ss[i]
 			k := nativeKey{ns.Adapter, ns.NativeID}
@@ -76,32 +73,115 @@ func mergeSkipping(launched []api.Session, disc discovered, keep func(*api.Sessi
 			}
 		}
 	}
+	// Native ids are claimed alone, not per adapter: two adapters may read
+	// one store (pi and pi-rust share theirs). The launched sessions claim
+	// theirs; among the native sessions, the first of an id claims it
+	// (repeats).
+	claimed := make(map[string]bool, len(enriched))
 	for _, s := range enriched {
 		if s.NativeID != "" {
 			claimed[s.NativeID] = true
 		}
+	}
+	dups := disc.repeats
+	if dups == nil {
+		dups = repeats(disc.sessions)
+	}
+	// The native sessions to build, found first so the answer is made
+	// once at its size: grown session by session, it was copied over and
+	// over (a session is a large value).
+	var build []*adapters.NativeSession
+	for a, ss := range disc.sessions {
+		for i := range ss {
+			ns := &ss[i]
+			if (len(claimed) > 0 && claimed[ns.NativeID]) || (len(dups) > 0 && dups[position{a, i}]) {
+				continue
+			}
+			if skip != nil && skip(ns) {
+				continue
+			}
+			build = append(build, ns)
+		}
+	}
+	out := make([]api.Session, 0, len(enriched)+len(build))
+	for _, s := range enriched {
 		if keep == nil || keep(&s) {
 			out = append(out, s)
 		}
 	}
-	for _, ss := range disc.sessions {
-		for i := range ss {
-			ns := &ss[i]
-			if claimed[ns.NativeID] {
-				continue
-			}
-			claimed[ns.NativeID] = true
-			if skip != nil && skip(ns) {
-				continue
-			}
-			// An adapter that failed this time vouches for nothing.
-			s := fromNative(ns, !disc.failed[ns.Adapter])
-			if keep == nil || keep(&s) {
-				out = append(out, s)
-			}
+	for _, ns := range build {
+		// An adapter that failed this time vouches for nothing.
+		s := fromNative(ns, !disc.failed[ns.Adapter])
+		if keep == nil || keep(&s) {
+			out = append(out, s)
 		}
 	}
 	return out
+}
+
+// position is a native session's place in a discovery's answer: the
+// adapter's slice, and the session's index in it.
+type position struct{ adapter, index int }
+
+// repeats finds the native sessions whose id a session before them has
+// (two adapters reading one store, or one store holding an id twice):
+// only the first is listed. Usually none: nil then.
+func repeats(sessions [][]adapters.NativeSession) map[position]bool {
+	n := 0
+	for _, ss := range sessions {
+		n += len(ss)
+	}
+	seen := make(map[string]struct{}, n)
+	var out map[position]bool
+	for a, ss := range sessions {
+		for i := range ss {
+			if _, ok := seen[ss[i].NativeID]; ok {
+				if out == nil {
+					out = map[position]bool{}
+				}
+				out[position{a, i}] = true
+				continue
+			}
+			seen[ss[i].NativeID] = struct{}{}
+		}
+	}
+	return out
+}
+
+// repeatIndex keeps the repeats of the last discovery's answer: an
+// adapter that found nothing new answers with the very slice it answered
+// before, so a list between changes finds them without a map of every id.
+type repeatIndex struct {
+	mu     sync.Mutex
+	of     []sliceID
+	found  map[position]bool
+	passed bool
+}
+
+// sliceID names one adapter's answer: its backing array and length.
+type sliceID struct {
+	first *adapters.NativeSession
+	n     int
+}
+
+// repeats is repeats(sessions), from the last call's when every adapter
+// answered with the same slices; never nil (an empty map: none).
+func (x *repeatIndex) repeats(sessions [][]adapters.NativeSession) map[position]bool {
+	of := make([]sliceID, len(sessions))
+	for i, ss := range sessions {
+		of[i] = sliceID{unsafe.SliceData(ss), len(ss)}
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.passed && slices.Equal(x.of, of) {
+		return x.found
+	}
+	found := repeats(sessions)
+	if found == nil {
+		found = map[position]bool{}
+	}
+	x.of, x.found, x.passed = of, found, true
+	return found
 }
 
 // sortByCreation orders sessions oldest first (ties keep their order). It

@@ -579,3 +579,154 @@ func TestNativeLookupAsksTheOwningAdapter(t *testing.T) {
 		t.Errorf("discoveries for an id no store held: a %d, b %d; want 1 each", a1-a0, b1-b0)
 	}
 }
+
+// A native id listed by two adapters (or twice by one) is listed once, as
+// the first had it, whether the repeats are found by merge or kept from
+// the last answer; the kept ones are found again when an answer changes.
+func TestRepeatedNativeIDsAreListedOnce(t *testing.T) {
+	pi := []adapters.NativeSession{{Adapter: "pi", NativeID: "a"}, {Adapter: "pi", NativeID: "b"}, {Adapter: "pi", NativeID: "a"}}
+	rust := []adapters.NativeSession{{Adapter: "pi-rust", NativeID: "b"}, {Adapter: "pi-rust", NativeID: "c"}}
+	other := []adapters.NativeSession{{Adapter: "pi-rust", NativeID: "a"}, {Adapter: "pi-rust", NativeID: "d"}}
+	var x repeatIndex
+	for _, tc := range []struct {
+		name     string
+		sessions [][]adapters.NativeSession
+		kept     bool
+		want     []string
+	}{
+		{"found by merge", [][]adapters.NativeSession{pi, rust}, false, []string{"pi/a", "pi/b", "pi-rust/c"}},
+		{"kept index", [][]adapters.NativeSession{pi, rust}, true, []string{"pi/a", "pi/b", "pi-rust/c"}},
+		{"kept index, same answers", [][]adapters.NativeSession{pi, rust}, true, []string{"pi/a", "pi/b", "pi-rust/c"}},
+		{"kept index, an answer changed", [][]adapters.NativeSession{pi, other}, true, []string{"pi/a", "pi/b", "pi-rust/d"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			disc := discovered{sessions: tc.sessions}
+			if tc.kept {
+				disc.repeats = x.repeats(tc.sessions)
+			}
+			var got []string
+			for _, s := range merge(nil, disc, nil) {
+				got = append(got, s.Adapter+"/"+s.ID)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("listed %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// one is a counted adapter that reads one session alone.
+type one struct {
+	*counted
+	ones atomic.Int32
+}
+
+func (o *one) DiscoverOne(_ context.Context, id string) (adapters.NativeSession, error) {
+	o.ones.Add(1)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, ns := range o.sessions {
+		if ns.NativeID == id {
+			return ns, nil
+		}
+	}
+	return adapters.NativeSession{}, adapters.ErrNoSession
+}
+
+// A lookup of a whole native id that one store held reads that session
+// alone from its adapter; a prefix, or an id no longer there, is left to
+// the discoveries.
+func TestWholeNativeIDIsReadAlone(t *testing.T) {
+	created := time.Now().Add(-time.Hour)
+	a := &one{counted: &counted{name: "a", sessions: []adapters.NativeSession{
+		{Adapter: "a", NativeID: "aaa111", State: adapters.NativeDone, CreatedAt: created, Model: "m1"},
+		{Adapter: "a", NativeID: "gone11", State: adapters.NativeDone, CreatedAt: created},
+	}}}
+	b := &counted{name: "b", sessions: []adapters.NativeSession{
+		{Adapter: "b", NativeID: "bbb222", State: adapters.NativeDone, CreatedAt: created},
+	}}
+	c := New(context.Background(), Options{Home: home.Home(t.TempDir()), Adapters: []adapters.Adapter{a, b}, DiscoveryTimeout: time.Second})
+	ctx := context.Background()
+	if _, err := c.List(ctx, api.ListOptions{All: true}); err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	a.sessions = a.sessions[:1]
+	a.mu.Unlock()
+	for _, tc := range []struct {
+		handle           string
+		found            bool
+		ones, discovered int32
+	}{
+		{"gone11", false, 1, 2}, // gone since: every store's discovery
+		{"aaa111", true, 1, 0},
+		{"AAA111", true, 1, 0},
+		{"aaa1", true, 0, 1},   // a prefix: the owner's discovery
+		{"bbb222", true, 0, 1}, // b cannot read one alone
+	} {
+		t.Run(tc.handle, func(t *testing.T) {
+			ones, calls := a.ones.Load(), a.calls.Load()+b.calls.Load()
+			got, err := c.Get(ctx, tc.handle)
+			if tc.found != (err == nil) {
+				t.Fatalf("Get(%s): %v %v", tc.handle, got.ID, err)
+			}
+			if tc.found && got.ID != strings.ToLower(tc.handle) && !strings.HasPrefix(got.ID, tc.handle) {
+				t.Errorf("Get(%s) = %s", tc.handle, got.ID)
+			}
+			if d := a.ones.Load() - ones; d != tc.ones {
+				t.Errorf("sessions read alone: %d, want %d", d, tc.ones)
+			}
+			if d := a.calls.Load() + b.calls.Load() - calls; d < tc.discovered || (tc.discovered == 0 && d != 0) {
+				t.Errorf("discoveries: %d, want %d", d, tc.discovered)
+			}
+		})
+	}
+}
+
+// A native session mayKeepNative turns away is one keep would turn away
+// once built, whatever the filter; and an old ended one is turned away by
+// a list that looks back less far, without being built.
+func TestMayKeepNativeNeverTurnsAwayWhatKeepKeeps(t *testing.T) {
+	self, err := proc.Lookup(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	old, recent := now.Add(-30*24*time.Hour), now.Add(-time.Hour)
+	live := &adapters.ProcessRef{PID: self.PID, Start: self.Start}
+	var sessions []adapters.NativeSession
+	for _, state := range []adapters.NativeState{adapters.NativeUnknown, adapters.NativeBusy, adapters.NativeIdle, adapters.NativeRunning, adapters.NativeDone, adapters.NativeFailed, adapters.NativeAborted} {
+		for _, p := range []*adapters.ProcessRef{nil, live} {
+			for _, created := range []time.Time{old, recent} {
+				for _, updated := range []time.Time{{}, old, recent} {
+					sessions = append(sessions, adapters.NativeSession{Adapter: "x", NativeID: "n", State: state, Process: p, CreatedAt: created, UpdatedAt: updated})
+				}
+			}
+		}
+	}
+	var turnedAway int
+	for _, o := range []api.ListOptions{{}, {All: true}, {All: true, Since: 90 * 24 * time.Hour}, {Status: "ended"}, {All: true, Status: "ended"}, {Status: "running"}, {All: true, Status: "unknown"}} {
+		f, err := newFilter(o, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ns := range sessions {
+			for _, vouched := range []bool{true, false} {
+				if f.mayKeepNative(&ns, vouched) {
+					continue
+				}
+				turnedAway++
+				if s := fromNative(&ns, vouched); f.keep(&s) {
+					t.Errorf("filter %+v turned away %+v (vouched %v), which it keeps built: %s", o, ns, vouched, s.Status)
+				}
+			}
+		}
+	}
+	f, _ := newFilter(api.ListOptions{All: true}, now)
+	if f.mayKeepNative(&adapters.NativeSession{State: adapters.NativeDone, CreatedAt: old, UpdatedAt: old}, true) {
+		t.Error("list -a builds a session ended 30 days ago")
+	}
+	if turnedAway == 0 {
+		t.Error("nothing turned away")
+	}
+}

@@ -148,7 +148,39 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	list, err := s.core.List(r.Context(), o)
-	answer(w, http.StatusOK, list, err)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeList(w, list)
+}
+
+// writeList writes a list a session at a time, through a small buffer:
+// the answer for a large store (tens of MB) is never held whole, as
+// writeJSON would hold it. The JSON is writeJSON's, but for the line
+// breaks between sessions.
+func writeList(w http.ResponseWriter, list api.SessionList) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set(api.HeaderListCount, strconv.Itoa(len(list.Sessions)))
+	w.WriteHeader(http.StatusOK)
+	bw := bufio.NewWriterSize(w, 64<<10)
+	enc := json.NewEncoder(bw)
+	bw.WriteString(`{"sessions":[`)
+	for i := range list.Sessions {
+		if i > 0 {
+			bw.WriteByte(',')
+		}
+		if err := enc.Encode(&list.Sessions[i]); err != nil {
+			return // the client went away; the answer is cut short
+		}
+	}
+	bw.WriteByte(']')
+	if len(list.Warnings) > 0 {
+		bw.WriteString(`,"warnings":`)
+		enc.Encode(list.Warnings)
+	}
+	bw.WriteString("}\n")
+	bw.Flush()
 }
 
 func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"syscall"
 	"time"
@@ -154,7 +155,15 @@ func Run(ctx context.Context, opts Options) error {
 	// A first discovery in the background warms the adapters' caches, so
 	// the first list after a start does not pay for reading every store.
 	s.wg.Add(1)
-	go func() { defer s.wg.Done(); s.core.Warm(s.ctx) }()
+	go func() {
+		defer s.wg.Done()
+		s.core.Warm(s.ctx)
+		// The first read of the stores went through every native file
+		// (gigabytes for a large store): what it allocated to read them is
+		// garbage now, and handed back at once rather than kept resident
+		// until the runtime returns it bit by bit.
+		debug.FreeOSMemory()
+	}()
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.pruneLoop() }()
 	errc := make(chan error, 1)

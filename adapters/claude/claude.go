@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentctl/agentctl/adapters"
@@ -41,6 +42,18 @@ type Adapter struct {
 	saved   *storeio.DiskCache[*summary]
 	history *storeio.FileCache[historyIndex]
 	folders *storeio.Lister
+
+	// scanMu lets one scan run at a time: a scan kept in scans is valid
+	// while the Lister's version holds, which a second scan's listings
+	// would move under it.
+	scanMu sync.Mutex
+	// scans keeps the last scan, reused while no folder changed; found
+	// keeps the last Discover's sessions, reused while the scan, the
+	// history and the processes matched are the same. Liveness is still
+	// checked by the caller at each query: only what the files said is
+	// kept.
+	scans storeio.Memo[scanResult]
+	found storeio.Memo[[]adapters.NativeSession]
 }
 
 // New returns the adapter for the Claude store env points at.
@@ -92,10 +105,10 @@ type transcriptFile struct {
 	key storeio.FileKey
 }
 
-// listTranscripts lists and stats projects/*/<uuid>.jsonl, the project
-// folders in parallel. A project folder that vanishes while listing is
-// skipped.
-func (a *Adapter) listTranscripts(ctx context.Context) ([]transcriptFile, error) {
+// listProjects lists and stats projects/*/<uuid>.jsonl, the project
+// folders in parallel, one listing per folder. A project folder that
+// vanishes while listing is skipped.
+func (a *Adapter) listProjects(ctx context.Context) ([][]storeio.FileKey, error) {
 	root := filepath.Join(a.configDir(), "projects")
 	top, err := a.folders.List(root, func(string) bool { return false })
 	if err != nil {
@@ -115,13 +128,18 @@ func (a *Adapter) listTranscripts(ctx context.Context) ([]transcriptFile, error)
 		return nil, err
 	}
 	a.folders.Sweep()
+	return perProject, nil
+}
+
+// transcriptsOf is the transcripts of the project folders' listings.
+func transcriptsOf(perProject [][]storeio.FileKey) []transcriptFile {
 	var out []transcriptFile
 	for _, keys := range perProject {
 		for _, k := range keys {
 			out = append(out, transcriptFile{id: strings.TrimSuffix(filepath.Base(k.Path), ".jsonl"), key: k})
 		}
 	}
-	return out, nil
+	return out
 }
 
 // isTranscriptName says whether a project folder's entry is a transcript:
@@ -131,36 +149,97 @@ func isTranscriptName(n string) bool {
 	return ok && validID(id)
 }
 
-// Discover implements adapters.Adapter: every transcript's summary (read
-// from the cache when the file is unchanged, and otherwise only as far as
-// it changed), joined with the running processes.
-func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error) {
-	files, err := a.listTranscripts(ctx)
+// scanResult is what a scan found: the transcripts listed and what each
+// said (results[i] is files[i]'s), at the Lister's version. kept says the
+// scan is the one kept for version, so what is derived from it alone may
+// be kept for it too.
+type scanResult struct {
+	files   []transcriptFile
+	results []readResult
+	version uint64
+	kept    bool
+}
+
+// readResult is one transcript's summary, or why it could not be read.
+type readResult struct {
+	sum  *summary
+	mod  time.Time
+	err  error
+	gone bool
+}
+
+// scan lists the transcripts and reads the ones that changed since the
+// last scan (from the cache when the file is unchanged, and otherwise only
+// as far as it changed); an unchanged store is not read, the last scan is
+// returned.
+func (a *Adapter) scan(ctx context.Context) (scanResult, error) {
+	a.scanMu.Lock()
+	defer a.scanMu.Unlock()
+	perProject, err := a.listProjects(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("discover claude sessions: %w", err)
+		return scanResult{}, err
 	}
-	live, unmatchedCwds, rejected, liveErr := liveProcesses(a.configDir(), proc.SnapshotFrom(ctx))
+	version := a.folders.Version()
+	if last, ok := a.scans.Get(version, nil); ok {
+		return last, nil
+	}
+	files := transcriptsOf(perProject)
 	if a.saved != nil {
 		a.saved.Load()
 		defer a.saved.Save(false)
 	}
-
-	type result struct {
-		sum  *summary
-		mod  time.Time
-		err  error
-		gone bool
-	}
-	results := make([]result, len(files))
+	results := make([]readResult, len(files))
 	reader := summaryReader{ctx: ctx}
 	if err := storeio.Parallel(ctx, len(files), func(i int) {
 		s, key, err := a.summaries.GetKey(files[i].key, reader.fill)
-		results[i] = result{sum: s, mod: key.ModTime, err: err, gone: errors.Is(err, os.ErrNotExist)}
+		results[i] = readResult{sum: s, mod: key.ModTime, err: err, gone: errors.Is(err, os.ErrNotExist)}
 	}); err != nil {
+		a.scans.Drop()
+		return scanResult{}, err
+	}
+	if a.summaries.Stats().Entries > len(files) {
+		// Some cached transcripts were not listed: forget the deleted.
+		seen := make(map[string]bool, len(files))
+		for _, f := range files {
+			seen[f.key.Path] = true
+		}
+		a.summaries.Retain(func(p string) bool { return seen[p] })
+	}
+	// A transcript that could not be read may be read next time: such a
+	// scan is not kept.
+	r := scanResult{files: files, results: results, version: version, kept: !slices.ContainsFunc(results, func(r readResult) bool { return r.err != nil })}
+	if r.kept {
+		a.scans.Put(version, nil, r)
+	} else {
+		a.scans.Drop()
+	}
+	return r, nil
+}
+
+// Discover implements adapters.Adapter: every transcript's summary, joined
+// with the running processes.
+func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error) {
+	scan, err := a.scan(ctx)
+	if err != nil {
 		return nil, fmt.Errorf("discover claude sessions: %w", err)
 	}
-
-	hist := a.historyIndex()
+	files, results := scan.files, scan.results
+	live, unmatchedCwds, rejected, liveErr := liveProcesses(a.configDir(), proc.SnapshotFrom(ctx))
+	hist, histKey := a.historyIndex()
+	type inputs struct {
+		live          map[string]liveSession
+		unmatchedCwds map[string][]int
+		rejected      map[string][]adapters.Evidence
+		liveErr       string
+		history       storeio.FileKey
+	}
+	in := inputs{live: live, unmatchedCwds: unmatchedCwds, rejected: rejected, history: histKey}
+	if liveErr != nil {
+		in.liveErr = liveErr.Error()
+	}
+	if out, ok := a.found.Get(scan.version, in); ok && scan.kept {
+		return out, nil
+	}
 	listed := make(map[string]bool, len(files))
 	out := make([]adapters.NativeSession, 0, len(files)+len(live))
 	for i, f := range files {
@@ -169,43 +248,7 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 			continue // deleted between listing and reading
 		}
 		listed[f.id] = true
-		ns := adapters.NativeSession{Adapter: Name, NativeID: f.id, Path: f.key.Path, Evidence: slices.Clip(rejected[f.id])}
-		if r.err != nil {
-			ns.Warnings = []string{fmt.Sprintf("read transcript: %v", r.err)}
-			ns.State = adapters.NativeUnknown
-			if ls, ok := live[f.id]; ok {
-				attachLive(&ns, ls)
-			}
-			out = append(out, ns)
-			continue
-		}
-		s := r.sum
-		ns.Cwd, ns.Model, ns.FirstPrompt, ns.LastMessage = s.Cwd, s.Model, s.FirstPrompt, s.LastText
-		ns.TokensIn, ns.TokensOut = s.tokens()
-		ns.CostUSD = s.cost()
-		ns.CreatedAt, ns.UpdatedAt = s.Created, s.Updated
-		if ns.UpdatedAt.IsZero() {
-			ns.UpdatedAt = r.mod
-		}
-		if ns.FirstPrompt == "" {
-			ns.FirstPrompt = hist[f.id].prompt
-		}
-		ns.Warnings = append([]string(nil), s.Warnings...)
-		if ls, ok := live[f.id]; ok {
-			attachLive(&ns, ls)
-		} else if pids := unmatchedCwds[s.Cwd]; len(pids) > 0 {
-			// A claude process runs in this folder and nothing says which
-			// session it works on: this one may be it.
-			ns.State = adapters.NativeUnknown
-			ns.Warnings = append(ns.Warnings, storeio.ContendersWarning("claude", pids))
-			ns.Evidence = append(ns.Evidence, adapters.ContenderEvidence("claude", pids)...)
-		} else if ns.State = s.Turn.native(); ns.State == adapters.NativeUnknown {
-			// The last turn did not finish and no Claude of this store runs
-			// it (nor could: none runs in its folder): it was cut off. (An
-			// incomplete view of the processes is dealt with below.)
-			ns.State = adapters.NativeAborted
-		}
-		out = append(out, ns)
+		out = append(out, nativeOf(f, r, live, unmatchedCwds, rejected, hist))
 	}
 	// Running sessions with no transcript yet (an interactive claude before
 	// its first prompt).
@@ -227,15 +270,80 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 			}
 		}
 	}
-	if a.summaries.Stats().Entries > len(files) {
-		// Some cached transcripts were not listed: forget the deleted.
-		seen := make(map[string]bool, len(files))
-		for _, f := range files {
-			seen[f.key.Path] = true
-		}
-		a.summaries.Retain(func(p string) bool { return seen[p] })
+	if scan.kept {
+		a.found.Put(scan.version, in, out)
+	} else {
+		a.found.Drop()
 	}
 	return out, nil
+}
+
+// nativeOf is the native session of one transcript, given what was read
+// of it, the live sessions by id, the live processes in each folder that
+// nothing ties to a session, the candidates turned down by id, and the
+// prompts of the history.
+func nativeOf(f transcriptFile, r readResult, live map[string]liveSession, unmatchedCwds map[string][]int, rejected map[string][]adapters.Evidence, hist map[string]historyEntry) adapters.NativeSession {
+	ns := adapters.NativeSession{Adapter: Name, NativeID: f.id, Path: f.key.Path, Evidence: slices.Clip(rejected[f.id])}
+	if r.err != nil {
+		ns.Warnings = []string{fmt.Sprintf("read transcript: %v", r.err)}
+		ns.State = adapters.NativeUnknown
+		if ls, ok := live[f.id]; ok {
+			attachLive(&ns, ls)
+		}
+		return ns
+	}
+	s := r.sum
+	ns.Cwd, ns.Model, ns.FirstPrompt, ns.LastMessage = s.Cwd, s.Model, s.FirstPrompt, s.LastText
+	ns.TokensIn, ns.TokensOut = s.tokens()
+	ns.CostUSD = s.cost()
+	ns.CreatedAt, ns.UpdatedAt = s.Created, s.Updated
+	if ns.UpdatedAt.IsZero() {
+		ns.UpdatedAt = r.mod
+	}
+	if ns.FirstPrompt == "" {
+		ns.FirstPrompt = hist[f.id].prompt
+	}
+	ns.Warnings = append([]string(nil), s.Warnings...)
+	if ls, ok := live[f.id]; ok {
+		attachLive(&ns, ls)
+	} else if pids := unmatchedCwds[s.Cwd]; len(pids) > 0 {
+		// A claude process runs in this folder and nothing says which
+		// session it works on: this one may be it.
+		ns.State = adapters.NativeUnknown
+		ns.Warnings = append(ns.Warnings, storeio.ContendersWarning("claude", pids))
+		ns.Evidence = append(ns.Evidence, adapters.ContenderEvidence("claude", pids)...)
+	} else if ns.State = s.Turn.native(); ns.State == adapters.NativeUnknown {
+		// The last turn did not finish and no Claude of this store runs it
+		// (nor could: none runs in its folder): it was cut off. (An
+		// incomplete view of the processes is dealt with by the caller.)
+		ns.State = adapters.NativeAborted
+	}
+	return ns
+}
+
+// DiscoverOne implements adapters.OneReader: what Discover says of the
+// session id (a whole id), from its transcript alone while no Claude of
+// this store runs. With one running, its registry and folder are weighed
+// against the whole store, as Discover does.
+func (a *Adapter) DiscoverOne(ctx context.Context, id string) (adapters.NativeSession, error) {
+	live, unmatchedCwds, rejected, liveErr := liveProcesses(a.configDir(), proc.SnapshotFrom(ctx))
+	last, ok := a.scans.Last()
+	i := slices.IndexFunc(last.files, func(f transcriptFile) bool { return f.id == id })
+	if liveErr != nil || len(live) > 0 || len(unmatchedCwds) > 0 || !ok || i < 0 {
+		return adapters.DiscoverOneOf(ctx, a, id)
+	}
+	path := last.files[i].key.Path
+	fi, err := os.Stat(path)
+	if err != nil {
+		return adapters.DiscoverOneOf(ctx, a, id) // moved or gone: the store says
+	}
+	f := transcriptFile{id: id, key: storeio.KeyOf(path, fi)}
+	sum, key, err := a.summaries.GetKey(f.key, summaryReader{ctx: ctx}.fill)
+	if err != nil {
+		return adapters.DiscoverOneOf(ctx, a, id)
+	}
+	hist, _ := a.historyIndex()
+	return nativeOf(f, readResult{sum: sum, mod: key.ModTime}, nil, nil, rejected, hist), nil
 }
 
 func attachLive(ns *adapters.NativeSession, ls liveSession) {

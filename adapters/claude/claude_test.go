@@ -16,6 +16,8 @@ import (
 
 	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/adapters/storeio"
+	"github.com/agentctl/agentctl/adapters/storeio/storeiotest"
+	claudesynth "github.com/agentctl/agentctl/internal/synth/claude"
 	"github.com/agentctl/agentctl/proc"
 )
 
@@ -703,4 +705,26 @@ func TestCutOffSessionIsUnknownOnlyWhileAContenderLives(t *testing.T) {
 	if s := discover(t, a)[id]; s.State != adapters.NativeAborted || s.Process != nil {
 		t.Errorf("with no Claude left: state %q process %+v; want aborted", s.State, s.Process)
 	}
+}
+
+// A Discover between changes reuses what the last one built; a change to
+// one transcript is seen, at the cost of reading that transcript. One
+// session read alone is what Discover says of it.
+func TestDiscoverReadsOnlyWhatChanged(t *testing.T) {
+	home := t.TempDir()
+	if err := claudesynth.GenerateStore(home, 6, 1); err != nil {
+		t.Fatal(err)
+	}
+	store := storeiotest.MemoStore{
+		New: func(watch adapters.FolderWatch) (adapters.Adapter, func() int64) {
+			a := New(adapters.Env{Home: home, Folders: watch, Getenv: func(string) string { return "" }})
+			return a, func() int64 { return a.summaries.Stats().Misses }
+		},
+		Grow: func(t *testing.T, path string) {
+			storeiotest.AppendLine(t, path, strings.TrimSuffix(lines(userRec("one more turn"), assistantRec("msg_memo", "and its answer", "end_turn", 100, 20)), "\n"))
+		},
+		Stats: func(a adapters.Adapter) uint64 { return a.(*Adapter).folders.Stats() },
+	}
+	storeiotest.CheckMemo(t, store)
+	t.Run("one", func(t *testing.T) { storeiotest.CheckDiscoverOne(t, store) })
 }

@@ -65,11 +65,12 @@ func readHistory(f *os.File, key storeio.FileKey, prev *storeio.Entry[historyInd
 	return h, nil
 }
 
-// historyIndex returns the prompt index; empty when there is no history.
-func (a *Adapter) historyIndex() map[string]historyEntry {
-	h, _, err := a.history.Get(filepath.Join(a.configDir(), "history.jsonl"), readHistory)
+// historyIndex returns the prompt index, empty when there is no history,
+// and the key of the history's version it was read from (zero: none).
+func (a *Adapter) historyIndex() (map[string]historyEntry, storeio.FileKey) {
+	h, key, err := a.history.Get(filepath.Join(a.configDir(), "history.jsonl"), readHistory)
 	if err != nil {
-		return nil
+		return nil, storeio.FileKey{}
 	}
-	return h.byID
+	return h.byID, key
 }

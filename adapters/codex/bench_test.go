@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/adapters/storeio"
 )
 
 // benchStore generates a store of n sessions for a benchmark (outside the
@@ -61,6 +62,26 @@ func BenchmarkDiscover(b *testing.B) {
 					}
 				}
 				b.ReportMetric(float64(size)/float64(n)/1024, "kB/session")
+			})
+			b.Run("warm-watched", func(b *testing.B) {
+				// With a folder watch, an unchanged store is a lookup: the
+				// last discovery, kept.
+				w, err := storeio.NewWatcher()
+				if err != nil {
+					b.Skip(err)
+				}
+				defer w.Close()
+				a := benchAdapter(home)
+				a.env.Folders = w
+				a.folders = storeio.NewLister(w)
+				if _, err := a.Discover(ctx); err != nil {
+					b.Fatal(err)
+				}
+				for b.Loop() {
+					if _, err := a.Discover(ctx); err != nil {
+						b.Fatal(err)
+					}
+				}
 			})
 			b.Run("warm", func(b *testing.B) {
 				a := benchAdapter(home)

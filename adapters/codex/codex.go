@@ -40,6 +40,18 @@ type Adapter struct {
 	threads threadIndex
 	folders *storeio.Lister
 
+	// scanMu lets one scan run at a time: a scan kept in scans is valid
+	// while the Lister's version holds, which a second scan's listings
+	// would move under it.
+	scanMu sync.Mutex
+	// scans keeps the last scan, reused while no folder (nor the thread
+	// index) changed; found keeps the last Discover's sessions, reused
+	// while the scan and the processes matched are the same. Liveness is
+	// still checked by the caller at each query: only what the files said
+	// is kept.
+	scans storeio.Memo[scanResult]
+	found storeio.Memo[[]adapters.NativeSession]
+
 	mu sync.Mutex
 	// paths maps session ids to rollout files, from the last scan.
 	paths map[string]string
@@ -85,18 +97,37 @@ type scanned struct {
 	err   error
 }
 
+// scanResult is what a scan found: the rollouts, Codex's thread index
+// (nil when it has none or it cannot be read), and what they are valid
+// for: the Lister's version and the index's generation. kept says the
+// scan is the one kept for those, so what is derived from it alone may be
+// kept for them too.
+type scanResult struct {
+	files   []scanned
+	threads map[string]*thread
+	version uint64
+	gen     uint64
+	kept    bool
+}
+
 // scan lists the rollouts and reads the ones that changed since the last
-// scan; it also returns Codex's thread index (nil when it has none or it
-// cannot be read). It fails only when the sessions folder exists but
-// cannot be listed.
-func (a *Adapter) scan(ctx context.Context) ([]scanned, map[string]*thread, error) {
-	files, err := a.listRollouts(ctx, a.sessionsDir())
+// scan; an unchanged store is not read, the last scan is returned. It
+// fails only when the sessions folder exists but cannot be listed.
+func (a *Adapter) scan(ctx context.Context) (scanResult, error) {
+	a.scanMu.Lock()
+	defer a.scanMu.Unlock()
+	keys, err := a.walkRollouts(ctx, a.sessionsDir())
 	if err != nil {
-		return nil, nil, err
+		return scanResult{}, err
 	}
 	// The thread index only spares reading rollout heads; when it cannot
 	// be read, the rollouts say the same.
-	threads, _ := a.threads.load(ctx, filepath.Join(a.home(), stateDBName))
+	threads, gen, _ := a.threads.load(ctx, filepath.Join(a.home(), stateDBName))
+	version := a.folders.Version()
+	if last, ok := a.scans.Get(version, gen); ok {
+		return last, nil
+	}
+	files := rolloutsOf(keys)
 	if a.saved != nil {
 		a.saved.Load()
 		defer a.saved.Save(false)
@@ -106,13 +137,18 @@ func (a *Adapter) scan(ctx context.Context) ([]scanned, map[string]*thread, erro
 	if err := storeio.Parallel(ctx, len(files), func(i int) {
 		out[i] = a.readOne(files[i], threads)
 	}); err != nil {
-		return nil, nil, fmt.Errorf("scan codex sessions: %w", err)
+		a.scans.Drop()
+		return scanResult{}, fmt.Errorf("scan codex sessions: %w", err)
 	}
 
 	kept := out[:0]
 	ids := make(map[string]string, len(out))
 	live := make(map[string]bool, len(out))
+	// A rollout that could not be read may be read next time: such a scan
+	// is not kept.
+	retry := false
 	for _, s := range out {
+		retry = retry || s.facts == nil
 		if s.facts == nil && errors.Is(s.err, fs.ErrNotExist) {
 			continue // removed between the listing and the read
 		}
@@ -126,7 +162,13 @@ func (a *Adapter) scan(ctx context.Context) ([]scanned, map[string]*thread, erro
 	a.mu.Lock()
 	a.paths = ids
 	a.mu.Unlock()
-	return kept, threads, nil
+	r := scanResult{files: kept, threads: threads, version: version, gen: gen, kept: !retry}
+	if r.kept {
+		a.scans.Put(version, gen, r)
+	} else {
+		a.scans.Drop()
+	}
+	return r, nil
 }
 
 // readOne returns the facts of one rollout, from the cache when a stat
@@ -148,10 +190,11 @@ func (a *Adapter) readOne(file rolloutFile, threads map[string]*thread) scanned 
 // Discover returns every session in the Codex store, with the live Codex
 // process matched to it where the evidence is unambiguous.
 func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error) {
-	files, index, err := a.scan(ctx)
+	scan, err := a.scan(ctx)
 	if err != nil {
 		return nil, err
 	}
+	files, index := scan.files, scan.threads
 	var refs map[string]*adapters.ProcessRef
 	var contenders map[string][]int
 	procs, perr := liveCodexes(proc.SnapshotFrom(ctx), a.home())
@@ -182,38 +225,88 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 			}
 		}
 	}
+	type inputs struct {
+		gen        uint64
+		refs       map[string]*adapters.ProcessRef
+		contenders map[string][]int
+		perr       string
+	}
+	in := inputs{gen: scan.gen, refs: refs, contenders: contenders}
+	if perr != nil {
+		in.perr = perr.Error()
+	}
+	if out, ok := a.found.Get(scan.version, in); ok && scan.kept {
+		return out, nil
+	}
 	out := make([]adapters.NativeSession, 0, len(files))
 	for _, s := range files {
 		if s.id == "" {
 			continue // neither the name nor the content names a session
 		}
-		var ns adapters.NativeSession
-		if s.facts != nil {
-			ns = s.facts.native(s.path, s.mtime, refs[s.id])
-		} else {
-			ns = adapters.NativeSession{Adapter: Name, Path: s.path, State: adapters.NativeUnknown, Process: refs[s.id]}
-			ns.Warnings = append(ns.Warnings, fmt.Sprintf("unreadable codex rollout %s: %v", s.path, s.err))
-		}
-		ns.NativeID = s.id
-		if pids := contenders[s.id]; ns.Process == nil && len(pids) > 0 {
-			ns.Evidence = append(ns.Evidence, adapters.ContenderEvidence("codex", pids)...)
-		}
-		if t := index[s.id]; t != nil {
-			fillFromThread(&ns, t)
-		}
-		if ns.Process == nil && len(contenders[s.id]) > 0 {
-			ns.State = adapters.NativeUnknown
-			ns.Warnings = append(ns.Warnings, storeio.ContendersWarning("codex", contenders[s.id]))
-		}
-		if perr != nil {
-			// Without the full picture of live processes, no session can
-			// be said to have ended.
-			ns.State = adapters.NativeUnknown
-			ns.Warnings = append(ns.Warnings, "processes not matched: "+perr.Error())
-		}
-		out = append(out, ns)
+		out = append(out, nativeOf(s, index[s.id], refs[s.id], contenders[s.id], perr))
+	}
+	if scan.kept {
+		a.found.Put(scan.version, in, out)
+	} else {
+		a.found.Drop()
 	}
 	return out, nil
+}
+
+// nativeOf is the native session of one rollout, given Codex's index
+// row of it (nil: none), the process matched to it and the live ones that
+// may be working on it, and why the processes could not be matched (nil:
+// they were).
+func nativeOf(s scanned, t *thread, ref *adapters.ProcessRef, contenders []int, perr error) adapters.NativeSession {
+	var ns adapters.NativeSession
+	if s.facts != nil {
+		ns = s.facts.native(s.path, s.mtime, ref)
+	} else {
+		ns = adapters.NativeSession{Adapter: Name, Path: s.path, State: adapters.NativeUnknown, Process: ref}
+		ns.Warnings = append(ns.Warnings, fmt.Sprintf("unreadable codex rollout %s: %v", s.path, s.err))
+	}
+	ns.NativeID = s.id
+	if ns.Process == nil && len(contenders) > 0 {
+		ns.Evidence = append(ns.Evidence, adapters.ContenderEvidence("codex", contenders)...)
+	}
+	if t != nil {
+		fillFromThread(&ns, t)
+	}
+	if ns.Process == nil && len(contenders) > 0 {
+		ns.State = adapters.NativeUnknown
+		ns.Warnings = append(ns.Warnings, storeio.ContendersWarning("codex", contenders))
+	}
+	if perr != nil {
+		// Without the full picture of live processes, no session can be
+		// said to have ended.
+		ns.State = adapters.NativeUnknown
+		ns.Warnings = append(ns.Warnings, "processes not matched: "+perr.Error())
+	}
+	return ns
+}
+
+// DiscoverOne implements adapters.OneReader: what Discover says of the
+// session id (a whole id), from its rollout alone while no Codex process
+// of this store runs. With one running, which rollout it holds is weighed
+// against the whole store, as Discover does.
+func (a *Adapter) DiscoverOne(ctx context.Context, id string) (adapters.NativeSession, error) {
+	procs, perr := liveCodexes(proc.SnapshotFrom(ctx), a.home())
+	a.mu.Lock()
+	path := a.paths[id]
+	a.mu.Unlock()
+	if perr != nil || len(procs) > 0 || path == "" {
+		return adapters.DiscoverOneOf(ctx, a, id)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return adapters.DiscoverOneOf(ctx, a, id) // moved or gone: the store says
+	}
+	index, _, _ := a.threads.load(ctx, filepath.Join(a.home(), stateDBName))
+	s := a.readOne(rolloutFile{key: storeio.KeyOf(path, fi), id: idFromRolloutPath(path)}, index)
+	if s.id != id {
+		return adapters.DiscoverOneOf(ctx, a, id)
+	}
+	return nativeOf(s, index[id], nil, nil, nil), nil
 }
 
 // fillFromThread completes what the rollout did not say (its head was not
@@ -261,7 +354,7 @@ func (a *Adapter) pathOf(ctx context.Context, id string) (string, error) {
 			return p, nil
 		}
 	}
-	if _, _, err := a.scan(ctx); err != nil {
+	if _, err := a.scan(ctx); err != nil {
 		return "", err
 	}
 	if p, err = lookup(); err != nil {
@@ -296,16 +389,31 @@ const maxDepth = 4
 // listRollouts lists and stats every rollout file under root (see
 // storeio.Lister.Walk), sorted. A missing root is an empty store.
 func (a *Adapter) listRollouts(ctx context.Context, root string) ([]rolloutFile, error) {
+	files, err := a.walkRollouts(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	return rolloutsOf(files), nil
+}
+
+// walkRollouts lists and stats every rollout file under root.
+func (a *Adapter) walkRollouts(ctx context.Context, root string) ([]storeio.FileKey, error) {
 	files, err := a.folders.Walk(ctx, []string{root}, maxDepth, isRolloutName)
 	if err != nil {
 		return nil, fmt.Errorf("codex sessions: %w", err)
 	}
+	return files, nil
+}
+
+// rolloutsOf is the rollouts of a listing, with the ids their names
+// carry, sorted by path.
+func rolloutsOf(files []storeio.FileKey) []rolloutFile {
 	out := make([]rolloutFile, len(files))
 	for i, k := range files {
 		out[i] = rolloutFile{key: k, id: idFromRolloutPath(k.Path)}
 	}
 	slices.SortFunc(out, func(x, y rolloutFile) int { return strings.Compare(x.key.Path, y.key.Path) })
-	return out, nil
+	return out
 }
 
 func isRolloutName(n string) bool {

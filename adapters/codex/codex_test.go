@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/adapters/storeio/storeiotest"
 )
 
 // Real-shaped rollouts in testdata, written by Codex 0.169.0 against the
@@ -558,4 +559,31 @@ func TestFirstReadCutShortGoesOn(t *testing.T) {
 		}
 	}
 	t.Logf("read in %d calls of 100 ms", calls)
+}
+
+// A Discover between changes reuses what the last one built; a change to
+// one rollout is seen, at the cost of reading that rollout. One session
+// read alone is what Discover says of it.
+func TestDiscoverReadsOnlyWhatChanged(t *testing.T) {
+	home := t.TempDir()
+	if err := codexsynth.GenerateStore(home, 6, 1); err != nil {
+		t.Fatal(err)
+	}
+	store := storeiotest.MemoStore{
+		New: func(watch adapters.FolderWatch) (adapters.Adapter, func() int64) {
+			a := New(adapters.Env{Home: "/nonexistent", Folders: watch, Getenv: func(k string) string {
+				if k == "CODEX_HOME" {
+					return home
+				}
+				return ""
+			}})
+			return a, func() int64 { return a.rollouts.Stats().Misses }
+		},
+		Grow: func(t *testing.T, path string) {
+			storeiotest.AppendLine(t, path, `{"timestamp":"2026-11-22T07:00:00.000Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":5,"output_tokens":1}}}}`)
+		},
+		Stats: func(a adapters.Adapter) uint64 { return a.(*Adapter).folders.Stats() },
+	}
+	storeiotest.CheckMemo(t, store)
+	t.Run("one", func(t *testing.T) { storeiotest.CheckDiscoverOne(t, store) })
 }

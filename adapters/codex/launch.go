@@ -182,10 +182,11 @@ func idOfProcessTree(pid int, since time.Time) (string, bool) {
 // holding one: the single rollout in cwd begun after since and held by no
 // live Codex.
 func (a *Adapter) idOfExited(ctx context.Context, cwd string, since time.Time, pid int) (string, error) {
-	files, _, err := a.scan(ctx)
+	scan, err := a.scan(ctx)
 	if err != nil {
 		return "", err
 	}
+	files := scan.files
 	held := map[string]bool{}
 	if procs, err := liveCodexes(proc.NewSnapshot(), a.home()); err == nil {
 		for p := range procs {

@@ -34,31 +34,39 @@ type threadIndex struct {
 	mu    sync.Mutex
 	stamp [2]storeio.FileKey
 	rows  map[string]*thread
+	gen   uint64
 }
 
 // load returns the rows by id, reading the database only when it changed.
 // A missing database is an empty index. On error the last rows read are
 // kept and returned with it: head facts do not go stale.
-func (ix *threadIndex) load(ctx context.Context, path string) (map[string]*thread, error) {
+//
+// gen names the rows returned: it moves whenever they are read again, so
+// what was derived from rows of the same gen still holds.
+func (ix *threadIndex) load(ctx context.Context, path string) (rows map[string]*thread, gen uint64, err error) {
 	st, err := storeio.SQLiteStamp(path)
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if err != nil {
-		return ix.rows, err
+		return ix.rows, ix.gen, err
 	}
 	if st[0] == (storeio.FileKey{}) {
+		if ix.rows != nil {
+			ix.gen++
+		}
 		ix.rows, ix.stamp = nil, st
-		return nil, nil
+		return nil, ix.gen, nil
 	}
 	if ix.rows != nil && st[0].Same(ix.stamp[0]) && st[1].Same(ix.stamp[1]) {
-		return ix.rows, nil
+		return ix.rows, ix.gen, nil
 	}
-	rows, err := readThreads(ctx, path)
+	rows, err = readThreads(ctx, path)
 	if err != nil {
-		return ix.rows, err
+		return ix.rows, ix.gen, err
 	}
 	ix.rows, ix.stamp = rows, st
-	return rows, nil
+	ix.gen++
+	return rows, ix.gen, nil
 }
 
 // readThreads reads the threads table, using the columns this Codex

@@ -49,6 +49,11 @@ type dbStore struct {
 	marked bool
 	// detailed counts the sessions whose messages were read.
 	detailed int
+	// gen moves whenever sessions may have changed; listed is the list
+	// of them made at listedGen.
+	gen       uint64
+	listed    []*session
+	listedGen uint64
 }
 
 // stamp says which version of a session an entry was read at: the
@@ -64,10 +69,12 @@ func newDBStore(path string, watch storeio.FolderWatch, saved *storeio.DiskCache
 	return &dbStore{path: path, watch: watch, saved: saved, sessions: map[string]*session{}, stamps: map[string]stamp{}}
 }
 
-// load returns the store's sessions. A missing database is no sessions; a
-// database that cannot be read (locked, busy, not a database) is an error,
-// and the previous result is kept for next time.
-func (d *dbStore) load(ctx context.Context) ([]*session, error) {
+// load returns the store's sessions, and a generation that moves whenever
+// they may have changed (equal generations: the same sessions, the same
+// slice). A missing database is no sessions; a database that cannot be
+// read (locked, busy, not a database) is an error, and the previous result
+// is kept for next time. The slice returned must not be changed.
+func (d *dbStore) load(ctx context.Context) ([]*session, uint64, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	// The token is taken before the stat: a write to the database or its
@@ -77,28 +84,34 @@ func (d *dbStore) load(ctx context.Context) ([]*session, error) {
 	if d.watch != nil {
 		token, watched = d.watch.Token(filepath.Dir(d.path))
 		if watched && d.watched && token == d.token {
-			return d.list(), nil
+			return d.list(), d.gen, nil
 		}
 	}
 	st, err := storeio.SQLiteStamp(d.path)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if st[0] == (storeio.FileKey{}) {
+		if len(d.sessions) > 0 {
+			d.gen++
+		}
 		d.sessions, d.stamps, d.stamp = map[string]*session{}, map[string]stamp{}, st
 		d.token, d.watched = token, watched
-		return nil, nil
+		return nil, d.gen, nil
 	}
 	if d.saved != nil && !d.seeded {
 		d.seeded = true
 		d.saved.Load()
 		if e, ok := d.saved.Kept(d.path); ok && e.Value != nil {
+			d.gen++
 			d.seed(e.Value, st)
 		}
 	}
 	if !st[0].Same(d.stamp[0]) || !st[1].Same(d.stamp[1]) {
+		// A refresh that fails part way may have changed some sessions.
+		d.gen++
 		if err := d.refresh(ctx); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		d.stamp = st
 		if d.saved != nil {
@@ -107,14 +120,19 @@ func (d *dbStore) load(ctx context.Context) ([]*session, error) {
 		}
 	}
 	d.token, d.watched = token, watched
-	return d.list(), nil
+	return d.list(), d.gen, nil
 }
 
+// list is the sessions as a slice, made again only when they changed.
 func (d *dbStore) list() []*session {
+	if d.listed != nil && d.listedGen == d.gen {
+		return d.listed
+	}
 	out := make([]*session, 0, len(d.sessions))
 	for _, s := range d.sessions {
 		out = append(out, s)
 	}
+	d.listed, d.listedGen = out, d.gen
 	return out
 }
 

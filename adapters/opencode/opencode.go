@@ -34,6 +34,21 @@ type Adapter struct {
 	// saved keeps what was read from each database across restarts (nil
 	// without a cache folder).
 	saved *storeio.DiskCache[*dbSnapshot]
+
+	// merged keeps the last merge of the databases, reused while each is
+	// at the same generation (see dbStore.load); found keeps the last
+	// Discover's sessions, reused while those and the processes matched
+	// are the same. Liveness is still checked by the caller at each
+	// query: only what the store said is kept.
+	merged storeio.Memo[[]*session]
+	found  storeio.Memo[[]adapters.NativeSession]
+}
+
+// dbGen is one database at one generation: a list of them names what a
+// merge of the databases was made from.
+type dbGen struct {
+	path string
+	gen  uint64
 }
 
 // maxSavedDBs bounds the databases whose result is kept.
@@ -96,6 +111,38 @@ func (a *Adapter) store(path string) *dbStore {
 // whole read: its sessions would otherwise vanish from the list, which
 // callers would take for ended.
 func (a *Adapter) sessions(ctx context.Context) ([]*session, error) {
+	ss, _, err := a.sessionsKeyed(ctx)
+	return ss, err
+}
+
+// sessionsKeyed is sessions, with what they were merged from: nil when
+// that cannot name them (a legacy JSON tree, which is read on every call),
+// else the databases' generations, and the same generations give the same
+// slice, which must not be changed.
+func (a *Adapter) sessionsKeyed(ctx context.Context) ([]*session, []dbGen, error) {
+	legacy, err := a.legacy.load(ctx, filepath.Join(a.dataDir(), "storage"))
+	if err != nil {
+		return nil, nil, err
+	}
+	type loaded struct {
+		path string
+		ss   []*session
+	}
+	var dbs []loaded
+	var key []dbGen
+	for _, p := range a.dbPaths() {
+		ss, gen, err := a.store(p).load(ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("read opencode database: %w", err)
+		}
+		dbs = append(dbs, loaded{p, ss})
+		key = append(key, dbGen{p, gen})
+	}
+	if len(legacy) > 0 {
+		key = nil
+	} else if out, ok := a.merged.Get(0, key); ok {
+		return out, key, nil
+	}
 	byID := map[string]*session{}
 	add := func(ss []*session) {
 		for _, s := range ss {
@@ -104,44 +151,54 @@ func (a *Adapter) sessions(ctx context.Context) ([]*session, error) {
 			}
 		}
 	}
-	legacy, err := a.legacy.load(ctx, filepath.Join(a.dataDir(), "storage"))
-	if err != nil {
-		return nil, err
-	}
 	add(legacy)
 	// The database wins over the JSON tree it was migrated from.
-	for _, p := range a.dbPaths() {
-		ss, err := a.store(p).load(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("read opencode database: %w", err)
-		}
-		for _, s := range ss {
-			if old, ok := byID[s.id]; ok && old.path != p && strings.HasSuffix(old.path, ".json") {
+	for _, db := range dbs {
+		for _, s := range db.ss {
+			if old, ok := byID[s.id]; ok && old.path != db.path && strings.HasSuffix(old.path, ".json") {
 				delete(byID, s.id)
 			}
 		}
-		add(ss)
+		add(db.ss)
 	}
 	out := make([]*session, 0, len(byID))
 	for _, s := range byID {
 		out = append(out, s)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
-	return out, nil
+	if key == nil {
+		a.merged.Drop()
+	} else {
+		a.merged.Put(0, key, out)
+	}
+	return out, key, nil
 }
 
 // Discover returns every session in OpenCode's store, with the live
 // OpenCode process matched to it where the evidence is unambiguous.
 func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error) {
-	ss, err := a.sessions(ctx)
+	ss, key, err := a.sessionsKeyed(ctx)
 	if err != nil {
 		return nil, err
 	}
 	procs, perr := liveOpencodes(proc.SnapshotFrom(ctx), a.dataDir())
 	var refs map[string]*adapters.ProcessRef
 	var contenders map[string][]int
-	if perr == nil {
+	if perr == nil && len(procs) > 0 {
 		refs, contenders = matchProcesses(ss, procs)
+	}
+	type inputs struct {
+		dbs        []dbGen
+		refs       map[string]*adapters.ProcessRef
+		contenders map[string][]int
+		perr       string
+	}
+	in := inputs{dbs: key, refs: refs, contenders: contenders}
+	if perr != nil {
+		in.perr = perr.Error()
+	}
+	if out, ok := a.found.Get(0, in); ok && key != nil {
+		return out, nil
 	}
 	out := make([]adapters.NativeSession, 0, len(ss))
 	for _, s := range ss {
@@ -161,7 +218,34 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 		}
 		out = append(out, ns)
 	}
+	if key != nil {
+		a.found.Put(0, in, out)
+	} else {
+		a.found.Drop()
+	}
 	return out, nil
+}
+
+// DiscoverOne implements adapters.OneReader: what Discover says of the
+// session id (a whole id), looked up in the databases' sessions (kept
+// while they are unchanged) while no OpenCode of this store runs. With one
+// running, which session it works on is weighed against the whole store,
+// as Discover does.
+func (a *Adapter) DiscoverOne(ctx context.Context, id string) (adapters.NativeSession, error) {
+	procs, perr := liveOpencodes(proc.SnapshotFrom(ctx), a.dataDir())
+	if perr != nil || len(procs) > 0 {
+		return adapters.DiscoverOneOf(ctx, a, id)
+	}
+	ss, err := a.sessions(ctx)
+	if err != nil {
+		return adapters.NativeSession{}, err
+	}
+	// sessions are sorted by id.
+	i := sort.Search(len(ss), func(i int) bool { return ss[i].id >= id })
+	if i == len(ss) || ss[i].id != id {
+		return adapters.NativeSession{}, fmt.Errorf("opencode session %s: %w", id, adapters.ErrNoSession)
+	}
+	return ss[i].native(nil), nil
 }
 
 // find returns the session of an id (or of a unique id prefix).

@@ -4,9 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	opencodesynth "github.com/agentctl/agentctl/internal/synth/opencode"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -493,4 +495,58 @@ func TestFirstReadCutShortGoesOn(t *testing.T) {
 		}
 	}
 	t.Logf("read in %d calls of 100 ms", calls)
+}
+
+// A Discover between changes reuses the sessions the last one built; a
+// change to the database is seen by the next.
+func TestUnchangedDatabaseReusesSessions(t *testing.T) {
+	for name, watch := range watchers(t) {
+		t.Run(name, func(t *testing.T) {
+			data, a := testDataWatched(t, watch)
+			db := loadFixture(t, data)
+			ctx := context.Background()
+			first, err := a.Discover(ctx)
+			if err != nil || len(first) == 0 {
+				t.Fatalf("%d sessions, %v", len(first), err)
+			}
+			again, err := a.Discover(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if &again[0] != &first[0] {
+				t.Error("an unchanged database's sessions were built again")
+			}
+			if _, err := db.Exec("DELETE FROM session WHERE id = ?", idFailed); err != nil {
+				t.Fatal(err)
+			}
+			after, err := a.Discover(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(after) != len(first)-1 {
+				t.Errorf("after a delete: %d sessions, want %d", len(after), len(first)-1)
+			}
+		})
+	}
+}
+
+// One session read alone is what Discover says of it; an id the store
+// does not hold is no session.
+func TestDiscoverOneAgreesWithDiscover(t *testing.T) {
+	data, a := testData(t)
+	loadFixture(t, data)
+	ctx := context.Background()
+	all, err := a.Discover(ctx)
+	if err != nil || len(all) == 0 {
+		t.Fatalf("%d sessions, %v", len(all), err)
+	}
+	for _, ns := range all {
+		got, err := a.DiscoverOne(ctx, ns.NativeID)
+		if err != nil || !reflect.DeepEqual(got, ns) {
+			t.Errorf("DiscoverOne(%s) = %+v, %v; Discover says %+v", ns.NativeID, got, err, ns)
+		}
+	}
+	if _, err := a.DiscoverOne(ctx, "ses_none"); !errors.Is(err, adapters.ErrNoSession) {
+		t.Errorf("an id the store does not hold: %v", err)
+	}
 }

@@ -275,7 +275,7 @@ func (a *Adapter) FindNativeID(ctx context.Context, pid int, cwd string, since t
 	}
 	var id string
 	err = storeio.Poll(ctx, 500*time.Millisecond, func() (bool, error) {
-		files, err := a.scan(ctx)
+		files, _, _, err := a.scan(ctx)
 		if err != nil {
 			return false, err
 		}

@@ -42,6 +42,17 @@ type Adapter struct {
 	// folders lists the session folders.
 	folders *storeio.Lister
 
+	// scanMu lets one scan run at a time: a scan kept in scans is valid
+	// while the Lister's version holds, which a second scan's listings
+	// would move under it.
+	scanMu sync.Mutex
+	// scans keeps the last scan, reused while no folder changed; found
+	// keeps the last Discover's sessions, reused while the scan and the
+	// processes matched are the same. Liveness is still checked by the
+	// caller at each query: only what the files said is kept.
+	scans storeio.Memo[[]scanned]
+	found storeio.Memo[[]adapters.NativeSession]
+
 	mu sync.Mutex
 	// paths maps native ids to files, from the last scan.
 	paths map[string]string
@@ -88,11 +99,21 @@ type scanned struct {
 // scan lists every session file and reads the ones that changed since the
 // last scan. Folders are listed (one stat per file) and read in parallel.
 // It returns an error only when no root could be read at all.
-func (a *Adapter) scan(ctx context.Context) ([]scanned, error) {
+// An unchanged store (the Lister's version as at the last scan) is not
+// read: the last scan is returned. kept says the scan is the one kept for
+// version, so what is derived from it alone may be kept for that version
+// too.
+func (a *Adapter) scan(ctx context.Context) (files []scanned, version uint64, kept bool, err error) {
+	a.scanMu.Lock()
+	defer a.scanMu.Unlock()
 	// Session files sit in each root and in the folders directly in it.
 	keys, err := a.folders.Walk(ctx, a.layout().roots(), 1, isSessionFile)
 	if err != nil {
-		return nil, fmt.Errorf("scan pi sessions: %w", err)
+		return nil, 0, false, fmt.Errorf("scan pi sessions: %w", err)
+	}
+	version = a.folders.Version()
+	if last, ok := a.scans.Get(version, nil); ok {
+		return last, version, true, nil
 	}
 	if a.saved != nil {
 		a.saved.Load()
@@ -102,28 +123,38 @@ func (a *Adapter) scan(ctx context.Context) ([]scanned, error) {
 	if err := storeio.Parallel(ctx, len(keys), func(i int) {
 		read[i] = a.readOne(keys[i])
 	}); err != nil {
-		return nil, fmt.Errorf("scan pi sessions: %w", err)
+		a.scans.Drop()
+		return nil, 0, false, fmt.Errorf("scan pi sessions: %w", err)
 	}
 
-	var kept []scanned
+	var out []scanned
 	listed := map[string]bool{}
 	ids := map[string]string{}
+	// A file that could not be read at all may be read next time: such a
+	// scan is not kept.
+	retry := false
 	for _, s := range read {
 		listed[s.path] = true
+		retry = retry || s.facts == nil
 		if s.facts == nil && errors.Is(s.err, fs.ErrNotExist) {
 			continue // removed between the listing and the read
 		}
 		if s.facts != nil && s.facts.id != "" {
 			ids[s.facts.id] = s.path
 		}
-		kept = append(kept, s)
+		out = append(out, s)
 	}
-	slices.SortFunc(kept, func(a, b scanned) int { return strings.Compare(a.path, b.path) })
+	slices.SortFunc(out, func(a, b scanned) int { return strings.Compare(a.path, b.path) })
 	a.files.Retain(func(p string) bool { return listed[p] })
 	a.mu.Lock()
 	a.paths = ids
 	a.mu.Unlock()
-	return kept, nil
+	if retry {
+		a.scans.Drop()
+		return out, version, false, nil
+	}
+	a.scans.Put(version, nil, out)
+	return out, version, true, nil
 }
 
 // readOne returns the cached facts when the listing's stat shows the file
@@ -152,41 +183,32 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 			return []adapters.NativeSession{}, nil
 		}
 	}
-	files, err := a.scan(ctx)
+	files, version, kept, err := a.scan(ctx)
 	if err != nil {
 		return nil, err
 	}
-	refs := matchProcesses(candidatesOf(files), procs)
+	// No process, no match: the sessions need not be walked for one.
+	var refs map[string]match
+	if len(procs) > 0 {
+		refs = matchProcesses(candidatesOf(files), procs)
+	}
+	type inputs struct {
+		refs map[string]match
+		perr string
+	}
+	in := inputs{refs: refs}
+	if perr != nil {
+		in.perr = perr.Error()
+	}
+	if out, ok := a.found.Get(version, in); ok && kept {
+		return out, nil
+	}
 
 	out := make([]adapters.NativeSession, 0, len(files))
 	for _, s := range files {
-		var ns adapters.NativeSession
-		switch {
-		case s.facts != nil && s.facts.bad == nil:
-			m := refs[s.path]
-			rustLive := m.ref != nil && m.rust
-			if rustLive != (a.name == NamePiRust) {
-				continue
-			}
-			ns = s.facts.native(a.name, s.path, m)
-		default:
-			if a.name == NamePiRust {
-				continue
-			}
-			// Unreadable, headerless or garbled: report it with the id its
-			// name carries, so it is not silently lost.
-			m := sessionFileName().FindStringSubmatch(filepath.Base(s.path))
-			if m == nil {
-				continue
-			}
-			ns = adapters.NativeSession{Adapter: a.name, NativeID: m[1], Path: s.path}
-			reason := s.err
-			if reason == nil {
-				reason = errNoHeader
-			}
-			ns.Warnings = []string{fmt.Sprintf("unreadable pi session %s: %v", s.path, reason)}
+		if ns, ok := a.nativeOf(s, refs[s.path]); ok {
+			out = append(out, ns)
 		}
-		out = append(out, ns)
 	}
 	if perr != nil {
 		// Without the full picture of live processes, no session can be
@@ -198,7 +220,64 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 			out[i].Warnings = append(out[i].Warnings, "processes not matched: "+perr.Error())
 		}
 	}
+	if kept {
+		a.found.Put(version, in, out)
+	} else {
+		a.found.Drop()
+	}
 	return out, nil
+}
+
+// nativeOf is the native session of one file, given the process matched
+// to it; false when this adapter does not report it (pi-rust reports the
+// sessions a live pi-rust runs, pi the others).
+func (a *Adapter) nativeOf(s scanned, m match) (adapters.NativeSession, bool) {
+	if s.facts != nil && s.facts.bad == nil {
+		rustLive := m.ref != nil && m.rust
+		if rustLive != (a.name == NamePiRust) {
+			return adapters.NativeSession{}, false
+		}
+		return s.facts.native(a.name, s.path, m), true
+	}
+	if a.name == NamePiRust {
+		return adapters.NativeSession{}, false
+	}
+	// Unreadable, headerless or garbled: report it with the id its name
+	// carries, so it is not silently lost.
+	name := sessionFileName().FindStringSubmatch(filepath.Base(s.path))
+	if name == nil {
+		return adapters.NativeSession{}, false
+	}
+	ns := adapters.NativeSession{Adapter: a.name, NativeID: name[1], Path: s.path}
+	reason := s.err
+	if reason == nil {
+		reason = errNoHeader
+	}
+	ns.Warnings = []string{fmt.Sprintf("unreadable pi session %s: %v", s.path, reason)}
+	return ns, true
+}
+
+// DiscoverOne implements adapters.OneReader: what Discover says of the
+// session id (a whole id), from its file alone while no Pi of this store
+// runs. With one running, which session it works on is weighed against
+// the whole store (its folder, its start), as Discover does.
+func (a *Adapter) DiscoverOne(ctx context.Context, id string) (adapters.NativeSession, error) {
+	procs, perr := livePis(proc.SnapshotFrom(ctx), a.layout().agentDir)
+	a.mu.Lock()
+	path := a.paths[id]
+	a.mu.Unlock()
+	if perr != nil || len(procs) > 0 || path == "" {
+		return adapters.DiscoverOneOf(ctx, a, id)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return adapters.DiscoverOneOf(ctx, a, id) // moved or gone: the store says
+	}
+	ns, ok := a.nativeOf(a.readOne(storeio.KeyOf(path, fi)), match{})
+	if !ok || ns.NativeID != id {
+		return adapters.DiscoverOneOf(ctx, a, id)
+	}
+	return ns, nil
 }
 
 // pathOf returns the session file of a native id (or of a unique id
@@ -217,7 +296,7 @@ func (a *Adapter) pathOf(ctx context.Context, nativeID string) (string, error) {
 		}
 	}
 	// Not seen yet, or moved: scan the store again.
-	if _, err := a.scan(ctx); err != nil {
+	if _, _, _, err := a.scan(ctx); err != nil {
 		return "", err
 	}
 	if p, err = a.knownPath(nativeID); err != nil {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/adapters/storeio/storeiotest"
+	pisynth "github.com/agentctl/agentctl/internal/synth/pi"
 )
 
 // testStore makes a Pi home in a temp dir and returns the adapter reading it.
@@ -232,4 +234,26 @@ func TestDiscoverMissingStore(t *testing.T) {
 	if err != nil || len(got) != 0 {
 		t.Fatalf("Discover on a home without Pi = %v, %v; want nothing, no error", got, err)
 	}
+}
+
+// A Discover between changes reuses what the last one built; a change to
+// one file is seen, at the cost of reading that file. One session read
+// alone is what Discover says of it.
+func TestDiscoverReadsOnlyWhatChanged(t *testing.T) {
+	home := t.TempDir()
+	if err := pisynth.GenerateStore(home, 6, 1); err != nil {
+		t.Fatal(err)
+	}
+	store := storeiotest.MemoStore{
+		New: func(watch adapters.FolderWatch) (adapters.Adapter, func() int64) {
+			a := New(adapters.Env{Home: home, Folders: watch})
+			return a, func() int64 { return a.files.Stats().Misses }
+		},
+		Grow: func(t *testing.T, path string) {
+			storeiotest.AppendLine(t, path, `{"type":"message","id":"ffffffff","parentId":null,"timestamp":"2026-11-22T06:00:00.000Z","message":{"role":"assistant","content":[{"type":"text","text":"one more"}],"provider":"p","model":"m","usage":{"input":1,"output":1,"cacheRead":0,"cacheWrite":0,"totalTokens":2,"cost":{"total":0}},"stopReason":"stop","timestamp":1}}`)
+		},
+		Stats: func(a adapters.Adapter) uint64 { return a.(*Adapter).folders.Stats() },
+	}
+	storeiotest.CheckMemo(t, store)
+	t.Run("one", func(t *testing.T) { storeiotest.CheckDiscoverOne(t, store) })
 }

@@ -3,6 +3,7 @@ package storeio
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -193,5 +194,68 @@ func TestListerWalk(t *testing.T) {
 	cancel()
 	if _, err := NewLister(nil).Walk(ctx, []string{root}, 3, isJSONL); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled walk: %v", err)
+	}
+}
+
+// The version moves exactly when a walk's answer differs from the walk
+// before: with a watch and without one (every folder stat'ed).
+func TestListerVersionMovesOnlyOnChange(t *testing.T) {
+	cases := []struct {
+		name   string
+		change func(t *testing.T, root string)
+		moves  bool
+	}{
+		{"nothing", func(*testing.T, string) {}, false},
+		{"a file grew", func(t *testing.T, root string) { appendFile(t, filepath.Join(root, "a", "1.jsonl"), "more\n") }, true},
+		{"a file added", func(t *testing.T, root string) { appendFile(t, filepath.Join(root, "b", "3.jsonl"), "x\n") }, true},
+		{"a file removed", func(t *testing.T, root string) { os.Remove(filepath.Join(root, "b", "2.jsonl")) }, true},
+		{"an ignored file added", func(t *testing.T, root string) { appendFile(t, filepath.Join(root, "a", "notes.txt"), "x\n") }, false},
+		{"a folder added", func(t *testing.T, root string) {
+			if err := os.Mkdir(filepath.Join(root, "c"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+		{"a folder removed", func(t *testing.T, root string) { os.RemoveAll(filepath.Join(root, "b")) }, true},
+	}
+	for _, watched := range []bool{false, true} {
+		for _, tc := range cases {
+			t.Run(fmt.Sprintf("%s/watched=%v", tc.name, watched), func(t *testing.T) {
+				root := t.TempDir()
+				for _, p := range []string{"a/1.jsonl", "b/2.jsonl"} {
+					if err := os.MkdirAll(filepath.Dir(filepath.Join(root, p)), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					appendFile(t, filepath.Join(root, p), "x\n")
+				}
+				var watch FolderWatch
+				if watched {
+					w, err := NewWatcher()
+					if err != nil {
+						t.Skip(err)
+					}
+					t.Cleanup(func() { w.Close() })
+					watch = w
+				}
+				l := NewLister(watch)
+				ctx := context.Background()
+				if _, err := l.Walk(ctx, []string{root}, 1, isJSONL); err != nil {
+					t.Fatal(err)
+				}
+				before := l.Version()
+				if _, err := l.Walk(ctx, []string{root}, 1, isJSONL); err != nil {
+					t.Fatal(err)
+				}
+				if l.Version() != before {
+					t.Fatalf("a second walk of an unchanged store moved the version")
+				}
+				tc.change(t, root)
+				if _, err := l.Walk(ctx, []string{root}, 1, isJSONL); err != nil {
+					t.Fatal(err)
+				}
+				if moved := l.Version() != before; moved != tc.moves {
+					t.Errorf("version moved: %v, want %v", moved, tc.moves)
+				}
+			})
+		}
 	}
 }

@@ -41,6 +41,9 @@ type Lister struct {
 	sweep uint64
 	// stats counts the stats of files made, for tests and benchmarks.
 	stats uint64
+	// version moves whenever a listing differs from the folder's last one
+	// (see Version).
+	version uint64
 }
 
 // folder is the cached reading of one folder.
@@ -56,9 +59,10 @@ type folder struct {
 	// stat'ed.
 	links bool
 
-	// files is the last listing's files, valid while the folder's watch
-	// token is still token (watched says it had one).
+	// files is the last listing's files (listed says there was one); a
+	// watched folder's are valid while its watch token is still token.
 	files   []FileKey
+	listed  bool
 	token   uint64
 	watched bool
 }
@@ -94,6 +98,34 @@ func (l *Lister) List(dir string, accept func(name string) bool) (Listing, error
 		}
 		l.mu.Unlock()
 	}
+	out, err := l.read(dir, accept)
+	if err != nil {
+		l.forget(dir)
+		return Listing{}, err
+	}
+	if watched {
+		l.mu.Lock()
+		if f := l.folders[dir]; f != nil {
+			f.token, f.watched = token, true
+		}
+		l.mu.Unlock()
+	}
+	return out, nil
+}
+
+// read lists dir from its entries (cached while the folder's own stat is
+// unchanged) and a fresh stat of each file, keeps the files as the
+// folder's last listing, and moves the version when they differ from the
+// one before.
+func (l *Lister) read(dir string, accept func(name string) bool) (Listing, error) {
+	l.mu.Lock()
+	var prevFiles []FileKey
+	var prevDirs []string
+	prevListed := false
+	if p := l.folders[dir]; p != nil {
+		prevFiles, prevDirs, prevListed = p.files, p.dirs, p.listed
+	}
+	l.mu.Unlock()
 	d, err := os.Open(dir)
 	if err != nil {
 		return Listing{}, fmt.Errorf("list %s: %w", dir, err)
@@ -126,13 +158,47 @@ func (l *Lister) List(dir string, accept func(name string) bool) (Listing, error
 		}
 		out.Files = append(out.Files, keyOfStat(f.paths[i], &st))
 	}
-	if watched {
-		l.mu.Lock()
-		f.files, f.token, f.watched = out.Files, token, true
-		out.Files = slices.Clip(out.Files)
-		l.mu.Unlock()
+	out.Files = slices.Clip(out.Files)
+	l.mu.Lock()
+	if !prevListed || !sameKeys(prevFiles, out.Files) || !slices.Equal(prevDirs, out.Dirs) {
+		l.version++
 	}
+	f.files, f.listed = out.Files, true
+	l.mu.Unlock()
 	return out, nil
+}
+
+// forget drops dir's cached listing after it could not be listed: what
+// it held is no longer what a walk finds.
+func (l *Lister) forget(dir string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if f, ok := l.folders[dir]; ok {
+		delete(l.folders, dir)
+		if f.listed {
+			l.version++
+		}
+	}
+}
+
+// Version is a number that moves whenever a listing differs from the one
+// before it of the same folder (a file added, removed or changed, a
+// sub-folder added or removed), a folder is listed for the first time,
+// or one listed before is forgotten. While it stays the same, every
+// folder listed since answered as it did before: a caller that keeps
+// what it derived from the listings at one version may reuse it while
+// the version holds, if it alone lists with this Lister (a second caller's
+// listings would move the version under it).
+func (l *Lister) Version() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.version
+}
+
+// sameKeys reports whether two listings' files are the same versions of
+// the same files, in the same order.
+func sameKeys(a, b []FileKey) bool {
+	return slices.EqualFunc(a, b, FileKey.Same)
 }
 
 // Stats is how many file stats the Lister has made.
@@ -229,6 +295,9 @@ func (l *Lister) Sweep() {
 	for p, f := range l.folders {
 		if f.seen != l.sweep {
 			delete(l.folders, p)
+			if f.listed {
+				l.version++
+			}
 		}
 	}
 	l.sweep++

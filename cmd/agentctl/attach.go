@@ -48,7 +48,7 @@ attached at once.`,
 				return fmt.Errorf("session %s was not started by agentctl; it has no terminal here", s.ID)
 			}
 			if s.Status != api.StatusRunning {
-				return fmt.Errorf("session %s is %s: nothing to attach to (see `agentctl logs %s`)", s.ID, statusText(s), shortID(s.ID))
+				return fmt.Errorf("session %s is %s: nothing to attach to (see `agentctl logs %s`)", s.ID, statusText(&s), shortID(s.ID))
 			}
 			return attachTo(cmd, h, s.ID)
 		},
@@ -120,7 +120,7 @@ func attachStreams(cmd *cobra.Command, a streamAttacher, id string) error {
 	if err != nil {
 		return fmt.Errorf("attach to %s: %w", id, err)
 	}
-	fmt.Fprintf(os.Stderr, "\r\n[session %s %s]\r\n", shortID(id), statusText(s))
+	fmt.Fprintf(os.Stderr, "\r\n[session %s %s]\r\n", shortID(id), statusText(&s))
 	if s.Status.Ended() {
 		return exitError{code: exitCodeOf(s)}
 	}

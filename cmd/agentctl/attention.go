@@ -86,7 +86,7 @@ func decide(ctx context.Context, id string, d api.Decision) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("%s %s: %s\n", d.Action, shortID(s.ID), dash(activityText(s)))
+	fmt.Printf("%s %s: %s\n", d.Action, shortID(s.ID), dash(activityText(&s)))
 	return nil
 }
 
@@ -156,7 +156,7 @@ func runHook(ctx context.Context, agent, homeDir, event string, interactive bool
 }
 
 // activityText is the activity cell: busy, idle, "waiting: permission".
-func activityText(s api.Session) string {
+func activityText(s *api.Session) string {
 	if s.Activity == api.ActivityWaiting && s.WaitingFor != "" {
 		return s.Activity + ": " + s.WaitingFor
 	}
@@ -165,7 +165,7 @@ func activityText(s api.Session) string {
 
 // printActivity adds the attention rows of status.
 func printActivity(row func(k, v string), s api.Session) {
-	row("activity", activityText(s))
+	row("activity", activityText(&s))
 	row("title", s.Title)
 	if s.Activity == "" {
 		return

@@ -82,10 +82,10 @@ func sessionCompletions(sessions []api.Session, given []string, typed string) []
 	}
 	for i := len(sessions) - 1; i >= 0; i-- {
 		s := sessions[i]
-		desc := statusText(s) + " " + oneLine(sanitize(label(s)), 60)
+		desc := statusText(&s) + " " + oneLine(sanitize(label(&s)), 60)
 		add(s, s.ID, desc)
 		if s.Name != "" {
-			add(s, s.Name, statusText(s)+" "+s.ID)
+			add(s, s.Name, statusText(&s)+" "+s.ID)
 		}
 	}
 	return append(out, ended...)

@@ -409,7 +409,7 @@ func TestStatusText(t *testing.T) {
 		{api.Session{Status: api.StatusKilled, Signal: "SIGTERM"}, "killed(SIGTERM)"},
 		{api.Session{Status: api.StatusKilled}, "killed"},
 	} {
-		if got := statusText(tc.s); got != tc.want {
+		if got := statusText(&tc.s); got != tc.want {
 			t.Errorf("statusText(%+v) = %q, want %q", tc.s, got, tc.want)
 		}
 	}

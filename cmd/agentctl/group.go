@@ -389,8 +389,8 @@ func printGroupStatus(w io.Writer, group string, rows []orchestrate.MemberStatus
 	for _, r := range rows {
 		s := r.Session
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			dash(r.Member), shortID(s.ID), s.Adapter, dash(s.Model), statusText(s),
-			dash(durationText(r.DurationS)), dash(tokensText(s)), dash(costText(s.CostUSD)),
+			dash(r.Member), shortID(s.ID), s.Adapter, dash(s.Model), statusText(&s),
+			dash(durationText(r.DurationS)), dash(tokensText(&s)), dash(costText(s.CostUSD)),
 			diffText(r), dash(r.Worktree))
 	}
 	tw.Flush()

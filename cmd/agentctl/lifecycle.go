@@ -186,7 +186,7 @@ func showSessions(asJSON, one bool) (func(result), func() error) {
 			all = append(all, r.sess)
 			return
 		}
-		fmt.Printf("%s %s\n", r.sess.ID, statusText(r.sess))
+		fmt.Printf("%s %s\n", r.sess.ID, statusText(&r.sess))
 	}
 	done := func() error {
 		if !asJSON {

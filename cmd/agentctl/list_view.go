@@ -80,7 +80,7 @@ func tableWidth(w io.Writer) int {
 // column is one column of the session table.
 type column struct {
 	head string
-	cell func(api.Session) string
+	cell func(*api.Session) string
 	// flex columns are shortened to fit; the others are shown whole.
 	flex bool
 	// cut shortens a flex cell to n characters.
@@ -97,27 +97,27 @@ func sessionColumns(now time.Time, wide bool) []column {
 	if wide {
 		promptRunes = 1 << 16
 	}
-	id := func(s api.Session) string {
+	id := func(s *api.Session) string {
 		if wide || s.Handle == "" {
 			return s.ID
 		}
 		return s.Handle
 	}
 	return []column{
-		{head: "HOST", cell: func(s api.Session) string { return s.Host }},
+		{head: "HOST", cell: func(s *api.Session) string { return s.Host }},
 		{head: "ID", cell: id},
-		{head: "ADAPTER", cell: func(s api.Session) string { return s.Adapter }},
+		{head: "ADAPTER", cell: func(s *api.Session) string { return s.Adapter }},
 		{head: "STATUS", cell: statusText},
 		{head: "ACTIVITY", cell: activityText},
-		{head: "PID", cell: func(s api.Session) string { return pidText(s.PID) }, wideOnly: true},
-		{head: "AGE", cell: func(s api.Session) string { return ago(now, s.CreatedAt) }},
-		{head: "LAST", cell: func(s api.Session) string { return ago(now, s.ActiveAt()) }},
-		{head: "MODEL", cell: func(s api.Session) string { return sanitize(s.Model) }},
+		{head: "PID", cell: func(s *api.Session) string { return pidText(s.PID) }, wideOnly: true},
+		{head: "AGE", cell: func(s *api.Session) string { return ago(now, s.CreatedAt) }},
+		{head: "LAST", cell: func(s *api.Session) string { return ago(now, s.ActiveAt()) }},
+		{head: "MODEL", cell: func(s *api.Session) string { return sanitize(s.Model) }},
 		{head: "TOKENS", cell: tokensText},
-		{head: "COST", cell: func(s api.Session) string { return costText(s.CostUSD) }},
-		{head: "GROUP", cell: func(s api.Session) string { return s.Group }},
-		{head: "CWD", cell: func(s api.Session) string { return sanitize(tildePath(s.Cwd, homeDir)) }, flex: true, cut: cutLeft},
-		{head: "NAME/PROMPT", cell: func(s api.Session) string { return sanitize(oneLine(label(s), promptRunes)) }, flex: true, cut: cutRight},
+		{head: "COST", cell: func(s *api.Session) string { return costText(s.CostUSD) }},
+		{head: "GROUP", cell: func(s *api.Session) string { return s.Group }},
+		{head: "CWD", cell: func(s *api.Session) string { return sanitize(tildePath(s.Cwd, homeDir)) }, flex: true, cut: cutLeft},
+		{head: "NAME/PROMPT", cell: func(s *api.Session) string { return sanitize(oneLine(label(s), promptRunes)) }, flex: true, cut: cutRight},
 	}
 }
 
@@ -129,10 +129,10 @@ func printSessionTable(w io.Writer, sessions []api.Session, width int, wide, hea
 	cols := sessionColumns(time.Now(), wide)
 	cells := make([][]string, len(sessions))
 	used := make([]bool, len(cols))
-	for i, s := range sessions {
+	for i := range sessions {
 		cells[i] = make([]string, len(cols))
 		for j, c := range cols {
-			v := c.cell(s)
+			v := c.cell(&sessions[i])
 			cells[i][j] = v
 			used[j] = used[j] || v != ""
 		}

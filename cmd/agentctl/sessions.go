@@ -154,7 +154,7 @@ func shortID(id string) string {
 	return id
 }
 
-func statusText(s api.Session) string {
+func statusText(s *api.Session) string {
 	st := string(s.Status)
 	switch {
 	case s.Status == api.StatusExited && s.ExitCode != nil:
@@ -175,11 +175,11 @@ func pidText(pid int) string {
 
 func ago(now, t time.Time) string { return text.Ago(now, t) }
 
-func tokensText(s api.Session) string { return text.Tokens(s.TokensIn, s.TokensOut) }
+func tokensText(s *api.Session) string { return text.Tokens(s.TokensIn, s.TokensOut) }
 
 func costText(c *float64) string { return text.Cost(c) }
 
-func label(s api.Session) string {
+func label(s *api.Session) string {
 	switch {
 	case s.Name != "":
 		return s.Name
@@ -330,7 +330,7 @@ func printSession(w io.Writer, s api.Session) {
 	row("name", s.Name)
 	row("adapter", s.Adapter)
 	row("origin", s.Origin)
-	row("status", statusText(s))
+	row("status", statusText(&s))
 	printActivity(row, s)
 	row("pid", pidText(s.PID))
 	row("pgid", pidText(s.PGID))
@@ -352,7 +352,7 @@ func printSession(w io.Writer, s api.Session) {
 	row("group", s.Group)
 	row("native id", s.NativeID)
 	row("model", s.Model)
-	row("tokens", tokensText(s))
+	row("tokens", tokensText(&s))
 	row("cost", costText(s.CostUSD))
 	if t := s.NativeTotal; t != nil {
 		// The native session's, which several runs share: not this run's.
@@ -409,7 +409,7 @@ it shows the end of the output log instead.`,
 				warn("%s", w)
 			}
 			if len(t.Messages) == 0 {
-				fmt.Printf("%s has no messages yet (status %s)\n", t.Session.ID, statusText(t.Session))
+				fmt.Printf("%s has no messages yet (status %s)\n", t.Session.ID, statusText(&t.Session))
 				return nil
 			}
 			for i, m := range t.Messages {

@@ -1,0 +1,54 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/home"
+)
+
+// BenchmarkList measures the service's side of a warm `list`, `list -a`
+// and `status` of one whole native id over 10,000 and 50,000 native
+// sessions that did not change since the last query: the adapter answers
+// with the slice it answered before, as a kept discovery does. Their
+// activity spans 30 days, so `list -a` (7 days) shows about a quarter.
+//
+//	go test ./session -run '^$' -bench List -benchmem
+func BenchmarkList(b *testing.B) {
+	ctx := context.Background()
+	now := time.Now()
+	for _, n := range []int{10_000, 50_000} {
+		sessions := make([]adapters.NativeSession, n)
+		for i := range sessions {
+			at := now.Add(-time.Duration(i) * (30 * 24 * time.Hour / time.Duration(n)))
+			sessions[i] = adapters.NativeSession{Adapter: "fixed", NativeID: fmt.Sprintf("%08x-0000-7000-8000-%012x", uint32(i)*2654435761, i),
+				State: adapters.NativeDone, CreatedAt: at, UpdatedAt: at, Model: "m", FirstPrompt: "a prompt"}
+		}
+		store := &fixed{name: "fixed", sessions: sessions}
+		c := New(ctx, Options{Home: home.Home(b.TempDir()), Adapters: []adapters.Adapter{store}, DiscoveryTimeout: time.Minute})
+		for _, tc := range []struct {
+			name string
+			o    api.ListOptions
+		}{{"list", api.ListOptions{}}, {"list-a", api.ListOptions{All: true}}} {
+			b.Run(fmt.Sprintf("%d/%s", n, tc.name), func(b *testing.B) {
+				for b.Loop() {
+					if _, err := c.List(ctx, tc.o); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+		b.Run(fmt.Sprintf("%d/status", n), func(b *testing.B) {
+			id := sessions[n/2].NativeID
+			for b.Loop() {
+				if _, err := c.Get(ctx, id); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,51 @@
+package supervisor
+
+import (
+	"encoding/json"
+	"net/http/httptest"
+	"reflect"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/agentctl/agentctl/api"
+)
+
+// A list written a session at a time reads back as the list written whole.
+func TestWriteListReadsBackAsWriteJSON(t *testing.T) {
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	in := int64(5)
+	for _, tc := range []struct {
+		name string
+		list api.SessionList
+	}{
+		{"empty", api.SessionList{Sessions: []api.Session{}}},
+		{"warnings only", api.SessionList{Sessions: []api.Session{}, Warnings: []string{"adapter x: <failed> & \"why\""}}},
+		{"sessions", api.SessionList{Sessions: []api.Session{
+			{ID: "a1", Adapter: "claude", Status: api.StatusRunning, CreatedAt: now, TokensIn: &in, Prompt: "<b>html</b> & \u2028"},
+			{ID: "b2", Adapter: "codex", Status: api.StatusExited, CreatedAt: now.Add(time.Second)},
+		}, Warnings: []string{"w"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			whole, streamed := httptest.NewRecorder(), httptest.NewRecorder()
+			writeJSON(whole, 200, tc.list)
+			writeList(streamed, tc.list)
+			var a, b api.SessionList
+			if err := json.Unmarshal(whole.Body.Bytes(), &a); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(streamed.Body.Bytes(), &b); err != nil {
+				t.Fatalf("%v:\n%s", err, streamed.Body.Bytes())
+			}
+			if !reflect.DeepEqual(a, b) {
+				t.Errorf("written whole: %+v\nwritten a session at a time: %+v", a, b)
+			}
+			if streamed.Code != 200 || streamed.Header().Get("Content-Type") != "application/json" {
+				t.Errorf("status %d, content type %q", streamed.Code, streamed.Header().Get("Content-Type"))
+			}
+			if n := streamed.Header().Get(api.HeaderListCount); n != strconv.Itoa(len(tc.list.Sessions)) {
+				t.Errorf("announced %q sessions, wrote %d", n, len(tc.list.Sessions))
+			}
+		})
+	}
+}
