@@ -299,6 +299,30 @@ type NativeIDChecker interface {
 	ValidNativeID(id string) bool
 }
 
+// AssistantReader is an adapter that reads a native session's last n
+// assistant messages (peek) back from the end of its transcript only as far
+// as they go. Transcript's last n messages may hold none of them when tool
+// calls and results fill a turn, and reading further each time would parse
+// the same end again.
+type AssistantReader interface {
+	// LastAssistant returns messages from the end of the transcript,
+	// oldest first, holding its last n assistant messages (fewer when the
+	// transcript has fewer); other roles may be among them.
+	LastAssistant(ctx context.Context, nativeID string, n int) ([]Message, error)
+}
+
+// EnoughAssistant is the test an AssistantReader reads back until: msgs
+// hold n assistant messages.
+func EnoughAssistant(msgs []Message, n int) bool {
+	count := 0
+	for i := len(msgs) - 1; i >= 0 && count < n; i-- {
+		if msgs[i].Role == "assistant" {
+			count++
+		}
+	}
+	return count >= n
+}
+
 // OneReader is an adapter that can say what its store holds of one
 // session without discovering the whole store: `status` and `peek` of one
 // id. DiscoverOne returns what Discover would say of the session nativeID

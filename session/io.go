@@ -223,26 +223,40 @@ func (c *Core) Transcript(ctx context.Context, id string, n int) (api.Transcript
 // and tool entries around them, and reads further back only when a long
 // run of tool calls hides them.
 func lastAssistant(ctx context.Context, a adapters.Adapter, nativeID string, n int) ([]api.Message, error) {
+	if ar, ok := a.(adapters.AssistantReader); ok {
+		// Reads back as far as the assistant's messages go, each line once.
+		msgs, err := ar.LastAssistant(ctx, nativeID, n)
+		if err != nil {
+			return nil, err
+		}
+		return assistantOf(msgs), nil
+	}
 	for want := 8*n + 32; ; want *= 4 {
 		msgs, err := a.Transcript(ctx, nativeID, want)
 		if err != nil {
 			return nil, err
 		}
-		var assistant []api.Message
-		for _, m := range msgs {
-			if m.Role == "assistant" {
-				am := api.Message{Role: m.Role, Text: m.Text}
-				if !m.Time.IsZero() {
-					t := m.Time
-					am.Time = &t
-				}
-				assistant = append(assistant, am)
-			}
-		}
+		assistant := assistantOf(msgs)
 		if len(assistant) >= n || len(msgs) < want || want >= maxPeekMessages {
 			return assistant, nil
 		}
 	}
+}
+
+// assistantOf is the assistant's messages among msgs.
+func assistantOf(msgs []adapters.Message) []api.Message {
+	var assistant []api.Message
+	for _, m := range msgs {
+		if m.Role == "assistant" {
+			am := api.Message{Role: m.Role, Text: m.Text}
+			if !m.Time.IsZero() {
+				t := m.Time
+				am.Time = &t
+			}
+			assistant = append(assistant, am)
+		}
+	}
+	return assistant
 }
 
 // WatchAdapters follows every adapter that pushes changes (the OpenClaw

@@ -373,6 +373,20 @@ func (a *Adapter) transcriptPath(id string) (string, error) {
 // tool messages (n <= 0: all), oldest first. A transcript larger than the
 // window read for n messages is read from its end only.
 func (a *Adapter) Transcript(ctx context.Context, id string, n int) ([]adapters.Message, error) {
+	return a.readTranscript(ctx, id, func(f io.ReaderAt, size int64) ([]adapters.Message, error) {
+		return readMessages(ctx, f, size, n)
+	})
+}
+
+// LastAssistant implements adapters.AssistantReader.
+func (a *Adapter) LastAssistant(ctx context.Context, id string, n int) ([]adapters.Message, error) {
+	return a.readTranscript(ctx, id, func(f io.ReaderAt, size int64) ([]adapters.Message, error) {
+		return readMessagesUntil(ctx, f, size, func(msgs []adapters.Message) bool { return adapters.EnoughAssistant(msgs, n) })
+	})
+}
+
+// readTranscript opens session id's transcript for read.
+func (a *Adapter) readTranscript(ctx context.Context, id string, read func(f io.ReaderAt, size int64) ([]adapters.Message, error)) ([]adapters.Message, error) {
 	path, err := a.transcriptPath(id)
 	if err != nil {
 		return nil, err
@@ -386,32 +400,48 @@ func (a *Adapter) Transcript(ctx context.Context, id string, n int) ([]adapters.
 	if err != nil {
 		return nil, fmt.Errorf("read claude session %s: %w", id, err)
 	}
-	return readMessages(ctx, f, fi.Size(), n)
+	return read(f, fi.Size())
 }
 
 // readMessages reads the last n messages of a transcript of size bytes
 // (all when n <= 0). For the last n it reads backwards from the end, each
 // line once, until it has them.
 func readMessages(ctx context.Context, f io.ReaderAt, size int64, n int) ([]adapters.Message, error) {
-	var msgs []adapters.Message
 	if n <= 0 {
-		count := 0
-		_, err := storeio.ScanLines(io.NewSectionReader(f, 0, size), maxLine, func(line []byte) error {
-			if count++; count%ctxEvery == 0 {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-			}
-			if r, ok, err := parseRecord(line); err == nil && ok {
-				msgs = appendMessages(msgs, r)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("read transcript: %w", err)
-		}
-		return msgs, nil
+		return readAllMessages(ctx, f, size)
 	}
+	msgs, err := readMessagesUntil(ctx, f, size, func(msgs []adapters.Message) bool { return len(msgs) >= n })
+	if len(msgs) > n {
+		msgs = msgs[len(msgs)-n:]
+	}
+	return msgs, err
+}
+
+// readAllMessages reads every message of a transcript of size bytes.
+func readAllMessages(ctx context.Context, f io.ReaderAt, size int64) ([]adapters.Message, error) {
+	var msgs []adapters.Message
+	count := 0
+	_, err := storeio.ScanLines(io.NewSectionReader(f, 0, size), maxLine, func(line []byte) error {
+		if count++; count%ctxEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if r, ok, err := parseRecord(line); err == nil && ok {
+			msgs = appendMessages(msgs, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read transcript: %w", err)
+	}
+	return msgs, nil
+}
+
+// readMessagesUntil reads a transcript of size bytes backwards from the end,
+// each line once, until the messages read (oldest first) are enough.
+func readMessagesUntil(ctx context.Context, f io.ReaderAt, size int64, enough func([]adapters.Message) bool) ([]adapters.Message, error) {
+	var msgs []adapters.Message
 	err := storeio.TailChunks(ctx, f, size, tailStart, size, func(lines [][]byte) bool {
 		var chunk []adapters.Message
 		for _, line := range lines {
@@ -423,13 +453,10 @@ func readMessages(ctx context.Context, f io.ReaderAt, size int64, n int) ([]adap
 			}
 		}
 		msgs = append(chunk, msgs...)
-		return len(msgs) >= n
+		return enough(msgs)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read transcript: %w", err)
-	}
-	if len(msgs) > n {
-		msgs = msgs[len(msgs)-n:]
 	}
 	return msgs, nil
 }

@@ -376,6 +376,15 @@ func (a *Adapter) Transcript(ctx context.Context, nativeID string, n int) ([]ada
 	return readTranscript(ctx, p, n)
 }
 
+// LastAssistant implements adapters.AssistantReader.
+func (a *Adapter) LastAssistant(ctx context.Context, nativeID string, n int) ([]adapters.Message, error) {
+	p, err := a.pathOf(ctx, nativeID)
+	if err != nil {
+		return nil, err
+	}
+	return readTranscriptUntil(ctx, p, func(msgs []adapters.Message) bool { return adapters.EnoughAssistant(msgs, n) })
+}
+
 // rolloutFile is a rollout, with its fresh stat, and the session id its
 // name carries ("" when the name carries none).
 type rolloutFile struct {

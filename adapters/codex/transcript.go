@@ -100,12 +100,17 @@ func (t *transcript) apply(line []byte) {
 	}
 }
 
+// list is the collected messages, not copied.
+func (t *transcript) list() []adapters.Message {
+	if t.hasEvt {
+		return t.events
+	}
+	return t.items
+}
+
 // messages returns the collected messages, the last n when n > 0.
 func (t *transcript) messages(n int) []adapters.Message {
-	list := t.items
-	if t.hasEvt {
-		list = t.events
-	}
+	list := t.list()
 	if n > 0 && len(list) > n {
 		list = list[len(list)-n:]
 	}
@@ -119,46 +124,64 @@ func (t *transcript) prepend(earlier *transcript) {
 	t.hasEvt = t.hasEvt || earlier.hasEvt
 }
 
-func (t *transcript) count() int {
-	if t.hasEvt {
-		return len(t.events)
-	}
-	return len(t.items)
-}
-
 // readTranscript reads the last n messages of a rollout (all when n <= 0).
 // For the last n it reads backwards from the end, each line once, until it
 // has them.
 func readTranscript(ctx context.Context, path string, n int) ([]adapters.Message, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("open codex rollout: %w", err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("stat codex rollout: %w", err)
-	}
-	size := fi.Size()
-	var t transcript
 	if n <= 0 {
+		f, size, err := openRollout(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		var t transcript
 		if err := scanTranscript(f, size, &t); err != nil {
 			return nil, err
 		}
 		return t.messages(0), nil
 	}
+	msgs, err := readTranscriptUntil(ctx, path, func(msgs []adapters.Message) bool { return len(msgs) >= n })
+	if len(msgs) > n {
+		msgs = msgs[len(msgs)-n:]
+	}
+	return msgs, err
+}
+
+// readTranscriptUntil reads a rollout backwards from the end, each line
+// once, until its messages read (oldest first) are enough.
+func readTranscriptUntil(ctx context.Context, path string, enough func([]adapters.Message) bool) ([]adapters.Message, error) {
+	f, size, err := openRollout(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var t transcript
 	err = storeio.TailChunks(ctx, f, size, tailWindow, transcriptMax, func(lines [][]byte) bool {
 		var chunk transcript
 		for _, line := range lines {
 			chunk.apply(line)
 		}
 		t.prepend(&chunk)
-		return t.count() >= n
+		return enough(t.list())
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read codex transcript: %w", err)
 	}
-	return t.messages(n), nil
+	return t.messages(0), nil
+}
+
+// openRollout opens a rollout for read, with its size.
+func openRollout(path string) (*os.File, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("open codex rollout: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, fmt.Errorf("stat codex rollout: %w", err)
+	}
+	return f, fi.Size(), nil
 }
 
 // scanTranscript applies every line of the first size bytes to t.

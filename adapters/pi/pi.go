@@ -329,3 +329,12 @@ func (a *Adapter) Transcript(ctx context.Context, nativeID string, n int) ([]ada
 	}
 	return readTranscript(ctx, p, n)
 }
+
+// LastAssistant implements adapters.AssistantReader.
+func (a *Adapter) LastAssistant(ctx context.Context, nativeID string, n int) ([]adapters.Message, error) {
+	p, err := a.pathOf(ctx, nativeID)
+	if err != nil {
+		return nil, err
+	}
+	return lastAssistant(ctx, p, n)
+}

@@ -58,10 +58,32 @@ func readTranscript(ctx context.Context, path string, n int) ([]adapters.Message
 	}
 	// From the end backwards, each line once, until the active branch has
 	// n messages or reaches its root.
+	return tailBranch(ctx, f, size, n, func(msgs []adapters.Message) bool { return len(msgs) >= n })
+}
+
+// lastAssistant reads the active branch back from the end until it holds n
+// assistant messages or reaches its root.
+func lastAssistant(ctx context.Context, path string, n int) ([]adapters.Message, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open pi session: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("stat pi session: %w", err)
+	}
+	return tailBranch(ctx, f, fi.Size(), 0, func(msgs []adapters.Message) bool { return adapters.EnoughAssistant(msgs, n) })
+}
+
+// tailBranch reads a session file of size bytes from the end backwards,
+// each line once, until the active branch's messages read so far (its last
+// n, all when n <= 0) are enough or it reaches its root.
+func tailBranch(ctx context.Context, f io.ReaderAt, size int64, n int, enough func([]adapters.Message) bool) ([]adapters.Message, error) {
 	t := newTree()
 	last := "" // the file's last record: where the active branch ends
 	var msgs []adapters.Message
-	err = storeio.TailChunks(ctx, f, size, tailWindow, transcriptMax, func(lines [][]byte) bool {
+	err := storeio.TailChunks(ctx, f, size, tailWindow, transcriptMax, func(lines [][]byte) bool {
 		for _, line := range lines {
 			t.add(line)
 		}
@@ -70,7 +92,7 @@ func readTranscript(ctx context.Context, path string, n int) ([]adapters.Message
 		}
 		var complete bool
 		msgs, complete = walk(t.nodes, last, n)
-		return len(msgs) >= n || complete
+		return complete || enough(msgs)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read pi transcript: %w", err)
