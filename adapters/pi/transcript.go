@@ -30,16 +30,11 @@ type node struct {
 // readTranscript follows the active branch (from the last record back to
 // the root, as Pi does on load) and returns its last n messages.
 func readTranscript(ctx context.Context, path string, n int) ([]adapters.Message, error) {
-	f, err := os.Open(path)
+	f, size, err := openSession(path)
 	if err != nil {
-		return nil, fmt.Errorf("open pi session: %w", err)
+		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("stat pi session: %w", err)
-	}
-	size := fi.Size()
 	if n <= 0 {
 		t := newTree()
 		i := 0
@@ -64,16 +59,26 @@ func readTranscript(ctx context.Context, path string, n int) ([]adapters.Message
 // lastAssistant reads the active branch back from the end until it holds n
 // assistant messages or reaches its root.
 func lastAssistant(ctx context.Context, path string, n int) ([]adapters.Message, error) {
-	f, err := os.Open(path)
+	f, size, err := openSession(path)
 	if err != nil {
-		return nil, fmt.Errorf("open pi session: %w", err)
+		return nil, err
 	}
 	defer f.Close()
+	return tailBranch(ctx, f, size, 0, func(msgs []adapters.Message) bool { return adapters.EnoughAssistant(msgs, n) })
+}
+
+// openSession opens a session file for read, with its size.
+func openSession(path string) (*os.File, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("open pi session: %w", err)
+	}
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("stat pi session: %w", err)
+		f.Close()
+		return nil, 0, fmt.Errorf("stat pi session: %w", err)
 	}
-	return tailBranch(ctx, f, fi.Size(), 0, func(msgs []adapters.Message) bool { return adapters.EnoughAssistant(msgs, n) })
+	return f, fi.Size(), nil
 }
 
 // tailBranch reads a session file of size bytes from the end backwards,
