@@ -76,19 +76,29 @@ func (c *Core) Remove(ctx context.Context, id string, req api.RemoveRequest) (ap
 			return sess, fmt.Errorf("remove %s: stop it first: %w", sess.ID, err)
 		}
 	}
-	dir := c.opts.Home.SessionDir(sess.ID)
-	if err := RemoveSessionDir(dir); err != nil {
-		return sess, fmt.Errorf("remove %s: %w", dir, err)
+	if err := c.RemoveFolder(sess.ID); err != nil {
+		return sess, err
 	}
-	c.Forget(sess.ID)
 	return sess, nil
 }
 
-// RemoveSessionDir removes a session's folder. The service may be writing
-// into it as it goes (the end's claim just after a forced stop): a file made
+// RemoveFolder deletes the folder of a launched session that has ended
+// (records and output log) and forgets it. The service may be writing into
+// it as it goes (the end's claim just after a forced stop): a file made
 // between RemoveAll's listing and its last rmdir leaves the folder not
 // empty, so it is tried again, a bounded number of times.
-func RemoveSessionDir(dir string) error {
+func (c *Core) RemoveFolder(id string) error {
+	dir := c.opts.Home.SessionDir(id)
+	if err := removeAllSettled(dir); err != nil {
+		return fmt.Errorf("remove %s: %w", dir, err)
+	}
+	c.Forget(id)
+	return nil
+}
+
+// removeAllSettled is os.RemoveAll, tried again while a file appears in
+// the folder as it is removed.
+func removeAllSettled(dir string) error {
 	var err error
 	for range 20 {
 		err = os.RemoveAll(dir)

@@ -39,11 +39,12 @@ type standbyRequest struct {
 	Spec Spec   `json:"spec"`
 }
 
-// Start launches a shim for the session folder dir (which must exist) and
-// returns once the shim reports the command started (the exec succeeded and
-// launch.json is on disk) or failed. exe is the agentctl binary; the shim is
-// `exe shim DIR` in its own session, so it outlives the caller.
-func Start(ctx context.Context, exe, dir string, spec Spec) (Record, error) {
+// startFresh starts a new monitor for the session folder dir (which must
+// exist) and returns once it reports the command started (the exec
+// succeeded and launch.json is on disk) or failed. exe is the agentctl
+// binary; the monitor is `exe shim DIR` in its own session, so it outlives
+// the caller.
+func startFresh(ctx context.Context, exe, dir string, spec Spec) (Record, error) {
 	m, err := startMonitor(exe, dir)
 	if err != nil {
 		return Record{}, err
@@ -98,14 +99,17 @@ func NewStarter(ctx context.Context, exe string, standby bool, log *slog.Logger)
 // work (a standby being started, the release of the last one).
 func (s *Starter) Wait() { s.wg.Wait() }
 
-// Start is the package's Start, through the standby when one is ready.
+// Start launches a monitor for the session folder dir (which must exist)
+// and returns once it reports the command started (the exec succeeded and
+// launch.json is on disk) or failed: the standby when one is ready, else a
+// fresh one.
 func (s *Starter) Start(ctx context.Context, dir string, spec Spec) (Record, error) {
 	s.mu.Lock()
 	m := s.standby
 	s.standby = nil
 	s.mu.Unlock()
 	if m == nil {
-		return Start(ctx, s.exe, dir, spec)
+		return startFresh(ctx, s.exe, dir, spec)
 	}
 	// The next standby starts once this start is reported: started now,
 	// it would compete with this one for the CPU.
@@ -123,7 +127,7 @@ func (s *Starter) Start(ctx context.Context, dir string, spec Spec) (Record, err
 		// broke): nothing of it ran, so start afresh.
 		s.log.Warn("the standby session monitor could not be told; starting a new one", "err", err)
 		m.ready.Close()
-		return Start(ctx, s.exe, dir, spec)
+		return startFresh(ctx, s.exe, dir, spec)
 	}
 	rec, err := m.awaitReady(ctx, dir)
 	if errors.Is(err, errNoReport) {
@@ -132,7 +136,7 @@ func (s *Starter) Start(ctx context.Context, dir string, spec Spec) (Record, err
 		// took the session, and nothing of it ran.
 		if _, serr := os.Stat(filepath.Join(dir, home.ShimLog)); errors.Is(serr, os.ErrNotExist) {
 			s.log.Warn("the standby session monitor ended before it took the session; starting a new one", "err", err)
-			return Start(ctx, s.exe, dir, spec)
+			return startFresh(ctx, s.exe, dir, spec)
 		}
 	}
 	return rec, err

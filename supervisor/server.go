@@ -379,10 +379,9 @@ func (s *Server) prune(olderThan time.Duration, dryRun bool) ([]string, error) {
 			removed = append(removed, id)
 			continue
 		}
-		if err := session.RemoveSessionDir(dir); err != nil {
-			return removed, fmt.Errorf("remove %s: %w", dir, err)
+		if err := s.core.RemoveFolder(id); err != nil {
+			return removed, err
 		}
-		s.core.Forget(id)
 		removed = append(removed, id)
 	}
 	return removed, nil
