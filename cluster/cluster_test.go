@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/internal/k8stest"
 )
 
 // The tests below run against a real cluster: the one scripts/k8s-e2e.sh
@@ -30,41 +31,24 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// harness is the test cluster's facts, from the harness's env file.
-type harness struct {
-	kubeconfig, image, nobody string
-}
-
-func testHarness(t *testing.T) harness {
+func testHarness(t *testing.T) k8stest.Harness {
 	t.Helper()
-	dir := os.Getenv("AGENTCTL_TEST_K8S")
+	dir := os.Getenv(k8stest.DirEnv)
 	if dir == "" {
 		t.Skip("SKIP: no test cluster (AGENTCTL_TEST_K8S unset): scripts/k8s-e2e.sh starts one and runs these tests (needs root)")
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "env"))
+	h, err := k8stest.Read(dir)
 	if err != nil {
-		t.Fatalf("test cluster %s: %v", dir, err)
-	}
-	var h harness
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, _ := strings.Cut(line, "=")
-		switch k {
-		case "KUBECONFIG":
-			h.kubeconfig = v
-		case "K8S_IMAGE":
-			h.image = v
-		case "K8S_NOBODY_KUBECONFIG":
-			h.nobody = v
-		}
+		t.Fatal(err)
 	}
 	return h
 }
 
 // testCluster is a Cluster in a namespace of its own, removed at the end.
-func testCluster(t *testing.T) (*Cluster, harness) {
+func testCluster(t *testing.T) (*Cluster, k8stest.Harness) {
 	t.Helper()
 	h := testHarness(t)
-	admin, err := New(Config{Kubeconfig: h.kubeconfig})
+	admin, err := New(Config{Kubeconfig: h.Kubeconfig})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +72,7 @@ func testCluster(t *testing.T) (*Cluster, harness) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	c, err := New(Config{Kubeconfig: h.kubeconfig, Namespace: ns, Image: h.image, PullPolicy: "Never"})
+	c, err := New(Config{Kubeconfig: h.Kubeconfig, Namespace: ns, Image: h.Image, PullPolicy: "Never"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +311,7 @@ func TestAPIServerGone(t *testing.T) {
 	// The same cluster through a proxy this test can take away.
 	proxy := newProxy(t, strings.TrimPrefix(c.rest.Host, "https://"))
 	kc := filepath.Join(t.TempDir(), "kubeconfig")
-	b, _ := os.ReadFile(h.kubeconfig)
+	b, _ := os.ReadFile(h.Kubeconfig)
 	os.WriteFile(kc, []byte(strings.ReplaceAll(string(b), c.rest.Host, "https://"+proxy.addr())), 0o600)
 	via, err := New(Config{Kubeconfig: kc, Namespace: c.namespace, Image: c.cfg.Image})
 	if err != nil {
@@ -359,7 +343,7 @@ func TestAPIServerGone(t *testing.T) {
 
 func TestForbidden(t *testing.T) {
 	h := testHarness(t)
-	c, err := New(Config{Kubeconfig: h.nobody, Image: h.image})
+	c, err := New(Config{Kubeconfig: h.NobodyKubeconfig, Image: h.Image})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/internal/k8stest"
 )
 
 // testCluster is the test cluster scripts/k8s-harness.sh started, whose
@@ -29,26 +30,15 @@ type testCluster struct {
 // makes a namespace for the test, removed at its end.
 func newTestCluster(t *testing.T) *testCluster {
 	t.Helper()
-	dir := os.Getenv("AGENTCTL_TEST_K8S")
+	dir := os.Getenv(k8stest.DirEnv)
 	if dir == "" {
 		t.Skip("SKIPPED: no test cluster (AGENTCTL_TEST_K8S unset): scripts/k8s-e2e.sh starts one and runs these tests (needs root)")
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "env"))
+	h, err := k8stest.Read(dir)
 	if err != nil {
-		t.Fatalf("test cluster %s: %v", dir, err)
+		t.Fatal(err)
 	}
-	c := &testCluster{dir: dir}
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, _ := strings.Cut(line, "=")
-		switch k {
-		case "KUBECONFIG":
-			c.kubeconfig = v
-		case "K8S_IMAGE":
-			c.image = v
-		case "K8S_BIN":
-			c.kubectl = filepath.Join(v, "kubectl")
-		}
-	}
+	c := &testCluster{dir: dir, kubeconfig: h.Kubeconfig, image: h.Image, kubectl: h.Kubectl()}
 	c.ns = fmt.Sprintf("e2e-%d", time.Now().UnixNano()%1000000)
 	c.kube(t, "create", "namespace", c.ns)
 	t.Cleanup(func() { c.kubeRun("delete", "namespace", c.ns, "--wait=false") })

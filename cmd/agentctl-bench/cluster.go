@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"text/tabwriter"
 	"time"
+
+	"github.com/agentctl/agentctl/internal/k8stest"
 )
 
 // clusterResult is what a Kubernetes cluster as a host costs: medians of
@@ -38,7 +39,7 @@ type clusterResult struct {
 // running for the lists.
 func measureCluster(ctx context.Context, o options, work, dir string, sessions int) (clusterResult, error) {
 	res := clusterResult{sessions: sessions}
-	vars, err := harnessEnv(dir)
+	h, err := k8stest.Read(dir)
 	if err != nil {
 		return res, err
 	}
@@ -47,7 +48,7 @@ func measureCluster(ctx context.Context, o options, work, dir string, sessions i
 		return res, fmt.Errorf("no %s beside %s (make build builds both)", filepath.Base(k8sBin), o.bin)
 	}
 	kubectl := func(args ...string) error {
-		out, err := exec.CommandContext(ctx, filepath.Join(vars["K8S_BIN"], "kubectl"), append([]string{"--kubeconfig", vars["KUBECONFIG"]}, args...)...).CombinedOutput()
+		out, err := exec.CommandContext(ctx, h.Kubectl(), append([]string{"--kubeconfig", h.Kubeconfig}, args...)...).CombinedOutput()
 		if err != nil {
 			return fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, out)
 		}
@@ -66,7 +67,7 @@ func measureCluster(ctx context.Context, o options, work, dir string, sessions i
 	}
 
 	home := filepath.Join(work, "cluster")
-	env := append(benchEnv(), "AGENTCTL_HOME="+home, "KUBECONFIG="+vars["KUBECONFIG"])
+	env := append(benchEnv(), "AGENTCTL_HOME="+home, "KUBECONFIG="+h.Kubeconfig)
 	cli := func(args ...string) ([]byte, error) {
 		cmd := exec.CommandContext(ctx, o.bin, args...)
 		cmd.Env = env
@@ -76,7 +77,7 @@ func measureCluster(ctx context.Context, o options, work, dir string, sessions i
 		}
 		return out, nil
 	}
-	if _, err := cli("host", "add", "cl", "k8s:///"+ns+"?image="+vars["K8S_IMAGE"]+"&pull=Never"); err != nil {
+	if _, err := cli("host", "add", "cl", "k8s:///"+ns+"?image="+h.Image+"&pull=Never"); err != nil {
 		return res, err
 	}
 	defer func() {
@@ -210,27 +211,6 @@ func measureCluster(ctx context.Context, o options, work, dir string, sessions i
 		}
 	}
 	return res, nil
-}
-
-// harnessEnv reads the test cluster's env file (KUBECONFIG, K8S_IMAGE,
-// K8S_BIN).
-func harnessEnv(dir string) (map[string]string, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "env"))
-	if err != nil {
-		return nil, fmt.Errorf("test cluster %s: %w", dir, err)
-	}
-	out := map[string]string{}
-	for _, line := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, "="); ok {
-			out[k] = v
-		}
-	}
-	for _, k := range []string{"KUBECONFIG", "K8S_IMAGE", "K8S_BIN"} {
-		if out[k] == "" {
-			return nil, fmt.Errorf("test cluster %s: no %s in its env file", dir, k)
-		}
-	}
-	return out, nil
 }
 
 func median(ds []time.Duration) time.Duration {
