@@ -27,6 +27,7 @@ var commandHelp = map[string]struct{ group, example string }{
   agentctl run --name web -- python3 -m http.server
   agentctl run -it -- bash`},
 	"list":    {"sessions", ""},
+	"top":     {"sessions", "  agentctl top\n  agentctl top --hosts all"},
 	"status":  {"sessions", "  agentctl status web\n  agentctl status k3x9 --json\n  agentctl status --why k3x9"},
 	"explain": {"sessions", ""},
 	"logs":    {"sessions", "  agentctl logs web\n  agentctl logs -f k3x9\n  agentctl logs --raw -n 0 k3x9 > out.log"},
@@ -40,9 +41,12 @@ var commandHelp = map[string]struct{ group, example string }{
 	"launch": {"agents", `  agentctl launch claude -p 'fix the failing test'
   agentctl launch codex -p 'add a changelog entry' --name notes
   agentctl launch pi -t                 # Pi's own interface, attached`},
-	"resume": {"agents", "  agentctl resume k3x9 'now run the tests'"},
-	"peek":   {"agents", "  agentctl peek k3x9\n  agentctl peek -n 3 web"},
-	"group":  {"directories", `  agentctl group status review`},
+	"resume":  {"agents", "  agentctl resume k3x9 'now run the tests'"},
+	"peek":    {"agents", "  agentctl peek k3x9\n  agentctl peek -n 3 web"},
+	"approve": {"agents", "  agentctl list --status waiting\n  agentctl approve k3x9"},
+	"deny":    {"agents", "  agentctl deny k3x9 --reason 'not on main'"},
+	"answer":  {"agents", "  agentctl answer k3x9 'use the staging database'"},
+	"group":   {"directories", `  agentctl group status review`},
 	"worktree": {"directories", `  agentctl worktree list
   agentctl worktree clean --group review`},
 	"lock":       {"directories", "  agentctl lock . --by 'release in progress'"},
@@ -62,9 +66,11 @@ var commandHelp = map[string]struct{ group, example string }{
 // "Additional Commands".
 func organizeHelp(root *cobra.Command) {
 	root.AddGroup(helpGroups...)
+	root.SetHelpCommand(newHelpCmd(root))
 	root.SetHelpCommandGroupID("service")
 	root.SetCompletionCommandGroupID("service")
-	root.SuggestionsMinimumDistance = 1
+	// 2 catches a transposition: lsit → list.
+	root.SuggestionsMinimumDistance = 2
 	root.SetVersionTemplate(`{{printf "agentctl %s\n" .Version}}` + versionDetails())
 	for _, c := range root.Commands() {
 		h, ok := commandHelp[c.Name()]
@@ -159,4 +165,36 @@ func newVersionCmd() *cobra.Command {
 // mistake.
 func isUnknownCommand(err error) bool {
 	return err != nil && strings.HasPrefix(err.Error(), "unknown command ")
+}
+
+// newHelpCmd is cobra's help command, except that a topic that names no
+// command is a usage mistake (exit 2), not a help page and success.
+func newHelpCmd(root *cobra.Command) *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Long:  "Help for any command: agentctl help COMMAND [SUBCOMMAND].",
+		ValidArgsFunction: func(c *cobra.Command, a []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			cmd, _, err := root.Find(a)
+			if err != nil || cmd == nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var out []cobra.Completion
+			for _, sub := range cmd.Commands() {
+				if sub.IsAvailableCommand() && strings.HasPrefix(sub.Name(), toComplete) {
+					out = append(out, cobra.CompletionWithDesc(sub.Name(), sub.Short))
+				}
+			}
+			return out, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(c *cobra.Command, a []string) error {
+			cmd, rest, err := root.Find(a)
+			if err != nil || cmd == nil || len(rest) > 0 {
+				return usageError{fmt.Errorf("help: no command %q (see 'agentctl --help')", strings.Join(a, " "))}
+			}
+			cmd.InitDefaultHelpFlag()
+			cmd.InitDefaultVersionFlag()
+			return cmd.Help()
+		},
+	}
 }

@@ -37,7 +37,7 @@ const hostTimeout = 10 * time.Second
 // the command and whatever it runs (top's attach, a pager's logs).
 func addHostFlag(root *cobra.Command) {
 	var host string
-	root.PersistentFlags().StringVarP(&host, "host", "H", "", "the host to act on: a name from `agentctl host ls`, ssh://[user@]host[:port], unix:///path or k8s://CONTEXT/NAMESPACE (default $"+hostEnv+", else this machine); list, events and top take several (a,b,local) or all")
+	root.PersistentFlags().StringVarP(&host, "host", "H", "", "the host to act on: a name from 'agentctl host ls', ssh://[user@]host[:port], unix:///path or k8s://CONTEXT/NAMESPACE (default $"+hostEnv+", else this machine); list, events and top take several (a,b,local) or all")
 	root.RegisterFlagCompletionFunc("host", completeHosts)
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if cmd.Flags().Changed("host") {
@@ -178,6 +178,9 @@ func defaultHost() (hosts.Host, error) {
 // host or "local"), and the handle on that host; any other handle is the
 // default host's.
 func hostFor(handle string) (hosts.Host, string, error) {
+	if err := nonEmptyHandle(handle); err != nil {
+		return hosts.Host{}, "", err
+	}
 	if name, _, found := strings.Cut(handle, "/"); found && name != "" {
 		r, err := hostResolver()
 		if err != nil {
@@ -190,6 +193,15 @@ func hostFor(handle string) (hosts.Host, string, error) {
 	}
 	h, err := defaultHost()
 	return h, handle, err
+}
+
+// nonEmptyHandle refuses an empty session handle ("" from an unset shell
+// variable), which would otherwise reach the service as a malformed path.
+func nonEmptyHandle(handle string) error {
+	if strings.TrimSpace(handle) == "" {
+		return usageError{errors.New("a session id is empty: give an id, a unique prefix or a name (see agentctl list)")}
+	}
+	return nil
 }
 
 // routed is where a handle goes: its host and the handle there.
@@ -206,6 +218,9 @@ func routeHandles(def hosts.Host, handles []string) (map[string]routed, error) {
 	var r *hosts.Resolver
 	opened := map[string]hosts.Host{}
 	for _, h := range handles {
+		if err := nonEmptyHandle(h); err != nil {
+			return nil, err
+		}
 		out[h] = routed{host: def, id: h}
 		if !strings.Contains(h, "/") {
 			continue

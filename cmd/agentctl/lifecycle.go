@@ -45,11 +45,11 @@ func (s *selection) any() bool { return s.all || s.group != "" || len(s.labels) 
 func (s *selection) targets(ctx context.Context, c client.Sessions, cmd *cobra.Command, given []string, want func(api.Session) bool) ([]string, error) {
 	switch {
 	case len(given) > 0 && s.any():
-		return nil, usageError{fmt.Errorf("%s: give session ids or --all/--group/--label, not both", cmd.CommandPath())}
+		return nil, usageError{fmt.Errorf("%s: give session ids or --all/--group/--label, not both", commandName(cmd))}
 	case len(given) > 0:
 		return given, nil
 	case !s.any():
-		return nil, usageError{fmt.Errorf("%s: which sessions? give one or more ids or names, or --all, --group G, --label K=V", cmd.CommandPath())}
+		return nil, usageError{fmt.Errorf("%s: which sessions? give one or more ids or names, or --all, --group G, --label K=V", commandName(cmd))}
 	}
 	for _, l := range s.labels {
 		if k, _, ok := strings.Cut(l, "="); !ok || k == "" {

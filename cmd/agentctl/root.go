@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/agentctl/agentctl/client"
@@ -72,10 +73,16 @@ HOST/ID handles; see 'agentctl host --help'.`,
 func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, a []string) error {
 		if err := check(cmd, a); err != nil {
-			return usageError{fmt.Errorf("%s: %w", cmd.CommandPath(), err)}
+			return usageError{fmt.Errorf("%s: %w", commandName(cmd), err)}
 		}
 		return nil
 	}
+}
+
+// commandName is cmd's path without the program's name ("group status"):
+// what an error names, since main prints every error after "agentctl: ".
+func commandName(cmd *cobra.Command) string {
+	return strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
 }
 
 func userHome() (home.Home, error) { return home.Default() }
