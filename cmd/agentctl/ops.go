@@ -51,7 +51,7 @@ process is gone.`,
 			if err != nil {
 				return err
 			}
-			fmt.Printf("Locked: %s\n", l.Directory)
+			fmt.Printf("Locked: %s\n", sanitize(l.Directory))
 			return nil
 		},
 	}
@@ -79,7 +79,7 @@ func newUnlockCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Printf("Unlocked: %s\n", l.Directory)
+			fmt.Printf("Unlocked: %s\n", sanitize(l.Directory))
 			return nil
 		},
 	}
@@ -131,7 +131,7 @@ func printLocks(w io.Writer, ls []api.Lock, now time.Time) {
 		if l.Type == "auto" {
 			who = fmt.Sprintf("session %s (pid %d)", shortID(l.SessionID), l.PID)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", l.Directory, l.Type, dash(who), dash(l.Reason), ago(now, l.LockedAt))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", sanitize(l.Directory), sanitize(l.Type), dash(sanitize(who)), dash(sanitize(l.Reason)), ago(now, l.LockedAt))
 	}
 	tw.Flush()
 }
@@ -240,14 +240,14 @@ func newFuseCancelCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Printf("Fuse cancelled: %s\n", f.Directory)
+			fmt.Printf("Fuse cancelled: %s\n", sanitize(f.Directory))
 			return nil
 		},
 	}
 }
 
 func printFuseLine(what string, f api.Fuse) {
-	fmt.Printf("%s: %s expires in %s (at %s)\n", what, f.Directory, fuseRemaining(time.Until(f.ExpiresAt)), f.ExpiresAt.Local().Format(time.RFC3339))
+	fmt.Printf("%s: %s expires in %s (at %s)\n", what, sanitize(f.Directory), fuseRemaining(time.Until(f.ExpiresAt)), f.ExpiresAt.Local().Format(time.RFC3339))
 }
 
 // jsonListKey names the list a read command prints.
@@ -281,7 +281,7 @@ func printFuses(w io.Writer, fs []api.Fuse, now time.Time) {
 				action = "webhook: " + f.OnExpire.Webhook
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f.Directory, dash(f.Label), fuseRemaining(f.ExpiresAt.Sub(now)), dash(action))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", sanitize(f.Directory), dash(sanitize(f.Label)), fuseRemaining(f.ExpiresAt.Sub(now)), dash(sanitize(action)))
 	}
 	tw.Flush()
 }
