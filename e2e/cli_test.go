@@ -467,7 +467,7 @@ func TestHelpVersionAndDocs(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		cmd, suggest string
-	}{{"rmm", "rm"}, {"stpo", ""}, {"bogus", ""}} {
+	}{{"rmm", "rm"}, {"stpo", "stop"}, {"lsit", "list"}, {"bogus", ""}} {
 		_, errOut, code := e.Run(tc.cmd)
 		if code != 2 || !strings.Contains(errOut, `unknown command "`+tc.cmd+`"`) {
 			t.Errorf("%s: exit %d, %q", tc.cmd, code, errOut)
@@ -522,4 +522,48 @@ func TestCompletionInFish(t *testing.T) {
 		}
 	}
 	e.MustRun("stop", s.ID)
+}
+
+// The verbs of docker and kubectl habits: wait prints each session's exit
+// code and exits with the first non-zero one; inspect is status --json;
+// host ls has --json; tables drop their header with --no-headers.
+func TestWaitInspectAndScriptOutputs(t *testing.T) {
+	t.Parallel()
+	e := NewEnv(t)
+	ok := e.Start("--", "sh", "-c", "sleep 1; exit 0")
+	bad := e.Start("--", "sh", "-c", "sleep 1.5; exit 7")
+	out, errOut, code := e.Run("wait", ok.ID, bad.ID)
+	if code != 7 || out != "0\n7\n" {
+		t.Fatalf("wait: exit %d, stdout %q, stderr %s", code, out, errOut)
+	}
+	// Already ended: answers at once, with the same code.
+	if out, _, code := e.Run("wait", bad.ID); code != 7 || out != "7\n" {
+		t.Fatalf("wait of an ended session: exit %d, %q", code, out)
+	}
+	long := e.Start("--", "sleep", "300")
+	if _, errOut, code := e.Run("wait", "--timeout", "300ms", long.ID); code != 1 || !strings.Contains(errOut, "still runs after 300ms") {
+		t.Fatalf("wait --timeout: exit %d, %s", code, errOut)
+	}
+	if st := e.Session(long.ID).Status; st != api.StatusRunning {
+		t.Fatalf("wait --timeout left the session %s", st)
+	}
+	var s api.Session
+	e.JSON(&s, "inspect", bad.ID)
+	if s.ID != bad.ID || s.Status != api.StatusExited || s.ExitCode == nil || *s.ExitCode != 7 {
+		t.Fatalf("inspect: %+v", s)
+	}
+	var hs struct {
+		Hosts []struct{ Name, URL string } `json:"hosts"`
+	}
+	e.JSON(&hs, "host", "ls", "--json")
+	if len(hs.Hosts) != 1 || hs.Hosts[0].Name != "local" {
+		t.Fatalf("host ls --json: %+v", hs)
+	}
+	if out := e.MustRun("host", "ls", "--no-headers"); strings.Contains(out, "NAME") || !strings.HasPrefix(out, "local") {
+		t.Fatalf("host ls --no-headers: %q", out)
+	}
+	e.MustRun("lock", t.TempDir(), "--by", "ci")
+	if out := e.MustRun("locks", "--no-headers"); strings.Contains(out, "DIRECTORY") || !strings.Contains(out, "ci") {
+		t.Fatalf("locks --no-headers: %q", out)
+	}
 }

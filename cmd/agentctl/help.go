@@ -30,6 +30,8 @@ var commandHelp = map[string]struct{ group, example string }{
 	"top":     {"sessions", "  agentctl top\n  agentctl top --hosts all"},
 	"status":  {"sessions", "  agentctl status web\n  agentctl status k3x9 --json\n  agentctl status --why k3x9"},
 	"explain": {"sessions", ""},
+	"inspect": {"sessions", ""},
+	"wait":    {"sessions", ""},
 	"logs":    {"sessions", "  agentctl logs web\n  agentctl logs -f k3x9\n  agentctl logs --raw -n 0 k3x9 > out.log"},
 	"attach":  {"sessions", "  agentctl attach web        # Ctrl-] detaches"},
 	"send":    {"sessions", "  agentctl send web 'npm run build'\n  echo 'y' | agentctl send -n web -"},
@@ -69,8 +71,9 @@ func organizeHelp(root *cobra.Command) {
 	root.SetHelpCommand(newHelpCmd(root))
 	root.SetHelpCommandGroupID("service")
 	root.SetCompletionCommandGroupID("service")
-	// 2 catches a transposition: lsit → list.
-	root.SuggestionsMinimumDistance = 2
+	// main suggests (suggestFor): cobra's distance counts a transposition
+	// (lsit) as two edits, as many as an unrelated word (bogus → logs).
+	root.DisableSuggestions = true
 	root.SetVersionTemplate(`{{printf "agentctl %s\n" .Version}}` + versionDetails())
 	for _, c := range root.Commands() {
 		h, ok := commandHelp[c.Name()]
@@ -197,4 +200,49 @@ func newHelpCmd(root *cobra.Command) *cobra.Command {
 			return cmd.Help()
 		},
 	}
+}
+
+// suggestFor names the commands a mistyped name may have meant: those one
+// edit away (a transposition counts as one) or that it begins.
+func suggestFor(root *cobra.Command, typed string) []string {
+	var out []string
+	for _, c := range root.Commands() {
+		if !c.IsAvailableCommand() {
+			continue
+		}
+		for _, name := range append([]string{c.Name()}, c.Aliases...) {
+			if osaDistance(typed, name) <= 1 || len(typed) > 1 && strings.HasPrefix(name, typed) {
+				out = append(out, c.Name())
+				break
+			}
+		}
+	}
+	return out
+}
+
+// osaDistance is the optimal string alignment distance between a and b:
+// insertions, deletions, substitutions and transpositions of neighbours.
+func osaDistance(a, b string) int {
+	x, y := []rune(a), []rune(b)
+	d := make([][]int, len(x)+1)
+	for i := range d {
+		d[i] = make([]int, len(y)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(x); i++ {
+		for j := 1; j <= len(y); j++ {
+			cost := 1
+			if x[i-1] == y[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && x[i-1] == y[j-2] && x[i-2] == y[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(x)][len(y)]
 }

@@ -69,3 +69,14 @@ func TestErrorsNameTheCommandOnce(t *testing.T) {
 		t.Fatalf("stop without ids: %v (main prints \"agentctl: \" before it)", err)
 	}
 }
+
+func TestSuggestFor(t *testing.T) {
+	t.Parallel()
+	root := newRootCmd()
+	for typed, want := range map[string]string{"lsit": "list", "stpo": "stop", "rmm": "rm", "stat": "status", "bogus": "", "x": ""} {
+		got := strings.Join(suggestFor(root, typed), ",")
+		if got != want {
+			t.Errorf("suggestFor(%q) = %q, want %q", typed, got, want)
+		}
+	}
+}

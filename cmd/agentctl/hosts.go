@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -339,7 +340,20 @@ network=host (the pods on their node's network; for one-node clusters).`,
 			}
 			return config.SetHosts(config.Path(string(r.Env.Home)), named)
 		},
-	}, &cobra.Command{
+	}, newHostLsCmd())
+	return cmd
+}
+
+// hostEntry is one host as `host ls --json` prints it.
+type hostEntry struct {
+	Name string `json:"name"`
+	URL  string `json:"url,omitempty"` // none for this machine
+}
+
+func newHostLsCmd() *cobra.Command {
+	var asJSON bool
+	var to tableOptions
+	cmd := &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
 		Short:   "List the named hosts",
@@ -354,15 +368,23 @@ network=host (the pods on their node's network; for one-node clusters).`,
 				names = append(names, n)
 			}
 			slices.Sort(names)
-			tw := newTable(os.Stdout)
-			fmt.Fprintln(tw, "NAME\tURL")
-			fmt.Fprintf(tw, "%s\t%s\n", hosts.Local, "(this machine)")
+			entries := []hostEntry{{Name: hosts.Local}}
 			for _, n := range names {
-				fmt.Fprintf(tw, "%s\t%s\n", n, r.Named[n])
+				entries = append(entries, hostEntry{Name: n, URL: r.Named[n]})
+			}
+			if asJSON {
+				return printJSON(os.Stdout, map[string]any{"hosts": entries})
+			}
+			tw := to.newTable(os.Stdout)
+			tw.header("NAME\tURL")
+			for _, e := range entries {
+				fmt.Fprintf(tw, "%s\t%s\n", sanitize(e.Name), sanitize(cmp.Or(e.URL, "(this machine)")))
 			}
 			return tw.Flush()
 		},
-	})
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	to.register(cmd)
 	return cmd
 }
 

@@ -91,8 +91,8 @@ func TestLocksAndFusesShowNoControlCharacters(t *testing.T) {
 	now := time.Now()
 	evil := "x\x1b]0;owned\x07\x1b[2Jy"
 	var b strings.Builder
-	printLocks(&b, []api.Lock{{Directory: "/d" + evil, Type: "manual", LockedBy: "by" + evil, Reason: "r" + evil, LockedAt: now}}, now)
-	printFuses(&b, []api.Fuse{{Directory: "/d" + evil, Label: "l" + evil, ExpiresAt: now.Add(time.Hour), OnExpire: &api.FuseAction{Script: "s" + evil}}}, now)
+	printLocks(&b, []api.Lock{{Directory: "/d" + evil, Type: "manual", LockedBy: "by" + evil, Reason: "r" + evil, LockedAt: now}}, now, tableOptions{})
+	printFuses(&b, []api.Fuse{{Directory: "/d" + evil, Label: "l" + evil, ExpiresAt: now.Add(time.Hour), OnExpire: &api.FuseAction{Script: "s" + evil}}}, now, tableOptions{})
 	if strings.ContainsAny(b.String(), "\x1b\x07") {
 		t.Fatalf("raw control characters printed:\n%q", b.String())
 	}

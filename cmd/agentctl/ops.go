@@ -91,8 +91,9 @@ func newLocksCmd() *cobra.Command {
 
 // readCmd is a read command without arguments: ask the service, then print
 // JSON with --json or a table.
-func readCmd[T any](use, short string, fetch func(*client.Client, context.Context) (T, error), table func(io.Writer, T, time.Time)) *cobra.Command {
+func readCmd[T any](use, short string, fetch func(*client.Client, context.Context) (T, error), table func(io.Writer, T, time.Time, tableOptions)) *cobra.Command {
 	var asJSON bool
+	var to tableOptions
 	cmd := &cobra.Command{
 		Use:   use,
 		Short: short,
@@ -111,21 +112,24 @@ func readCmd[T any](use, short string, fetch func(*client.Client, context.Contex
 				// {"sessions": [...]}: {"locks": [...]}.
 				return printJSON(os.Stdout, map[string]any{jsonListKey(use): v})
 			}
-			table(os.Stdout, v, time.Now())
+			table(os.Stdout, v, time.Now(), to)
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	to.register(cmd)
 	return cmd
 }
 
-func printLocks(w io.Writer, ls []api.Lock, now time.Time) {
+func printLocks(w io.Writer, ls []api.Lock, now time.Time, to tableOptions) {
 	if len(ls) == 0 {
-		fmt.Fprintln(w, "No active locks")
+		if !to.noHeaders {
+			fmt.Fprintln(w, "No active locks")
+		}
 		return
 	}
-	tw := newTable(w)
-	fmt.Fprintln(tw, "DIRECTORY\tTYPE\tLOCKED BY\tREASON\tSINCE")
+	tw := to.newTable(w)
+	tw.header("DIRECTORY\tTYPE\tLOCKED BY\tREASON\tSINCE")
 	for _, l := range ls {
 		who := l.LockedBy
 		if l.Type == "auto" {
@@ -262,13 +266,15 @@ func newFusesCmd(use string) *cobra.Command {
 	return readCmd(use, "List fuses, soonest first", (*client.Client).Fuses, printFuses)
 }
 
-func printFuses(w io.Writer, fs []api.Fuse, now time.Time) {
+func printFuses(w io.Writer, fs []api.Fuse, now time.Time, to tableOptions) {
 	if len(fs) == 0 {
-		fmt.Fprintln(w, "No active fuses")
+		if !to.noHeaders {
+			fmt.Fprintln(w, "No active fuses")
+		}
 		return
 	}
-	tw := newTable(w)
-	fmt.Fprintln(tw, "DIRECTORY\tLABEL\tEXPIRES IN\tON EXPIRE")
+	tw := to.newTable(w)
+	tw.header("DIRECTORY\tLABEL\tEXPIRES IN\tON EXPIRE")
 	for _, f := range fs {
 		action := ""
 		if f.OnExpire != nil {

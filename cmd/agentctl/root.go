@@ -53,7 +53,7 @@ HOST/ID handles; see 'agentctl host --help'.`,
 		return usageError{fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())}
 	})
 	root.AddCommand(
-		newRunCmd(), newLaunchCmd(), newListCmd(), newTopCmd(), newStatusCmd(), newLogsCmd(),
+		newRunCmd(), newLaunchCmd(), newListCmd(), newTopCmd(), newStatusCmd(), newInspectCmd(), newWaitCmd(), newLogsCmd(),
 		newPeekCmd(), newExplainCmd(), newStopCmd(), newAttachCmd(), newSendCmd(), newResumeCmd(),
 		newPruneCmd(), newRmCmd(), newRestartCmd(), newDaemonCmd(), newShimCmd(), newPodSessionCmd(),
 		newGroupCmd(), newWorktreeCmd(),
@@ -120,11 +120,33 @@ func localClient() (*client.Client, error) {
 type table struct {
 	*tabwriter.Writer
 	buf *bufio.Writer
+	// noHeaders drops the header line (--no-headers): rows for scripts.
+	noHeaders bool
 }
 
 func newTable(w io.Writer) *table {
 	buf := bufio.NewWriterSize(w, 64<<10)
 	return &table{Writer: tabwriter.NewWriter(buf, 0, 4, 2, ' ', 0), buf: buf}
+}
+
+// header writes the table's header line, unless --no-headers asked for none.
+func (t *table) header(line string) {
+	if !t.noHeaders {
+		fmt.Fprintln(t, line)
+	}
+}
+
+// tableOptions are the flags every table command has.
+type tableOptions struct{ noHeaders bool }
+
+func (o *tableOptions) register(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&o.noHeaders, "no-headers", false, "print no header line")
+}
+
+func (o tableOptions) newTable(w io.Writer) *table {
+	t := newTable(w)
+	t.noHeaders = o.noHeaders
+	return t
 }
 
 // Flush aligns and writes out what was written.
