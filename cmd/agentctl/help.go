@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"regexp"
@@ -8,7 +9,9 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/agentctl/agentctl/client"
 	"github.com/spf13/cobra"
 )
 
@@ -94,6 +97,24 @@ type versionInfo struct {
 	Modified bool   `json:"modified,omitempty"`
 	Go       string `json:"go"`
 	Platform string `json:"platform"`
+	// Service is the version this machine's running service says it has.
+	Service string `json:"service,omitempty"`
+}
+
+// runningServiceVersion asks this machine's service, if one runs (it is
+// not started for this), which version it is.
+func runningServiceVersion(ctx context.Context) (version string, pid int, ok bool) {
+	h, err := userHome()
+	if err != nil {
+		return "", 0, false
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	st, err := client.New(h, "", false).DaemonStatus(ctx)
+	if err != nil {
+		return "", 0, false
+	}
+	return st.Version, st.PID, true
 }
 
 // commit is set at build time with -ldflags "-X main.commit=..." (make
@@ -153,10 +174,19 @@ func newVersionCmd() *cobra.Command {
 		Short: "Print agentctl's version, commit and Go version",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			info := buildInfo()
+			if v, _, ok := runningServiceVersion(cmd.Context()); ok {
+				info.Service = v
+			}
 			if asJSON {
-				return printJSON(os.Stdout, buildInfo())
+				return printJSON(os.Stdout, info)
 			}
 			fmt.Printf("agentctl %s\n%s", buildVersion(), versionDetails())
+			if v, pid, ok := runningServiceVersion(cmd.Context()); ok {
+				fmt.Printf("service:  %s (pid %d)\n", v, pid)
+			} else {
+				fmt.Println("service:  not running")
+			}
 			return nil
 		},
 	}

@@ -111,8 +111,9 @@ func hostResolver() (hosts.Resolver, error) {
 		Named:   cfg.Hosts,
 		Env: hosts.Env{
 			Home: h, Exe: exe, Autostart: autostart(),
-			SSHCommand: strings.Fields(os.Getenv(sshCommandEnv)),
-			Version:    buildVersion(),
+			SSHCommand:       strings.Fields(os.Getenv(sshCommandEnv)),
+			Version:          buildVersion(),
+			OnServiceVersion: warnVersionSkew,
 		},
 	}, nil
 }

@@ -111,7 +111,17 @@ func localClient() (*client.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("find the agentctl binary: %w", err)
 	}
-	return client.New(h, exe, autostart()), nil
+	c := client.New(h, exe, autostart())
+	c.OnServiceVersion(warnVersionSkew)
+	return c, nil
+}
+
+// warnVersionSkew says that this machine's service runs another version
+// than this CLI (an upgrade replaced the binary, not the running service).
+func warnVersionSkew(service string) {
+	if mine := buildVersion(); service != mine {
+		warn("the service runs %s, this is %s; 'agentctl daemon restart' to upgrade it", service, mine)
+	}
 }
 
 // table writes aligned columns, buffered: tabwriter writes each cell on
