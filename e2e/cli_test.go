@@ -106,6 +106,14 @@ func TestNamesAreHandles(t *testing.T) {
 		t.Fatalf("status web = %s, want the running %s", got.ID, s2.ID)
 	}
 	e.MustRun("stop", "web")
+	// A name may not be how another session's id begins (its handle in a
+	// list): stop HANDLE would then reach the named one.
+	for _, name := range []string{s2.ID[:4], strings.ToUpper(s2.ID[:6])} {
+		_, errOut, code := e.Run("run", "--name", name, "--", "true")
+		if code != 2 || !strings.Contains(errOut, "is how session "+s2.ID+"'s id begins") {
+			t.Fatalf("run --name %s (a handle of %s): exit %d, %s", name, s2.ID, code, errOut)
+		}
+	}
 }
 
 // Bash's own completion, on the script agentctl generates, offers ids and
