@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -573,5 +574,74 @@ func TestWaitInspectAndScriptOutputs(t *testing.T) {
 	e.MustRun("lock", t.TempDir(), "--by", "ci")
 	if out := e.MustRun("locks", "--no-headers"); strings.Contains(out, "DIRECTORY") || !strings.Contains(out, "ci") {
 		t.Fatalf("locks --no-headers: %q", out)
+	}
+}
+
+// Commands that remove many sessions ask on a terminal, Ctrl-C answers a
+// question at once, and a selection none of whose sessions can be acted on
+// says so and fails.
+func TestConfirmations(t *testing.T) {
+	t.Parallel()
+	e := NewEnv(t)
+	run := e.Start("--group", "g", "--", "sleep", "300")
+	_, errOut, code := e.Run("rm", "--group", "g")
+	if code != 1 || !strings.Contains(errOut, "none of the 1 sessions selected can be acted on (1 running)") || !strings.Contains(errOut, "--force") {
+		t.Fatalf("rm --group of running sessions only: exit %d, %s", code, errOut)
+	}
+	e.MustRun("stop", "--timeout", "0", run.ID)
+
+	// On a terminal: rm --all asks; "n" removes nothing.
+	ask := func(args ...string) (*os.File, *ptyOutput, chan error) {
+		cmd := e.Command(args...)
+		tty, err := pty.Start(cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := &ptyOutput{}
+		go io.Copy(out, tty)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		t.Cleanup(func() { tty.Close(); cmd.Process.Kill() })
+		WaitFor(t, 10*time.Second, "the question", func() bool { return strings.Contains(out.String(), "[y/N]") })
+		return tty, out, done
+	}
+	exitOf := func(err error) int {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0
+	}
+	tty, out, done := ask("rm", "--all")
+	if !strings.Contains(out.String(), "Remove the folders and logs of 1 sessions?") {
+		t.Fatalf("rm --all asked %q", out.String())
+	}
+	tty.Write([]byte("n\r"))
+	if code := exitOf(<-done); code != 1 {
+		t.Fatalf("rm --all answered no: exit %d", code)
+	}
+	if _, err := os.Stat(e.SessionDir(run.ID)); err != nil {
+		t.Fatalf("rm --all answered no removed %s: %v", run.ID, err)
+	}
+	// Ctrl-C at prune's question ends it at once, without Enter.
+	tty, _, done = ask("prune")
+	tty.Write([]byte{3})
+	select {
+	case err := <-done:
+		if code := exitOf(err); code != 130 {
+			t.Fatalf("Ctrl-C at prune's question: exit %d, want 130", code)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Ctrl-C at prune's question did nothing")
+	}
+	if _, err := os.Stat(e.SessionDir(run.ID)); err != nil {
+		t.Fatalf("prune interrupted removed %s: %v", run.ID, err)
+	}
+	e.MustRun("rm", "--all", "--yes")
+	if _, err := os.Stat(e.SessionDir(run.ID)); !os.IsNotExist(err) {
+		t.Fatalf("rm --all --yes left %s: %v", run.ID, err)
 	}
 }
