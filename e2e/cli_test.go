@@ -236,8 +236,20 @@ func TestRestartRmPrune(t *testing.T) {
 	t.Parallel()
 	e := NewEnv(t)
 	dir := t.TempDir()
-	old := e.Start("--name", "svc", "--label", "k=v", "--cwd", dir, "--", "sh", "-c", "pwd; sleep 300")
-	fresh := e.MustRun("restart", "svc")
+	old := e.Start("--name", "svc", "--label", "k=v", "--cwd", dir, "--env", "GREETING=hello there", "--", "sh", "-c", "pwd; echo \"greeting=$GREETING\"; sleep 300")
+	fresh, errOut, code := e.Run("restart", "svc")
+	fresh = strings.TrimSpace(fresh)
+	// restart keeps the --env values, and says so.
+	if code != 0 || !strings.Contains(errOut, "runs with the --env of svc: GREETING") {
+		t.Fatalf("restart: exit %d, stderr %s", code, errOut)
+	}
+	WaitFor(t, 10*time.Second, "the restarted session's output", func() bool {
+		out, _, _ := e.Run("logs", fresh)
+		return strings.Contains(out, "greeting=hello there")
+	})
+	if fi, err := os.Stat(filepath.Join(e.SessionDir(old.ID), "env.json")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the kept --env values: %v %v", fi, err)
+	}
 	s := e.Session(fresh)
 	if s.ID == old.ID || s.RestartOf != old.ID || s.Name != "svc" || s.Cwd != dir || s.Labels["k"] != "v" ||
 		strings.Join(s.Command, " ") != strings.Join(old.Command, " ") || s.Status != api.StatusRunning {

@@ -74,6 +74,12 @@ func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, err
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return api.Session{}, fmt.Errorf("create session folder: %w", err)
 	}
+	envSet, err := keepEnv(dir, req.EnvOverrides)
+	if err != nil {
+		os.RemoveAll(dir)
+		return api.Session{}, err
+	}
+	rec.EnvSet = envSet
 	if len(rec.Prompt) > maxRecordPrompt {
 		// The record stays small (every list reads it); the whole prompt
 		// is kept beside it.

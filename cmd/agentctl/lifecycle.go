@@ -330,7 +330,11 @@ func restartOn(req api.RestartRequest) act {
 		if !ok {
 			return api.Session{}, cannot(h, "restart sessions")
 		}
-		return r.Restart(ctx, id, req)
+		s, err := r.Restart(ctx, id, req)
+		if err == nil && len(s.EnvSet) > 0 {
+			fmt.Fprintf(os.Stderr, "agentctl: %s runs with the --env of %s: %s\n", shortID(s.ID), id, strings.Join(s.EnvSet, ", "))
+		}
+		return s, err
 	}
 }
 
@@ -381,8 +385,9 @@ func newRestartCmd() *cobra.Command {
 		Short: "Run sessions again: same command, directory, adapter and labels, new id",
 		Long: `Run each session again as a new session: the same command (or agent and
 prompt), working directory, model, name, group and labels, in your current
-environment (agentctl keeps the names of a session's environment variables,
-never their values). A running session is stopped first, as 'stop' does.
+environment plus the --env values the session was given (kept in its folder,
+readable by you alone; it says which). A running session is stopped first,
+as 'stop' does.
 The new session's restart_of names the old one. Prints the new ids.
 
 --all, --group and --label select running sessions agentctl launched. One
