@@ -250,6 +250,9 @@ func TestRestartRmPrune(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(e.SessionDir(old.ID), "env.json")); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("the kept --env values: %v %v", fi, err)
 	}
+	if st := e.MustRun("status", fresh); !strings.Contains(st, "restart of") || !strings.Contains(st, old.ID) || !strings.Contains(st, "GREETING") {
+		t.Fatalf("status of a restart:\n%s", st)
+	}
 	s := e.Session(fresh)
 	if s.ID == old.ID || s.RestartOf != old.ID || s.Name != "svc" || s.Cwd != dir || s.Labels["k"] != "v" ||
 		strings.Join(s.Command, " ") != strings.Join(old.Command, " ") || s.Status != api.StatusRunning {
@@ -285,7 +288,7 @@ func TestListOutput(t *testing.T) {
 	t.Parallel()
 	e := NewEnv(t)
 	long := strings.Repeat("a long prompt-like argument ", 10)
-	s := e.Start("--cwd", t.TempDir(), "--", "sh", "-c", "sleep 300 # "+long)
+	s := e.Start("--cwd", t.TempDir(), "--label", "team=infra", "--label", "a=b", "--", "sh", "-c", "sleep 300 # "+long)
 	// Control characters in what a user typed never reach the terminal.
 	evil := e.Start("--", "sh", "-c", "sleep 300 # \x1b]0;pwned\x07\x1b[31m")
 	out := e.MustRun("list")
@@ -311,7 +314,7 @@ func TestListOutput(t *testing.T) {
 		}
 	}
 	wide := e.MustRun("list", "-o", "wide")
-	if !strings.Contains(wide, s.ID) || !strings.Contains(wide, "PID") || !strings.Contains(wide, strings.TrimSpace(long)) {
+	if !strings.Contains(wide, s.ID) || !strings.Contains(wide, "PID") || !strings.Contains(wide, strings.TrimSpace(long)) || !strings.Contains(wide, "a=b,team=infra") {
 		t.Fatalf("list -o wide:\n%s", wide)
 	}
 	if q := e.MustRun("list", "-q"); q != s.ID+"\n"+evil.ID {
