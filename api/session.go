@@ -469,3 +469,14 @@ func (s Session) ActiveAt() time.Time {
 	}
 	return time.Time{}
 }
+
+// SignalRequest sends one signal to a session's process group (kill -s),
+// with no grace period and no SIGKILL after.
+type SignalRequest struct {
+	// Signal is a name (HUP, SIGHUP) or a number.
+	Signal string `json:"signal"`
+}
+
+// Agents are the agents agentctl launches, by the names launch and run
+// --adapter take (ExecAdapter, a plain command, aside).
+func Agents() []string { return []string{"claude", "codex", "opencode", "pi", "pi-rust"} }

@@ -660,3 +660,30 @@ func TestConfirmations(t *testing.T) {
 		t.Fatalf("rm --all --yes left %s: %v", run.ID, err)
 	}
 }
+
+// kill -s sends one signal and nothing after; kill alone is stop --force.
+func TestKillSignal(t *testing.T) {
+	t.Parallel()
+	e := NewEnv(t)
+	s := e.Start("--", "sh", "-c", `trap 'echo got-hup' HUP; echo ready; while :; do sleep 0.1; done`)
+	WaitFor(t, 10*time.Second, "the trap to be set", func() bool {
+		return strings.Contains(e.MustRun("logs", "-n", "0", s.ID), "ready")
+	})
+	e.MustRun("kill", "-s", "hup", s.ID)
+	WaitFor(t, 10*time.Second, "the trap to run", func() bool {
+		return strings.Contains(e.MustRun("logs", "-n", "0", s.ID), "got-hup")
+	})
+	if st := e.Session(s.ID).Status; st != api.StatusRunning {
+		t.Fatalf("after kill -s HUP the session is %s: a trapped signal must not end it", st)
+	}
+	if _, errOut, code := e.Run("kill", "-s", "NOSUCH", s.ID); code != 2 || !strings.Contains(errOut, "no such signal") {
+		t.Fatalf("kill -s NOSUCH: exit %d, %s", code, errOut)
+	}
+	e.MustRun("kill", s.ID)
+	if got := e.Session(s.ID); got.Status != api.StatusKilled || got.Signal != "SIGKILL" {
+		t.Fatalf("after kill: %s %s", got.Status, got.Signal)
+	}
+	if _, errOut, code := e.Run("kill", "-s", "HUP", s.ID); code != 1 || !strings.Contains(errOut, "nothing to signal") {
+		t.Fatalf("kill -s of an ended session: exit %d, %s", code, errOut)
+	}
+}

@@ -39,6 +39,7 @@ var commandHelp = map[string]struct{ group, example string }{
 	"attach":  {"sessions", "  agentctl attach web        # Ctrl-] detaches"},
 	"send":    {"sessions", "  agentctl send web 'npm run build'\n  echo 'y' | agentctl send -n web -"},
 	"stop":    {"sessions", ""},
+	"kill":    {"sessions", ""},
 	"restart": {"sessions", ""},
 	"rm":      {"sessions", ""},
 	"prune":   {"sessions", ""},

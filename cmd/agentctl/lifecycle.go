@@ -100,12 +100,12 @@ func (s *selection) targets(ctx context.Context, c client.Sessions, cmd *cobra.C
 
 // selectionHint says which sessions a command given --all, --group or
 // --label acts on, when none of those selected is one.
-func selectionHint(command string) string {
-	switch command {
+func selectionHint(cmdName string) string {
+	switch cmdName {
 	case "rm":
 		return "rm removes ended sessions; --force stops running ones first"
-	case "stop":
-		return "stop acts on running sessions"
+	case "stop", "kill":
+		return cmdName + " acts on running sessions"
 	}
 	return ""
 }
