@@ -13,6 +13,7 @@ const (
 	CodeInvalid     = "invalid"
 	CodeSpawnFailed = "spawn_failed"
 	CodeNotRunning  = "not_running"
+	CodeNotWaiting  = "not_waiting" // an answer to a session that asks nothing it could take
 	CodeRunning     = "running"
 	CodeLocked      = "locked"
 	CodeForbidden   = "forbidden"

@@ -45,3 +45,7 @@ func ParseDialGreeting(line string) (protocol int, version string, ok bool) {
 	}
 	return protocol, version, protocol >= 0
 }
+
+// HeaderServiceVersion is the response header in which the service names
+// its version on every answer: a CLI of another version says so.
+const HeaderServiceVersion = "Agentctl-Version"

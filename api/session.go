@@ -105,6 +105,9 @@ type Session struct {
 	Title string `json:"title,omitempty"`
 
 	Labels map[string]string `json:"labels,omitempty"`
+	// EnvSet names the variables the session was given with --env; a
+	// restart sets them again to the same values.
+	EnvSet []string `json:"env_set,omitempty"`
 	// RestartOf is the session this one is a restart of.
 	RestartOf string `json:"restart_of,omitempty"`
 	// Hooks are the session's lifecycle hook runs, where it has hooks.
@@ -184,12 +187,12 @@ type StopRequest struct {
 }
 
 // RestartRequest runs a launched session again: the same command, working
-// directory, adapter, prompt, model, name, group and labels, as a new
-// session linked to the old one by restart_of. A running session is stopped
-// first, as Stop would.
+// directory, adapter, prompt, model, name, group, labels and --env values,
+// as a new session linked to the old one by restart_of. A running session
+// is stopped first, as Stop would.
 type RestartRequest struct {
-	// Env is the caller's environment: the old one's values are not kept
-	// (they may be secrets), only its names.
+	// Env is the caller's environment, under the old session's --env
+	// values (kept in its folder, mode 0600).
 	Env  []string    `json:"env"`
 	Stop StopRequest `json:"stop"`
 }
@@ -466,3 +469,14 @@ func (s Session) ActiveAt() time.Time {
 	}
 	return time.Time{}
 }
+
+// SignalRequest sends one signal to a session's process group (kill -s),
+// with no grace period and no SIGKILL after.
+type SignalRequest struct {
+	// Signal is a name (HUP, SIGHUP) or a number.
+	Signal string `json:"signal"`
+}
+
+// Agents are the agents agentctl launches, by the names launch and run
+// --adapter take (ExecAdapter, a plain command, aside).
+func Agents() []string { return []string{"claude", "codex", "opencode", "pi", "pi-rust"} }

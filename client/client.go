@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -57,7 +58,14 @@ type Client struct {
 	http   *http.Client
 	// silence is how long a stream may stay silent (streamSilence).
 	silence time.Duration
+	// onVersion hears, once, the version the service says it runs.
+	onVersion   func(version string)
+	versionSeen sync.Once
 }
+
+// OnServiceVersion has f told, once, which version the service runs (its
+// every answer names it), so a CLI can say when it talks to an older one.
+func (c *Client) OnServiceVersion(f func(version string)) { c.onVersion = f }
 
 // HostEnv names the host (or hosts) commands act on; -H sets it for the
 // command and what it runs.
@@ -320,6 +328,9 @@ func (c *Client) sendRequest(req *http.Request) (*http.Response, error) {
 			return nil, de.err
 		}
 		return nil, fmt.Errorf("talk to the agentctl service at %s: %w", c.where(), err)
+	}
+	if v := resp.Header.Get(api.HeaderServiceVersion); v != "" && c.onVersion != nil {
+		c.versionSeen.Do(func() { c.onVersion(v) })
 	}
 	release := func() { cancel(nil) }
 	if rw, ok := resp.Body.(io.ReadWriteCloser); ok && resp.StatusCode == http.StatusSwitchingProtocols {

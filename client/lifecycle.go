@@ -15,6 +15,13 @@ func (c *Client) Restart(ctx context.Context, id string, req api.RestartRequest)
 	return s, err
 }
 
+// Signal sends one signal to a session's process group.
+func (c *Client) Signal(ctx context.Context, id string, req api.SignalRequest) (api.Session, error) {
+	var s api.Session
+	err := c.do(ctx, http.MethodPost, sessionPath(id, "/signal"), req, &s)
+	return s, err
+}
+
 // Remove deletes a session's folder; force stops a running one first.
 func (c *Client) Remove(ctx context.Context, id string, force bool) (api.Session, error) {
 	var s api.Session

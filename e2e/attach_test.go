@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -88,5 +90,31 @@ func TestAttachInputOutputDetach(t *testing.T) {
 	}
 	if !strings.Contains(out2.String(), "ended") {
 		t.Errorf("second viewer output %q lacks the end notice", out2.String())
+	}
+}
+
+// A viewer whose service goes away (daemon restart) says so and exits 1;
+// the session goes on.
+func TestAttachThatLosesItsServiceSaysSo(t *testing.T) {
+	t.Parallel()
+	e := NewEnv(t)
+	s := e.Start("--", "sh", "-c", "echo ready; sleep 300")
+	_, out, done := attachViewer(t, e, s.ID)
+	WaitFor(t, 10*time.Second, "the viewer to attach", func() bool { return strings.Contains(out.String(), "attached") })
+	e.MustRun("daemon", "restart")
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+			t.Fatalf("attach after the service restarted: %v, want exit status 1", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("attach did not return after the service restarted")
+	}
+	if !strings.Contains(out.String(), "connection to the agentctl service ended") {
+		t.Errorf("attach said %q", out.String())
+	}
+	if st := e.Session(s.ID).Status; st != api.StatusRunning {
+		t.Fatalf("the session is %s after the service restarted", st)
 	}
 }

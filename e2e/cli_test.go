@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -106,6 +107,14 @@ func TestNamesAreHandles(t *testing.T) {
 		t.Fatalf("status web = %s, want the running %s", got.ID, s2.ID)
 	}
 	e.MustRun("stop", "web")
+	// A name may not be how another session's id begins (its handle in a
+	// list): stop HANDLE would then reach the named one.
+	for _, name := range []string{s2.ID[:4], strings.ToUpper(s2.ID[:6])} {
+		_, errOut, code := e.Run("run", "--name", name, "--", "true")
+		if code != 2 || !strings.Contains(errOut, "is how session "+s2.ID+"'s id begins") {
+			t.Fatalf("run --name %s (a handle of %s): exit %d, %s", name, s2.ID, code, errOut)
+		}
+	}
 }
 
 // Bash's own completion, on the script agentctl generates, offers ids and
@@ -227,8 +236,23 @@ func TestRestartRmPrune(t *testing.T) {
 	t.Parallel()
 	e := NewEnv(t)
 	dir := t.TempDir()
-	old := e.Start("--name", "svc", "--label", "k=v", "--cwd", dir, "--", "sh", "-c", "pwd; sleep 300")
-	fresh := e.MustRun("restart", "svc")
+	old := e.Start("--name", "svc", "--label", "k=v", "--cwd", dir, "--env", "GREETING=hello there", "--", "sh", "-c", "pwd; echo \"greeting=$GREETING\"; sleep 300")
+	fresh, errOut, code := e.Run("restart", "svc")
+	fresh = strings.TrimSpace(fresh)
+	// restart keeps the --env values, and says so.
+	if code != 0 || !strings.Contains(errOut, "runs with the --env of svc: GREETING") {
+		t.Fatalf("restart: exit %d, stderr %s", code, errOut)
+	}
+	WaitFor(t, 10*time.Second, "the restarted session's output", func() bool {
+		out, _, _ := e.Run("logs", fresh)
+		return strings.Contains(out, "greeting=hello there")
+	})
+	if fi, err := os.Stat(filepath.Join(e.SessionDir(old.ID), "env.json")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the kept --env values: %v %v", fi, err)
+	}
+	if st := e.MustRun("status", fresh); !strings.Contains(st, "restart of") || !strings.Contains(st, old.ID) || !strings.Contains(st, "GREETING") {
+		t.Fatalf("status of a restart:\n%s", st)
+	}
 	s := e.Session(fresh)
 	if s.ID == old.ID || s.RestartOf != old.ID || s.Name != "svc" || s.Cwd != dir || s.Labels["k"] != "v" ||
 		strings.Join(s.Command, " ") != strings.Join(old.Command, " ") || s.Status != api.StatusRunning {
@@ -264,7 +288,7 @@ func TestListOutput(t *testing.T) {
 	t.Parallel()
 	e := NewEnv(t)
 	long := strings.Repeat("a long prompt-like argument ", 10)
-	s := e.Start("--cwd", t.TempDir(), "--", "sh", "-c", "sleep 300 # "+long)
+	s := e.Start("--cwd", t.TempDir(), "--label", "team=infra", "--label", "a=b", "--", "sh", "-c", "sleep 300 # "+long)
 	// Control characters in what a user typed never reach the terminal.
 	evil := e.Start("--", "sh", "-c", "sleep 300 # \x1b]0;pwned\x07\x1b[31m")
 	out := e.MustRun("list")
@@ -290,7 +314,7 @@ func TestListOutput(t *testing.T) {
 		}
 	}
 	wide := e.MustRun("list", "-o", "wide")
-	if !strings.Contains(wide, s.ID) || !strings.Contains(wide, "PID") || !strings.Contains(wide, strings.TrimSpace(long)) {
+	if !strings.Contains(wide, s.ID) || !strings.Contains(wide, "PID") || !strings.Contains(wide, strings.TrimSpace(long)) || !strings.Contains(wide, "a=b,team=infra") {
 		t.Fatalf("list -o wide:\n%s", wide)
 	}
 	if q := e.MustRun("list", "-q"); q != s.ID+"\n"+evil.ID {
@@ -467,7 +491,7 @@ func TestHelpVersionAndDocs(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		cmd, suggest string
-	}{{"rmm", "rm"}, {"stpo", ""}, {"bogus", ""}} {
+	}{{"rmm", "rm"}, {"stpo", "stop"}, {"lsit", "list"}, {"bogus", ""}} {
 		_, errOut, code := e.Run(tc.cmd)
 		if code != 2 || !strings.Contains(errOut, `unknown command "`+tc.cmd+`"`) {
 			t.Errorf("%s: exit %d, %q", tc.cmd, code, errOut)
@@ -522,4 +546,144 @@ func TestCompletionInFish(t *testing.T) {
 		}
 	}
 	e.MustRun("stop", s.ID)
+}
+
+// The verbs of docker and kubectl habits: wait prints each session's exit
+// code and exits with the first non-zero one; inspect is status --json;
+// host ls has --json; tables drop their header with --no-headers.
+func TestWaitInspectAndScriptOutputs(t *testing.T) {
+	t.Parallel()
+	e := NewEnv(t)
+	ok := e.Start("--", "sh", "-c", "sleep 1; exit 0")
+	bad := e.Start("--", "sh", "-c", "sleep 1.5; exit 7")
+	out, errOut, code := e.Run("wait", ok.ID, bad.ID)
+	if code != 7 || out != "0\n7\n" {
+		t.Fatalf("wait: exit %d, stdout %q, stderr %s", code, out, errOut)
+	}
+	// Already ended: answers at once, with the same code.
+	if out, _, code := e.Run("wait", bad.ID); code != 7 || out != "7\n" {
+		t.Fatalf("wait of an ended session: exit %d, %q", code, out)
+	}
+	long := e.Start("--", "sleep", "300")
+	if _, errOut, code := e.Run("wait", "--timeout", "300ms", long.ID); code != 1 || !strings.Contains(errOut, "still runs after 300ms") {
+		t.Fatalf("wait --timeout: exit %d, %s", code, errOut)
+	}
+	if st := e.Session(long.ID).Status; st != api.StatusRunning {
+		t.Fatalf("wait --timeout left the session %s", st)
+	}
+	var s api.Session
+	e.JSON(&s, "inspect", bad.ID)
+	if s.ID != bad.ID || s.Status != api.StatusExited || s.ExitCode == nil || *s.ExitCode != 7 {
+		t.Fatalf("inspect: %+v", s)
+	}
+	var hs struct {
+		Hosts []struct{ Name, URL string } `json:"hosts"`
+	}
+	e.JSON(&hs, "host", "ls", "--json")
+	if len(hs.Hosts) != 1 || hs.Hosts[0].Name != "local" {
+		t.Fatalf("host ls --json: %+v", hs)
+	}
+	if out := e.MustRun("host", "ls", "--no-headers"); strings.Contains(out, "NAME") || !strings.HasPrefix(out, "local") {
+		t.Fatalf("host ls --no-headers: %q", out)
+	}
+	e.MustRun("lock", t.TempDir(), "--by", "ci")
+	if out := e.MustRun("locks", "--no-headers"); strings.Contains(out, "DIRECTORY") || !strings.Contains(out, "ci") {
+		t.Fatalf("locks --no-headers: %q", out)
+	}
+}
+
+// Commands that remove many sessions ask on a terminal, Ctrl-C answers a
+// question at once, and a selection none of whose sessions can be acted on
+// says so and fails.
+func TestConfirmations(t *testing.T) {
+	t.Parallel()
+	e := NewEnv(t)
+	run := e.Start("--group", "g", "--", "sleep", "300")
+	_, errOut, code := e.Run("rm", "--group", "g")
+	if code != 1 || !strings.Contains(errOut, "none of the 1 sessions selected can be acted on (1 running)") || !strings.Contains(errOut, "--force") {
+		t.Fatalf("rm --group of running sessions only: exit %d, %s", code, errOut)
+	}
+	e.MustRun("stop", "--timeout", "0", run.ID)
+
+	// On a terminal: rm --all asks; "n" removes nothing.
+	ask := func(args ...string) (*os.File, *ptyOutput, chan error) {
+		cmd := e.Command(args...)
+		tty, err := pty.Start(cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := &ptyOutput{}
+		go io.Copy(out, tty)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		t.Cleanup(func() { tty.Close(); cmd.Process.Kill() })
+		WaitFor(t, 10*time.Second, "the question", func() bool { return strings.Contains(out.String(), "[y/N]") })
+		return tty, out, done
+	}
+	exitOf := func(err error) int {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0
+	}
+	tty, out, done := ask("rm", "--all")
+	if !strings.Contains(out.String(), "Remove the folders and logs of 1 sessions?") {
+		t.Fatalf("rm --all asked %q", out.String())
+	}
+	tty.Write([]byte("n\r"))
+	if code := exitOf(<-done); code != 1 {
+		t.Fatalf("rm --all answered no: exit %d", code)
+	}
+	if _, err := os.Stat(e.SessionDir(run.ID)); err != nil {
+		t.Fatalf("rm --all answered no removed %s: %v", run.ID, err)
+	}
+	// Ctrl-C at prune's question ends it at once, without Enter.
+	tty, _, done = ask("prune")
+	tty.Write([]byte{3})
+	select {
+	case err := <-done:
+		if code := exitOf(err); code != 130 {
+			t.Fatalf("Ctrl-C at prune's question: exit %d, want 130", code)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Ctrl-C at prune's question did nothing")
+	}
+	if _, err := os.Stat(e.SessionDir(run.ID)); err != nil {
+		t.Fatalf("prune interrupted removed %s: %v", run.ID, err)
+	}
+	e.MustRun("rm", "--all", "--yes")
+	if _, err := os.Stat(e.SessionDir(run.ID)); !os.IsNotExist(err) {
+		t.Fatalf("rm --all --yes left %s: %v", run.ID, err)
+	}
+}
+
+// kill -s sends one signal and nothing after; kill alone is stop --force.
+func TestKillSignal(t *testing.T) {
+	t.Parallel()
+	e := NewEnv(t)
+	s := e.Start("--", "sh", "-c", `trap 'echo got-hup' HUP; echo ready; while :; do sleep 0.1; done`)
+	WaitFor(t, 10*time.Second, "the trap to be set", func() bool {
+		return strings.Contains(e.MustRun("logs", "-n", "0", s.ID), "ready")
+	})
+	e.MustRun("kill", "-s", "hup", s.ID)
+	WaitFor(t, 10*time.Second, "the trap to run", func() bool {
+		return strings.Contains(e.MustRun("logs", "-n", "0", s.ID), "got-hup")
+	})
+	if st := e.Session(s.ID).Status; st != api.StatusRunning {
+		t.Fatalf("after kill -s HUP the session is %s: a trapped signal must not end it", st)
+	}
+	if _, errOut, code := e.Run("kill", "-s", "NOSUCH", s.ID); code != 2 || !strings.Contains(errOut, "no such signal") {
+		t.Fatalf("kill -s NOSUCH: exit %d, %s", code, errOut)
+	}
+	e.MustRun("kill", s.ID)
+	if got := e.Session(s.ID); got.Status != api.StatusKilled || got.Signal != "SIGKILL" {
+		t.Fatalf("after kill: %s %s", got.Status, got.Signal)
+	}
+	if _, errOut, code := e.Run("kill", "-s", "HUP", s.ID); code != 1 || !strings.Contains(errOut, "nothing to signal") {
+		t.Fatalf("kill -s of an ended session: exit %d, %s", code, errOut)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -492,4 +493,31 @@ func TestHostsOverSSHMissingOrOldAgentctl(t *testing.T) {
 		}
 	}
 	t.Logf("an old remote agentctl: %s", stderr)
+
+	// The same older agentctl as this machine's running service (an
+	// upgrade replaced the binary, not the service): the CLI says so once
+	// per command, and version names both.
+	oldHome, err := os.MkdirTemp("", "acold")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(oldHome)
+	vars := append(slices.Clone(e.Vars), "AGENTCTL_HOME="+oldHome)
+	run := func(bin string, args ...string) (string, string) {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = vars
+		var out, errb strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		cmd.Run()
+		return out.String(), errb.String()
+	}
+	run(old, "daemon", "start")
+	defer run(old, "daemon", "stop")
+	_, stderr = run(e.Bin, "list", "-a")
+	if want := "the service runs 0.0.1-old, this is "; strings.Count(stderr, want) != 1 || !strings.Contains(stderr, "agentctl daemon restart") {
+		t.Fatalf("list against an older service: stderr %q, want %q once", stderr, want)
+	}
+	if out, _ := run(e.Bin, "version"); !strings.Contains(out, "service:  0.0.1-old (pid ") {
+		t.Fatalf("version against an older service: %q", out)
+	}
 }

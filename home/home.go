@@ -62,6 +62,9 @@ const (
 	// EndedFile marks a session's end as announced, so a restarted service
 	// does not announce it again.
 	EndedFile = "ended.json"
+	// EnvFile keeps the values of a session's --env (mode 0600: they may be
+	// secrets), so a restart runs with them again.
+	EnvFile = "env.json"
 )
 
 // SessionEnv names the variable every session's processes carry: the

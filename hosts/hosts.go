@@ -63,6 +63,9 @@ type Env struct {
 	SSHCommand []string
 	// Version is this agentctl's, named when versions disagree.
 	Version string
+	// OnServiceVersion, when set, hears once which version this machine's
+	// service runs.
+	OnServiceVersion func(version string)
 }
 
 // Opener opens a host of one URL scheme; name is what messages call it.
@@ -143,7 +146,11 @@ func defaultName(u *url.URL) string {
 
 // OpenLocal opens this machine's own service, in env's home.
 func OpenLocal(env Env) Host {
-	return Host{Name: Local, API: client.New(env.Home, env.Exe, env.Autostart)}
+	c := client.New(env.Home, env.Exe, env.Autostart)
+	if env.OnServiceVersion != nil {
+		c.OnServiceVersion(env.OnServiceVersion)
+	}
+	return Host{Name: Local, API: c}
 }
 
 // OpenUnix opens another local home's service: unix:///path names the

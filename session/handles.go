@@ -79,6 +79,25 @@ func (r *records) runningNamed(name string) (string, bool) {
 	return "", false
 }
 
+// idStartingWith is a launched session whose id begins with name (any
+// case), when name is long enough to be shown as a handle: a name must not
+// shadow a handle a list printed.
+func (r *records) idStartingWith(name string) (string, bool) {
+	if len(name) < minHandle || !home.ValidID(name) {
+		return "", false
+	}
+	ids, err := r.ids()
+	if err != nil {
+		return "", false
+	}
+	for _, id := range ids {
+		if len(id) >= len(name) && strings.EqualFold(id[:len(name)], name) {
+			return id, true
+		}
+	}
+	return "", false
+}
+
 // handles maps each id of `of` to its shortest unique prefix among
 // `among`, compared without case, at least minHandle characters long (the
 // whole id when it is shorter, or when it is a prefix of another). An id

@@ -52,6 +52,9 @@ func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, err
 		if other, taken := c.records.runningNamed(req.Name); taken {
 			return api.Session{}, faultf(ErrInvalid, "name %q is taken by running session %s: stop it, or choose another name", req.Name, other)
 		}
+		if other, ok := c.records.idStartingWith(req.Name); ok {
+			return api.Session{}, faultf(ErrInvalid, "name %q is how session %s's id begins (its handle in a list): a command given %q would reach the wrong one; choose another name", req.Name, other, req.Name)
+		}
 	}
 	// PWD follows the session's cwd, not the caller's: some agents
 	// (OpenCode) work in $PWD rather than in their real working directory.
@@ -71,6 +74,12 @@ func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, err
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return api.Session{}, fmt.Errorf("create session folder: %w", err)
 	}
+	envSet, err := keepEnv(dir, req.EnvOverrides)
+	if err != nil {
+		os.RemoveAll(dir)
+		return api.Session{}, err
+	}
+	rec.EnvSet = envSet
 	if len(rec.Prompt) > maxRecordPrompt {
 		// The record stays small (every list reads it); the whole prompt
 		// is kept beside it.

@@ -210,6 +210,7 @@ func sessionFromState(st spawn.State) api.Session {
 		Model:     rec.Model,
 		Prompt:    text.Truncate(rec.Prompt, maxPromptShown),
 		Labels:    rec.Labels,
+		EnvSet:    rec.EnvSet,
 		RestartOf: rec.RestartOf,
 		ResumeOf:  rec.ResumeOf,
 		Baseline:  rec.Baseline,

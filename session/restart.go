@@ -40,8 +40,12 @@ func (c *Core) Restart(ctx context.Context, id string, req api.RestartRequest) (
 		}
 		prompt = string(b)
 	}
+	kept, err := keptEnv(dir)
+	if err != nil {
+		return api.Session{}, fmt.Errorf("restart %s: %w", sess.ID, err)
+	}
 	run := api.RunRequest{
-		Adapter: rec.Adapter, Prompt: prompt, Model: rec.Model, Cwd: rec.Cwd, Env: req.Env,
+		Adapter: rec.Adapter, Prompt: prompt, Model: rec.Model, Cwd: rec.Cwd, Env: req.Env, EnvOverrides: kept,
 		Name: rec.Name, Group: rec.Group, Labels: rec.Labels, Rows: rec.Rows, Cols: rec.Cols,
 		ResumeOf: rec.ResumeOf, RestartOf: rec.ID,
 	}

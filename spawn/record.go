@@ -33,6 +33,9 @@ type Record struct {
 	Argv    []string          `json:"argv"`
 	// EnvKeys lists the environment's names only: values may be secrets.
 	EnvKeys []string `json:"env_keys,omitempty"`
+	// EnvSet names the variables given with --env (their values are in
+	// home.EnvFile).
+	EnvSet []string `json:"env_set,omitempty"`
 	Cwd     string   `json:"cwd"`
 	Prompt  string   `json:"prompt,omitempty"`
 	// PromptCut says Prompt is the head of a longer prompt, kept whole in

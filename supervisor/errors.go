@@ -22,7 +22,7 @@ var codes = []struct {
 	{fuses.ErrNoFuse, api.CodeNotFound},
 	{locks.ErrNoManualLock, api.CodeNotFound},
 	{session.ErrInvalid, api.CodeInvalid},
-	{session.ErrNotWaiting, api.CodeInvalid},
+	{session.ErrNotWaiting, api.CodeNotWaiting},
 	{fuses.ErrInvalid, api.CodeInvalid},
 	{session.ErrNotRunning, api.CodeNotRunning},
 	{adapters.ErrNotRunning, api.CodeNotRunning},

@@ -11,6 +11,17 @@ import (
 func (s *Server) lifecycleRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/sessions/{id}/restart", s.handleRestart)
 	mux.HandleFunc("DELETE /v1/sessions/{id}", s.handleRemove)
+	mux.HandleFunc("POST /v1/sessions/{id}/signal", s.handleSignal)
+}
+
+func (s *Server) handleSignal(w http.ResponseWriter, r *http.Request) {
+	var req api.SignalRequest
+	if err := decode(r, &req, false); err != nil {
+		writeError(w, err)
+		return
+	}
+	sess, err := s.core.Signal(r.Context(), r.PathValue("id"), req)
+	answer(w, http.StatusOK, sess, err)
 }
 
 func (s *Server) handleRestart(w http.ResponseWriter, r *http.Request) {

@@ -43,7 +43,17 @@ func (s *Server) routes() http.Handler {
 	s.opsRoutes(mux)
 	s.lifecycleRoutes(mux)
 	s.attentionRoutes(mux)
-	return onlyOwner(s.boundBodies(mux))
+	return withVersion(s.opts.Version, onlyOwner(s.boundBodies(mux)))
+}
+
+// withVersion names the service's version on every answer.
+func withVersion(version string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if version != "" {
+			w.Header().Set(api.HeaderServiceVersion, version)
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // boundBodies lets at most largeBodiesOnce requests with a large (or

@@ -257,10 +257,13 @@ func attach(cmd *cobra.Command, c frameAttacher, id string) error {
 				return nil
 			default:
 			}
+			out.restore()
 			if errors.Is(err, io.EOF) {
-				return nil
+				// Neither an end nor a detach: the service went away
+				// (restarted, stopped); the session's monitor did not.
+				return fmt.Errorf("attach to %s: the connection to the agentctl service ended (restarted or stopped); the session goes on: agentctl attach %s", shortID(id), shortID(id))
 			}
-			return fmt.Errorf("attach: %w", err)
+			return fmt.Errorf("attach to %s: %w", shortID(id), err)
 		}
 		switch typ {
 		case api.FrameOutput:

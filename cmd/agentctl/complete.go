@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,38 +14,94 @@ import (
 	"github.com/agentctl/agentctl/client"
 )
 
-// idCommands take session handles: all their arguments (several), or the
-// first one only.
-var idCommands = map[string]bool{
-	"status": false, "explain": false, "logs": false, "peek": false, "attach": false, "send": false, "resume": false,
-	"stop": true, "rm": true, "restart": true,
+// idCommand is how a command takes session handles: all its arguments
+// (several) or the first one only, and whether only running sessions are
+// worth offering (the command acts on nothing else).
+type idCommand struct{ many, runningOnly bool }
+
+// idCommandOf says how the command called name takes session handles.
+func idCommandOf(name string) (idCommand, bool) {
+	switch name {
+	case "status", "inspect", "explain", "logs", "peek", "resume":
+		return idCommand{}, true
+	case "attach", "send", "approve", "deny", "answer":
+		return idCommand{runningOnly: true}, true
+	case "rm", "restart", "wait":
+		return idCommand{many: true}, true
+	case "stop", "kill":
+		return idCommand{many: true, runningOnly: true}, true
+	}
+	return idCommand{}, false
 }
 
 // addCompletions makes every command that takes a session complete ids and
-// names, described by the session's name or prompt.
+// names, described by the session's name or prompt, and every --adapter
+// the adapters' names.
 func addCompletions(root *cobra.Command) {
 	for _, c := range root.Commands() {
-		many, ok := idCommands[c.Name()]
-		if !ok || c.ValidArgsFunction != nil {
-			continue
+		if c.Flags().Lookup("adapter") != nil {
+			c.RegisterFlagCompletionFunc("adapter", completeAdapters(c.Name() != "list"))
 		}
-		if many {
-			c.ValidArgsFunction = completeSessions
-			continue
-		}
-		c.ValidArgsFunction = func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-			if len(args) > 0 {
-				return nil, cobra.ShellCompDirectiveNoFileComp
+		if c.Name() == "launch" && c.ValidArgsFunction == nil {
+			c.ValidArgsFunction = func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+				if len(args) > 0 {
+					return nil, cobra.ShellCompDirectiveNoFileComp
+				}
+				return api.Agents(), cobra.ShellCompDirectiveNoFileComp
 			}
-			return completeSessions(cmd, args, toComplete)
 		}
+		how, ok := idCommandOf(c.Name())
+		if !ok {
+			continue
+		}
+		all := c.ValidArgsFunction
+		if all == nil {
+			all = func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+				if !how.many && len(args) > 0 {
+					return nil, cobra.ShellCompDirectiveNoFileComp
+				}
+				return completeSessions(cmd, args, toComplete)
+			}
+		}
+		if how.runningOnly {
+			c.ValidArgsFunction = func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+				if !how.many && len(args) > 0 {
+					return nil, cobra.ShellCompDirectiveNoFileComp
+				}
+				return completeRunning(cmd, args, toComplete)
+			}
+			continue
+		}
+		c.ValidArgsFunction = all
 	}
+}
+
+// completeAdapters offers the agents' names, and exec (a plain command)
+// where a session of it can be started or listed.
+func completeAdapters(launch bool) cobra.CompletionFunc {
+	return func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		names := append(api.Agents(), api.ExecAdapter)
+		if !launch {
+			names = append(names, "openclaw")
+		}
+		return names, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// completeRunning is completeSessions for commands that act on running
+// sessions only.
+func completeRunning(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	return listCompletions(cmd, args, toComplete, true)
 }
 
 // completeSessions lists the sessions whose id or name starts with what was
 // typed (any case). It never starts the service: a completion that hangs
 // for seconds is worse than none.
 func completeSessions(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	return listCompletions(cmd, args, toComplete, false)
+}
+
+func listCompletions(cmd *cobra.Command, args []string, toComplete string, runningOnly bool) ([]string, cobra.ShellCompDirective) {
 	h, err := userHome()
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
@@ -53,11 +110,15 @@ func completeSessions(cmd *cobra.Command, args []string, toComplete string) ([]s
 	c := client.New(h, exe, false)
 	ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Second)
 	defer cancel()
-	list, err := c.List(ctx, api.ListOptions{All: true})
+	list, err := c.List(ctx, api.ListOptions{All: !runningOnly})
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
 	}
-	return sessionCompletions(list.Sessions, args, toComplete), cobra.ShellCompDirectiveNoFileComp
+	sessions := list.Sessions
+	if runningOnly {
+		sessions = slices.DeleteFunc(sessions, func(s api.Session) bool { return s.Status.Ended() })
+	}
+	return sessionCompletions(sessions, args, toComplete), cobra.ShellCompDirectiveNoFileComp
 }
 
 // sessionCompletions are the candidates "HANDLE\tDESCRIPTION": ids, then
@@ -80,11 +141,22 @@ func sessionCompletions(sessions []api.Session, given []string, typed string) []
 			out = append(out, line)
 		}
 	}
+	// A name reused over time is offered once: for the session it reaches
+	// (the running one, else the latest).
+	named := map[string]api.Session{}
+	for _, s := range sessions {
+		if s.Name == "" {
+			continue
+		}
+		if prev, ok := named[s.Name]; !ok || prev.Status.Ended() && (!s.Status.Ended() || s.CreatedAt.After(prev.CreatedAt)) {
+			named[s.Name] = s
+		}
+	}
 	for i := len(sessions) - 1; i >= 0; i-- {
 		s := sessions[i]
 		desc := statusText(&s) + " " + oneLine(sanitize(label(&s)), 60)
 		add(s, s.ID, desc)
-		if s.Name != "" {
+		if s.Name != "" && named[s.Name].ID == s.ID {
 			add(s, s.Name, statusText(&s)+" "+s.ID)
 		}
 	}

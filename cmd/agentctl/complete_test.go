@@ -2,7 +2,9 @@ package main
 
 import (
 	"reflect"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentctl/agentctl/api"
 )
@@ -26,6 +28,39 @@ func TestSessionCompletions(t *testing.T) {
 	} {
 		if got := sessionCompletions(sessions, tc.given, tc.typed); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("complete %q after %v = %q, want %q", tc.typed, tc.given, got, tc.want)
+		}
+	}
+}
+
+// A name reused over time is offered once, for the session it reaches.
+func TestCompletionOffersAReusedNameOnce(t *testing.T) {
+	code := 0
+	now := time.Now()
+	sessions := []api.Session{
+		{ID: "aaaa1111", Status: api.StatusExited, ExitCode: &code, Name: "web", CreatedAt: now.Add(-2 * time.Hour)},
+		{ID: "bbbb2222", Status: api.StatusRunning, Name: "web", CreatedAt: now.Add(-time.Hour)},
+		{ID: "cccc3333", Status: api.StatusExited, ExitCode: &code, Name: "web", CreatedAt: now},
+	}
+	got := sessionCompletions(sessions, nil, "we")
+	if want := []string{"web\trunning bbbb2222"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("complete we = %q, want %q", got, want)
+	}
+}
+
+// Every --adapter and launch's ADAPTER complete the agents' names.
+func TestAdapterCompletion(t *testing.T) {
+	root := newRootCmd()
+	for _, args := range [][]string{{"__complete", "launch", ""}, {"__complete", "run", "--adapter", ""}, {"__complete", "list", "--adapter", ""}} {
+		var out strings.Builder
+		root.SetOut(&out)
+		root.SetArgs(args)
+		if err := root.Execute(); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"claude", "codex", "opencode", "pi"} {
+			if !strings.Contains(out.String(), name+"\n") {
+				t.Errorf("%q offers %q, lacks %s", args, out.String(), name)
+			}
 		}
 	}
 }

@@ -334,6 +334,7 @@ its own git worktree and branch, all tagged with the group id (g-xxxxxx).`,
 
 func newGroupStatusCmd() *cobra.Command {
 	var asJSON bool
+	var to tableOptions
 	cmd := &cobra.Command{
 		Use:   "status GROUP",
 		Short: "Each member side by side: status, duration, tokens, cost, and diff size",
@@ -364,15 +365,16 @@ branch started from.`,
 					Members []orchestrate.MemberStatus `json:"members"`
 				}{a[0], rows})
 			}
-			printGroupStatus(os.Stdout, a[0], rows)
+			printGroupStatus(os.Stdout, a[0], rows, to)
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	to.register(cmd)
 	return cmd
 }
 
-func printGroupStatus(w io.Writer, group string, rows []orchestrate.MemberStatus) {
+func printGroupStatus(w io.Writer, group string, rows []orchestrate.MemberStatus, to tableOptions) {
 	count := map[api.Status]int{}
 	for _, r := range rows {
 		count[r.Session.Status]++
@@ -383,9 +385,11 @@ func printGroupStatus(w io.Writer, group string, rows []orchestrate.MemberStatus
 			parts = append(parts, fmt.Sprintf("%d %s", count[st], st))
 		}
 	}
-	fmt.Fprintf(w, "group %s: %d sessions (%s)\n", group, len(rows), strings.Join(parts, ", "))
-	tw := newTable(w)
-	fmt.Fprintln(tw, "MEMBER\tID\tADAPTER\tMODEL\tSTATUS\tDURATION\tTOKENS\tCOST\tDIFF\tWORKTREE")
+	if !to.noHeaders {
+		fmt.Fprintf(w, "group %s: %d sessions (%s)\n", group, len(rows), strings.Join(parts, ", "))
+	}
+	tw := to.newTable(w)
+	tw.header("MEMBER\tID\tADAPTER\tMODEL\tSTATUS\tDURATION\tTOKENS\tCOST\tDIFF\tWORKTREE")
 	for _, r := range rows {
 		s := r.Session
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
@@ -429,6 +433,7 @@ func diffText(r orchestrate.MemberStatus) string {
 
 func newGroupListCmd() *cobra.Command {
 	var asJSON bool
+	var to tableOptions
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List groups: their members and how many still run",
@@ -484,8 +489,8 @@ func newGroupListCmd() *cobra.Command {
 				fmt.Println("no groups")
 				return nil
 			}
-			tw := newTable(os.Stdout)
-			fmt.Fprintln(tw, "GROUP\tSESSIONS\tRUNNING\tAGE\tADAPTERS")
+			tw := to.newTable(os.Stdout)
+			tw.header("GROUP\tSESSIONS\tRUNNING\tAGE\tADAPTERS")
 			now := time.Now()
 			for _, r := range order {
 				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", r.Group, r.Sessions, r.Running, dash(ago(now, r.Created)), strings.Join(r.Adapters, ","))
@@ -494,5 +499,6 @@ func newGroupListCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	to.register(cmd)
 	return cmd
 }

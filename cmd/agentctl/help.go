@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"regexp"
@@ -8,7 +9,9 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/agentctl/agentctl/client"
 	"github.com/spf13/cobra"
 )
 
@@ -27,12 +30,16 @@ var commandHelp = map[string]struct{ group, example string }{
   agentctl run --name web -- python3 -m http.server
   agentctl run -it -- bash`},
 	"list":    {"sessions", ""},
+	"top":     {"sessions", "  agentctl top\n  agentctl top --hosts all"},
 	"status":  {"sessions", "  agentctl status web\n  agentctl status k3x9 --json\n  agentctl status --why k3x9"},
 	"explain": {"sessions", ""},
+	"inspect": {"sessions", ""},
+	"wait":    {"sessions", ""},
 	"logs":    {"sessions", "  agentctl logs web\n  agentctl logs -f k3x9\n  agentctl logs --raw -n 0 k3x9 > out.log"},
 	"attach":  {"sessions", "  agentctl attach web        # Ctrl-] detaches"},
 	"send":    {"sessions", "  agentctl send web 'npm run build'\n  echo 'y' | agentctl send -n web -"},
 	"stop":    {"sessions", ""},
+	"kill":    {"sessions", ""},
 	"restart": {"sessions", ""},
 	"rm":      {"sessions", ""},
 	"prune":   {"sessions", ""},
@@ -40,9 +47,12 @@ var commandHelp = map[string]struct{ group, example string }{
 	"launch": {"agents", `  agentctl launch claude -p 'fix the failing test'
   agentctl launch codex -p 'add a changelog entry' --name notes
   agentctl launch pi -t                 # Pi's own interface, attached`},
-	"resume": {"agents", "  agentctl resume k3x9 'now run the tests'"},
-	"peek":   {"agents", "  agentctl peek k3x9\n  agentctl peek -n 3 web"},
-	"group":  {"directories", `  agentctl group status review`},
+	"resume":  {"agents", "  agentctl resume k3x9 'now run the tests'"},
+	"peek":    {"agents", "  agentctl peek k3x9\n  agentctl peek -n 3 web"},
+	"approve": {"agents", "  agentctl list --status waiting\n  agentctl approve k3x9"},
+	"deny":    {"agents", "  agentctl deny k3x9 --reason 'not on main'"},
+	"answer":  {"agents", "  agentctl answer k3x9 'use the staging database'"},
+	"group":   {"directories", `  agentctl group status review`},
 	"worktree": {"directories", `  agentctl worktree list
   agentctl worktree clean --group review`},
 	"lock":       {"directories", "  agentctl lock . --by 'release in progress'"},
@@ -62,9 +72,12 @@ var commandHelp = map[string]struct{ group, example string }{
 // "Additional Commands".
 func organizeHelp(root *cobra.Command) {
 	root.AddGroup(helpGroups...)
+	root.SetHelpCommand(newHelpCmd(root))
 	root.SetHelpCommandGroupID("service")
 	root.SetCompletionCommandGroupID("service")
-	root.SuggestionsMinimumDistance = 1
+	// main suggests (suggestFor): cobra's distance counts a transposition
+	// (lsit) as two edits, as many as an unrelated word (bogus → logs).
+	root.DisableSuggestions = true
 	root.SetVersionTemplate(`{{printf "agentctl %s\n" .Version}}` + versionDetails())
 	for _, c := range root.Commands() {
 		h, ok := commandHelp[c.Name()]
@@ -85,6 +98,24 @@ type versionInfo struct {
 	Modified bool   `json:"modified,omitempty"`
 	Go       string `json:"go"`
 	Platform string `json:"platform"`
+	// Service is the version this machine's running service says it has.
+	Service string `json:"service,omitempty"`
+}
+
+// runningServiceVersion asks this machine's service, if one runs (it is
+// not started for this), which version it is.
+func runningServiceVersion(ctx context.Context) (version string, pid int, ok bool) {
+	h, err := userHome()
+	if err != nil {
+		return "", 0, false
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	st, err := client.New(h, "", false).DaemonStatus(ctx)
+	if err != nil {
+		return "", 0, false
+	}
+	return st.Version, st.PID, true
 }
 
 // commit is set at build time with -ldflags "-X main.commit=..." (make
@@ -144,10 +175,19 @@ func newVersionCmd() *cobra.Command {
 		Short: "Print agentctl's version, commit and Go version",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			info := buildInfo()
+			if v, _, ok := runningServiceVersion(cmd.Context()); ok {
+				info.Service = v
+			}
 			if asJSON {
-				return printJSON(os.Stdout, buildInfo())
+				return printJSON(os.Stdout, info)
 			}
 			fmt.Printf("agentctl %s\n%s", buildVersion(), versionDetails())
+			if v, pid, ok := runningServiceVersion(cmd.Context()); ok {
+				fmt.Printf("service:  %s (pid %d)\n", v, pid)
+			} else {
+				fmt.Println("service:  not running")
+			}
 			return nil
 		},
 	}
@@ -159,4 +199,81 @@ func newVersionCmd() *cobra.Command {
 // mistake.
 func isUnknownCommand(err error) bool {
 	return err != nil && strings.HasPrefix(err.Error(), "unknown command ")
+}
+
+// newHelpCmd is cobra's help command, except that a topic that names no
+// command is a usage mistake (exit 2), not a help page and success.
+func newHelpCmd(root *cobra.Command) *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Long:  "Help for any command: agentctl help COMMAND [SUBCOMMAND].",
+		ValidArgsFunction: func(c *cobra.Command, a []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			cmd, _, err := root.Find(a)
+			if err != nil || cmd == nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var out []cobra.Completion
+			for _, sub := range cmd.Commands() {
+				if sub.IsAvailableCommand() && strings.HasPrefix(sub.Name(), toComplete) {
+					out = append(out, cobra.CompletionWithDesc(sub.Name(), sub.Short))
+				}
+			}
+			return out, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(c *cobra.Command, a []string) error {
+			cmd, rest, err := root.Find(a)
+			if err != nil || cmd == nil || len(rest) > 0 {
+				return usageError{fmt.Errorf("help: no command %q (see 'agentctl --help')", strings.Join(a, " "))}
+			}
+			cmd.InitDefaultHelpFlag()
+			cmd.InitDefaultVersionFlag()
+			return cmd.Help()
+		},
+	}
+}
+
+// suggestFor names the commands a mistyped name may have meant: those one
+// edit away (a transposition counts as one) or that it begins.
+func suggestFor(root *cobra.Command, typed string) []string {
+	var out []string
+	for _, c := range root.Commands() {
+		if !c.IsAvailableCommand() {
+			continue
+		}
+		for _, name := range append([]string{c.Name()}, c.Aliases...) {
+			if osaDistance(typed, name) <= 1 || len(typed) > 1 && strings.HasPrefix(name, typed) {
+				out = append(out, c.Name())
+				break
+			}
+		}
+	}
+	return out
+}
+
+// osaDistance is the optimal string alignment distance between a and b:
+// insertions, deletions, substitutions and transpositions of neighbours.
+func osaDistance(a, b string) int {
+	x, y := []rune(a), []rune(b)
+	d := make([][]int, len(x)+1)
+	for i := range d {
+		d[i] = make([]int, len(y)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(x); i++ {
+		for j := 1; j <= len(y); j++ {
+			cost := 1
+			if x[i-1] == y[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && x[i-1] == y[j-2] && x[i-2] == y[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(x)][len(y)]
 }

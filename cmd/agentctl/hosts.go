@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -37,7 +38,7 @@ const hostTimeout = 10 * time.Second
 // the command and whatever it runs (top's attach, a pager's logs).
 func addHostFlag(root *cobra.Command) {
 	var host string
-	root.PersistentFlags().StringVarP(&host, "host", "H", "", "the host to act on: a name from `agentctl host ls`, ssh://[user@]host[:port], unix:///path or k8s://CONTEXT/NAMESPACE (default $"+hostEnv+", else this machine); list, events and top take several (a,b,local) or all")
+	root.PersistentFlags().StringVarP(&host, "host", "H", "", "the host to act on: a name from 'agentctl host ls', ssh://[user@]host[:port], unix:///path or k8s://CONTEXT/NAMESPACE (default $"+hostEnv+", else this machine); list, events and top take several (a,b,local) or all")
 	root.RegisterFlagCompletionFunc("host", completeHosts)
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if cmd.Flags().Changed("host") {
@@ -110,8 +111,9 @@ func hostResolver() (hosts.Resolver, error) {
 		Named:   cfg.Hosts,
 		Env: hosts.Env{
 			Home: h, Exe: exe, Autostart: autostart(),
-			SSHCommand: strings.Fields(os.Getenv(sshCommandEnv)),
-			Version:    buildVersion(),
+			SSHCommand:       strings.Fields(os.Getenv(sshCommandEnv)),
+			Version:          buildVersion(),
+			OnServiceVersion: warnVersionSkew,
 		},
 	}, nil
 }
@@ -178,6 +180,9 @@ func defaultHost() (hosts.Host, error) {
 // host or "local"), and the handle on that host; any other handle is the
 // default host's.
 func hostFor(handle string) (hosts.Host, string, error) {
+	if err := nonEmptyHandle(handle); err != nil {
+		return hosts.Host{}, "", err
+	}
 	if name, _, found := strings.Cut(handle, "/"); found && name != "" {
 		r, err := hostResolver()
 		if err != nil {
@@ -190,6 +195,15 @@ func hostFor(handle string) (hosts.Host, string, error) {
 	}
 	h, err := defaultHost()
 	return h, handle, err
+}
+
+// nonEmptyHandle refuses an empty session handle ("" from an unset shell
+// variable), which would otherwise reach the service as a malformed path.
+func nonEmptyHandle(handle string) error {
+	if strings.TrimSpace(handle) == "" {
+		return usageError{errors.New("a session id is empty: give an id, a unique prefix or a name (see agentctl list)")}
+	}
+	return nil
 }
 
 // routed is where a handle goes: its host and the handle there.
@@ -206,6 +220,9 @@ func routeHandles(def hosts.Host, handles []string) (map[string]routed, error) {
 	var r *hosts.Resolver
 	opened := map[string]hosts.Host{}
 	for _, h := range handles {
+		if err := nonEmptyHandle(h); err != nil {
+			return nil, err
+		}
 		out[h] = routed{host: def, id: h}
 		if !strings.Contains(h, "/") {
 			continue
@@ -324,7 +341,20 @@ network=host (the pods on their node's network; for one-node clusters).`,
 			}
 			return config.SetHosts(config.Path(string(r.Env.Home)), named)
 		},
-	}, &cobra.Command{
+	}, newHostLsCmd())
+	return cmd
+}
+
+// hostEntry is one host as `host ls --json` prints it.
+type hostEntry struct {
+	Name string `json:"name"`
+	URL  string `json:"url,omitempty"` // none for this machine
+}
+
+func newHostLsCmd() *cobra.Command {
+	var asJSON bool
+	var to tableOptions
+	cmd := &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
 		Short:   "List the named hosts",
@@ -339,15 +369,23 @@ network=host (the pods on their node's network; for one-node clusters).`,
 				names = append(names, n)
 			}
 			slices.Sort(names)
-			tw := newTable(os.Stdout)
-			fmt.Fprintln(tw, "NAME\tURL")
-			fmt.Fprintf(tw, "%s\t%s\n", hosts.Local, "(this machine)")
+			entries := []hostEntry{{Name: hosts.Local}}
 			for _, n := range names {
-				fmt.Fprintf(tw, "%s\t%s\n", n, r.Named[n])
+				entries = append(entries, hostEntry{Name: n, URL: r.Named[n]})
+			}
+			if asJSON {
+				return printJSON(os.Stdout, map[string]any{"hosts": entries})
+			}
+			tw := to.newTable(os.Stdout)
+			tw.header("NAME\tURL")
+			for _, e := range entries {
+				fmt.Fprintf(tw, "%s\t%s\n", sanitize(e.Name), sanitize(cmp.Or(e.URL, "(this machine)")))
 			}
 			return tw.Flush()
 		},
-	})
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	to.register(cmd)
 	return cmd
 }
 

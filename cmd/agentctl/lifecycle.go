@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -25,6 +27,9 @@ type selection struct {
 	all    bool
 	group  string
 	labels []string
+	// confirm, when set, is asked before acting on the n sessions a
+	// selection chose.
+	confirm func(n int) (bool, error)
 }
 
 func (s *selection) register(cmd *cobra.Command, all string) {
@@ -45,11 +50,11 @@ func (s *selection) any() bool { return s.all || s.group != "" || len(s.labels) 
 func (s *selection) targets(ctx context.Context, c client.Sessions, cmd *cobra.Command, given []string, want func(api.Session) bool) ([]string, error) {
 	switch {
 	case len(given) > 0 && s.any():
-		return nil, usageError{fmt.Errorf("%s: give session ids or --all/--group/--label, not both", cmd.CommandPath())}
+		return nil, usageError{fmt.Errorf("%s: give session ids or --all/--group/--label, not both", commandName(cmd))}
 	case len(given) > 0:
 		return given, nil
 	case !s.any():
-		return nil, usageError{fmt.Errorf("%s: which sessions? give one or more ids or names, or --all, --group G, --label K=V", cmd.CommandPath())}
+		return nil, usageError{fmt.Errorf("%s: which sessions? give one or more ids or names, or --all, --group G, --label K=V", commandName(cmd))}
 	}
 	for _, l := range s.labels {
 		if k, _, ok := strings.Cut(l, "="); !ok || k == "" {
@@ -62,14 +67,47 @@ func (s *selection) targets(ctx context.Context, c client.Sessions, cmd *cobra.C
 		return nil, err
 	}
 	var ids []string
+	skipped := map[api.Status]int{}
 	for _, sess := range list.Sessions {
 		// Only what agentctl launched: an agent someone started in a
 		// terminal is theirs.
-		if sess.Origin == api.OriginLaunched && want(sess) {
+		if sess.Origin != api.OriginLaunched {
+			continue
+		}
+		if want(sess) {
 			ids = append(ids, sess.ID)
+		} else {
+			skipped[sess.Status]++
 		}
 	}
+	if len(ids) == 0 && len(skipped) > 0 {
+		// Selected, but none in a state this command acts on: say so,
+		// rather than "no session matches" and success.
+		var parts []string
+		n := 0
+		for _, st := range slices.Sorted(maps.Keys(skipped)) {
+			parts = append(parts, fmt.Sprintf("%d %s", skipped[st], st))
+			n += skipped[st]
+		}
+		msg := fmt.Sprintf("%s: none of the %d sessions selected can be acted on (%s)", commandName(cmd), n, strings.Join(parts, ", "))
+		if h := selectionHint(cmd.Name()); h != "" {
+			msg += ": " + h
+		}
+		return nil, errors.New(msg)
+	}
 	return ids, nil
+}
+
+// selectionHint says which sessions a command given --all, --group or
+// --label acts on, when none of those selected is one.
+func selectionHint(cmdName string) string {
+	switch cmdName {
+	case "rm":
+		return "rm removes ended sessions; --force stops running ones first"
+	case "stop", "kill":
+		return cmdName + " acts on running sessions"
+	}
+	return ""
 }
 
 // result is what one target's action gave.
@@ -149,6 +187,15 @@ func onTargets(cmd *cobra.Command, given []string, sel *selection, pick func(api
 	handles, err := sel.targets(cmd.Context(), def.API, cmd, given, pick)
 	if err != nil {
 		return err
+	}
+	if sel.confirm != nil && len(handles) > 0 {
+		ok, err := sel.confirm(len(handles))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return printedError{err: errors.New("nothing " + verb + ": not confirmed")}
+		}
 	}
 	show, done := showSessions(asJSON, len(given) == 1)
 	if idsOnly && !asJSON {
@@ -283,12 +330,16 @@ func restartOn(req api.RestartRequest) act {
 		if !ok {
 			return api.Session{}, cannot(h, "restart sessions")
 		}
-		return r.Restart(ctx, id, req)
+		s, err := r.Restart(ctx, id, req)
+		if err == nil && len(s.EnvSet) > 0 {
+			fmt.Fprintf(os.Stderr, "agentctl: %s runs with the --env of %s: %s\n", shortID(s.ID), id, strings.Join(s.EnvSet, ", "))
+		}
+		return s, err
 	}
 }
 
 func newRmCmd() *cobra.Command {
-	var force, asJSON bool
+	var force, asJSON, yes bool
 	var sel selection
 	cmd := &cobra.Command{
 		Use:     "rm ID|NAME... | --all | --group G | --label K=V",
@@ -308,10 +359,17 @@ status is 1 if any failed.`,
 		Args: args(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			removable := func(s api.Session) bool { return force || s.Status.Ended() }
+			if sel.any() && !yes && term.IsTerminal(int(os.Stdin.Fd())) {
+				// As prune does: a selection may reach many sessions.
+				sel.confirm = func(n int) (bool, error) {
+					return confirm(cmd.Context(), os.Stdin, os.Stderr, fmt.Sprintf("Remove the folders and logs of %d sessions?", n))
+				}
+			}
 			return onTargets(cmd, a, &sel, removable, "rm", asJSON, true, removeOn(force))
 		},
 	}
 	cmd.Flags().BoolVarP(&force, "force", "f", false, "stop a running session first, then remove it")
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask (--all, --group, --label ask on a terminal)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the removed sessions as JSON")
 	sel.register(cmd, "every ended session agentctl launched")
 	return cmd
@@ -327,8 +385,9 @@ func newRestartCmd() *cobra.Command {
 		Short: "Run sessions again: same command, directory, adapter and labels, new id",
 		Long: `Run each session again as a new session: the same command (or agent and
 prompt), working directory, model, name, group and labels, in your current
-environment (agentctl keeps the names of a session's environment variables,
-never their values). A running session is stopped first, as 'stop' does.
+environment plus the --env values the session was given (kept in its folder,
+readable by you alone; it says which). A running session is stopped first,
+as 'stop' does.
 The new session's restart_of names the old one. Prints the new ids.
 
 --all, --group and --label select running sessions agentctl launched. One
@@ -385,7 +444,7 @@ prunes sessions ended over 7 days ago by itself.`,
 					fmt.Println("no ended sessions to remove")
 					return nil
 				}
-				ok, err := confirm(os.Stdin, os.Stderr, fmt.Sprintf("Remove the folders and logs of %d ended sessions?", len(would.Removed)))
+				ok, err := confirm(cmd.Context(), os.Stdin, os.Stderr, fmt.Sprintf("Remove the folders and logs of %d ended sessions?", len(would.Removed)))
 				if err != nil {
 					return err
 				}
@@ -419,14 +478,30 @@ prunes sessions ended over 7 days ago by itself.`,
 	return cmd
 }
 
-// confirm asks a yes/no question; only "y" or "yes" is yes.
-func confirm(in io.Reader, out io.Writer, question string) (bool, error) {
+// confirm asks a yes/no question; only "y" or "yes" is yes. Ctrl-C (ctx
+// ending) answers at once, without waiting for Enter.
+func confirm(ctx context.Context, in io.Reader, out io.Writer, question string) (bool, error) {
 	fmt.Fprintf(out, "%s [y/N] ", question)
-	line, err := bufio.NewReader(in).ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
-		return false, fmt.Errorf("read the answer: %w", err)
+	type answer struct {
+		line string
+		err  error
 	}
-	switch strings.ToLower(strings.TrimSpace(line)) {
+	got := make(chan answer, 1)
+	go func() {
+		line, err := bufio.NewReader(in).ReadString('\n')
+		got <- answer{line, err}
+	}()
+	var a answer
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(out)
+		return false, ctx.Err()
+	case a = <-got:
+	}
+	if a.err != nil && !errors.Is(a.err, io.EOF) {
+		return false, fmt.Errorf("read the answer: %w", a.err)
+	}
+	switch strings.ToLower(strings.TrimSpace(a.line)) {
 	case "y", "yes":
 		return true, nil
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -116,9 +117,22 @@ func sessionColumns(now time.Time, wide bool) []column {
 		{head: "TOKENS", cell: tokensText},
 		{head: "COST", cell: func(s *api.Session) string { return costText(s.CostUSD) }},
 		{head: "GROUP", cell: func(s *api.Session) string { return s.Group }},
+		{head: "LABELS", cell: labelsText, wideOnly: true},
 		{head: "CWD", cell: func(s *api.Session) string { return sanitize(tildePath(s.Cwd, homeDir)) }, flex: true, cut: cutLeft},
 		{head: "NAME/PROMPT", cell: func(s *api.Session) string { return sanitize(oneLine(label(s), promptRunes)) }, flex: true, cut: cutRight},
 	}
+}
+
+// labelsText is a session's labels, K=V, sorted, comma-separated.
+func labelsText(s *api.Session) string {
+	if len(s.Labels) == 0 {
+		return ""
+	}
+	parts := make([]string, 0, len(s.Labels))
+	for _, k := range slices.Sorted(maps.Keys(s.Labels)) {
+		parts = append(parts, k+"="+s.Labels[k])
+	}
+	return sanitize(strings.Join(parts, ","))
 }
 
 // printSessionTable writes sessions as a table that fits width (0: any

@@ -83,3 +83,17 @@ func TestCuts(t *testing.T) {
 		t.Errorf("tildePath of another home = %q", got)
 	}
 }
+
+// Text anyone can set (--by, --reason, --label, a script) is shown with its
+// control characters as '?', as everywhere else.
+func TestLocksAndFusesShowNoControlCharacters(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	evil := "x\x1b]0;owned\x07\x1b[2Jy"
+	var b strings.Builder
+	printLocks(&b, []api.Lock{{Directory: "/d" + evil, Type: "manual", LockedBy: "by" + evil, Reason: "r" + evil, LockedAt: now}}, now, tableOptions{})
+	printFuses(&b, []api.Fuse{{Directory: "/d" + evil, Label: "l" + evil, ExpiresAt: now.Add(time.Hour), OnExpire: &api.FuseAction{Script: "s" + evil}}}, now, tableOptions{})
+	if strings.ContainsAny(b.String(), "\x1b\x07") {
+		t.Fatalf("raw control characters printed:\n%q", b.String())
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/agentctl/agentctl/api"
@@ -35,7 +36,13 @@ func run(ctx context.Context, args []string) int {
 		return 130
 	}
 	if isUnknownCommand(err) {
-		fmt.Fprintln(os.Stderr, "agentctl: "+err.Error())
+		msg := "agentctl: " + err.Error()
+		if len(args) > 0 {
+			if s := suggestFor(root, args[0]); len(s) > 0 {
+				msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t") + "\n"
+			}
+		}
+		fmt.Fprintln(os.Stderr, msg)
 		return 2
 	}
 	var exit exitError

@@ -51,7 +51,7 @@ process is gone.`,
 			if err != nil {
 				return err
 			}
-			fmt.Printf("Locked: %s\n", l.Directory)
+			fmt.Printf("Locked: %s\n", sanitize(l.Directory))
 			return nil
 		},
 	}
@@ -79,7 +79,7 @@ func newUnlockCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Printf("Unlocked: %s\n", l.Directory)
+			fmt.Printf("Unlocked: %s\n", sanitize(l.Directory))
 			return nil
 		},
 	}
@@ -91,8 +91,9 @@ func newLocksCmd() *cobra.Command {
 
 // readCmd is a read command without arguments: ask the service, then print
 // JSON with --json or a table.
-func readCmd[T any](use, short string, fetch func(*client.Client, context.Context) (T, error), table func(io.Writer, T, time.Time)) *cobra.Command {
+func readCmd[T any](use, short string, fetch func(*client.Client, context.Context) (T, error), table func(io.Writer, T, time.Time, tableOptions)) *cobra.Command {
 	var asJSON bool
+	var to tableOptions
 	cmd := &cobra.Command{
 		Use:   use,
 		Short: short,
@@ -111,27 +112,30 @@ func readCmd[T any](use, short string, fetch func(*client.Client, context.Contex
 				// {"sessions": [...]}: {"locks": [...]}.
 				return printJSON(os.Stdout, map[string]any{jsonListKey(use): v})
 			}
-			table(os.Stdout, v, time.Now())
+			table(os.Stdout, v, time.Now(), to)
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	to.register(cmd)
 	return cmd
 }
 
-func printLocks(w io.Writer, ls []api.Lock, now time.Time) {
+func printLocks(w io.Writer, ls []api.Lock, now time.Time, to tableOptions) {
 	if len(ls) == 0 {
-		fmt.Fprintln(w, "No active locks")
+		if !to.noHeaders {
+			fmt.Fprintln(w, "No active locks")
+		}
 		return
 	}
-	tw := newTable(w)
-	fmt.Fprintln(tw, "DIRECTORY\tTYPE\tLOCKED BY\tREASON\tSINCE")
+	tw := to.newTable(w)
+	tw.header("DIRECTORY\tTYPE\tLOCKED BY\tREASON\tSINCE")
 	for _, l := range ls {
 		who := l.LockedBy
 		if l.Type == "auto" {
 			who = fmt.Sprintf("session %s (pid %d)", shortID(l.SessionID), l.PID)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", l.Directory, l.Type, dash(who), dash(l.Reason), ago(now, l.LockedAt))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", sanitize(l.Directory), sanitize(l.Type), dash(sanitize(who)), dash(sanitize(l.Reason)), ago(now, l.LockedAt))
 	}
 	tw.Flush()
 }
@@ -240,14 +244,14 @@ func newFuseCancelCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Printf("Fuse cancelled: %s\n", f.Directory)
+			fmt.Printf("Fuse cancelled: %s\n", sanitize(f.Directory))
 			return nil
 		},
 	}
 }
 
 func printFuseLine(what string, f api.Fuse) {
-	fmt.Printf("%s: %s expires in %s (at %s)\n", what, f.Directory, fuseRemaining(time.Until(f.ExpiresAt)), f.ExpiresAt.Local().Format(time.RFC3339))
+	fmt.Printf("%s: %s expires in %s (at %s)\n", what, sanitize(f.Directory), fuseRemaining(time.Until(f.ExpiresAt)), f.ExpiresAt.Local().Format(time.RFC3339))
 }
 
 // jsonListKey names the list a read command prints.
@@ -262,13 +266,15 @@ func newFusesCmd(use string) *cobra.Command {
 	return readCmd(use, "List fuses, soonest first", (*client.Client).Fuses, printFuses)
 }
 
-func printFuses(w io.Writer, fs []api.Fuse, now time.Time) {
+func printFuses(w io.Writer, fs []api.Fuse, now time.Time, to tableOptions) {
 	if len(fs) == 0 {
-		fmt.Fprintln(w, "No active fuses")
+		if !to.noHeaders {
+			fmt.Fprintln(w, "No active fuses")
+		}
 		return
 	}
-	tw := newTable(w)
-	fmt.Fprintln(tw, "DIRECTORY\tLABEL\tEXPIRES IN\tON EXPIRE")
+	tw := to.newTable(w)
+	tw.header("DIRECTORY\tLABEL\tEXPIRES IN\tON EXPIRE")
 	for _, f := range fs {
 		action := ""
 		if f.OnExpire != nil {
@@ -281,7 +287,7 @@ func printFuses(w io.Writer, fs []api.Fuse, now time.Time) {
 				action = "webhook: " + f.OnExpire.Webhook
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f.Directory, dash(f.Label), fuseRemaining(f.ExpiresAt.Sub(now)), dash(action))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", sanitize(f.Directory), dash(sanitize(f.Label)), fuseRemaining(f.ExpiresAt.Sub(now)), dash(sanitize(action)))
 	}
 	tw.Flush()
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/agentctl/agentctl/client"
@@ -52,8 +53,8 @@ HOST/ID handles; see 'agentctl host --help'.`,
 		return usageError{fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())}
 	})
 	root.AddCommand(
-		newRunCmd(), newLaunchCmd(), newListCmd(), newTopCmd(), newStatusCmd(), newLogsCmd(),
-		newPeekCmd(), newExplainCmd(), newStopCmd(), newAttachCmd(), newSendCmd(), newResumeCmd(),
+		newRunCmd(), newLaunchCmd(), newListCmd(), newTopCmd(), newStatusCmd(), newInspectCmd(), newWaitCmd(), newLogsCmd(),
+		newPeekCmd(), newExplainCmd(), newStopCmd(), newKillCmd(), newAttachCmd(), newSendCmd(), newResumeCmd(),
 		newPruneCmd(), newRmCmd(), newRestartCmd(), newDaemonCmd(), newShimCmd(), newPodSessionCmd(),
 		newGroupCmd(), newWorktreeCmd(),
 		newLockCmd(), newUnlockCmd(), newLocksCmd(), newFuseCmd(), newFusesCmd("fuses"), newEventsCmd(),
@@ -72,10 +73,16 @@ HOST/ID handles; see 'agentctl host --help'.`,
 func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, a []string) error {
 		if err := check(cmd, a); err != nil {
-			return usageError{fmt.Errorf("%s: %w", cmd.CommandPath(), err)}
+			return usageError{fmt.Errorf("%s: %w", commandName(cmd), err)}
 		}
 		return nil
 	}
+}
+
+// commandName is cmd's path without the program's name ("group status"):
+// what an error names, since main prints every error after "agentctl: ".
+func commandName(cmd *cobra.Command) string {
+	return strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
 }
 
 func userHome() (home.Home, error) { return home.Default() }
@@ -104,7 +111,17 @@ func localClient() (*client.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("find the agentctl binary: %w", err)
 	}
-	return client.New(h, exe, autostart()), nil
+	c := client.New(h, exe, autostart())
+	c.OnServiceVersion(warnVersionSkew)
+	return c, nil
+}
+
+// warnVersionSkew says that this machine's service runs another version
+// than this CLI (an upgrade replaced the binary, not the running service).
+func warnVersionSkew(service string) {
+	if mine := buildVersion(); service != mine {
+		warn("the service runs %s, this is %s; 'agentctl daemon restart' to upgrade it", service, mine)
+	}
 }
 
 // table writes aligned columns, buffered: tabwriter writes each cell on
@@ -113,11 +130,33 @@ func localClient() (*client.Client, error) {
 type table struct {
 	*tabwriter.Writer
 	buf *bufio.Writer
+	// noHeaders drops the header line (--no-headers): rows for scripts.
+	noHeaders bool
 }
 
 func newTable(w io.Writer) *table {
 	buf := bufio.NewWriterSize(w, 64<<10)
 	return &table{Writer: tabwriter.NewWriter(buf, 0, 4, 2, ' ', 0), buf: buf}
+}
+
+// header writes the table's header line, unless --no-headers asked for none.
+func (t *table) header(line string) {
+	if !t.noHeaders {
+		fmt.Fprintln(t, line)
+	}
+}
+
+// tableOptions are the flags every table command has.
+type tableOptions struct{ noHeaders bool }
+
+func (o *tableOptions) register(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&o.noHeaders, "no-headers", false, "print no header line")
+}
+
+func (o tableOptions) newTable(w io.Writer) *table {
+	t := newTable(w)
+	t.noHeaders = o.noHeaders
+	return t
 }
 
 // Flush aligns and writes out what was written.

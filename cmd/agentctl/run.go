@@ -24,12 +24,14 @@ type runFlags struct {
 	model   string
 	cwd     string
 	env     []string
-	name    string
-	labels  []string
-	meta    []string
-	asJSON  bool
-	wait    bool
-	attach  bool
+	// envFiles hold more KEY=VALUE lines (--env-file), under --env.
+	envFiles []string
+	name     string
+	labels   []string
+	meta     []string
+	asJSON   bool
+	wait     bool
+	attach   bool
 	// interactive runs the agent's own TUI (launch -i).
 	interactive bool
 	rows        uint16
@@ -52,6 +54,7 @@ func (f *runFlags) register(cmd *cobra.Command, withPrompt bool) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.cwd, "cwd", "", "working directory (default: the current one)")
 	fl.StringArrayVar(&f.env, "env", nil, "set an environment variable KEY=VALUE for the session (repeatable)")
+	fl.StringArrayVar(&f.envFiles, "env-file", nil, "set the variables of `FILE`'s KEY=VALUE lines (repeatable; # comments and blank lines skipped; KEY alone takes your value; --env wins)")
 	fl.StringVar(&f.name, "name", "", "a name for the session")
 	fl.StringArrayVar(&f.labels, "label", nil, "attach a label KEY=VALUE, filterable with list --label (repeatable)")
 	fl.StringArrayVar(&f.meta, "meta", nil, "same as --label")
@@ -100,6 +103,10 @@ func (f *runFlags) request(cfg config.Config) (api.RunRequest, error) {
 	if err != nil {
 		return api.RunRequest{}, err
 	}
+	env, err := f.envOverrides()
+	if err != nil {
+		return api.RunRequest{}, err
+	}
 	for k, v := range openclawIdentity(os.Environ()) {
 		if labels == nil {
 			labels = map[string]string{}
@@ -119,7 +126,7 @@ func (f *runFlags) request(cfg config.Config) (api.RunRequest, error) {
 	}
 	return api.RunRequest{
 		Adapter: f.adapter, Prompt: f.prompt, Model: model, Cwd: abs,
-		Env: os.Environ(), EnvOverrides: f.env, Name: f.name, Labels: labels,
+		Env: os.Environ(), EnvOverrides: env, Name: f.name, Labels: labels,
 		Rows: rows, Cols: cols, Interactive: f.interactive,
 		Lock: f.lock, Force: f.force, OnCreate: f.onCreate, OnComplete: f.onComplete, HookTimeout: f.hookTimeout,
 		Image: f.image,
@@ -148,17 +155,70 @@ func (f *runFlags) remoteRequest() (api.RunRequest, error) {
 	if err != nil {
 		return api.RunRequest{}, err
 	}
+	env, err := f.envOverrides()
+	if err != nil {
+		return api.RunRequest{}, err
+	}
 	rows, cols := f.rows, f.cols
 	if w, h, err := term.GetSize(int(os.Stdin.Fd())); err == nil && f.attach && rows == 0 && cols == 0 {
 		rows, cols = uint16(h), uint16(w)
 	}
 	return api.RunRequest{
 		Adapter: f.adapter, Prompt: f.prompt, Model: f.model, Cwd: f.cwd,
-		EnvOverrides: f.env, Name: f.name, Labels: labels,
+		EnvOverrides: env, Name: f.name, Labels: labels,
 		Rows: rows, Cols: cols, Interactive: f.interactive,
 		Lock: f.lock, Force: f.force, OnCreate: f.onCreate, OnComplete: f.onComplete, HookTimeout: f.hookTimeout,
 		Image: f.image,
 	}, nil
+}
+
+// envOverrides are the --env-file lines, in order, then --env.
+func (f *runFlags) envOverrides() ([]string, error) {
+	if len(f.envFiles) == 0 {
+		return f.env, nil
+	}
+	var out []string
+	for _, path := range f.envFiles {
+		kvs, err := readEnvFile(path)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, kvs...)
+	}
+	return append(out, f.env...), nil
+}
+
+// readEnvFile reads KEY=VALUE lines, as docker's --env-file does: blank
+// lines and lines starting with # are skipped, the value is the rest of
+// the line as written (no quotes removed), and a KEY alone takes the
+// caller's value when it has one.
+func readEnvFile(path string) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--env-file: %w", err)}
+	}
+	var out []string
+	for i, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSuffix(line, "\r")
+		trimmed := strings.TrimSpace(line)
+		if trimmed == "" || strings.HasPrefix(trimmed, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(strings.TrimLeft(line, " \t"), "=")
+		k = strings.TrimSpace(k)
+		if k == "" || strings.ContainsAny(k, " \t") {
+			return nil, usageError{fmt.Errorf("--env-file %s, line %d: want KEY=VALUE", path, i+1)}
+		}
+		if !ok {
+			val, set := os.LookupEnv(k)
+			if !set {
+				continue
+			}
+			v = val
+		}
+		out = append(out, k+"="+v)
+	}
+	return out, nil
 }
 
 func parseLabels(in []string) (map[string]string, error) {

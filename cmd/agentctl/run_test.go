@@ -1,7 +1,12 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -36,5 +41,35 @@ func TestLabelAndMetaBothCount(t *testing.T) {
 		if req.Labels[k] != v {
 			t.Errorf("label %s = %q, want %q (labels %v)", k, req.Labels[k], v, req.Labels)
 		}
+	}
+}
+
+func TestReadEnvFile(t *testing.T) {
+	t.Setenv("FROM_CALLER", "mine")
+	dir := t.TempDir()
+	write := func(body string) string {
+		p := filepath.Join(dir, fmt.Sprintf("env%d", len(body)))
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	got, err := readEnvFile(write("# a comment\n\nA=1\r\n  B = two words \nC=x=y\nFROM_CALLER\nNOT_SET_ANYWHERE_X\nEMPTY=\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"A=1", "B= two words ", "C=x=y", "FROM_CALLER=mine", "EMPTY="}
+	if !slices.Equal(got, want) {
+		t.Errorf("readEnvFile = %q, want %q", got, want)
+	}
+	if _, err := readEnvFile(write("BAD KEY=1\n")); err == nil || !strings.Contains(err.Error(), "line 1") {
+		t.Errorf("a key with a space: %v", err)
+	}
+	if _, err := readEnvFile(filepath.Join(dir, "missing")); err == nil {
+		t.Error("a missing file read")
+	}
+	f := runFlags{envFiles: []string{write("A=from-file\n")}, env: []string{"A=from-flag"}}
+	if got, _ := f.envOverrides(); !slices.Equal(got, []string{"A=from-file", "A=from-flag"}) {
+		t.Errorf("envOverrides = %q: --env must come last (it wins)", got)
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -359,12 +361,14 @@ func printSession(w io.Writer, s api.Session) {
 		row("native total", strings.Trim(text.Tokens(t.TokensIn, t.TokensOut)+", "+costText(t.CostUSD), ", -"))
 	}
 	row("resume of", s.ResumeOf)
+	row("restart of", s.RestartOf)
+	row("env set", strings.Join(s.EnvSet, ", "))
 	if s.LastActivity != nil {
 		row("last activity", s.LastActivity.Local().Format(time.RFC3339))
 	}
 	row("prompt", oneLine(s.Prompt, 200))
-	for k, v := range s.Labels {
-		row("label", k+"="+v)
+	for _, k := range slices.Sorted(maps.Keys(s.Labels)) {
+		row("label", k+"="+s.Labels[k])
 	}
 	for _, h := range s.Hooks {
 		row("hook "+h.Phase, hookText(h))

@@ -23,6 +23,7 @@ func newWorktreeCmd() *cobra.Command {
 
 func newWorktreeListCmd() *cobra.Command {
 	var asJSON bool
+	var to tableOptions
 	cmd := &cobra.Command{
 		Use:   "list [REPO]",
 		Short: "List a repository's worktrees (REPO defaults to the current folder)",
@@ -50,8 +51,8 @@ func newWorktreeListCmd() *cobra.Command {
 				}
 				return printJSON(os.Stdout, map[string]any{"worktrees": list})
 			}
-			tw := newTable(os.Stdout)
-			fmt.Fprintln(tw, "PATH\tBRANCH\tHEAD\tNOTE")
+			tw := to.newTable(os.Stdout)
+			tw.header("PATH\tBRANCH\tHEAD\tNOTE")
 			for _, w := range list {
 				var notes []string
 				for _, n := range []struct {
@@ -72,6 +73,7 @@ func newWorktreeListCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	to.register(cmd)
 	return cmd
 }
 
