@@ -468,7 +468,10 @@ func (f filter) keep(s *api.Session) bool {
 			return false
 		}
 	case !f.all:
-		if s.Status != api.StatusRunning {
+		// A launched session that is unknown (a folder not safe to read, a
+		// monitor stopped before it wrote the exit record) may be live:
+		// it is shown, with its warning.
+		if s.Status != api.StatusRunning && (s.Status != api.StatusUnknown || s.Origin != api.OriginLaunched) {
 			return false
 		}
 	}
