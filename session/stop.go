@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/internal/text"
 	"github.com/agentctl/agentctl/proc"
 	"github.com/agentctl/agentctl/spawn"
 )
@@ -31,7 +32,7 @@ func (c *Core) Stop(ctx context.Context, id string, req api.StopRequest) (api.Se
 	if req.Timeout != "" {
 		d, err := time.ParseDuration(req.Timeout)
 		if err != nil || d < 0 {
-			return api.Session{}, faultf(ErrInvalid, "timeout %q: want a duration such as 10s (0 kills at once)", req.Timeout)
+			return api.Session{}, faultf(ErrInvalid, "timeout %s: want a duration such as 10s (0 kills at once)", text.Quote(req.Timeout))
 		}
 		grace = d
 	}

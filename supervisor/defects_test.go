@@ -1,11 +1,13 @@
 package supervisor
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -285,15 +287,17 @@ func TestLaunchChecksIDLikeFields(t *testing.T) {
 	}
 }
 
-// Parallel large request bodies are read a few at a time: the others wait
-// unread, so four 60 MB prompts cannot take the service's memory with them.
+// Parallel large request bodies are read a few at a time (as many as the
+// byte budget takes: one 60 MB body): the others wait unread, so four 60 MB
+// prompts cannot take the service's memory with them.
 func TestParallelLargeBodiesAreReadAFewAtATime(t *testing.T) {
 	h := newHome(t)
 	startService(t, h)
 	const (
-		senders  = largeBodiesOnce + 2
-		announce = 60 << 20
-		chunk    = 64 << 10
+		announce        = 60 << 20
+		largeBodiesOnce = largeBodyBytes / announce
+		senders         = largeBodiesOnce + 3
+		chunk           = 64 << 10
 		// Well past what the socket buffers hold: a sender that got this far
 		// is being read by the service.
 		readMark = 8 << 20
@@ -378,5 +382,70 @@ func TestEndOfARemovedSessionIsAnnouncedOnce(t *testing.T) {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the claim of a removed session's end is still being retried")
+	}
+}
+
+// Clients that send large bodies with an invalid field and never read the
+// answer hold nothing: the answer quotes a short prefix of the value (not
+// the value), the budget is given back when the answer begins, and a
+// legitimate large request goes through at once.
+func TestLargeBodiesOfClientsThatDoNotReadHoldNothing(t *testing.T) {
+	h := newHome(t)
+	svc := startService(t, h)
+	name := strings.Repeat("n", 3<<20)
+	body := fmt.Sprintf(`{"name":%q,"command":["true"],"cwd":"/"}`, name)
+	var conns []net.Conn
+	for range 3 {
+		conn, err := net.Dial("unix", h.Socket())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		fmt.Fprintf(conn, "POST /v1/sessions HTTP/1.1\r\nHost: agentctl\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		conns = append(conns, conn)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	sess, err := svc.client.Launch(ctx, api.RunRequest{Command: []string{"true"}, Prompt: strings.Repeat("p", 2<<20), Cwd: t.TempDir(), Env: []string{"PATH=" + os.Getenv("PATH")}})
+	if err != nil {
+		t.Fatalf("a 2 MiB launch behind clients that do not read: %v", err)
+	}
+	t.Cleanup(func() { killSession(h, sess.ID) })
+	conns[0].SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conns[0]), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusBadRequest || len(answer) > 4<<10 || !strings.Contains(string(answer), fmt.Sprintf("(%d bytes)", len(name))) {
+		t.Errorf("answer to a %d-byte name: %s, %d bytes: %.300s; want a 400 quoting a prefix and the length", len(name), resp.Status, len(answer), answer)
+	}
+}
+
+// A large body that cannot be taken in time is answered busy, with a
+// message that says so, not left to the client's own time-out.
+func TestLargeBodyThatWaitsTooLongIsAnsweredBusy(t *testing.T) {
+	h := newHome(t)
+	svc := startServiceOpts(t, Options{Home: h, BodyWait: 500 * time.Millisecond})
+	// A body as large as the budget, trickled: it holds the whole budget.
+	conn, err := net.Dial("unix", h.Socket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v1/sessions HTTP/1.1\r\nHost: agentctl\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{\"prompt\":\"", largeBodyBytes)
+	// Past what the socket buffers hold: once written, it is being read.
+	conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	if _, err := conn.Write([]byte(strings.Repeat("x", 4<<20))); err != nil {
+		t.Fatalf("the held body was not read: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	_, err = svc.client.Launch(ctx, api.RunRequest{Command: []string{"true"}, Prompt: strings.Repeat("p", 2<<20), Cwd: t.TempDir()})
+	if api.CodeOf(err) != api.CodeBusy || !strings.Contains(err.Error(), "busy") || strings.Contains(err.Error(), "kill -CONT") {
+		t.Errorf("launch while the budget is held = %v; want a busy answer", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/internal/text"
 	"github.com/agentctl/agentctl/supervisor/events"
 	"github.com/agentctl/agentctl/supervisor/fuses"
 	"github.com/agentctl/agentctl/supervisor/locks"
@@ -25,11 +26,17 @@ func (s *Server) opsRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/events", s.handleEvents)
 }
 
+// maxPath is the longest path the system takes (PATH_MAX).
+const maxPath = 4096
+
 // absDir checks a directory sent by a client: the service's working
 // directory is not the caller's, so it must be absolute.
 func absDir(dir string) error {
 	if dir == "" || !filepath.IsAbs(dir) {
-		return api.Errorf(api.CodeInvalid, "directory %q must be an absolute path", dir)
+		return api.Errorf(api.CodeInvalid, "directory %s must be an absolute path", text.Quote(dir))
+	}
+	if len(dir) > maxPath {
+		return api.Errorf(api.CodeInvalid, "directory %s is longer than the %d bytes a path may have", text.Quote(dir), maxPath)
 	}
 	return nil
 }
@@ -104,7 +111,7 @@ func fuseRequest(r *http.Request, ttlRequired bool) (api.FuseRequest, time.Durat
 	if req.TTL != "" || ttlRequired {
 		d, err := time.ParseDuration(req.TTL)
 		if err != nil || d <= 0 {
-			return req, 0, api.Errorf(api.CodeInvalid, "ttl %q: want a positive duration such as 30m", req.TTL)
+			return req, 0, api.Errorf(api.CodeInvalid, "ttl %s: want a positive duration such as 30m", text.Quote(req.TTL))
 		}
 		ttl = d
 	}

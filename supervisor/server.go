@@ -42,6 +42,9 @@ type Options struct {
 	PruneEvery time.Duration
 	// ReadTimeout bounds reading one request, body included (default 1 min).
 	ReadTimeout time.Duration
+	// BodyWait is how long a request with a large body waits for its turn
+	// before it is answered busy (default 20 s).
+	BodyWait time.Duration
 	// KeepAlive is how long a stream may be silent before it sends an
 	// empty line (default 15 s).
 	KeepAlive time.Duration
@@ -62,8 +65,8 @@ type Server struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	// bodies holds a token per large request body being read.
-	bodies chan struct{}
+	// bodies admits large request bodies within a budget of bytes.
+	bodies *admission
 
 	mu       sync.Mutex
 	watching map[string]bool
@@ -90,6 +93,9 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	if opts.ReadTimeout <= 0 {
 		opts.ReadTimeout = time.Minute
+	}
+	if opts.BodyWait <= 0 {
+		opts.BodyWait = largeBodyWait
 	}
 	if opts.KeepAlive <= 0 {
 		opts.KeepAlive = 15 * time.Second
@@ -122,7 +128,7 @@ func Run(ctx context.Context, opts Options) error {
 		ctx:      ctx,
 		cancel:   cancel,
 		watching: map[string]bool{},
-		bodies:   make(chan struct{}, largeBodiesOnce),
+		bodies:   newAdmission(largeBodyBytes),
 	}
 	if s.ops, err = newOps(ctx, opts.Home, s.log, opts.Version); err != nil {
 		return err
