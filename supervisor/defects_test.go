@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,6 +20,8 @@ import (
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/client"
 	"github.com/agentctl/agentctl/home"
+	"github.com/agentctl/agentctl/proc"
+	"github.com/agentctl/agentctl/spawn"
 )
 
 // A disk error writing fuses.json is the service's failure (internal, CLI
@@ -447,5 +450,144 @@ func TestLargeBodyThatWaitsTooLongIsAnsweredBusy(t *testing.T) {
 	_, err = svc.client.Launch(ctx, api.RunRequest{Command: []string{"true"}, Prompt: strings.Repeat("p", 2<<20), Cwd: t.TempDir()})
 	if api.CodeOf(err) != api.CodeBusy || !strings.Contains(err.Error(), "busy") || strings.Contains(err.Error(), "kill -CONT") {
 		t.Errorf("launch while the budget is held = %v; want a busy answer", err)
+	}
+}
+
+// Event streams are capped per uid: one past the cap is answered busy, and
+// a stream that closed gives its place back.
+func TestEventStreamsAreCappedPerUID(t *testing.T) {
+	h := newHome(t)
+	startServiceOpts(t, Options{Home: h, EventStreams: 3})
+	open := func() (net.Conn, *http.Response) {
+		t.Helper()
+		conn, err := net.Dial("unix", h.Socket())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprint(conn, "GET /v1/events HTTP/1.1\r\nHost: agentctl\r\n\r\n")
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return conn, resp
+	}
+	var conns []net.Conn
+	for range 3 {
+		conn, resp := open()
+		defer conn.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("stream %d: %s", len(conns)+1, resp.Status)
+		}
+		conns = append(conns, conn)
+	}
+	conn, resp := open()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	conn.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), `"busy"`) || !strings.Contains(string(body), "close some") {
+		t.Fatalf("the fourth stream: %s %s; want 503, busy, and what to do", resp.Status, body)
+	}
+	conns[0].Close()
+	eventually(t, 10*time.Second, "a closed stream's place given back", func() bool {
+		conn, resp := open()
+		conn.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+}
+
+// A session that ended reads exited (or killed) from the moment its
+// process is gone: never unknown while its monitor writes the exit record.
+// 200 quick sessions, each polled every millisecond through the API.
+func TestStatusNeverUnknownAtExit(t *testing.T) {
+	h := newHome(t)
+	svc := startService(t, h)
+	const sessions, workers = 200, 4
+	errs := make(chan error, sessions)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < sessions; i += workers {
+				errs <- quickSession(svc, t.TempDir())
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	failed := 0
+	for err := range errs {
+		if err != nil {
+			if failed++; failed <= 5 {
+				t.Error(err)
+			}
+		}
+	}
+	if failed > 0 {
+		t.Errorf("%d of %d sessions read wrong at their end", failed, sessions)
+	}
+}
+
+// quickSession runs `exit 3` and polls its status every millisecond until
+// it ends; an error says what was seen that should not have been.
+func quickSession(svc *service, cwd string) error {
+	ctx := context.Background()
+	sess, err := svc.client.Launch(ctx, api.RunRequest{Command: []string{"sh", "-c", "exit 3"}, Cwd: cwd, Env: []string{"PATH=" + os.Getenv("PATH")}})
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		got, err := svc.client.Get(ctx, sess.ID)
+		if err != nil {
+			return err
+		}
+		switch got.Status {
+		case api.StatusRunning:
+			time.Sleep(time.Millisecond)
+			continue
+		case api.StatusExited:
+			if got.ExitCode == nil || *got.ExitCode != 3 {
+				return fmt.Errorf("session %s exited with %v, want 3", sess.ID, got.ExitCode)
+			}
+			return nil
+		}
+		return fmt.Errorf("session %s read %s (%q) at its end", sess.ID, got.Status, got.Warnings)
+	}
+	return fmt.Errorf("session %s did not end within 30s", sess.ID)
+}
+
+// A forced stop of a session whose monitor is frozen (SIGSTOP) kills the
+// agent itself, and the session reads killed by SIGKILL: agentctl knows it
+// killed it, it is not lost.
+func TestForcedStopWithAFrozenMonitorReadsKilled(t *testing.T) {
+	h := newHome(t)
+	svc := startService(t, h)
+	sess, err := svc.run(api.RunRequest{Command: []string{"sleep", "300"}, Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := spawn.ReadRecord(h.SessionDir(sess.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(rec.Shim.PID, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if proc.Alive(rec.Shim) {
+			syscall.Kill(rec.Shim.PID, syscall.SIGKILL)
+			syscall.Kill(rec.Shim.PID, syscall.SIGCONT)
+		}
+	})
+	got, err := svc.client.Stop(context.Background(), sess.ID, api.StopRequest{Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != api.StatusKilled || got.Signal != "SIGKILL" {
+		t.Errorf("after stop --force: %s (signal %q, warnings %q); want killed by SIGKILL", got.Status, got.Signal, got.Warnings)
+	}
+	if again, err := svc.client.Get(context.Background(), sess.ID); err != nil || again.Status != api.StatusKilled {
+		t.Errorf("status afterwards = %s, %v; want killed", again.Status, err)
 	}
 }

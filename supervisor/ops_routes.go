@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/agentctl/agentctl/api"
@@ -170,6 +171,12 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	uid := peerOf(r).UID
+	if !s.streams.take(uid) {
+		writeError(w, api.Errorf(api.CodeBusy, "uid %d has %d event streams open, the most one user may have: close some (each `agentctl events`, `top` and web view holds one)", uid, maxEventStreams))
+		return
+	}
+	defer s.streams.give(uid)
 	sub := s.ops.bus.Subscribe(after)
 	defer sub.Close()
 	w.Header().Set(api.HeaderEventsAfter, strconv.FormatUint(sub.After(), 10))
@@ -225,4 +232,36 @@ func hookWords(h api.HookRun) string {
 		return "failed: " + h.Error
 	}
 	return h.Status
+}
+
+// maxEventStreams is how many event streams one uid may hold open at once:
+// each costs the service a connection and its goroutines, and a runaway
+// script must not exhaust it for everyone.
+const maxEventStreams = 256
+
+// streamCounts counts the event streams open per uid.
+type streamCounts struct {
+	mu  sync.Mutex
+	max int
+	n   map[int]int
+}
+
+// take counts a stream for uid, unless uid holds max already.
+func (c *streamCounts) take(uid int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n[uid] >= c.max {
+		return false
+	}
+	c.n[uid]++
+	return true
+}
+
+// give forgets a stream of uid's.
+func (c *streamCounts) give(uid int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n[uid]--; c.n[uid] <= 0 {
+		delete(c.n, uid)
+	}
 }

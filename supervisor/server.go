@@ -42,6 +42,9 @@ type Options struct {
 	PruneEvery time.Duration
 	// ReadTimeout bounds reading one request, body included (default 1 min).
 	ReadTimeout time.Duration
+	// EventStreams is how many event streams one uid may hold open
+	// (default 256).
+	EventStreams int
 	// BodyWait is how long a request with a large body waits for its turn
 	// before it is answered busy (default 20 s).
 	BodyWait time.Duration
@@ -67,6 +70,8 @@ type Server struct {
 
 	// bodies admits large request bodies within a budget of bytes.
 	bodies *admission
+	// streams counts the event streams each uid holds open.
+	streams *streamCounts
 
 	mu       sync.Mutex
 	watching map[string]bool
@@ -93,6 +98,9 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	if opts.ReadTimeout <= 0 {
 		opts.ReadTimeout = time.Minute
+	}
+	if opts.EventStreams <= 0 {
+		opts.EventStreams = maxEventStreams
 	}
 	if opts.BodyWait <= 0 {
 		opts.BodyWait = largeBodyWait
@@ -129,6 +137,7 @@ func Run(ctx context.Context, opts Options) error {
 		cancel:   cancel,
 		watching: map[string]bool{},
 		bodies:   newAdmission(largeBodyBytes),
+		streams:  &streamCounts{max: opts.EventStreams, n: map[int]int{}},
 	}
 	if s.ops, err = newOps(ctx, opts.Home, s.log, opts.Version); err != nil {
 		return err
