@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
@@ -176,7 +177,13 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		writeError(w, api.Errorf(api.CodeBusy, "uid %d has %d event streams open, the most one user may have: close some (each `agentctl events`, `top` and web view holds one)", uid, maxEventStreams))
 		return
 	}
-	defer s.streams.give(uid)
+	defer func() {
+		if s.streams.give(uid) {
+			// The last of many streams closed: what they held goes back to
+			// the system now, not bit by bit.
+			debug.FreeOSMemory()
+		}
+	}()
 	sub := s.ops.bus.Subscribe(after)
 	defer sub.Close()
 	w.Header().Set(api.HeaderEventsAfter, strconv.FormatUint(sub.After(), 10))
@@ -239,11 +246,18 @@ func hookWords(h api.HookRun) string {
 // script must not exhaust it for everyone.
 const maxEventStreams = 256
 
+// releaseAfter is how many event streams open at once make their closing
+// worth handing memory back to the system for.
+const releaseAfter = 64
+
 // streamCounts counts the event streams open per uid.
 type streamCounts struct {
 	mu  sync.Mutex
 	max int
 	n   map[int]int
+	// open counts every uid's streams; peak is the most open since the
+	// last time none were.
+	open, peak int
 }
 
 // take counts a stream for uid, unless uid holds max already.
@@ -254,14 +268,21 @@ func (c *streamCounts) take(uid int) bool {
 		return false
 	}
 	c.n[uid]++
+	c.open++
+	c.peak = max(c.peak, c.open)
 	return true
 }
 
-// give forgets a stream of uid's.
-func (c *streamCounts) give(uid int) {
+// give forgets a stream of uid's. It reports when the last stream closed
+// after at least releaseAfter were open at once.
+func (c *streamCounts) give(uid int) (release bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.n[uid]--; c.n[uid] <= 0 {
 		delete(c.n, uid)
 	}
+	if c.open--; c.open == 0 {
+		release, c.peak = c.peak >= releaseAfter, 0
+	}
+	return release
 }
