@@ -20,6 +20,7 @@ import (
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/client"
 	"github.com/agentctl/agentctl/home"
+	"github.com/agentctl/agentctl/internal/text"
 	"github.com/agentctl/agentctl/proc"
 	"github.com/agentctl/agentctl/spawn"
 )
@@ -589,5 +590,36 @@ func TestForcedStopWithAFrozenMonitorReadsKilled(t *testing.T) {
 	}
 	if again, err := svc.client.Get(context.Background(), sess.ID); err != nil || again.Status != api.StatusKilled {
 		t.Errorf("status afterwards = %s, %v; want killed", again.Status, err)
+	}
+}
+
+// Oversized values are refused as the caller's error (400, not 500), and
+// the answer quotes only a short prefix of them with their length.
+func TestOversizedValuesAreInvalidAndNotEchoed(t *testing.T) {
+	svc := startService(t, newHome(t))
+	ctx := context.Background()
+	long := "/" + strings.Repeat("d", 100<<10)
+	for name, call := range map[string]func() error{
+		"lock":   func() error { _, err := svc.client.Lock(ctx, api.LockRequest{Directory: long}); return err },
+		"unlock": func() error { _, err := svc.client.Unlock(ctx, long); return err },
+		"fuse": func() error {
+			_, err := svc.client.SetFuse(ctx, api.FuseRequest{Directory: long, TTL: "1m"})
+			return err
+		},
+		"run name": func() error {
+			_, err := svc.run(api.RunRequest{Command: []string{"true"}, Cwd: "/", Name: long[1:]})
+			return err
+		},
+		"run cwd": func() error { _, err := svc.run(api.RunRequest{Command: []string{"true"}, Cwd: long[1:]}); return err },
+		"status":  func() error { _, err := svc.client.Get(ctx, long[1:]); return err },
+	} {
+		err := call()
+		if code := api.CodeOf(err); code != api.CodeInvalid && code != api.CodeNotFound {
+			t.Errorf("%s with a 100 KB value: %v (code %s), want invalid", name, text.Ellipsis(fmt.Sprint(err), 200), code)
+			continue
+		}
+		if msg := err.Error(); len(msg) > 1<<10 || !strings.Contains(msg, fmt.Sprintf("(%d bytes)", len(long)-1)) && !strings.Contains(msg, fmt.Sprintf("(%d bytes)", len(long))) {
+			t.Errorf("%s: the answer is %d bytes: %.300s; want a short prefix and the length", name, len(msg), msg)
+		}
 	}
 }
