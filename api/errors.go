@@ -18,6 +18,9 @@ const (
 	CodeLocked      = "locked"
 	CodeForbidden   = "forbidden"
 	CodeInternal    = "internal"
+	// CodeBusy: the service cannot take the request now (its limits are
+	// reached); the same request may succeed later.
+	CodeBusy = "busy"
 )
 
 // Error is the JSON body of every failed API call. On the service's side it
@@ -52,6 +55,8 @@ func HTTPStatus(code string) int {
 		return http.StatusForbidden
 	case CodeSpawnFailed:
 		return http.StatusUnprocessableEntity
+	case CodeBusy:
+		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
 }

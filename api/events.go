@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentctl/agentctl/internal/text"
 )
 
 // Event types. The session.* names and the event's JSON shape are those of
@@ -84,7 +86,7 @@ func ParseEventFilter(patterns []string) (EventFilter, error) {
 	for _, p := range patterns {
 		f := EventFilter{p}
 		if !slices.ContainsFunc(types, f.Match) {
-			return nil, fmt.Errorf("unknown event type %q (known: %s; a family such as \"lock.*\" selects all its types)", p, strings.Join(types, ", "))
+			return nil, fmt.Errorf("unknown event type %s (known: %s; a family such as \"lock.*\" selects all its types)", text.Quote(p), strings.Join(types, ", "))
 		}
 	}
 	return EventFilter(patterns), nil
@@ -125,12 +127,12 @@ func ParseEventsSince(s string, now time.Time) (EventsSince, error) {
 	}
 	if d, err := time.ParseDuration(s); err == nil {
 		if d < 0 {
-			return EventsSince{}, fmt.Errorf("--since %q: a duration looks back and cannot be negative", s)
+			return EventsSince{}, fmt.Errorf("--since %s: a duration looks back and cannot be negative", text.Quote(s))
 		}
 		return EventsSince{Time: now.Add(-d)}, nil
 	}
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		return EventsSince{Time: t}, nil
 	}
-	return EventsSince{}, fmt.Errorf("--since %q: want a sequence number (42), a duration (10m) or an RFC 3339 time (2006-01-02T15:04:05Z)", s)
+	return EventsSince{}, fmt.Errorf("--since %s: want a sequence number (42), a duration (10m) or an RFC 3339 time (2006-01-02T15:04:05Z)", text.Quote(s))
 }

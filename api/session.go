@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentctl/agentctl/internal/text"
 )
 
 // Status is a session's state, derived at query time and never stored.
@@ -347,7 +349,7 @@ func ParseListOptions(q url.Values) (ListOptions, error) {
 	if v := q.Get("since"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil {
-			return o, Errorf(CodeInvalid, "since %q: %v", v, err)
+			return o, Errorf(CodeInvalid, "since %s: want a duration such as 24h", text.Quote(v))
 		}
 		o.Since = d
 	}
@@ -427,7 +429,7 @@ func ParseLogOptions(q url.Values) (LogOptions, error) {
 		Since: q.Get("since"), Timestamps: q.Get("timestamps") == "1"}
 	if o.Since != "" {
 		if _, err := time.Parse(time.RFC3339Nano, o.Since); err != nil {
-			return o, Errorf(CodeInvalid, "since %q: want an RFC 3339 time", o.Since)
+			return o, Errorf(CodeInvalid, "since %s: want an RFC 3339 time", text.Quote(o.Since))
 		}
 	}
 	if o.Timestamps && o.Raw {
@@ -436,7 +438,7 @@ func ParseLogOptions(q url.Values) (LogOptions, error) {
 	if v := q.Get("n"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
-			return o, Errorf(CodeInvalid, "lines %q: want a whole number, 0 for all", v)
+			return o, Errorf(CodeInvalid, "lines %s: want a whole number, 0 for all", text.Quote(v))
 		}
 		o.Lines = n
 	}

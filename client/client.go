@@ -392,7 +392,7 @@ func (c *Client) watch(ctx context.Context, cancel context.CancelCauseFunc) (sto
 			case <-ctx.Done():
 				return
 			case <-deadline.C:
-				cancel(c.notAnswering(fmt.Sprintf("no answer within %s", answerTimeout)))
+				cancel(c.notAnswering(fmt.Sprintf("no answer within %s", answerTimeout), false))
 				return
 			case <-tick.C:
 				if c.remote != nil {
@@ -400,7 +400,7 @@ func (c *Client) watch(ctx context.Context, cancel context.CancelCauseFunc) (sto
 				}
 				pid := home.LockHolder(c.home.LockFile())
 				if p, err := proc.Lookup(pid); err == nil && p.Stopped {
-					cancel(c.notAnswering("its process is stopped"))
+					cancel(c.notAnswering("its process is stopped", true))
 					return
 				}
 			}
@@ -409,8 +409,10 @@ func (c *Client) watch(ctx context.Context, cancel context.CancelCauseFunc) (sto
 	return func() { close(done) }
 }
 
-// notAnswering says which service does not answer, why, and what to do.
-func (c *Client) notAnswering(why string) error {
+// notAnswering says which service does not answer, why, and what to do:
+// a stopped process is resumed; one that runs but did not answer in time is
+// busy or stuck, and its log says which.
+func (c *Client) notAnswering(why string, stopped bool) error {
 	if c.remote != nil {
 		return fmt.Errorf("%w (%s; %s)", errNotAnswering, why, c.remote)
 	}
@@ -418,7 +420,10 @@ func (c *Client) notAnswering(why string) error {
 	if pid <= 0 {
 		return fmt.Errorf("%w (%s; socket %s): see %s, or `agentctl daemon restart`", errNotAnswering, why, c.home.Socket(), c.home.DaemonLog())
 	}
-	return fmt.Errorf("%w (pid %d: %s): resume it with `kill -CONT %d`, or `agentctl daemon restart`", errNotAnswering, pid, why, pid)
+	if stopped {
+		return fmt.Errorf("%w (pid %d: %s): resume it with `kill -CONT %d`, or `agentctl daemon restart`", errNotAnswering, pid, why, pid)
+	}
+	return fmt.Errorf("%w (pid %d runs, %s): it may be busy; try again, see %s, or `agentctl daemon restart`", errNotAnswering, pid, why, c.home.DaemonLog())
 }
 
 // releasingBody releases the request's watch context once the answer has

@@ -191,7 +191,9 @@ func (c Config) validate() error {
 	if c.WebhookURL != "" {
 		u, err := url.Parse(c.WebhookURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("webhook_url %q: must be an http or https URL", c.WebhookURL)
+			// The URL is not quoted: a receiver's URL often carries its
+			// secret, and this message reaches the service's log.
+			return fmt.Errorf("webhook_url (%d characters) must be an http or https URL with a host", len(c.WebhookURL))
 		}
 	}
 	return nil

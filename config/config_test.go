@@ -51,7 +51,7 @@ func TestLoad(t *testing.T) {
 		{name: "array is not a configuration", content: "[1]", err: "config.json:1:1: the configuration must be a JSON object, found an array"},
 		{name: "null is not a configuration", content: "null", err: "found null"},
 		{name: "port out of range", content: `{"metrics_port": 70000}`, err: "metrics_port 70000"},
-		{name: "webhook must be http", content: `{"webhook_url": "ftp://x"}`, err: `webhook_url "ftp://x"`},
+		{name: "webhook must be http", content: `{"webhook_url": "ftp://x"}`, err: `webhook_url (7 characters) must be an http or https URL`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -171,5 +171,23 @@ func TestSetHostsKeepsTheOtherKeys(t *testing.T) {
 	b, _ := os.ReadFile(path)
 	if strings.Contains(string(b), "hosts") || !strings.Contains(string(b), "future_key") {
 		t.Fatalf("after removing the last host: %s", b)
+	}
+}
+
+// A refused webhook URL is not quoted: its secret would reach the log.
+func TestRefusedWebhookURLIsNotEchoed(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), FileName)
+	if err := os.WriteFile(path, []byte(`{"webhook_url": "ftp://alice:pa55word@example.com/t0ken?key=k3y"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := Load(path)
+	if err == nil {
+		t.Fatal("an ftp webhook URL was accepted")
+	}
+	for _, secret := range []string{"alice", "pa55word", "t0ken", "k3y"} {
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("the error %q shows %q", err, secret)
+		}
 	}
 }

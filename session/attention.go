@@ -161,7 +161,7 @@ func (c *Core) Hook(ctx context.Context, id string, ev HookEvent) (api.HookReply
 		return api.HookReply{}, faultf(ErrNotRunning, "session %s is %s", id, sess.Status)
 	}
 	if ev.Agent != "claude" {
-		return api.HookReply{}, faultf(ErrInvalid, "hooks of agent %q are not known", ev.Agent)
+		return api.HookReply{}, faultf(ErrInvalid, "hooks of agent %s are not known", text.Quote(ev.Agent))
 	}
 	var h claudeHook
 	if err := json.Unmarshal(ev.Payload, &h); err != nil {
@@ -354,7 +354,7 @@ func (c *Core) Decide(ctx context.Context, prefix string, caller proc.Peer, d ap
 			return api.Session{}, err
 		}
 	default:
-		return api.Session{}, faultf(ErrInvalid, "unknown decision %q (approve, deny, answer)", d.Action)
+		return api.Session{}, faultf(ErrInvalid, "unknown decision %s (approve, deny, answer)", text.Quote(d.Action))
 	}
 	c.observe(sess.ID)
 	return c.records.get(sess.ID)

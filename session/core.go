@@ -17,6 +17,7 @@ import (
 	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/home"
+	"github.com/agentctl/agentctl/internal/text"
 	"github.com/agentctl/agentctl/proc"
 	"github.com/agentctl/agentctl/spawn"
 )
@@ -337,7 +338,7 @@ func (c *Core) nativeIDOwners(handle string) (map[string]bool, error) {
 		}
 	}
 	if owners == nil {
-		return nil, faultf(ErrInvalid, "%q is not a valid session id, nor the name of a session (see `agentctl list -a`)", handle)
+		return nil, faultf(ErrInvalid, "%s is not a valid session id, nor the name of a session (see `agentctl list -a`)", text.Quote(handle))
 	}
 	return owners, nil
 }
@@ -388,7 +389,7 @@ func resolvePrefix(prefix string, ids []string) (string, error) {
 	}
 	switch len(matches) {
 	case 0:
-		return "", faultf(ErrNotFound, "no session matches %q (see `agentctl list -a`)", prefix)
+		return "", faultf(ErrNotFound, "no session matches %s (see `agentctl list -a`)", text.Quote(prefix))
 	case 1:
 		return matches[0], nil
 	}
@@ -420,7 +421,7 @@ func newFilter(o api.ListOptions, now time.Time) (filter, error) {
 	for _, l := range o.Labels {
 		k, v, ok := strings.Cut(l, "=")
 		if !ok {
-			return f, faultf(ErrInvalid, "label filter %q: want KEY=VALUE", l)
+			return f, faultf(ErrInvalid, "label filter %s: want KEY=VALUE", text.Quote(l))
 		}
 		if f.labels == nil {
 			f.labels = map[string]string{}
@@ -468,7 +469,10 @@ func (f filter) keep(s *api.Session) bool {
 			return false
 		}
 	case !f.all:
-		if s.Status != api.StatusRunning {
+		// A launched session that is unknown (a folder not safe to read, a
+		// monitor stopped before it wrote the exit record) may be live:
+		// it is shown, with its warning.
+		if s.Status != api.StatusRunning && (s.Status != api.StatusUnknown || s.Origin != api.OriginLaunched) {
 			return false
 		}
 	}

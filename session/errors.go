@@ -17,6 +17,10 @@ var (
 	// ErrSpawn: the command or agent could not be started (not installed,
 	// not executable, bad working directory): the caller's to fix.
 	ErrSpawn = errors.New("the command could not be started")
+	// ErrUnsafeFolder: a session folder this service would not have made
+	// (a symbolic link, another user's, one others may write into). Its
+	// records are not trusted, so nothing is done to what they name.
+	ErrUnsafeFolder = errors.New("the session's folder is not safe to read")
 )
 
 // fault is one of the kinds above with a message of its own: the message is

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/home"
+	"github.com/agentctl/agentctl/internal/text"
 )
 
 // minHandle is the shortest id prefix a list shows as a session's handle.
@@ -34,7 +35,7 @@ func (r *records) resolveLaunched(handle string) (string, error) {
 		return id, err
 	}
 	if !valid {
-		return "", faultf(ErrInvalid, "%q is not a valid session id, nor the name of a session (see `agentctl list -a`)", handle)
+		return "", faultf(ErrInvalid, "%s is not a valid session id, nor the name of a session (see `agentctl list -a`)", text.Quote(handle))
 	}
 	return resolvePrefix(handle, ids)
 }
@@ -60,7 +61,7 @@ func (r *records) byName(name string) (string, error) {
 		}
 	}
 	if latest == nil {
-		return "", faultf(ErrNotFound, "no session is named %q", name)
+		return "", faultf(ErrNotFound, "no session is named %s", text.Quote(name))
 	}
 	return latest.ID, nil
 }

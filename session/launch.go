@@ -36,11 +36,11 @@ const nativeIDTimeout = 2 * time.Minute
 func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, error) {
 	ctx = context.WithoutCancel(ctx)
 	if req.Cwd == "" || !filepath.IsAbs(req.Cwd) {
-		return api.Session{}, faultf(ErrInvalid, "working directory %q must be an absolute path", req.Cwd)
+		return api.Session{}, faultf(ErrInvalid, "working directory %s must be an absolute path", text.Quote(req.Cwd))
 	}
 	for _, kv := range req.EnvOverrides {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
-			return api.Session{}, faultf(ErrInvalid, "--env %q: want KEY=VALUE", kv)
+			return api.Session{}, faultf(ErrInvalid, "--env %s: want KEY=VALUE", text.Quote(kv))
 		}
 	}
 	if err := checkNames(req); err != nil {
@@ -50,7 +50,7 @@ func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, err
 		c.naming.Lock()
 		defer c.naming.Unlock()
 		if other, taken := c.records.runningNamed(req.Name); taken {
-			return api.Session{}, faultf(ErrInvalid, "name %q is taken by running session %s: stop it, or choose another name", req.Name, other)
+			return api.Session{}, faultf(ErrInvalid, "name %s is taken by running session %s: stop it, or choose another name", text.Quote(req.Name), other)
 		}
 		if other, ok := c.records.idStartingWith(req.Name); ok {
 			return api.Session{}, faultf(ErrInvalid, "name %q is how session %s's id begins (its handle in a list): a command given %q would reach the wrong one; choose another name", req.Name, other, req.Name)
@@ -165,20 +165,20 @@ func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, err
 // sequences on a terminal: they are echoed by list and used in folders.
 func checkNames(req api.RunRequest) error {
 	if req.ResumeOf != "" && !home.ValidID(req.ResumeOf) {
-		return faultf(ErrInvalid, "resume_of %q is not a valid session id", req.ResumeOf)
+		return faultf(ErrInvalid, "resume_of %s is not a valid session id", text.Quote(req.ResumeOf))
 	}
 	if req.RestartOf != "" && !home.ValidID(req.RestartOf) {
-		return faultf(ErrInvalid, "restart_of %q is not a valid session id", req.RestartOf)
+		return faultf(ErrInvalid, "restart_of %s is not a valid session id", text.Quote(req.RestartOf))
 	}
 	if req.Group != "" && !home.ValidID(req.Group) {
-		return faultf(ErrInvalid, "group %q: use letters, digits, '-', '_' and '.' (at most 128, not starting with '.')", req.Group)
+		return faultf(ErrInvalid, "group %s: use letters, digits, '-', '_' and '.' (at most 128, not starting with '.')", text.Quote(req.Group))
 	}
 	if len(req.Name) > 128 || hasControl(req.Name) {
-		return faultf(ErrInvalid, "name %q: at most 128 characters, no control characters", req.Name)
+		return faultf(ErrInvalid, "name %s: at most 128 characters, no control characters", text.Quote(req.Name))
 	}
 	for k, v := range req.Labels {
 		if k == "" || len(k) > 128 || strings.ContainsAny(k, "=,") || hasControl(k) || len(v) > 1024 || hasControl(v) {
-			return faultf(ErrInvalid, "label %q=%q: a key of at most 128 characters without '=', ',' or control characters, and a value of at most 1024 without control characters", k, v)
+			return faultf(ErrInvalid, "label %s=%s: a key of at most 128 characters without '=', ',' or control characters, and a value of at most 1024 without control characters", text.Quote(k), text.Quote(v))
 		}
 	}
 	return nil
@@ -233,7 +233,7 @@ func (c *Core) agentSpec(req api.RunRequest, rec *spawn.Record, env []string, di
 	a := c.disc.adapter(rec.Adapter)
 	launcher, ok := a.(adapters.Launcher)
 	if !ok {
-		return agentLaunch{}, nil, faultf(ErrInvalid, "unknown adapter %q (known: %s)", rec.Adapter, strings.Join(c.launchers(), ", "))
+		return agentLaunch{}, nil, faultf(ErrInvalid, "unknown adapter %s (known: %s)", text.Quote(rec.Adapter), strings.Join(c.launchers(), ", "))
 	}
 	var out agentLaunch
 	bin, err := spawn.LookPath(launcher.Binary(), env, req.Cwd)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/internal/text"
 	"github.com/agentctl/agentctl/logs"
 )
 
@@ -27,7 +28,7 @@ func (c *Core) logsTimed(ctx context.Context, sess api.Session, path string, o a
 	case o.Since != "":
 		since, err := time.Parse(time.RFC3339Nano, o.Since)
 		if err != nil {
-			return faultf(ErrInvalid, "since %q: want an RFC 3339 time", o.Since)
+			return faultf(ErrInvalid, "since %s: want an RFC 3339 time", text.Quote(o.Since))
 		}
 		p, ok := times.Since(path, since)
 		if !ok {

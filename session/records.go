@@ -101,6 +101,9 @@ func (r *records) get(id string) (api.Session, error) {
 	if err != nil {
 		return api.Session{}, fmt.Errorf("session %s: %w", id, err)
 	}
+	if ending(state) {
+		state = settleEnd(dir, state)
+	}
 	s = sessionFromState(state)
 	if s.Status == api.StatusRunning {
 		applyAttention(dir, &s)
@@ -177,6 +180,11 @@ func (r *records) all() ([]api.Session, []string, error) {
 			if errors.Is(err, ErrIncomplete) || errors.Is(err, ErrNotFound) {
 				continue
 			}
+			if errors.Is(err, ErrUnsafeFolder) {
+				// A session that may be live is never hidden: it is listed
+				// unknown, with what to do, and its records are not read.
+				out = append(out, untrusted(id, err))
+			}
 			// A few are named; thousands of junk folders are one line.
 			if unreadable++; unreadable <= maxRecordWarnings {
 				warnings = append(warnings, err.Error())
@@ -250,7 +258,8 @@ func healthWarning(h *spawn.Health) string {
 }
 
 // checkFolder refuses a session folder this service would not have made:
-// a symbolic link, someone else's, or one others may write into.
+// a symbolic link, someone else's, or one others may write into. The
+// refusal says how to make it readable again.
 func checkFolder(dir string) error {
 	st, err := os.Lstat(dir)
 	if err != nil {
@@ -259,14 +268,25 @@ func checkFolder(dir string) error {
 		}
 		return err
 	}
+	const untrusted = "its records are not trusted, so it is neither read nor stopped"
 	if !st.IsDir() {
-		return fmt.Errorf("%s is not a folder (a symbolic link?); it is not read", dir)
+		return faultf(ErrUnsafeFolder, "%s is not a folder (a symbolic link?): %s; agentctl did not make it, remove it if you did not either", dir, untrusted)
 	}
 	if st.Mode().Perm()&0o022 != 0 {
-		return fmt.Errorf("%s may be written by others (mode %o); it is not read", dir, st.Mode().Perm())
+		return faultf(ErrUnsafeFolder, "%s may be written by others (mode %o): %s; if nobody else changed it, make it private again with `chmod 700 %s`", dir, st.Mode().Perm(), untrusted, dir)
 	}
 	if uid, ok := ownerOf(st); ok && uid != os.Getuid() {
-		return fmt.Errorf("%s belongs to uid %d, not to this service's uid %d; it is not read", dir, uid, os.Getuid())
+		return faultf(ErrUnsafeFolder, "%s belongs to uid %d, not to this service's uid %d: %s; give it back with `chown %d %s` (as root) if it is this user's", dir, uid, os.Getuid(), untrusted, os.Getuid(), dir)
 	}
 	return nil
+}
+
+// untrusted is the row of a session whose folder is not safe to read:
+// unknown, with why and what to do.
+func untrusted(id string, why error) api.Session {
+	s := api.Session{ID: id, Origin: api.OriginLaunched, Status: api.StatusUnknown, Warnings: []string{why.Error()}}
+	if t, ok := home.IDTime(id); ok {
+		s.CreatedAt = t
+	}
+	return s
 }

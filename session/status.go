@@ -1,6 +1,8 @@
 package session
 
 import (
+	"fmt"
+
 	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/spawn"
@@ -20,9 +22,11 @@ func launchedStatus(st spawn.State) (api.Status, string) {
 	case st.Running:
 		return api.StatusRunning, ""
 	case st.ShimAlive:
-		// The agent is gone and its monitor is finishing: the exit record
-		// is moments away. Say so rather than guess.
-		return api.StatusUnknown, "the agent has ended; its exit record is being written"
+		// The agent is gone and its monitor, alive, did not write the exit
+		// record while a read waited for it (settleEnd): it is stopped or
+		// stuck. Say so rather than guess.
+		pid := st.Record.Shim.PID
+		return api.StatusUnknown, fmt.Sprintf("the agent has ended but its monitor (pid %d) has not written its exit record; if the monitor is stopped, `kill -CONT %d` lets it finish", pid, pid)
 	}
 	return api.StatusLost, "the process is gone and left no exit record (its monitor was killed)"
 }

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -171,20 +172,43 @@ func TestJunkFoldersAreSummarised(t *testing.T) {
 	}
 }
 
-// A session folder others may write into is not trusted: a warning names
-// it, and its record is not read.
+// A session folder others may write into is not trusted: its record is
+// not read, but the session does not vanish: it is listed unknown, and the
+// list, status and stop say how to make it readable again.
 func TestFolderOthersMayWriteIsNotRead(t *testing.T) {
 	h := home.Home(t.TempDir())
 	id := launchedHere(t, h, "exec", "")
-	if err := os.Chmod(h.SessionDir(id), 0o777); err != nil {
+	dir := h.SessionDir(id)
+	if err := os.Chmod(dir, 0o777); err != nil {
 		t.Fatal(err)
 	}
+	fix := "chmod 700 " + dir
 	c := New(context.Background(), Options{Home: h})
-	list, err := c.List(context.Background(), api.ListOptions{All: true})
-	if err != nil {
+	for _, all := range []bool{false, true} {
+		list, err := c.List(context.Background(), api.ListOptions{All: all})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Sessions) != 1 || list.Sessions[0].ID != id || list.Sessions[0].Status != api.StatusUnknown ||
+			!hasWarning(list.Sessions[0].Warnings, fix) || !hasWarning(list.Warnings, fix) {
+			t.Errorf("list (all: %v) = %+v, warnings %q; want %s unknown, with a warning saying %q", all, list.Sessions, list.Warnings, id, fix)
+		}
+		if len(list.Sessions) == 1 && list.Sessions[0].PID != 0 {
+			t.Errorf("the untrusted record was read: pid %d", list.Sessions[0].PID)
+		}
+	}
+	for name, op := range map[string]func() error{
+		"status": func() error { _, err := c.Get(context.Background(), id); return err },
+		"stop":   func() error { _, err := c.Stop(context.Background(), id, api.StopRequest{Force: true}); return err },
+	} {
+		if err := op(); !errors.Is(err, ErrUnsafeFolder) || !strings.Contains(err.Error(), fix) {
+			t.Errorf("%s = %v; want an unsafe-folder error saying %q", name, err, fix)
+		}
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if len(list.Sessions) != 0 || !hasWarning(list.Warnings, "may be written by others") {
-		t.Errorf("list = %d sessions, warnings %q; want none and a warning", len(list.Sessions), list.Warnings)
+	if s, err := c.Get(context.Background(), id); err != nil || s.Status != api.StatusRunning {
+		t.Errorf("after %s: status = %v, %v; want running", fix, s.Status, err)
 	}
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/internal/text"
+	"github.com/agentctl/agentctl/proc"
 	"github.com/agentctl/agentctl/spawn"
 )
 
@@ -30,7 +32,7 @@ func (c *Core) Stop(ctx context.Context, id string, req api.StopRequest) (api.Se
 	if req.Timeout != "" {
 		d, err := time.ParseDuration(req.Timeout)
 		if err != nil || d < 0 {
-			return api.Session{}, faultf(ErrInvalid, "timeout %q: want a duration such as 10s (0 kills at once)", req.Timeout)
+			return api.Session{}, faultf(ErrInvalid, "timeout %s: want a duration such as 10s (0 kills at once)", text.Quote(req.Timeout))
 		}
 		grace = d
 	}
@@ -119,8 +121,17 @@ func (c *Core) stopLaunched(ctx context.Context, id string, opts spawn.StopOptio
 		// The monitor is gone (killed) or frozen: end the processes
 		// ourselves, from the identities recorded at the start.
 		c.log.Warn("stopping a session without its monitor", "session", id, "reason", err)
+		// A forced stop sends SIGKILL first: an agent alive now ends by
+		// it, which agentctl then knows first-hand and records, as the
+		// monitor would have.
+		killed := opts.Force && proc.Alive(rec.Process)
 		if err := spawn.StopWithoutShim(ctx, rec, opts); err != nil {
 			return api.Session{}, fmt.Errorf("stop %s: %w", id, err)
+		}
+		if killed && !proc.Alive(rec.Process) {
+			if err := spawn.RecordKill(dir, "agentctl stop"); err != nil {
+				c.log.Warn("record the kill of a session whose monitor did not answer", "session", id, "err", err)
+			}
 		}
 	}
 	// The monitor answers after exit.json is written; without a monitor the

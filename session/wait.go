@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/fsnotify/fsnotify"
 
@@ -89,3 +90,35 @@ func waitExitRecord(ctx context.Context, dir string, shim proc.Identity) error {
 		}
 	}
 }
+
+// exitRecordWait bounds how long a read of a session waits for its
+// monitor's exit record once the agent has ended: the monitor reaps the
+// agent and writes the record within milliseconds, and a status read in
+// between must say how it ended, not that it does not know yet.
+const exitRecordWait = 2 * time.Second
+
+// settleEnd re-derives a session whose agent has ended while its monitor
+// still lives until the monitor's exit record is there, the monitor is
+// gone, or exitRecordWait passes. A monitor stopped by a signal (SIGSTOP)
+// writes nothing until resumed: that session is not waited for, and stays
+// unknown. The checks start 1 ms apart and back off: the window is short
+// and rare, and nothing else here costs a file descriptor.
+func settleEnd(dir string, st spawn.State) spawn.State {
+	deadline := time.Now().Add(exitRecordWait)
+	for pause := time.Millisecond; ending(st) && time.Now().Before(deadline); pause = min(2*pause, 50*time.Millisecond) {
+		if p, err := proc.Lookup(st.Record.Shim.PID); err == nil && p.Stopped {
+			return st
+		}
+		time.Sleep(pause)
+		next, err := spawn.Derive(dir, st.Record)
+		if err != nil {
+			return st
+		}
+		st = next
+	}
+	return st
+}
+
+// ending says the agent is gone and its monitor, alive, has not written
+// the exit record yet.
+func ending(st spawn.State) bool { return st.Exit == nil && !st.Running && st.ShimAlive }

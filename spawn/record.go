@@ -162,6 +162,14 @@ func writeExit(dir string, e ExitRecord, slot *atomicfile.Slot) error {
 	return atomicfile.WriteJSON(path, e, 0o600)
 }
 
+// RecordKill writes the exit record of an agent that agentctl itself
+// killed with SIGKILL while its monitor could not (frozen or gone): the
+// kill is known first-hand, so the session reads killed, not lost. An
+// exit record already there is kept.
+func RecordKill(dir string, by string) error {
+	return writeExit(dir, ExitRecord{Signal: "SIGKILL", EndedAt: time.Now().UTC(), StoppedBy: by}, nil)
+}
+
 // State is a session's status derived from its records and liveness.
 type State struct {
 	Record Record

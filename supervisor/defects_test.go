@@ -1,15 +1,18 @@
 package supervisor
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -17,6 +20,9 @@ import (
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/client"
 	"github.com/agentctl/agentctl/home"
+	"github.com/agentctl/agentctl/internal/text"
+	"github.com/agentctl/agentctl/proc"
+	"github.com/agentctl/agentctl/spawn"
 )
 
 // A disk error writing fuses.json is the service's failure (internal, CLI
@@ -285,15 +291,17 @@ func TestLaunchChecksIDLikeFields(t *testing.T) {
 	}
 }
 
-// Parallel large request bodies are read a few at a time: the others wait
-// unread, so four 60 MB prompts cannot take the service's memory with them.
+// Parallel large request bodies are read a few at a time (as many as the
+// byte budget takes: one 60 MB body): the others wait unread, so four 60 MB
+// prompts cannot take the service's memory with them.
 func TestParallelLargeBodiesAreReadAFewAtATime(t *testing.T) {
 	h := newHome(t)
 	startService(t, h)
 	const (
-		senders  = largeBodiesOnce + 2
-		announce = 60 << 20
-		chunk    = 64 << 10
+		announce        = 60 << 20
+		largeBodiesOnce = largeBodyBytes / announce
+		senders         = largeBodiesOnce + 3
+		chunk           = 64 << 10
 		// Well past what the socket buffers hold: a sender that got this far
 		// is being read by the service.
 		readMark = 8 << 20
@@ -378,5 +386,243 @@ func TestEndOfARemovedSessionIsAnnouncedOnce(t *testing.T) {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the claim of a removed session's end is still being retried")
+	}
+}
+
+// Clients that send large bodies with an invalid field and never read the
+// answer hold nothing: the answer quotes a short prefix of the value (not
+// the value), the budget is given back when the answer begins, and a
+// legitimate large request goes through at once.
+func TestLargeBodiesOfClientsThatDoNotReadHoldNothing(t *testing.T) {
+	h := newHome(t)
+	svc := startService(t, h)
+	name := strings.Repeat("n", 3<<20)
+	body := fmt.Sprintf(`{"name":%q,"command":["true"],"cwd":"/"}`, name)
+	var conns []net.Conn
+	for range 3 {
+		conn, err := net.Dial("unix", h.Socket())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		// Written aside, bounded: a body the service does not take must
+		// fail the test below, not hang it.
+		conn.SetWriteDeadline(time.Now().Add(20 * time.Second))
+		go fmt.Fprintf(conn, "POST /v1/sessions HTTP/1.1\r\nHost: agentctl\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		conns = append(conns, conn)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	sess, err := svc.client.Launch(ctx, api.RunRequest{Command: []string{"true"}, Prompt: strings.Repeat("p", 2<<20), Cwd: t.TempDir(), Env: []string{"PATH=" + os.Getenv("PATH")}})
+	if err != nil {
+		t.Fatalf("a 2 MiB launch behind clients that do not read: %v", err)
+	}
+	t.Cleanup(func() { killSession(h, sess.ID) })
+	conns[0].SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conns[0]), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusBadRequest || len(answer) > 4<<10 || !strings.Contains(string(answer), fmt.Sprintf("(%d bytes)", len(name))) {
+		t.Errorf("answer to a %d-byte name: %s, %d bytes: %.300s; want a 400 quoting a prefix and the length", len(name), resp.Status, len(answer), answer)
+	}
+}
+
+// A large body that cannot be taken in time is answered busy, with a
+// message that says so, not left to the client's own time-out.
+func TestLargeBodyThatWaitsTooLongIsAnsweredBusy(t *testing.T) {
+	h := newHome(t)
+	svc := startServiceOpts(t, Options{Home: h, BodyWait: 500 * time.Millisecond})
+	// A body as large as the budget, trickled: it holds the whole budget.
+	conn, err := net.Dial("unix", h.Socket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /v1/sessions HTTP/1.1\r\nHost: agentctl\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{\"prompt\":\"", largeBodyBytes)
+	// Past what the socket buffers hold: once written, it is being read.
+	conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	if _, err := conn.Write([]byte(strings.Repeat("x", 4<<20))); err != nil {
+		t.Fatalf("the held body was not read: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	_, err = svc.client.Launch(ctx, api.RunRequest{Command: []string{"true"}, Prompt: strings.Repeat("p", 2<<20), Cwd: t.TempDir()})
+	if api.CodeOf(err) != api.CodeBusy || !strings.Contains(err.Error(), "busy") || strings.Contains(err.Error(), "kill -CONT") {
+		t.Errorf("launch while the budget is held = %v; want a busy answer", err)
+	}
+}
+
+// Event streams are capped per uid: one past the cap is answered busy, and
+// a stream that closed gives its place back.
+func TestEventStreamsAreCappedPerUID(t *testing.T) {
+	h := newHome(t)
+	startServiceOpts(t, Options{Home: h, EventStreams: 3})
+	open := func() (net.Conn, *http.Response) {
+		t.Helper()
+		conn, err := net.Dial("unix", h.Socket())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprint(conn, "GET /v1/events HTTP/1.1\r\nHost: agentctl\r\n\r\n")
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return conn, resp
+	}
+	var conns []net.Conn
+	for range 3 {
+		conn, resp := open()
+		defer conn.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("stream %d: %s", len(conns)+1, resp.Status)
+		}
+		conns = append(conns, conn)
+	}
+	conn, resp := open()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	conn.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), `"busy"`) || !strings.Contains(string(body), "close some") {
+		t.Fatalf("the fourth stream: %s %s; want 503, busy, and what to do", resp.Status, body)
+	}
+	conns[0].Close()
+	eventually(t, 10*time.Second, "a closed stream's place given back", func() bool {
+		conn, resp := open()
+		conn.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+}
+
+// A session that ended reads exited (or killed) from the moment its
+// process is gone: never unknown while its monitor writes the exit record.
+// 200 quick sessions, each polled every millisecond through the API.
+func TestStatusNeverUnknownAtExit(t *testing.T) {
+	h := newHome(t)
+	svc := startService(t, h)
+	const sessions, workers = 200, 4
+	errs := make(chan error, sessions)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < sessions; i += workers {
+				errs <- quickSession(svc, t.TempDir())
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	failed := 0
+	for err := range errs {
+		if err != nil {
+			if failed++; failed <= 5 {
+				t.Error(err)
+			}
+		}
+	}
+	if failed > 0 {
+		t.Errorf("%d of %d sessions read wrong at their end", failed, sessions)
+	}
+}
+
+// quickSession runs `exit 3` and polls its status every millisecond until
+// it ends; an error says what was seen that should not have been.
+func quickSession(svc *service, cwd string) error {
+	ctx := context.Background()
+	sess, err := svc.client.Launch(ctx, api.RunRequest{Command: []string{"sh", "-c", "exit 3"}, Cwd: cwd, Env: []string{"PATH=" + os.Getenv("PATH")}})
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		got, err := svc.client.Get(ctx, sess.ID)
+		if err != nil {
+			return err
+		}
+		switch got.Status {
+		case api.StatusRunning:
+			time.Sleep(time.Millisecond)
+			continue
+		case api.StatusExited:
+			if got.ExitCode == nil || *got.ExitCode != 3 {
+				return fmt.Errorf("session %s exited with %v, want 3", sess.ID, got.ExitCode)
+			}
+			return nil
+		}
+		return fmt.Errorf("session %s read %s (%q) at its end", sess.ID, got.Status, got.Warnings)
+	}
+	return fmt.Errorf("session %s did not end within 30s", sess.ID)
+}
+
+// A forced stop of a session whose monitor is frozen (SIGSTOP) kills the
+// agent itself, and the session reads killed by SIGKILL: agentctl knows it
+// killed it, it is not lost.
+func TestForcedStopWithAFrozenMonitorReadsKilled(t *testing.T) {
+	h := newHome(t)
+	svc := startService(t, h)
+	sess, err := svc.run(api.RunRequest{Command: []string{"sleep", "300"}, Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := spawn.ReadRecord(h.SessionDir(sess.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(rec.Shim.PID, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if proc.Alive(rec.Shim) {
+			syscall.Kill(rec.Shim.PID, syscall.SIGKILL)
+			syscall.Kill(rec.Shim.PID, syscall.SIGCONT)
+		}
+	})
+	got, err := svc.client.Stop(context.Background(), sess.ID, api.StopRequest{Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != api.StatusKilled || got.Signal != "SIGKILL" {
+		t.Errorf("after stop --force: %s (signal %q, warnings %q); want killed by SIGKILL", got.Status, got.Signal, got.Warnings)
+	}
+	if again, err := svc.client.Get(context.Background(), sess.ID); err != nil || again.Status != api.StatusKilled {
+		t.Errorf("status afterwards = %s, %v; want killed", again.Status, err)
+	}
+}
+
+// Oversized values are refused as the caller's error (400, not 500), and
+// the answer quotes only a short prefix of them with their length.
+func TestOversizedValuesAreInvalidAndNotEchoed(t *testing.T) {
+	svc := startService(t, newHome(t))
+	ctx := context.Background()
+	long := "/" + strings.Repeat("d", 100<<10)
+	for name, call := range map[string]func() error{
+		"lock":   func() error { _, err := svc.client.Lock(ctx, api.LockRequest{Directory: long}); return err },
+		"unlock": func() error { _, err := svc.client.Unlock(ctx, long); return err },
+		"fuse": func() error {
+			_, err := svc.client.SetFuse(ctx, api.FuseRequest{Directory: long, TTL: "1m"})
+			return err
+		},
+		"run name": func() error {
+			_, err := svc.run(api.RunRequest{Command: []string{"true"}, Cwd: "/", Name: long[1:]})
+			return err
+		},
+		"run cwd": func() error { _, err := svc.run(api.RunRequest{Command: []string{"true"}, Cwd: long[1:]}); return err },
+		"status":  func() error { _, err := svc.client.Get(ctx, long[1:]); return err },
+	} {
+		err := call()
+		if code := api.CodeOf(err); code != api.CodeInvalid && code != api.CodeNotFound {
+			t.Errorf("%s with a 100 KB value: %v (code %s), want invalid", name, text.Ellipsis(fmt.Sprint(err), 200), code)
+			continue
+		}
+		if msg := err.Error(); len(msg) > 1<<10 || !strings.Contains(msg, fmt.Sprintf("(%d bytes)", len(long)-1)) && !strings.Contains(msg, fmt.Sprintf("(%d bytes)", len(long))) {
+			t.Errorf("%s: the answer is %d bytes: %.300s; want a short prefix and the length", name, len(msg), msg)
+		}
 	}
 }

@@ -29,6 +29,7 @@ var codes = []struct {
 	{session.ErrRunning, api.CodeRunning},
 	{locks.ErrLocked, api.CodeLocked},
 	{adapters.ErrForbidden, api.CodeForbidden},
+	{session.ErrUnsafeFolder, api.CodeForbidden},
 	{session.ErrSpawn, api.CodeSpawnFailed},
 }
 

@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/internal/text"
 	"github.com/agentctl/agentctl/supervisor/events"
 	"github.com/agentctl/agentctl/supervisor/fuses"
 	"github.com/agentctl/agentctl/supervisor/locks"
@@ -25,11 +28,17 @@ func (s *Server) opsRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/events", s.handleEvents)
 }
 
+// maxPath is the longest path the system takes (PATH_MAX).
+const maxPath = 4096
+
 // absDir checks a directory sent by a client: the service's working
 // directory is not the caller's, so it must be absolute.
 func absDir(dir string) error {
 	if dir == "" || !filepath.IsAbs(dir) {
-		return api.Errorf(api.CodeInvalid, "directory %q must be an absolute path", dir)
+		return api.Errorf(api.CodeInvalid, "directory %s must be an absolute path", text.Quote(dir))
+	}
+	if len(dir) > maxPath {
+		return api.Errorf(api.CodeInvalid, "directory %s is longer than the %d bytes a path may have", text.Quote(dir), maxPath)
 	}
 	return nil
 }
@@ -104,7 +113,7 @@ func fuseRequest(r *http.Request, ttlRequired bool) (api.FuseRequest, time.Durat
 	if req.TTL != "" || ttlRequired {
 		d, err := time.ParseDuration(req.TTL)
 		if err != nil || d <= 0 {
-			return req, 0, api.Errorf(api.CodeInvalid, "ttl %q: want a positive duration such as 30m", req.TTL)
+			return req, 0, api.Errorf(api.CodeInvalid, "ttl %s: want a positive duration such as 30m", text.Quote(req.TTL))
 		}
 		ttl = d
 	}
@@ -163,6 +172,18 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	uid := peerOf(r).UID
+	if !s.streams.take(uid) {
+		writeError(w, api.Errorf(api.CodeBusy, "uid %d has %d event streams open, the most one user may have: close some (each `agentctl events`, `top` and web view holds one)", uid, maxEventStreams))
+		return
+	}
+	defer func() {
+		if s.streams.give(uid) {
+			// The last of many streams closed: what they held goes back to
+			// the system now, not bit by bit.
+			debug.FreeOSMemory()
+		}
+	}()
 	sub := s.ops.bus.Subscribe(after)
 	defer sub.Close()
 	w.Header().Set(api.HeaderEventsAfter, strconv.FormatUint(sub.After(), 10))
@@ -218,4 +239,50 @@ func hookWords(h api.HookRun) string {
 		return "failed: " + h.Error
 	}
 	return h.Status
+}
+
+// maxEventStreams is how many event streams one uid may hold open at once:
+// each costs the service a connection and its goroutines, and a runaway
+// script must not exhaust it for everyone.
+const maxEventStreams = 256
+
+// releaseAfter is how many event streams open at once make their closing
+// worth handing memory back to the system for.
+const releaseAfter = 64
+
+// streamCounts counts the event streams open per uid.
+type streamCounts struct {
+	mu  sync.Mutex
+	max int
+	n   map[int]int
+	// open counts every uid's streams; peak is the most open since the
+	// last time none were.
+	open, peak int
+}
+
+// take counts a stream for uid, unless uid holds max already.
+func (c *streamCounts) take(uid int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n[uid] >= c.max {
+		return false
+	}
+	c.n[uid]++
+	c.open++
+	c.peak = max(c.peak, c.open)
+	return true
+}
+
+// give forgets a stream of uid's. It reports when the last stream closed
+// after at least releaseAfter were open at once.
+func (c *streamCounts) give(uid int) (release bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n[uid]--; c.n[uid] <= 0 {
+		delete(c.n, uid)
+	}
+	if c.open--; c.open == 0 {
+		release, c.peak = c.peak >= releaseAfter, 0
+	}
+	return release
 }

@@ -8,21 +8,26 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/internal/text"
 )
 
 // maxRequestBody bounds request bodies; prompts can be large.
 const maxRequestBody = 64 << 20
 
-// Large bodies are decoded a few at a time, so parallel large requests
-// cannot take the service's memory with them.
+// Large bodies are admitted while the bytes they announce fit a budget, so
+// parallel large requests cannot take the service's memory with them: one
+// 60 MB prompt at a time, or dozens of 2 MB ones. One waits its turn at
+// most largeBodyWait, then hears that the service is busy.
 const (
-	largeBody       = 1 << 20
-	largeBodiesOnce = 2
+	largeBody      = 1 << 20
+	largeBodyBytes = maxRequestBody
+	largeBodyWait  = 20 * time.Second
 )
 
 // Each route decodes its request, makes one call, and encodes the answer.
@@ -56,21 +61,108 @@ func withVersion(version string, next http.Handler) http.Handler {
 	})
 }
 
-// boundBodies lets at most largeBodiesOnce requests with a large (or
-// unannounced) body in at a time; the others wait their turn, or give up
-// with their caller.
+// boundBodies admits requests with a large (or unannounced) body within
+// the budget of bytes (s.bodies); the others wait their turn, up to
+// largeBodyWait, or give up with their caller. A request holds its share
+// while it is read and handled, not while its answer is written: a client
+// that never reads its answer holds nothing.
 func (s *Server) boundBodies(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength > largeBody || (r.ContentLength < 0 && r.Body != http.NoBody) {
-			select {
-			case s.bodies <- struct{}{}:
-				defer func() { <-s.bodies }()
-			case <-r.Context().Done():
-				return
-			}
+		if r.ContentLength <= largeBody && (r.ContentLength >= 0 || r.Body == http.NoBody) {
+			next.ServeHTTP(w, r)
+			return
 		}
-		next.ServeHTTP(w, r)
+		n := r.ContentLength
+		if n < 0 || n > largeBodyBytes {
+			n = largeBodyBytes
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), s.opts.BodyWait)
+		err := s.bodies.acquire(ctx, n)
+		cancel()
+		if err != nil {
+			if r.Context().Err() == nil {
+				writeError(w, api.Errorf(api.CodeBusy, "the service is busy with other large requests (it takes %d MiB of them at a time) and this one waited %s: try again", largeBodyBytes>>20, s.opts.BodyWait))
+			}
+			return
+		}
+		var once sync.Once
+		release := func() { once.Do(func() { s.bodies.release(n) }) }
+		defer release()
+		next.ServeHTTP(&answering{ResponseWriter: w, begin: release}, r)
 	})
+}
+
+// answering calls begin when the answer starts.
+type answering struct {
+	http.ResponseWriter
+	begin func()
+}
+
+func (a *answering) WriteHeader(code int) { a.begin(); a.ResponseWriter.WriteHeader(code) }
+
+func (a *answering) Write(b []byte) (int, error) { a.begin(); return a.ResponseWriter.Write(b) }
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (a *answering) Unwrap() http.ResponseWriter { return a.ResponseWriter }
+
+// admission hands out a budget of bytes, first come first served.
+type admission struct {
+	mu    sync.Mutex
+	free  int64
+	queue []*admissionWait
+}
+
+type admissionWait struct {
+	n     int64
+	ready chan struct{}
+}
+
+func newAdmission(budget int64) *admission { return &admission{free: budget} }
+
+// acquire waits until n bytes of the budget are free, or ctx ends.
+func (a *admission) acquire(ctx context.Context, n int64) error {
+	a.mu.Lock()
+	if len(a.queue) == 0 && a.free >= n {
+		a.free -= n
+		a.mu.Unlock()
+		return nil
+	}
+	w := &admissionWait{n: n, ready: make(chan struct{})}
+	a.queue = append(a.queue, w)
+	a.mu.Unlock()
+	select {
+	case <-w.ready:
+		return nil
+	case <-ctx.Done():
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	select {
+	case <-w.ready:
+		// Admitted as the wait ended: give the share back.
+		a.free += n
+	default:
+		a.queue = slices.DeleteFunc(a.queue, func(q *admissionWait) bool { return q == w })
+	}
+	a.grantLocked()
+	return ctx.Err()
+}
+
+// release gives n bytes back.
+func (a *admission) release(n int64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.free += n
+	a.grantLocked()
+}
+
+func (a *admission) grantLocked() {
+	for len(a.queue) > 0 && a.free >= a.queue[0].n {
+		w := a.queue[0]
+		a.queue = a.queue[1:]
+		a.free -= w.n
+		close(w.ready)
+	}
 }
 
 // stream lifts the read deadline for an answer that goes on for as long as
@@ -101,14 +193,42 @@ func answer(w http.ResponseWriter, status int, v any, err error) {
 }
 
 // decode reads a JSON body; an empty body leaves v as it is when optional.
+// An announced body is read into a buffer of its size, and decoded from
+// there: a decoder's growing buffer would cost twice as much again.
 func decode(r *http.Request, v any, optional bool) error {
 	if optional && r.ContentLength == 0 {
 		return nil
 	}
-	if err := json.NewDecoder(io.LimitReader(r.Body, maxRequestBody)).Decode(v); err != nil {
-		return api.Errorf(api.CodeInvalid, "bad request body: %v", err)
+	b, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return api.Errorf(api.CodeInvalid, "bad request body: %s", text.Ellipsis(err.Error(), 200))
 	}
 	return nil
+}
+
+// readBody reads a request's body, up to maxRequestBody.
+func readBody(r *http.Request) ([]byte, error) {
+	if r.ContentLength > maxRequestBody {
+		return nil, api.Errorf(api.CodeInvalid, "bad request body: %d bytes, over the %d MiB a request may have", r.ContentLength, maxRequestBody>>20)
+	}
+	if r.ContentLength >= 0 {
+		b := make([]byte, r.ContentLength)
+		if _, err := io.ReadFull(r.Body, b); err != nil {
+			return nil, api.Errorf(api.CodeInvalid, "bad request body: read %d bytes: %v", r.ContentLength, err)
+		}
+		return b, nil
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBody+1))
+	if err != nil {
+		return nil, api.Errorf(api.CodeInvalid, "bad request body: %v", err)
+	}
+	if len(b) > maxRequestBody {
+		return nil, api.Errorf(api.CodeInvalid, "bad request body: over the %d MiB a request may have", maxRequestBody>>20)
+	}
+	return b, nil
 }
 
 func (s *Server) handleDaemonStatus(w http.ResponseWriter, r *http.Request) {
@@ -240,7 +360,7 @@ func (s *Server) handlePrune(w http.ResponseWriter, r *http.Request) {
 	if req.OlderThan != "" {
 		d, err := time.ParseDuration(req.OlderThan)
 		if err != nil {
-			writeError(w, api.Errorf(api.CodeInvalid, "older-than %q: %v", req.OlderThan, err))
+			writeError(w, api.Errorf(api.CodeInvalid, "older-than %s: want a duration such as 24h", text.Quote(req.OlderThan)))
 			return
 		}
 		older = d

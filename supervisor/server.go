@@ -42,6 +42,12 @@ type Options struct {
 	PruneEvery time.Duration
 	// ReadTimeout bounds reading one request, body included (default 1 min).
 	ReadTimeout time.Duration
+	// EventStreams is how many event streams one uid may hold open
+	// (default 256).
+	EventStreams int
+	// BodyWait is how long a request with a large body waits for its turn
+	// before it is answered busy (default 20 s).
+	BodyWait time.Duration
 	// KeepAlive is how long a stream may be silent before it sends an
 	// empty line (default 15 s).
 	KeepAlive time.Duration
@@ -62,8 +68,10 @@ type Server struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	// bodies holds a token per large request body being read.
-	bodies chan struct{}
+	// bodies admits large request bodies within a budget of bytes.
+	bodies *admission
+	// streams counts the event streams each uid holds open.
+	streams *streamCounts
 
 	mu       sync.Mutex
 	watching map[string]bool
@@ -90,6 +98,12 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	if opts.ReadTimeout <= 0 {
 		opts.ReadTimeout = time.Minute
+	}
+	if opts.EventStreams <= 0 {
+		opts.EventStreams = maxEventStreams
+	}
+	if opts.BodyWait <= 0 {
+		opts.BodyWait = largeBodyWait
 	}
 	if opts.KeepAlive <= 0 {
 		opts.KeepAlive = 15 * time.Second
@@ -122,7 +136,8 @@ func Run(ctx context.Context, opts Options) error {
 		ctx:      ctx,
 		cancel:   cancel,
 		watching: map[string]bool{},
-		bodies:   make(chan struct{}, largeBodiesOnce),
+		bodies:   newAdmission(largeBodyBytes),
+		streams:  &streamCounts{max: opts.EventStreams, n: map[int]int{}},
 	}
 	if s.ops, err = newOps(ctx, opts.Home, s.log, opts.Version); err != nil {
 		return err

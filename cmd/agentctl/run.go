@@ -306,7 +306,14 @@ func showStarted(cmd *cobra.Command, f *runFlags, h hosts.Host, sess api.Session
 		fmt.Println(sess.ID)
 	}
 	if f.attach {
-		return attachTo(cmd, h, sess.ID)
+		err := attachTo(cmd, h, sess.ID)
+		if api.CodeOf(err) != api.CodeNotRunning {
+			return err
+		}
+		// It ended before the terminal could be joined (a quick command,
+		// an agent that fails at once): show what it wrote and exit with
+		// its code, as `docker run -it` does.
+		return waitSession(cmd.Context(), h.API, sess.ID, os.Stdout)
 	}
 	if !f.wait {
 		return nil

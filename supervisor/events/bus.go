@@ -19,6 +19,7 @@ import (
 
 // DefaultBuffer is how many events a subscriber may fall behind before the
 // broadcaster stops queueing for it; it then catches up from the journal.
+// The queue grows to it only while the subscriber is behind.
 const DefaultBuffer = 1024
 
 // Now asks Subscribe for only the events published from now on.
@@ -109,15 +110,9 @@ func (b *Bus) Publish(e api.Event) api.Event {
 		b.log.Warn("event not journaled", "seq", e.Seq, "type", e.Type, "err", err)
 	}
 	for s := range b.subs {
-		select {
-		case s.ch <- e:
-		default:
+		if !s.offer(e, b.buffer) {
 			s.dropped.Add(1)
 			b.dropped.Add(1)
-			select {
-			case s.lagging <- struct{}{}:
-			default:
-			}
 		}
 	}
 	return e
@@ -147,14 +142,14 @@ func (b *Bus) Resolve(s api.EventsSince) (uint64, error) {
 // subscribes to future events only; a number beyond the last event (a
 // journal that was reset) is treated as Now.
 func (b *Bus) Subscribe(after uint64) *Subscription {
-	s := &Subscription{bus: b, ch: make(chan api.Event, b.buffer), lagging: make(chan struct{}, 1)}
+	s := &Subscription{bus: b, wake: make(chan struct{}, 1)}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s.head = b.seq
 	s.next = min(after, b.seq) + 1
 	s.start = s.next - 1
 	if b.closed {
-		close(s.ch)
+		s.end()
 		return s
 	}
 	b.subs[s] = struct{}{}
@@ -170,7 +165,7 @@ func (b *Bus) Close() error {
 	}
 	b.closed = true
 	for s := range b.subs {
-		close(s.ch)
+		s.end()
 		delete(b.subs, s)
 	}
 	return b.journal.close()
@@ -179,10 +174,17 @@ func (b *Bus) Close() error {
 // Subscription is one consumer's ordered view of the events.
 type Subscription struct {
 	bus *Bus
-	ch  chan api.Event
-	// lagging is signalled when the buffer overflowed: the consumer then
-	// reads what it missed from the journal.
-	lagging chan struct{}
+	// wake tells the consumer that queued, lagging or closed changed.
+	wake chan struct{}
+	// mu guards queued, lagging and closed. The queue holds what the
+	// consumer has yet to take, up to the bus's buffer, and no more memory
+	// than that: an idle subscriber costs next to nothing.
+	mu     sync.Mutex
+	queued []api.Event
+	// lagging says the queue overflowed: the consumer then reads what it
+	// missed from the journal.
+	lagging bool
+	closed  bool
 	// start is the sequence number the subscription began after.
 	start uint64
 	// head is the last event published before the subscription started:
@@ -235,32 +237,88 @@ func (s *Subscription) Next(ctx context.Context) (api.Event, error) {
 			}
 			continue
 		}
-		select {
-		case e, ok := <-s.ch:
-			if !ok {
-				return api.Event{}, ErrClosed
-			}
+		e, ok, lagging, closed := s.take()
+		if !ok {
 			switch {
-			case e.Seq < s.next:
-				continue // already replayed from the journal
-			case e.Seq > s.next:
-				// The buffer overflowed: the missed events are in the
-				// journal, written before e was queued.
-				if err := s.fill(e.Seq - 1); err != nil {
+			case lagging:
+				if err := s.fill(s.bus.Last()); err != nil {
 					return api.Event{}, err
 				}
-				s.pending = append(s.pending, e)
 				continue
+			case closed:
+				return api.Event{}, ErrClosed
 			}
-			s.next++
-			return e, nil
-		case <-s.lagging:
-			if err := s.fill(s.bus.Last()); err != nil {
+			select {
+			case <-s.wake:
+				continue
+			case <-ctx.Done():
+				return api.Event{}, ctx.Err()
+			}
+		}
+		switch {
+		case e.Seq < s.next:
+			continue // already replayed from the journal
+		case e.Seq > s.next:
+			// The queue overflowed: the missed events are in the journal,
+			// written before e was queued.
+			if err := s.fill(e.Seq - 1); err != nil {
 				return api.Event{}, err
 			}
-		case <-ctx.Done():
-			return api.Event{}, ctx.Err()
+			s.pending = append(s.pending, e)
+			continue
 		}
+		s.next++
+		return e, nil
+	}
+}
+
+// offer queues e for the consumer unless its queue holds max events
+// already; then it marks the subscription lagging and reports false.
+func (s *Subscription) offer(e api.Event, max int) bool {
+	s.mu.Lock()
+	ok := len(s.queued) < max
+	if ok {
+		s.queued = append(s.queued, e)
+	} else {
+		s.lagging = true
+	}
+	s.mu.Unlock()
+	s.signal()
+	return ok
+}
+
+// take returns the next queued event (ok), else whether the queue
+// overflowed since the last look (lagging, cleared by the look) and
+// whether the bus closed. A drained queue gives its memory back.
+func (s *Subscription) take() (e api.Event, ok, lagging, closed bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.queued) > 0 {
+		e = s.queued[0]
+		s.queued[0] = api.Event{}
+		s.queued = s.queued[1:]
+		if len(s.queued) == 0 {
+			s.queued = nil
+		}
+		return e, true, false, false
+	}
+	lagging, s.lagging = s.lagging, false
+	return e, false, lagging, s.closed
+}
+
+// end marks the subscription closed: the consumer gets ErrClosed once it
+// has taken what was queued.
+func (s *Subscription) end() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.signal()
+}
+
+func (s *Subscription) signal() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
 	}
 }
 

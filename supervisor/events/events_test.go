@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -242,5 +243,39 @@ func TestCloseEndsSubscriptions(t *testing.T) {
 	}
 	if e := b.Publish(api.Event{Type: api.EventSessionLost}); e.Seq != 0 {
 		t.Errorf("publish after close numbered the event %d", e.Seq)
+	}
+}
+
+// An idle subscriber costs next to nothing: its queue is not allocated
+// ahead (a buffer of DefaultBuffer events each would be over 100 KB), and
+// what a subscriber held is given back once it is closed.
+func TestIdleSubscribersCostLittle(t *testing.T) {
+	b := openBus(t, filepath.Join(t.TempDir(), "events.jsonl"), Options{})
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	const n = 1000
+	before := heap()
+	subs := make([]*Subscription, n)
+	for i := range subs {
+		subs[i] = b.Subscribe(Now)
+	}
+	// One event queued to each, then taken: the queues drain to nothing.
+	b.Publish(api.Event{Type: api.EventSessionIdle})
+	for _, s := range subs {
+		collect(t, s, 1)
+	}
+	held := heap()
+	if per := (int64(held) - int64(before)) / n; per > 4<<10 {
+		t.Errorf("an idle subscriber holds %d bytes, want at most 4 KiB", per)
+	}
+	for _, s := range subs {
+		s.Close()
+	}
+	if after := heap(); int64(after)-int64(before) > 256<<10 {
+		t.Errorf("closed subscribers left %d bytes on the heap", int64(after)-int64(before))
 	}
 }

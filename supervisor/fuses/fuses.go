@@ -23,6 +23,8 @@ import (
 	"github.com/agentctl/agentctl/supervisor/hooks"
 	"github.com/agentctl/agentctl/supervisor/locks"
 	"github.com/agentctl/agentctl/supervisor/webhook"
+
+	"github.com/agentctl/agentctl/internal/text"
 )
 
 // DefaultScriptTimeout bounds an on-expire script, as in the tool agentctl
@@ -287,7 +289,7 @@ func (e *Engine) Set(req SetRequest) (Fuse, error) {
 	}
 	if req.Webhook != "" {
 		if u, err := url.Parse(req.Webhook); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return Fuse{}, invalidf("set fuse on %s: webhook %q must be an http or https URL", dir, req.Webhook)
+			return Fuse{}, invalidf("set fuse on %s: webhook %s must be an http or https URL", dir, text.Quote(req.Webhook))
 		}
 	}
 	now := e.opts.Clock().UTC()

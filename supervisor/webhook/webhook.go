@@ -16,6 +16,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"sync"
 	"time"
@@ -170,7 +171,7 @@ func (s *Sender) Send(d Delivery) bool {
 	}
 	if len(r.queue) >= s.opts.QueueLen {
 		s.mu.Unlock()
-		s.report(Result{Delivery: d, Outcome: Dropped, Err: fmt.Errorf("queue for %s is full (%d waiting)", d.URL, s.opts.QueueLen)})
+		s.report(Result{Delivery: d, Outcome: Dropped, Err: fmt.Errorf("queue for %s is full (%d waiting)", Redact(d.URL), s.opts.QueueLen)})
 		return false
 	}
 	r.queue = append(r.queue, d)
@@ -230,7 +231,7 @@ func (s *Sender) deliver(d Delivery) Result {
 		}
 		pause = min(pause, s.opts.MaxBackoff)
 		wait = min(wait*2, s.opts.MaxBackoff)
-		s.opts.Logger.Debug("webhook attempt failed, retrying", "url", d.URL, "event", d.Event, "attempt", res.Attempts, "in", pause, "err", err)
+		s.opts.Logger.Debug("webhook attempt failed, retrying", "url", Redact(d.URL), "event", d.Event, "attempt", res.Attempts, "in", pause, "err", err)
 		select {
 		case <-time.After(pause):
 		case <-s.ctx.Done():
@@ -266,7 +267,7 @@ func (s *Sender) attempt(d Delivery) (int, time.Duration, error) {
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.URL, bytes.NewReader(d.Body))
 	if err != nil {
-		return http.StatusBadRequest, 0, fmt.Errorf("post %s webhook to %s: %w", d.Event, d.URL, err)
+		return http.StatusBadRequest, 0, fmt.Errorf("post %s webhook to %s: %w", d.Event, Redact(d.URL), unwrapURL(err))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", s.opts.UserAgent)
@@ -284,7 +285,7 @@ func (s *Sender) attempt(d Delivery) (int, time.Duration, error) {
 	}
 	resp, err := s.opts.Client.Do(req)
 	if err != nil {
-		return 0, 0, fmt.Errorf("post %s webhook to %s: %w", d.Event, d.URL, err)
+		return 0, 0, fmt.Errorf("post %s webhook to %s: %w", d.Event, Redact(d.URL), unwrapURL(err))
 	}
 	defer resp.Body.Close()
 	// Drain a little so the connection can be reused; receivers' answers
@@ -297,15 +298,15 @@ func (s *Sender) attempt(d Delivery) (int, time.Duration, error) {
 	if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
 		retryAfter = time.Duration(secs) * time.Second
 	}
-	return resp.StatusCode, retryAfter, fmt.Errorf("post %s webhook to %s: %s", d.Event, d.URL, resp.Status)
+	return resp.StatusCode, retryAfter, fmt.Errorf("post %s webhook to %s: %s", d.Event, Redact(d.URL), resp.Status)
 }
 
 func (s *Sender) report(r Result) {
 	switch r.Outcome {
 	case Delivered:
-		s.opts.Logger.Debug("webhook delivered", "url", r.Delivery.URL, "event", r.Delivery.Event, "attempts", r.Attempts)
+		s.opts.Logger.Debug("webhook delivered", "url", Redact(r.Delivery.URL), "event", r.Delivery.Event, "attempts", r.Attempts)
 	default:
-		s.opts.Logger.Warn("webhook not delivered", "outcome", r.Outcome, "url", r.Delivery.URL, "event", r.Delivery.Event, "attempts", r.Attempts, "err", r.Err)
+		s.opts.Logger.Warn("webhook not delivered", "outcome", r.Outcome, "url", Redact(r.Delivery.URL), "event", r.Delivery.Event, "attempts", r.Attempts, "err", r.Err)
 	}
 	if s.opts.OnResult != nil {
 		s.opts.OnResult(r)
@@ -330,4 +331,40 @@ func (s *Sender) Close(ctx context.Context) error {
 	s.cancel()
 	<-done
 	return fmt.Errorf("webhook sender closed with deliveries pending: %w", ctx.Err())
+}
+
+// Redact is a webhook URL as it may be logged: its scheme and host. A
+// receiver's URL often carries its secret (user:password, a token as a
+// path segment as Slack's and Discord's do, or in the query), so whatever
+// follows the host is shown as "…" and credentials as "…@".
+func Redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "(a webhook URL that does not parse)"
+	}
+	out := u.Scheme + "://"
+	if u.User != nil {
+		out += "…@"
+	}
+	out += u.Host
+	if (u.Path != "" && u.Path != "/") || u.RawPath != "" || u.Opaque != "" {
+		out += "/…"
+	}
+	if u.RawQuery != "" || u.ForceQuery {
+		out += "?…"
+	}
+	if u.Fragment != "" {
+		out += "#…"
+	}
+	return out
+}
+
+// unwrapURL drops the URL an HTTP client's error names (in full, path and
+// query included): the caller names the receiver, redacted.
+func unwrapURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("%s: %w", ue.Op, ue.Err)
+	}
+	return err
 }

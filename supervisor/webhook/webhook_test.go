@@ -280,3 +280,63 @@ func TestSessionEndedPayload(t *testing.T) {
 		})
 	}
 }
+
+// A webhook URL's secrets (user:password, a token in the path or the
+// query) never reach the log or the delivery's error, whether the receiver
+// refuses or cannot be reached.
+func TestWebhookSecretsAreNotLogged(t *testing.T) {
+	refusing := newReceiver(t, "", 400)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String()
+	ln.Close() // nothing listens there now
+	for _, base := range []string{refusing.srv.URL, closed} {
+		var log strings.Builder
+		var mu sync.Mutex
+		rs := newResults()
+		s := New(Options{MaxAttempts: 1, OnResult: rs.add, Logger: slog.New(slog.NewTextHandler(&lockedWriter{w: &log, mu: &mu}, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+		u := strings.Replace(base, "://", "://alice:pa55word@", 1) + "/services/T0/B0/t0ken?key=k3y"
+		s.Send(Delivery{URL: u, Event: HookSessionStopped, Body: []byte("{}")})
+		r := rs.next(t)
+		s.Close(context.Background())
+		mu.Lock()
+		text := log.String() + "\n" + r.Err.Error()
+		mu.Unlock()
+		for _, secret := range []string{"alice", "pa55word", "t0ken", "k3y", "services"} {
+			if strings.Contains(text, secret) {
+				t.Errorf("%q is in the log or the error:\n%s", secret, text)
+			}
+		}
+		if !strings.Contains(text, strings.TrimPrefix(base, "http://")) {
+			t.Errorf("the receiver's host is not named:\n%s", text)
+		}
+	}
+}
+
+func TestRedact(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"https://hooks.example.com":                   "https://hooks.example.com",
+		"https://hooks.example.com/":                  "https://hooks.example.com",
+		"https://u:p@hooks.example.com/a/b?token=x#f": "https://…@hooks.example.com/…?…#…",
+		"http://127.0.0.1:8080/hook":                  "http://127.0.0.1:8080/…",
+		"not a url":                                   "(a webhook URL that does not parse)",
+	} {
+		if got := Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+type lockedWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
