@@ -14,6 +14,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/internal/text"
 )
 
 // outputFlags are how a command that prints sessions prints them.
@@ -112,12 +113,12 @@ func sessionColumns(now time.Time, wide bool) []column {
 		{head: "PID", cell: func(s *api.Session) string { return pidText(s.PID) }, wideOnly: true},
 		{head: "AGE", cell: func(s *api.Session) string { return ago(now, s.CreatedAt) }},
 		{head: "LAST", cell: func(s *api.Session) string { return ago(now, s.ActiveAt()) }},
-		{head: "MODEL", cell: func(s *api.Session) string { return sanitize(s.Model) }},
+		{head: "MODEL", cell: func(s *api.Session) string { return text.Clean(s.Model) }},
 		{head: "TOKENS", cell: tokensText},
 		{head: "COST", cell: func(s *api.Session) string { return costText(s.CostUSD) }},
 		{head: "GROUP", cell: func(s *api.Session) string { return s.Group }},
-		{head: "CWD", cell: func(s *api.Session) string { return sanitize(tildePath(s.Cwd, homeDir)) }, flex: true, cut: cutLeft},
-		{head: "NAME/PROMPT", cell: func(s *api.Session) string { return sanitize(oneLine(label(s), promptRunes)) }, flex: true, cut: cutRight},
+		{head: "CWD", cell: func(s *api.Session) string { return text.Clean(tildePath(s.Cwd, homeDir)) }, flex: true, cut: cutLeft},
+		{head: "NAME/PROMPT", cell: func(s *api.Session) string { return text.Clean(oneLine(label(s), promptRunes)) }, flex: true, cut: cutRight},
 	}
 }
 

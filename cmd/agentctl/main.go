@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/internal/text"
 )
 
 func main() {
@@ -35,7 +36,7 @@ func run(ctx context.Context, args []string) int {
 		return 130
 	}
 	if isUnknownCommand(err) {
-		fmt.Fprintln(os.Stderr, "agentctl: "+err.Error())
+		fmt.Fprintln(os.Stderr, "agentctl: "+text.CleanLines(err.Error()))
 		return 2
 	}
 	var exit exitError
@@ -43,7 +44,9 @@ func run(ctx context.Context, args []string) int {
 		return exit.code
 	}
 	if p, ok := err.(printedError); !ok || !p.quiet {
-		fmt.Fprintln(os.Stderr, "agentctl: "+err.Error())
+		// An error may carry another host's words (its API's message,
+		// what its ssh said): cleaned like any text not ours.
+		fmt.Fprintln(os.Stderr, "agentctl: "+text.CleanLines(err.Error()))
 	}
 	var usage usageError
 	if errors.As(err, &usage) {
