@@ -1,0 +1,93 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentctl/agentctl/api"
+)
+
+// hostileSSH is a host whose `ssh … agentctl dial-stdio` is a script: it
+// greets as agentctl does, reads the request's head, then answers as mode
+// says (a real process on real pipes, as ssh would be).
+func hostileSSH(t *testing.T, mode string) *SSH {
+	t.Helper()
+	script := filepath.Join(t.TempDir(), "ssh")
+	body := fmt.Sprintf(`printf 'agentctl-dial-stdio protocol=%d version=test\n'
+cr=$(printf '\r')
+while IFS= read -r line; do
+	[ "$line" = "$cr" ] && break
+	[ -z "$line" ] && break
+done
+ok='HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n'
+case "$1" in
+flood)
+	# An answer that does not end: 8 MiB of one string, then silence.
+	printf "$ok"'{"sessions":[{"id":"'
+	head -c 8388608 /dev/zero | tr '\0' a
+	exec sleep 60 ;;
+stall)
+	# Its head, the start of a value, then nothing.
+	printf "$ok"'{"sessions":['
+	exec sleep 60 ;;
+error-stall)
+	printf 'HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\n\r\n{"code":"internal","mess'
+	exec sleep 60 ;;
+long-line)
+	printf "$ok"'{"data":"'
+	head -c 8388608 /dev/zero | tr '\0' a
+	exec sleep 60 ;;
+esac
+`, api.Protocol)
+	if err := os.WriteFile(script, []byte(body), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return &SSH{Name: "evil", Host: "evil", Command: []string{"/bin/sh", script, mode}}
+}
+
+// A broken or hostile far end cannot take this process's memory or hang
+// a command: an answer over its bound, one that stops coming, and a
+// stream's line over its bound each end the request with an error that
+// names the host and what was exceeded.
+func TestHostileRemoteIsBounded(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		mode string
+		call func(context.Context, *Client) error
+		want error
+		says string
+	}{
+		{"flood", func(ctx context.Context, c *Client) error { _, err := c.List(ctx, api.ListOptions{}); return err }, ErrTooLarge, "1 MiB"},
+		{"flood", func(ctx context.Context, c *Client) error { _, err := c.Get(ctx, "x"); return err }, ErrTooLarge, "512 KiB"},
+		{"stall", func(ctx context.Context, c *Client) error { _, err := c.List(ctx, api.ListOptions{}); return err }, ErrStalled, "nothing came for 300ms"},
+		{"error-stall", func(ctx context.Context, c *Client) error { _, err := c.Get(ctx, "x"); return err }, ErrStalled, "nothing came"},
+		{"long-line", func(ctx context.Context, c *Client) error {
+			return c.Logs(ctx, "x", api.LogOptions{}, func(api.LogChunk) error { return nil })
+		}, ErrTooLarge, "a line over its bound of 1 MiB"},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			t.Parallel()
+			c := NewRemote(hostileSSH(t, tc.mode), false)
+			c.limits = limits{list: 1 << 20, reply: 512 << 10, errorReply: 64 << 10, line: 1 << 20, idle: 300 * time.Millisecond, total: 20 * time.Second}
+			// The test's own bound: code that waits for the far end
+			// fails here rather than hanging.
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			err := tc.call(ctx, c)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("%s: %v, want %v", tc.mode, err, tc.want)
+			}
+			for _, w := range []string{"host evil", tc.says} {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%s: %q does not say %q", tc.mode, err, w)
+				}
+			}
+		})
+	}
+}
