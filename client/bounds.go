@@ -18,11 +18,11 @@ import (
 // 1 KB, so a list of 50,000 is about 50 MB; a transcript is the last
 // messages of a session; an error is a sentence.
 const (
-	// maxListReply bounds a list's answer.
-	maxListReply = 256 << 20
-	// maxReply bounds any other answer that is one value (a session, a
+	// MaxListReply bounds a list's answer.
+	MaxListReply = 256 << 20
+	// MaxReply bounds any other answer that is one value (a session, a
 	// transcript, an explanation…).
-	maxReply = 64 << 20
+	MaxReply = 64 << 20
 	// maxErrorReply bounds an error's answer.
 	maxErrorReply = 1 << 20
 	// maxStreamLine bounds one line of a stream (a log chunk, an event).
@@ -34,10 +34,10 @@ const (
 	// that stopped. Streams (logs, events) have their keep-alive instead
 	// (streamSilence), and an attached terminal may be quiet for hours.
 	replyIdle = 30 * time.Second
-	// replyTime bounds the reading of an answer that is one value, once
+	// ReplyTime bounds the reading of an answer that is one value, once
 	// it began (answerTimeout bounds the wait for it to begin): a list of
 	// 50,000 sessions over a slow link is read in well under a minute.
-	replyTime = 5 * time.Minute
+	ReplyTime = 5 * time.Minute
 )
 
 // limits are the bounds a client applies (tests make them small).
@@ -47,7 +47,7 @@ type limits struct {
 }
 
 func defaultLimits() limits {
-	return limits{list: maxListReply, reply: maxReply, errorReply: maxErrorReply, line: maxStreamLine, idle: replyIdle, total: replyTime}
+	return limits{list: MaxListReply, reply: MaxReply, errorReply: maxErrorReply, line: maxStreamLine, idle: replyIdle, total: ReplyTime}
 }
 
 // ErrTooLarge marks an answer, or a line of a stream, over its bound.
