@@ -14,15 +14,23 @@ import (
 // What an answer may hold and how long it may take. Another host's
 // service (over ssh) may be broken or hostile: no answer of it may take
 // this process's memory, or hang a command, without bound. The sizes are
-// several times what a real answer holds: a session in a list is about
-// 1 KB, so a list of 50,000 is about 50 MB; a transcript is the last
-// messages of a session; an error is a sentence.
+// several times what a real answer holds: a session in a list is 0.5 to
+// 1.5 KB, so a list of 50,000 (the most a service is meant to hold) is
+// 25 to 75 MB; a transcript is the last messages of a session; an error
+// is a sentence.
 const (
 	// MaxListReply bounds a list's answer.
-	MaxListReply = 256 << 20
+	MaxListReply = 128 << 20
+	// maxListSessions bounds the sessions of a list: decoded, each costs
+	// 512 bytes before its strings, and "{}," is three bytes of answer.
+	maxListSessions = 200_000
 	// MaxReply bounds any other answer that is one value (a session, a
 	// transcript, an explanation…).
 	MaxReply = 64 << 20
+	// maxListSession bounds one session in a list's answer: its command
+	// line is the most of it, and the system bounds a command line's
+	// length (2 MiB on Linux by default).
+	maxListSession = 8 << 20
 	// maxErrorReply bounds an error's answer.
 	maxErrorReply = 1 << 20
 	// maxStreamLine bounds one line of a stream (a log chunk, an event).
@@ -42,12 +50,13 @@ const (
 
 // limits are the bounds a client applies (tests make them small).
 type limits struct {
-	list, reply, errorReply, line int64
-	idle, total                   time.Duration
+	list, session, reply, errorReply, line int64
+	sessions                               int
+	idle, total                            time.Duration
 }
 
 func defaultLimits() limits {
-	return limits{list: MaxListReply, reply: MaxReply, errorReply: maxErrorReply, line: maxStreamLine, idle: replyIdle, total: ReplyTime}
+	return limits{list: MaxListReply, sessions: maxListSessions, session: maxListSession, reply: MaxReply, errorReply: maxErrorReply, line: maxStreamLine, idle: replyIdle, total: ReplyTime}
 }
 
 // ErrTooLarge marks an answer, or a line of a stream, over its bound.
@@ -74,9 +83,12 @@ type boundedBody struct {
 
 func newBoundedBody(r io.ReadCloser, cancel context.CancelCauseFunc, what string, max int64, l limits) *boundedBody {
 	b := &boundedBody{r: r, left: max, max: max, what: what, idle: l.idle, cancel: cancel}
+	// The idle timer runs while a read waits, not while the reader
+	// works on what came.
 	b.idleT = time.AfterFunc(l.idle, func() {
 		b.stop(fmt.Errorf("%s: %w: nothing came for %s", what, ErrStalled, l.idle))
 	})
+	b.idleT.Stop()
 	b.totalT = time.AfterFunc(l.total, func() {
 		b.stop(fmt.Errorf("%s: %w: not read whole within %s", what, ErrStalled, l.total))
 	})
@@ -98,10 +110,9 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 	if int64(len(p)) > b.left+1 {
 		p = p[:b.left+1]
 	}
+	b.idleT.Reset(b.idle)
 	n, err := b.r.Read(p)
-	if n > 0 {
-		b.idleT.Reset(b.idle)
-	}
+	b.idleT.Stop()
 	if int64(n) > b.left {
 		b.stop(fmt.Errorf("%s: %w of %s", b.what, ErrTooLarge, text.Bytes(b.max)))
 		return int(b.left), *b.why.Load()

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -31,6 +32,16 @@ flood)
 	# An answer that does not end: 8 MiB of one string, then silence.
 	printf "$ok"'{"sessions":[{"id":"'
 	head -c 8388608 /dev/zero | tr '\0' a
+	exec sleep 60 ;;
+many)
+	# Sessions without end.
+	printf "$ok"'{"sessions":['
+	yes '{"id":"x","adapter":"exec","status":"running"},' | head -c 8388608
+	exec sleep 60 ;;
+tiny)
+	# Empty sessions without end: three bytes each, 512 decoded.
+	printf "$ok"'{"sessions":['
+	yes '{},' | head -c 8388608
 	exec sleep 60 ;;
 stall)
 	# Its head, the start of a value, then nothing.
@@ -63,7 +74,9 @@ func TestHostileRemoteIsBounded(t *testing.T) {
 		want error
 		says string
 	}{
-		{"flood", func(ctx context.Context, c *Client) error { _, err := c.List(ctx, api.ListOptions{}); return err }, ErrTooLarge, "1 MiB"},
+		{"flood", func(ctx context.Context, c *Client) error { _, err := c.List(ctx, api.ListOptions{}); return err }, ErrTooLarge, "a session over its bound of 256 KiB"},
+		{"many", func(ctx context.Context, c *Client) error { _, err := c.List(ctx, api.ListOptions{}); return err }, ErrTooLarge, "over its bound of 1 MiB"},
+		{"tiny", func(ctx context.Context, c *Client) error { _, err := c.List(ctx, api.ListOptions{}); return err }, ErrTooLarge, "over its bound: more than 50000 sessions"},
 		{"flood", func(ctx context.Context, c *Client) error { _, err := c.Get(ctx, "x"); return err }, ErrTooLarge, "512 KiB"},
 		{"stall", func(ctx context.Context, c *Client) error { _, err := c.List(ctx, api.ListOptions{}); return err }, ErrStalled, "nothing came for 300ms"},
 		{"error-stall", func(ctx context.Context, c *Client) error { _, err := c.Get(ctx, "x"); return err }, ErrStalled, "nothing came"},
@@ -74,7 +87,7 @@ func TestHostileRemoteIsBounded(t *testing.T) {
 		t.Run(tc.mode, func(t *testing.T) {
 			t.Parallel()
 			c := NewRemote(hostileSSH(t, tc.mode), false)
-			c.limits = limits{list: 1 << 20, reply: 512 << 10, errorReply: 64 << 10, line: 1 << 20, idle: 300 * time.Millisecond, total: 20 * time.Second}
+			c.limits = limits{list: 1 << 20, sessions: 50_000, session: 256 << 10, reply: 512 << 10, errorReply: 64 << 10, line: 1 << 20, idle: 300 * time.Millisecond, total: 20 * time.Second}
 			// The test's own bound: code that waits for the far end
 			// fails here rather than hanging.
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -89,5 +102,33 @@ func TestHostileRemoteIsBounded(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A list read session by session is the list the service sent: its
+// sessions in order, its warnings, and nothing lost of what a session
+// holds.
+func TestDecodeList(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ in, want string }{
+		{`{"sessions":[]}`, `{"sessions":[]}`},
+		{`{"sessions":null,"warnings":["w"]}`, `{"sessions":null,"warnings":["w"]}`},
+		{`{"warnings":["a","b"],"sessions":[{"id":"1","adapter":"claude","origin":"native","status":"running","labels":{"k":"v"}},{"id":"2","adapter":"exec","origin":"launched","status":"exited","exit_code":3}],"later":1}`,
+			`{"sessions":[{"id":"1","adapter":"claude","origin":"native","status":"running","labels":{"k":"v"}},{"id":"2","adapter":"exec","origin":"launched","status":"exited","exit_code":3}],"warnings":["a","b"]}`},
+	} {
+		var got api.SessionList
+		if err := decodeList(strings.NewReader(tc.in), &got, 10, 1<<20, "test"); err != nil {
+			t.Fatalf("%s: %v", tc.in, err)
+		}
+		b, _ := json.Marshal(got)
+		if string(b) != tc.want {
+			t.Errorf("%s:\n got %s\nwant %s", tc.in, b, tc.want)
+		}
+	}
+	for _, bad := range []string{``, `[]`, `{"sessions":{}}`, `{"sessions":[1]}`, `{"sessions":[` + strings.Repeat("{},", 10) + `{}]}`, `{"sessions":[` + strings.Repeat(" ", 100) + `{"id":"` + strings.Repeat("a", 4096) + `"}]}`} {
+		var got api.SessionList
+		if err := decodeList(strings.NewReader(bad), &got, 10, 1024, "test"); err == nil {
+			t.Errorf("%.60s: decoded", bad)
+		}
 	}
 }
