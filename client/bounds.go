@@ -21,9 +21,10 @@ import (
 const (
 	// MaxListReply bounds a list's answer.
 	MaxListReply = 128 << 20
-	// maxListSessions bounds the sessions of a list: decoded, each costs
-	// 512 bytes before its strings, and "{}," is three bytes of answer.
-	maxListSessions = 200_000
+	// maxListSessions bounds the sessions of a list, at twice the most a
+	// service is meant to hold: decoded, each costs 512 bytes before its
+	// strings, and "{}," is three bytes of answer.
+	maxListSessions = 100_000
 	// MaxReply bounds any other answer that is one value (a session, a
 	// transcript, an explanation…).
 	MaxReply = 64 << 20

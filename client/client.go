@@ -497,7 +497,7 @@ func (c *Client) List(ctx context.Context, o api.ListOptions) (api.SessionList, 
 	// the decoder would grow it, copying every session each time. It is a
 	// hint: a wrong one costs only that.
 	if n, err := strconv.Atoi(resp.Header.Get(api.HeaderListCount)); err == nil && n > 0 {
-		out.Sessions = make([]api.Session, 0, min(n, maxListHint))
+		out.Sessions = make([]api.Session, 0, min(n, c.limits.sessions))
 	}
 	what := fmt.Sprintf("the answer of the agentctl service at %s to GET /v1/sessions", c.where())
 	if err := decodeList(resp.Body, &out, c.limits.sessions, c.limits.session, what); err != nil {
@@ -505,10 +505,6 @@ func (c *Client) List(ctx context.Context, o api.ListOptions) (api.SessionList, 
 	}
 	return out, nil
 }
-
-// maxListHint bounds the sessions a list's announced count may reserve:
-// twice the most a service is meant to hold.
-const maxListHint = 100_000
 
 // Get returns one session by id or unique prefix.
 func (c *Client) Get(ctx context.Context, id string) (api.Session, error) {
