@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"syscall"
+
+	"github.com/agentctl/agentctl/internal/text"
 )
 
 // fileID returns the device and inode of a stat result.
@@ -26,7 +28,7 @@ func fileID(fi fs.FileInfo) (dev, ino uint64) {
 func openRegular(path string, max int64) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, syscall.ELOOP) {
-		return nil, fmt.Errorf("%s is a symbolic link, not a file of agentctl's", path)
+		return nil, fmt.Errorf("a symbolic link, not a file of agentctl's: %w", err)
 	}
 	if err != nil {
 		return nil, err
@@ -38,10 +40,10 @@ func openRegular(path string, max int64) (*os.File, error) {
 		return nil, err
 	case !fi.Mode().IsRegular():
 		f.Close()
-		return nil, fmt.Errorf("%s is not a regular file (%s)", path, fi.Mode().Type())
+		return nil, fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
 	case fi.Size() > max:
 		f.Close()
-		return nil, fmt.Errorf("%s: %d bytes, over the bound of %d", path, fi.Size(), max)
+		return nil, fmt.Errorf("%d bytes, over the bound of %s", fi.Size(), text.Bytes(max))
 	}
 	return f, nil
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/internal/atomicfile"
+	"github.com/agentctl/agentctl/internal/text"
 )
 
 // cacheFileVersion changes whenever the file's layout, or the meaning of a
@@ -111,7 +112,7 @@ func (d *DiskCache[V]) load() error {
 		return fmt.Errorf("decode: %w", err)
 	}
 	if cf.Version != cacheFileVersion || cf.Kind != d.Kind {
-		return fmt.Errorf("written for %q version %d, not %q version %d", cf.Kind, cf.Version, d.Kind, cacheFileVersion)
+		return fmt.Errorf("written for %q version %d, not %q version %d", text.Ellipsis(cf.Kind, 100), cf.Version, d.Kind, cacheFileVersion)
 	}
 	d.Cache.mu.Lock()
 	defer d.Cache.mu.Unlock()
