@@ -131,6 +131,12 @@ func TestDiskCacheIgnoresABadFile(t *testing.T) {
 			d.Cache.Get(p, (&countingFill{}).fill)
 			d.Save(true)
 		}, "not \"lines-1\""},
+		{"a kind of 1 MiB", func(path string) {
+			d := newDisk(path, &logLines{})
+			d.Kind = strings.Repeat("k", 1<<20)
+			d.Cache.Get(p, (&countingFill{}).fill)
+			d.Save(true)
+		}, "kkk…\" version 1, not \"lines-1\""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "c.gob")
@@ -143,8 +149,8 @@ func TestDiskCacheIgnoresABadFile(t *testing.T) {
 			if err != nil || v.N != 2 || len(fill.calls) != 1 {
 				t.Fatalf("with a %s cache file: %+v, %v, reads %q", tc.name, v, err, fill.calls)
 			}
-			if len(log.lines) != 1 || !strings.Contains(log.lines[0], "ignored") || !strings.Contains(log.lines[0], tc.log) {
-				t.Errorf("log %q, want one line saying the file was ignored (%s)", log.lines, tc.log)
+			if len(log.lines) != 1 || !strings.Contains(log.lines[0], "ignored") || !strings.Contains(log.lines[0], tc.log) || len(log.lines[0]) > 1000 {
+				t.Errorf("log %.2000q, want one line saying the file was ignored (%s)", log.lines, tc.log)
 			}
 			// The next save replaces it with a good one.
 			d.Save(true)
