@@ -9,6 +9,16 @@ import (
 	"github.com/agentctl/agentctl/internal/text"
 )
 
+// DecodeList reads a list's answer from r within the bounds of a
+// service's (maxListSessions sessions of at most maxListSession bytes
+// each): for another source of lists (a cluster's helper). what names
+// the answer in errors.
+func DecodeList(r io.Reader, what string) (api.SessionList, error) {
+	var out api.SessionList
+	err := decodeList(r, &out, maxListSessions, maxListSession, what)
+	return out, err
+}
+
 // decodeList reads a list's answer session by session, none of which may
 // take more than maxSession bytes: whole, the decoder would hold the
 // whole answer (up to the list's bound) in one buffer, and a single value

@@ -29,10 +29,16 @@ func TestBrokenHelperIsBounded(t *testing.T) {
 			_, err := s.List(ctx, api.ListOptions{})
 			return err
 		}, client.ErrTooLarge, "a line over its bound of 1 MiB"},
+		{"list of empty sessions", `printf '{"result":{"sessions":['
+yes '{},' | head -n 100001 | tr -d '\n'
+printf '{}]}}\n'`, func(ctx context.Context, s *Sessions) error {
+			_, err := s.List(ctx, api.ListOptions{})
+			return err
+		}, client.ErrTooLarge, "more than 100000 sessions"},
 		{"get says nothing", "exec sleep 60", func(ctx context.Context, s *Sessions) error {
 			_, err := s.Get(ctx, "x")
 			return err
-		}, client.ErrStalled, "no answer within 300ms"},
+		}, client.ErrStalled, "no answer within 2s"},
 		{"logs say nothing", "exec sleep 60", func(ctx context.Context, s *Sessions) error {
 			return s.Logs(ctx, "x", api.LogOptions{}, func(api.LogChunk) error { return nil })
 		}, client.ErrStalled, "nothing came for 300ms"},
@@ -43,7 +49,7 @@ func TestBrokenHelperIsBounded(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			s := New(helperScript(t, tc.script), Target{})
-			s.limits = limits{list: 1 << 20, line: 512 << 10, total: 300 * time.Millisecond, silence: 300 * time.Millisecond}
+			s.limits = limits{list: 1 << 20, line: 512 << 10, total: 2 * time.Second, silence: 300 * time.Millisecond}
 			// The test's own bound: a call that waits for the helper
 			// fails here rather than hanging.
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -268,8 +268,13 @@ func (s *Sessions) Launch(ctx context.Context, req api.RunRequest) (api.Session,
 }
 
 func (s *Sessions) List(ctx context.Context, o api.ListOptions) (api.SessionList, error) {
-	var out api.SessionList
-	return out, s.call(ctx, "list", Request{List: o}, &out, nil)
+	var raw json.RawMessage
+	if err := s.call(ctx, "list", Request{List: o}, &raw, nil); err != nil {
+		return api.SessionList{}, err
+	}
+	// Bounded as a service's list is: three bytes of answer ("{},") must
+	// not become a session of 512.
+	return client.DecodeList(bytes.NewReader(raw), s.what("list"))
 }
 
 func (s *Sessions) Get(ctx context.Context, id string) (api.Session, error) {
