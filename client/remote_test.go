@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,8 +21,13 @@ import (
 // says (a real process on real pipes, as ssh would be).
 func hostileSSH(t *testing.T, mode string) *SSH {
 	t.Helper()
-	script := filepath.Join(t.TempDir(), "ssh")
-	body := fmt.Sprintf(`printf 'agentctl-dial-stdio protocol=%d version=test\n'
+	dir := t.TempDir()
+	script, pids := filepath.Join(dir, "ssh"), filepath.Join(dir, "pids")
+	// Each far end notes its pid: one the client left running (a
+	// connection it did not close) is ended with the test.
+	t.Cleanup(func() { killNoted(pids) })
+	body := fmt.Sprintf(`echo $$ >>%s
+printf 'agentctl-dial-stdio protocol=%d version=test\n'
 cr=$(printf '\r')
 while IFS= read -r line; do
 	[ "$line" = "$cr" ] && break
@@ -55,7 +62,7 @@ long-line)
 	head -c 8388608 /dev/zero | tr '\0' a
 	exec sleep 60 ;;
 esac
-`, api.Protocol)
+`, shellQuote(pids), api.Protocol)
 	if err := os.WriteFile(script, []byte(body), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -129,6 +136,19 @@ func TestDecodeList(t *testing.T) {
 		var got api.SessionList
 		if err := decodeList(strings.NewReader(bad), &got, 10, 1024, "test"); err == nil {
 			t.Errorf("%.60s: decoded", bad)
+		}
+	}
+}
+
+// killNoted ends the processes whose pids a hostile far end noted in
+// file (each a process this test started) that still wait.
+func killNoted(file string) {
+	b, _ := os.ReadFile(file)
+	for _, f := range strings.Fields(string(b)) {
+		pid, err := strconv.Atoi(f)
+		// Still the far end's sleep, not a process that took its pid.
+		if cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && pid > 0 && strings.HasPrefix(string(cmd), "sleep\x00") {
+			syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,11 +20,25 @@ import (
 // (plus a mode) makes every ssh:// host that far end.
 func hostileSSH(t *testing.T) string {
 	t.Helper()
-	script := filepath.Join(t.TempDir(), "ssh")
+	dir := t.TempDir()
+	script, pids := filepath.Join(dir, "ssh"), filepath.Join(dir, "pids")
+	// Each far end notes its pid: one the CLI left running (it exits
+	// without closing its connections) is ended with the test.
+	t.Cleanup(func() {
+		b, _ := os.ReadFile(pids)
+		for _, f := range strings.Fields(string(b)) {
+			pid, err := strconv.Atoi(f)
+			// Still the far end's sleep, not a process that took its pid.
+			if cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && pid > 0 && strings.HasPrefix(string(cmd), "sleep\x00") {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
 	hostile := `\u001b]0;pwned\u0007\u001b[2J\u202egnp.exe\u200b\ufeff`
 	list := `{"sessions":[],"warnings":["` + hostile + `"]}`
 	apiErr := `{"code":"invalid","message":"` + hostile + `"}`
-	body := fmt.Sprintf(`mode=$1
+	body := fmt.Sprintf(`echo $$ >>'%s'
+mode=$1
 if [ "$mode" = stderr ]; then
 	printf 'ssh: \033]0;pwned\007\033[2J\342\200\256gnp.exe\n' >&2
 	exit 255
@@ -46,7 +61,7 @@ warnings) answer '200 OK' '%s' ;;
 error) answer '400 Bad Request' '%s' ;;
 esac
 exec sleep 600
-`, api.Protocol, list, apiErr)
+`, pids, api.Protocol, list, apiErr)
 	if err := os.WriteFile(script, []byte(body), 0o700); err != nil {
 		t.Fatal(err)
 	}
