@@ -30,7 +30,7 @@ func (c *Client) Attach(ctx context.Context, id string, rows, cols uint16) (*Att
 	}
 	req.Header.Set("Connection", "Upgrade")
 	req.Header.Set("Upgrade", "agentctl-attach")
-	resp, err := c.sendRequest(req)
+	resp, err := c.sendRequest(req, stream)
 	if err != nil {
 		return nil, err
 	}

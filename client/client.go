@@ -61,6 +61,8 @@ type Client struct {
 	// onVersion hears, once, the version the service says it runs.
 	onVersion   func(version string)
 	versionSeen sync.Once
+	// limits bound what an answer may hold and how long it may take.
+	limits limits
 }
 
 // OnServiceVersion has f told, once, which version the service runs (its
@@ -77,7 +79,7 @@ var ErrNoService = errors.New("the agentctl service is not running")
 // New returns a client for h. exe is the agentctl binary used to start the
 // service; autostart says whether to.
 func New(h home.Home, exe string, autostart bool) *Client {
-	c := &Client{home: h, exe: exe, autostart: autostart, silence: streamSilence}
+	c := &Client{home: h, exe: exe, autostart: autostart, silence: streamSilence, limits: defaultLimits()}
 	c.http = c.newHTTP()
 	return c
 }
@@ -92,7 +94,7 @@ type Dialer interface {
 
 // NewRemote returns a client whose connections d makes.
 func NewRemote(d Dialer, autostart bool) *Client {
-	c := &Client{remote: d, autostart: autostart, silence: streamSilence}
+	c := &Client{remote: d, autostart: autostart, silence: streamSilence, limits: defaultLimits()}
 	c.http = c.newHTTP()
 	return c
 }
@@ -119,9 +121,10 @@ func (c *Client) where() string {
 
 func (c *Client) newHTTP() *http.Client {
 	tr := &http.Transport{
-		DialContext:     func(ctx context.Context, _, _ string) (net.Conn, error) { return c.dial(ctx) },
-		MaxIdleConns:    4,
-		IdleConnTimeout: 30 * time.Second,
+		DialContext:            func(ctx context.Context, _, _ string) (net.Conn, error) { return c.dial(ctx) },
+		MaxIdleConns:           4,
+		IdleConnTimeout:        30 * time.Second,
+		MaxResponseHeaderBytes: maxResponseHeader,
 	}
 	return &http.Client{Transport: tr}
 }
@@ -287,9 +290,9 @@ func (c *Client) WaitStopped(ctx context.Context) error {
 	}
 }
 
-// do sends one request and decodes the answer into out.
+// do sends one request and decodes the answer, one value, into out.
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
-	resp, err := c.send(ctx, method, path, body)
+	resp, err := c.send(ctx, method, path, body, c.limits.reply)
 	if err != nil {
 		return err
 	}
@@ -299,21 +302,36 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 		return nil
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("read the service's answer to %s %s: %w", method, path, err)
+		return c.readFailed(method, path, err)
 	}
 	return nil
 }
 
-// send performs a request and turns error answers into *api.Error.
-func (c *Client) send(ctx context.Context, method, path string, body any) (*http.Response, error) {
+// readFailed says that an answer could not be read: a bound it exceeded
+// says so itself, naming the service.
+func (c *Client) readFailed(method, path string, err error) error {
+	if errors.Is(err, ErrTooLarge) || errors.Is(err, ErrStalled) {
+		return err
+	}
+	path, _, _ = strings.Cut(path, "?")
+	return fmt.Errorf("read the answer of the agentctl service at %s to %s %s: %w", c.where(), method, path, err)
+}
+
+// send performs a request and turns error answers into *api.Error. An
+// answer that is one value is bounded by max bytes (and in time); max 0
+// is a stream, which its reader bounds.
+func (c *Client) send(ctx context.Context, method, path string, body any, max int64) (*http.Response, error) {
 	req, err := c.request(ctx, method, path, body)
 	if err != nil {
 		return nil, err
 	}
-	return c.sendRequest(req)
+	return c.sendRequest(req, max)
 }
 
-func (c *Client) sendRequest(req *http.Request) (*http.Response, error) {
+// stream marks a request whose answer is a stream (send's max).
+const stream = 0
+
+func (c *Client) sendRequest(req *http.Request, max int64) (*http.Response, error) {
 	ctx, cancel := context.WithCancelCause(req.Context())
 	stopWatch := c.watch(ctx, cancel)
 	resp, err := c.http.Do(req.WithContext(ctx))
@@ -335,10 +353,18 @@ func (c *Client) sendRequest(req *http.Request) (*http.Response, error) {
 	release := func() { cancel(nil) }
 	if rw, ok := resp.Body.(io.ReadWriteCloser); ok && resp.StatusCode == http.StatusSwitchingProtocols {
 		resp.Body = &releasingConn{ReadWriteCloser: rw, release: release}
-	} else {
-		resp.Body = &releasingBody{ReadCloser: resp.Body, release: release}
+		return resp, nil
 	}
-	if resp.StatusCode >= 300 && resp.StatusCode != http.StatusSwitchingProtocols {
+	failed := resp.StatusCode >= 300
+	if failed {
+		max = c.limits.errorReply
+	}
+	if max != stream {
+		what := fmt.Sprintf("the answer of the agentctl service at %s to %s %s", c.where(), req.Method, req.URL.Path)
+		resp.Body = newBoundedBody(resp.Body, cancel, what, max, c.limits)
+	}
+	resp.Body = &releasingBody{ReadCloser: resp.Body, release: release}
+	if failed {
 		defer resp.Body.Close()
 		return nil, errorOf(resp)
 	}
@@ -454,7 +480,10 @@ func (b *releasingConn) Close() error {
 // errorOf decodes an error answer.
 func errorOf(resp *http.Response) error {
 	var e api.Error
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&e); err != nil || e.Code == "" {
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxErrorReply)).Decode(&e); err != nil || e.Code == "" {
+		if errors.Is(err, ErrTooLarge) || errors.Is(err, ErrStalled) {
+			return fmt.Errorf("the agentctl service answered %s: %w", resp.Status, err)
+		}
 		return fmt.Errorf("the agentctl service answered %s", resp.Status)
 	}
 	return &e
@@ -474,7 +503,7 @@ func (c *Client) Launch(ctx context.Context, req api.RunRequest) (api.Session, e
 // List returns sessions.
 func (c *Client) List(ctx context.Context, o api.ListOptions) (api.SessionList, error) {
 	path := "/v1/sessions?" + o.Query().Encode()
-	resp, err := c.send(ctx, http.MethodGet, path, nil)
+	resp, err := c.send(ctx, http.MethodGet, path, nil, c.limits.list)
 	if err != nil {
 		return api.SessionList{}, err
 	}
@@ -483,17 +512,15 @@ func (c *Client) List(ctx context.Context, o api.ListOptions) (api.SessionList, 
 	// The count the service announces sizes the list before it is read:
 	// the decoder would grow it, copying every session each time. It is a
 	// hint: a wrong one costs only that.
-	if n, err := strconv.Atoi(resp.Header.Get(api.HeaderListCount)); err == nil && n > 0 && n <= maxListHint {
-		out.Sessions = make([]api.Session, 0, n)
+	if n, err := strconv.Atoi(resp.Header.Get(api.HeaderListCount)); err == nil && n > 0 {
+		out.Sessions = make([]api.Session, 0, min(n, c.limits.sessions))
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		return api.SessionList{}, fmt.Errorf("read the service's answer to %s %s: %w", http.MethodGet, path, err)
+	what := fmt.Sprintf("the answer of the agentctl service at %s to GET /v1/sessions", c.where())
+	if err := decodeList(resp.Body, &out, c.limits.sessions, c.limits.session, what); err != nil {
+		return api.SessionList{}, c.readFailed(http.MethodGet, path, err)
 	}
 	return out, nil
 }
-
-// maxListHint bounds the sessions a list's announced count may reserve.
-const maxListHint = 1 << 20
 
 // Get returns one session by id or unique prefix.
 func (c *Client) Get(ctx context.Context, id string) (api.Session, error) {
@@ -560,14 +587,14 @@ func (c *Client) Shutdown(ctx context.Context) (int, error) {
 // Logs streams a session's output to emit, chunk by chunk; the last chunk
 // has End set.
 func (c *Client) Logs(ctx context.Context, id string, o api.LogOptions, emit func(api.LogChunk) error) error {
-	resp, err := c.send(ctx, http.MethodGet, sessionPath(id, "/logs?"+o.Query().Encode()), nil)
+	resp, err := c.send(ctx, http.MethodGet, sessionPath(id, "/logs?"+o.Query().Encode()), nil, stream)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
 	ended := false
 	var emitErr error
-	err = readLines(resp.Body, c.silence, func(line []byte) error {
+	err = readLines(resp.Body, c.silence, c.limits.line, func(line []byte) error {
 		ch, err := decodeLogChunk(line)
 		if err != nil {
 			return err
@@ -587,7 +614,7 @@ func (c *Client) Logs(ctx context.Context, id string, o api.LogOptions, emit fun
 	case emitErr != nil:
 		return emitErr
 	case err != nil:
-		return fmt.Errorf("read log stream: %w", err)
+		return fmt.Errorf("read the log stream of the agentctl service at %s: %w", c.where(), err)
 	}
 	return fmt.Errorf("the log stream ended early (the service stopped?)")
 }

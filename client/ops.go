@@ -80,7 +80,7 @@ func (c *Client) Events(ctx context.Context, o EventOptions, started func(after 
 	for _, t := range o.Types {
 		q.Add("type", t)
 	}
-	resp, err := c.send(ctx, http.MethodGet, "/v1/events?"+q.Encode(), nil)
+	resp, err := c.send(ctx, http.MethodGet, "/v1/events?"+q.Encode(), nil, stream)
 	if err != nil {
 		return err
 	}
@@ -90,7 +90,7 @@ func (c *Client) Events(ctx context.Context, o EventOptions, started func(after 
 		started(after)
 	}
 	var fnErr error
-	err = readLines(resp.Body, c.silence, func(line []byte) error {
+	err = readLines(resp.Body, c.silence, c.limits.line, func(line []byte) error {
 		var e api.Event
 		if err := json.Unmarshal(line, &e); err != nil {
 			return err
@@ -104,7 +104,7 @@ func (c *Client) Events(ctx context.Context, o EventOptions, started func(after 
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case err != nil:
-		return fmt.Errorf("read event stream: %w", err)
+		return fmt.Errorf("read the event stream of the agentctl service at %s: %w", c.where(), err)
 	}
 	return fmt.Errorf("the event stream ended (the service stopped?)")
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"sync/atomic"
 	"time"
+
+	"github.com/agentctl/agentctl/internal/text"
 )
 
 // streamSilence is how long a stream may say nothing, not even its
@@ -18,13 +20,14 @@ const streamSilence = 45 * time.Second
 var errSilent = errors.New("the agentctl service sent nothing, not even a keep-alive")
 
 // readLines hands each non-empty line of an NDJSON stream to fn, and gives
-// up on a stream that stays silent for silence.
-func readLines(body io.ReadCloser, silence time.Duration, fn func(line []byte) error) error {
+// up on a stream that stays silent for silence or sends a line longer
+// than maxLine.
+func readLines(body io.ReadCloser, silence time.Duration, maxLine int64, fn func(line []byte) error) error {
 	var silent atomic.Bool
 	watch := time.AfterFunc(silence, func() { silent.Store(true); body.Close() })
 	defer watch.Stop()
 	sc := bufio.NewScanner(body)
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	sc.Buffer(make([]byte, 0, min(64<<10, maxLine)), int(maxLine))
 	for sc.Scan() {
 		watch.Reset(silence)
 		if len(sc.Bytes()) == 0 {
@@ -36,6 +39,9 @@ func readLines(body io.ReadCloser, silence time.Duration, fn func(line []byte) e
 	}
 	if silent.Load() {
 		return fmt.Errorf("%w for %s", errSilent, silence)
+	}
+	if errors.Is(sc.Err(), bufio.ErrTooLong) {
+		return fmt.Errorf("a line %w of %s", ErrTooLarge, text.Bytes(maxLine))
 	}
 	return sc.Err()
 }

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/client"
@@ -253,6 +254,15 @@ func ParseSSH(u *url.URL) (*client.SSH, error) {
 	if strings.HasPrefix(s.Host, "-") {
 		return nil, fmt.Errorf("host URL %q: a host cannot start with '-'", u)
 	}
+	// What ssh would be handed is checked here, not left to OpenSSH
+	// (whose refusals vary by version, and some of which a shell or a
+	// ProxyCommand would see first).
+	if bad := strings.IndexFunc(s.Host, func(r rune) bool { return !sshHostRune(r) }); bad >= 0 || s.Host == "" {
+		return nil, fmt.Errorf("host URL %q: host %q: a host name (letters, digits, '.', '-', '_') or an IP address", u.Redacted(), s.Host)
+	}
+	if strings.HasPrefix(s.User, "-") || strings.IndexFunc(s.User, func(r rune) bool { return !sshUserRune(r) }) >= 0 {
+		return nil, fmt.Errorf("host URL %q: user %q: a user name is letters, digits, '.', '_', '-', '@', '+', '\\' and '$', not starting with '-'", u.Redacted(), s.User)
+	}
 	for k, v := range u.Query() {
 		switch k {
 		case "agentctl":
@@ -262,6 +272,22 @@ func ParseSSH(u *url.URL) (*client.SSH, error) {
 		}
 	}
 	return s, nil
+}
+
+// sshHostRune is a character of a host name or an IP address (IPv6 with
+// its zone).
+func sshHostRune(r rune) bool {
+	return asciiAlnum(r) || strings.ContainsRune(".-_:%", r)
+}
+
+// sshUserRune is a character of a user name as systems spell them
+// (DOMAIN\user, user@realm, a machine account's trailing $).
+func sshUserRune(r rune) bool {
+	return asciiAlnum(r) || strings.ContainsRune("._-@+\\$", r)
+}
+
+func asciiAlnum(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
 }
 
 // K8s is a Kubernetes cluster as a host: one namespace of one kubeconfig
@@ -297,8 +323,14 @@ func ParseK8s(u *url.URL) (K8s, error) {
 	if strings.Contains(k.Namespace, "/") {
 		return K8s{}, fmt.Errorf("host URL %q: one namespace after the context (k8s://CONTEXT/NAMESPACE)", u)
 	}
+	if k.Namespace != "" && !dnsLabel(k.Namespace) {
+		return K8s{}, fmt.Errorf("host URL %q: namespace %q: a namespace is a DNS label (at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit)", u, k.Namespace)
+	}
 	for key, v := range u.Query() {
 		val := v[len(v)-1]
+		if strings.ContainsFunc(val, unicode.IsControl) {
+			return K8s{}, fmt.Errorf("host URL %q: %s=%q: no control characters", u, key, val)
+		}
 		switch key {
 		case "context":
 			if k.Context != "" && k.Context != val {
@@ -331,6 +363,21 @@ func ParseK8s(u *url.URL) (K8s, error) {
 		}
 	}
 	return k, nil
+}
+
+// dnsLabel reports whether s is a DNS-1123 label, as Kubernetes names
+// namespaces.
+func dnsLabel(s string) bool {
+	if len(s) == 0 || len(s) > 63 {
+		return false
+	}
+	for i, r := range s {
+		ok := r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' && i > 0 && i < len(s)-1
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // CheckName refuses a name a host cannot have: "local" and "all" are

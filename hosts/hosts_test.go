@@ -27,6 +27,13 @@ func TestParseSSH(t *testing.T) {
 		{url: "ssh://build01/home/me", err: "has no path"},
 		{url: "ssh://build01?bogus=1", err: `unknown parameter "bogus"`},
 		{url: "ssh://-oProxyCommand=x", err: "cannot start with '-'"},
+		{url: "ssh://ad%5Cme$@[fe80::1%25eth0]", user: `ad\me$`, host: "fe80::1%eth0"},
+		{url: "ssh://me%0Ax@build01", err: "a user name is"},
+		{url: "ssh://-me@build01", err: "a user name is"},
+		{url: "ssh://me;rm@build01", err: "a user name is"},
+		{url: "ssh://me%20x@build01", err: "a user name is"},
+		{url: "ssh://bu;ld$(x)01", err: "a host name"},
+		{url: "ssh://b%C3%BCild", err: "a host name"},
 	} {
 		u, err := ParseURL(tc.url)
 		if err != nil {
@@ -72,6 +79,13 @@ func TestParseK8s(t *testing.T) {
 		{url: "k8s://c/ns?network=bridge", err: "network=\"bridge\": want host"},
 		{url: "k8s://c/ns?context=d", err: "two contexts"},
 		{url: "k8s://c/ns?bogus=1", err: `unknown parameter "bogus"`},
+		{url: "k8s://c/..", err: "a namespace is a DNS label"},
+		{url: "k8s://c/a%0Ab", err: "a namespace is a DNS label"},
+		{url: "k8s://c/Agents", err: "a namespace is a DNS label"},
+		{url: "k8s://c/-ns", err: "a namespace is a DNS label"},
+		{url: "k8s://c/" + strings.Repeat("a", 64), err: "a namespace is a DNS label"},
+		{url: "k8s://c/" + strings.Repeat("a", 63), want: K8s{Context: "c", Namespace: strings.Repeat("a", 63)}, name: "c"},
+		{url: "k8s://c/ns?image=a%0Ab", err: "no control characters"},
 	} {
 		u, err := ParseURL(tc.url)
 		if err != nil {

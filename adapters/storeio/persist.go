@@ -12,14 +12,24 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/internal/atomicfile"
+	"github.com/agentctl/agentctl/internal/text"
 )
 
 // cacheFileVersion changes whenever the file's layout, or the meaning of a
 // cached value, changes: a file of another version is ignored.
 const cacheFileVersion = 1
 
-// maxCacheFile bounds the cache file read at start.
-const maxCacheFile = 256 << 20
+// maxCacheFile bounds the cache file read at start (and written): a
+// file's entries cost the service about three times their size once
+// decoded. An entry is a few hundred bytes, so this holds far more than
+// the 50,000 sessions a service is meant to know; a cache that would be
+// larger is not written, which costs only speed.
+const maxCacheFile = 64 << 20
+
+// loadWait bounds how long the first discovery waits for the cache file
+// to be read; one not read by then is read on in the background, and no
+// later discovery waits for it.
+const loadWait = 5 * time.Second
 
 // cacheFile is what a persisted cache holds.
 type cacheFile[V any] struct {
@@ -50,35 +60,59 @@ type DiskCache[V any] struct {
 	Logf func(format string, args ...any)
 
 	loadOnce sync.Once
-	mu       sync.Mutex
-	saved    time.Time
-	misses   int64 // the cache's misses at the last save
+	// wait, when set, replaces loadWait; opened, when set, is called
+	// once the file is open (tests: a read that hangs).
+	wait   time.Duration
+	opened func()
+
+	mu     sync.Mutex
+	saved  time.Time
+	misses int64 // the cache's misses at the last save
 }
 
 // saveEvery is the least time between two writes of a cache file.
 const saveEvery = 30 * time.Second
 
-// Load fills the cache from the file, once; later calls do nothing.
+// Load fills the cache from the file, once, waiting for it at most
+// loadWait; later calls do nothing and never wait.
 func (d *DiskCache[V]) Load() {
 	d.loadOnce.Do(func() {
-		if err := d.load(); err != nil && !errors.Is(err, os.ErrNotExist) {
-			d.logf("discovery cache %s ignored: %v", d.Path, err)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if err := d.load(); err != nil && !errors.Is(err, os.ErrNotExist) {
+				d.logf("discovery cache %s ignored: %v", d.Path, err)
+			}
+		}()
+		wait := loadWait
+		if d.wait > 0 {
+			wait = d.wait
+		}
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+			d.logf("discovery cache %s: not read within %s; discovering without it", d.Path, wait)
 		}
 	})
 }
 
 func (d *DiskCache[V]) load() error {
-	f, err := os.Open(d.Path)
+	f, err := openRegular(d.Path, maxCacheFile)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	if d.opened != nil {
+		d.opened()
+	}
 	var cf cacheFile[V]
 	if err := gob.NewDecoder(io.LimitReader(f, maxCacheFile)).Decode(&cf); err != nil {
 		return fmt.Errorf("decode: %w", err)
 	}
 	if cf.Version != cacheFileVersion || cf.Kind != d.Kind {
-		return fmt.Errorf("written for %q version %d, not %q version %d", cf.Kind, cf.Version, d.Kind, cacheFileVersion)
+		return fmt.Errorf("written for %q version %d, not %q version %d", text.Ellipsis(cf.Kind, 100), cf.Version, d.Kind, cacheFileVersion)
 	}
 	d.Cache.mu.Lock()
 	defer d.Cache.mu.Unlock()

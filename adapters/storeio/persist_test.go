@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -130,6 +131,12 @@ func TestDiskCacheIgnoresABadFile(t *testing.T) {
 			d.Cache.Get(p, (&countingFill{}).fill)
 			d.Save(true)
 		}, "not \"lines-1\""},
+		{"a kind of 1 MiB", func(path string) {
+			d := newDisk(path, &logLines{})
+			d.Kind = strings.Repeat("k", 1<<20)
+			d.Cache.Get(p, (&countingFill{}).fill)
+			d.Save(true)
+		}, "kkk…\" version 1, not \"lines-1\""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "c.gob")
@@ -142,8 +149,8 @@ func TestDiskCacheIgnoresABadFile(t *testing.T) {
 			if err != nil || v.N != 2 || len(fill.calls) != 1 {
 				t.Fatalf("with a %s cache file: %+v, %v, reads %q", tc.name, v, err, fill.calls)
 			}
-			if len(log.lines) != 1 || !strings.Contains(log.lines[0], "ignored") || !strings.Contains(log.lines[0], tc.log) {
-				t.Errorf("log %q, want one line saying the file was ignored (%s)", log.lines, tc.log)
+			if len(log.lines) != 1 || !strings.Contains(log.lines[0], "ignored") || !strings.Contains(log.lines[0], tc.log) || len(log.lines[0]) > 1000 {
+				t.Errorf("log %.2000q, want one line saying the file was ignored (%s)", log.lines, tc.log)
 			}
 			// The next save replaces it with a good one.
 			d.Save(true)
@@ -247,5 +254,117 @@ func TestDiskCachePutAndKept(t *testing.T) {
 	}
 	if len(log.lines) > 0 {
 		t.Errorf("logged %q", log.lines)
+	}
+}
+
+// A cache file that is not a regular file of agentctl's (a FIFO, whose
+// open would block for ever; a symbolic link; a file over the bound) is
+// refused at once, with a log line, without reading it: the discovery
+// goes on without it, and the next save replaces it.
+func TestDiskCacheRefusesWhatIsNoCacheFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f")
+	appendFile(t, p, "a\nb\n")
+	for _, tc := range []struct {
+		name string
+		make func(t *testing.T, path string)
+		log  string
+	}{
+		{"fifo", func(t *testing.T, path string) {
+			if err := syscall.Mkfifo(path, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, "not a regular file"},
+		{"symlink", func(t *testing.T, path string) {
+			good := filepath.Join(t.TempDir(), "good.gob")
+			d := newDisk(good, &logLines{})
+			d.Cache.Get(p, (&countingFill{}).fill)
+			d.Save(true)
+			if err := os.Symlink(good, path); err != nil {
+				t.Fatal(err)
+			}
+		}, "symbolic link"},
+		{"huge", func(t *testing.T, path string) {
+			// Sparse: the bound is checked before a byte is read.
+			f, err := os.Create(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Truncate(maxCacheFile + 1)
+			f.Close()
+		}, "over the bound"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "c.gob")
+			tc.make(t, path)
+			log := &logLines{}
+			d := newDisk(path, log)
+			d.wait = time.Minute // what is refused is refused at once
+			loaded := make(chan struct{})
+			go func() { d.Load(); close(loaded) }()
+			select {
+			case <-loaded:
+			case <-time.After(20 * time.Second):
+				// Unblock a FIFO's open so the test can end.
+				if f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+					f.Close()
+				}
+				t.Fatalf("Load of a %s still waits", tc.name)
+			}
+			log.mu.Lock()
+			said := strings.Join(log.lines, "\n")
+			log.mu.Unlock()
+			if !strings.Contains(said, "ignored") || !strings.Contains(said, tc.log) {
+				t.Errorf("log %q, want the file ignored (%s)", said, tc.log)
+			}
+			var fill countingFill
+			if v, _, err := d.Cache.Get(p, fill.fill); err != nil || v.N != 2 || len(fill.calls) != 1 {
+				t.Fatalf("with a %s cache file: %+v, %v, reads %q", tc.name, v, err, fill.calls)
+			}
+			d.Save(true)
+			if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() {
+				t.Errorf("after a save: %v, %v; want a regular file", fi, err)
+			}
+		})
+	}
+}
+
+// A cache file whose read hangs (a stuck file system) holds up the first
+// discovery at most the load's wait, and no later one: the cache fills
+// when the read ends.
+func TestDiskCacheLoadNeverHoldsDiscoveriesUp(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f")
+	appendFile(t, p, "a\n")
+	path := filepath.Join(t.TempDir(), "c.gob")
+	saved := newDisk(path, &logLines{})
+	saved.Cache.Get(p, (&countingFill{}).fill)
+	saved.Save(true)
+
+	log := &logLines{}
+	d := newDisk(path, log)
+	d.wait = 100 * time.Millisecond
+	release := make(chan struct{})
+	d.opened = func() { <-release }
+	d.Load() // returns after its wait, the read hanging
+	d.Load() // returns at once
+	log.mu.Lock()
+	said := strings.Join(log.lines, "\n")
+	log.mu.Unlock()
+	if !strings.Contains(said, "not read within 100ms") {
+		t.Errorf("log %q, want the wait named", said)
+	}
+	if n := d.Cache.Stats().Entries; n != 0 {
+		t.Fatalf("%d entries before the read ended", n)
+	}
+	close(release)
+	for i := 0; d.Cache.Stats().Entries != 1; i++ {
+		if i == 1000 {
+			t.Fatal("the cache did not fill once the read ended")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -19,8 +19,11 @@ import (
 	"io"
 	"os/exec"
 	"strings"
+	"time"
 
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/client"
+	"github.com/agentctl/agentctl/internal/text"
 )
 
 // Target says which cluster and namespace, and how sessions are made there
@@ -82,10 +85,40 @@ type Reply struct {
 type Sessions struct {
 	exe    string
 	target Target
+	limits limits
 }
 
 // New returns the sessions of target, reached through the helper exe.
-func New(exe string, target Target) *Sessions { return &Sessions{exe: exe, target: target} }
+func New(exe string, target Target) *Sessions {
+	return &Sessions{exe: exe, target: target, limits: defaultLimits()}
+}
+
+// What the helper's answers may hold and how long they may take: the
+// client's bounds of an agentctl service's answers (a reply line holds a
+// whole result, a list's the whole list), so a broken helper, or a
+// cluster that answers without end, costs bounded memory and time.
+const (
+	// maxStderr is what is kept of the helper's standard error.
+	maxStderr = 64 << 10
+	// logsSilence is the longest pause in the chunks of logs that are
+	// not followed.
+	logsSilence = 45 * time.Second
+	// waitDelay is how long the helper's output may stay open once it
+	// was ended or exited (a process it left behind may hold it).
+	waitDelay = 5 * time.Second
+)
+
+// limits are the bounds a call applies (tests make them small).
+type limits struct {
+	list, line int64
+	// total bounds an operation that answers one value; silence the
+	// pause between the chunks of logs that are not followed.
+	total, silence time.Duration
+}
+
+func defaultLimits() limits {
+	return limits{list: client.MaxListReply, line: client.MaxReply, total: client.ReplyTime, silence: logsSilence}
+}
 
 // call runs the helper for op with req, hands each log chunk to emit, and
 // decodes the result into out.
@@ -94,11 +127,36 @@ func (s *Sessions) call(ctx context.Context, op string, req Request, out any, em
 	if err != nil {
 		return err
 	}
+	// An answer of one value is bounded in time; logs that are not
+	// followed by the pause between their chunks; followed ones only
+	// by the caller.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	heard := func() {}
+	switch {
+	case op != "logs":
+		timer := time.AfterFunc(s.limits.total, func() {
+			cancel(fmt.Errorf("%s: %w: no answer within %s", s.what(op), client.ErrStalled, s.limits.total))
+		})
+		defer timer.Stop()
+	case !req.Logs.Follow:
+		silence := s.limits.silence
+		timer := time.AfterFunc(silence, func() {
+			cancel(fmt.Errorf("%s: %w: nothing came for %s", s.what(op), client.ErrStalled, silence))
+		})
+		defer timer.Stop()
+		heard = func() { timer.Reset(silence) }
+	}
+	max := s.limits.line
+	if op == "list" {
+		max = s.limits.list
+	}
 	cmd := exec.CommandContext(ctx, s.exe, append(s.target.Args(), op)...)
 	dieWithParent(cmd)
+	cmd.WaitDelay = waitDelay
 	cmd.Stdin = bytes.NewReader(body)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr := &headWriter{max: maxStderr}
+	cmd.Stderr = stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return err
@@ -108,33 +166,32 @@ func (s *Sessions) call(ctx context.Context, op string, req Request, out any, em
 	}
 	var last *Reply
 	var emitErr error
-	r := bufio.NewReaderSize(stdout, 1<<20)
-	for {
-		line, rerr := r.ReadBytes('\n')
-		if len(bytes.TrimSpace(line)) > 0 {
-			var rep Reply
-			if err := json.Unmarshal(line, &rep); err != nil {
-				emitErr = errors.Join(emitErr, fmt.Errorf("the Kubernetes helper said %q: %w", line, err))
-			} else if rep.Chunk != nil {
-				if emitErr == nil && emit != nil {
-					emitErr = emit(*rep.Chunk)
-				}
-			} else {
-				last = &rep
+	readErr := readReplies(stdout, max, func(line []byte) {
+		heard()
+		var rep Reply
+		if err := json.Unmarshal(line, &rep); err != nil {
+			emitErr = errors.Join(emitErr, fmt.Errorf("the Kubernetes helper said %q: %w", text.Truncate(string(line), 200), err))
+		} else if rep.Chunk != nil {
+			if emitErr == nil && emit != nil {
+				emitErr = emit(*rep.Chunk)
 			}
+		} else {
+			last = &rep
 		}
-		if rerr != nil {
-			break
-		}
+	})
+	if readErr != nil {
+		cancel(fmt.Errorf("%s: %w", s.what(op), readErr))
 	}
 	waitErr := cmd.Wait()
 	switch {
 	case emitErr != nil:
 		return emitErr
+	case bounded(ctx):
+		return context.Cause(ctx)
 	case last != nil && last.Error != nil:
 		return last.Error
 	case last == nil:
-		msg := strings.TrimSpace(stderr.String())
+		msg := strings.TrimSpace(stderr.b.String())
 		if msg == "" && waitErr != nil {
 			msg = waitErr.Error()
 		}
@@ -149,14 +206,75 @@ func (s *Sessions) call(ctx context.Context, op string, req Request, out any, em
 	return nil
 }
 
+// what names the helper's answer to op in errors.
+func (s *Sessions) what(op string) string {
+	return fmt.Sprintf("the Kubernetes helper's answer to %s (%s)", op, s.exe)
+}
+
+// bounded reports whether ctx was ended by a bound of the answer.
+func bounded(ctx context.Context) bool {
+	cause := context.Cause(ctx)
+	return errors.Is(cause, client.ErrTooLarge) || errors.Is(cause, client.ErrStalled)
+}
+
+// readReplies hands each non-blank line of r to fn, until r ends or a
+// line is longer than max (an error then).
+func readReplies(r io.Reader, max int64, fn func(line []byte)) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var long []byte
+	for {
+		part, err := br.ReadSlice('\n')
+		line := part
+		if long != nil || errors.Is(err, bufio.ErrBufferFull) {
+			if int64(len(long)+len(part)) > max {
+				return fmt.Errorf("a line %w of %s", client.ErrTooLarge, text.Bytes(max))
+			}
+			long = append(long, part...)
+			if errors.Is(err, bufio.ErrBufferFull) {
+				continue
+			}
+			line = long
+		}
+		if len(bytes.TrimSpace(line)) > 0 {
+			fn(line)
+		}
+		long = nil
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// headWriter keeps the first max bytes written to it (a helper's
+// standard error) and drops the rest.
+type headWriter struct {
+	b   bytes.Buffer
+	max int
+}
+
+func (w *headWriter) Write(p []byte) (int, error) {
+	if room := w.max - w.b.Len(); room > 0 {
+		w.b.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
 func (s *Sessions) Launch(ctx context.Context, req api.RunRequest) (api.Session, error) {
 	var out api.Session
 	return out, s.call(ctx, "launch", Request{Run: &req}, &out, nil)
 }
 
 func (s *Sessions) List(ctx context.Context, o api.ListOptions) (api.SessionList, error) {
-	var out api.SessionList
-	return out, s.call(ctx, "list", Request{List: o}, &out, nil)
+	var raw json.RawMessage
+	if err := s.call(ctx, "list", Request{List: o}, &raw, nil); err != nil {
+		return api.SessionList{}, err
+	}
+	// Bounded as a service's list is: three bytes of answer ("{},") must
+	// not become a session of 512.
+	return client.DecodeList(bytes.NewReader(raw), s.what("list"))
 }
 
 func (s *Sessions) Get(ctx context.Context, id string) (api.Session, error) {

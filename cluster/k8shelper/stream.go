@@ -1,8 +1,6 @@
 package k8shelper
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,6 +10,7 @@ import (
 
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/client"
+	"github.com/agentctl/agentctl/internal/text"
 )
 
 // EventOptions select an event stream (client.EventOptions on the wire).
@@ -75,12 +74,13 @@ func (s *Sessions) stream(ctx context.Context, op string, req Request, in io.Rea
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	cmd := exec.CommandContext(ctx, s.exe, append(s.target.Args(), op)...)
 	dieWithParent(cmd)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	cmd.WaitDelay = waitDelay
+	stderr := &headWriter{max: maxStderr}
+	cmd.Stderr = stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -104,37 +104,40 @@ func (s *Sessions) stream(ctx context.Context, op string, req Request, in io.Rea
 	}()
 	var last *Reply
 	var eachErr error
-	r := bufio.NewReaderSize(stdout, 1<<20)
-	for {
-		line, rerr := r.ReadBytes('\n')
-		if len(bytes.TrimSpace(line)) > 0 && eachErr == nil {
-			var rep Reply
-			switch err := json.Unmarshal(line, &rep); {
-			case err != nil:
-				eachErr = fmt.Errorf("the Kubernetes helper said %q: %w", line, err)
-			case rep.Result != nil || rep.Error != nil:
-				last = &rep
-			default:
-				eachErr = each(rep)
-			}
-			if eachErr != nil {
-				cancel()
-			}
+	// Streams last as long as the caller wants: bounded in memory (a
+	// line), not in time.
+	readErr := readReplies(stdout, s.limits.line, func(line []byte) {
+		if eachErr != nil {
+			return
 		}
-		if rerr != nil {
-			break
+		var rep Reply
+		switch err := json.Unmarshal(line, &rep); {
+		case err != nil:
+			eachErr = fmt.Errorf("the Kubernetes helper said %q: %w", text.Truncate(string(line), 200), err)
+		case rep.Result != nil || rep.Error != nil:
+			last = &rep
+		default:
+			eachErr = each(rep)
 		}
+		if eachErr != nil {
+			cancel(nil)
+		}
+	})
+	if readErr != nil {
+		cancel(fmt.Errorf("%s: %w", s.what(op), readErr))
 	}
 	waitErr := cmd.Wait()
 	switch {
 	case eachErr != nil:
 		return nil, eachErr
+	case bounded(ctx):
+		return nil, context.Cause(ctx)
 	case last != nil && last.Error != nil:
 		return nil, last.Error
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
 	case last == nil:
-		msg := strings.TrimSpace(stderr.String())
+		msg := strings.TrimSpace(stderr.b.String())
 		if msg == "" && waitErr != nil {
 			msg = waitErr.Error()
 		}

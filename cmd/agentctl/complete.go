@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/client"
+	"github.com/agentctl/agentctl/internal/text"
 )
 
 // idCommand is how a command takes session handles: all its arguments
@@ -154,7 +155,7 @@ func sessionCompletions(sessions []api.Session, given []string, typed string) []
 	}
 	for i := len(sessions) - 1; i >= 0; i-- {
 		s := sessions[i]
-		desc := statusText(&s) + " " + oneLine(sanitize(label(&s)), 60)
+		desc := statusText(&s) + " " + oneLine(text.Clean(label(&s)), 60)
 		add(s, s.ID, desc)
 		if s.Name != "" && named[s.Name].ID == s.ID {
 			add(s, s.Name, statusText(&s)+" "+s.ID)

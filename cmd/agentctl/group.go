@@ -14,6 +14,7 @@ import (
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/config"
 	"github.com/agentctl/agentctl/hosts"
+	"github.com/agentctl/agentctl/internal/text"
 	"github.com/agentctl/agentctl/orchestrate"
 )
 
@@ -261,7 +262,7 @@ func (f *runFlags) dispatch(cmd *cobra.Command, cfg config.Config, positional, d
 	if failed := res.Failed(); len(failed) > 0 {
 		fmt.Fprintf(os.Stderr, "agentctl: %d of %d members did not start:\n", len(failed), len(res.Members))
 		for _, m := range failed {
-			fmt.Fprintf(os.Stderr, "  %s: %s\n", m.Label(), m.Error)
+			fmt.Fprintln(os.Stderr, text.CleanLines(fmt.Sprintf("  %s: %s", m.Label(), m.Error)))
 		}
 		return exitError{code: 1}
 	}

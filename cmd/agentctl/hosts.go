@@ -19,6 +19,7 @@ import (
 	"github.com/agentctl/agentctl/client"
 	"github.com/agentctl/agentctl/config"
 	"github.com/agentctl/agentctl/hosts"
+	"github.com/agentctl/agentctl/internal/text"
 )
 
 // Environment variables of the hosts.
@@ -379,7 +380,7 @@ func newHostLsCmd() *cobra.Command {
 			tw := to.newTable(os.Stdout)
 			tw.header("NAME\tURL")
 			for _, e := range entries {
-				fmt.Fprintf(tw, "%s\t%s\n", sanitize(e.Name), sanitize(cmp.Or(e.URL, "(this machine)")))
+				fmt.Fprintf(tw, "%s\t%s\n", text.Clean(e.Name), text.Clean(cmp.Or(e.URL, "(this machine)")))
 			}
 			return tw.Flush()
 		},

@@ -19,6 +19,7 @@ import (
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/client"
 	"github.com/agentctl/agentctl/hosts"
+	"github.com/agentctl/agentctl/internal/text"
 )
 
 // selection is how a command that acts on several sessions names them:
@@ -143,7 +144,7 @@ func forEach(ctx context.Context, verb string, handles []string, act func(contex
 	var first error
 	for _, r := range results {
 		if r.err != nil {
-			fmt.Fprintf(os.Stderr, "agentctl: %s %s: %v\n", verb, r.handle, r.err)
+			fmt.Fprintln(os.Stderr, text.CleanLines(fmt.Sprintf("agentctl: %s %s: %v", verb, r.handle, r.err)))
 			failed = append(failed, r.handle)
 			if first == nil {
 				first = r.err

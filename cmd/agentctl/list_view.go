@@ -15,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/internal/text"
 )
 
 // outputFlags are how a command that prints sessions prints them.
@@ -113,13 +114,13 @@ func sessionColumns(now time.Time, wide bool) []column {
 		{head: "PID", cell: func(s *api.Session) string { return pidText(s.PID) }, wideOnly: true},
 		{head: "AGE", cell: func(s *api.Session) string { return ago(now, s.CreatedAt) }},
 		{head: "LAST", cell: func(s *api.Session) string { return ago(now, s.ActiveAt()) }},
-		{head: "MODEL", cell: func(s *api.Session) string { return sanitize(s.Model) }},
+		{head: "MODEL", cell: func(s *api.Session) string { return text.Clean(s.Model) }},
 		{head: "TOKENS", cell: tokensText},
 		{head: "COST", cell: func(s *api.Session) string { return costText(s.CostUSD) }},
 		{head: "GROUP", cell: func(s *api.Session) string { return s.Group }},
 		{head: "LABELS", cell: labelsText, wideOnly: true},
-		{head: "CWD", cell: func(s *api.Session) string { return sanitize(tildePath(s.Cwd, homeDir)) }, flex: true, cut: cutLeft},
-		{head: "NAME/PROMPT", cell: func(s *api.Session) string { return sanitize(oneLine(label(s), promptRunes)) }, flex: true, cut: cutRight},
+		{head: "CWD", cell: func(s *api.Session) string { return text.Clean(tildePath(s.Cwd, homeDir)) }, flex: true, cut: cutLeft},
+		{head: "NAME/PROMPT", cell: func(s *api.Session) string { return text.Clean(oneLine(label(s), promptRunes)) }, flex: true, cut: cutRight},
 	}
 }
 
@@ -132,7 +133,7 @@ func labelsText(s *api.Session) string {
 	for _, k := range slices.Sorted(maps.Keys(s.Labels)) {
 		parts = append(parts, k+"="+s.Labels[k])
 	}
-	return sanitize(strings.Join(parts, ","))
+	return text.Clean(strings.Join(parts, ","))
 }
 
 // printSessionTable writes sessions as a table that fits width (0: any

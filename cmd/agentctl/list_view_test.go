@@ -54,21 +54,6 @@ func TestSessionTableFitsTheWidth(t *testing.T) {
 	}
 }
 
-func TestSanitize(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{"plain", "plain"},
-		{"tab\tand\nnewline", "tab and newline"},
-		{"\x1b]0;title\x07red\x1b[31m", "?]0;title?red?[31m"},
-		{"c1 \u009b31m", "c1 ?31m"},
-		{"bad \xff utf8", "bad ? utf8"},
-		{"ünïcödé ✓", "ünïcödé ✓"},
-	} {
-		if got := sanitize(tc.in); got != tc.want {
-			t.Errorf("sanitize(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-}
-
 func TestCuts(t *testing.T) {
 	if got := cutLeft("/a/b/c/project", 8); got != "…project" {
 		t.Errorf("cutLeft = %q", got)

@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/internal/text"
 )
 
 func main() {
@@ -36,7 +37,7 @@ func run(ctx context.Context, args []string) int {
 		return 130
 	}
 	if isUnknownCommand(err) {
-		msg := "agentctl: " + err.Error()
+		msg := "agentctl: " + text.CleanLines(err.Error())
 		if len(args) > 0 {
 			if s := suggestFor(root, args[0]); len(s) > 0 {
 				msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t") + "\n"
@@ -50,7 +51,9 @@ func run(ctx context.Context, args []string) int {
 		return exit.code
 	}
 	if p, ok := err.(printedError); !ok || !p.quiet {
-		fmt.Fprintln(os.Stderr, "agentctl: "+err.Error())
+		// An error may carry another host's words (its API's message,
+		// what its ssh said): cleaned like any text not ours.
+		fmt.Fprintln(os.Stderr, "agentctl: "+text.CleanLines(err.Error()))
 	}
 	var usage usageError
 	if errors.As(err, &usage) {

@@ -16,6 +16,7 @@ import (
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/client"
 	"github.com/agentctl/agentctl/hosts"
+	"github.com/agentctl/agentctl/internal/text"
 )
 
 func newLockCmd() *cobra.Command {
@@ -51,7 +52,7 @@ process is gone.`,
 			if err != nil {
 				return err
 			}
-			fmt.Printf("Locked: %s\n", sanitize(l.Directory))
+			fmt.Printf("Locked: %s\n", text.Clean(l.Directory))
 			return nil
 		},
 	}
@@ -79,7 +80,7 @@ func newUnlockCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Printf("Unlocked: %s\n", sanitize(l.Directory))
+			fmt.Printf("Unlocked: %s\n", text.Clean(l.Directory))
 			return nil
 		},
 	}
@@ -135,7 +136,7 @@ func printLocks(w io.Writer, ls []api.Lock, now time.Time, to tableOptions) {
 		if l.Type == "auto" {
 			who = fmt.Sprintf("session %s (pid %d)", shortID(l.SessionID), l.PID)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", sanitize(l.Directory), sanitize(l.Type), dash(sanitize(who)), dash(sanitize(l.Reason)), ago(now, l.LockedAt))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", text.Clean(l.Directory), text.Clean(l.Type), dash(text.Clean(who)), dash(text.Clean(l.Reason)), ago(now, l.LockedAt))
 	}
 	tw.Flush()
 }
@@ -244,14 +245,14 @@ func newFuseCancelCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Printf("Fuse cancelled: %s\n", sanitize(f.Directory))
+			fmt.Printf("Fuse cancelled: %s\n", text.Clean(f.Directory))
 			return nil
 		},
 	}
 }
 
 func printFuseLine(what string, f api.Fuse) {
-	fmt.Printf("%s: %s expires in %s (at %s)\n", what, sanitize(f.Directory), fuseRemaining(time.Until(f.ExpiresAt)), f.ExpiresAt.Local().Format(time.RFC3339))
+	fmt.Printf("%s: %s expires in %s (at %s)\n", what, text.Clean(f.Directory), fuseRemaining(time.Until(f.ExpiresAt)), f.ExpiresAt.Local().Format(time.RFC3339))
 }
 
 // jsonListKey names the list a read command prints.
@@ -287,7 +288,7 @@ func printFuses(w io.Writer, fs []api.Fuse, now time.Time, to tableOptions) {
 				action = "webhook: " + f.OnExpire.Webhook
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", sanitize(f.Directory), dash(sanitize(f.Label)), fuseRemaining(f.ExpiresAt.Sub(now)), dash(sanitize(action)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", text.Clean(f.Directory), dash(text.Clean(f.Label)), fuseRemaining(f.ExpiresAt.Sub(now)), dash(text.Clean(action)))
 	}
 	tw.Flush()
 }

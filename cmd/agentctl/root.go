@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentctl/agentctl/client"
 	"github.com/agentctl/agentctl/home"
+	"github.com/agentctl/agentctl/internal/text"
 	"github.com/spf13/cobra"
 )
 
@@ -173,6 +174,7 @@ func printJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// warn prints a warning, cleaned: warnings carry other hosts' words.
 func warn(format string, a ...any) {
-	fmt.Fprintf(os.Stderr, "agentctl: warning: "+format+"\n", a...)
+	fmt.Fprintln(os.Stderr, "agentctl: warning: "+text.CleanLines(fmt.Sprintf(format, a...)))
 }

@@ -309,14 +309,14 @@ func explain(ctx context.Context, handle string, asJSON bool) error {
 // printExplanation writes the rule, the reason and each piece of evidence,
 // one a line: its kind, then what it says, then its source.
 func printExplanation(w io.Writer, ex api.Explanation) {
-	fmt.Fprintf(w, "\nwhy (%s rule): %s\n", ex.Rule, sanitize(ex.Reason))
+	fmt.Fprintf(w, "\nwhy (%s rule): %s\n", ex.Rule, text.Clean(ex.Reason))
 	tw := newTable(w)
 	for _, e := range ex.Evidence {
 		says := e.Says
 		if e.Source != "" {
 			says += " [" + e.Source + "]"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\n", e.Kind, sanitize(says))
+		fmt.Fprintf(tw, "  %s\t%s\n", e.Kind, text.Clean(says))
 	}
 	tw.Flush()
 }
@@ -325,7 +325,7 @@ func printSession(w io.Writer, s api.Session) {
 	tw := newTable(w)
 	row := func(k, v string) {
 		if v != "" {
-			fmt.Fprintf(tw, "%s\t%s\n", k, sanitize(v))
+			fmt.Fprintf(tw, "%s\t%s\n", k, text.Clean(v))
 		}
 	}
 	row("id", s.ID)

@@ -18,6 +18,7 @@ import (
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/client"
 	"github.com/agentctl/agentctl/cmd/agentctl/internal/top"
+	"github.com/agentctl/agentctl/internal/text"
 )
 
 // watchSource is a host list -w can follow: its sessions and its event
@@ -76,7 +77,7 @@ func watchList(ctx context.Context, c watchSource, o api.ListOptions, asJSON, wi
 			}
 		} else {
 			for _, w := range l.Warnings {
-				fmt.Fprintf(&b, "warning: %s\n", w)
+				fmt.Fprintf(&b, "warning: %s\n", text.Clean(w))
 			}
 			if len(l.Sessions) == 0 {
 				b.WriteString("no sessions\n")

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/internal/text"
 	"github.com/agentctl/agentctl/orchestrate"
 )
 
@@ -109,7 +110,7 @@ member of a group that still has one.`,
 			failed := 0
 			for _, p := range a {
 				if err := cleanWorktree(cmd, p, running, runningErr, deleteBranch, force); err != nil {
-					fmt.Fprintf(os.Stderr, "agentctl: %v\n", err)
+					fmt.Fprintln(os.Stderr, "agentctl: "+text.CleanLines(err.Error()))
 					failed++
 				}
 			}

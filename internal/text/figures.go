@@ -52,3 +52,14 @@ func Cost(c *float64) string {
 	}
 	return fmt.Sprintf("$%.2f", *c)
 }
+
+// Bytes names a size the way people read a bound: 64 KiB, 256 MiB.
+func Bytes(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}

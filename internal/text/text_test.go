@@ -68,3 +68,32 @@ func TestFigures(t *testing.T) {
 		}
 	}
 }
+
+func TestClean(t *testing.T) {
+	for _, tc := range []struct{ in, one, lines string }{
+		{"plain", "plain", "plain"},
+		{"tab\tand\nnewline", "tab and newline", "tab\tand\nnewline"},
+		{"cr\roverwrites", "cr overwrites", "cr overwrites"},
+		{"\x1b]0;title\x07red\x1b[31m", "?]0;title?red?[31m", "?]0;title?red?[31m"},
+		{"clear\x1b[2J", "clear?[2J", "clear?[2J"},
+		{"c1 \u009b31m", "c1 ?31m", "c1 ?31m"},
+		{"bad \xff utf8", "bad ? utf8", "bad ? utf8"},
+		{"ünïcödé ✓ 日本", "ünïcödé ✓ 日本", "ünïcödé ✓ 日本"},
+		// Bidi overrides and isolates, zero-width characters, marks, BOM.
+		{"abc\u202etxt.exe", "abc?txt.exe", "abc?txt.exe"},
+		{"a\u200bb\u200cc\u200ed\u200fe", "a?b?c?d?e", "a?b?c?d?e"},
+		{"\u2066x\u2067y\u2068z\u2069", "?x?y?z?", "?x?y?z?"},
+		{"\ufeffbom\u2060wj\u061calm", "?bom?wj?alm", "?bom?wj?alm"},
+		{"line\u2028sep", "line sep", "line sep"},
+		// A joiner between two letters hides; one inside an emoji joins.
+		{"ad\u200dmin", "ad?min", "ad?min"},
+		{"👩\u200d💻 ❤\ufe0f\u200d🔥", "👩\u200d💻 ❤\ufe0f\u200d🔥", "👩\u200d💻 ❤\ufe0f\u200d🔥"},
+	} {
+		if got := Clean(tc.in); got != tc.one {
+			t.Errorf("Clean(%q) = %q, want %q", tc.in, got, tc.one)
+		}
+		if got := CleanLines(tc.in); got != tc.lines {
+			t.Errorf("CleanLines(%q) = %q, want %q", tc.in, got, tc.lines)
+		}
+	}
+}

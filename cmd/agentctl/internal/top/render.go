@@ -600,17 +600,8 @@ func dash(s string) string {
 }
 
 // oneLine makes s one line of printable text: runs of white space become
-// one space, control characters (an escape sequence's ESC) go, so nothing
+// one space, what text.Clean neutralises shows as ?, so nothing
 // a session reports can move the cursor or break a row.
 func oneLine(s string) string {
-	s = strings.Map(func(r rune) rune {
-		switch {
-		case r == '\t' || r == '\n' || r == '\r':
-			return ' '
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
-			return -1
-		}
-		return r
-	}, s)
-	return strings.Join(strings.Fields(s), " ")
+	return strings.Join(strings.Fields(text.Clean(s)), " ")
 }

@@ -410,10 +410,10 @@ func TestCursorStaysOnScreen(t *testing.T) {
 // move the cursor or break a row.
 func TestRenderNeutralisesControlCharacters(t *testing.T) {
 	l := fixture()
-	l.Sessions[0].Name = "evil\x1b[2J\nname"
+	l.Sessions[0].Name = "evil\x1b[2J\nname\u202egnp.exe"
 	l.Sessions[0].Activity = "waiting: line one\nline two\r\x07"
 	l.Sessions[0].Group = "g\x1b]0;title\x07"
-	l.Sessions[0].Warnings = []string{"bad\nwarning"}
+	l.Sessions[0].Warnings = []string{"bad\nwarning\u200b\u2066"}
 	l.Warnings = append(l.Warnings, "multi\nline\x1b[31m")
 	st := NewState()
 	st.Snapshot(l, 0)
@@ -428,7 +428,7 @@ func TestRenderNeutralisesControlCharacters(t *testing.T) {
 		}
 	}
 	screen := Render(f)
-	if strings.ContainsAny(screen, "\x1b\x07\r") {
+	if strings.ContainsAny(screen, "\x1b\x07\r\u202e\u200b\u2066") {
 		t.Errorf("control characters reach the screen: %q", screen)
 	}
 	if n := strings.Count(screen, "\n") + 1; n != 30 {
