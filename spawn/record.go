@@ -36,8 +36,8 @@ type Record struct {
 	// EnvSet names the variables given with --env (their values are in
 	// home.EnvFile).
 	EnvSet []string `json:"env_set,omitempty"`
-	Cwd     string   `json:"cwd"`
-	Prompt  string   `json:"prompt,omitempty"`
+	Cwd    string   `json:"cwd"`
+	Prompt string   `json:"prompt,omitempty"`
 	// PromptCut says Prompt is the head of a longer prompt, kept whole in
 	// the session's home.PromptFile.
 	PromptCut bool   `json:"prompt_cut,omitempty"`
