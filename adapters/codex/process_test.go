@@ -16,9 +16,9 @@ import (
 )
 
 // The test binary doubles as a stand-in Codex process: run through a
-// symlink named "codex", with helperEnv set, it opens the file named by
-// helperFileEnv (after helperDelayEnv), says "ready", and waits for stdin
-// to close.
+// symlink named "codex", with helperEnv set, it opens the files named by
+// helperFileEnv (a path list; after helperDelayEnv), says "ready", and
+// waits for stdin to close.
 const (
 	helperEnv      = "CODEX_ADAPTER_TEST_HELPER"
 	helperFileEnv  = "CODEX_ADAPTER_TEST_FILE"
@@ -37,7 +37,7 @@ func runHelper() {
 	if d, err := time.ParseDuration(os.Getenv(helperDelayEnv)); err == nil {
 		time.Sleep(d)
 	}
-	if p := os.Getenv(helperFileEnv); p != "" {
+	for _, p := range filepath.SplitList(os.Getenv(helperFileEnv)) {
 		f, err := os.OpenFile(p, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -50,7 +50,8 @@ func runHelper() {
 }
 
 // fakeCodex starts the test binary as a "codex" process of the store at
-// codexHome with args, holding file open (when not empty) after delay. It returns the process once it
+// codexHome with args, holding file open (when not empty; several are
+// joined by filepath.ListSeparator) after delay. It returns the process once it
 // said ready (or at once when ready is false), and ends it at cleanup.
 func fakeCodex(t *testing.T, codexHome, cwd, file string, delay time.Duration, ready bool, args ...string) *exec.Cmd {
 	t.Helper()
@@ -208,12 +209,35 @@ func TestIsCodexAndResumeArg(t *testing.T) {
 	}
 }
 
+// v7ID is a Codex thread id (UUIDv7) begun at t; n tells ids of one
+// millisecond apart.
+func v7ID(t time.Time, n int) string {
+	ms := t.UnixMilli()
+	return fmt.Sprintf("%08x-%04x-7%03x-8000-%012x", ms>>16, ms&0xffff, n&0xfff, n)
+}
+
+// writeMeta writes the head of a rollout of thread id begun at `at` in dir,
+// in day, and returns its path.
+func writeMeta(t *testing.T, day, id, dir string, at time.Time) string {
+	t.Helper()
+	line := fmt.Sprintf(`{"timestamp":%q,"type":"session_meta","payload":{"id":%q,"timestamp":%q,"cwd":%q}}`+"\n",
+		at.UTC().Format(time.RFC3339Nano), id, at.UTC().Format(time.RFC3339Nano), dir)
+	p := filepath.Join(day, "rollout-"+at.Format("2006-01-02T15-04-05")+"-"+id+".jsonl")
+	if err := os.MkdirAll(day, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(line), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func TestFindNativeIDFromOpenRollout(t *testing.T) {
 	home, a := testHome(t)
 	day := installFixtures(t, home)
-	const id = "01a20300-0000-7000-8000-000000000001"
-	rollout := filepath.Join(day, "rollout-2026-11-22T08-00-00-"+id+".jsonl")
 	since := time.Now()
+	id := v7ID(since.Add(200*time.Millisecond), 1)
+	rollout := filepath.Join(day, "rollout-2026-11-22T08-00-00-"+id+".jsonl")
 	// The rollout is opened a moment after the process starts.
 	cmd := fakeCodex(t, home, t.TempDir(), rollout, 300*time.Millisecond, false, "exec", "hi")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -375,5 +399,37 @@ func TestDaemonThreadsGoToTheirTUIOnlyWhenOneFits(t *testing.T) {
 	}
 	if refs["old"] != nil || contenders["old"] != nil {
 		t.Errorf("a thread begun before every TUI: ref %+v contenders %v", refs["old"], contenders["old"])
+	}
+}
+
+// `launch codex -i` bound another session's native id: a starting Codex
+// opens other threads' rollouts and writer locks for a moment, and the
+// smallest id open was taken. Its own thread is the one begun after the
+// launch, in its folder, that no other Codex holds: not an older session's
+// rollout it reads, not the lock of a Codex launched beside it, not a
+// thread of another folder begun meanwhile.
+func TestFindNativeIDNeverBindsAnotherSessionsThread(t *testing.T) {
+	home, a := testHome(t)
+	day := installFixtures(t, home)
+	locks := filepath.Join(home, "thread-writer-locks")
+	if err := os.MkdirAll(locks, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lock := func(id string) string { return filepath.Join(locks, id+".lock") }
+	cwd, elsewhere := t.TempDir(), t.TempDir()
+	since := time.Now()
+	old := filepath.Join(day, "rollout-2026-11-22T06-26-15-"+idResumed+".jsonl")
+	beside := v7ID(since.Add(10*time.Millisecond), 1)
+	fakeCodex(t, home, cwd, lock(beside), 0, true, "--no-daemon")
+	other := v7ID(since.Add(20*time.Millisecond), 2)
+	otherRollout := writeMeta(t, day, other, elsewhere, since.Add(20*time.Millisecond))
+	own := v7ID(since.Add(30*time.Millisecond), 3)
+	held := strings.Join([]string{old, lock(beside), otherRollout, lock(own)}, string(filepath.ListSeparator))
+	cmd := fakeCodex(t, home, cwd, held, 0, true, "--no-daemon")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	got, err := a.FindNativeID(ctx, cmd.Process.Pid, cwd, since)
+	if err != nil || got != own {
+		t.Errorf("FindNativeID = %q, %v; want its own thread %s (not %s, %s or %s)", got, err, own, idResumed, beside, other)
 	}
 }
