@@ -433,3 +433,39 @@ func TestFindNativeIDNeverBindsAnotherSessionsThread(t *testing.T) {
 		t.Errorf("FindNativeID = %q, %v; want its own thread %s (not %s, %s or %s)", got, err, own, idResumed, beside, other)
 	}
 }
+
+// A hand Codex TUI whose terminal was killed mid-tool read ended at once,
+// while its turn went on in the shared app-server daemon (the tool ran on,
+// the model was asked again, the tokens rose). A thread the daemon holds
+// whose turn runs is running (busy), with the daemon's process, whatever
+// became of the TUI; once its rollout records the turn's end, it has
+// ended. A thread the daemon holds at rest, with no TUI, has ended.
+func TestHandCodexTUIKilledMidToolReadsEndedWhileTheDaemonRunsItsTurn(t *testing.T) {
+	home, a := testHome(t)
+	day := filepath.Join(home, "sessions", "2026", "11", "26")
+	cwd := t.TempDir()
+	began := time.Now().Add(-time.Minute)
+	working, atRest := v7ID(began, 1), v7ID(began, 2)
+	busy := writeMeta(t, day, working, cwd, began)
+	appendText(t, busy, `{"timestamp":"2026-11-26T10:00:01.000Z","type":"event_msg","payload":{"type":"task_started","turn_id":"t1"}}`+"\n"+
+		`{"timestamp":"2026-11-26T10:00:02.000Z","type":"response_item","payload":{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"sleep 40\"}","call_id":"call_1"}}`+"\n")
+	idle := writeMeta(t, day, atRest, cwd, began)
+	appendText(t, idle, `{"timestamp":"2026-11-26T10:00:01.000Z","type":"event_msg","payload":{"type":"task_started","turn_id":"t2"}}`+"\n"+
+		`{"timestamp":"2026-11-26T10:00:03.000Z","type":"event_msg","payload":{"type":"task_complete","turn_id":"t2","last_agent_message":"done"}}`+"\n")
+	daemon := fakeCodex(t, home, cwd, busy+string(filepath.ListSeparator)+idle, 0, true, "app-server", "--listen", "unix://", "--managed-daemon")
+
+	got := discoverByID(t, a)
+	s := got[working]
+	if s.Process == nil || s.Process.PID != daemon.Process.Pid || s.Process.Evidence != evidenceDaemonTurn || s.State != adapters.NativeBusy {
+		t.Errorf("the daemon's running turn: process %+v state %q, want the daemon (pid %d) and busy", s.Process, s.State, daemon.Process.Pid)
+	}
+	if r := got[atRest]; r.Process != nil || r.State != adapters.NativeDone {
+		t.Errorf("a thread at rest in the daemon, with no TUI: process %+v state %q, want none and done", r.Process, r.State)
+	}
+
+	// The daemon's turn ends.
+	appendText(t, busy, `{"timestamp":"2026-11-26T10:00:45.000Z","type":"event_msg","payload":{"type":"task_complete","turn_id":"t1","last_agent_message":"slept"}}`+"\n")
+	if s := discoverByID(t, a)[working]; s.Process != nil || s.State != adapters.NativeDone {
+		t.Errorf("after the daemon's turn ended: process %+v state %q, want none and done", s.Process, s.State)
+	}
+}
