@@ -1,0 +1,285 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/proc"
+)
+
+// Codex sessions as people run them: TUIs started by hand in real
+// terminals (tmux), next to sessions agentctl launched.
+
+// term is a real terminal: a tmux server of the test's own, whose panes run
+// with the environment given, ended with the test.
+type term struct {
+	t    *testing.T
+	sock string
+	env  []string
+}
+
+func newTerm(t *testing.T, env []string) *term {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("SKIP: tmux is not installed: these scenarios run in a real terminal")
+	}
+	// A short folder: a socket's path is limited to about 100 bytes.
+	dir, err := os.MkdirTemp("", "tm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm := &term{t: t, sock: filepath.Join(dir, "s"), env: append(append([]string(nil), env...), "TERM=xterm-256color")}
+	t.Cleanup(func() {
+		tm.run("kill-server")
+		os.RemoveAll(dir)
+	})
+	return tm
+}
+
+func (tm *term) run(args ...string) (string, error) {
+	cmd := exec.Command("tmux", append([]string{"-S", tm.sock, "-f", "/dev/null"}, args...)...)
+	cmd.Env = tm.env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("tmux %s: %w: %s", args[0], err, out)
+	}
+	return string(out), nil
+}
+
+func (tm *term) must(args ...string) string {
+	tm.t.Helper()
+	out, err := tm.run(args...)
+	if err != nil {
+		tm.t.Fatal(err)
+	}
+	return out
+}
+
+// open runs argv in a new terminal named name, in dir, and returns the pid
+// of the process it runs.
+func (tm *term) open(name, dir string, argv ...string) int {
+	tm.t.Helper()
+	tm.must(append([]string{"new-session", "-d", "-x", "160", "-y", "45", "-s", name, "-c", dir, "--"}, argv...)...)
+	var pid int
+	if _, err := fmt.Sscanf(tm.must("display-message", "-p", "-t", name, "#{pane_pid}"), "%d", &pid); err != nil {
+		tm.t.Fatalf("pid of terminal %s: %v", name, err)
+	}
+	return pid
+}
+
+// screen is what terminal name shows.
+func (tm *term) screen(name string) string {
+	out, _ := tm.run("capture-pane", "-p", "-t", name)
+	return out
+}
+
+// typeLine types text as a person would, then Enter: the Codex TUI takes a
+// burst of keys as a paste, in which an Enter is a newline.
+func (tm *term) typeLine(name, text string) {
+	tm.t.Helper()
+	tm.must("send-keys", "-t", name, "-l", text)
+	time.Sleep(500 * time.Millisecond)
+	tm.must("send-keys", "-t", name, "Enter")
+}
+
+// openCodexTUI starts Codex's TUI by hand in terminal name, in the project,
+// with args, and waits until it takes keys: its writer lock is held (by
+// the TUI, or by the daemon for it) and its prompt is drawn.
+func (c *codexEnv) openCodexTUI(tm *term, name string, args ...string) int {
+	c.T.Helper()
+	locks := func() []string {
+		m, _ := filepath.Glob(filepath.Join(c.codexHome, "thread-writer-locks", "*-*-*-*-*.lock"))
+		return m
+	}
+	before := locks()
+	pid := tm.open(name, c.proj, append([]string{codexBin(c.T)}, args...)...)
+	WaitFor(c.T, 90*time.Second, "codex's TUI in terminal "+name+" to open its thread", func() bool {
+		for _, l := range locks() {
+			if !slices.Contains(before, l) {
+				return strings.TrimSpace(tm.screen(name)) != ""
+			}
+		}
+		return false
+	})
+	time.Sleep(2 * time.Second) // the composer takes keys once drawn
+	return pid
+}
+
+// heldThreads are the threads whose writer locks pid and its descendants
+// hold: what the process itself says it works on.
+func heldThreads(t *testing.T, pid int) []string {
+	t.Helper()
+	pids := []int{pid}
+	if table, err := proc.Table(); err == nil {
+		for _, d := range proc.Descendants(table, pid) {
+			pids = append(pids, d.PID)
+		}
+	}
+	var ids []string
+	for _, p := range pids {
+		files, _ := proc.OpenFiles(p)
+		for _, f := range files {
+			if filepath.Base(filepath.Dir(f)) == "thread-writer-locks" && strings.HasSuffix(f, ".lock") && !strings.HasPrefix(filepath.Base(f), ".") {
+				ids = append(ids, strings.TrimSuffix(filepath.Base(f), ".lock"))
+			}
+		}
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}
+
+// rowsOf are the rows of list -a that show native session id.
+func rowsOf(e *Env, nativeID string) []api.Session {
+	var out []api.Session
+	for _, r := range e.List("-a").Sessions {
+		if r.NativeID == nativeID {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// `launch codex -i` bound another session's native id in 4 of 10 launches
+// beside other Codex sessions: the new row showed the other's prompt,
+// tokens and peek, and the victim vanished or dropped to 0 tokens. Ten
+// interactive launches in a row, beside an ended launched run, an ended
+// run by hand and a live TUI by hand in the same folder: each is bound to
+// the thread its own process holds, and every victim keeps its one row,
+// its status and its tokens.
+func TestCodexLaunchInteractiveBindsAnotherSessionsNativeID(t *testing.T) {
+	t.Parallel()
+	c := newCodexEnv(t)
+	c.interactiveConfig()
+	tm := newTerm(t, c.Vars)
+
+	// Ended: a launched run, and a run by hand.
+	ended := c.launch("hello [[text: launched and ended]]")
+	c.WaitStatus(ended.ID, api.StatusExited, 120*time.Second)
+	WaitFor(t, 30*time.Second, "the ended run's native id", func() bool {
+		ended = c.Session(ended.ID)
+		return ended.NativeID != ""
+	})
+	hand := exec.Command(codexBin(t), "exec", "--json", "--skip-git-repo-check", "hello [[text: by hand and ended]]")
+	hand.Env, hand.Dir = c.Vars, c.proj
+	out, err := hand.Output()
+	if err != nil {
+		t.Fatalf("codex exec by hand: %v", err)
+	}
+	var started struct {
+		ThreadID string `json:"thread_id"`
+	}
+	json.Unmarshal([]byte(strings.SplitN(string(out), "\n", 2)[0]), &started)
+	// Live: a TUI by hand, at its prompt after one answer.
+	livePID := c.openCodexTUI(tm, "live", "--no-daemon")
+	tm.typeLine("live", "hello [[text: live by hand]]")
+	liveIDs := []string{}
+	WaitFor(t, 60*time.Second, "the hand TUI's thread", func() bool {
+		liveIDs = heldThreads(t, livePID)
+		return len(liveIDs) == 1 && len(rowsOf(c.Env, liveIDs[0])) == 1 && rowsOf(c.Env, liveIDs[0])[0].TokensIn != nil
+	})
+	victims := map[string]api.Session{}
+	for _, id := range []string{ended.NativeID, started.ThreadID, liveIDs[0]} {
+		WaitFor(t, 30*time.Second, "victim "+id+" listed with its tokens", func() bool {
+			rows := rowsOf(c.Env, id)
+			if len(rows) == 1 && rows[0].TokensIn != nil && *rows[0].TokensIn > 0 {
+				victims[id] = rows[0]
+				return true
+			}
+			return false
+		})
+	}
+
+	var launched []api.Session
+	for i := 0; i < 10; i++ {
+		var s api.Session
+		c.JSON(&s, "launch", "codex", "-i", "--json", "--force", "--cwd", c.proj)
+		launched = append(launched, s)
+	}
+	WaitFor(t, 180*time.Second, "the ten launched TUIs to hold their threads and be bound to native ids", func() bool {
+		for _, s := range launched {
+			if len(heldThreads(t, s.PID)) != 1 || c.Session(s.ID).NativeID == "" {
+				return false
+			}
+		}
+		return true
+	})
+	seen := map[string]string{}
+	for _, s := range launched {
+		got, held := c.Session(s.ID).NativeID, heldThreads(t, s.PID)
+		if len(held) != 1 || got != held[0] {
+			t.Errorf("session %s (pid %d) is bound to %s; its process holds %v", s.ID, s.PID, got, held)
+		}
+		if _, ok := victims[got]; ok {
+			t.Errorf("session %s took the native id %s of another session (%s)", s.ID, got, victims[got].ID)
+		}
+		if other, dup := seen[got]; dup {
+			t.Errorf("sessions %s and %s are both bound to %s", other, s.ID, got)
+		}
+		seen[got] = s.ID
+	}
+	for _, s := range launched {
+		checkListedOnce(t, c.Env, c.Session(s.ID))
+	}
+	for id, was := range victims {
+		rows := rowsOf(c.Env, id)
+		if len(rows) != 1 || rows[0].ID != was.ID || rows[0].Status != was.Status || rows[0].TokensIn == nil || *rows[0].TokensIn < *was.TokensIn {
+			t.Errorf("victim %s was %s %s with %d tokens in; now listed as %+v", id, was.ID, was.Status, *was.TokensIn, rows)
+		}
+	}
+	if rows := rowsOf(c.Env, liveIDs[0]); len(rows) != 1 || rows[0].Status != api.StatusRunning {
+		t.Errorf("the live hand TUI's session is listed as %+v, want running", rows)
+	}
+}
+
+// A hand Codex TUI whose terminal was killed mid-tool read ended in 0.1 s,
+// while its turn went on in the shared app-server daemon (the tool ran to
+// its end, the model was asked again, the tokens rose on the ended row).
+// The session is running (busy) while the daemon runs its turn, whatever
+// became of the TUI, and has ended once the turn has.
+func TestHandCodexTUIKilledMidToolReadsEndedWhileItsTurnRuns(t *testing.T) {
+	t.Parallel()
+	c := newCodexEnv(t)
+	c.interactiveConfig()
+	tm := newTerm(t, c.Vars)
+	pid := c.openCodexTUI(tm, "tui")
+	const tool = "14.83"
+	tm.typeLine("tui", "work [[sleep: "+tool+"]]")
+	WaitFor(t, 90*time.Second, "the tool to run in the daemon", func() bool { return liveArgv("sleep", tool) })
+	var row api.Session
+	WaitFor(t, 30*time.Second, "the TUI's session listed running and busy", func() bool {
+		for _, r := range c.List("-a").Sessions {
+			if r.Adapter == "codex" && r.Cwd == c.proj && r.Status == api.StatusRunning && r.Activity == api.ActivityBusy {
+				row = r
+				return true
+			}
+		}
+		return false
+	})
+	tm.must("kill-session", "-t", "tui")
+	waitGone(t, pid, 30*time.Second)
+	killed := time.Now()
+	asked := len(c.srv.Requests())
+	// While the daemon's tool runs, the session runs.
+	for liveArgv("sleep", tool) {
+		rows := rowsOf(c.Env, row.NativeID)
+		if len(rows) != 1 || rows[0].Status != api.StatusRunning || rows[0].Activity != api.ActivityBusy {
+			t.Fatalf("%s after its terminal was killed, with the daemon's tool running, the session is listed as %+v", time.Since(killed).Round(time.Millisecond), rows)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	WaitFor(t, 90*time.Second, "the session to end once the daemon's turn has", func() bool {
+		rows := rowsOf(c.Env, row.NativeID)
+		return len(rows) == 1 && rows[0].Status.Ended()
+	})
+	if len(c.srv.Requests()) <= asked {
+		t.Errorf("the model was not asked after the terminal was killed: the turn did not go on in the daemon")
+	}
+}
