@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -160,31 +161,42 @@ func TestCodexLaunchInteractiveBindsAnotherSessionsNativeID(t *testing.T) {
 	c.interactiveConfig()
 	tm := newTerm(t, c.Vars)
 
-	// Ended: a launched run, and a run by hand.
+	began := time.Now()
+	// Ended: a launched run, and a run by hand; live: a TUI by hand, at its
+	// prompt after one answer. Started together.
 	ended := c.launch("hello [[text: launched and ended]]")
-	c.WaitStatus(ended.ID, api.StatusExited, 120*time.Second)
-	WaitFor(t, 30*time.Second, "the ended run's native id", func() bool {
-		ended = c.Session(ended.ID)
-		return ended.NativeID != ""
-	})
 	hand := exec.Command(codexBin(t), "exec", "--json", "--skip-git-repo-check", "hello [[text: by hand and ended]]")
 	hand.Env, hand.Dir = c.Vars, c.proj
-	out, err := hand.Output()
-	if err != nil {
+	var handOut strings.Builder
+	hand.Stdout = &handOut
+	if err := hand.Start(); err != nil {
+		t.Fatalf("codex exec by hand: %v", err)
+	}
+	livePID := c.openCodexTUI(tm, "live", "--no-daemon")
+	tm.typeLine("live", "hello [[text: live by hand]]")
+	if err := hand.Wait(); err != nil {
 		t.Fatalf("codex exec by hand: %v", err)
 	}
 	var started struct {
 		ThreadID string `json:"thread_id"`
 	}
-	json.Unmarshal([]byte(strings.SplitN(string(out), "\n", 2)[0]), &started)
-	// Live: a TUI by hand, at its prompt after one answer.
-	livePID := c.openCodexTUI(tm, "live", "--no-daemon")
-	tm.typeLine("live", "hello [[text: live by hand]]")
-	liveIDs := []string{}
+	json.Unmarshal([]byte(strings.SplitN(handOut.String(), "\n", 2)[0]), &started)
+	c.WaitStatus(ended.ID, api.StatusExited, 120*time.Second)
+	WaitFor(t, 30*time.Second, "the ended run's native id", func() bool {
+		ended = c.Session(ended.ID)
+		return ended.NativeID != ""
+	})
+	var liveIDs []string
 	WaitFor(t, 60*time.Second, "the hand TUI's thread", func() bool {
 		liveIDs = heldThreads(t, livePID)
 		return len(liveIDs) == 1 && len(rowsOf(c.Env, liveIDs[0])) == 1 && rowsOf(c.Env, liveIDs[0])[0].TokensIn != nil
 	})
+	// Real sessions grow long (tool outputs): a starting Codex reads the
+	// rollouts of its folder's threads for a while, so that whatever is
+	// open then is other sessions'.
+	for _, id := range []string{ended.NativeID, started.ThreadID} {
+		growRollout(t, c.codexHome, id, 30)
+	}
 	victims := map[string]api.Session{}
 	for _, id := range []string{ended.NativeID, started.ThreadID, liveIDs[0]} {
 		WaitFor(t, 30*time.Second, "victim "+id+" listed with its tokens", func() bool {
@@ -196,6 +208,8 @@ func TestCodexLaunchInteractiveBindsAnotherSessionsNativeID(t *testing.T) {
 			return false
 		})
 	}
+	t.Logf("the sessions beside: %s", time.Since(began).Round(time.Millisecond))
+	began = time.Now()
 
 	var launched []api.Session
 	for i := 0; i < 10; i++ {
@@ -203,17 +217,30 @@ func TestCodexLaunchInteractiveBindsAnotherSessionsNativeID(t *testing.T) {
 		c.JSON(&s, "launch", "codex", "-i", "--json", "--force", "--cwd", c.proj)
 		launched = append(launched, s)
 	}
+	var rows []api.Session
+	byID := func() map[string]api.Session {
+		rows = c.List("-a").Sessions
+		m := map[string]api.Session{}
+		for _, r := range rows {
+			m[r.ID] = r
+		}
+		return m
+	}
 	WaitFor(t, 180*time.Second, "the ten launched TUIs to hold their threads and be bound to native ids", func() bool {
+		listed := byID()
 		for _, s := range launched {
-			if len(heldThreads(t, s.PID)) != 1 || c.Session(s.ID).NativeID == "" {
+			if len(heldThreads(t, s.PID)) != 1 || listed[s.ID].NativeID == "" {
 				return false
 			}
 		}
 		return true
 	})
+	t.Logf("ten launches bound: %s", time.Since(began).Round(time.Millisecond))
+	listed := byID()
 	seen := map[string]string{}
-	for _, s := range launched {
-		got, held := c.Session(s.ID).NativeID, heldThreads(t, s.PID)
+	for i, s := range launched {
+		launched[i] = listed[s.ID]
+		got, held := listed[s.ID].NativeID, heldThreads(t, s.PID)
 		if len(held) != 1 || got != held[0] {
 			t.Errorf("session %s (pid %d) is bound to %s; its process holds %v", s.ID, s.PID, got, held)
 		}
@@ -225,18 +252,36 @@ func TestCodexLaunchInteractiveBindsAnotherSessionsNativeID(t *testing.T) {
 		}
 		seen[got] = s.ID
 	}
-	for _, s := range launched {
-		checkListedOnce(t, c.Env, c.Session(s.ID))
+	checkListedOnce(t, c.Env, launched...)
+	of := func(nativeID string) []api.Session {
+		var out []api.Session
+		for _, r := range rows {
+			if r.NativeID == nativeID {
+				out = append(out, r)
+			}
+		}
+		return out
 	}
 	for id, was := range victims {
-		rows := rowsOf(c.Env, id)
-		if len(rows) != 1 || rows[0].ID != was.ID || rows[0].Status != was.Status || rows[0].TokensIn == nil || *rows[0].TokensIn < *was.TokensIn {
-			t.Errorf("victim %s was %s %s with %d tokens in; now listed as %+v", id, was.ID, was.Status, *was.TokensIn, rows)
+		now := of(id)
+		if len(now) != 1 || now[0].ID != was.ID || now[0].Status != was.Status || now[0].TokensIn == nil || *now[0].TokensIn < *was.TokensIn {
+			t.Errorf("victim %s was %s %s with %d tokens in; now listed as %+v", id, was.ID, was.Status, *was.TokensIn, now)
 		}
 	}
-	if rows := rowsOf(c.Env, liveIDs[0]); len(rows) != 1 || rows[0].Status != api.StatusRunning {
-		t.Errorf("the live hand TUI's session is listed as %+v, want running", rows)
+	if now := of(liveIDs[0]); len(now) != 1 || now[0].Status != api.StatusRunning {
+		t.Errorf("the live hand TUI's session is listed as %+v, want running", now)
 	}
+	t.Logf("checked: %s", time.Since(began).Round(time.Millisecond))
+	// Stopped together rather than one by one at teardown.
+	var wg sync.WaitGroup
+	for _, s := range launched {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.Command("stop", "--force", s.ID).Run()
+		}()
+	}
+	wg.Wait()
 }
 
 // A hand Codex TUI whose terminal was killed mid-tool read ended in 0.1 s,
@@ -281,5 +326,28 @@ func TestHandCodexTUIKilledMidToolReadsEndedWhileItsTurnRuns(t *testing.T) {
 	})
 	if len(c.srv.Requests()) <= asked {
 		t.Errorf("the model was not asked after the terminal was killed: the turn did not go on in the daemon")
+	}
+}
+
+// growRollout appends mb tool outputs of 1 MB each to the rollout of
+// thread id, as a long session's rollout has.
+func growRollout(t *testing.T, codexHome, id string, mb int) {
+	t.Helper()
+	paths, _ := filepath.Glob(filepath.Join(codexHome, "sessions", "*", "*", "*", "rollout-*-"+id+".jsonl"))
+	if len(paths) != 1 {
+		t.Fatalf("rollouts of %s: %v", id, paths)
+	}
+	f, err := os.OpenFile(paths[0], os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := strings.Repeat("z", 1<<20)
+	for i := 0; i < mb; i++ {
+		line, _ := json.Marshal(map[string]any{"timestamp": time.Now().UTC().Format(time.RFC3339Nano), "type": "response_item",
+			"payload": map[string]any{"type": "function_call_output", "call_id": fmt.Sprintf("call_grow_%d", i), "output": out}})
+		if _, err := f.Write(append(line, '\n')); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
