@@ -351,3 +351,75 @@ func growRollout(t *testing.T, codexHome, id string, mb int) {
 		}
 	}
 }
+
+// Two Codex TUIs started by hand in one folder, and a one-shot beside them:
+// each is tied at once to its own thread by the writer lock it holds
+// (running, with its own pid; busy while its tool runs), the one-shot has
+// ended once done, and when one TUI quits its session has ended within
+// 2 s while the other stays running and tied.
+func TestTwoHandCodexTUIsInOneFolderAndAOneShot(t *testing.T) {
+	t.Parallel()
+	c := newCodexEnv(t)
+	c.interactiveConfig()
+	tm := newTerm(t, c.Vars)
+	a := c.openCodexTUI(tm, "a", "--no-daemon")
+	b := c.openCodexTUI(tm, "b", "--no-daemon")
+	const tool = "9.17"
+	tm.typeLine("a", "work [[sleep: "+tool+"]]")
+	tm.typeLine("b", "hello [[text: from b]]")
+	oneShot := exec.Command(codexBin(t), "exec", "--json", "--skip-git-repo-check", "hello [[text: one-shot]]")
+	oneShot.Env, oneShot.Dir = c.Vars, c.proj
+	var out strings.Builder
+	oneShot.Stdout = &out
+	if err := oneShot.Start(); err != nil {
+		t.Fatal(err)
+	}
+	threadOf := func(pid int) string {
+		if ids := heldThreads(t, pid); len(ids) == 1 {
+			return ids[0]
+		}
+		return ""
+	}
+	var ta, tb string
+	WaitFor(t, 60*time.Second, "both TUIs to hold their threads", func() bool {
+		ta, tb = threadOf(a), threadOf(b)
+		return ta != "" && tb != "" && ta != tb
+	})
+	row := func(rows []api.Session, id string) api.Session {
+		for _, r := range rows {
+			if r.NativeID == id {
+				return r
+			}
+		}
+		return api.Session{}
+	}
+	WaitFor(t, 60*time.Second, "a busy and b running, each tied to its own pid", func() bool {
+		rows := c.List("-a").Sessions
+		ra, rb := row(rows, ta), row(rows, tb)
+		return ra.Status == api.StatusRunning && ra.PID == a && ra.Activity == api.ActivityBusy && rb.Status == api.StatusRunning && rb.PID == b
+	})
+	if err := oneShot.Wait(); err != nil {
+		t.Fatalf("the one-shot: %v", err)
+	}
+	var started struct {
+		ThreadID string `json:"thread_id"`
+	}
+	json.Unmarshal([]byte(strings.SplitN(out.String(), "\n", 2)[0]), &started)
+	WaitFor(t, 30*time.Second, "the one-shot ended and both TUIs still tied", func() bool {
+		rows := c.List("-a").Sessions
+		ro, ra, rb := row(rows, started.ThreadID), row(rows, ta), row(rows, tb)
+		return ro.Status.Ended() && ro.TokensIn != nil && ra.PID == a && ra.Status == api.StatusRunning && rb.PID == b && rb.Status == api.StatusRunning
+	})
+	WaitFor(t, 60*time.Second, "a idle after its tool", func() bool {
+		r := row(c.List("-a").Sessions, ta)
+		return r.Status == api.StatusRunning && r.PID == a && r.Activity == api.ActivityIdle
+	})
+	tm.typeLine("a", "/quit")
+	waitGone(t, a, 30*time.Second)
+	gone := time.Now()
+	WaitFor(t, 2*time.Second, "a's session ended within 2 s of its exit", func() bool { return row(c.List("-a").Sessions, ta).Status.Ended() })
+	t.Logf("a's session ended %s after its process", time.Since(gone).Round(time.Millisecond))
+	if r := row(c.List("-a").Sessions, tb); r.Status != api.StatusRunning || r.PID != b {
+		t.Errorf("after a quit, b's session is %s with pid %d, want running with %d", r.Status, r.PID, b)
+	}
+}
