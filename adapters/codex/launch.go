@@ -128,9 +128,10 @@ const (
 // after since: the `resume <id>` its argv names, else the thread its
 // process tree holds open (its thread-writer lock, or its rollout) that
 // was begun after since, whose rollout, once written, is in cwd, and that
-// no Codex outside the tree holds. A starting Codex opens other threads'
-// locks and rollouts for a moment (it checks for stale locks and lists
-// recent threads), so an id is taken only when two looks in a row give it;
+// no Codex outside the tree holds. A starting Codex reads other threads'
+// rollouts (it lists recent threads), which are not holds, and opens their
+// writer locks for a moment (it checks for stale ones), so an id is taken
+// only when two looks in a row give it;
 // of several such threads (sub-agents), the first begun. It waits until
 // one appears or ctx ends. If the process has already exited, it falls
 // back to the one rollout begun in cwd after since that no live Codex
@@ -178,7 +179,7 @@ func (a *Adapter) idOfProcessTree(pid int, cwd string, since time.Time) (id stri
 				return id, true, true
 			}
 		}
-		files, _ := proc.OpenFiles(p)
+		files, _ := proc.WritableFiles(p)
 		for _, f := range files {
 			if id := idFromRolloutPath(f); id != "" {
 				held[id] = f

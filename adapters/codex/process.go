@@ -274,9 +274,11 @@ func outermost(procs map[int]liveProc, pid int) int {
 	return pid
 }
 
-// openIDs returns the session ids whose files pid holds open, sorted.
+// openIDs returns the session ids whose files pid holds open for writing,
+// sorted: a Codex that only reads another thread's rollout (a starting TUI
+// lists its folder's threads) is not that thread's process.
 func openIDs(pid int) []string {
-	files, err := proc.OpenFiles(pid)
+	files, err := proc.WritableFiles(pid)
 	if err != nil {
 		return nil
 	}

@@ -23,6 +23,8 @@ const (
 	helperEnv      = "CODEX_ADAPTER_TEST_HELPER"
 	helperFileEnv  = "CODEX_ADAPTER_TEST_FILE"
 	helperDelayEnv = "CODEX_ADAPTER_TEST_DELAY"
+	// helperReadEnv names files (a path list) the helper opens read-only.
+	helperReadEnv = "CODEX_ADAPTER_TEST_READ"
 )
 
 func TestMain(m *testing.M) {
@@ -39,6 +41,14 @@ func runHelper() {
 	}
 	for _, p := range filepath.SplitList(os.Getenv(helperFileEnv)) {
 		f, err := os.OpenFile(p, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		defer f.Close()
+	}
+	for _, p := range filepath.SplitList(os.Getenv(helperReadEnv)) {
+		f, err := os.Open(p)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
@@ -467,5 +477,43 @@ func TestHandCodexTUIKilledMidToolReadsEndedWhileTheDaemonRunsItsTurn(t *testing
 	appendText(t, busy, `{"timestamp":"2026-11-26T10:00:45.000Z","type":"event_msg","payload":{"type":"task_complete","turn_id":"t1","last_agent_message":"slept"}}`+"\n")
 	if s := discoverByID(t, a)[working]; s.Process != nil || s.State != adapters.NativeDone {
 		t.Errorf("after the daemon's turn ended: process %+v state %q, want none and done", s.Process, s.State)
+	}
+}
+
+// A starting Codex reads the rollouts of its folder's threads (to list
+// them): a reader is not the thread's process. A live session's rollout it
+// reads stays tied to its writer, not contended (unknown); an ended one it
+// reads has not become running.
+func TestACodexReadingOtherSessionsRolloutsHoldsNone(t *testing.T) {
+	home, a := testHome(t)
+	day := installFixtures(t, home)
+	live := filepath.Join(day, "rollout-2026-11-22T06-26-15-"+idResumed+".jsonl")
+	ended := filepath.Join(day, "rollout-2026-11-22T06-36-46-"+idAborted+".jsonl")
+	writer := fakeCodex(t, home, t.TempDir(), live, 0, true, "exec", "--json", "please sleep 20")
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "codex")
+	if err := os.Symlink(self, bin); err != nil {
+		t.Fatal(err)
+	}
+	r := exec.Command(bin, "--no-daemon")
+	r.Env = append(os.Environ(), "CODEX_HOME="+home, helperEnv+"=1", helperReadEnv+"="+live+string(filepath.ListSeparator)+ended)
+	stdin, _ := r.StdinPipe()
+	stdout, _ := r.StdoutPipe()
+	if err := r.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); r.Wait() })
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || strings.TrimSpace(line) != "ready" {
+		t.Fatalf("reader did not start: %q %v", line, err)
+	}
+	got := discoverByID(t, a)
+	if s := got[idResumed]; s.Process == nil || s.Process.PID != writer.Process.Pid || s.State != adapters.NativeIdle {
+		t.Errorf("the live session read by another Codex: process %+v state %q, want its writer (pid %d), idle", s.Process, s.State, writer.Process.Pid)
+	}
+	if s := got[idAborted]; s.Process != nil || s.State != adapters.NativeAborted {
+		t.Errorf("the ended session read by another Codex: process %+v state %q, want none, aborted", s.Process, s.State)
 	}
 }
