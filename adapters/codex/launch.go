@@ -128,14 +128,14 @@ const (
 // after since: the `resume <id>` its argv names, else the thread its
 // process tree holds open (its thread-writer lock, or its rollout) that
 // was begun after since, whose rollout, once written, is in cwd, and that
-// no Codex outside the tree holds. A starting Codex reads other threads'
-// rollouts (it lists recent threads), which are not holds, and opens their
-// writer locks for a moment (it checks for stale ones), so an id is taken
-// only when two looks in a row give it;
-// of several such threads (sub-agents), the first begun. It waits until
-// one appears or ctx ends. If the process has already exited, it falls
-// back to the one rollout begun in cwd after since that no live Codex
-// holds; several are ambiguous and yield an error, never a guess.
+// no Codex outside the tree holds; of several (sub-agents), the first
+// begun. A starting Codex reads other threads' rollouts (it lists recent
+// threads), which are not holds, and opens their writer locks for a
+// moment (it checks for stale ones), so an id is taken only when two looks
+// in a row give it. It waits until one appears or ctx ends. If the process
+// has already exited, it falls back to the one rollout begun in cwd after
+// since that no live Codex holds; several are ambiguous and yield an
+// error, never a guess.
 func (a *Adapter) FindNativeID(ctx context.Context, pid int, cwd string, since time.Time) (string, error) {
 	var id, last string
 	var err error
