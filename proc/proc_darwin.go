@@ -80,6 +80,10 @@ func Cwd(pid int) (string, error) {
 	return p.CwdWithContext(context.Background())
 }
 
+// WritableFiles returns the paths pid has open for writing. The open
+// files macOS lists carry no access mode: every open file is returned.
+func WritableFiles(pid int) ([]string, error) { return OpenFiles(pid) }
+
 // OpenFiles returns the paths pid has open.
 func OpenFiles(pid int) ([]string, error) {
 	p, err := process.NewProcess(int32(pid))

@@ -119,8 +119,16 @@ func Cwd(pid int) (string, error) {
 	return s, nil
 }
 
+// WritableFiles returns the paths pid has open for writing (write-only or
+// read-write): what it writes, less what it only reads.
+func WritableFiles(pid int) ([]string, error) { return openFiles(pid, true) }
+
 // OpenFiles returns the paths pid has open.
-func OpenFiles(pid int) ([]string, error) {
+func OpenFiles(pid int) ([]string, error) { return openFiles(pid, false) }
+
+// openFiles returns the paths pid has open; writable keeps those open for
+// writing only, by each descriptor's flags in /proc/<pid>/fdinfo.
+func openFiles(pid int, writable bool) ([]string, error) {
 	dir := "/proc/" + strconv.Itoa(pid) + "/fd"
 	d, err := os.Open(dir)
 	if err != nil {
@@ -133,9 +141,32 @@ func OpenFiles(pid int) ([]string, error) {
 	}
 	out := make([]string, 0, len(names))
 	for _, n := range names {
-		if p, err := os.Readlink(dir + "/" + n); err == nil && len(p) > 0 && p[0] == '/' {
-			out = append(out, p)
+		p, err := os.Readlink(dir + "/" + n)
+		if err != nil || len(p) == 0 || p[0] != '/' {
+			continue
 		}
+		if writable && !openForWriting(pid, n) {
+			continue
+		}
+		out = append(out, p)
 	}
 	return out, nil
+}
+
+// openForWriting says whether descriptor fd of pid was opened write-only or
+// read-write: the access mode in the octal flags of its fdinfo.
+func openForWriting(pid int, fd string) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/fdinfo/" + fd)
+	if err != nil {
+		return false
+	}
+	for _, line := range bytes.Split(b, []byte{'\n'}) {
+		v, ok := bytes.CutPrefix(line, []byte("flags:"))
+		if !ok {
+			continue
+		}
+		flags, err := strconv.ParseUint(string(bytes.TrimSpace(v)), 8, 64)
+		return err == nil && flags&3 != 0 // O_ACCMODE: O_RDONLY is 0
+	}
+	return false
 }

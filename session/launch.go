@@ -29,6 +29,10 @@ const maxRecordPrompt = 16 << 10
 // the adapter could not pre-assign.
 const nativeIDTimeout = 2 * time.Minute
 
+// nativeIDRetry is how long the service waits before it asks the adapter
+// again, when the id it told was another session's.
+const nativeIDRetry = time.Second
+
 // Launch starts a session and returns it once the command is confirmed
 // started (the exec succeeded and launch.json is on disk). A caller that
 // goes away mid-launch does not cut it short: a half-started session would
@@ -287,20 +291,41 @@ func (c *Core) launchers() []string {
 }
 
 // learnNativeID asks the adapter for the native id of a just-started agent
-// and records it once found.
+// and records it once found. An id another launched session of the agent
+// is bound to is never recorded (it would take that session's row, prompt
+// and tokens): the adapter is asked again until it tells another, or the
+// time is up.
 func (c *Core) learnNativeID(id string, finder adapters.NativeIDFinder, rec spawn.Record) {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
 		ctx, cancel := context.WithTimeout(c.ctx, nativeIDTimeout)
 		defer cancel()
-		nid, err := finder.FindNativeID(ctx, rec.Process.PID, rec.Cwd, rec.CreatedAt)
-		if err != nil || nid == "" {
-			c.log.Warn("native session id not found", "session", id, "adapter", rec.Adapter, "err", err)
-			return
-		}
-		if err := c.records.setNativeID(id, nid); err != nil {
-			c.log.Warn("record native session id", "session", id, "err", err)
+		warned := false
+		for {
+			nid, err := finder.FindNativeID(ctx, rec.Process.PID, rec.Cwd, rec.CreatedAt)
+			if err != nil || nid == "" {
+				c.log.Warn("native session id not found", "session", id, "adapter", rec.Adapter, "err", err)
+				return
+			}
+			owner, err := c.records.bindNativeID(id, rec.Adapter, nid)
+			if err != nil {
+				c.log.Warn("record native session id", "session", id, "err", err)
+				return
+			}
+			if owner == "" {
+				return
+			}
+			if !warned {
+				c.log.Warn("the native session id found is another session's; looking again", "session", id, "adapter", rec.Adapter, "native_id", nid, "bound_to", owner)
+				warned = true
+			}
+			select {
+			case <-ctx.Done():
+				c.log.Warn("native session id not found", "session", id, "adapter", rec.Adapter, "err", ctx.Err())
+				return
+			case <-time.After(nativeIDRetry):
+			}
 		}
 	}()
 }

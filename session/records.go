@@ -37,6 +37,8 @@ type records struct {
 
 	mu    sync.Mutex
 	ended map[string]api.Session
+	// bindMu makes each check-and-record of a learned native id one step.
+	bindMu sync.Mutex
 }
 
 func newRecords(h home.Home) *records {
@@ -156,6 +158,28 @@ func (r *records) setNativeID(id, nativeID string) error {
 	delete(r.ended, id)
 	r.mu.Unlock()
 	return atomicfile.WriteJSON(filepath.Join(r.home.SessionDir(id), home.NativeFile), nativeRecord{NativeID: nativeID}, 0o600)
+}
+
+// bindNativeID records nativeID as session id's, learned after its start,
+// unless another launched session of adapter is bound to it already: then
+// nothing is written and that session is returned. One binding is made at
+// a time, so two launches cannot both take one native session.
+func (r *records) bindNativeID(id, adapter, nativeID string) (owner string, err error) {
+	r.bindMu.Lock()
+	defer r.bindMu.Unlock()
+	ids, err := r.ids()
+	if err != nil {
+		return "", err
+	}
+	for _, other := range ids {
+		if other == id {
+			continue
+		}
+		if s, err := r.get(other); err == nil && s.Adapter == adapter && s.NativeID == nativeID {
+			return other, nil
+		}
+	}
+	return "", r.setNativeID(id, nativeID)
 }
 
 // forget drops a removed session from the cache.

@@ -199,14 +199,16 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 	var contenders map[string][]int
 	procs, perr := liveCodexes(proc.SnapshotFrom(ctx), a.home())
 	if perr == nil {
-		var held map[string]bool
+		var held map[string]int
 		refs, contenders, held = matchProcesses(procs)
 		if len(held) > 0 {
 			var threads []daemonThread
+			turns := map[string]bool{}
 			for _, s := range files {
-				if !held[s.id] {
+				if _, ok := held[s.id]; !ok {
 					continue
 				}
+				turns[s.id] = s.facts != nil && s.facts.turn == turnStarted
 				t := daemonThread{id: s.id}
 				if s.facts != nil {
 					t.cwd, t.created = s.facts.cwd, s.facts.created
@@ -223,6 +225,7 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 			for id, pids := range tuis {
 				contenders[id] = append(contenders[id], pids...)
 			}
+			daemonTurns(procs, refs, held, func(id string) bool { return turns[id] })
 		}
 	}
 	type inputs struct {

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -121,61 +124,165 @@ const (
 	startSlack = 2 * time.Second
 )
 
-// FindNativeID learns the session id of the Codex started at pid: the
-// rollout (or thread writer lock) that pid or a descendant holds open, or
-// the id of `resume <id>` in its argv. It waits until one appears or ctx
-// ends. If the process has already exited, it falls back to the one
-// rollout begun in cwd after since that no live Codex holds; several are
-// ambiguous and yield an error, never a guess.
+// FindNativeID learns the session id of the Codex started at pid in cwd
+// after since: the `resume <id>` its argv names, else the thread its
+// process tree holds open (its thread-writer lock, or its rollout) that
+// was begun after since, whose rollout, once written, is in cwd, and that
+// no Codex outside the tree holds; of several (sub-agents), the first
+// begun. A starting Codex reads other threads' rollouts (it lists recent
+// threads), which are not holds, and opens their writer locks for a
+// moment (it checks for stale ones), so an id is taken only when two looks
+// in a row give it. It waits until one appears or ctx ends. If the process
+// has already exited, it falls back to the one rollout begun in cwd after
+// since that no live Codex holds; several are ambiguous and yield an
+// error, never a guess.
 func (a *Adapter) FindNativeID(ctx context.Context, pid int, cwd string, since time.Time) (string, error) {
-	var id string
+	var id, last string
 	var err error
 	perr := storeio.Poll(ctx, findInterval, func() (bool, error) {
-		var alive bool
-		if id, alive = idOfProcessTree(pid, since); id != "" {
-			return true, nil
-		}
-		if !alive {
+		found, pinned, alive := a.idOfProcessTree(pid, cwd, since)
+		switch {
+		case !alive:
 			id, err = a.idOfExited(ctx, cwd, since, pid)
 			return true, nil
+		case pinned || found != "" && found == last:
+			id = found
+			return true, nil
 		}
+		last = found
 		return false, nil
 	})
 	if perr != nil {
-		return "", fmt.Errorf("codex pid %d opened no rollout: %w", pid, perr)
+		return "", fmt.Errorf("codex pid %d opened no rollout of its own: %w", pid, perr)
 	}
 	return id, err
 }
 
-// idOfProcessTree returns the session id pid's tree holds open or names in
-// argv, and whether pid is still alive (and started after since).
-func idOfProcessTree(pid int, since time.Time) (string, bool) {
+// idOfProcessTree returns the thread pid's tree works on (see
+// FindNativeID), "" when none is told yet; pinned when its argv names it;
+// and whether pid is still alive (and started after since).
+func (a *Adapter) idOfProcessTree(pid int, cwd string, since time.Time) (id string, pinned, alive bool) {
 	info, err := proc.Lookup(pid)
 	if err != nil || info.Zombie || info.StartTime.Before(since.Add(-startSlack)) {
-		return "", false
+		return "", false, false
 	}
-	pids := []int{pid}
+	tree := map[int]bool{pid: true}
 	if table, err := proc.Table(); err == nil {
 		for _, d := range proc.Descendants(table, pid) {
-			pids = append(pids, d.PID)
+			tree[d.PID] = true
 		}
 	}
-	// A Codex process may hold several threads (sub-agents); the one it
-	// was started for was created first, and UUIDv7 ids sort by creation.
-	best := ""
-	for _, p := range pids {
+	held := map[string]string{} // id → the rollout held, "" for a lock alone
+	for p := range tree {
 		if argv, err := proc.Cmdline(p); err == nil {
 			if id := resumeArg(argv); id != "" {
-				return id, true
+				return id, true, true
 			}
 		}
-		for _, id := range openIDs(p) {
-			if best == "" || id < best {
-				best = id
+		files, _ := proc.WritableFiles(p)
+		for _, f := range files {
+			if id := idFromRolloutPath(f); id != "" {
+				held[id] = f
+			} else if id := idFromOpenFile(f); id != "" && held[id] == "" {
+				held[id] = ""
 			}
 		}
 	}
-	return best, true
+	var ids []string
+	for id, rollout := range held {
+		if a.begunAfter(id, rollout, since) && a.inDir(id, rollout, cwd) {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return "", false, true
+	}
+	// UUIDv7 ids sort by creation: the one it was started for comes first.
+	sort.Strings(ids)
+	others := a.heldOutside(tree)
+	for _, id := range ids {
+		if !others[id] {
+			return id, false, true
+		}
+	}
+	return "", false, true
+}
+
+// begunAfter says whether thread id was begun after since: by the time its
+// UUIDv7 id carries, else by its rollout's first record (a thread known by
+// its lock alone cannot tell).
+func (a *Adapter) begunAfter(id, rollout string, since time.Time) bool {
+	if t, ok := uuidV7Time(id); ok {
+		return !t.Before(since.Truncate(time.Millisecond))
+	}
+	if x := a.rolloutFacts(id, rollout); x != nil && !x.created.IsZero() {
+		return !x.created.Before(since.Add(-startSlack))
+	}
+	return false
+}
+
+// inDir says whether thread id works in cwd, as far as its rollout tells:
+// a thread whose rollout is not written yet (a TUI before its first
+// message) is taken to be where the process runs.
+func (a *Adapter) inDir(id, rollout, cwd string) bool {
+	if cwd == "" {
+		return true
+	}
+	x := a.rolloutFacts(id, rollout)
+	if x == nil || x.cwd == "" {
+		return true
+	}
+	return sameDirs(cwd)[x.cwd]
+}
+
+// rolloutFacts reads the facts of thread id's rollout: the one given, else
+// the one the last scan found; nil when there is none (yet).
+func (a *Adapter) rolloutFacts(id, rollout string) *facts {
+	if rollout == "" {
+		a.mu.Lock()
+		rollout = a.paths[id]
+		a.mu.Unlock()
+	}
+	if rollout == "" {
+		return nil
+	}
+	fi, err := os.Stat(rollout)
+	if err != nil {
+		return nil
+	}
+	return a.readOne(rolloutFile{key: storeio.KeyOf(rollout, fi), id: id}, nil).facts
+}
+
+// heldOutside returns the threads the live Codex processes of the store
+// outside tree hold open.
+func (a *Adapter) heldOutside(tree map[int]bool) map[string]bool {
+	out := map[string]bool{}
+	procs, err := liveCodexes(proc.NewSnapshot(), a.home())
+	if err != nil {
+		return out
+	}
+	for p := range procs {
+		if tree[p] {
+			continue
+		}
+		for _, id := range openIDs(p) {
+			out[id] = true
+		}
+	}
+	return out
+}
+
+// uuidV7Time is the creation time a UUIDv7 carries (its first 48 bits are
+// Unix milliseconds); ok is false for ids of other versions.
+func uuidV7Time(id string) (time.Time, bool) {
+	if !isUUID(id) || id[14] != '7' {
+		return time.Time{}, false
+	}
+	ms, err := strconv.ParseInt(id[:8]+id[9:13], 16, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(ms), true
 }
 
 // idOfExited finds the rollout of a Codex that exited before it was seen

@@ -18,6 +18,9 @@ const (
 	evidenceOpenFile = "open-file"
 	evidenceArgv     = "argv"
 	evidenceCwdStart = "cwd+start"
+	// evidenceDaemonTurn: the app-server daemon holds the thread and its
+	// rollout says a turn runs.
+	evidenceDaemonTurn = "app-server turn"
 )
 
 // uuidPattern matches the session ids Codex uses (UUIDv7, lower case).
@@ -271,9 +274,11 @@ func outermost(procs map[int]liveProc, pid int) int {
 	return pid
 }
 
-// openIDs returns the session ids whose files pid holds open, sorted.
+// openIDs returns the session ids whose files pid holds open for writing,
+// sorted: a Codex that only reads another thread's rollout (a starting TUI
+// lists its folder's threads) is not that thread's process.
 func openIDs(pid int) []string {
-	files, err := proc.OpenFiles(pid)
+	files, err := proc.WritableFiles(pid)
 	if err != nil {
 		return nil
 	}
@@ -297,12 +302,13 @@ func openIDs(pid int) []string {
 // holder's tree. A session claimed by two separate process trees is left
 // unmatched: unknown, not a guess; contenders names those trees.
 //
-// Threads the app-server daemon holds are returned apart (daemonHeld):
-// the daemon is never their process.
-func matchProcesses(procs map[int]liveProc) (refs map[string]*adapters.ProcessRef, contenders map[string][]int, daemonHeld map[string]bool) {
+// Threads the app-server daemon holds are returned apart (daemonHeld, by
+// the daemon's pid): the daemon is not their process, but for a turn it
+// still runs (see daemonTurns).
+func matchProcesses(procs map[int]liveProc) (refs map[string]*adapters.ProcessRef, contenders map[string][]int, daemonHeld map[string]int) {
 	holders := map[string]map[int]bool{}
 	argv := map[string]map[int]bool{}
-	daemonHeld = map[string]bool{}
+	daemonHeld = map[string]int{}
 	add := func(m map[string]map[int]bool, id string, pid int) {
 		if m[id] == nil {
 			m[id] = map[int]bool{}
@@ -313,7 +319,7 @@ func matchProcesses(procs map[int]liveProc) (refs map[string]*adapters.ProcessRe
 		top := outermost(procs, pid)
 		if isDaemon(procs[top].argv) {
 			for _, id := range openIDs(pid) {
-				daemonHeld[id] = true
+				daemonHeld[id] = top
 			}
 			continue
 		}
@@ -439,4 +445,20 @@ func cdArg(argv []string) string {
 		}
 	}
 	return ""
+}
+
+// daemonTurns gives the daemon's process to each thread it holds whose
+// turn still runs there and that no TUI was tied to: the turn goes on in
+// the daemon whatever happened to the TUI that started it (a terminal
+// killed mid-tool leaves the tool, the model's requests and the tokens
+// going), and the thread is running until its rollout records the turn's
+// end or the daemon lets the thread go.
+func daemonTurns(procs map[int]liveProc, refs map[string]*adapters.ProcessRef, held map[string]int, running func(id string) bool) {
+	for id, pid := range held {
+		if refs[id] != nil || !running(id) {
+			continue
+		}
+		d := procs[pid].info
+		refs[id] = &adapters.ProcessRef{PID: d.PID, Start: d.Start, Evidence: evidenceDaemonTurn}
+	}
 }

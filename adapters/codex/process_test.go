@@ -16,13 +16,15 @@ import (
 )
 
 // The test binary doubles as a stand-in Codex process: run through a
-// symlink named "codex", with helperEnv set, it opens the file named by
-// helperFileEnv (after helperDelayEnv), says "ready", and waits for stdin
-// to close.
+// symlink named "codex", with helperEnv set, it opens the files named by
+// helperFileEnv (a path list; after helperDelayEnv), says "ready", and
+// waits for stdin to close.
 const (
 	helperEnv      = "CODEX_ADAPTER_TEST_HELPER"
 	helperFileEnv  = "CODEX_ADAPTER_TEST_FILE"
 	helperDelayEnv = "CODEX_ADAPTER_TEST_DELAY"
+	// helperReadEnv names files (a path list) the helper opens read-only.
+	helperReadEnv = "CODEX_ADAPTER_TEST_READ"
 )
 
 func TestMain(m *testing.M) {
@@ -37,8 +39,16 @@ func runHelper() {
 	if d, err := time.ParseDuration(os.Getenv(helperDelayEnv)); err == nil {
 		time.Sleep(d)
 	}
-	if p := os.Getenv(helperFileEnv); p != "" {
+	for _, p := range filepath.SplitList(os.Getenv(helperFileEnv)) {
 		f, err := os.OpenFile(p, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		defer f.Close()
+	}
+	for _, p := range filepath.SplitList(os.Getenv(helperReadEnv)) {
+		f, err := os.Open(p)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
@@ -50,7 +60,8 @@ func runHelper() {
 }
 
 // fakeCodex starts the test binary as a "codex" process of the store at
-// codexHome with args, holding file open (when not empty) after delay. It returns the process once it
+// codexHome with args, holding file open (when not empty; several are
+// joined by filepath.ListSeparator) after delay. It returns the process once it
 // said ready (or at once when ready is false), and ends it at cleanup.
 func fakeCodex(t *testing.T, codexHome, cwd, file string, delay time.Duration, ready bool, args ...string) *exec.Cmd {
 	t.Helper()
@@ -208,12 +219,35 @@ func TestIsCodexAndResumeArg(t *testing.T) {
 	}
 }
 
+// v7ID is a Codex thread id (UUIDv7) begun at t; n tells ids of one
+// millisecond apart.
+func v7ID(t time.Time, n int) string {
+	ms := t.UnixMilli()
+	return fmt.Sprintf("%08x-%04x-7%03x-8000-%012x", ms>>16, ms&0xffff, n&0xfff, n)
+}
+
+// writeMeta writes the head of a rollout of thread id begun at `at` in dir,
+// in day, and returns its path.
+func writeMeta(t *testing.T, day, id, dir string, at time.Time) string {
+	t.Helper()
+	line := fmt.Sprintf(`{"timestamp":%q,"type":"session_meta","payload":{"id":%q,"timestamp":%q,"cwd":%q}}`+"\n",
+		at.UTC().Format(time.RFC3339Nano), id, at.UTC().Format(time.RFC3339Nano), dir)
+	p := filepath.Join(day, "rollout-"+at.Format("2006-01-02T15-04-05")+"-"+id+".jsonl")
+	if err := os.MkdirAll(day, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(line), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func TestFindNativeIDFromOpenRollout(t *testing.T) {
 	home, a := testHome(t)
 	day := installFixtures(t, home)
-	const id = "01a20300-0000-7000-8000-000000000001"
-	rollout := filepath.Join(day, "rollout-2026-11-22T08-00-00-"+id+".jsonl")
 	since := time.Now()
+	id := v7ID(since.Add(200*time.Millisecond), 1)
+	rollout := filepath.Join(day, "rollout-2026-11-22T08-00-00-"+id+".jsonl")
 	// The rollout is opened a moment after the process starts.
 	cmd := fakeCodex(t, home, t.TempDir(), rollout, 300*time.Millisecond, false, "exec", "hi")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -375,5 +409,111 @@ func TestDaemonThreadsGoToTheirTUIOnlyWhenOneFits(t *testing.T) {
 	}
 	if refs["old"] != nil || contenders["old"] != nil {
 		t.Errorf("a thread begun before every TUI: ref %+v contenders %v", refs["old"], contenders["old"])
+	}
+}
+
+// `launch codex -i` bound another session's native id: a starting Codex
+// opens other threads' rollouts and writer locks for a moment, and the
+// smallest id open was taken. Its own thread is the one begun after the
+// launch, in its folder, that no other Codex holds: not an older session's
+// rollout it reads, not the lock of a Codex launched beside it, not a
+// thread of another folder begun meanwhile.
+func TestFindNativeIDNeverBindsAnotherSessionsThread(t *testing.T) {
+	home, a := testHome(t)
+	day := installFixtures(t, home)
+	locks := filepath.Join(home, "thread-writer-locks")
+	if err := os.MkdirAll(locks, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lock := func(id string) string { return filepath.Join(locks, id+".lock") }
+	cwd, elsewhere := t.TempDir(), t.TempDir()
+	since := time.Now()
+	old := filepath.Join(day, "rollout-2026-11-22T06-26-15-"+idResumed+".jsonl")
+	beside := v7ID(since.Add(10*time.Millisecond), 1)
+	fakeCodex(t, home, cwd, lock(beside), 0, true, "--no-daemon")
+	other := v7ID(since.Add(20*time.Millisecond), 2)
+	otherRollout := writeMeta(t, day, other, elsewhere, since.Add(20*time.Millisecond))
+	own := v7ID(since.Add(30*time.Millisecond), 3)
+	held := strings.Join([]string{old, lock(beside), otherRollout, lock(own)}, string(filepath.ListSeparator))
+	cmd := fakeCodex(t, home, cwd, held, 0, true, "--no-daemon")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	got, err := a.FindNativeID(ctx, cmd.Process.Pid, cwd, since)
+	if err != nil || got != own {
+		t.Errorf("FindNativeID = %q, %v; want its own thread %s (not %s, %s or %s)", got, err, own, idResumed, beside, other)
+	}
+}
+
+// A hand Codex TUI whose terminal was killed mid-tool read ended at once,
+// while its turn went on in the shared app-server daemon (the tool ran on,
+// the model was asked again, the tokens rose). A thread the daemon holds
+// whose turn runs is running (busy), with the daemon's process, whatever
+// became of the TUI; once its rollout records the turn's end, it has
+// ended. A thread the daemon holds at rest, with no TUI, has ended.
+func TestHandCodexTUIKilledMidToolReadsEndedWhileTheDaemonRunsItsTurn(t *testing.T) {
+	home, a := testHome(t)
+	day := filepath.Join(home, "sessions", "2026", "11", "26")
+	cwd := t.TempDir()
+	began := time.Now().Add(-time.Minute)
+	working, atRest := v7ID(began, 1), v7ID(began, 2)
+	busy := writeMeta(t, day, working, cwd, began)
+	appendText(t, busy, `{"timestamp":"2026-11-26T10:00:01.000Z","type":"event_msg","payload":{"type":"task_started","turn_id":"t1"}}`+"\n"+
+		`{"timestamp":"2026-11-26T10:00:02.000Z","type":"response_item","payload":{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"sleep 40\"}","call_id":"call_1"}}`+"\n")
+	idle := writeMeta(t, day, atRest, cwd, began)
+	appendText(t, idle, `{"timestamp":"2026-11-26T10:00:01.000Z","type":"event_msg","payload":{"type":"task_started","turn_id":"t2"}}`+"\n"+
+		`{"timestamp":"2026-11-26T10:00:03.000Z","type":"event_msg","payload":{"type":"task_complete","turn_id":"t2","last_agent_message":"done"}}`+"\n")
+	daemon := fakeCodex(t, home, cwd, busy+string(filepath.ListSeparator)+idle, 0, true, "app-server", "--listen", "unix://", "--managed-daemon")
+
+	got := discoverByID(t, a)
+	s := got[working]
+	if s.Process == nil || s.Process.PID != daemon.Process.Pid || s.Process.Evidence != evidenceDaemonTurn || s.State != adapters.NativeBusy {
+		t.Errorf("the daemon's running turn: process %+v state %q, want the daemon (pid %d) and busy", s.Process, s.State, daemon.Process.Pid)
+	}
+	if r := got[atRest]; r.Process != nil || r.State != adapters.NativeDone {
+		t.Errorf("a thread at rest in the daemon, with no TUI: process %+v state %q, want none and done", r.Process, r.State)
+	}
+
+	// The daemon's turn ends.
+	appendText(t, busy, `{"timestamp":"2026-11-26T10:00:45.000Z","type":"event_msg","payload":{"type":"task_complete","turn_id":"t1","last_agent_message":"slept"}}`+"\n")
+	if s := discoverByID(t, a)[working]; s.Process != nil || s.State != adapters.NativeDone {
+		t.Errorf("after the daemon's turn ended: process %+v state %q, want none and done", s.Process, s.State)
+	}
+}
+
+// A starting Codex reads the rollouts of its folder's threads (to list
+// them): a reader is not the thread's process. A live session's rollout it
+// reads stays tied to its writer, not contended (unknown); an ended one it
+// reads has not become running.
+func TestACodexReadingOtherSessionsRolloutsHoldsNone(t *testing.T) {
+	home, a := testHome(t)
+	day := installFixtures(t, home)
+	live := filepath.Join(day, "rollout-2026-11-22T06-26-15-"+idResumed+".jsonl")
+	ended := filepath.Join(day, "rollout-2026-11-22T06-36-46-"+idAborted+".jsonl")
+	writer := fakeCodex(t, home, t.TempDir(), live, 0, true, "exec", "--json", "please sleep 20")
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "codex")
+	if err := os.Symlink(self, bin); err != nil {
+		t.Fatal(err)
+	}
+	r := exec.Command(bin, "--no-daemon")
+	r.Env = append(os.Environ(), "CODEX_HOME="+home, helperEnv+"=1", helperReadEnv+"="+live+string(filepath.ListSeparator)+ended)
+	stdin, _ := r.StdinPipe()
+	stdout, _ := r.StdoutPipe()
+	if err := r.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); r.Wait() })
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || strings.TrimSpace(line) != "ready" {
+		t.Fatalf("reader did not start: %q %v", line, err)
+	}
+	got := discoverByID(t, a)
+	if s := got[idResumed]; s.Process == nil || s.Process.PID != writer.Process.Pid || s.State != adapters.NativeIdle {
+		t.Errorf("the live session read by another Codex: process %+v state %q, want its writer (pid %d), idle", s.Process, s.State, writer.Process.Pid)
+	}
+	if s := got[idAborted]; s.Process != nil || s.State != adapters.NativeAborted {
+		t.Errorf("the ended session read by another Codex: process %+v state %q, want none, aborted", s.Process, s.State)
 	}
 }
