@@ -168,7 +168,7 @@ func logInto(dir string) error {
 	if !filepath.IsAbs(dir) {
 		return fmt.Errorf("session folder %q is not an absolute path", dir)
 	}
-	f, err := os.OpenFile(filepath.Join(dir, home.ShimLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	f, err := logs.OpenAppend(filepath.Join(dir, home.ShimLog))
 	if err != nil {
 		return fmt.Errorf("open the monitor's log: %w", err)
 	}
