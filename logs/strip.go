@@ -5,6 +5,12 @@ import (
 	"unicode/utf8"
 )
 
+// MaxLine is the most bytes a line of the text view holds: a longer line
+// (100 MB of output without a line end) is cut into lines of at most
+// MaxLine bytes, at a character boundary (a colour sequence is not split
+// either), so that reading any output holds a bounded amount of it.
+const MaxLine = 64 << 10
+
 // Stripper turns raw terminal output into plain text lines: escape
 // sequences (CSI, OSC, DCS and two-byte ESC sequences) removed, carriage
 // returns resolved the way a terminal shows them, backspaces applied, other
@@ -86,89 +92,129 @@ func (s *Stripper) write(p []byte, done func([]byte, int)) {
 		b := p[i]
 		// Fast path: a run of printable text at the end of the line.
 		if s.state == stText && s.col == len(s.line) && b >= 0x20 && b != 0x7f {
-			j := i
-			for j < len(p) && p[j] >= 0x20 && p[j] != 0x7f {
+			j, limit := i, i+max(MaxLine-len(s.line), 1)
+			for j < len(p) && j < limit && p[j] >= 0x20 && p[j] != 0x7f {
 				j++
 			}
 			s.line = append(s.line, p[i:j]...)
 			s.col = len(s.line)
 			s.sinceLine += int64(j - i)
 			i = j - 1
+			s.wrap(done, i)
 			continue
 		}
-		s.sinceLine++
-		switch s.state {
-		case stEsc:
-			switch {
-			case b == '[':
-				s.state = stCSI
-				if s.KeepColor {
-					s.seq = append(s.seq[:0], 0x1b, '[')
-				}
-			case b == ']' || b == 'P' || b == '_' || b == '^' || b == 'X':
-				s.state = stString
-			case b >= 0x20 && b <= 0x2f:
-				s.state = stEscIntermediate
-			default:
-				s.state = stText
+		s.step(b, i, done)
+		s.wrap(done, i)
+	}
+}
+
+// wrap cuts the line being built once it holds MaxLine bytes and the
+// cursor is at its end (a line rewritten after a carriage return does not
+// grow). p[end] is the last byte read.
+func (s *Stripper) wrap(done func([]byte, int), end int) {
+	if len(s.line) >= MaxLine && s.col == len(s.line) {
+		s.cutLine(done, end)
+	}
+}
+
+// cutLine ends the line being built here, as if a line end came.
+func (s *Stripper) cutLine(done func([]byte, int), end int) {
+	n := len(s.line)
+	if n == 0 {
+		return
+	}
+	// An unfinished character at the end goes to the next line whole.
+	cut, start := n, n-1
+	for start > 0 && n-start < utf8.UTFMax && !utf8.RuneStart(s.line[start]) {
+		start--
+	}
+	if !utf8.FullRune(s.line[start:]) {
+		cut = start
+	}
+	var rest [utf8.UTFMax]byte
+	k := copy(rest[:], s.line[cut:])
+	done(s.line[:cut], end)
+	s.line = append(s.line[:0], rest[:k]...)
+	s.col, s.sinceLine = k, int64(k)
+}
+
+// step consumes one byte outside the fast path.
+func (s *Stripper) step(b byte, i int, done func([]byte, int)) {
+	s.sinceLine++
+	switch s.state {
+	case stEsc:
+		switch {
+		case b == '[':
+			s.state = stCSI
+			if s.KeepColor {
+				s.seq = append(s.seq[:0], 0x1b, '[')
 			}
-			continue
-		case stEscIntermediate:
-			if b < 0x20 || b > 0x2f {
-				s.state = stText
-			}
-			continue
-		case stCSI:
-			if s.KeepColor && len(s.seq) < 64 {
-				s.seq = append(s.seq, b)
-			}
-			if b >= 0x40 && b <= 0x7e {
-				s.state = stText
-				if b == 'm' && s.KeepColor && len(s.seq) < 64 {
-					for _, c := range s.seq {
-						s.put(c)
-					}
-				}
-			}
-			continue
-		case stString:
-			switch b {
-			case 0x07:
-				s.state = stText
-			case 0x1b:
-				s.state = stStringEsc
-			}
-			continue
-		case stStringEsc:
-			if b == '\\' {
-				s.state = stText
-			} else {
-				s.state = stString
-			}
-			continue
-		}
-		switch b {
-		case 0x1b:
-			s.state = stEsc
-		case '\n':
-			done(s.line, i)
-			s.line, s.col, s.sinceLine = s.line[:0], 0, 0
-		case '\r':
-			s.col = 0
-		case '\b':
-			if s.col > 0 {
-				// Step back over one whole rune.
-				_, size := utf8.DecodeLastRune(s.line[:s.col])
-				s.col -= size
-			}
-		case '\t':
-			s.put('\t')
+		case b == ']' || b == 'P' || b == '_' || b == '^' || b == 'X':
+			s.state = stString
+		case b >= 0x20 && b <= 0x2f:
+			s.state = stEscIntermediate
 		default:
-			if b < 0x20 || b == 0x7f {
-				continue
-			}
-			s.put(b)
+			s.state = stText
 		}
+		return
+	case stEscIntermediate:
+		if b < 0x20 || b > 0x2f {
+			s.state = stText
+		}
+		return
+	case stCSI:
+		if s.KeepColor && len(s.seq) < 64 {
+			s.seq = append(s.seq, b)
+		}
+		if b >= 0x40 && b <= 0x7e {
+			s.state = stText
+			if b == 'm' && s.KeepColor && len(s.seq) < 64 {
+				if s.col == len(s.line) && len(s.line)+len(s.seq) > MaxLine {
+					s.cutLine(done, i) // the sequence goes whole to the next line
+				}
+				for _, c := range s.seq {
+					s.put(c)
+				}
+			}
+		}
+		return
+	case stString:
+		switch b {
+		case 0x07:
+			s.state = stText
+		case 0x1b:
+			s.state = stStringEsc
+		}
+		return
+	case stStringEsc:
+		if b == '\\' {
+			s.state = stText
+		} else {
+			s.state = stString
+		}
+		return
+	}
+	switch b {
+	case 0x1b:
+		s.state = stEsc
+	case '\n':
+		done(s.line, i)
+		s.line, s.col, s.sinceLine = s.line[:0], 0, 0
+	case '\r':
+		s.col = 0
+	case '\b':
+		if s.col > 0 {
+			// Step back over one whole rune.
+			_, size := utf8.DecodeLastRune(s.line[:s.col])
+			s.col -= size
+		}
+	case '\t':
+		s.put('\t')
+	default:
+		if b < 0x20 || b == 0x7f {
+			return
+		}
+		s.put(b)
 	}
 }
 
