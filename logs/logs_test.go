@@ -287,3 +287,17 @@ func TestStripperCutsLongLines(t *testing.T) {
 		})
 	}
 }
+
+// A line of exactly MaxLine bytes is one line, and stays the unfinished
+// line until more comes.
+func TestStripperLineOfMaxLine(t *testing.T) {
+	t.Parallel()
+	var s Stripper
+	line := strings.Repeat("y", MaxLine)
+	if got := s.Write([]byte(line)); len(got) != 0 || s.Pending() != line {
+		t.Fatalf("%d lines and %d bytes pending; want none and the line", len(got), len(s.Pending()))
+	}
+	if got := s.Write([]byte("\nz\n")); len(got) != 2 || got[0] != line || got[1] != "z" {
+		t.Fatalf("%d lines after the line end, want the line and z", len(got))
+	}
+}

@@ -92,7 +92,8 @@ func (s *Stripper) write(p []byte, done func([]byte, int)) {
 		b := p[i]
 		// Fast path: a run of printable text at the end of the line.
 		if s.state == stText && s.col == len(s.line) && b >= 0x20 && b != 0x7f {
-			j, limit := i, i+max(MaxLine-len(s.line), 1)
+			s.room(1, 0, done, i)
+			j, limit := i, i+MaxLine-len(s.line)
 			for j < len(p) && j < limit && p[j] >= 0x20 && p[j] != 0x7f {
 				j++
 			}
@@ -100,24 +101,25 @@ func (s *Stripper) write(p []byte, done func([]byte, int)) {
 			s.col = len(s.line)
 			s.sinceLine += int64(j - i)
 			i = j - 1
-			s.wrap(done, i)
 			continue
 		}
 		s.step(b, i, done)
-		s.wrap(done, i)
 	}
 }
 
-// wrap cuts the line being built once it holds MaxLine bytes and the
-// cursor is at its end (a line rewritten after a carriage return does not
-// grow). p[end] is the last byte read.
-func (s *Stripper) wrap(done func([]byte, int), end int) {
-	if len(s.line) >= MaxLine && s.col == len(s.line) {
-		s.cutLine(done, end)
+// room makes room for n more bytes at the cursor: a line that would grow
+// past MaxLine ends where it is (a line rewritten after a carriage return
+// does not grow). i is the index of the byte being read; read is how many
+// raw bytes of what is being added were counted in sinceLine already.
+func (s *Stripper) room(n int, read int64, done func([]byte, int), i int) {
+	if s.col == len(s.line) && len(s.line)+n > MaxLine {
+		s.cutLine(done, i)
+		s.sinceLine += read
 	}
 }
 
-// cutLine ends the line being built here, as if a line end came.
+// cutLine ends the line being built here, as if a line end came; the
+// raw bytes since are those of what it keeps (a character cut short).
 func (s *Stripper) cutLine(done func([]byte, int), end int) {
 	n := len(s.line)
 	if n == 0 {
@@ -169,9 +171,7 @@ func (s *Stripper) step(b byte, i int, done func([]byte, int)) {
 		if b >= 0x40 && b <= 0x7e {
 			s.state = stText
 			if b == 'm' && s.KeepColor && len(s.seq) < 64 {
-				if s.col == len(s.line) && len(s.line)+len(s.seq) > MaxLine {
-					s.cutLine(done, i) // the sequence goes whole to the next line
-				}
+				s.room(len(s.seq), int64(len(s.seq)), done, i) // the sequence is never cut
 				for _, c := range s.seq {
 					s.put(c)
 				}
@@ -209,11 +209,13 @@ func (s *Stripper) step(b byte, i int, done func([]byte, int)) {
 			s.col -= size
 		}
 	case '\t':
+		s.room(1, 1, done, i)
 		s.put('\t')
 	default:
 		if b < 0x20 || b == 0x7f {
 			return
 		}
+		s.room(1, 1, done, i)
 		s.put(b)
 	}
 }
