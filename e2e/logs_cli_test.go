@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -261,4 +262,30 @@ func TestLogsSinceAndTimestamps(t *testing.T) {
 		t.Fatalf("--since yesterday: exit %d, want 2", code)
 	}
 	e.MustRun("stop", s.ID)
+}
+
+// logs -f in a pipe shows a line still being written once the output
+// pauses, then continues it where it stopped: each byte once.
+func TestLogsFollowInAPipeShowsAPartialLine(t *testing.T) {
+	t.Parallel()
+	e := NewEnv(t)
+	gate := filepath.Join(t.TempDir(), "go")
+	s := e.Start("--", "sh", "-c", `printf 'first\n'; printf 'still typing'; while [ ! -e "$0" ]; do sleep 0.05; done; printf ' done\n'; printf 'last\n'`, gate)
+	cmd := e.Command("logs", "-f", s.ID)
+	out := &ptyOutput{}
+	cmd.Stdout = out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	WaitFor(t, 20*time.Second, "the unfinished line in the pipe", func() bool { return strings.Contains(out.String(), "still typing") })
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("logs -f: %v", err)
+	}
+	if got, want := out.String(), "first\nstill typing done\nlast\n"; got != want {
+		t.Fatalf("logs -f in a pipe printed %q, want %q", got, want)
+	}
 }
