@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/api"
@@ -264,7 +265,9 @@ func outputTail(ctx context.Context, path string, n int) (text string, cut bool,
 	keep := func(line string) {
 		kept = append(kept, line)
 		size += len(line) + 1
-		for size > maxPeekOutput && len(kept) > 1 {
+		// Whole lines while the rest fills the bound; the first is cut
+		// at the end.
+		for len(kept) > 1 && size-len(kept[0])-1 >= maxPeekOutput {
 			size -= len(kept[0]) + 1
 			kept, cut = kept[1:], true
 		}
@@ -279,6 +282,13 @@ func outputTail(ctx context.Context, path string, n int) (text string, cut bool,
 	}
 	if last, ok := strip.Flush(); ok {
 		keep(last)
+	}
+	if over := size - 1 - maxPeekOutput; over > 0 && len(kept) > 0 {
+		first := kept[0][over:]
+		for len(first) > 0 && !utf8.RuneStart(first[0]) {
+			first = first[1:]
+		}
+		kept[0], cut = first, true
 	}
 	return strings.Join(kept, "\n"), cut, nil
 }
