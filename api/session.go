@@ -265,7 +265,8 @@ type WatchFailure struct {
 // LogChunk is one NDJSON message of a log stream. Text carries stripped
 // lines, one or more, joined by newlines (no final newline); Data carries
 // raw bytes (base64 in JSON), or the stripped text when asked for with
-// LogOptions.TextAsData. Either is at most about 64 KiB. A Partial
+// LogOptions.TextAsData. Either is at most about 64 KiB; a stripped line
+// longer than 64 KiB comes cut into lines of at most 64 KiB. A Partial
 // chunk is the unfinished last line as it stands so far (asked for with
 // LogOptions.Partial): the next chunk repeats it, longer or finished. The
 // last message of a followed stream has End set and the session's final
@@ -367,7 +368,7 @@ type LogOptions struct {
 	// Color keeps colour sequences (SGR) in the stripped view.
 	Color bool
 	// Partial sends the unfinished last line of the stripped view as it
-	// grows (LogChunk.Partial).
+	// grows, once the output pauses (LogChunk.Partial).
 	Partial bool
 	// TextAsData carries the stripped view's text in Data (base64) rather
 	// than Text: JSON escapes every line end of Text, base64 is several

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -75,32 +76,46 @@ func TestLogsColourAndPartialLines(t *testing.T) {
 	if piped := e.MustRun("logs", s.ID); strings.Contains(piped, "\x1b") || !strings.Contains(piped, "red line") {
 		t.Fatalf("piped logs = %q: want the text without escapes", piped)
 	}
-	onTerminal := func(extraEnv []string, args ...string) (*ptyOutput, *exec.Cmd) {
-		cmd := e.Command(args...)
+	// onTerminal runs a command on a terminal; ended waits for it to exit
+	// and for everything it wrote to be copied out of the terminal (which
+	// may lag the exit), and returns it.
+	onTerminal := func(extraEnv []string, args ...string) (out *ptyOutput, cmd *exec.Cmd, ended func() (string, error)) {
+		cmd = e.Command(args...)
 		cmd.Env = append(cmd.Env, extraEnv...)
 		tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 30, Cols: 100})
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := &ptyOutput{}
-		go io.Copy(out, tty)
+		out = &ptyOutput{}
+		copied := make(chan struct{})
+		go func() { io.Copy(out, tty); close(copied) }()
 		t.Cleanup(func() { tty.Close(); cmd.Process.Kill(); cmd.Wait() })
-		return out, cmd
+		ended = func() (string, error) {
+			err := cmd.Wait()
+			// The copy ends when the terminal's last writer is gone.
+			select {
+			case <-copied:
+			case <-time.After(30 * time.Second):
+				t.Fatalf("%v: the terminal's output was not read to its end", args)
+			}
+			return out.String(), err
+		}
+		return out, cmd, ended
 	}
-	out, cmd := onTerminal(nil, "logs", "-f", s.ID)
+	out, cmd, ended := onTerminal(nil, "logs", "-f", s.ID)
 	WaitFor(t, 10*time.Second, "logs -f on a terminal to show colour and the unfinished line", func() bool {
 		o := out.String()
 		return strings.Contains(o, "\x1b[31mred\x1b[0m line") && strings.Contains(o, "still typing")
 	})
 	// Ctrl-C ends the follower quietly, with 130; the session goes on.
 	cmd.Process.Signal(syscall.SIGINT)
-	err := cmd.Wait()
+	o, err := ended()
 	var exit *exec.ExitError
 	if !asExitError(err, &exit) || exit.ExitCode() != 130 {
 		t.Fatalf("logs -f after Ctrl-C: %v, want exit 130", err)
 	}
-	if strings.Contains(out.String(), "agentctl:") {
-		t.Fatalf("logs -f printed an error on Ctrl-C: %q", out.String())
+	if strings.Contains(o, "agentctl:") {
+		t.Fatalf("logs -f printed an error on Ctrl-C: %q", o)
 	}
 	if st := e.Session(s.ID).Status; st != api.StatusRunning {
 		t.Fatalf("the session is %s after Ctrl-C on logs -f", st)
@@ -112,9 +127,8 @@ func TestLogsColourAndPartialLines(t *testing.T) {
 		{[]string{"NO_COLOR=1"}, []string{"logs", s.ID}},
 		{nil, []string{"logs", "--no-color", s.ID}},
 	} {
-		out, cmd := onTerminal(tc.env, tc.args...)
-		cmd.Wait()
-		if o := out.String(); !strings.Contains(o, "red line") || strings.Contains(o, "\x1b[31m") {
+		_, _, ended := onTerminal(tc.env, tc.args...)
+		if o, _ := ended(); !strings.Contains(o, "red line") || strings.Contains(o, "\x1b[31m") {
 			t.Fatalf("%v %v on a terminal = %q: want no colour", tc.env, tc.args, o)
 		}
 	}
@@ -248,4 +262,30 @@ func TestLogsSinceAndTimestamps(t *testing.T) {
 		t.Fatalf("--since yesterday: exit %d, want 2", code)
 	}
 	e.MustRun("stop", s.ID)
+}
+
+// logs -f in a pipe shows a line still being written once the output
+// pauses, then continues it where it stopped: each byte once.
+func TestLogsFollowInAPipeShowsAPartialLine(t *testing.T) {
+	t.Parallel()
+	e := NewEnv(t)
+	gate := filepath.Join(t.TempDir(), "go")
+	s := e.Start("--", "sh", "-c", `printf 'first\n'; printf 'still typing'; while [ ! -e "$0" ]; do sleep 0.05; done; printf ' done\n'; printf 'last\n'`, gate)
+	cmd := e.Command("logs", "-f", s.ID)
+	out := &ptyOutput{}
+	cmd.Stdout = out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	WaitFor(t, 20*time.Second, "the unfinished line in the pipe", func() bool { return strings.Contains(out.String(), "still typing") })
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("logs -f: %v", err)
+	}
+	if got, want := out.String(), "first\nstill typing done\nlast\n"; got != want {
+		t.Fatalf("logs -f in a pipe printed %q, want %q", got, want)
+	}
 }

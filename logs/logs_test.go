@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func TestWriterRotatesAndKeepsNewest(t *testing.T) {
@@ -39,10 +41,7 @@ func TestWriterRotatesAndKeepsNewest(t *testing.T) {
 	if _, err := os.Stat(RotatedName(p, 3)); err == nil {
 		t.Error("a fourth file exists; want three at most")
 	}
-	got, _, err := Tail(p, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := tail(t, p, 0)
 	if !strings.HasSuffix(all.String(), string(got)) || len(got) < 200 {
 		t.Errorf("tail of everything is not the newest suffix of what was written: %q", got)
 	}
@@ -65,16 +64,58 @@ func TestTailLines(t *testing.T) {
 		{5, "l26\nl27\nl28\nl29\npartial"},
 	}
 	for _, tc := range tests {
-		got, _, err := Tail(p, tc.n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(got) != tc.want {
-			t.Errorf("Tail(%d) = %q, want %q", tc.n, got, tc.want)
+		if got := tail(t, p, tc.n); string(got) != tc.want {
+			t.Errorf("tail of %d lines = %q, want %q", tc.n, got, tc.want)
 		}
 	}
-	if got, _, _ := Tail(filepath.Join(t.TempDir(), "none.log"), 5); len(got) != 0 {
+	if got := tail(t, filepath.Join(t.TempDir(), "none.log"), 5); len(got) != 0 {
 		t.Errorf("tail of a missing log = %q, want nothing", got)
+	}
+}
+
+// tail is the last n lines of the log at path: what is read from where
+// TailStart says they begin.
+func tail(t *testing.T, path string, n int) []byte {
+	t.Helper()
+	start, err := TailStart(path, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	err = Follow(context.Background(), path, start, func() bool { return true }, func(p []byte) error { b.Write(p); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// A line of any length costs the tail at most MaxLine bytes a line: the
+// last n lines of a log whose last line is far longer are its last n
+// MaxLine-byte pieces, and lines around it count as usual.
+func TestTailOfALongLine(t *testing.T) {
+	t.Parallel()
+	p := filepath.Join(t.TempDir(), "output.log")
+	long := bytes.Repeat([]byte("x"), 10*MaxLine+7)
+	tests := []struct {
+		name    string
+		content []byte
+		n       int
+		want    int // bytes of the tail
+	}{
+		{"unfinished", long, 3, 3 * MaxLine},
+		{"finished", append(slices.Clone(long), '\n'), 2, 2*MaxLine + 1},
+		{"then short lines", append(append(slices.Clone(long), '\n'), "a\nb\n"...), 3, MaxLine + 1 + 4},
+		{"whole", long, 20, len(long)},
+		{"exactly MaxLine", append(append([]byte("a\n"), bytes.Repeat([]byte("y"), MaxLine)...), '\n'), 2, MaxLine + 3},
+		{"newline first", []byte("\nab"), 5, 3},
+	}
+	for _, tc := range tests {
+		if err := os.WriteFile(p, tc.content, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got := tail(t, p, tc.n); len(got) != tc.want || !bytes.HasSuffix(tc.content, got) {
+			t.Errorf("%s: the last %d lines are %d bytes, want the last %d", tc.name, tc.n, len(got), tc.want)
+		}
 	}
 }
 
@@ -96,12 +137,11 @@ func TestTailThenFollowLosesAndRepeatsNothing(t *testing.T) {
 		done.Store(true)
 	}()
 	time.Sleep(5 * time.Millisecond)
-	head, pos, err := Tail(p, 0)
+	pos, err := TailStart(p, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got bytes.Buffer
-	got.Write(head)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err = Follow(ctx, p, pos, done.Load, func(b []byte) error { got.Write(b); return nil })
@@ -169,6 +209,9 @@ func FuzzStripper(f *testing.F) {
 			if strings.ContainsAny(l, "\x1b\n\r") {
 				t.Fatalf("control bytes left in %q", l)
 			}
+			if len(l) > MaxLine {
+				t.Fatalf("a line of %d bytes, over MaxLine", len(l))
+			}
 		}
 	})
 }
@@ -185,15 +228,76 @@ func TestLogThatIsASymlinkIsRefused(t *testing.T) {
 	if err := os.Symlink(secret, path); err != nil {
 		t.Fatal(err)
 	}
-	data, _, err := Tail(path, 0)
-	if err == nil || !strings.Contains(err.Error(), "symbolic link") || len(data) > 0 {
-		t.Fatalf("Tail of a symlinked log = %q, %v; want a refusal", data, err)
+	if _, err := TailStart(path, 5); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Fatalf("TailStart of a symlinked log = %v; want a refusal", err)
 	}
-	err = Follow(context.Background(), path, Position{}, func() bool { return true }, func([]byte) error {
+	err := Follow(context.Background(), path, Position{}, func() bool { return true }, func([]byte) error {
 		t.Fatal("Follow read through a symlink")
 		return nil
 	})
 	if err == nil || !strings.Contains(err.Error(), "symbolic link") {
 		t.Fatalf("Follow of a symlinked log = %v; want a refusal", err)
+	}
+}
+
+// A line of any length comes out as lines of at most MaxLine bytes, cut at
+// character boundaries and never inside a colour sequence, which put
+// together are the line; the line being built never holds more.
+func TestStripperCutsLongLines(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		keepColor bool
+		unit      string
+	}{
+		{"ascii", false, "x"},
+		{"two-byte characters", false, "é"},
+		{"four-byte characters", false, "😀"},
+		{"colour", true, "\x1b[31mab\x1b[0m"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			in := strings.Repeat(tc.unit, 3*MaxLine/len(tc.unit)+5)
+			s := Stripper{KeepColor: tc.keepColor}
+			var lines []string
+			raw := []byte(in + "\n")
+			for len(raw) > 0 {
+				n := min(len(raw), 999) // cuts characters and sequences too
+				lines = append(lines, s.Write(raw[:n])...)
+				raw = raw[n:]
+				if p := len(s.Pending()); p > MaxLine {
+					t.Fatalf("the line being built holds %d bytes, over MaxLine", p)
+				}
+			}
+			if len(lines) < 4 {
+				t.Fatalf("%d lines, want the line cut in at least 4", len(lines))
+			}
+			for i, l := range lines {
+				if len(l) > MaxLine || !utf8.ValidString(l) || strings.ContainsRune(l, utf8.RuneError) {
+					t.Fatalf("line %d: %d bytes, valid %v: want at most MaxLine of whole characters", i, len(l), utf8.ValidString(l))
+				}
+				if esc := strings.Count(l, "\x1b"); esc != strings.Count(l, "\x1b[31m")+strings.Count(l, "\x1b[0m") {
+					t.Fatalf("line %d holds a cut colour sequence", i)
+				}
+			}
+			if strings.Join(lines, "") != in {
+				t.Fatal("the lines put together are not the line")
+			}
+		})
+	}
+}
+
+// A line of exactly MaxLine bytes is one line, and stays the unfinished
+// line until more comes.
+func TestStripperLineOfMaxLine(t *testing.T) {
+	t.Parallel()
+	var s Stripper
+	line := strings.Repeat("y", MaxLine)
+	if got := s.Write([]byte(line)); len(got) != 0 || s.Pending() != line {
+		t.Fatalf("%d lines and %d bytes pending; want none and the line", len(got), len(s.Pending()))
+	}
+	if got := s.Write([]byte("\nz\n")); len(got) != 2 || got[0] != line || got[1] != "z" {
+		t.Fatalf("%d lines after the line end, want the line and z", len(got))
 	}
 }

@@ -1,7 +1,6 @@
 package logs
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -72,44 +71,59 @@ func inode(fi os.FileInfo) uint64 {
 	return 0
 }
 
-// Tail returns the last n lines of the log (n <= 0: everything kept) as raw
-// bytes, and the position right after them, from which Follow continues
-// without losing or repeating a byte.
-func Tail(path string, n int) ([]byte, Position, error) {
+// End is the position right after the last byte of the log now.
+func End(path string) (Position, error) {
+	f, err := openLog(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return Position{}, nil
+		}
+		return Position{}, fmt.Errorf("read log: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return Position{}, fmt.Errorf("read log: %w", err)
+	}
+	return Position{Inode: inode(st), Offset: st.Size()}, nil
+}
+
+// TailStart returns where the last n lines of the log begin (n <= 0: at
+// the start of the oldest file kept), reading back from its end a block at
+// a time: a line longer than MaxLine counts as one line for each MaxLine
+// bytes of it, so the last n lines span at most n*MaxLine bytes however
+// long a line is. Follow or FollowFrom from there reads them, and goes on
+// without losing or repeating a byte. A trailing partial line counts as a
+// line.
+func TailStart(path string, n int) (Position, error) {
+	if n <= 0 {
+		return Position{}, nil
+	}
 	cur, err := openLog(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, Position{}, nil
+			return Position{}, nil
 		}
-		return nil, Position{}, fmt.Errorf("read log: %w", err)
+		return Position{}, fmt.Errorf("read log: %w", err)
 	}
 	defer cur.Close()
 	st, err := cur.Stat()
 	if err != nil {
-		return nil, Position{}, fmt.Errorf("read log: %w", err)
+		return Position{}, fmt.Errorf("read log: %w", err)
 	}
-	pos := Position{Inode: inode(st), Offset: st.Size()}
-
-	var chunks [][]byte
-	lines := 0
-	collect := func(f *os.File, end int64) (bool, error) {
-		data, got, err := tailFile(f, end, n-lines)
-		if err != nil {
-			return false, err
-		}
-		chunks = append([][]byte{data}, chunks...)
-		lines += got
-		return n > 0 && lines >= n, nil
+	buf := make([]byte, tailBlock)
+	ino := inode(st)
+	start, lines, err := scanBack(cur, st.Size(), n, buf)
+	if err != nil || lines >= n {
+		return Position{Inode: ino, Offset: start}, err
 	}
-	if done, err := collect(cur, pos.Offset); err != nil || done {
-		return bytes.Join(chunks, nil), pos, err
-	}
+	pos := Position{Inode: ino, Offset: start}
 	// Older rotated files, newest first: those listed before ours (a
 	// rotation since we opened it may have moved it down the list).
 	all := snapshot(path)
 	ours := 0 // not listed: rotated out, so nothing older remains
 	for i, lf := range all {
-		if lf.ino == pos.Inode {
+		if lf.ino == ino {
 			ours = i
 		}
 	}
@@ -118,63 +132,82 @@ func Tail(path string, n int) ([]byte, Position, error) {
 		if err != nil || f == nil {
 			continue
 		}
-		fst, _ := f.Stat()
-		done, err := collect(f, fst.Size())
+		fst, err := f.Stat()
+		if err != nil {
+			f.Close()
+			continue
+		}
+		start, got, err := scanBack(f, fst.Size(), n-lines, buf)
 		f.Close()
-		if err != nil || done {
-			return bytes.Join(chunks, nil), pos, err
+		if err != nil {
+			return pos, err
+		}
+		lines += got
+		pos = Position{Inode: all[i].ino, Offset: start}
+		if lines >= n {
+			break
 		}
 	}
-	return bytes.Join(chunks, nil), pos, nil
+	return pos, nil
 }
 
-// tailFile reads backwards from end until it holds want complete lines
-// (want <= 0: the whole file). A trailing partial line counts as a line.
-func tailFile(f *os.File, end int64, want int) ([]byte, int, error) {
-	if want <= 0 {
-		buf := make([]byte, end)
-		if _, err := f.ReadAt(buf, 0); err != nil && err != io.EOF {
-			return nil, 0, fmt.Errorf("read log: %w", err)
-		}
-		return buf, bytes.Count(buf, []byte{'\n'}), nil
+// tailBlock is how much of a log TailStart reads at a time.
+const tailBlock = 64 << 10
+
+// scanBack reads f backwards from end, a block at a time into buf, until
+// it has passed want lines (a line ending at end without its newline
+// counts; a line longer than MaxLine counts once per MaxLine bytes). It
+// returns the offset where those lines begin and how many it found, fewer
+// than want when the file holds fewer.
+func scanBack(f *os.File, end int64, want int, buf []byte) (int64, int, error) {
+	if end == 0 {
+		return 0, 0, nil
 	}
-	const block = 64 << 10
-	var buf []byte
-	off := end
-	for off > 0 {
-		size := int64(block)
-		if off < size {
-			size = off
-		}
+	got := 0
+	bound := end     // where the line being measured ends
+	cut := int64(-1) // where the last piece of a long line began
+	first := true
+	for off := end; off > 0; {
+		size := min(int64(len(buf)), off)
 		off -= size
-		chunk := make([]byte, size)
+		chunk := buf[:size]
 		if _, err := f.ReadAt(chunk, off); err != nil && err != io.EOF {
-			return nil, 0, fmt.Errorf("read log: %w", err)
+			return 0, 0, fmt.Errorf("read log: %w", err)
 		}
-		buf = append(chunk, buf...)
-		// Count line ends, ignoring a final newline: "a\nb\n" is two lines.
-		body := buf
-		if len(body) > 0 && body[len(body)-1] == '\n' {
-			body = body[:len(body)-1]
-		}
-		if c := bytes.Count(body, []byte{'\n'}); c >= want {
-			// Keep just the last want lines.
-			cut := len(body)
-			for i := 0; i < want; i++ {
-				cut = bytes.LastIndexByte(body[:cut], '\n')
+		for k := len(chunk) - 1; k >= 0; k-- {
+			at := off + int64(k)
+			if first {
+				first = false
+				if chunk[k] == '\n' {
+					// "a\nb\n" is two lines: the last newline starts none.
+					bound = at
+					continue
+				}
 			}
-			return buf[cut+1:], want, nil
+			if chunk[k] == '\n' {
+				if at+1 != cut { // else that line was counted as its pieces
+					got++
+					if got == want {
+						return at + 1, got, nil
+					}
+				}
+				bound = at
+				continue
+			}
+			if bound-at >= MaxLine {
+				// A piece of a long line, counted as a line.
+				got++
+				if got == want {
+					return at, got, nil
+				}
+				bound, cut = at, at
+			}
 		}
 	}
-	body := buf
-	if len(body) > 0 && body[len(body)-1] == '\n' {
-		body = body[:len(body)-1]
+	if bound > 0 || cut != 0 {
+		got++ // the file's first line, unless counted as pieces
 	}
-	lines := 0
-	if len(buf) > 0 {
-		lines = bytes.Count(body, []byte{'\n'}) + 1
-	}
-	return buf, lines, nil
+	return 0, got, nil
 }
 
 // FollowInterval is how often Follow looks for new bytes while it waits.
@@ -192,6 +225,13 @@ func Follow(ctx context.Context, path string, pos Position, ended func() bool, e
 // bytes it hands over: where a later FollowFrom continues without losing or
 // repeating a byte.
 func FollowFrom(ctx context.Context, path string, pos Position, ended func() bool, emit func([]byte, Position) error) error {
+	return FollowIdle(ctx, path, pos, ended, emit, nil)
+}
+
+// FollowIdle is FollowFrom that calls idle, when not nil, each time it
+// has read the log to its end and waits for more (every FollowInterval
+// while nothing comes): where a reader shows what it holds back.
+func FollowIdle(ctx context.Context, path string, pos Position, ended func() bool, emit func([]byte, Position) error, idle func() error) error {
 	f, err := openAt(path, pos)
 	if err != nil {
 		return err
@@ -269,6 +309,11 @@ func FollowFrom(ctx context.Context, path string, pos Position, ended func() boo
 		}
 		if finished {
 			return nil
+		}
+		if idle != nil {
+			if err := idle(); err != nil {
+				return err
+			}
 		}
 		select {
 		case <-ctx.Done():

@@ -5,6 +5,12 @@ import (
 	"unicode/utf8"
 )
 
+// MaxLine is the most bytes a line of the text view holds: a longer line
+// (100 MB of output without a line end) is cut into lines of at most
+// MaxLine bytes, at a character boundary (a colour sequence is not split
+// either), so that reading any output holds a bounded amount of it.
+const MaxLine = 64 << 10
+
 // Stripper turns raw terminal output into plain text lines: escape
 // sequences (CSI, OSC, DCS and two-byte ESC sequences) removed, carriage
 // returns resolved the way a terminal shows them, backspaces applied, other
@@ -86,8 +92,9 @@ func (s *Stripper) write(p []byte, done func([]byte, int)) {
 		b := p[i]
 		// Fast path: a run of printable text at the end of the line.
 		if s.state == stText && s.col == len(s.line) && b >= 0x20 && b != 0x7f {
-			j := i
-			for j < len(p) && p[j] >= 0x20 && p[j] != 0x7f {
+			s.room(1, 0, done, i)
+			j, limit := i, i+MaxLine-len(s.line)
+			for j < len(p) && j < limit && p[j] >= 0x20 && p[j] != 0x7f {
 				j++
 			}
 			s.line = append(s.line, p[i:j]...)
@@ -96,79 +103,120 @@ func (s *Stripper) write(p []byte, done func([]byte, int)) {
 			i = j - 1
 			continue
 		}
-		s.sinceLine++
-		switch s.state {
-		case stEsc:
-			switch {
-			case b == '[':
-				s.state = stCSI
-				if s.KeepColor {
-					s.seq = append(s.seq[:0], 0x1b, '[')
-				}
-			case b == ']' || b == 'P' || b == '_' || b == '^' || b == 'X':
-				s.state = stString
-			case b >= 0x20 && b <= 0x2f:
-				s.state = stEscIntermediate
-			default:
-				s.state = stText
+		s.step(b, i, done)
+	}
+}
+
+// room makes room for n more bytes at the cursor: a line that would grow
+// past MaxLine ends where it is (a line rewritten after a carriage return
+// does not grow). i is the index of the byte being read; read is how many
+// raw bytes of what is being added were counted in sinceLine already.
+func (s *Stripper) room(n int, read int64, done func([]byte, int), i int) {
+	if s.col == len(s.line) && len(s.line)+n > MaxLine {
+		s.cutLine(done, i)
+		s.sinceLine += read
+	}
+}
+
+// cutLine ends the line being built here, as if a line end came; the
+// raw bytes since are those of what it keeps (a character cut short).
+func (s *Stripper) cutLine(done func([]byte, int), end int) {
+	n := len(s.line)
+	if n == 0 {
+		return
+	}
+	// An unfinished character at the end goes to the next line whole.
+	cut, start := n, n-1
+	for start > 0 && n-start < utf8.UTFMax && !utf8.RuneStart(s.line[start]) {
+		start--
+	}
+	if !utf8.FullRune(s.line[start:]) {
+		cut = start
+	}
+	var rest [utf8.UTFMax]byte
+	k := copy(rest[:], s.line[cut:])
+	done(s.line[:cut], end)
+	s.line = append(s.line[:0], rest[:k]...)
+	s.col, s.sinceLine = k, int64(k)
+}
+
+// step consumes one byte outside the fast path.
+func (s *Stripper) step(b byte, i int, done func([]byte, int)) {
+	s.sinceLine++
+	switch s.state {
+	case stEsc:
+		switch {
+		case b == '[':
+			s.state = stCSI
+			if s.KeepColor {
+				s.seq = append(s.seq[:0], 0x1b, '[')
 			}
-			continue
-		case stEscIntermediate:
-			if b < 0x20 || b > 0x2f {
-				s.state = stText
-			}
-			continue
-		case stCSI:
-			if s.KeepColor && len(s.seq) < 64 {
-				s.seq = append(s.seq, b)
-			}
-			if b >= 0x40 && b <= 0x7e {
-				s.state = stText
-				if b == 'm' && s.KeepColor && len(s.seq) < 64 {
-					for _, c := range s.seq {
-						s.put(c)
-					}
-				}
-			}
-			continue
-		case stString:
-			switch b {
-			case 0x07:
-				s.state = stText
-			case 0x1b:
-				s.state = stStringEsc
-			}
-			continue
-		case stStringEsc:
-			if b == '\\' {
-				s.state = stText
-			} else {
-				s.state = stString
-			}
-			continue
-		}
-		switch b {
-		case 0x1b:
-			s.state = stEsc
-		case '\n':
-			done(s.line, i)
-			s.line, s.col, s.sinceLine = s.line[:0], 0, 0
-		case '\r':
-			s.col = 0
-		case '\b':
-			if s.col > 0 {
-				// Step back over one whole rune.
-				_, size := utf8.DecodeLastRune(s.line[:s.col])
-				s.col -= size
-			}
-		case '\t':
-			s.put('\t')
+		case b == ']' || b == 'P' || b == '_' || b == '^' || b == 'X':
+			s.state = stString
+		case b >= 0x20 && b <= 0x2f:
+			s.state = stEscIntermediate
 		default:
-			if b < 0x20 || b == 0x7f {
-				continue
-			}
-			s.put(b)
+			s.state = stText
 		}
+		return
+	case stEscIntermediate:
+		if b < 0x20 || b > 0x2f {
+			s.state = stText
+		}
+		return
+	case stCSI:
+		if s.KeepColor && len(s.seq) < 64 {
+			s.seq = append(s.seq, b)
+		}
+		if b >= 0x40 && b <= 0x7e {
+			s.state = stText
+			if b == 'm' && s.KeepColor && len(s.seq) < 64 {
+				s.room(len(s.seq), int64(len(s.seq)), done, i) // the sequence is never cut
+				for _, c := range s.seq {
+					s.put(c)
+				}
+			}
+		}
+		return
+	case stString:
+		switch b {
+		case 0x07:
+			s.state = stText
+		case 0x1b:
+			s.state = stStringEsc
+		}
+		return
+	case stStringEsc:
+		if b == '\\' {
+			s.state = stText
+		} else {
+			s.state = stString
+		}
+		return
+	}
+	switch b {
+	case 0x1b:
+		s.state = stEsc
+	case '\n':
+		done(s.line, i)
+		s.line, s.col, s.sinceLine = s.line[:0], 0, 0
+	case '\r':
+		s.col = 0
+	case '\b':
+		if s.col > 0 {
+			// Step back over one whole rune.
+			_, size := utf8.DecodeLastRune(s.line[:s.col])
+			s.col -= size
+		}
+	case '\t':
+		s.room(1, 1, done, i)
+		s.put('\t')
+	default:
+		if b < 0x20 || b == 0x7f {
+			return
+		}
+		s.room(1, 1, done, i)
+		s.put(b)
 	}
 }
 

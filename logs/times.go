@@ -2,11 +2,15 @@ package logs
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TimesSuffix names a log's time marks: path + TimesSuffix holds lines
@@ -27,8 +31,9 @@ type marker struct {
 	ino  uint64
 }
 
-func openMarker(path string) *marker {
-	f, err := os.OpenFile(path+TimesSuffix, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+// openMarker opens the marks of the log called name in dir.
+func openMarker(dir *os.File, name string) *marker {
+	f, err := openAppendAt(dir, name+TimesSuffix)
 	if err != nil {
 		return &marker{}
 	}
@@ -47,7 +52,7 @@ func (m *marker) mark(ino uint64, offset int64, now time.Time) {
 
 // trim keeps the marks of the files keep names, after a rotation; the next
 // write is marked whatever the time.
-func (m *marker) trim(path string, keep map[uint64]bool) {
+func (m *marker) trim(dir *os.File, path string, keep map[uint64]bool) {
 	if m.f == nil {
 		return
 	}
@@ -62,16 +67,23 @@ func (m *marker) trim(path string, keep map[uint64]bool) {
 			b = fmt.Appendf(b, "%d %d %d\n", ino, mk.offset, mk.at.UnixMilli())
 		}
 	}
-	tmp := path + TimesSuffix + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+	name := filepath.Base(path) + TimesSuffix
+	dfd := int(dir.Fd())
+	tmp, err := openFileAt(dir, name+".tmp", unix.O_WRONLY|unix.O_TRUNC)
+	if err != nil {
 		return
 	}
-	if err := os.Rename(tmp, path+TimesSuffix); err != nil {
-		os.Remove(tmp)
+	_, werr := tmp.Write(b)
+	if err := errors.Join(werr, tmp.Close()); err != nil {
+		unix.Unlinkat(dfd, name+".tmp", 0)
+		return
+	}
+	if err := unix.Renameat(dfd, name+".tmp", dfd, name); err != nil {
+		unix.Unlinkat(dfd, name+".tmp", 0)
 		return
 	}
 	m.f.Close()
-	f, err := os.OpenFile(path+TimesSuffix, os.O_WRONLY|os.O_APPEND, 0o600)
+	f, err := openAppendAt(dir, name)
 	if err != nil {
 		m.f = nil
 		return
@@ -106,7 +118,7 @@ func LoadTimes(path string) *Times {
 
 // Refresh reads the marks added since the last read.
 func (t *Times) Refresh() {
-	f, err := os.Open(t.path + TimesSuffix)
+	f, err := openLog(t.path + TimesSuffix)
 	if err != nil {
 		return
 	}
@@ -122,16 +134,28 @@ func (t *Times) Refresh() {
 	if _, err := f.Seek(t.read, io.SeekStart); err != nil {
 		return
 	}
-	r := bufio.NewReader(f)
+	// A mark is a few dozen bytes; a longer line is damage, skipped
+	// without being held.
+	r := bufio.NewReaderSize(f, 4096)
+	skip := false
 	for {
-		line, err := r.ReadString('\n')
+		line, err := r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			t.read += int64(len(line))
+			skip = true
+			continue
+		}
 		if err != nil {
 			return // a line still being written is read next time
 		}
 		t.read += int64(len(line))
+		if skip {
+			skip = false
+			continue
+		}
 		var ino uint64
 		var off, ms int64
-		if _, err := fmt.Sscanf(line, "%d %d %d\n", &ino, &off, &ms); err != nil {
+		if _, err := fmt.Sscanf(string(line), "%d %d %d\n", &ino, &off, &ms); err != nil {
 			continue
 		}
 		ms2 := t.byInode[ino]

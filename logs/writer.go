@@ -4,11 +4,15 @@
 package logs
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Defaults for a session log: three files of 50 MiB each, so a session keeps
@@ -19,17 +23,23 @@ const (
 )
 
 // Writer appends to path and rotates it to path.1, path.2, ... when it would
-// grow past MaxSize. It is safe for concurrent use.
+// grow past MaxSize. It is safe for concurrent use. It opens path's folder
+// once and resolves every name in it from there, never following a
+// symbolic link: the agent can write in its session's folder, and output
+// must not land outside it.
 type Writer struct {
 	path    string
+	name    string   // path's base name
+	dir     *os.File // path's folder
 	maxSize int64
 	files   int
 
-	mu    sync.Mutex
-	f     *os.File
-	size  int64
-	ino   uint64
-	marks *marker
+	mu     sync.Mutex
+	closed bool
+	f      *os.File // nil after a rotation that could not open the new file
+	size   int64
+	ino    uint64
+	marks  *marker
 }
 
 // OpenWriter opens (or creates) path for appending. maxSize <= 0 and
@@ -41,16 +51,21 @@ func OpenWriter(path string, maxSize int64, files int) (*Writer, error) {
 	if files <= 0 {
 		files = DefaultFiles
 	}
-	w := &Writer{path: path, maxSize: maxSize, files: files}
+	dir, err := openDir(filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("open log: %w", err)
+	}
+	w := &Writer{path: path, name: filepath.Base(path), dir: dir, maxSize: maxSize, files: files}
 	if err := w.open(); err != nil {
+		dir.Close()
 		return nil, err
 	}
-	w.marks = openMarker(path)
+	w.marks = openMarker(dir, w.name)
 	return w, nil
 }
 
 func (w *Writer) open() error {
-	f, err := os.OpenFile(w.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	f, err := openAppendAt(w.dir, w.name)
 	if err != nil {
 		return fmt.Errorf("open log: %w", err)
 	}
@@ -67,8 +82,14 @@ func (w *Writer) open() error {
 func (w *Writer) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.f == nil {
+	if w.closed {
 		return 0, os.ErrClosed
+	}
+	if w.f == nil {
+		// A rotation could not open the new file: try again.
+		if err := w.open(); err != nil {
+			return 0, err
+		}
 	}
 	if w.size > 0 && w.size+int64(len(p)) > w.maxSize {
 		if err := w.rotate(); err != nil {
@@ -89,9 +110,11 @@ func (w *Writer) rotate() error {
 		return fmt.Errorf("rotate log: %w", err)
 	}
 	w.f = nil
-	os.Remove(RotatedName(w.path, w.files-1))
+	dfd := int(w.dir.Fd())
+	unix.Unlinkat(dfd, RotatedName(w.name, w.files-1), 0)
 	for i := w.files - 2; i >= 0; i-- {
-		if err := os.Rename(RotatedName(w.path, i), RotatedName(w.path, i+1)); err != nil && !os.IsNotExist(err) {
+		// A rename moves a link itself, never what it points to.
+		if err := unix.Renameat(dfd, RotatedName(w.name, i), dfd, RotatedName(w.name, i+1)); err != nil && !errors.Is(err, unix.ENOENT) {
 			return fmt.Errorf("rotate log: %w", err)
 		}
 	}
@@ -104,7 +127,7 @@ func (w *Writer) rotate() error {
 	for _, lf := range snapshot(w.path) {
 		keep[lf.ino] = lf.ino != w.ino
 	}
-	w.marks.trim(w.path, keep)
+	w.marks.trim(w.dir, w.path, keep)
 	return nil
 }
 
@@ -122,12 +145,17 @@ func (w *Writer) Sync() error {
 func (w *Writer) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.f == nil {
+	if w.closed {
 		return nil
 	}
-	err := w.f.Close()
-	w.f = nil
+	w.closed = true
+	var err error
+	if w.f != nil {
+		err = w.f.Close()
+		w.f = nil
+	}
 	w.marks.close()
+	w.dir.Close()
 	return err
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/agentctl/agentctl/home"
 	"github.com/agentctl/agentctl/internal/atomicfile"
 	"github.com/agentctl/agentctl/internal/text"
+	"github.com/agentctl/agentctl/logs"
 	"github.com/agentctl/agentctl/proc"
 	"github.com/agentctl/agentctl/spawn"
 )
@@ -394,7 +395,7 @@ func appendDecision(dir string, rec api.DecisionRecord) error {
 		return err
 	}
 	path := filepath.Join(dir, home.DecisionsFile)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := logs.OpenAppend(path)
 	if err != nil {
 		return fmt.Errorf("record decision: %w", err)
 	}

@@ -6,10 +6,12 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/home"
+	"github.com/agentctl/agentctl/internal/text"
 	"github.com/agentctl/agentctl/logs"
 	"github.com/agentctl/agentctl/spawn"
 )
@@ -88,9 +90,20 @@ func (c *Core) Attach(ctx context.Context, id string, rows, cols uint16) (*spawn
 	return at, sess, nil
 }
 
+// Partial lines of a followed text view: the unfinished last line is
+// shown once the output pauses for partialQuiet (a line still being
+// written is usually finished within a few milliseconds), or once it has
+// been growing unshown for partialMaxWait.
+const (
+	partialQuiet   = 150 * time.Millisecond
+	partialMaxWait = time.Second
+)
+
 // Logs hands a session's output to emit: the last o.Lines lines (all when
 // 0), then, with o.Follow, what it writes until it ends. The last chunk has
-// End set and, when followed, the session's final state.
+// End set and, when followed, the session's final state. It holds a
+// bounded part of the output at a time whatever its lines' length: the
+// text view cuts lines at logs.MaxLine bytes.
 func (c *Core) Logs(ctx context.Context, id string, o api.LogOptions, emit func(api.LogChunk) error) error {
 	sess, dir, err := c.launchedDir(ctx, id)
 	if err != nil {
@@ -100,18 +113,16 @@ func (c *Core) Logs(ctx context.Context, id string, o api.LogOptions, emit func(
 	if o.Since != "" || o.Timestamps {
 		return c.logsTimed(ctx, sess, path, o, emit)
 	}
-	var data []byte
 	var pos logs.Position
 	if o.After != "" {
 		// A stream that broke off goes on where it was.
 		if pos, err = logs.ParsePosition(o.After); err != nil {
 			return faultf(ErrInvalid, "%v", err)
 		}
-	} else if data, pos, err = logs.Tail(path, o.Lines); err != nil {
+	} else if pos, err = logs.TailStart(path, o.Lines); err != nil {
 		return err
 	}
 	strip := logs.Stripper{KeepColor: o.Color}
-	partial := ""
 	var text []byte
 	// cursor says where the bytes sent so far end: for the text view,
 	// where the unfinished line begins, so it comes again whole.
@@ -126,43 +137,54 @@ func (c *Core) Logs(ctx context.Context, id string, o api.LogOptions, emit func(
 		}
 		return emit(api.LogChunk{Cursor: at.String()})
 	}
-	send := func(b []byte) error {
+	shown := ""              // the partial line the client shows
+	var read, grew time.Time // the last read; when the unfinished line changed unshown
+	partials := o.Partial && o.Follow && !o.Raw
+	send := func(b []byte, at logs.Position) error {
+		read = time.Now()
 		if o.Raw {
-			return sendRaw(b, emit)
-		}
-		text = strip.AppendText(text[:0], b)
-		if err := sendText(text, o.TextAsData, emit); err != nil {
-			return err
-		}
-		if o.Partial && o.Follow {
-			if p := strip.Pending(); p != partial {
-				partial = p
-				return emit(textChunk(p, o.TextAsData, true))
-			}
-		}
-		return nil
-	}
-	if err := send(data); err != nil {
-		return err
-	}
-	if err := cursor(pos); err != nil {
-		return err
-	}
-	if o.Follow {
-		// The log ends when the session does, by the one status rule.
-		ended := func() bool {
-			s, err := c.records.get(sess.ID)
-			return err != nil || s.Status.Ended()
-		}
-		err := logs.FollowFrom(ctx, path, pos, ended, func(b []byte, at logs.Position) error {
-			if err := send(b); err != nil {
+			if err := sendRaw(b, emit); err != nil {
 				return err
 			}
 			return cursor(at)
-		})
-		if err != nil {
+		}
+		text = strip.AppendText(text[:0], b)
+		if len(text) > 0 {
+			shown = "" // the lines sent finish the partial one shown
+		}
+		if err := sendText(text, o.TextAsData, emit); err != nil {
 			return err
 		}
+		if partials && grew.IsZero() && strip.Pending() != shown {
+			grew = read
+		}
+		return cursor(at)
+	}
+	idle := func() error {
+		if !partials || grew.IsZero() {
+			return nil
+		}
+		if now := time.Now(); now.Sub(read) < partialQuiet && now.Sub(grew) < partialMaxWait {
+			return nil
+		}
+		grew = time.Time{}
+		if p := strip.Pending(); p != shown {
+			shown = p
+			return emit(textChunk(p, o.TextAsData, true))
+		}
+		return nil
+	}
+	// The log ends when the session does, by the one status rule; read
+	// once, it ends where it is now.
+	ended := func() bool { return true }
+	if o.Follow {
+		ended = func() bool {
+			s, err := c.records.get(sess.ID)
+			return err != nil || s.Status.Ended()
+		}
+	}
+	if err := logs.FollowIdle(ctx, path, pos, ended, send, idle); err != nil {
+		return err
 	}
 	if !o.Raw {
 		if last, ok := strip.Flush(); ok {
@@ -200,6 +222,12 @@ func (c *Core) Transcript(ctx context.Context, id string, n int) (api.Transcript
 			if len(assistant) > n {
 				assistant = assistant[len(assistant)-n:]
 			}
+			for i, m := range assistant {
+				if len(m.Text) > maxPeekOutput {
+					assistant[i].Text = text.Truncate(m.Text, maxPeekOutput)
+					out.Warnings = append(out.Warnings, fmt.Sprintf("a message of %d bytes is cut to its first %d KiB", len(m.Text), maxPeekOutput>>10))
+				}
+			}
 			out.Source, out.Messages = "native", assistant
 			return out, nil
 		}
@@ -209,13 +237,60 @@ func (c *Core) Transcript(ctx context.Context, id string, n int) (api.Transcript
 		return out, nil
 	}
 	// Nothing from the agent's own records yet: the tail of its output.
-	data, _, err := logs.Tail(filepath.Join(c.opts.Home.SessionDir(sess.ID), home.LogFile), 40*n)
+	tail, cut, err := outputTail(ctx, filepath.Join(c.opts.Home.SessionDir(sess.ID), home.LogFile), 40*n)
 	if err != nil {
 		return api.Transcript{}, err
 	}
+	if cut {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("the output is cut to its last %d KiB: `agentctl logs %s` shows it all", maxPeekOutput>>10, sess.ID))
+	}
 	out.Source = "log"
-	out.Messages = append(out.Messages, api.Message{Role: "output", Text: strings.Join(logs.StripLines(data), "\n")})
+	out.Messages = append(out.Messages, api.Message{Role: "output", Text: tail})
 	return out, nil
+}
+
+// maxPeekOutput bounds what peek shows of a session's output, and of any
+// one message: a peek is a glance, and a 100 MB line is not one.
+const maxPeekOutput = 64 << 10
+
+// outputTail is the text of the last n lines of a log, as much of their
+// end as fits in maxPeekOutput bytes; cut says some was left out.
+func outputTail(ctx context.Context, path string, n int) (text string, cut bool, err error) {
+	start, err := logs.TailStart(path, n)
+	if err != nil {
+		return "", false, err
+	}
+	var kept []string
+	size := 0
+	keep := func(line string) {
+		kept = append(kept, line)
+		size += len(line) + 1
+		// Whole lines while the rest fills the bound; the first is cut
+		// at the end.
+		for len(kept) > 1 && size-len(kept[0])-1 >= maxPeekOutput {
+			size -= len(kept[0]) + 1
+			kept, cut = kept[1:], true
+		}
+	}
+	var strip logs.Stripper
+	err = logs.FollowFrom(ctx, path, start, func() bool { return true }, func(b []byte, _ logs.Position) error {
+		strip.Lines(b, func(l []byte, _ int) { keep(string(l)) })
+		return nil
+	})
+	if err != nil {
+		return "", false, err
+	}
+	if last, ok := strip.Flush(); ok {
+		keep(last)
+	}
+	if over := size - 1 - maxPeekOutput; over > 0 && len(kept) > 0 {
+		first := kept[0][over:]
+		for len(first) > 0 && !utf8.RuneStart(first[0]) {
+			first = first[1:]
+		}
+		kept[0], cut = first, true
+	}
+	return strings.Join(kept, "\n"), cut, nil
 }
 
 // lastAssistant returns the last n assistant messages of a native session.

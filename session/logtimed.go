@@ -33,11 +33,18 @@ func (c *Core) logsTimed(ctx context.Context, sess api.Session, path string, o a
 		p, ok := times.Since(path, since)
 		if !ok {
 			// Everything marked is older: start at the end.
-			_, end, err := logs.Tail(path, 1)
+			end, err := logs.End(path)
 			if err != nil {
 				return err
 			}
 			p = end
+		}
+		pos = p
+	default:
+		// Time stamps alone: the last lines, not the whole log.
+		p, err := logs.TailStart(path, o.Lines)
+		if err != nil {
+			return err
 		}
 		pos = p
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentctl/agentctl/home"
 	"github.com/agentctl/agentctl/internal/envvar"
+	"github.com/agentctl/agentctl/logs"
 )
 
 // RunContainer is the monitor as a container's entry point (its PID 1): it
@@ -34,7 +35,7 @@ func RunContainer(dir, specPath string, hooks ContainerHooks) int {
 		fmt.Fprintf(os.Stderr, "agentctl monitor: session folder: %v\n", err)
 		return 125
 	}
-	logf, err := os.OpenFile(filepath.Join(dir, home.ShimLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	logf, err := logs.OpenAppend(filepath.Join(dir, home.ShimLog))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "agentctl monitor: %v\n", err)
 		return 125

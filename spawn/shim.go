@@ -168,7 +168,7 @@ func logInto(dir string) error {
 	if !filepath.IsAbs(dir) {
 		return fmt.Errorf("session folder %q is not an absolute path", dir)
 	}
-	f, err := os.OpenFile(filepath.Join(dir, home.ShimLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	f, err := logs.OpenAppend(filepath.Join(dir, home.ShimLog))
 	if err != nil {
 		return fmt.Errorf("open the monitor's log: %w", err)
 	}
@@ -540,18 +540,42 @@ func (s *shim) finish() {
 	close(s.finished)
 }
 
-// writeExit writes the exit record into the space reserved at the start;
-// should even that fail, it tries again until the disk takes it: an exit
-// code is never given up while its monitor lives.
+// exitRetryFor bounds how long a monitor tries to write an exit record it
+// cannot write for a reason other than a full disk: a session folder removed
+// while the agent ran, or made unwritable.
+const exitRetryFor = 5 * time.Second
+
+// writeExit writes the exit record into the space reserved at the start.
+// Should even that fail, it tries again with back-off: for as long as the
+// disk is full and the folder is there (an exit code is not given up while
+// space may come back), for exitRetryFor otherwise. Then it says so in its
+// log and gives up: the monitor has nothing left to do, and the service,
+// which follows the agent's end by itself, has the last word.
 func (s *shim) writeExit(exit ExitRecord) {
 	s.health.slot.Close()
 	err := writeExit(s.dir, exit, s.exitSlot)
+	giveUp := time.Now().Add(exitRetryFor)
 	for wait := 100 * time.Millisecond; err != nil; wait = min(2*wait, 5*time.Second) {
+		if !waitForSpace(s.dir, err) && time.Now().After(giveUp) {
+			b, _ := json.Marshal(exit)
+			s.logger.Error("the exit record cannot be written; the monitor ends without it", "err", err, "exit", string(b))
+			return
+		}
 		s.logger.Error("write exit record; trying again", "err", err, "in", wait)
 		time.Sleep(wait)
 		err = writeExit(s.dir, exit, nil)
 	}
 	removeReserve(s.dir)
+}
+
+// waitForSpace says whether a failed write of a record in dir is worth
+// waiting for without bound: the disk is full and the folder still there.
+func waitForSpace(dir string, err error) bool {
+	if !errors.Is(err, unix.ENOSPC) && !errors.Is(err, unix.EDQUOT) {
+		return false
+	}
+	st, serr := os.Stat(dir)
+	return serr == nil && st.IsDir()
 }
 
 // stop ends the session: the agent's graceful signal to its group, then

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/home"
+	"github.com/agentctl/agentctl/logs"
 	"github.com/agentctl/agentctl/proc"
 )
 
@@ -199,7 +200,7 @@ func startMonitor(exe, dir string) (*monitor, error) {
 	cmd.ExtraFiles = []*os.File{readyW}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if dir != StandbyDir {
-		logf, err := os.OpenFile(filepath.Join(dir, home.ShimLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		logf, err := logs.OpenAppend(filepath.Join(dir, home.ShimLog))
 		if err != nil {
 			readyR.Close()
 			readyW.Close()

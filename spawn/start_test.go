@@ -128,3 +128,28 @@ func TestStarterWithoutStandby(t *testing.T) {
 		t.Error("a Starter without standby started one")
 	}
 }
+
+// A monitor whose session folder is removed while the agent runs does not
+// outlive the agent: it tries to write the exit record for a bounded time,
+// then ends, leaving the agent's end to the service.
+func TestMonitorOfAVanishedFolderEnds(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := NewStarter(ctx, os.Args[0], false, slog.New(slog.DiscardHandler))
+	rec, dir := startSession(t, s, "sleep", "300")
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(rec.Process.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// Well past exitRetryFor and the monitor's other bounded waits.
+	WaitExitBounded(context.Background(), rec.Shim, 60*time.Second)
+	if proc.Alive(rec.Shim) {
+		syscall.Kill(rec.Shim.PID, syscall.SIGKILL)
+		t.Fatalf("the monitor %d still runs 60 s after its agent ended in a removed folder", rec.Shim.PID)
+	}
+	cancel()
+	s.Wait()
+}

@@ -302,6 +302,12 @@ func (s *Server) watch(id string) {
 		defer s.wg.Done()
 		defer func() { s.mu.Lock(); delete(s.watching, id); s.mu.Unlock() }()
 		sess, err := s.core.WaitEnded(s.ctx, id)
+		if errors.Is(err, session.ErrNotFound) {
+			// Its folder was removed while it ran: nothing is left to say
+			// how it ended, and it is listed no more.
+			s.log.Info("session ended after its folder was removed", "session", id)
+			return
+		}
 		if err != nil {
 			if s.ctx.Err() == nil {
 				s.log.Warn("follow session to its end", "session", id, "err", err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,8 +28,9 @@ terminal escape sequences, keeping colour when the output is a terminal
 (--no-color or NO_COLOR=1 turns it off; a pipe or file never gets it); --raw
 gives the bytes as the agent wrote them.
 
--f follows the output until the session ends, then exits; on a terminal a
-line still being written shows as it grows. --since shows what was written
+-f follows the output until the session ends, then exits; a line still
+being written shows once the output pauses (rewritten in place as it grows
+on a terminal, continued where it stopped in a pipe or file). --since shows what was written
 since a time (all of it, unless -n), and -t prefixes each line with the time
 it was written; both read the log's time marks, which are to the second
 (sessions started by older versions have none). Nothing is lost or repeated
@@ -62,11 +64,11 @@ between the lines shown first and those that follow. Ctrl-C stops following
 			}
 			tty := term.IsTerminal(int(os.Stdout.Fd()))
 			o.Color = tty && !noColor && os.Getenv("NO_COLOR") == ""
-			o.Partial = tty && o.Follow && !o.Raw
+			o.Partial = o.Follow && !o.Raw
 			o.TextAsData = true
 			out := bufio.NewWriterSize(os.Stdout, 256<<10)
 			defer out.Flush()
-			var v logView
+			v := logView{inPlace: tty}
 			err = followLogs(cmd.Context(), h.API, id, o, func(ch api.LogChunk) error {
 				if err := v.write(out, ch, o.Raw); err != nil {
 					return err
@@ -140,10 +142,13 @@ func followLogs(ctx context.Context, src client.Sessions, id string, o api.LogOp
 }
 
 // logView prints a log stream's chunks: raw bytes as they are; text lines
-// each with a newline; a partial line in place, overwritten as it grows.
+// each with a newline; a partial line as it grows: on a terminal
+// (inPlace) rewritten in place, elsewhere continued where it stopped (or,
+// when a carriage return rewrote it, shown again on a line of its own).
 type logView struct {
-	partial bool // a partial line is on screen
-	colored bool // colour was printed
+	inPlace bool
+	partial string // the partial line shown, without a line end
+	colored bool   // colour was printed
 }
 
 func (v *logView) write(w *bufio.Writer, ch api.LogChunk, raw bool) error {
@@ -158,17 +163,25 @@ func (v *logView) write(w *bufio.Writer, ch api.LogChunk, raw bool) error {
 	if ch.End && text == "" {
 		return nil
 	}
-	if v.partial {
-		// Back to the start of the line, erased: it is written again.
-		w.WriteString("\r\x1b[K")
-		v.partial = false
+	full := text
+	if v.partial != "" {
+		switch {
+		case v.inPlace:
+			// Back to the start of the line, erased: it is written again.
+			w.WriteString("\r\x1b[K")
+		case strings.HasPrefix(text, v.partial):
+			text = text[len(v.partial):]
+		default:
+			w.WriteByte('\n')
+		}
+		v.partial = ""
 	}
 	for i := 0; i < len(text) && !v.colored; i++ {
 		v.colored = text[i] == 0x1b
 	}
 	w.WriteString(text)
 	if ch.Partial {
-		v.partial = text != ""
+		v.partial = full
 		return nil
 	}
 	return w.WriteByte('\n')

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // Slot is a small file whose blocks are allocated when it is made, so it
@@ -19,7 +20,8 @@ type Slot struct {
 // NewSlot creates path (replacing it) holding size bytes of allocated
 // space.
 func NewSlot(path string, size int) (*Slot, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	// Not through a link planted at path: the slot lives in a session folder.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("reserve %s: %w", path, err)
 	}

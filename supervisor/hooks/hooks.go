@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -20,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/agentctl/agentctl/logs"
 	"github.com/agentctl/agentctl/proc"
 )
 
@@ -160,7 +160,8 @@ func Run(ctx context.Context, c Command) Result {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	logFile, err := os.OpenFile(c.LogPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	// In the session's folder, so never through a link planted there.
+	logFile, err := logs.OpenAppend(c.LogPath)
 	if err != nil {
 		return finish(fmt.Errorf("open hook log: %w", err))
 	}
