@@ -16,7 +16,10 @@ const (
 	CodeRunning     = "running"
 	CodeLocked      = "locked"
 	CodeForbidden   = "forbidden"
-	CodeInternal    = "internal"
+	// CodeChanged: an answer named a request that is no longer pending
+	// (another replaced it since it was shown).
+	CodeChanged  = "changed"
+	CodeInternal = "internal"
 )
 
 // Error is the JSON body of every failed API call. On the service's side it
@@ -43,7 +46,7 @@ func HTTPStatus(code string) int {
 	switch code {
 	case CodeNotFound:
 		return http.StatusNotFound
-	case CodeAmbiguous, CodeLocked, CodeNotRunning, CodeRunning:
+	case CodeAmbiguous, CodeLocked, CodeNotRunning, CodeRunning, CodeChanged:
 		return http.StatusConflict
 	case CodeInvalid:
 		return http.StatusBadRequest
