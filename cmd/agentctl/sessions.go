@@ -359,6 +359,7 @@ func printSession(w io.Writer, s api.Session) {
 		row("native total", strings.Trim(text.Tokens(t.TokensIn, t.TokensOut)+", "+costText(t.CostUSD), ", -"))
 	}
 	row("resume of", s.ResumeOf)
+	row("launched from", strings.Join(s.LaunchedFrom, " "))
 	if s.LastActivity != nil {
 		row("last activity", s.LastActivity.Local().Format(time.RFC3339))
 	}
