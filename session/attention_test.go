@@ -79,4 +79,3 @@ func TestApplyAttentionDamagedFileIsAWarning(t *testing.T) {
 		t.Fatalf("activity %q warnings %q", s.Activity, s.Warnings)
 	}
 }
-
