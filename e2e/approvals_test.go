@@ -53,7 +53,10 @@ func approveThroughADeadConnector() int {
 		fmt.Println("no request to approve:", err)
 		return 1
 	}
-	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+	if err == nil {
+		unix.CloseOnExec(fd) // the child gets it as fd 3 only
+	}
 	if err != nil {
 		fmt.Println(err)
 		return 1

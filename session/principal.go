@@ -148,7 +148,10 @@ func (c *Core) principal(caller *proc.Caller) ([]string, error) {
 		}
 	}
 	for _, p := range chain {
-		note(idx.session(p))
+		if id := idx.session(p); id != "" {
+			note(id) // a monitor's own environment is the service's
+			continue
+		}
 		note(proc.EnvValue(p.PID, home.SessionEnv))
 	}
 	for _, id := range slices.Clone(out) {

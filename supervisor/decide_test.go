@@ -129,7 +129,10 @@ func TestHelperConnect(t *testing.T) {
 // child does, and exited.
 func deadConnection(t *testing.T, socket string) net.Conn {
 	t.Helper()
-	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+	if err == nil {
+		unix.CloseOnExec(fd) // the child gets it as fd 3 only
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
