@@ -388,9 +388,9 @@ func (c *Core) mayAnswer(caller *proc.Caller, target api.Session) error {
 	case shared == "":
 		return nil
 	case shared == target.ID:
-		return api.Errorf(api.CodeForbidden, "pid %d belongs to session %s: a session cannot answer its own prompt", caller.PID, target.ID)
+		return api.Errorf(api.CodeForbidden, "pid %d belongs to session %s, or to a session started from inside it: a session cannot answer its own prompt", caller.PID, target.ID)
 	default:
-		return api.Errorf(api.CodeForbidden, "pid %d belongs to session %s, and session %s was started from it too: a session cannot answer its own prompt, nor one of a session started from it or that started it", caller.PID, shared, target.ID)
+		return api.Errorf(api.CodeForbidden, "pid %d and session %s are of one principal (session %s and the sessions started from inside it): a session cannot answer its own prompt, nor that of a session started from it or that started it", caller.PID, target.ID, shared)
 	}
 }
 

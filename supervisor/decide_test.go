@@ -152,21 +152,11 @@ func deadConnection(t *testing.T, socket string) net.Conn {
 	return conn
 }
 
-// A decision sent on a connection whose connecting process has exited is
-// refused: who asks cannot be proven. The request stays pending.
-func TestDecideFromADeadConnectorIsRefused(t *testing.T) {
-	t.Parallel()
-	svc := startService(t, newHome(t))
-	sess, err := svc.run(api.RunRequest{Command: []string{"sleep", "600"}, Cwd: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hook := permissionHook(svc.home, sess.ID, "rm -rf ~")
-	req := svc.waitRequest(sess.ID, "rm -rf ~")
-
-	conn := deadConnection(t, svc.home.Socket())
-	body, _ := json.Marshal(api.Decision{Action: api.DecisionApprove, Request: req})
-	hr, _ := http.NewRequest(http.MethodPost, "http://agentctl/v1/sessions/"+sess.ID+"/decide", bytes.NewReader(body))
+// post sends one request on conn and decodes the error it answers.
+func post(t *testing.T, conn net.Conn, path string, v any) (int, api.Error) {
+	t.Helper()
+	body, _ := json.Marshal(v)
+	hr, _ := http.NewRequest(http.MethodPost, "http://agentctl"+path, bytes.NewReader(body))
 	hr.Header.Set("Content-Type", "application/json")
 	if err := hr.Write(conn); err != nil {
 		t.Fatal(err)
@@ -178,8 +168,33 @@ func TestDecideFromADeadConnectorIsRefused(t *testing.T) {
 	defer resp.Body.Close()
 	var e api.Error
 	json.NewDecoder(resp.Body).Decode(&e)
-	if resp.StatusCode != http.StatusForbidden || !strings.Contains(e.Message, "cannot prove who is asking") || !strings.Contains(e.Message, "has exited") {
-		t.Fatalf("decide from a dead connector: %d %+v, want 403 cannot prove who is asking", resp.StatusCode, e)
+	return resp.StatusCode, e
+}
+
+// A decision sent on a connection whose connecting process has exited is
+// refused: who asks cannot be proven. The request stays pending. A launch
+// on such a connection is refused too (whose sessions it would be of
+// cannot be told).
+func TestDecideFromADeadConnectorIsRefused(t *testing.T) {
+	t.Parallel()
+	svc := startService(t, newHome(t))
+	sess, err := svc.run(api.RunRequest{Command: []string{"sleep", "600"}, Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook := permissionHook(svc.home, sess.ID, "rm -rf ~")
+	req := svc.waitRequest(sess.ID, "rm -rf ~")
+
+	code, e := post(t, deadConnection(t, svc.home.Socket()), "/v1/sessions/"+sess.ID+"/decide", api.Decision{Action: api.DecisionApprove, Request: req})
+	if code != http.StatusForbidden || !strings.Contains(e.Message, "cannot prove who is asking") || !strings.Contains(e.Message, "has exited") {
+		t.Fatalf("decide from a dead connector: %d %+v, want 403 cannot prove who is asking", code, e)
+	}
+	code, e = post(t, deadConnection(t, svc.home.Socket()), "/v1/sessions", api.RunRequest{Command: []string{"true"}, Cwd: t.TempDir()})
+	if code != http.StatusForbidden || !strings.Contains(e.Message, "cannot prove who is asking") {
+		t.Fatalf("launch from a dead connector: %d %+v, want 403 cannot prove who is asking", code, e)
+	}
+	if ids, _ := os.ReadDir(svc.home.Sessions()); len(ids) != 1 {
+		t.Fatalf("%d session folders, want only the first session's", len(ids))
 	}
 	got, err := svc.client.Get(context.Background(), sess.ID)
 	if err != nil || got.Waiting == nil || got.Waiting.Request != req {
