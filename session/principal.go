@@ -51,6 +51,9 @@ type monitorIndex struct {
 	mu     sync.Mutex
 	loaded bool
 	byPID  map[int]monitorEntry
+	// sweepAt is the size at which add drops the entries of monitors that
+	// have exited: the index stays the size of what runs.
+	sweepAt int
 }
 
 type monitorEntry struct {
@@ -68,6 +71,15 @@ func (m *monitorIndex) add(shim proc.Identity, id string) {
 		m.byPID = map[int]monitorEntry{}
 	}
 	m.byPID[shim.PID] = monitorEntry{start: shim.Start, id: id}
+	if len(m.byPID) < m.sweepAt {
+		return
+	}
+	for pid, e := range m.byPID {
+		if !proc.Alive(proc.Identity{PID: pid, Start: e.start}) {
+			delete(m.byPID, pid)
+		}
+	}
+	m.sweepAt = max(64, 2*len(m.byPID))
 }
 
 // session is the session whose monitor p is, "" when none.

@@ -121,3 +121,24 @@ func TestSharedPrincipal(t *testing.T) {
 		}
 	}
 }
+
+// The monitor index keeps only monitors that still run once it grows: a
+// long-lived service that started many sessions does not keep them all.
+func TestMonitorIndexForgetsExitedMonitors(t *testing.T) {
+	t.Parallel()
+	self, err := proc.Lookup(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m monitorIndex
+	m.add(self.Identity, "live")
+	for i := range 100 {
+		m.add(proc.Identity{PID: 1<<22 + i, Start: 1}, "gone")
+	}
+	if n := len(m.byPID); n > 64 {
+		t.Fatalf("%d monitors indexed, %d of them exited", n, n-1)
+	}
+	if got := m.session(self); got != "live" {
+		t.Fatalf("the running monitor reads %q", got)
+	}
+}
