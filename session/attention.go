@@ -399,8 +399,7 @@ func (c *Core) mayAnswer(caller *proc.Caller, target api.Session) error {
 const maxRequestID = 128
 
 // checkDecision refuses a decision that no session could take: an unknown
-// action, an answer without text, an approval that does not name the
-// request it answers, a request id that cannot be one.
+// action, an answer without text, a request id that cannot be one.
 func checkDecision(d api.Decision) error {
 	switch d.Action {
 	case api.DecisionApprove, api.DecisionDeny, api.DecisionAnswer:
@@ -410,29 +409,30 @@ func checkDecision(d api.Decision) error {
 	if len(d.Request) > maxRequestID || hasControl(d.Request) {
 		return faultf(ErrInvalid, "request %q is not a request id (at most %d characters, no control characters)", text.Truncate(d.Request, 32), maxRequestID)
 	}
-	switch {
-	case d.Action == api.DecisionAnswer && d.Text == "":
+	if d.Action == api.DecisionAnswer && d.Text == "" {
 		return faultf(ErrInvalid, "an answer needs text")
-	case d.Action == api.DecisionApprove && d.Request == "":
-		// What the person saw is what is approved: without its id, a
-		// request that replaced it would be.
-		return faultf(ErrInvalid, "an approval names the request it answers: agentctl approve ID --request REQUEST (agentctl status ID shows the request)")
 	}
 	return nil
 }
 
 // sameRequest refuses an approval or denial of a request that is not the
-// one pending now (a denial that names none denies what is pending).
+// one pending now, and an approval that names none: what the person saw is
+// what is approved, never a request that replaced it. A denial that names
+// none denies what is pending.
 func sameRequest(id string, d api.Decision, now api.Waiting) error {
-	if d.Request == "" || d.Request == now.Request {
-		return nil
-	}
 	what := now.Tool
 	if now.Input != "" {
 		what += ": " + now.Input
 	}
 	if what == "" {
 		what = now.For
+	}
+	switch {
+	case d.Action == api.DecisionApprove && d.Request == "":
+		return faultf(ErrInvalid, "an approval names the request it answers: session %s asks %s (request %s): agentctl approve %s --request %s",
+			id, what, now.Request, id, now.Request)
+	case d.Request == "" || d.Request == now.Request:
+		return nil
 	}
 	return faultf(ErrChanged, "cannot %s request %s of session %s: it is no longer pending; the session now asks %s (request %s): look at it, then agentctl %s %s --request %s",
 		d.Action, d.Request, id, what, now.Request, d.Action, id, now.Request)

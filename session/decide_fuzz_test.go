@@ -56,9 +56,6 @@ func FuzzDecide(f *testing.F) {
 		default:
 			t.Fatalf("action %q passed the checks", d.Action)
 		}
-		if d.Action == api.DecisionApprove && d.Request == "" {
-			t.Fatal("an approval naming no request passed the checks")
-		}
 		if len(d.Request) > maxRequestID || hasControl(d.Request) {
 			t.Fatalf("request %q passed the checks", d.Request)
 		}
@@ -70,6 +67,12 @@ func FuzzDecide(f *testing.F) {
 			}
 			if d.Action == api.DecisionApprove && d.Request != pending {
 				t.Fatalf("approval of %q taken for pending %q", d.Request, pending)
+			}
+			return
+		}
+		if d.Action == api.DecisionApprove && d.Request == "" {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("an approval naming no request refused as %v, want ErrInvalid", err)
 			}
 			return
 		}

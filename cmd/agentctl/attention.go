@@ -99,12 +99,12 @@ func decide(ctx context.Context, id string, d api.Decision) error {
 		if err != nil {
 			return err
 		}
-		w := s.Waiting
-		if s.Activity != api.ActivityWaiting || w == nil || w.Request == "" {
-			return fmt.Errorf("cannot %s session %s: it asks nothing agentctl can answer (activity: %s)", d.Action, shortID(s.ID), dash(activityText(&s)))
+		id = s.ID
+		// Nothing to name: the service says why nothing can be answered.
+		if w := s.Waiting; s.Activity == api.ActivityWaiting && w != nil && w.Request != "" {
+			fmt.Fprintf(os.Stderr, "%s %s request %s: %s\n", d.Action, shortID(s.ID), sanitize(w.Request), sanitize(w.Summary()))
+			d.Request = w.Request
 		}
-		fmt.Fprintf(os.Stderr, "%s %s request %s: %s\n", d.Action, shortID(s.ID), sanitize(w.Request), sanitize(w.Summary()))
-		id, d.Request = s.ID, w.Request
 	}
 	s, err := decideOn(ctx, h, id, d)
 	if err != nil {
