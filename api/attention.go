@@ -88,6 +88,11 @@ type AttentionReport struct {
 type Decision struct {
 	// Action is DecisionApprove, DecisionDeny or DecisionAnswer.
 	Action string `json:"action"`
+	// Request is the pending request answered (Waiting.Request, as the
+	// person saw it). An approval needs it; a denial without it denies
+	// whatever is pending. A request that is no longer the pending one is
+	// refused with CodeChanged.
+	Request string `json:"request,omitempty"`
 	// Reason goes with a denial, to the agent.
 	Reason string `json:"reason,omitempty"`
 	// Text is the answer typed into the session.

@@ -17,7 +17,10 @@ const (
 	CodeRunning     = "running"
 	CodeLocked      = "locked"
 	CodeForbidden   = "forbidden"
-	CodeInternal    = "internal"
+	// CodeChanged: an answer named a request that is no longer pending
+	// (another replaced it since it was shown).
+	CodeChanged  = "changed"
+	CodeInternal = "internal"
 	// CodeBusy: the service cannot take the request now (its limits are
 	// reached); the same request may succeed later.
 	CodeBusy = "busy"
@@ -47,7 +50,7 @@ func HTTPStatus(code string) int {
 	switch code {
 	case CodeNotFound:
 		return http.StatusNotFound
-	case CodeAmbiguous, CodeLocked, CodeNotRunning, CodeRunning:
+	case CodeAmbiguous, CodeLocked, CodeNotRunning, CodeRunning, CodeChanged:
 		return http.StatusConflict
 	case CodeInvalid:
 		return http.StatusBadRequest

@@ -112,6 +112,10 @@ type Session struct {
 	EnvSet []string `json:"env_set,omitempty"`
 	// RestartOf is the session this one is a restart of.
 	RestartOf string `json:"restart_of,omitempty"`
+	// LaunchedFrom lists the sessions this one was started from (from a
+	// process inside them), at any depth. None of them may answer its
+	// prompts, nor it theirs.
+	LaunchedFrom []string `json:"launched_from,omitempty"`
 	// Hooks are the session's lifecycle hook runs, where it has hooks.
 	Hooks []HookRun `json:"hooks,omitempty"`
 	// Warnings explains why a field is unknown or a record was odd.

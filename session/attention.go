@@ -26,6 +26,9 @@ import (
 // agentctl can answer.
 var ErrNotWaiting = errors.New("the session is not waiting for that")
 
+// ErrChanged: an answer named a request that another one replaced since.
+var ErrChanged = errors.New("the request changed")
+
 // hookEvidence is attention.json: the last state a session's hooks
 // reported, written by the service.
 type hookEvidence struct {
@@ -270,9 +273,16 @@ func (c *Core) observe(id string) {
 
 // Decide answers a waiting session on behalf of caller: approve or deny
 // its pending permission request, or type an answer into its terminal.
-// Only the owner (or root) may, and never a process of the session itself.
-// Every decision is appended to the session's decisions.jsonl.
-func (c *Core) Decide(ctx context.Context, prefix string, caller proc.Peer, d api.Decision) (api.Session, error) {
+// Only the owner (or root) may, never a process of the session itself nor
+// of a session of its principal (started from it, or it from them), and
+// only while the caller still runs. An approval names the request it
+// answers (d.Request): a request that replaced the one the person saw is
+// not approved by that answer. Every decision is appended to the session's
+// decisions.jsonl.
+func (c *Core) Decide(ctx context.Context, prefix string, caller *proc.Caller, d api.Decision) (api.Session, error) {
+	if err := checkDecision(d); err != nil {
+		return api.Session{}, err
+	}
 	sess, dir, err := c.launchedDir(ctx, prefix)
 	if err != nil {
 		return api.Session{}, err
@@ -280,13 +290,14 @@ func (c *Core) Decide(ctx context.Context, prefix string, caller proc.Peer, d ap
 	if sess.Status != api.StatusRunning {
 		return api.Session{}, faultf(ErrNotRunning, "session %s is %s: there is nothing to answer", sess.ID, sess.Status)
 	}
+	if caller == nil {
+		caller = proc.UnknownCaller()
+	}
 	if !proc.OwnerOrRoot(caller.UID) {
 		return api.Session{}, api.Errorf(api.CodeForbidden, "uid %d may not answer session %s (only its owner, uid %d, or root)", caller.UID, sess.ID, os.Getuid())
 	}
-	if inside, err := insideSession(dir, sess.ID, caller.PID); err != nil {
+	if err := c.mayAnswer(caller, sess); err != nil {
 		return api.Session{}, err
-	} else if inside {
-		return api.Session{}, api.Errorf(api.CodeForbidden, "pid %d belongs to session %s: a session cannot answer its own prompt", caller.PID, sess.ID)
 	}
 	rec := api.DecisionRecord{Time: time.Now().UTC(), Action: d.Action, UID: caller.UID, PID: caller.PID, Reason: d.Reason, Text: d.Text}
 	if sess.Waiting != nil {
@@ -297,10 +308,17 @@ func (c *Core) Decide(ctx context.Context, prefix string, caller proc.Peer, d ap
 		c.attn.mu.Lock()
 		p := c.attn.pending[sess.ID]
 		if p != nil {
+			if err := sameRequest(sess.ID, d, p.waiting); err != nil {
+				c.attn.mu.Unlock()
+				return api.Session{}, err
+			}
 			delete(c.attn.pending, sess.ID)
 		}
 		c.attn.mu.Unlock()
 		if p == nil && sess.Waiting != nil && sess.Waiting.Kind == "permission.asked" {
+			if err := sameRequest(sess.ID, d, *sess.Waiting); err != nil {
+				return api.Session{}, err
+			}
 			// The agent's own server holds the request (OpenCode).
 			if err := replyServer(ctx, dir, sess.Waiting, d); err != nil {
 				return api.Session{}, faultf(ErrNotWaiting, "cannot %s session %s: %v", d.Action, sess.ID, err)
@@ -338,9 +356,6 @@ func (c *Core) Decide(ctx context.Context, prefix string, caller proc.Peer, d ap
 			return api.Session{}, err
 		}
 	case api.DecisionAnswer:
-		if d.Text == "" {
-			return api.Session{}, faultf(ErrInvalid, "an answer needs text")
-		}
 		rec.Delivered = "terminal"
 		if err := appendDecision(dir, rec); err != nil {
 			return api.Session{}, err
@@ -354,38 +369,74 @@ func (c *Core) Decide(ctx context.Context, prefix string, caller proc.Peer, d ap
 		if _, err := c.Input(ctx, sess.ID, []byte("\r")); err != nil {
 			return api.Session{}, err
 		}
-	default:
-		return api.Session{}, faultf(ErrInvalid, "unknown decision %s (approve, deny, answer)", text.Quote(d.Action))
 	}
 	c.observe(sess.ID)
 	return c.records.get(sess.ID)
 }
 
-// insideSession reports whether pid is a process of the session in dir:
-// its monitor, or any descendant of it (the monitor is a subreaper, so
-// orphans of the session stay below it), or a process carrying the
-// session's marker variable.
-func insideSession(dir, id string, pid int) (bool, error) {
-	if pid <= 0 {
-		return true, nil // unknown caller: refuse rather than guess
-	}
-	rec, err := spawn.ReadRecord(dir)
+// mayAnswer refuses a caller that cannot be proven (it exited since it
+// connected), or that is of target's principal: a process of target, of a
+// session started from it, or of one it was started from.
+func (c *Core) mayAnswer(caller *proc.Caller, target api.Session) error {
+	mine, err := c.principal(caller)
 	if err != nil {
-		return false, err
-	}
-	if pid == rec.Shim.PID || pid == rec.Process.PID {
-		return true, nil
-	}
-	table, err := proc.Table()
-	if err != nil {
-		return false, fmt.Errorf("read the process table: %w", err)
-	}
-	for _, root := range []int{rec.Shim.PID, rec.Process.PID} {
-		if slices.ContainsFunc(proc.Descendants(table, root), func(p proc.Info) bool { return p.PID == pid }) {
-			return true, nil
+		if errors.Is(err, proc.ErrUnproven) {
+			return api.Errorf(api.CodeForbidden, "%v: session %s is not answered", err, target.ID)
 		}
+		return err
 	}
-	return proc.EnvValue(pid, home.SessionEnv) == id, nil
+	switch shared := sharedPrincipal(mine, target); {
+	case shared == "":
+		return nil
+	case shared == target.ID:
+		return api.Errorf(api.CodeForbidden, "pid %d belongs to session %s, or to a session started from inside it: a session cannot answer its own prompt", caller.PID, target.ID)
+	default:
+		return api.Errorf(api.CodeForbidden, "pid %d and session %s are of one principal (session %s and the sessions started from inside it): a session cannot answer its own prompt, nor that of a session started from it or that started it", caller.PID, target.ID, shared)
+	}
+}
+
+// maxRequestID bounds a request id (agentctl's are 16 hex digits, an
+// agent server's a few dozen characters).
+const maxRequestID = 128
+
+// checkDecision refuses a decision that no session could take: an unknown
+// action, an answer without text, a request id that cannot be one.
+func checkDecision(d api.Decision) error {
+	switch d.Action {
+	case api.DecisionApprove, api.DecisionDeny, api.DecisionAnswer:
+	default:
+		return faultf(ErrInvalid, "unknown decision %s (approve, deny, answer)", text.Quote(d.Action))
+	}
+	if len(d.Request) > maxRequestID || hasControl(d.Request) {
+		return faultf(ErrInvalid, "request %q is not a request id (at most %d characters, no control characters)", text.Truncate(d.Request, 32), maxRequestID)
+	}
+	if d.Action == api.DecisionAnswer && d.Text == "" {
+		return faultf(ErrInvalid, "an answer needs text")
+	}
+	return nil
+}
+
+// sameRequest refuses an approval or denial of a request that is not the
+// one pending now, and an approval that names none: what the person saw is
+// what is approved, never a request that replaced it. A denial that names
+// none denies what is pending.
+func sameRequest(id string, d api.Decision, now api.Waiting) error {
+	what := now.Tool
+	if now.Input != "" {
+		what += ": " + now.Input
+	}
+	if what == "" {
+		what = now.For
+	}
+	switch {
+	case d.Action == api.DecisionApprove && d.Request == "":
+		return faultf(ErrInvalid, "an approval names the request it answers: session %s asks %s (request %s): agentctl approve %s --request %s",
+			id, what, now.Request, id, now.Request)
+	case d.Request == "" || d.Request == now.Request:
+		return nil
+	}
+	return faultf(ErrChanged, "cannot %s request %s of session %s: it is no longer pending; the session now asks %s (request %s): look at it, then agentctl %s %s --request %s",
+		d.Action, d.Request, id, what, now.Request, d.Action, id, now.Request)
 }
 
 // appendDecision adds one line to the session's decisions.jsonl, synced.

@@ -2,7 +2,6 @@ package session
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -10,7 +9,6 @@ import (
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/home"
 	"github.com/agentctl/agentctl/internal/atomicfile"
-	"github.com/agentctl/agentctl/proc"
 	"github.com/agentctl/agentctl/spawn"
 )
 
@@ -79,61 +77,5 @@ func TestApplyAttentionDamagedFileIsAWarning(t *testing.T) {
 	applyAttention(dir, &s)
 	if s.Activity != "" || len(s.Warnings) != 1 {
 		t.Fatalf("activity %q warnings %q", s.Activity, s.Warnings)
-	}
-}
-
-// A process below the session's monitor, or carrying its marker, is inside
-// the session; others are not.
-func TestInsideSession(t *testing.T) {
-	self, err := proc.Lookup(os.Getpid())
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	// This test process stands for the session's monitor.
-	rec := spawn.Record{ID: "s1", Argv: []string{"x"}, Shim: self.Identity, Process: proc.Identity{PID: 1 << 22}}
-	if err := atomicfile.WriteJSON(filepath.Join(dir, home.LaunchFile), rec, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	start := func(env ...string) int {
-		cmd := exec.Command("sh", "-c", "sleep 30 & wait")
-		cmd.Env = append(os.Environ(), env...)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		return cmd.Process.Pid
-	}
-	child := start()
-	for _, tc := range []struct {
-		name string
-		pid  int
-		want bool
-	}{
-		{"the monitor itself", os.Getpid(), true},
-		{"a descendant", child, true},
-		{"unknown caller", 0, true},
-		{"init, outside", 1, false},
-	} {
-		got, err := insideSession(dir, "s1", tc.pid)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got != tc.want {
-			t.Errorf("%s (pid %d): inside %v, want %v", tc.name, tc.pid, got, tc.want)
-		}
-	}
-	// Outside the tree but marked as the session's (escaped by double fork
-	// before the monitor could adopt it): still inside.
-	other := filepath.Join(t.TempDir(), "other")
-	rec.ID, rec.Shim = "s2", proc.Identity{PID: 1 << 22}
-	os.MkdirAll(other, 0o700)
-	atomicfile.WriteJSON(filepath.Join(other, home.LaunchFile), rec, 0o600)
-	marked := start(home.SessionEnv + "=s2")
-	if got, _ := insideSession(other, "s2", marked); !got {
-		t.Error("a process with the session's marker is not inside")
-	}
-	if got, _ := insideSession(other, "s2", child); got {
-		t.Error("an unmarked process outside the tree is inside")
 	}
 }

@@ -83,6 +83,8 @@ type Core struct {
 	// the next list while the ids are the same.
 	repeated  repeatIndex
 	handleIDs handleIndex
+	// mons tells a running session's monitor by its pid (principal).
+	mons monitorIndex
 
 	// ctx bounds background work (learning native ids); wg waits for it.
 	ctx context.Context

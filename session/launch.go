@@ -50,6 +50,10 @@ func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, err
 	if err := checkNames(req); err != nil {
 		return api.Session{}, err
 	}
+	lineage, err := c.lineage(ctx, req)
+	if err != nil {
+		return api.Session{}, err
+	}
 	if req.Name != "" {
 		c.naming.Lock()
 		defer c.naming.Unlock()
@@ -70,7 +74,7 @@ func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, err
 	rec := spawn.Record{
 		ID: id, Adapter: req.Adapter, Name: req.Name, Group: req.Group, Labels: req.Labels,
 		Cwd: req.Cwd, Prompt: req.Prompt, Model: req.Model, ResumeOf: req.ResumeOf,
-		RestartOf: req.RestartOf,
+		RestartOf: req.RestartOf, LaunchedFrom: lineage,
 		CreatedAt: now, Rows: req.Rows, Cols: req.Cols,
 		StopSignal: "SIGTERM",
 	}
@@ -144,6 +148,7 @@ func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, err
 		return api.Session{}, err
 	}
 	ok = true
+	c.mons.add(started.Shim, id)
 	if c.opts.Gate != nil {
 		c.opts.Gate.Started(id, started.Adapter, started.Process, time.Since(began))
 	}

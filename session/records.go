@@ -246,6 +246,8 @@ func sessionFromState(st spawn.State) api.Session {
 		RestartOf: rec.RestartOf,
 		ResumeOf:  rec.ResumeOf,
 		Baseline:  rec.Baseline,
+
+		LaunchedFrom: rec.LaunchedFrom,
 	}
 	if s.Adapter == "" {
 		s.Adapter = "exec"

@@ -50,9 +50,13 @@ type Record struct {
 	// began: the run's own tokens and cost are the difference.
 	Baseline *api.Usage `json:"baseline,omitempty"`
 	// RestartOf is the agentctl id this run repeats.
-	RestartOf  string    `json:"restart_of,omitempty"`
-	StopSignal string    `json:"stop_signal,omitempty"`
-	CreatedAt  time.Time `json:"created_at"`
+	RestartOf string `json:"restart_of,omitempty"`
+	// LaunchedFrom lists the sessions this one was started from, at any
+	// depth (the caller's, and those they were started from): one
+	// principal, which cannot answer its own prompts.
+	LaunchedFrom []string  `json:"launched_from,omitempty"`
+	StopSignal   string    `json:"stop_signal,omitempty"`
+	CreatedAt    time.Time `json:"created_at"`
 
 	// The agent: pid, process group and start stamp, first-hand.
 	Process proc.Identity `json:"process"`

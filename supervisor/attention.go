@@ -61,9 +61,12 @@ func (s *Server) handleDecide(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	sess, err := s.core.Decide(r.Context(), r.PathValue("id"), peerOf(r), d)
+	caller := peerOf(r)
+	sess, err := s.core.Decide(r.Context(), r.PathValue("id"), caller, d)
 	if err == nil {
-		s.log.Info("session answered", "session", sess.ID, "action", d.Action, "uid", peerOf(r).UID, "pid", peerOf(r).PID)
+		s.log.Info("session answered", "session", sess.ID, "action", d.Action, "request", d.Request, "uid", caller.UID, "pid", caller.PID)
+	} else if api.CodeOf(apiError(err)) == api.CodeForbidden {
+		s.log.Warn("answer refused", "session", r.PathValue("id"), "action", d.Action, "uid", caller.UID, "pid", caller.PID, "why", err)
 	}
 	answer(w, http.StatusOK, sess, err)
 }

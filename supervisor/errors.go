@@ -23,6 +23,7 @@ var codes = []struct {
 	{locks.ErrNoManualLock, api.CodeNotFound},
 	{session.ErrInvalid, api.CodeInvalid},
 	{session.ErrNotWaiting, api.CodeNotWaiting},
+	{session.ErrChanged, api.CodeChanged},
 	{fuses.ErrInvalid, api.CodeInvalid},
 	{session.ErrNotRunning, api.CodeNotRunning},
 	{adapters.ErrNotRunning, api.CodeNotRunning},

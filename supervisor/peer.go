@@ -5,30 +5,58 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/proc"
+	"github.com/agentctl/agentctl/session"
 )
 
-type peerKey struct{}
+// peerListener pins the process at the other end of every connection it
+// accepts (proc.PinPeer): what a request may do is decided for that very
+// process, for as long as the connection lasts.
+type peerListener struct{ net.Listener }
 
-// withPeer records the connecting process (uid and pid) in the request
-// context.
-func withPeer(ctx context.Context, c net.Conn) context.Context {
-	p, err := proc.PeerOf(c)
+func (l peerListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
 	if err != nil {
-		p = proc.Peer{UID: -1}
+		return nil, err
 	}
-	return context.WithValue(ctx, peerKey{}, p)
+	caller, err := proc.PinPeer(c)
+	if err != nil {
+		caller = proc.UnknownCaller()
+	}
+	return &peerConn{Conn: c, caller: caller}, nil
+}
+
+// peerConn is an accepted connection with its pinned peer, let go when the
+// connection closes (also after a hijack: its new owner closes it).
+type peerConn struct {
+	net.Conn
+	caller *proc.Caller
+	once   sync.Once
+}
+
+func (c *peerConn) Close() error {
+	c.once.Do(func() { c.caller.Close() })
+	return c.Conn.Close()
+}
+
+// withPeer puts the connection's pinned peer in its requests' context.
+func withPeer(ctx context.Context, c net.Conn) context.Context {
+	caller := proc.UnknownCaller()
+	if pc, ok := c.(*peerConn); ok {
+		caller = pc.caller
+	}
+	return session.WithCaller(ctx, caller)
 }
 
 // peerOf is the process that sent r (UID -1 when unknown).
-func peerOf(r *http.Request) proc.Peer {
-	p, ok := r.Context().Value(peerKey{}).(proc.Peer)
-	if !ok {
-		return proc.Peer{UID: -1}
+func peerOf(r *http.Request) *proc.Caller {
+	if c := session.CallerOf(r.Context()); c != nil {
+		return c
 	}
-	return p
+	return proc.UnknownCaller()
 }
 
 // onlyOwner refuses callers other than the service's own user (and root):

@@ -242,7 +242,7 @@ func listenSocket(path string) (net.Listener, error) {
 		ln.Close()
 		return nil, fmt.Errorf("secure %s: %w", path, err)
 	}
-	return ln, nil
+	return peerListener{ln}, nil
 }
 
 // recover re-derives every session at start-up: sessions still running get

@@ -15,11 +15,13 @@ import (
 	"github.com/agentctl/agentctl/client"
 	"github.com/agentctl/agentctl/home"
 	"github.com/agentctl/agentctl/hosts"
+	"github.com/agentctl/agentctl/internal/text"
 )
 
 func newApproveCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "approve ID",
+	var request string
+	cmd := &cobra.Command{
+		Use:   "approve ID [--request REQUEST]",
 		Short: "Allow the tool a waiting session asks permission for",
 		Long: `Allow the tool a waiting session asks permission for, without attaching.
 
@@ -27,29 +29,38 @@ Works where the agent's own mechanism waits for agentctl's answer: Claude Code
 sessions agentctl launched (their PermissionRequest hook waits for it). Other
 prompts are answered in the session's terminal (agentctl attach ID).
 
+An approval names the request it answers: --request REQUEST (agentctl status
+ID shows it). Without --request, the session is read first, the request it
+shows now is printed (tool and input) and that one is approved: a request that
+replaced it in the meantime is not.
+
 Only the session's owner (or root) may answer, never a process of the session
-itself. Every answer is recorded in the session's decisions.jsonl.`,
+itself, nor of a session started from inside it or that it was started from.
+Every answer is recorded in the session's decisions.jsonl.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			return decide(cmd.Context(), a[0], api.Decision{Action: api.DecisionApprove})
+			return decide(cmd.Context(), a[0], api.Decision{Action: api.DecisionApprove, Request: request})
 		},
 	}
+	cmd.Flags().StringVar(&request, "request", "", "the request to approve (default: the one the session shows now)")
+	return cmd
 }
 
 func newDenyCmd() *cobra.Command {
-	var reason string
+	var reason, request string
 	cmd := &cobra.Command{
-		Use:   "deny ID",
+		Use:   "deny ID [--request REQUEST]",
 		Short: "Refuse the tool a waiting session asks permission for",
 		Long: `Refuse the tool a waiting session asks permission for; --reason is passed to
 the agent, which tells its model. See 'agentctl approve --help' for where this
 works and who may.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			return decide(cmd.Context(), a[0], api.Decision{Action: api.DecisionDeny, Reason: reason})
+			return decide(cmd.Context(), a[0], api.Decision{Action: api.DecisionDeny, Reason: reason, Request: request})
 		},
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why, for the agent")
+	cmd.Flags().StringVar(&request, "request", "", "the request to deny (default: the one the session shows now)")
 	return cmd
 }
 
@@ -82,11 +93,30 @@ func decide(ctx context.Context, id string, d api.Decision) error {
 	if err != nil {
 		return err
 	}
+	if (d.Action == api.DecisionApprove || d.Action == api.DecisionDeny) && d.Request == "" {
+		// What is answered is what the person sees now, named by its id:
+		// a request that replaces it before the answer arrives is not.
+		s, err := h.API.Get(ctx, id)
+		if err != nil {
+			return err
+		}
+		id = s.ID
+		// Nothing to name: the service says why nothing can be answered.
+		if w := s.Waiting; s.Activity == api.ActivityWaiting && w != nil && w.Request != "" {
+			fmt.Fprintf(os.Stderr, "%s %s request %s: %s\n", d.Action, shortID(s.ID), text.Clean(w.Request), text.Clean(w.Summary()))
+			d.Request = w.Request
+		}
+	}
 	s, err := decideOn(ctx, h, id, d)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("%s %s: %s\n", d.Action, shortID(s.ID), dash(activityText(&s)))
+	done := map[string]string{api.DecisionApprove: "approved", api.DecisionDeny: "denied", api.DecisionAnswer: "answered"}[d.Action]
+	if a := activityText(&s); a != "" && a != "-" {
+		fmt.Printf("%s %s (now %s)\n", done, shortID(s.ID), a)
+	} else {
+		fmt.Printf("%s %s\n", done, shortID(s.ID))
+	}
 	return nil
 }
 
@@ -186,7 +216,8 @@ func printActivity(row func(k, v string), s api.Session) {
 		}
 		row("  evidence", w.Kind)
 		if w.Request != "" {
-			row("  answer with", "agentctl approve "+shortID(s.ID)+" | agentctl deny "+shortID(s.ID)+" [--reason TEXT]")
+			row("  request", w.Request)
+			row("  answer with", "agentctl approve "+shortID(s.ID)+" --request "+w.Request+" | agentctl deny "+shortID(s.ID)+" --request "+w.Request+" [--reason TEXT]")
 		}
 	}
 }

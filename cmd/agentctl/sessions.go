@@ -363,6 +363,7 @@ func printSession(w io.Writer, s api.Session) {
 	row("resume of", s.ResumeOf)
 	row("restart of", s.RestartOf)
 	row("env set", strings.Join(s.EnvSet, ", "))
+	row("launched from", strings.Join(s.LaunchedFrom, " "))
 	if s.LastActivity != nil {
 		row("last activity", s.LastActivity.Local().Format(time.RFC3339))
 	}

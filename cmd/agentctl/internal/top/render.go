@@ -511,6 +511,9 @@ func evidence(now time.Time, s api.Session) string {
 	case s.Status == api.StatusRunning && s.Origin == api.OriginLaunched:
 		p = append(p, "process alive")
 	}
+	if s.Activity == api.ActivityWaiting && s.Waiting != nil && s.Waiting.Request != "" {
+		p = append(p, "request "+s.Waiting.Request)
+	}
 	if s.EndedAt != nil {
 		p = append(p, "ended "+ago(now, *s.EndedAt)+" ago")
 	}

@@ -288,17 +288,20 @@ type decisions struct {
 }
 
 func (d *decisions) Decide(_ context.Context, id string, dec api.Decision) (api.Session, error) {
-	d.got = append(d.got, id+" "+dec.Action)
+	d.got = append(d.got, id+" "+dec.Action+" "+dec.Request)
 	return api.Session{ID: id}, nil
 }
 
 // y and n answer the permission the selected session waits for, and only
-// that: on any other row they say why they do nothing.
+// that, naming the request the row shows: on any other row they say why
+// they do nothing.
 func TestApproveAndDenyKeys(t *testing.T) {
 	src := &decisions{}
 	m := NewModel(context.Background(), Options{Src: src})
 	m.Update(tea.WindowSizeMsg{Width: 120, Height: 30})
-	m.Update(snapshotMsg{list: fixture()})
+	list := fixture()
+	list.Sessions[0].Waiting.Request = "5f3a9c0d2e1b4a77"
+	m.Update(snapshotMsg{list: list})
 	if m.rows[m.cursor].Handle != "fix-tests" {
 		t.Fatalf("selected %s, want the waiting fix-tests", m.rows[m.cursor].Handle)
 	}
@@ -309,7 +312,7 @@ func TestApproveAndDenyKeys(t *testing.T) {
 		}
 		m.Update(cmd())
 	}
-	want := []string{fixture().Sessions[0].ID + " approve", fixture().Sessions[0].ID + " deny"}
+	want := []string{fixture().Sessions[0].ID + " approve 5f3a9c0d2e1b4a77", fixture().Sessions[0].ID + " deny 5f3a9c0d2e1b4a77"}
 	if strings.Join(src.got, ",") != strings.Join(want, ",") {
 		t.Errorf("decisions %q, want %q", src.got, want)
 	}

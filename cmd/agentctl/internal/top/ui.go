@@ -347,14 +347,19 @@ func (m *Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
-// decide approves or denies the permission r waits for.
+// decide approves or denies the permission r waits for: the request the
+// row shows, by its id, so that one that replaced it is not answered.
 func (m *Model) decide(r Row, action string) tea.Cmd {
 	m.line = fmt.Sprintf("%s %s…", action, r.Handle)
 	ctx, src := m.ctx, m.o.Src
+	d := api.Decision{Action: action}
+	if r.Waiting != nil {
+		d.Request = r.Waiting.Request
+	}
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 		defer cancel()
-		if _, err := src.Decide(ctx, r.ID, api.Decision{Action: action}); err != nil {
+		if _, err := src.Decide(ctx, r.ID, d); err != nil {
 			return resultMsg(fmt.Sprintf("%s %s failed: %v", action, r.Handle, err))
 		}
 		if action == api.DecisionApprove {

@@ -1,0 +1,245 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+
+	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/home"
+	"github.com/agentctl/agentctl/proc"
+	"github.com/agentctl/agentctl/spawn"
+)
+
+// A session and every session started from inside it, at any depth, are
+// one principal: none may answer a prompt of another, since each could
+// have been told by the other what to ask and what to answer. A session's
+// launch record keeps the sessions it was started from (launched_from),
+// so the rule holds after they ended, and after the service restarted.
+
+// maxLineage bounds a session's launched_from: nesting deeper is refused
+// rather than cut (a cut lineage would forget whose the session is).
+const maxLineage = 64
+
+// maxAncestors bounds the walk up a caller's parents.
+const maxAncestors = 512
+
+type callerKey struct{}
+
+// WithCaller marks ctx as a request of caller, the process the service
+// pinned when the request's connection was accepted. A launch in that
+// context records the sessions the caller belongs to as the new session's
+// lineage (launched_from).
+func WithCaller(ctx context.Context, caller *proc.Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, caller)
+}
+
+// CallerOf is the caller WithCaller put in ctx, nil when none did (a
+// launch by the service itself).
+func CallerOf(ctx context.Context) *proc.Caller {
+	c, _ := ctx.Value(callerKey{}).(*proc.Caller)
+	return c
+}
+
+// monitorIndex maps the pid of every running session's monitor to its
+// session, so a caller's parents are told cheaply: filled from the session
+// folders once, then by each launch. An entry is trusted only with the
+// monitor's start stamp; a stale one is dropped when met.
+type monitorIndex struct {
+	mu     sync.Mutex
+	loaded bool
+	byPID  map[int]monitorEntry
+	// sweepAt is the size at which add drops the entries of monitors that
+	// have exited: the index stays the size of what runs.
+	sweepAt int
+}
+
+type monitorEntry struct {
+	start uint64
+	id    string
+}
+
+func (m *monitorIndex) add(shim proc.Identity, id string) {
+	if shim.PID <= 0 {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.byPID == nil {
+		m.byPID = map[int]monitorEntry{}
+	}
+	m.byPID[shim.PID] = monitorEntry{start: shim.Start, id: id}
+	if len(m.byPID) < m.sweepAt {
+		return
+	}
+	for pid, e := range m.byPID {
+		if !proc.Alive(proc.Identity{PID: pid, Start: e.start}) {
+			delete(m.byPID, pid)
+		}
+	}
+	m.sweepAt = max(64, 2*len(m.byPID))
+}
+
+// session is the session whose monitor p is, "" when none.
+func (m *monitorIndex) session(p proc.Info) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.byPID[p.PID]
+	if !ok {
+		return ""
+	}
+	if e.start != p.Start {
+		delete(m.byPID, p.PID) // that monitor ended; the pid is someone else's
+		return ""
+	}
+	return e.id
+}
+
+// monitors is the index, filled from the session folders on first use.
+func (c *Core) monitors() (*monitorIndex, error) {
+	c.mons.mu.Lock()
+	loaded := c.mons.loaded
+	c.mons.mu.Unlock()
+	if loaded {
+		return &c.mons, nil
+	}
+	all, _, err := c.records.all()
+	if err != nil {
+		return nil, fmt.Errorf("index the sessions' monitors: %w", err)
+	}
+	for _, s := range all {
+		if s.Status != api.StatusRunning {
+			continue
+		}
+		if rec, err := spawn.ReadRecord(c.opts.Home.SessionDir(s.ID)); err == nil {
+			c.mons.add(rec.Shim, s.ID)
+		}
+	}
+	c.mons.mu.Lock()
+	c.mons.loaded = true
+	c.mons.mu.Unlock()
+	return &c.mons, nil
+}
+
+// principal is the set of sessions caller belongs to, with every session
+// they were started from: the sessions whose monitor is among its parents
+// (monitors are subreapers: an orphan of a session stays below its
+// monitor), and those whose marker variable it or a parent carries. The
+// walk stops at the service, which may itself run below a session that
+// started it. An error when the caller cannot be proven (it exited, or its
+// pid is not known here).
+func (c *Core) principal(caller *proc.Caller) ([]string, error) {
+	if err := caller.Check(); err != nil {
+		return nil, err
+	}
+	idx, err := c.monitors()
+	if err != nil {
+		return nil, err
+	}
+	var chain []proc.Info
+	for try := 0; ; try++ {
+		if chain, err = parents(caller); err == nil {
+			break
+		}
+		if try == 2 {
+			return nil, err
+		}
+	}
+	// The parents were read while the caller lived: they are its own.
+	if err := caller.Check(); err != nil {
+		return nil, err
+	}
+	found := map[string]bool{}
+	var out []string
+	note := func(id string) {
+		if home.ValidID(id) && !found[id] {
+			found[id] = true
+			out = append(out, id)
+		}
+	}
+	for _, p := range chain {
+		if id := idx.session(p); id != "" {
+			note(id) // a monitor's own environment is the service's
+			continue
+		}
+		note(proc.EnvValue(p.PID, home.SessionEnv))
+	}
+	for _, id := range slices.Clone(out) {
+		if s, err := c.records.get(id); err == nil {
+			for _, a := range s.LaunchedFrom {
+				note(a)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// parents is caller and its parents up to the service (or init), read
+// twice: a chain that changed in between (a parent exited and its child was
+// reparented, or a pid was reused) is an error, tried again by the caller.
+func parents(caller *proc.Caller) ([]proc.Info, error) {
+	self := os.Getpid()
+	var chain []proc.Info
+	for pid := caller.PID; pid > 1 && pid != self && len(chain) < maxAncestors; {
+		p, err := proc.Lookup(pid)
+		if err != nil {
+			return nil, fmt.Errorf("%w: the parents of pid %d changed while they were read: %v", proc.ErrUnproven, caller.PID, err)
+		}
+		if pid == caller.PID && p.Start != caller.Start {
+			return nil, fmt.Errorf("%w: the process that connected (pid %d) has exited", proc.ErrUnproven, caller.PID)
+		}
+		chain = append(chain, p)
+		pid = p.PPID
+	}
+	for _, p := range chain {
+		again, err := proc.Lookup(p.PID)
+		if err != nil || again.Start != p.Start || again.PPID != p.PPID {
+			return nil, fmt.Errorf("%w: the parents of pid %d changed while they were read", proc.ErrUnproven, caller.PID)
+		}
+	}
+	return chain, nil
+}
+
+// lineage is what a new session launched in ctx records as launched_from:
+// the caller's principal, and the session it resumes or restarts with that
+// one's lineage (the same work continues).
+func (c *Core) lineage(ctx context.Context, req api.RunRequest) ([]string, error) {
+	var out []string
+	if caller := CallerOf(ctx); caller != nil {
+		p, err := c.principal(caller)
+		if err != nil {
+			return nil, api.Errorf(api.CodeForbidden, "%v: a session is launched only for a process that can be told", err)
+		}
+		out = p
+	}
+	for _, prev := range []string{req.ResumeOf, req.RestartOf} {
+		if prev == "" {
+			continue
+		}
+		out = append(out, prev)
+		if s, err := c.records.get(prev); err == nil {
+			out = append(out, s.LaunchedFrom...)
+		}
+	}
+	slices.Sort(out)
+	out = slices.Compact(out)
+	if len(out) > maxLineage {
+		return nil, faultf(ErrInvalid, "sessions are nested more than %d deep: no more sessions may be started from inside them", maxLineage)
+	}
+	return out, nil
+}
+
+// sharedPrincipal names a session that both the caller's principal and
+// target's belong to, "" when none: a caller inside target, inside a
+// session started from it, or inside one it was started from.
+func sharedPrincipal(mine []string, target api.Session) string {
+	for _, id := range append([]string{target.ID}, target.LaunchedFrom...) {
+		if slices.Contains(mine, id) {
+			return id
+		}
+	}
+	return ""
+}

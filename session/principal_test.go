@@ -1,0 +1,144 @@
+package session
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/home"
+	"github.com/agentctl/agentctl/internal/atomicfile"
+	"github.com/agentctl/agentctl/proc"
+	"github.com/agentctl/agentctl/spawn"
+)
+
+// startProc starts sh -c script with extra environment, ended with the
+// test; its first line of output is returned too.
+func startProc(t *testing.T, script string, env ...string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	return cmd, strings.TrimSpace(line)
+}
+
+// A caller belongs to the sessions whose monitor is among its parents and
+// to the session its marker names, with the sessions those were started
+// from; a process outside belongs to none, and a caller that exited
+// cannot be told at all.
+func TestPrincipal(t *testing.T) {
+	t.Parallel()
+	h := home.Home(t.TempDir())
+	if err := h.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	c := New(context.Background(), Options{Home: h})
+	// s2 was started from inside s0.
+	dir := h.SessionDir("s2")
+	os.MkdirAll(dir, 0o700)
+	if err := atomicfile.WriteJSON(filepath.Join(dir, home.LaunchFile), spawn.Record{ID: "s2", Argv: []string{"x"}, LaunchedFrom: []string{"s0"}}, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A shell stands for s1's monitor; its child is a process of s1.
+	monitor, childPID := startProc(t, "sleep 30 & echo $!; wait")
+	m, err := proc.Lookup(monitor.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.mons.add(m.Identity, "s1")
+	child, _ := strconv.Atoi(childPID)
+	marked, _ := startProc(t, "echo; exec sleep 30", home.SessionEnv+"=s2")
+	junk, _ := startProc(t, "echo; exec sleep 30", home.SessionEnv+"=../x")
+	outside, _ := startProc(t, "echo; exec sleep 30")
+	for _, tc := range []struct {
+		name string
+		pid  int
+		want []string
+	}{
+		{"the monitor itself", monitor.Process.Pid, []string{"s1"}},
+		{"a process below the monitor", child, []string{"s1"}},
+		{"a process with a session's marker, and what that one was started from", marked.Process.Pid, []string{"s0", "s2"}},
+		{"a marker that is no session id", junk.Process.Pid, nil},
+		{"a process outside", outside.Process.Pid, nil},
+	} {
+		caller := proc.PinProcess(tc.pid, os.Getuid())
+		got, err := c.principal(caller)
+		caller.Close()
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v %v, want %v", tc.name, got, err, tc.want)
+		}
+	}
+
+	// Pinned while it ran, then gone: the same pid is not taken for it.
+	gone, _ := startProc(t, "echo; exec sleep 30")
+	caller := proc.PinProcess(gone.Process.Pid, os.Getuid())
+	defer caller.Close()
+	gone.Process.Kill()
+	gone.Wait()
+	dead := proc.PinProcess(gone.Process.Pid, os.Getuid())
+	defer dead.Close()
+	for name, caller := range map[string]*proc.Caller{"exited after it connected": caller, "exited before": dead, "pid not known here": proc.UnknownCaller()} {
+		if got, err := c.principal(caller); !errors.Is(err, proc.ErrUnproven) {
+			t.Errorf("%s: %v %v, want %v", name, got, err, proc.ErrUnproven)
+		}
+	}
+}
+
+// Two sessions of one principal never answer each other: the target, a
+// session started from it, one it was started from, a sibling.
+func TestSharedPrincipal(t *testing.T) {
+	t.Parallel()
+	target := api.Session{ID: "t", LaunchedFrom: []string{"a", "root"}}
+	for _, tc := range []struct {
+		name string
+		mine []string
+		want string
+	}{
+		{"outside every session", nil, ""},
+		{"an unrelated session", []string{"x"}, ""},
+		{"the target itself", []string{"t"}, "t"},
+		{"a session started from the target", []string{"child", "t", "a", "root"}, "t"},
+		{"the session that started it", []string{"a", "root"}, "a"},
+		{"a sibling", []string{"sib", "root"}, "root"},
+	} {
+		if got := sharedPrincipal(tc.mine, target); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// The monitor index keeps only monitors that still run once it grows: a
+// long-lived service that started many sessions does not keep them all.
+func TestMonitorIndexForgetsExitedMonitors(t *testing.T) {
+	t.Parallel()
+	self, err := proc.Lookup(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m monitorIndex
+	m.add(self.Identity, "live")
+	for i := range 100 {
+		m.add(proc.Identity{PID: 1<<22 + i, Start: 1}, "gone")
+	}
+	if n := len(m.byPID); n > 64 {
+		t.Fatalf("%d monitors indexed, %d of them exited", n, n-1)
+	}
+	if got := m.session(self); got != "live" {
+		t.Fatalf("the running monitor reads %q", got)
+	}
+}
