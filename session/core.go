@@ -8,6 +8,7 @@ package session
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -161,10 +162,44 @@ func (c *Core) List(ctx context.Context, o api.ListOptions) (api.SessionList, er
 	}
 	c.setHandles(kept, known)
 	sortByCreation(kept)
+	if f.status == "" && !f.all {
+		warnings = append(warnings, unknownReasons(kept)...)
+	}
 	if o.Waiting {
 		sortByWaiting(kept)
 	}
 	return api.SessionList{Sessions: kept, Warnings: warnings}, nil
+}
+
+// maxUnknownReasons bounds the warnings that explain unknown rows one by
+// one; past it, one warning counts them.
+const maxUnknownReasons = 10
+
+// unknownReasons says why each unknown row of a list is listed: a list of
+// running sessions shows them too, since nobody can say they are not
+// running, and says why.
+func unknownReasons(ss []api.Session) []string {
+	var out []string
+	n := 0
+	for i := range ss {
+		s := &ss[i]
+		if s.Status != api.StatusUnknown {
+			continue
+		}
+		n++
+		if n > maxUnknownReasons {
+			continue
+		}
+		why := "nothing can vouch for it right now"
+		if len(s.Warnings) > 0 {
+			why = s.Warnings[len(s.Warnings)-1]
+		}
+		out = append(out, fmt.Sprintf("%s (%s) is listed as unknown: it may be running; %s (see `agentctl explain %s`)", s.Handle, s.Adapter, why, s.Handle))
+	}
+	if n > maxUnknownReasons {
+		out = append(out, fmt.Sprintf("%d more sessions are listed as unknown (see `agentctl explain ID` for each)", n-maxUnknownReasons))
+	}
+	return out
 }
 
 // sessions is the merged view: launched sessions and those only adapters
@@ -442,12 +477,18 @@ func newFilter(o api.ListOptions, now time.Time) (filter, error) {
 // filter, before its session object is built: false only when nothing
 // about it can make it run (its adapter vouches for it, and neither a live
 // process nor the agent's own state says it runs; see nativeStatus) and
-// the filter wants running sessions, or looks back (all) no further than
-// its last activity.
+// the filter wants running sessions (or, by default, running and unknown
+// ones, and the agent's own record says it is over), or looks back (all)
+// no further than its last activity.
 func (f filter) mayKeepNative(ns *adapters.NativeSession, vouched bool) bool {
 	canRun := vouched && (ns.Process != nil || ns.State == adapters.NativeBusy || ns.State == adapters.NativeIdle || ns.State == adapters.NativeRunning)
-	if f.status == api.StatusRunning || (f.status == "" && !f.all) {
+	if f.status == api.StatusRunning {
 		return canRun
+	}
+	if f.status == "" && !f.all {
+		// Running or unknown (see keep): only a session its adapter
+		// vouches for as over is turned away.
+		return canRun || mayBeUnknown(ns, vouched)
 	}
 	if f.all && !canRun {
 		// As keep looks back: a native session has no end, its last
@@ -461,6 +502,19 @@ func (f filter) mayKeepNative(ns *adapters.NativeSession, vouched bool) bool {
 	return true
 }
 
+// mayBeUnknown says whether a session only an adapter knows may read
+// unknown (see nativeStatus): its adapter did not answer this time, or the
+// agent's own state does not say (ambiguous evidence).
+func mayBeUnknown(ns *adapters.NativeSession, vouched bool) bool {
+	switch ns.State {
+	case adapters.NativeDone, adapters.NativeFailed, adapters.NativeAborted:
+		// Over by the agent's own record, unless a live process holds it
+		// (running) or its adapter failed (unknown).
+		return !vouched
+	}
+	return true
+}
+
 func (f filter) keep(s *api.Session) bool {
 	switch {
 	case f.status != "":
@@ -468,7 +522,9 @@ func (f filter) keep(s *api.Session) bool {
 			return false
 		}
 	case !f.all:
-		if s.Status != api.StatusRunning {
+		// Without -a, every session that may be live: running, and
+		// unknown (nobody can vouch either way), never left out.
+		if s.Status.Ended() {
 			return false
 		}
 	}

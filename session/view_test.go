@@ -401,7 +401,7 @@ func TestRunningListAgreesWithFullList(t *testing.T) {
 	}
 	var want []string
 	for _, s := range all.Sessions {
-		if s.Status == api.StatusRunning {
+		if !s.Status.Ended() {
 			want = append(want, s.ID+" "+s.Handle)
 		}
 	}
@@ -413,8 +413,65 @@ func TestRunningListAgreesWithFullList(t *testing.T) {
 	for _, s := range running.Sessions {
 		got = append(got, s.ID+" "+s.Handle)
 	}
-	if !slices.Equal(got, want) || len(got) != 2 {
-		t.Errorf("running list %q, the full list's running sessions %q (want the two)", got, want)
+	if !slices.Equal(got, want) || len(got) != 3 {
+		t.Errorf("running list %q, the full list's running and unknown sessions %q (want the three)", got, want)
+	}
+}
+
+// A list without -a leaves out no session that may be live: two TUIs of
+// one agent in one folder that nothing ties to their sessions, or the
+// sessions of an adapter that did not answer (a stalled gateway), are
+// listed as unknown, each with why; --status running still narrows to
+// running ones, and a session whose own record says it is over stays out.
+func TestListHidesUnknownSessions(t *testing.T) {
+	t.Parallel()
+	h := home.Home(t.TempDir())
+	now := time.Now()
+	contenders := adapters.ContenderEvidence("opencode", []int{101, 102})
+	store := &fixed{name: "opencode", sessions: []adapters.NativeSession{
+		{Adapter: "opencode", NativeID: "ses_aaaa1", State: adapters.NativeUnknown, CreatedAt: now, Evidence: contenders,
+			Warnings: []string{"unknown while opencode pid 101, 102 lives"}},
+		{Adapter: "opencode", NativeID: "ses_aaaa2", State: adapters.NativeUnknown, CreatedAt: now, Evidence: contenders,
+			Warnings: []string{"unknown while opencode pid 101, 102 lives"}},
+		{Adapter: "opencode", NativeID: "ses_bbbb1", State: adapters.NativeDone, CreatedAt: now},
+	}}
+	gateway := &failing{release: make(chan struct{})}
+	close(gateway.release)
+	c := New(context.Background(), Options{Home: h, Adapters: []adapters.Adapter{store, gateway}, DiscoveryTimeout: time.Second})
+	ctx := context.Background()
+	if _, err := c.List(ctx, api.ListOptions{}); err != nil { // the gateway answers once
+		t.Fatal(err)
+	}
+	ids := func(o api.ListOptions) ([]string, []string) {
+		t.Helper()
+		l, err := c.List(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, s := range l.Sessions {
+			got = append(got, s.ID+"="+string(s.Status))
+		}
+		slices.Sort(got)
+		return got, l.Warnings
+	}
+	got, warnings := ids(api.ListOptions{})
+	want := []string{"ses_aaaa1=unknown", "ses_aaaa2=unknown", "x1=unknown"}
+	if !slices.Equal(got, want) {
+		t.Errorf("list = %q, want %q: a session that may be live is hidden", got, want)
+	}
+	for _, id := range []string{"ses_aaaa1", "ses_aaaa2"} {
+		if !slices.ContainsFunc(warnings, func(w string) bool {
+			return strings.Contains(w, id) && strings.Contains(w, "unknown") && strings.Contains(w, "pid 101, 102")
+		}) {
+			t.Errorf("no warning says why %s is unknown: %q", id, warnings)
+		}
+	}
+	if got, _ := ids(api.ListOptions{Status: "running"}); len(got) != 0 {
+		t.Errorf("list --status running = %q, want none", got)
+	}
+	if got, _ := ids(api.ListOptions{Status: "unknown"}); !slices.Equal(got, want) {
+		t.Errorf("list --status unknown = %q, want %q", got, want)
 	}
 }
 
