@@ -249,3 +249,40 @@ func TestClaudeOutlivesServiceKill9(t *testing.T) {
 		t.Errorf("peek = %q", got)
 	}
 }
+
+// A launched Claude TUI in a folder it was never told to trust sits on its
+// trust dialog: it reads waiting: dialog (from source native), and a send
+// is refused, saying what to do, rather than answering the dialog blind
+// (whose selected choice is "No, exit").
+func TestClaudeLaunchedOnTrustDialogReadsRunningWithNoActivity(t *testing.T) {
+	t.Parallel()
+	c := newClaudeEnv(t)
+	key := "sk-ant-fake"
+	seed := fmt.Sprintf(`{"hasCompletedOnboarding": true, "customApiKeyResponses": {"approved": [%q], "rejected": []}}`, key[len(key)-min(20, len(key)):])
+	if err := os.WriteFile(filepath.Join(c.home, ".claude.json"), []byte(seed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var s api.Session
+	c.JSON(&s, "launch", "claude", "--json", "--cwd", c.proj)
+	WaitFor(t, 60*time.Second, "the trust dialog to be drawn", func() bool {
+		out, _, _ := c.Run("logs", "-n", "0", s.ID)
+		return strings.Contains(strings.Join(strings.Fields(out), ""), "trust")
+	})
+	var got api.Session
+	WaitFor(t, 30*time.Second, "the session to read waiting: dialog", func() bool {
+		got = c.Session(s.ID)
+		return got.WaitingFor == api.WaitingDialog
+	})
+	if got.Status != api.StatusRunning || got.Activity != api.ActivityWaiting || got.ActivitySource != api.SourceNative {
+		t.Errorf("on its trust dialog: %s, activity %q from %q", got.Status, got.Activity, got.ActivitySource)
+	}
+	_, stderr, code := c.Run("send", s.ID, "hello")
+	if code == 0 || !strings.Contains(stderr, "dialog") || !strings.Contains(stderr, "attach") {
+		t.Errorf("send to a session on its dialog: exit %d, %q; want it refused, naming attach", code, stderr)
+	}
+	time.Sleep(time.Second)
+	if after := c.Session(s.ID); after.Status != api.StatusRunning {
+		t.Errorf("after the refused send the session is %s: the dialog was answered", after.Status)
+	}
+	c.MustRun("stop", s.ID)
+}

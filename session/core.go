@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -239,12 +238,32 @@ func (c *Core) Get(ctx context.Context, prefix string) (api.Session, error) {
 		return api.Session{}, err
 	}
 	sess.Warnings = append(sess.Warnings, warnings...)
-	if ids, err := c.records.ids(); err == nil {
+	if among, err := c.knownIDs(); err == nil {
 		// Not through the list's kept index: one id is compared with the
 		// others, and the index stays the list's.
-		sess.Handle = handles([]string{sess.ID}, append(slices.Clip(ids), sess.ID))[sess.ID]
+		sess.Handle = handles([]string{sess.ID}, append(among, sess.ID))[sess.ID]
 	}
 	return sess, nil
+}
+
+// knownIDs are the ids a list finds handles among: the launched sessions'
+// and, from each adapter's last answer, the native ids no launched session
+// claims (those are listed under the launched id). A handle Get gives is
+// then the one list prints.
+func (c *Core) knownIDs() ([]string, error) {
+	launched, _, err := c.records.all()
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(launched))
+	claimed := make(map[string]bool, len(launched))
+	for _, s := range launched {
+		ids = append(ids, s.ID)
+		if s.NativeID != "" {
+			claimed[s.NativeID] = true
+		}
+	}
+	return c.disc.knownIDs(ids, claimed), nil
 }
 
 // lookup resolves an id or unique prefix to the merged session object and

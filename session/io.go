@@ -47,6 +47,12 @@ func (c *Core) Input(ctx context.Context, id string, data []byte) (api.Session, 
 	if sess.Status != api.StatusRunning {
 		return api.Session{}, faultf(ErrNotRunning, "session %s is %s: it takes no input", sess.ID, sess.Status)
 	}
+	if sess.WaitingFor == api.WaitingDialog {
+		// Typed blind, the text's Enter would pick whatever choice the
+		// dialog has selected (Claude's trust dialog: "No, exit").
+		return api.Session{}, faultf(ErrNotWaiting, "session %s shows a dialog in its terminal (%s asks before it takes input; Claude: whether to trust %s): input sent now would answer it blind. Answer it with `agentctl attach %s`, then send again",
+			sess.ID, sess.Adapter, sess.Cwd, sess.ID)
+	}
 	text, submit := data, false
 	if len(data) > 1 && data[len(data)-1] == '\r' {
 		text, submit = data[:len(data)-1], true

@@ -218,7 +218,23 @@ func enrich(s *api.Session, ns *adapters.NativeSession) {
 	if a := nativeActivity(s.Status, ns.State); a != "" && s.ActivitySource == "" {
 		s.Activity, s.ActivitySource = a, api.SourceNative
 	}
+	nativeWaiting(s, ns)
 	s.Warnings = append(s.Warnings, ns.Warnings...)
+}
+
+// nativeWaiting is what the agent's own records say a running session's
+// process waits for (Claude's registry: a permission prompt, a dialog),
+// where no hook or terminal notification decided its activity.
+func nativeWaiting(s *api.Session, ns *adapters.NativeSession) {
+	if s.Status != api.StatusRunning || ns.WaitingFor == "" || (s.ActivitySource != "" && s.ActivitySource != api.SourceNative) {
+		return
+	}
+	s.Activity, s.ActivitySource, s.WaitingFor = api.ActivityWaiting, api.SourceNative, ns.WaitingFor
+	s.Waiting = &api.Waiting{For: ns.WaitingFor, Kind: "native"}
+	if !ns.WaitingSince.IsZero() {
+		at := ns.WaitingSince
+		s.ActivitySince = &at
+	}
 }
 
 // fromNative is the session object for a session only an adapter knows.
@@ -238,6 +254,7 @@ func fromNative(ns *adapters.NativeSession, vouched bool) api.Session {
 		s.PID = ns.Process.PID
 	}
 	s.Status, s.Activity = nativeStatus(ns.State, alive, vouched)
+	nativeWaiting(&s, ns)
 	return s
 }
 

@@ -349,6 +349,7 @@ func (a *Adapter) DiscoverOne(ctx context.Context, id string) (adapters.NativeSe
 func attachLive(ns *adapters.NativeSession, ls liveSession) {
 	ns.Process = &adapters.ProcessRef{PID: ls.proc.PID, Start: ls.proc.Start, Evidence: ls.evidence}
 	ns.State = ls.state
+	ns.WaitingFor, ns.WaitingSince = ls.waitingFor, ls.waitingSince
 	if ns.Cwd == "" {
 		ns.Cwd = ls.cwd
 	}

@@ -728,3 +728,67 @@ func TestDiscoverReadsOnlyWhatChanged(t *testing.T) {
 	storeiotest.CheckMemo(t, store)
 	t.Run("one", func(t *testing.T) { storeiotest.CheckDiscoverOne(t, store) })
 }
+
+// Claude's own registry says what a hand-started TUI waits for ("status":
+// "waiting", "waitingFor": "permission prompt" or "dialog open"); an
+// interactive Claude started in a folder it was never told to trust has no
+// registry entry yet: it sits on its trust dialog.
+func TestClaudeWaitingFromItsRegistry(t *testing.T) {
+	t.Parallel()
+	home := fixtureHome(t)
+	reg := filepath.Join(home, ".claude", "sessions")
+	if err := os.MkdirAll(reg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	trusted, _ := filepath.EvalSymlinks(t.TempDir())
+	untrusted, _ := filepath.EvalSymlinks(t.TempDir())
+	inside := filepath.Join(trusted, "sub")
+	if err := os.Mkdir(inside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := json.Marshal(map[string]any{"projects": map[string]any{trusted: map[string]any{"hasTrustDialogAccepted": true}}})
+	if err := os.WriteFile(filepath.Join(home, ".claude.json"), cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ours := []string{"HOME=" + home, "CLAUDE_CONFIG_DIR="}
+	updated := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
+	waitingFor := map[string]string{}
+	for i, what := range []string{"permission prompt", "dialog open"} {
+		id := fmt.Sprintf("0b6c1b1e-0000-4000-8000-00000000010%d", i)
+		p := startHelper(t, ours, t.TempDir(), "claude")
+		b, _ := json.Marshal(map[string]any{"pid": p.PID, "sessionId": id, "cwd": trusted, "startedAt": p.StartTime.UnixMilli(),
+			"procStart": strconv.FormatUint(p.Start, 10), "status": "waiting", "waitingFor": what, "kind": "interactive",
+			"updatedAt": updated.UnixMilli(), "statusUpdatedAt": updated.UnixMilli()})
+		if err := os.WriteFile(filepath.Join(reg, strconv.Itoa(p.PID)+".json"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		waitingFor[id] = []string{adapters.WaitingPermission, adapters.WaitingDialog}[i]
+	}
+	onDialog := "0b6c1b1e-0000-4000-8000-000000000110"
+	startHelper(t, ours, untrusted, "claude", "--session-id", onDialog)
+	waitingFor[onDialog] = adapters.WaitingDialog
+	trustedTUI := "0b6c1b1e-0000-4000-8000-000000000111"
+	startHelper(t, ours, inside, "claude", "--session-id", trustedTUI)
+	waitingFor[trustedTUI] = ""
+	oneShot := "0b6c1b1e-0000-4000-8000-000000000112"
+	startHelper(t, ours, untrusted, "claude", "-p", "--session-id", oneShot, "hi")
+	waitingFor[oneShot] = ""
+
+	got := discover(t, New(adapters.Env{Home: home, Getenv: func(string) string { return "" }}))
+	for id, want := range waitingFor {
+		s, ok := got[id]
+		if !ok || s.Process == nil {
+			t.Errorf("%s: not found running: %+v", id, s)
+			continue
+		}
+		if s.WaitingFor != want {
+			t.Errorf("%s: waiting for %q, want %q", id, s.WaitingFor, want)
+		}
+		if want != "" && s.State != adapters.NativeRunning {
+			t.Errorf("%s: state %q while waiting, want running", id, s.State)
+		}
+	}
+	if s := got["0b6c1b1e-0000-4000-8000-000000000100"]; !s.WaitingSince.Equal(updated) {
+		t.Errorf("waiting since %v, want the registry's %v", s.WaitingSince, updated)
+	}
+}
