@@ -792,3 +792,72 @@ func TestClaudeWaitingFromItsRegistry(t *testing.T) {
 		t.Errorf("waiting since %v, want the registry's %v", s.WaitingSince, updated)
 	}
 }
+
+// stamped is rec written at t (its timestamp replaced).
+func stamped(rec string, t time.Time) string {
+	return strings.Replace(rec, `"timestamp":"2026-01-02T03:04:0`, `"timestamp":"`+t.UTC().Format("2006-01-02T15:04:05.000Z")+`","was":"`, 1)
+}
+
+// costAt is a cost-state written by a process started at start.
+func costAt(cost float64, in, out int, start time.Time) string {
+	return strings.Replace(costRec(cost, in, out), `"type":"cost-state",`, fmt.Sprintf(`"type":"cost-state","startTime":%d,`, start.UnixMilli()), 1)
+}
+
+// killedThenContinued is a transcript of three processes: the first ends
+// normally (cost-state: 100 in, 10 out), the second is SIGKILLed after one
+// answer (7 in, 2 out; no cost-state), the third continues the session
+// and writes a cost-state that counts the first and itself (30 in, 4 out)
+// but not the second. pad bytes of other records follow the first
+// process's prompt (a large file is read from its end).
+func killedThenContinued(pad int) string {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	recs := []string{stamped(userRec("first"), at(1))}
+	for n := 0; n < pad; n += 1000 {
+		recs = append(recs, fmt.Sprintf(`{"type":"attachment","timestamp":%q,"attachment":{"type":"x","text":%q}}`, at(1).Format(time.RFC3339Nano), strings.Repeat("p", 1000)))
+	}
+	recs = append(recs,
+		stamped(assistantRec("m0", "zero", "end_turn", 100, 10), at(2)),
+		costAt(0.1, 100, 10, at(0)),
+		stamped(userRec("second"), at(11)),
+		stamped(assistantRec("m1", "one", "tool_use", 7, 2), at(12)),
+		stamped(assistantRec("m1", "one", "tool_use", 7, 2), at(12)),
+		stamped(userRec("third"), at(21)),
+		stamped(assistantRec("m2", "two", "end_turn", 30, 4), at(22)),
+		costAt(0.3, 130, 14, at(20)),
+	)
+	return lines(recs...)
+}
+
+// Claude tokens sum every process's records of a session: a process
+// SIGKILLed before it wrote a cost-state is not in the next process's
+// cost-state (claude --continue after a kill), and its answers still count,
+// whether the transcript is read whole or from its end.
+func TestClaudeTokensDropAfterContinueOfAKilledRun(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		pad  int
+	}{{"read whole", 0}, {"read from its end", 200 << 10}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			home := t.TempDir()
+			id := "0b6c1b1e-0000-4000-8000-000000000200"
+			writeTranscript(t, home, "/w/p", id, killedThenContinued(tc.pad))
+			s := discover(t, newAdapter(home))[id]
+			if s.TokensIn == nil || s.TokensOut == nil || *s.TokensIn != 137 || *s.TokensOut != 16 {
+				t.Errorf("tokens %v in, %v out; want 137 in, 16 out (the killed process's 7 and 2 counted): %+v", deref(s.TokensIn), deref(s.TokensOut), s)
+			}
+			if s.LastMessage != "two" {
+				t.Errorf("last message %q", s.LastMessage)
+			}
+		})
+	}
+}
+
+func deref(p *int64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
