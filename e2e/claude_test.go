@@ -286,3 +286,30 @@ func TestClaudeLaunchedOnTrustDialogReadsRunningWithNoActivity(t *testing.T) {
 	}
 	c.MustRun("stop", s.ID)
 }
+
+// `run -- claude -p …` is one session for its whole life: the command's
+// row, tied to the native session its process runs, with the native facts
+// in status and peek while it runs and after it ended; never a second,
+// discovered row of the same conversation once it has ended.
+func TestRunOfAnAgentIsTwoRowsOnceItEnds(t *testing.T) {
+	t.Parallel()
+	c := newClaudeEnv(t)
+	s := c.Start("--cwd", c.proj, "--", "claude", "-p", "hi [[delay: 4]] [[text: run ok]]")
+	WaitFor(t, 60*time.Second, "the command to end", func() bool { return c.Session(s.ID).Status.Ended() })
+	got := c.Session(s.ID)
+	if got.NativeID == "" || got.Agent != "claude" || got.TokensIn == nil || got.Model == "" {
+		t.Errorf("status of the ended command: native %q agent %q tokens %v model %q; want the claude session's facts", got.NativeID, got.Agent, got.TokensIn, got.Model)
+	}
+	var rows []string
+	for _, x := range c.List("-a").Sessions {
+		if x.ID == s.ID || (got.NativeID != "" && x.NativeID == got.NativeID) {
+			rows = append(rows, x.ID)
+		}
+	}
+	if len(rows) != 1 {
+		t.Errorf("the command is listed as %q, want its own row once", rows)
+	}
+	if p := c.peek(s.ID, 1); len(p) != 1 || p[0] != "run ok" {
+		t.Errorf("peek = %q, want the agent's answer", p)
+	}
+}

@@ -278,7 +278,10 @@ func (c *Core) lookup(ctx context.Context, prefix string) (api.Session, []string
 		if err != nil {
 			return api.Session{}, nil, err
 		}
-		if sess.NativeID == "" || c.disc.adapter(sess.Adapter) == nil {
+		if sess.NativeID == "" && sess.Adapter == api.ExecAdapter && sess.Status == api.StatusRunning {
+			c.learnCommandAgent(ctx, &sess)
+		}
+		if sess.NativeID == "" || c.disc.adapter(nativeAdapterOf(&sess)) == nil {
 			return sess, nil, nil
 		}
 		merged, warnings := c.withNative(ctx, sess)
@@ -401,7 +404,7 @@ func (c *Core) nativeIDOwners(handle string) (map[string]bool, error) {
 // The other runs of its native session (an original and its resumes) are
 // merged beside it, so that its counts are its own, as in a list.
 func (c *Core) withNative(ctx context.Context, sess api.Session) (api.Session, []string) {
-	a := c.disc.adapter(sess.Adapter)
+	a := c.disc.adapter(nativeAdapterOf(&sess))
 	var found discovered
 	// Its adapter reads that session alone where it can; a store that has
 	// it not (yet) enriches nothing, as a discovery without it would.
@@ -416,7 +419,7 @@ func (c *Core) withNative(ctx context.Context, sess api.Session) (api.Session, [
 	runs := []api.Session{sess}
 	if all, _, err := c.records.all(); err == nil {
 		for _, s := range all {
-			if s.ID != sess.ID && s.Adapter == sess.Adapter && s.NativeID == sess.NativeID {
+			if s.ID != sess.ID && nativeAdapterOf(&s) == nativeAdapterOf(&sess) && s.NativeID == sess.NativeID {
 				runs = append(runs, s)
 			}
 		}

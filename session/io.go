@@ -198,10 +198,10 @@ func (c *Core) Transcript(ctx context.Context, id string, n int) (api.Transcript
 	}
 	n = max(n, 1)
 	out := api.Transcript{Session: sess, Warnings: warnings, Messages: []api.Message{}}
-	if a := c.disc.adapter(sess.Adapter); a != nil && sess.NativeID != "" {
+	if a := c.disc.adapter(nativeAdapterOf(&sess)); a != nil && sess.NativeID != "" {
 		assistant, err := lastAssistant(ctx, a, sess.NativeID, n)
 		if err != nil {
-			out.Warnings = append(out.Warnings, fmt.Sprintf("adapter %s: read transcript: %v", sess.Adapter, err))
+			out.Warnings = append(out.Warnings, fmt.Sprintf("adapter %s: read transcript: %v", a.Name(), err))
 		} else if len(assistant) > 0 {
 			if len(assistant) > n {
 				assistant = assistant[len(assistant)-n:]

@@ -38,7 +38,7 @@ func mergeSkipping(launched []api.Session, disc discovered, keep func(*api.Sessi
 	commandAt := map[int]int{}
 	for i, s := range launched {
 		if s.NativeID != "" {
-			k := nativeKey{s.Adapter, s.NativeID}
+			k := nativeKey{nativeAdapterOf(&s), s.NativeID}
 			launchedBy[k] = append(launchedBy[k], i)
 		} else if s.Status == api.StatusRunning && s.PID > 0 {
 			commandAt[s.PID] = i
@@ -67,7 +67,7 @@ func mergeSkipping(launched []api.Session, disc discovered, keep func(*api.Sessi
 			// The same live process (its pid and start stamp hold now, and
 			// the command's did when it was derived): one session.
 			if j, ok := commandAt[ns.Process.PID]; ok && proc.Alive(proc.Identity{PID: ns.Process.PID, Start: ns.Process.Start}) {
-				enriched[j].NativeID = ns.NativeID
+				enriched[j].NativeID, enriched[j].Agent = ns.NativeID, ns.Adapter
 				enrich(&enriched[j], ns)
 				delete(commandAt, ns.Process.PID)
 			}
@@ -198,6 +198,15 @@ func sortByCreation(ss []api.Session) {
 		sorted[i] = ss[j]
 	}
 	copy(ss, sorted)
+}
+
+// nativeAdapterOf is the adapter whose native session s is: its own, or,
+// for a plain command that is an agent, that agent's.
+func nativeAdapterOf(s *api.Session) string {
+	if s.Agent != "" {
+		return s.Agent
+	}
+	return s.Adapter
 }
 
 // enrich copies native facts into a launched session; status stays derived

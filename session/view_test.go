@@ -902,3 +902,19 @@ func TestStopOfAnUnknownSessionSaysPid0(t *testing.T) {
 		}
 	}
 }
+
+// A plain command tied to the native session its process ran (`run --
+// claude -p`) keeps that session's facts once it has ended, from the
+// agent's adapter, and the native session is not listed again.
+func TestRunOfAnAgentIsOneRowForItsLife(t *testing.T) {
+	t.Parallel()
+	in := int64(42)
+	launched := []api.Session{{ID: "01a", Adapter: api.ExecAdapter, Agent: "claude", NativeID: "n1", Origin: api.OriginLaunched, Status: api.StatusExited}}
+	disc := discovered{sessions: [][]adapters.NativeSession{{
+		{Adapter: "claude", NativeID: "n1", Model: "claude-x", TokensIn: &in, State: adapters.NativeDone},
+	}}, failed: map[string]bool{}}
+	out := merge(launched, disc, nil)
+	if len(out) != 1 || out[0].ID != "01a" || out[0].Model != "claude-x" || out[0].TokensIn == nil || *out[0].TokensIn != 42 {
+		t.Errorf("merge = %+v, want the command's row once, with the claude session's facts", out)
+	}
+}
