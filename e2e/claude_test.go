@@ -313,3 +313,40 @@ func TestRunOfAnAgentIsTwoRowsOnceItEnds(t *testing.T) {
 		t.Errorf("peek = %q, want the agent's answer", p)
 	}
 }
+
+// A Claude started by hand in a real terminal (tmux), stopped at a
+// permission prompt, reads waiting: permission, from Claude's own live
+// registry (source native); today its activity is "-".
+func TestClaudeByHandAtAPermissionPromptHasNoActivity(t *testing.T) {
+	t.Parallel()
+	c := newClaudeEnv(t)
+	c.seedInteractive()
+	tm := newTmux(t, c.Env, 120, 40)
+	tm.text(fmt.Sprintf("cd %s && claude --permission-mode default", c.proj))
+	tm.keys("Enter")
+	reg := filepath.Join(c.home, ".claude", "sessions")
+	WaitFor(t, 60*time.Second, "claude's registry entry", func() bool {
+		ents, _ := filepath.Glob(filepath.Join(reg, "*.json"))
+		return len(ents) == 1
+	})
+	time.Sleep(3 * time.Second) // the input box takes keys once drawn
+	tm.text("make it [[bash: touch made-by-hand]]")
+	time.Sleep(500 * time.Millisecond)
+	tm.keys("Enter")
+	var row api.Session
+	WaitFor(t, 60*time.Second, "the hand-started session to read waiting: permission", func() bool {
+		for _, s := range c.List().Sessions {
+			if s.Adapter == "claude" && s.Origin == api.OriginDiscovered {
+				row = s
+				return s.WaitingFor == api.WaitingPermission
+			}
+		}
+		return false
+	})
+	if row.Status != api.StatusRunning || row.Activity != api.ActivityWaiting || row.ActivitySource != api.SourceNative {
+		t.Errorf("at its permission prompt: %s, activity %q from %q", row.Status, row.Activity, row.ActivitySource)
+	}
+	if _, err := os.Stat(filepath.Join(c.proj, "made-by-hand")); err == nil {
+		t.Error("the tool ran without the permission asked")
+	}
+}
