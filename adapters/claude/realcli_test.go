@@ -108,9 +108,12 @@ func TestRealClaude(t *testing.T) {
 		for time.Now().Before(deadline) {
 			ss, _ := e.adapter.Discover(context.Background())
 			for _, s := range ss {
+				// Claude writes its entry before its first status.
 				if s.NativeID == spec.NativeID && s.Process != nil && s.Process.Evidence == "registry" {
 					live = s
-					return
+					if s.State == adapters.NativeBusy || s.State == adapters.NativeIdle {
+						return
+					}
 				}
 			}
 			time.Sleep(100 * time.Millisecond)
