@@ -454,9 +454,6 @@ func TestInteractivePiTUIsByHandAreUnknownNamingTheirPIDs(t *testing.T) {
 func TestSendBeforeTheTUITakesInputIsLost(t *testing.T) {
 	t.Parallel()
 	for _, ag := range tuiAgents {
-		if ag.name == "codex" {
-			continue // its TUI asks nothing of a fresh send; covered by its own scenarios
-		}
 		t.Run(ag.name, func(t *testing.T) {
 			t.Parallel()
 			e, srv, proj, flags := ag.setup(t)

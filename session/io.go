@@ -108,10 +108,11 @@ const (
 // box). A TUI's terminal queries at start are no drawing (the monitor
 // notes the first printed text, spawn.Terminal.PrintedAt). It reports
 // whether it waited, and fails, saying why, when the agent drew nothing
-// within promptWait. A plain command is not waited for: it may print
-// nothing and still read its input.
+// within promptWait. A plain command is not waited for (it may print
+// nothing and still read its input), unless it is an agent (`run --
+// codex`).
 func (c *Core) awaitPrompt(ctx context.Context, sess api.Session, dir string) (bool, error) {
-	if sess.Adapter == api.ExecAdapter {
+	if sess.Adapter == api.ExecAdapter && c.agentOfCommand(sess.Command) == nil {
 		return false, nil
 	}
 	rec, err := spawn.ReadRecord(dir)
