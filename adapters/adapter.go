@@ -43,6 +43,14 @@ const (
 	NativeAborted NativeState = "aborted" // the last turn was interrupted, or cut off: no process of the store runs it
 )
 
+// What a live session's process may wait for, as its agent's own records
+// say (NativeSession.WaitingFor); the same words as the API's.
+const (
+	WaitingPermission = "permission" // a prompt to allow a tool
+	WaitingDialog     = "dialog"     // a dialog in its terminal (trust a folder, a setting)
+	WaitingInput      = "input"      // the next instruction
+)
+
 // NativeSession is what an agent's own store says about one session.
 type NativeSession struct {
 	Adapter     string
@@ -57,6 +65,12 @@ type NativeSession struct {
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 	State       NativeState
+	// WaitingFor, when set, is what the agent's own records say its live
+	// process waits for a person to answer (WaitingPermission,
+	// WaitingDialog, WaitingInput), since WaitingSince (zero when not
+	// known).
+	WaitingFor   string
+	WaitingSince time.Time
 	// Process is the live process matched to this session with evidence
 	// (the agent's own registry, its argv, an open file); nil when none or
 	// when the evidence is ambiguous.

@@ -22,6 +22,10 @@ const (
 	// (interactive sessions), or a program asked for attention on its
 	// terminal (Waiting.Text is what it said).
 	WaitingInput = "input"
+	// WaitingDialog: the agent shows a dialog in its terminal that only a
+	// person at it can answer (Claude's "trust this folder?"): attach to
+	// answer it; input sent blind could pick the wrong choice.
+	WaitingDialog = "dialog"
 )
 
 // Sources of the activity: which evidence decided it.

@@ -74,7 +74,11 @@ type Session struct {
 
 	// Facts from the agent's own records, where known.
 	NativeID string `json:"native_id,omitempty"`
-	Model    string `json:"model,omitempty"`
+	// Agent is, for a plain command (adapter exec) that is an agent
+	// (`run -- claude -p …`), the agent whose native session NativeID is:
+	// its native facts come from that agent's adapter.
+	Agent string `json:"agent,omitempty"`
+	Model string `json:"model,omitempty"`
 	// TokensIn, TokensOut and CostUSD are this session's own: for a run
 	// that continues a native session (resume), what it added to it, so
 	// that the runs of one native session add up to its total.

@@ -249,3 +249,104 @@ func TestClaudeOutlivesServiceKill9(t *testing.T) {
 		t.Errorf("peek = %q", got)
 	}
 }
+
+// A launched Claude TUI in a folder it was never told to trust sits on its
+// trust dialog: it reads waiting: dialog (from source native), and a send
+// is refused, saying what to do, rather than answering the dialog blind
+// (whose selected choice is "No, exit").
+func TestClaudeLaunchedOnTrustDialogReadsRunningWithNoActivity(t *testing.T) {
+	t.Parallel()
+	c := newClaudeEnv(t)
+	key := "sk-ant-fake"
+	seed := fmt.Sprintf(`{"hasCompletedOnboarding": true, "customApiKeyResponses": {"approved": [%q], "rejected": []}}`, key[len(key)-min(20, len(key)):])
+	if err := os.WriteFile(filepath.Join(c.home, ".claude.json"), []byte(seed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var s api.Session
+	c.JSON(&s, "launch", "claude", "--json", "--cwd", c.proj)
+	WaitFor(t, 60*time.Second, "the trust dialog to be drawn", func() bool {
+		out, _, _ := c.Run("logs", "-n", "0", s.ID)
+		return strings.Contains(strings.Join(strings.Fields(out), ""), "trust")
+	})
+	var got api.Session
+	WaitFor(t, 30*time.Second, "the session to read waiting: dialog", func() bool {
+		got = c.Session(s.ID)
+		return got.WaitingFor == api.WaitingDialog
+	})
+	if got.Status != api.StatusRunning || got.Activity != api.ActivityWaiting || got.ActivitySource != api.SourceNative {
+		t.Errorf("on its trust dialog: %s, activity %q from %q", got.Status, got.Activity, got.ActivitySource)
+	}
+	_, stderr, code := c.Run("send", s.ID, "hello")
+	if code == 0 || !strings.Contains(stderr, "dialog") || !strings.Contains(stderr, "attach") {
+		t.Errorf("send to a session on its dialog: exit %d, %q; want it refused, naming attach", code, stderr)
+	}
+	time.Sleep(time.Second)
+	if after := c.Session(s.ID); after.Status != api.StatusRunning {
+		t.Errorf("after the refused send the session is %s: the dialog was answered", after.Status)
+	}
+	c.MustRun("stop", s.ID)
+}
+
+// `run -- claude -p …` is one session for its whole life: the command's
+// row, tied to the native session its process runs, with the native facts
+// in status and peek while it runs and after it ended; never a second,
+// discovered row of the same conversation once it has ended.
+func TestRunOfAnAgentIsTwoRowsOnceItEnds(t *testing.T) {
+	t.Parallel()
+	c := newClaudeEnv(t)
+	s := c.Start("--cwd", c.proj, "--", "claude", "-p", "hi [[delay: 4]] [[text: run ok]]")
+	WaitFor(t, 60*time.Second, "the command to end", func() bool { return c.Session(s.ID).Status.Ended() })
+	got := c.Session(s.ID)
+	if got.NativeID == "" || got.Agent != "claude" || got.TokensIn == nil || got.Model == "" {
+		t.Errorf("status of the ended command: native %q agent %q tokens %v model %q; want the claude session's facts", got.NativeID, got.Agent, got.TokensIn, got.Model)
+	}
+	var rows []string
+	for _, x := range c.List("-a").Sessions {
+		if x.ID == s.ID || (got.NativeID != "" && x.NativeID == got.NativeID) {
+			rows = append(rows, x.ID)
+		}
+	}
+	if len(rows) != 1 {
+		t.Errorf("the command is listed as %q, want its own row once", rows)
+	}
+	if p := c.peek(s.ID, 1); len(p) != 1 || p[0] != "run ok" {
+		t.Errorf("peek = %q, want the agent's answer", p)
+	}
+}
+
+// A Claude started by hand in a real terminal (tmux), stopped at a
+// permission prompt, reads waiting: permission, from Claude's own live
+// registry (source native); today its activity is "-".
+func TestClaudeByHandAtAPermissionPromptHasNoActivity(t *testing.T) {
+	t.Parallel()
+	c := newClaudeEnv(t)
+	c.seedInteractive()
+	tm := newTmux(t, c.Env, 120, 40)
+	tm.text(fmt.Sprintf("cd %s && claude --permission-mode default", c.proj))
+	tm.keys("Enter")
+	reg := filepath.Join(c.home, ".claude", "sessions")
+	WaitFor(t, 60*time.Second, "claude's registry entry", func() bool {
+		ents, _ := filepath.Glob(filepath.Join(reg, "*.json"))
+		return len(ents) == 1
+	})
+	time.Sleep(3 * time.Second) // the input box takes keys once drawn
+	tm.text("make it [[bash: touch made-by-hand]]")
+	time.Sleep(500 * time.Millisecond)
+	tm.keys("Enter")
+	var row api.Session
+	WaitFor(t, 60*time.Second, "the hand-started session to read waiting: permission", func() bool {
+		for _, s := range c.List().Sessions {
+			if s.Adapter == "claude" && s.Origin == api.OriginDiscovered {
+				row = s
+				return s.WaitingFor == api.WaitingPermission
+			}
+		}
+		return false
+	})
+	if row.Status != api.StatusRunning || row.Activity != api.ActivityWaiting || row.ActivitySource != api.SourceNative {
+		t.Errorf("at its permission prompt: %s, activity %q from %q", row.Status, row.Activity, row.ActivitySource)
+	}
+	if _, err := os.Stat(filepath.Join(c.proj, "made-by-hand")); err == nil {
+		t.Error("the tool ran without the permission asked")
+	}
+}

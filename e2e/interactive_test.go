@@ -446,3 +446,39 @@ func TestInteractivePiTUIsByHandAreUnknownNamingTheirPIDs(t *testing.T) {
 		return true
 	})
 }
+
+// A send right after the launch of a TUI, before the agent takes input, is
+// not lost (today it returns 0 and the text sits unsent, or vanishes): it
+// waits for the agent's prompt, or fails saying why, and the agent gets
+// the text. Every agent where it applies.
+func TestSendBeforeTheTUITakesInputIsLost(t *testing.T) {
+	t.Parallel()
+	for _, ag := range tuiAgents {
+		t.Run(ag.name, func(t *testing.T) {
+			t.Parallel()
+			e, srv, proj, flags := ag.setup(t)
+			var s api.Session
+			e.JSON(&s, append([]string{"launch", ag.name, "--json", "--cwd", proj}, flags...)...)
+			// It waits for the prompt, or fails saying why (an agent slow to
+			// start under load); either way nothing is lost: sent again
+			// after such a failure, the text arrives once.
+			for try := 1; ; try++ {
+				_, stderr, code := e.Run("send", s.ID, "early [[text: early-answer]]")
+				if code == 0 {
+					break
+				}
+				if !strings.Contains(stderr, "not at its prompt; nothing was sent") || try == 3 {
+					t.Fatalf("send %d: exit %d: %s", try, code, stderr)
+				}
+			}
+			WaitFor(t, 90*time.Second, "the early text to reach the model", func() bool {
+				for _, r := range srv.Requests() {
+					if strings.Contains(r.Prompt, "early-answer") {
+						return true
+					}
+				}
+				return false
+			})
+		})
+	}
+}

@@ -87,7 +87,7 @@ func Merge(answers []Answer, cache Cache, o api.ListOptions, now time.Time) api.
 		}
 		w := fmt.Sprintf("host %s did not answer: %v", name, a.Err)
 		if shown > 0 {
-			w += fmt.Sprintf("; its %d sessions running when last seen (%s ago) are shown as unknown", shown, text.Ago(now, at))
+			w += fmt.Sprintf("; its %d sessions running or unknown when last seen (%s ago) are shown as unknown", shown, text.Ago(now, at))
 		}
 		out.Warnings = append(out.Warnings, w)
 	}
@@ -157,14 +157,16 @@ func (c Cache) path(name string) string {
 	return filepath.Join(c.Dir, strings.NewReplacer("/", "_", ":", "_", "\\", "_").Replace(name)+".json")
 }
 
-// Save records the running sessions of a host's answer.
+// Save records the sessions of a host's answer that may be live (running
+// or unknown).
 func (c Cache) Save(name string, at time.Time, sessions []api.Session) error {
 	if c.Dir == "" {
 		return nil
 	}
 	running := make([]api.Session, 0, len(sessions))
 	for _, s := range sessions {
-		if !s.Status.Ended() && s.Status != api.StatusUnknown {
+		// Unknown ones too: they may be live, and are never left out.
+		if !s.Status.Ended() {
 			running = append(running, s)
 		}
 	}

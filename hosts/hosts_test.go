@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -176,6 +177,29 @@ func TestCheckName(t *testing.T) {
 	}
 }
 
+// A host's session that was unknown when it last answered may be live: when
+// the host stops answering, it is still listed (as unknown), not dropped.
+func TestUnreachableHostHidesItsUnknownSessions(t *testing.T) {
+	t.Parallel()
+	cache := Cache{Dir: t.TempDir()}
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	b := Host{Name: "b"}
+	seen := []Answer{{Host: b, List: api.SessionList{Sessions: []api.Session{
+		{ID: "bbbb1", Status: api.StatusRunning},
+		{ID: "bbbb2", Status: api.StatusUnknown},
+		{ID: "bbbb3", Status: api.StatusEnded},
+	}}}}
+	Merge(seen, cache, api.ListOptions{}, now)
+	l := Merge([]Answer{{Host: b, Err: errors.New("cannot reach the host over ssh")}}, cache, api.ListOptions{}, now.Add(time.Minute))
+	var got []string
+	for _, s := range l.Sessions {
+		got = append(got, s.ID+"="+string(s.Status))
+	}
+	if want := []string{"bbbb1=unknown", "bbbb2=unknown"}; !slices.Equal(got, want) {
+		t.Errorf("with b down: %q, want %q", got, want)
+	}
+}
+
 func TestMergeNamesHostsAndKeepsUnreachableOnesUnknown(t *testing.T) {
 	cache := Cache{Dir: t.TempDir()}
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -208,7 +232,7 @@ func TestMergeNamesHostsAndKeepsUnreachableOnesUnknown(t *testing.T) {
 		t.Fatalf("b's session seen before: %+v", got)
 	}
 	w := l.Warnings[len(l.Warnings)-1]
-	if !strings.Contains(w, "host b did not answer: cannot reach") || !strings.Contains(w, "its 1 sessions running when last seen (1m ago)") {
+	if !strings.Contains(w, "host b did not answer: cannot reach") || !strings.Contains(w, "its 1 sessions running or unknown when last seen (1m ago)") {
 		t.Fatalf("warning: %q", w)
 	}
 	// A filter applies to what was seen: another group shows nothing of B,

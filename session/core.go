@@ -8,8 +8,8 @@ package session
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -164,10 +164,44 @@ func (c *Core) List(ctx context.Context, o api.ListOptions) (api.SessionList, er
 	}
 	c.setHandles(kept, known)
 	sortByCreation(kept)
+	if f.status == "" && !f.all {
+		warnings = append(warnings, unknownReasons(kept)...)
+	}
 	if o.Waiting {
 		sortByWaiting(kept)
 	}
 	return api.SessionList{Sessions: kept, Warnings: warnings}, nil
+}
+
+// maxUnknownReasons bounds the warnings that explain unknown rows one by
+// one; past it, one warning counts them.
+const maxUnknownReasons = 10
+
+// unknownReasons says why each unknown row of a list is listed: a list of
+// running sessions shows them too, since nobody can say they are not
+// running, and says why.
+func unknownReasons(ss []api.Session) []string {
+	var out []string
+	n := 0
+	for i := range ss {
+		s := &ss[i]
+		if s.Status != api.StatusUnknown {
+			continue
+		}
+		n++
+		if n > maxUnknownReasons {
+			continue
+		}
+		why := "nothing can vouch for it right now"
+		if len(s.Warnings) > 0 {
+			why = s.Warnings[len(s.Warnings)-1]
+		}
+		out = append(out, fmt.Sprintf("%s (%s) is listed as unknown: it may be running; %s (see `agentctl explain %s`)", s.Handle, s.Adapter, why, s.Handle))
+	}
+	if n > maxUnknownReasons {
+		out = append(out, fmt.Sprintf("%d more sessions are listed as unknown (see `agentctl explain ID` for each)", n-maxUnknownReasons))
+	}
+	return out
 }
 
 // sessions is the merged view: launched sessions and those only adapters
@@ -207,12 +241,32 @@ func (c *Core) Get(ctx context.Context, prefix string) (api.Session, error) {
 		return api.Session{}, err
 	}
 	sess.Warnings = append(sess.Warnings, warnings...)
-	if ids, err := c.records.ids(); err == nil {
+	if among, err := c.knownIDs(); err == nil {
 		// Not through the list's kept index: one id is compared with the
 		// others, and the index stays the list's.
-		sess.Handle = handles([]string{sess.ID}, append(slices.Clip(ids), sess.ID))[sess.ID]
+		sess.Handle = handles([]string{sess.ID}, append(among, sess.ID))[sess.ID]
 	}
 	return sess, nil
+}
+
+// knownIDs are the ids a list finds handles among: the launched sessions'
+// and, from each adapter's last answer, the native ids no launched session
+// claims (those are listed under the launched id). A handle Get gives is
+// then the one list prints.
+func (c *Core) knownIDs() ([]string, error) {
+	launched, _, err := c.records.all()
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(launched))
+	claimed := make(map[string]bool, len(launched))
+	for _, s := range launched {
+		ids = append(ids, s.ID)
+		if s.NativeID != "" {
+			claimed[s.NativeID] = true
+		}
+	}
+	return c.disc.knownIDs(ids, claimed), nil
 }
 
 // lookup resolves an id or unique prefix to the merged session object and
@@ -227,7 +281,10 @@ func (c *Core) lookup(ctx context.Context, prefix string) (api.Session, []string
 		if err != nil {
 			return api.Session{}, nil, err
 		}
-		if sess.NativeID == "" || c.disc.adapter(sess.Adapter) == nil {
+		if sess.NativeID == "" && sess.Adapter == api.ExecAdapter && sess.Status == api.StatusRunning {
+			c.learnCommandAgent(ctx, &sess)
+		}
+		if sess.NativeID == "" || c.disc.adapter(nativeAdapterOf(&sess)) == nil {
 			return sess, nil, nil
 		}
 		merged, warnings := c.withNative(ctx, sess)
@@ -350,7 +407,7 @@ func (c *Core) nativeIDOwners(handle string) (map[string]bool, error) {
 // The other runs of its native session (an original and its resumes) are
 // merged beside it, so that its counts are its own, as in a list.
 func (c *Core) withNative(ctx context.Context, sess api.Session) (api.Session, []string) {
-	a := c.disc.adapter(sess.Adapter)
+	a := c.disc.adapter(nativeAdapterOf(&sess))
 	var found discovered
 	// Its adapter reads that session alone where it can; a store that has
 	// it not (yet) enriches nothing, as a discovery without it would.
@@ -365,7 +422,7 @@ func (c *Core) withNative(ctx context.Context, sess api.Session) (api.Session, [
 	runs := []api.Session{sess}
 	if all, _, err := c.records.all(); err == nil {
 		for _, s := range all {
-			if s.ID != sess.ID && s.Adapter == sess.Adapter && s.NativeID == sess.NativeID {
+			if s.ID != sess.ID && nativeAdapterOf(&s) == nativeAdapterOf(&sess) && s.NativeID == sess.NativeID {
 				runs = append(runs, s)
 			}
 		}
@@ -445,12 +502,18 @@ func newFilter(o api.ListOptions, now time.Time) (filter, error) {
 // filter, before its session object is built: false only when nothing
 // about it can make it run (its adapter vouches for it, and neither a live
 // process nor the agent's own state says it runs; see nativeStatus) and
-// the filter wants running sessions, or looks back (all) no further than
-// its last activity.
+// the filter wants running sessions (or, by default, running and unknown
+// ones, and the agent's own record says it is over), or looks back (all)
+// no further than its last activity.
 func (f filter) mayKeepNative(ns *adapters.NativeSession, vouched bool) bool {
 	canRun := vouched && (ns.Process != nil || ns.State == adapters.NativeBusy || ns.State == adapters.NativeIdle || ns.State == adapters.NativeRunning)
-	if f.status == api.StatusRunning || (f.status == "" && !f.all) {
+	if f.status == api.StatusRunning {
 		return canRun
+	}
+	if f.status == "" && !f.all {
+		// Running or unknown (see keep): only a session its adapter
+		// vouches for as over is turned away.
+		return canRun || mayBeUnknown(ns, vouched)
 	}
 	if f.all && !canRun {
 		// As keep looks back: a native session has no end, its last
@@ -464,6 +527,19 @@ func (f filter) mayKeepNative(ns *adapters.NativeSession, vouched bool) bool {
 	return true
 }
 
+// mayBeUnknown says whether a session only an adapter knows may read
+// unknown (see nativeStatus): its adapter did not answer this time, or the
+// agent's own state does not say (ambiguous evidence).
+func mayBeUnknown(ns *adapters.NativeSession, vouched bool) bool {
+	switch ns.State {
+	case adapters.NativeDone, adapters.NativeFailed, adapters.NativeAborted:
+		// Over by the agent's own record, unless a live process holds it
+		// (running) or its adapter failed (unknown).
+		return !vouched
+	}
+	return true
+}
+
 func (f filter) keep(s *api.Session) bool {
 	switch {
 	case f.status != "":
@@ -471,10 +547,9 @@ func (f filter) keep(s *api.Session) bool {
 			return false
 		}
 	case !f.all:
-		// A launched session that is unknown (a folder not safe to read, a
-		// monitor stopped before it wrote the exit record) may be live:
-		// it is shown, with its warning.
-		if s.Status != api.StatusRunning && (s.Status != api.StatusUnknown || s.Origin != api.OriginLaunched) {
+		// Without -a, every session that may be live: running, and
+		// unknown (nobody can vouch either way), never left out.
+		if s.Status.Ended() {
 			return false
 		}
 	}

@@ -206,6 +206,21 @@ func (d *discovery) owners(prefix string) ([]adapters.Adapter, map[string][]adap
 	return out, maps.Clone(d.last)
 }
 
+// knownIDs appends to ids the native ids of every adapter's last answer
+// that claimed does not hold.
+func (d *discovery) knownIDs(ids []string, claimed map[string]bool) []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, ss := range d.last {
+		for i := range ss {
+			if !claimed[ss[i].NativeID] {
+				ids = append(ids, ss[i].NativeID)
+			}
+		}
+	}
+	return ids
+}
+
 // holder returns the one adapter whose last answer holds id as a whole
 // native id (any case), with the id as it has it, when that adapter can
 // read one session alone (adapters.OneReader) and accepted (when not nil)

@@ -42,11 +42,11 @@ func (c *Core) Explain(ctx context.Context, id string) (api.Explanation, error) 
 		ex.Evidence = append(ex.Evidence, launchedEvidence(dir, st)...)
 		ex.Reason = launchedReason(st)
 	}
-	if a := c.disc.adapter(sess.Adapter); a != nil && sess.NativeID != "" {
+	if a := c.disc.adapter(nativeAdapterOf(&sess)); a != nil && sess.NativeID != "" {
 		found := c.disc.runOf(ctx, []adapters.Adapter{a})
-		ns := findNative(found, sess.Adapter, sess.NativeID)
-		vouched := !found.failed[sess.Adapter]
-		ex.Evidence = append(ex.Evidence, nativeEvidence(sess.Adapter, ns, vouched, found.warnings)...)
+		ns := findNative(found, a.Name(), sess.NativeID)
+		vouched := !found.failed[a.Name()]
+		ex.Evidence = append(ex.Evidence, nativeEvidence(a.Name(), ns, vouched, found.warnings)...)
 		if ex.Rule == api.RuleNative {
 			ex.Reason = nativeReason(ns, vouched)
 		}

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -49,6 +50,23 @@ func (c *Core) Input(ctx context.Context, id string, data []byte) (api.Session, 
 	if sess.Status != api.StatusRunning {
 		return api.Session{}, faultf(ErrNotRunning, "session %s is %s: it takes no input", sess.ID, sess.Status)
 	}
+	if waited, err := c.awaitPrompt(ctx, sess, dir); err != nil {
+		return api.Session{}, err
+	} else if waited {
+		// What it is now, after the wait (ended, or on a dialog).
+		if sess, dir, err = c.launchedDir(ctx, id); err != nil {
+			return api.Session{}, err
+		}
+		if sess.Status != api.StatusRunning {
+			return api.Session{}, faultf(ErrNotRunning, "session %s is %s: it takes no input", sess.ID, sess.Status)
+		}
+	}
+	if sess.WaitingFor == api.WaitingDialog {
+		// Typed blind, the text's Enter would pick whatever choice the
+		// dialog has selected (Claude's trust dialog: "No, exit").
+		return api.Session{}, faultf(ErrNotWaiting, "session %s shows a dialog in its terminal (%s asks before it takes input; Claude: whether to trust %s): input sent now would answer it blind. Answer it with `agentctl attach %s`, then send again",
+			sess.ID, sess.Adapter, sess.Cwd, sess.ID)
+	}
 	text, submit := data, false
 	if len(data) > 1 && data[len(data)-1] == '\r' {
 		text, submit = data[:len(data)-1], true
@@ -72,6 +90,67 @@ func (c *Core) Input(ctx context.Context, id string, data []byte) (api.Session, 
 		}
 	}
 	return sess, nil
+}
+
+// promptWait bounds how long a send waits for a just-started agent to be
+// at its prompt; promptQuiet is how long its terminal stays quiet once
+// drawn before it is taken to be there (OpenCode's TUI, drawn, still sets
+// itself up for a second or two on a loaded machine, and drops keys
+// meanwhile).
+const (
+	promptWait  = 30 * time.Second
+	promptQuiet = 3 * time.Second
+	promptPoll  = 100 * time.Millisecond
+)
+
+// awaitPrompt waits, for a send to an agent that has not yet drawn its
+// terminal or drew it less than promptWait ago, until it has and the
+// drawing has settled: keys typed into a TUI still starting are dropped,
+// or the Enter after them is (the text then sits unsent in its input
+// box). A TUI's terminal queries at start are no drawing (the monitor
+// notes the first printed text, spawn.Terminal.PrintedAt). It reports
+// whether it waited, and fails, saying why, when the agent drew nothing
+// within promptWait. A plain command is not waited for (it may print
+// nothing and still read its input), unless it is an agent (`run --
+// codex`).
+func (c *Core) awaitPrompt(ctx context.Context, sess api.Session, dir string) (bool, error) {
+	if sess.Adapter == api.ExecAdapter && c.agentOfCommand(sess.Command) == nil {
+		return false, nil
+	}
+	rec, err := spawn.ReadRecord(dir)
+	if err != nil || !rec.NotesDrawing {
+		return false, nil // its monitor does not say when the agent drew
+	}
+	log := filepath.Join(dir, home.LogFile)
+	deadline := time.Now().Add(promptWait)
+	waited := false
+	for {
+		var printedAt *time.Time
+		if t, err := spawn.ReadTerminal(dir); err == nil && t != nil {
+			printedAt = t.PrintedAt
+		}
+		fi, err := os.Stat(log)
+		output := err == nil && fi.Size() > 0
+		switch {
+		case printedAt != nil && time.Since(*printedAt) >= promptWait:
+			return waited, nil // drawn long ago
+		case printedAt != nil && output && time.Since(*printedAt) >= promptQuiet && time.Since(fi.ModTime()) >= promptQuiet:
+			return waited, nil // drawn, and settled
+		}
+		if time.Now().After(deadline) {
+			if printedAt != nil {
+				return waited, nil // drawing all along (a spinner): it runs, and takes keys
+			}
+			// Terminal queries (a TUI's first bytes) are no drawing.
+			return waited, faultf(ErrNotRunning, "session %s: %s has drawn nothing on its terminal in %s, so it is not at its prompt; nothing was sent (see `agentctl logs %s`)", sess.ID, sess.Adapter, promptWait, sess.ID)
+		}
+		waited = true
+		select {
+		case <-ctx.Done():
+			return waited, fmt.Errorf("send input to %s: waiting for %s's prompt: %w", sess.ID, sess.Adapter, ctx.Err())
+		case <-time.After(promptPoll):
+		}
+	}
 }
 
 // Attach joins a running session's terminal through its monitor.
@@ -214,10 +293,10 @@ func (c *Core) Transcript(ctx context.Context, id string, n int) (api.Transcript
 	}
 	n = max(n, 1)
 	out := api.Transcript{Session: sess, Warnings: warnings, Messages: []api.Message{}}
-	if a := c.disc.adapter(sess.Adapter); a != nil && sess.NativeID != "" {
+	if a := c.disc.adapter(nativeAdapterOf(&sess)); a != nil && sess.NativeID != "" {
 		assistant, err := lastAssistant(ctx, a, sess.NativeID, n)
 		if err != nil {
-			out.Warnings = append(out.Warnings, fmt.Sprintf("adapter %s: read transcript: %v", sess.Adapter, err))
+			out.Warnings = append(out.Warnings, fmt.Sprintf("adapter %s: read transcript: %v", a.Name(), err))
 		} else if len(assistant) > 0 {
 			if len(assistant) > n {
 				assistant = assistant[len(assistant)-n:]

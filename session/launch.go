@@ -166,6 +166,11 @@ func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, err
 	if started.NativeID == "" && finder != nil && !hasServer {
 		c.learnNativeID(id, finder, started)
 	}
+	if rec.Adapter == api.ExecAdapter {
+		if a := c.agentOfCommand(rec.Argv); a != nil {
+			c.followCommandAgent(id, a, started.Process)
+		}
+	}
 	c.WatchAgentServer(id)
 	return sess, nil
 }

@@ -20,6 +20,9 @@ import (
 
 type nativeRecord struct {
 	NativeID string `json:"native_id"`
+	// Adapter is the agent whose session it is, for a plain command that
+	// is an agent (api.Session.Agent).
+	Adapter string `json:"adapter,omitempty"`
 }
 
 // maxRecordWarnings is how many unreadable session folders a list names.
@@ -117,7 +120,11 @@ func (r *records) get(id string) (api.Session, error) {
 		s.Warnings = append(s.Warnings, healthWarning(h))
 	}
 	if s.NativeID == "" {
-		s.NativeID = LearnedNativeID(dir)
+		n := learnedNative(dir)
+		s.NativeID = n.NativeID
+		if s.Adapter == api.ExecAdapter {
+			s.Agent = n.Adapter
+		}
 	}
 	if s.Status.Ended() && s.Status != api.StatusLost {
 		r.mu.Lock()
@@ -144,20 +151,27 @@ func (r *records) repair(dir string) (spawn.Record, error) {
 
 // LearnedNativeID is the native id recorded in session folder dir after
 // its start, "" when none is.
-func LearnedNativeID(dir string) string {
+func LearnedNativeID(dir string) string { return learnedNative(dir).NativeID }
+
+func learnedNative(dir string) nativeRecord {
 	var n nativeRecord
 	if b, err := os.ReadFile(filepath.Join(dir, home.NativeFile)); err == nil && json.Unmarshal(b, &n) == nil {
-		return n.NativeID
+		return n
 	}
-	return ""
+	return nativeRecord{}
 }
 
 // setNativeID records a native id learned after the start.
 func (r *records) setNativeID(id, nativeID string) error {
+	return r.setNative(id, nativeRecord{NativeID: nativeID})
+}
+
+// setNative records the native session learned after the start.
+func (r *records) setNative(id string, n nativeRecord) error {
 	r.mu.Lock()
 	delete(r.ended, id)
 	r.mu.Unlock()
-	return atomicfile.WriteJSON(filepath.Join(r.home.SessionDir(id), home.NativeFile), nativeRecord{NativeID: nativeID}, 0o600)
+	return atomicfile.WriteJSON(filepath.Join(r.home.SessionDir(id), home.NativeFile), n, 0o600)
 }
 
 // bindNativeID records nativeID as session id's, learned after its start,

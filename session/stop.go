@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/agentctl/agentctl/adapters"
@@ -165,7 +168,7 @@ func (c *Core) endLeftovers(ctx context.Context, id string) error {
 func (c *Core) stopNative(ctx context.Context, sess api.Session) (api.Session, error) {
 	stopper, ok := c.disc.adapter(sess.Adapter).(adapters.Stopper)
 	if !ok {
-		return sess, faultf(ErrInvalid, "session %s was not started by agentctl and the %s adapter cannot stop it; stop it where it runs (pid %d)", sess.ID, sess.Adapter, sess.PID)
+		return sess, faultf(ErrInvalid, "session %s was not started by agentctl and the %s adapter cannot stop it; %s", sess.ID, sess.Adapter, c.whereItRuns(ctx, sess))
 	}
 	if err := stopper.Stop(ctx, sess.NativeID); err != nil {
 		return sess, err // the adapter says what failed; the service maps its kind
@@ -182,4 +185,35 @@ func (c *Core) stopNative(ctx context.Context, sess api.Session) (api.Session, e
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// whereItRuns says which process to stop for a session agentctl cannot
+// stop itself: its pid, or the live processes that may run it when
+// nothing ties one to it (never "pid 0").
+func (c *Core) whereItRuns(ctx context.Context, sess api.Session) string {
+	if sess.PID > 0 {
+		return fmt.Sprintf("stop it where it runs (pid %d)", sess.PID)
+	}
+	var pids []int
+	var ns adapters.NativeSession
+	var err error
+	if a := c.disc.adapter(sess.Adapter); a != nil {
+		ns, err = c.disc.one(ctx, a, sess.NativeID)
+	}
+	if err == nil {
+		for _, e := range ns.Evidence {
+			if e.Kind == adapters.EvidenceContender && e.PID > 0 && !slices.Contains(pids, e.PID) {
+				pids = append(pids, e.PID)
+			}
+		}
+	}
+	if len(pids) == 0 {
+		return fmt.Sprintf("no live process of it is known (it is %s): if it runs, stop it in its terminal", sess.Status)
+	}
+	slices.Sort(pids)
+	list := make([]string, len(pids))
+	for i, p := range pids {
+		list[i] = strconv.Itoa(p)
+	}
+	return fmt.Sprintf("it may run in %s pid %s (nothing says which; see `agentctl explain %s`): stop it there", sess.Adapter, strings.Join(list, " or "), sess.ID)
 }

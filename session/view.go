@@ -38,7 +38,7 @@ func mergeSkipping(launched []api.Session, disc discovered, keep func(*api.Sessi
 	commandAt := map[int]int{}
 	for i, s := range launched {
 		if s.NativeID != "" {
-			k := nativeKey{s.Adapter, s.NativeID}
+			k := nativeKey{nativeAdapterOf(&s), s.NativeID}
 			launchedBy[k] = append(launchedBy[k], i)
 		} else if s.Status == api.StatusRunning && s.PID > 0 {
 			commandAt[s.PID] = i
@@ -67,7 +67,7 @@ func mergeSkipping(launched []api.Session, disc discovered, keep func(*api.Sessi
 			// The same live process (its pid and start stamp hold now, and
 			// the command's did when it was derived): one session.
 			if j, ok := commandAt[ns.Process.PID]; ok && proc.Alive(proc.Identity{PID: ns.Process.PID, Start: ns.Process.Start}) {
-				enriched[j].NativeID = ns.NativeID
+				enriched[j].NativeID, enriched[j].Agent = ns.NativeID, ns.Adapter
 				enrich(&enriched[j], ns)
 				delete(commandAt, ns.Process.PID)
 			}
@@ -200,6 +200,15 @@ func sortByCreation(ss []api.Session) {
 	copy(ss, sorted)
 }
 
+// nativeAdapterOf is the adapter whose native session s is: its own, or,
+// for a plain command that is an agent, that agent's.
+func nativeAdapterOf(s *api.Session) string {
+	if s.Agent != "" {
+		return s.Agent
+	}
+	return s.Adapter
+}
+
 // enrich copies native facts into a launched session; status stays derived
 // from the process, except for the agent's own busy/idle signal.
 func enrich(s *api.Session, ns *adapters.NativeSession) {
@@ -218,7 +227,23 @@ func enrich(s *api.Session, ns *adapters.NativeSession) {
 	if a := nativeActivity(s.Status, ns.State); a != "" && s.ActivitySource == "" {
 		s.Activity, s.ActivitySource = a, api.SourceNative
 	}
+	nativeWaiting(s, ns)
 	s.Warnings = append(s.Warnings, ns.Warnings...)
+}
+
+// nativeWaiting is what the agent's own records say a running session's
+// process waits for (Claude's registry: a permission prompt, a dialog),
+// where no hook or terminal notification decided its activity.
+func nativeWaiting(s *api.Session, ns *adapters.NativeSession) {
+	if s.Status != api.StatusRunning || ns.WaitingFor == "" || (s.ActivitySource != "" && s.ActivitySource != api.SourceNative) {
+		return
+	}
+	s.Activity, s.ActivitySource, s.WaitingFor = api.ActivityWaiting, api.SourceNative, ns.WaitingFor
+	s.Waiting = &api.Waiting{For: ns.WaitingFor, Kind: "native"}
+	if !ns.WaitingSince.IsZero() {
+		at := ns.WaitingSince
+		s.ActivitySince = &at
+	}
 }
 
 // fromNative is the session object for a session only an adapter knows.
@@ -238,6 +263,7 @@ func fromNative(ns *adapters.NativeSession, vouched bool) api.Session {
 		s.PID = ns.Process.PID
 	}
 	s.Status, s.Activity = nativeStatus(ns.State, alive, vouched)
+	nativeWaiting(&s, ns)
 	return s
 }
 

@@ -401,7 +401,7 @@ func TestRunningListAgreesWithFullList(t *testing.T) {
 	}
 	var want []string
 	for _, s := range all.Sessions {
-		if s.Status == api.StatusRunning {
+		if !s.Status.Ended() {
 			want = append(want, s.ID+" "+s.Handle)
 		}
 	}
@@ -413,8 +413,65 @@ func TestRunningListAgreesWithFullList(t *testing.T) {
 	for _, s := range running.Sessions {
 		got = append(got, s.ID+" "+s.Handle)
 	}
-	if !slices.Equal(got, want) || len(got) != 2 {
-		t.Errorf("running list %q, the full list's running sessions %q (want the two)", got, want)
+	if !slices.Equal(got, want) || len(got) != 3 {
+		t.Errorf("running list %q, the full list's running and unknown sessions %q (want the three)", got, want)
+	}
+}
+
+// A list without -a leaves out no session that may be live: two TUIs of
+// one agent in one folder that nothing ties to their sessions, or the
+// sessions of an adapter that did not answer (a stalled gateway), are
+// listed as unknown, each with why; --status running still narrows to
+// running ones, and a session whose own record says it is over stays out.
+func TestListHidesUnknownSessions(t *testing.T) {
+	t.Parallel()
+	h := home.Home(t.TempDir())
+	now := time.Now()
+	contenders := adapters.ContenderEvidence("opencode", []int{101, 102})
+	store := &fixed{name: "opencode", sessions: []adapters.NativeSession{
+		{Adapter: "opencode", NativeID: "ses_aaaa1", State: adapters.NativeUnknown, CreatedAt: now, Evidence: contenders,
+			Warnings: []string{"unknown while opencode pid 101, 102 lives"}},
+		{Adapter: "opencode", NativeID: "ses_aaaa2", State: adapters.NativeUnknown, CreatedAt: now, Evidence: contenders,
+			Warnings: []string{"unknown while opencode pid 101, 102 lives"}},
+		{Adapter: "opencode", NativeID: "ses_bbbb1", State: adapters.NativeDone, CreatedAt: now},
+	}}
+	gateway := &failing{release: make(chan struct{})}
+	close(gateway.release)
+	c := New(context.Background(), Options{Home: h, Adapters: []adapters.Adapter{store, gateway}, DiscoveryTimeout: time.Second})
+	ctx := context.Background()
+	if _, err := c.List(ctx, api.ListOptions{}); err != nil { // the gateway answers once
+		t.Fatal(err)
+	}
+	ids := func(o api.ListOptions) ([]string, []string) {
+		t.Helper()
+		l, err := c.List(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, s := range l.Sessions {
+			got = append(got, s.ID+"="+string(s.Status))
+		}
+		slices.Sort(got)
+		return got, l.Warnings
+	}
+	got, warnings := ids(api.ListOptions{})
+	want := []string{"ses_aaaa1=unknown", "ses_aaaa2=unknown", "x1=unknown"}
+	if !slices.Equal(got, want) {
+		t.Errorf("list = %q, want %q: a session that may be live is hidden", got, want)
+	}
+	for _, id := range []string{"ses_aaaa1", "ses_aaaa2"} {
+		if !slices.ContainsFunc(warnings, func(w string) bool {
+			return strings.Contains(w, id) && strings.Contains(w, "unknown") && strings.Contains(w, "pid 101, 102")
+		}) {
+			t.Errorf("no warning says why %s is unknown: %q", id, warnings)
+		}
+	}
+	if got, _ := ids(api.ListOptions{Status: "running"}); len(got) != 0 {
+		t.Errorf("list --status running = %q, want none", got)
+	}
+	if got, _ := ids(api.ListOptions{Status: "unknown"}); !slices.Equal(got, want) {
+		t.Errorf("list --status unknown = %q, want %q", got, want)
 	}
 }
 
@@ -728,5 +785,136 @@ func TestMayKeepNativeNeverTurnsAwayWhatKeepKeeps(t *testing.T) {
 	}
 	if turnedAway == 0 {
 		t.Error("nothing turned away")
+	}
+}
+
+// What the agent's own records say a live session waits for (Claude's
+// registry: a permission prompt, a dialog; a TUI on its trust dialog) is
+// its activity, from source native, where no hook or terminal notification
+// decided it; those outrank it.
+func TestClaudeWaitingFromItsRegistryIsShown(t *testing.T) {
+	t.Parallel()
+	self, err := proc.Lookup(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := &adapters.ProcessRef{PID: self.PID, Start: self.Start, Evidence: "registry"}
+	since := time.Now().Add(-time.Minute)
+	launched := []api.Session{
+		{ID: "01a", Adapter: "claude", Origin: api.OriginLaunched, Status: api.StatusRunning, NativeID: "n1"},
+		{ID: "01b", Adapter: "claude", Origin: api.OriginLaunched, Status: api.StatusRunning, NativeID: "n2",
+			Activity: api.ActivityBusy, ActivitySource: api.SourceHook},
+	}
+	disc := discovered{sessions: [][]adapters.NativeSession{{
+		{Adapter: "claude", NativeID: "n1", State: adapters.NativeRunning, Process: live, WaitingFor: adapters.WaitingDialog},
+		{Adapter: "claude", NativeID: "n2", State: adapters.NativeRunning, Process: live, WaitingFor: adapters.WaitingPermission},
+		{Adapter: "claude", NativeID: "n3", State: adapters.NativeRunning, Process: live, WaitingFor: adapters.WaitingPermission, WaitingSince: since},
+		{Adapter: "claude", NativeID: "n4", State: adapters.NativeDone, WaitingFor: adapters.WaitingPermission},
+	}}, failed: map[string]bool{}}
+	byID := map[string]api.Session{}
+	for _, s := range merge(launched, disc, nil) {
+		byID[s.ID] = s
+	}
+	for _, tc := range []struct {
+		id, activity, source, waitingFor string
+	}{
+		{"01a", api.ActivityWaiting, api.SourceNative, api.WaitingDialog},
+		{"01b", api.ActivityBusy, api.SourceHook, ""},
+		{"n3", api.ActivityWaiting, api.SourceNative, api.WaitingPermission},
+		{"n4", "", "", ""},
+	} {
+		s := byID[tc.id]
+		if s.Activity != tc.activity || s.ActivitySource != tc.source || s.WaitingFor != tc.waitingFor {
+			t.Errorf("%s: activity %q from %q waiting for %q; want %q from %q waiting for %q",
+				tc.id, s.Activity, s.ActivitySource, s.WaitingFor, tc.activity, tc.source, tc.waitingFor)
+		}
+	}
+	if s := byID["n3"]; s.ActivitySince == nil || !s.ActivitySince.Equal(since) || s.Waiting == nil || s.Waiting.For != api.WaitingPermission {
+		t.Errorf("n3: since %v, waiting %+v", s.ActivitySince, s.Waiting)
+	}
+}
+
+// The handle `status` gives a session is the one `list` prints: unique
+// among every session known, those only an adapter knows included (today
+// two OpenCode sessions ses_… both read "ses_").
+func TestStatusHandleIsTheListsHandle(t *testing.T) {
+	t.Parallel()
+	h := home.Home(t.TempDir())
+	now := time.Now()
+	store := &fixed{name: "opencode", sessions: []adapters.NativeSession{
+		{Adapter: "opencode", NativeID: "ses_aaaa1111", State: adapters.NativeIdle, CreatedAt: now},
+		{Adapter: "opencode", NativeID: "ses_aaaa2222", State: adapters.NativeBusy, CreatedAt: now},
+		{Adapter: "opencode", NativeID: "ses_b", State: adapters.NativeDone, CreatedAt: now},
+	}}
+	c := New(context.Background(), Options{Home: h, Adapters: []adapters.Adapter{store}, DiscoveryTimeout: time.Second})
+	ctx := context.Background()
+	l, err := c.List(ctx, api.ListOptions{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Sessions) != 3 {
+		t.Fatalf("list: %+v", l.Sessions)
+	}
+	for _, s := range l.Sessions {
+		got, err := c.Get(ctx, s.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Handle != s.Handle {
+			t.Errorf("status %s: handle %q, list's %q", s.ID, got.Handle, s.Handle)
+		}
+	}
+}
+
+// oneFixed is fixed that also reads one session alone.
+type oneFixed struct{ fixed }
+
+func (f *oneFixed) DiscoverOne(_ context.Context, id string) (adapters.NativeSession, error) {
+	for _, ns := range f.sessions {
+		if ns.NativeID == id {
+			return ns, nil
+		}
+	}
+	return adapters.NativeSession{}, adapters.ErrNoSession
+}
+
+// Stopping a session agentctl did not start, whose adapter cannot stop it,
+// names the processes that may run it (an unknown session has no pid of
+// its own): never "pid 0".
+func TestStopOfAnUnknownSessionSaysPid0(t *testing.T) {
+	t.Parallel()
+	h := home.Home(t.TempDir())
+	now := time.Now()
+	store := &oneFixed{fixed{name: "pi", sessions: []adapters.NativeSession{
+		{Adapter: "pi", NativeID: "019a0000-aaaa", State: adapters.NativeUnknown, CreatedAt: now,
+			Evidence: adapters.ContenderEvidence("pi", []int{4242, 4141})},
+		{Adapter: "pi", NativeID: "019a0000-bbbb", State: adapters.NativeUnknown, CreatedAt: now},
+	}}}
+	c := New(context.Background(), Options{Home: h, Adapters: []adapters.Adapter{store}, DiscoveryTimeout: time.Second})
+	ctx := context.Background()
+	for id, want := range map[string]string{
+		"019a0000-aaaa": "pi pid 4141 or 4242",
+		"019a0000-bbbb": "no live process of it is known",
+	} {
+		_, err := c.Stop(ctx, id, api.StopRequest{})
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "pid 0") {
+			t.Errorf("stop %s: %v; want it to say %q", id, err, want)
+		}
+	}
+}
+
+// A plain command tied to the native session its process ran (`run --
+// claude -p`) keeps that session's facts once it has ended, from the
+// agent's adapter, and the native session is not listed again.
+func TestRunOfAnAgentIsOneRowForItsLife(t *testing.T) {
+	t.Parallel()
+	in := int64(42)
+	launched := []api.Session{{ID: "01a", Adapter: api.ExecAdapter, Agent: "claude", NativeID: "n1", Origin: api.OriginLaunched, Status: api.StatusExited}}
+	disc := discovered{sessions: [][]adapters.NativeSession{{
+		{Adapter: "claude", NativeID: "n1", Model: "claude-x", TokensIn: &in, State: adapters.NativeDone},
+	}}, failed: map[string]bool{}}
+	out := merge(launched, disc, nil)
+	if len(out) != 1 || out[0].ID != "01a" || out[0].Model != "claude-x" || out[0].TokensIn == nil || *out[0].TokensIn != 42 {
+		t.Errorf("merge = %+v, want the command's row once, with the claude session's facts", out)
 	}
 }

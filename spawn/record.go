@@ -65,6 +65,9 @@ type Record struct {
 	Shim proc.Identity `json:"shim"`
 	Rows uint16        `json:"rows"`
 	Cols uint16        `json:"cols"`
+	// NotesDrawing says the monitor notes when the program first printed
+	// text (Terminal.PrintedAt); monitors of older releases do not.
+	NotesDrawing bool `json:"notes_drawing,omitempty"`
 }
 
 // ExitRecord is exit.json, written once by the shim when the agent ended.

@@ -260,6 +260,7 @@ func startShim(dir string, spec Spec, logger *slog.Logger, echo io.Writer) (*shi
 	rec.Process = info.Identity
 	rec.PGID = pid // setsid: the agent leads its own session and group
 	rec.Shim = self.Identity
+	rec.NotesDrawing = true
 
 	master, err := nonblocking(ptmx)
 	if err != nil {

@@ -25,8 +25,12 @@ type Terminal struct {
 	// Notification is the last terminal notification, cleared or not.
 	Notification *TermNotification `json:"notification,omitempty"`
 	// Title is the last window title set (OSC 0 or 2).
-	Title     string     `json:"title,omitempty"`
-	TitleAt   *time.Time `json:"title_at,omitempty"`
+	Title   string     `json:"title,omitempty"`
+	TitleAt *time.Time `json:"title_at,omitempty"`
+	// PrintedAt is when the program first printed text a person sees
+	// (its first drawing), beyond escape sequences: a TUI's terminal
+	// queries at start are not its prompt.
+	PrintedAt *time.Time `json:"printed_at,omitempty"`
 	UpdatedAt time.Time  `json:"updated_at"`
 }
 
@@ -122,7 +126,13 @@ func (w *terminalWatch) output(chunk []byte) {
 			changed = true
 		}
 	}
+	first := printed && w.state.PrintedAt == nil
+	if first {
+		w.state.PrintedAt = &now
+	}
 	switch {
+	case first && !changed:
+		w.writeLocked(now) // once: a send waits for it (the agent's first drawing)
 	case changed:
 		w.writeLocked(now)
 		w.tell()

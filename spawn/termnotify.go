@@ -206,7 +206,7 @@ func parseOSC(p []byte) (termEvent, bool) {
 		return termEvent{Kind: NotifyOSC777, Text: text}, true
 	case "99":
 		meta, payload, ok := bytes.Cut(rest, []byte(";"))
-		if !ok {
+		if !ok || !kittyShown(meta) {
 			return termEvent{}, false
 		}
 		if kittyBase64(meta) {
@@ -229,6 +229,20 @@ func conEmuCommand(rest []byte) bool {
 		i++
 	}
 	return i > 0 && (i == len(rest) || rest[i] == ';')
+}
+
+// kittyShown reports whether OSC 99 metadata makes the sequence part of a
+// notification a person sees: its payload is the title (the default) or
+// the body. A capability query (p=?, which OpenTUI sends at start, before
+// its TUI takes input), a close or an alive check, an icon or buttons are
+// not notifications.
+func kittyShown(meta []byte) bool {
+	for _, kv := range bytes.Split(meta, []byte(":")) {
+		if v, ok := bytes.CutPrefix(kv, []byte("p=")); ok {
+			return string(v) == "title" || string(v) == "body"
+		}
+	}
+	return true
 }
 
 // kittyBase64 reports whether OSC 99 metadata says the payload is base64 (e=1).

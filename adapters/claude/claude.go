@@ -72,7 +72,7 @@ func New(env adapters.Env) *Adapter {
 
 // summaryKind names the summary a cache file holds; change it when the
 // summary's fields or their meaning change.
-const summaryKind = "claude-summary-1"
+const summaryKind = "claude-summary-2"
 
 // persistable is s as a cache file keeps it: without the offset and
 // fingerprint, which an incremental read would continue from with fields
@@ -349,6 +349,7 @@ func (a *Adapter) DiscoverOne(ctx context.Context, id string) (adapters.NativeSe
 func attachLive(ns *adapters.NativeSession, ls liveSession) {
 	ns.Process = &adapters.ProcessRef{PID: ls.proc.PID, Start: ls.proc.Start, Evidence: ls.evidence}
 	ns.State = ls.state
+	ns.WaitingFor, ns.WaitingSince = ls.waitingFor, ls.waitingSince
 	if ns.Cwd == "" {
 		ns.Cwd = ls.cwd
 	}

@@ -728,3 +728,136 @@ func TestDiscoverReadsOnlyWhatChanged(t *testing.T) {
 	storeiotest.CheckMemo(t, store)
 	t.Run("one", func(t *testing.T) { storeiotest.CheckDiscoverOne(t, store) })
 }
+
+// Claude's own registry says what a hand-started TUI waits for ("status":
+// "waiting", "waitingFor": "permission prompt" or "dialog open"); an
+// interactive Claude started in a folder it was never told to trust has no
+// registry entry yet: it sits on its trust dialog.
+func TestClaudeWaitingFromItsRegistry(t *testing.T) {
+	t.Parallel()
+	home := fixtureHome(t)
+	reg := filepath.Join(home, ".claude", "sessions")
+	if err := os.MkdirAll(reg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	trusted, _ := filepath.EvalSymlinks(t.TempDir())
+	untrusted, _ := filepath.EvalSymlinks(t.TempDir())
+	inside := filepath.Join(trusted, "sub")
+	if err := os.Mkdir(inside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := json.Marshal(map[string]any{"projects": map[string]any{trusted: map[string]any{"hasTrustDialogAccepted": true}}})
+	if err := os.WriteFile(filepath.Join(home, ".claude.json"), cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ours := []string{"HOME=" + home, "CLAUDE_CONFIG_DIR="}
+	updated := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
+	waitingFor := map[string]string{}
+	for i, what := range []string{"permission prompt", "dialog open"} {
+		id := fmt.Sprintf("0b6c1b1e-0000-4000-8000-00000000010%d", i)
+		p := startHelper(t, ours, t.TempDir(), "claude")
+		b, _ := json.Marshal(map[string]any{"pid": p.PID, "sessionId": id, "cwd": trusted, "startedAt": p.StartTime.UnixMilli(),
+			"procStart": strconv.FormatUint(p.Start, 10), "status": "waiting", "waitingFor": what, "kind": "interactive",
+			"updatedAt": updated.UnixMilli(), "statusUpdatedAt": updated.UnixMilli()})
+		if err := os.WriteFile(filepath.Join(reg, strconv.Itoa(p.PID)+".json"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		waitingFor[id] = []string{adapters.WaitingPermission, adapters.WaitingDialog}[i]
+	}
+	onDialog := "0b6c1b1e-0000-4000-8000-000000000110"
+	startHelper(t, ours, untrusted, "claude", "--session-id", onDialog)
+	waitingFor[onDialog] = adapters.WaitingDialog
+	trustedTUI := "0b6c1b1e-0000-4000-8000-000000000111"
+	startHelper(t, ours, inside, "claude", "--session-id", trustedTUI)
+	waitingFor[trustedTUI] = ""
+	oneShot := "0b6c1b1e-0000-4000-8000-000000000112"
+	startHelper(t, ours, untrusted, "claude", "-p", "--session-id", oneShot, "hi")
+	waitingFor[oneShot] = ""
+
+	got := discover(t, New(adapters.Env{Home: home, Getenv: func(string) string { return "" }}))
+	for id, want := range waitingFor {
+		s, ok := got[id]
+		if !ok || s.Process == nil {
+			t.Errorf("%s: not found running: %+v", id, s)
+			continue
+		}
+		if s.WaitingFor != want {
+			t.Errorf("%s: waiting for %q, want %q", id, s.WaitingFor, want)
+		}
+		if want != "" && s.State != adapters.NativeRunning {
+			t.Errorf("%s: state %q while waiting, want running", id, s.State)
+		}
+	}
+	if s := got["0b6c1b1e-0000-4000-8000-000000000100"]; !s.WaitingSince.Equal(updated) {
+		t.Errorf("waiting since %v, want the registry's %v", s.WaitingSince, updated)
+	}
+}
+
+// stamped is rec written at t (its timestamp replaced).
+func stamped(rec string, t time.Time) string {
+	return strings.Replace(rec, `"timestamp":"2026-01-02T03:04:0`, `"timestamp":"`+t.UTC().Format("2006-01-02T15:04:05.000Z")+`","was":"`, 1)
+}
+
+// costAt is a cost-state written by a process started at start.
+func costAt(cost float64, in, out int, start time.Time) string {
+	return strings.Replace(costRec(cost, in, out), `"type":"cost-state",`, fmt.Sprintf(`"type":"cost-state","startTime":%d,`, start.UnixMilli()), 1)
+}
+
+// killedThenContinued is a transcript of three processes: the first ends
+// normally (cost-state: 100 in, 10 out), the second is SIGKILLed after one
+// answer (7 in, 2 out; no cost-state), the third continues the session
+// and writes a cost-state that counts the first and itself (30 in, 4 out)
+// but not the second. pad bytes of other records follow the first
+// process's prompt (a large file is read from its end).
+func killedThenContinued(pad int) string {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	recs := []string{stamped(userRec("first"), at(1))}
+	for n := 0; n < pad; n += 1000 {
+		recs = append(recs, fmt.Sprintf(`{"type":"attachment","timestamp":%q,"attachment":{"type":"x","text":%q}}`, at(1).Format(time.RFC3339Nano), strings.Repeat("p", 1000)))
+	}
+	recs = append(recs,
+		stamped(assistantRec("m0", "zero", "end_turn", 100, 10), at(2)),
+		costAt(0.1, 100, 10, at(0)),
+		stamped(userRec("second"), at(11)),
+		stamped(assistantRec("m1", "one", "tool_use", 7, 2), at(12)),
+		stamped(assistantRec("m1", "one", "tool_use", 7, 2), at(12)),
+		stamped(userRec("third"), at(21)),
+		stamped(assistantRec("m2", "two", "end_turn", 30, 4), at(22)),
+		costAt(0.3, 130, 14, at(20)),
+	)
+	return lines(recs...)
+}
+
+// Claude tokens sum every process's records of a session: a process
+// SIGKILLed before it wrote a cost-state is not in the next process's
+// cost-state (claude --continue after a kill), and its answers still count,
+// whether the transcript is read whole or from its end.
+func TestClaudeTokensDropAfterContinueOfAKilledRun(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		pad  int
+	}{{"read whole", 0}, {"read from its end", 200 << 10}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			home := t.TempDir()
+			id := "0b6c1b1e-0000-4000-8000-000000000200"
+			writeTranscript(t, home, "/w/p", id, killedThenContinued(tc.pad))
+			s := discover(t, newAdapter(home))[id]
+			if s.TokensIn == nil || s.TokensOut == nil || *s.TokensIn != 137 || *s.TokensOut != 16 {
+				t.Errorf("tokens %v in, %v out; want 137 in, 16 out (the killed process's 7 and 2 counted): %+v", deref(s.TokensIn), deref(s.TokensOut), s)
+			}
+			if s.LastMessage != "two" {
+				t.Errorf("last message %q", s.LastMessage)
+			}
+		})
+	}
+}
+
+func deref(p *int64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}

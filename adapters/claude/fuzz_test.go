@@ -145,6 +145,7 @@ func FuzzSummaryFile(f *testing.F) {
 		f.Add(b, uint16(len(b)/2))
 	}
 	f.Add([]byte("\x00\x01\n{\"type\":\"user\"\n"), uint16(3))
+	f.Add([]byte(killedThenContinued(0)), uint16(200))
 	f.Fuzz(func(t *testing.T, data []byte, cut uint16) {
 		dir := t.TempDir()
 		p := filepath.Join(dir, "s.jsonl")
@@ -177,7 +178,7 @@ func FuzzSummaryFile(f *testing.F) {
 			return // read by head and tail: the two paths may see different windows
 		}
 		if whole.LastText != second.LastText || whole.FirstPrompt != second.FirstPrompt || whole.Model != second.Model ||
-			whole.Turn != second.Turn || whole.UsageIn != second.UsageIn || whole.CostIn != second.CostIn ||
+			whole.Turn != second.Turn || whole.UsageIn != second.UsageIn || whole.CostIn != second.CostIn || whole.CarriedIn != second.CarriedIn ||
 			whole.Offset != second.Offset || whole.Cwd != second.Cwd || whole.BadLines != second.BadLines || !whole.Created.Equal(second.Created) {
 			t.Fatalf("one read %+v\ntwo reads %+v", whole, second)
 		}

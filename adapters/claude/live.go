@@ -27,9 +27,13 @@ type registryEntry struct {
 	// ProcStart is the process's start stamp as the kernel gives it (on
 	// Linux the starttime field of /proc/<pid>/stat, in clock ticks).
 	ProcStart string `json:"procStart"`
-	Status    string `json:"status"` // "busy" or "idle"
-	UpdatedAt int64  `json:"updatedAt"`
-	Kind      string `json:"kind"`
+	Status    string `json:"status"` // "busy", "idle" or "waiting"
+	// WaitingFor says what a waiting session waits for: "permission
+	// prompt", "dialog open".
+	WaitingFor      string `json:"waitingFor"`
+	UpdatedAt       int64  `json:"updatedAt"`
+	StatusUpdatedAt int64  `json:"statusUpdatedAt"`
+	Kind            string `json:"kind"`
 }
 
 // liveSession is a running Claude process and the session it works on.
@@ -39,6 +43,10 @@ type liveSession struct {
 	state    adapters.NativeState
 	evidence string
 	started  time.Time // from the registry, when known
+	// waitingFor and waitingSince: what the process waits for a person to
+	// answer in its terminal (adapters.NativeSession.WaitingFor), since when.
+	waitingFor   string
+	waitingSince time.Time
 }
 
 // startSlack is how far apart a process's kernel start time and the
@@ -91,10 +99,28 @@ func readRegistry(dir string) (out map[string]liveSession, rejected map[string][
 			ls.state = adapters.NativeBusy
 		case "idle":
 			ls.state = adapters.NativeIdle
+		case "waiting":
+			ls.waitingFor = registryWaiting(e.WaitingFor)
+			if at := max(e.StatusUpdatedAt, e.UpdatedAt); at > 0 {
+				ls.waitingSince = time.UnixMilli(at)
+			}
 		}
 		out[e.SessionID] = ls
 	}
 	return out, rejected, nil
+}
+
+// registryWaiting maps the registry's waitingFor ("permission prompt",
+// "dialog open") to what a session waits for; a wait it does not name is
+// for the person's next input.
+func registryWaiting(what string) string {
+	switch w := strings.ToLower(what); {
+	case strings.Contains(w, "permission"):
+		return adapters.WaitingPermission
+	case strings.Contains(w, "dialog"):
+		return adapters.WaitingDialog
+	}
+	return adapters.WaitingInput
 }
 
 // registryProcess finds the live process an entry speaks for, checking its
@@ -197,6 +223,7 @@ func liveProcesses(configDir string, snap *proc.Snapshot) (bySession map[string]
 		return bySession, unmatched, rejected, errors.Join(err, fmt.Errorf("read the process table: %w", perr))
 	}
 	self := os.Getpid()
+	var trust *trustedFolders // read once, when a process needs it
 	for _, pid := range pids {
 		if claimed[pid] || pid == self {
 			continue
@@ -219,7 +246,17 @@ func liveProcesses(configDir string, snap *proc.Snapshot) (bySession map[string]
 		cwd, _ := proc.Cwd(pid)
 		if id := argvSession(argv); id != "" {
 			if _, ok := bySession[id]; !ok {
-				bySession[id] = liveSession{proc: info, cwd: cwd, state: adapters.NativeRunning, evidence: "argv"}
+				ls := liveSession{proc: info, cwd: cwd, state: adapters.NativeRunning, evidence: "argv"}
+				if trust == nil {
+					trust = readTrust(configDir)
+				}
+				if interactiveArgv(argv) && cwd != "" && !trust.trusted(cwd) {
+					// An interactive Claude registers itself only once
+					// its folder is trusted: until then it shows the
+					// trust dialog, which only a person can answer.
+					ls.waitingFor = adapters.WaitingDialog
+				}
+				bySession[id] = ls
 			}
 			continue
 		}
@@ -251,4 +288,75 @@ func readDirNames(dir string) ([]string, error) {
 	}
 	defer d.Close()
 	return d.Readdirnames(-1)
+}
+
+// interactiveArgv reports whether a Claude command line runs its TUI (no
+// -p/--print): only the TUI asks whether to trust its folder.
+func interactiveArgv(argv []string) bool {
+	for _, a := range argv[1:] {
+		if a == "--" {
+			break
+		}
+		if a == "-p" || a == "--print" || strings.HasPrefix(a, "--print=") {
+			return false
+		}
+	}
+	return true
+}
+
+// trustedFolders is what Claude's global config (.claude.json, beside its
+// folder ~/.claude, or inside CLAUDE_CONFIG_DIR) says of the folders it was
+// told to trust. A config that cannot be read trusts everything: no dialog
+// is claimed without evidence.
+type trustedFolders struct {
+	known    bool
+	accepted map[string]bool
+}
+
+// trustConfigPath is Claude's global config for the store configDir.
+func trustConfigPath(configDir string) string {
+	inside := filepath.Join(configDir, ".claude.json")
+	if _, err := os.Stat(inside); err != nil && filepath.Base(configDir) == ".claude" {
+		return filepath.Join(filepath.Dir(configDir), ".claude.json")
+	}
+	return inside
+}
+
+func readTrust(configDir string) *trustedFolders {
+	t := &trustedFolders{}
+	b, err := os.ReadFile(trustConfigPath(configDir))
+	if err != nil {
+		return t
+	}
+	var cfg struct {
+		Projects map[string]struct {
+			HasTrustDialogAccepted bool `json:"hasTrustDialogAccepted"`
+		} `json:"projects"`
+	}
+	if json.Unmarshal(b, &cfg) != nil {
+		return t
+	}
+	t.known, t.accepted = true, map[string]bool{}
+	for dir, p := range cfg.Projects {
+		if p.HasTrustDialogAccepted {
+			t.accepted[filepath.Clean(dir)] = true
+		}
+	}
+	return t
+}
+
+// trusted reports whether Claude trusts dir: it, or a folder above it, was
+// accepted (or the config could not be read).
+func (t *trustedFolders) trusted(dir string) bool {
+	if !t.known {
+		return true
+	}
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if t.accepted[d] {
+			return true
+		}
+		if d == filepath.Dir(d) {
+			return false
+		}
+	}
 }

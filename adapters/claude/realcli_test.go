@@ -108,9 +108,12 @@ func TestRealClaude(t *testing.T) {
 		for time.Now().Before(deadline) {
 			ss, _ := e.adapter.Discover(context.Background())
 			for _, s := range ss {
+				// Claude writes its entry before its first status.
 				if s.NativeID == spec.NativeID && s.Process != nil && s.Process.Evidence == "registry" {
 					live = s
-					return
+					if s.State == adapters.NativeBusy || s.State == adapters.NativeIdle {
+						return
+					}
 				}
 			}
 			time.Sleep(100 * time.Millisecond)
@@ -207,5 +210,45 @@ func TestRealClaudeStop(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(filepath.Join(e.home, ".claude", "sessions")); len(entries) != 0 {
 		t.Errorf("registry entries left: %v", entries)
+	}
+}
+
+// TestRealClaudeTokensDropAfterContinueOfAKilledRun: a run SIGKILLed in the
+// middle of its turn writes no cost-state; the run that continues the
+// session writes one that counts only itself. The session's tokens count
+// both runs' records: they never drop below what the killed run had.
+func TestRealClaudeTokensDropAfterContinueOfAKilledRun(t *testing.T) {
+	e := newRealEnv(t)
+	bin := filepath.Join(agenttest.BinDir(t), e.adapter.Binary())
+	spec, err := e.adapter.Launch(adapters.LaunchRequest{BinaryPath: bin, Prompt: "long [[sleep: 60]]", Cwd: e.cwd, Env: e.env, SessionDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.run(t, spec, func(pid int) {
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) && len(e.srv.Requests()) == 0 {
+			time.Sleep(50 * time.Millisecond)
+		}
+		time.Sleep(2 * time.Second) // the tool call runs; its request is on disk
+		syscall.Kill(pid, syscall.SIGKILL)
+	})
+	killed := e.session(t, spec.NativeID)
+	if killed.TokensIn == nil || *killed.TokensIn <= 0 {
+		t.Fatalf("after the kill: %+v", killed)
+	}
+	spec, err = e.adapter.Resume(adapters.LaunchRequest{BinaryPath: bin, Prompt: "again [[text: resumed ok]]", NativeID: spec.NativeID, Cwd: e.cwd, Env: e.env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, out := e.run(t, spec, nil); code != 0 {
+		t.Fatalf("resume exited %d:\n%s", code, out)
+	}
+	s := e.session(t, spec.NativeID)
+	if s.LastMessage != "resumed ok" || s.TokensIn == nil || s.TokensOut == nil {
+		t.Fatalf("after the resume: %+v", s)
+	}
+	t.Logf("killed run: in %d out %d; after the resume: in %d out %d", *killed.TokensIn, *killed.TokensOut, *s.TokensIn, *s.TokensOut)
+	if *s.TokensIn <= *killed.TokensIn || *s.TokensOut <= *killed.TokensOut {
+		t.Errorf("tokens after the resume (in %d, out %d) are not above the killed run's (in %d, out %d)", *s.TokensIn, *s.TokensOut, *killed.TokensIn, *killed.TokensOut)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,9 +33,12 @@ type record struct {
 	Operation string          `json:"operation"`
 	Content   json.RawMessage `json:"content"`
 
-	// cost-state: cumulative over the session, resumes included.
+	// cost-state: cumulative over the session, resumes included, as the
+	// process that wrote it (started at StartTime, epoch ms) knew it: a
+	// process killed before writing one is missing from the next.
 	TotalCostUSD *float64              `json:"totalCostUSD"`
 	ModelUsage   map[string]modelUsage `json:"modelUsage"`
+	StartTime    int64                 `json:"startTime"`
 }
 
 type message struct {
@@ -261,18 +265,30 @@ type summary struct {
 
 	// Cost and tokens: Claude's cumulative cost-state, plus the assistant
 	// usage after it (a turn still running has no cost-state yet).
-	HaveCost     bool
-	CostUSD      float64
-	CostIn       int64
-	CostOut      int64
-	UsageIn      int64
-	UsageOut     int64
+	HaveCost bool
+	CostUSD  float64
+	CostIn   int64
+	CostOut  int64
+	UsageIn  int64
+	UsageOut int64
+	// CarriedIn and CarriedOut are the usage of processes that wrote no
+	// cost-state (SIGKILLed) before a later process's cost-state, which
+	// does not count them.
+	CarriedIn  int64
+	CarriedOut int64
+	// sinceCost is the usage of each message since the last cost-state,
+	// with when it was written (a forward read).
+	sinceCost    []usageAt
 	lastUsageMsg string // message id whose usage was counted last
 	lastMsgIn    int64  // and its usage
 	lastMsgOut   int64
-	// lastBackMsg and usageSeen track usage while reading backwards.
-	lastBackMsg string
-	usageSeen   bool
+	// lastBackMsg and usageSeen track usage while reading backwards;
+	// costStart is the start of the process that wrote the latest
+	// cost-state, and carryBackMsg the message last carried.
+	lastBackMsg  string
+	usageSeen    bool
+	costStart    time.Time
+	carryBackMsg string
 	// Complete is true when every line up to Offset was read, so usage
 	// sums are exact even without a cost-state.
 	Complete bool
@@ -291,6 +307,7 @@ type summary struct {
 // holds from the cache.
 func (s summary) clone() summary {
 	s.Warnings = append([]string(nil), s.Warnings...)
+	s.sinceCost = append([]usageAt(nil), s.sinceCost...)
 	s.Fingerprint = append([]byte(nil), s.Fingerprint...)
 	return s
 }
@@ -342,6 +359,17 @@ func (s *summary) apply(r record) {
 			s.CostIn += u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens
 			s.CostOut += u.OutputTokens
 		}
+		// What was written before this process started, since the last
+		// cost-state, is a killed process's: this cost-state has it not.
+		if r.StartTime > 0 {
+			start := time.UnixMilli(r.StartTime)
+			for _, u := range s.sinceCost {
+				if u.at.Before(start) {
+					s.CarriedIn, s.CarriedOut = s.CarriedIn+u.in, s.CarriedOut+u.out
+				}
+			}
+		}
+		s.sinceCost = s.sinceCost[:0]
 		s.UsageIn, s.UsageOut = 0, 0
 		s.lastUsageMsg, s.lastMsgIn, s.lastMsgOut = "", 0, 0
 	case "assistant":
@@ -358,9 +386,13 @@ func (s *summary) apply(r record) {
 			in, out := m.Usage.input(), m.Usage.OutputTokens
 			if m.ID != "" && m.ID == s.lastUsageMsg {
 				s.UsageIn, s.UsageOut = s.UsageIn-s.lastMsgIn, s.UsageOut-s.lastMsgOut
+				if n := len(s.sinceCost); n > 0 {
+					s.sinceCost = s.sinceCost[:n-1]
+				}
 			}
 			s.UsageIn, s.UsageOut = s.UsageIn+in, s.UsageOut+out
 			s.lastUsageMsg, s.lastMsgIn, s.lastMsgOut = m.ID, in, out
+			s.sinceCost = append(s.sinceCost, usageAt{at: r.Timestamp, in: in, out: out})
 		}
 		for _, b := range decodeBlocks(m.Content) {
 			if b.Type == "text" && strings.TrimSpace(b.Text) != "" {
@@ -388,12 +420,23 @@ func (s *summary) apply(r record) {
 	}
 }
 
-// tailFacts says which latest facts a backwards read has found.
-type tailFacts struct {
-	updated, model, text, turn, cost bool
+// usageAt is one message's usage and when it was written.
+type usageAt struct {
+	at      time.Time
+	in, out int64
 }
 
-func (f tailFacts) all() bool { return f.updated && f.model && f.text && f.turn && f.cost }
+// tailFacts says which latest facts a backwards read has found. carried:
+// the usage of killed processes before the latest cost-state is counted
+// (the cost-state before it was met, or that cost-state's process began
+// the session).
+type tailFacts struct {
+	updated, model, text, turn, cost, carried bool
+}
+
+func (f tailFacts) all() bool {
+	return f.updated && f.model && f.text && f.turn && f.cost && f.carried
+}
 
 // applyBackwards applies a record met reading from the end of the file:
 // the first value found for each fact is the latest. It gives the same
@@ -408,10 +451,21 @@ func (s *summary) applyBackwards(r record, f *tailFacts) bool {
 	}
 	switch r.Type {
 	case "cost-state":
+		if f.cost && r.TotalCostUSD != nil {
+			f.carried = true // an earlier cost-state: what lies before it, it counted
+		}
 		if f.cost || r.TotalCostUSD == nil {
 			break
 		}
 		f.cost = true
+		// Its process began the session when it started before the
+		// session's first record (known from the head): no other
+		// process's records can precede it.
+		if r.StartTime <= 0 {
+			f.carried = true
+		} else if s.costStart = time.UnixMilli(r.StartTime); !s.Created.IsZero() && !s.costStart.After(s.Created) {
+			f.carried = true
+		}
 		s.HaveCost, s.CostUSD = true, *r.TotalCostUSD
 		s.CostIn, s.CostOut = 0, 0
 		for _, u := range r.ModelUsage {
@@ -427,10 +481,19 @@ func (s *summary) applyBackwards(r record, f *tailFacts) bool {
 			s.Model, f.model = m.Model, true
 		}
 		// Backwards, the first record met of a message is its last.
+		if f.cost && !f.carried && m.Usage != nil && m.Model != syntheticModel && r.Timestamp.Before(s.costStart) && (m.ID == "" || m.ID != s.carryBackMsg) {
+			// Before the latest cost-state's process began, after the
+			// cost-state before it: a killed process's usage.
+			s.CarriedIn += m.Usage.input()
+			s.CarriedOut += m.Usage.OutputTokens
+			s.carryBackMsg = m.ID
+		}
 		if !f.cost && m.Usage != nil && m.Model != syntheticModel && (m.ID == "" || !s.usageSeen || m.ID != s.lastBackMsg) {
 			in, out := m.Usage.input(), m.Usage.OutputTokens
 			s.UsageIn += in
 			s.UsageOut += out
+			// Newest first: the caller turns them around (sinceCostInOrder).
+			s.sinceCost = append(s.sinceCost, usageAt{at: r.Timestamp, in: in, out: out})
 			if !s.usageSeen {
 				// The latest counted message, as a forward read would
 				// leave it.
@@ -472,12 +535,16 @@ func (s *summary) applyBackwards(r record, f *tailFacts) bool {
 	return f.all()
 }
 
+// sinceCostInOrder puts the usage a backwards read met since the latest
+// cost-state in file order, as a forward read keeps it.
+func (s *summary) sinceCostInOrder() { slices.Reverse(s.sinceCost) }
+
 // tokens returns the session's token totals, nil when they cannot be known
 // from what was read.
 func (s *summary) tokens() (in, out *int64) {
 	switch {
 	case s.HaveCost:
-		i, o := s.CostIn+s.UsageIn, s.CostOut+s.UsageOut
+		i, o := s.CarriedIn+s.CostIn+s.UsageIn, s.CarriedOut+s.CostOut+s.UsageOut
 		return &i, &o
 	case s.Complete:
 		i, o := s.UsageIn, s.UsageOut

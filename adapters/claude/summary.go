@@ -168,6 +168,7 @@ func (sr summaryReader) tail(s *summary, f *os.File, size, headEnd int64) (found
 			}
 		}
 		if facts.all() || window >= tailMax || window >= end {
+			t.sinceCostInOrder()
 			t.Offset = end
 			t.Complete = false
 			*s = t

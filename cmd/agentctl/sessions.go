@@ -28,7 +28,7 @@ func newListCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls", "ps"},
-		Short:   "List sessions (running ones; -a adds ended ones)",
+		Short:   "List sessions (running and unknown ones; -a adds ended ones)",
 		Long: `List sessions: those agentctl launched and those the adapters find in the
 agents' own stores (origin "discovered"). Status is derived now, from exit
 records, process liveness (pid + start time) and the agents' own records.
@@ -37,21 +37,25 @@ Statuses: running, exited, killed (by a signal), lost (gone without an exit
 record), ended (the agent's store says it is over), unknown (nobody can vouch
 for it right now).
 
+Without -a the list shows every session that may be live: running ones, and
+unknown ones (each with a warning saying why; see agentctl explain ID).
+--status running shows running ones only.
+
 The table fits the terminal: the ID column shows each session's shortest
 unique handle (any command takes it, or the session's --name), empty columns
 are left out and the working directory and prompt are shortened; -o wide
 shows everything.
 
 Activity (of running sessions): busy, idle, or "waiting: permission|question|
-input" when the agent waits for a person, as first-hand evidence says (the
-agent's hooks, its own records, a notification on its terminal); "-" when
-nothing says. --waiting lists only the waiting ones, longest waiting first;
-answer them with approve, deny or answer.
+input|dialog" when the agent waits for a person, as first-hand evidence says
+(the agent's hooks, its own records, a notification on its terminal); "-"
+when nothing says. --waiting lists only the waiting ones, longest waiting
+first; answer them with approve, deny or answer (a dialog: attach).
 
 --hosts all (or -H build,gpu,local) asks every host at once and adds a HOST
 column; handles are then HOST/ID, which every command takes. A host that does
 not answer within 10s is a warning naming it, and the sessions it had running
-when it last answered are listed as unknown.`,
+(or unknown) when it last answered are listed as unknown.`,
 		Example: `  agentctl list
   agentctl list --hosts all
   agentctl list -a --status exited
