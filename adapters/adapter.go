@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 )
@@ -155,10 +156,28 @@ type LaunchRequest struct {
 	// Interactive asks for the agent's own interactive interface, with the
 	// prompt as its first message, rather than a headless run.
 	Interactive bool
+	// PermissionMode is one of api.PermissionModes (Claude Code's names),
+	// or "" for the adapter's default; an adapter maps it onto its agent's
+	// flags, or refuses a mode its agent has no equivalent of.
+	PermissionMode string
+	// Args go to the agent as given, after the adapter's own flags (and
+	// before the prompt). An adapter leaves out its default permission
+	// flags when Args set the agent's own.
+	Args []string
 	// HookCommand is the argv that reports an agent's hook to the service
 	// ("agentctl hook --home H"); an adapter whose agent has hooks adds the
 	// agent's name and its flags and configures the agent to run it.
 	HookCommand []string
+}
+
+// NoPermissionModes is the check of an adapter whose agent has no
+// permission modes agentctl can set: any mode but those it always runs in
+// (always) is refused, saying why (how the agent decides).
+func NoPermissionModes(agent, mode, how string, always ...string) error {
+	if mode == "" || slices.Contains(always, mode) {
+		return nil
+	}
+	return fmt.Errorf("%s has no permission mode %q agentctl can set: %s", agent, mode, how)
 }
 
 // PromptFile is the file, in the session folder, a prompt that cannot go

@@ -170,6 +170,13 @@ type RunRequest struct {
 	// prompt as its first message (a person answers its prompts), rather
 	// than headless.
 	Interactive bool `json:"interactive,omitempty"`
+	// PermissionMode is what the agent may do without asking (one of
+	// PermissionModes), mapped onto the agent's own flags; "" keeps the
+	// adapter's default (each documents it in launch --help).
+	PermissionMode string `json:"permission_mode,omitempty"`
+	// AgentArgs are passed to the agent as given, after agentctl's own
+	// flags (launch ADAPTER -- ARGS...).
+	AgentArgs []string `json:"agent_args,omitempty"`
 	// Image is the container image of a session on a Kubernetes cluster
 	// (default: the cluster host's image); a service on a machine has no
 	// use for one.
@@ -491,3 +498,11 @@ type SignalRequest struct {
 // Agents are the agents agentctl launches, by the names launch and run
 // --adapter take (ExecAdapter, a plain command, aside).
 func Agents() []string { return []string{"claude", "codex", "opencode", "pi", "pi-rust"} }
+
+// PermissionModes are the values of RunRequest.PermissionMode, by Claude
+// Code's names for them: ask for everything but reading (default), edit
+// files without asking (acceptEdits), read only (plan), or do anything
+// without asking (bypassPermissions).
+func PermissionModes() []string {
+	return []string{"default", "acceptEdits", "plan", "bypassPermissions"}
+}

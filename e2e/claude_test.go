@@ -350,3 +350,41 @@ func TestClaudeByHandAtAPermissionPromptHasNoActivity(t *testing.T) {
 		t.Error("the tool ran without the permission asked")
 	}
 }
+
+// A permission mode replaces agentctl's default permission flags, and the
+// arguments after -- reach Claude as given (before the prompt); Claude's
+// transcript says which mode it ran in.
+func TestClaudePermissionModeAndAgentArgs(t *testing.T) {
+	t.Parallel()
+	c := newClaudeEnv(t)
+	for _, extra := range [][]string{{"--permission-mode", "plan"}, {"--", "--permission-mode", "plan"}} {
+		s := c.launch("say hello", extra...)
+		argv := strings.Join(s.Command, " ")
+		if !strings.Contains(argv, "--permission-mode plan") || strings.Contains(argv, "--dangerously-skip-permissions") || strings.Contains(argv, "acceptEdits") {
+			t.Fatalf("launch claude %q ran %q", extra, argv)
+		}
+		done := c.WaitStatus(s.ID, api.StatusExited, 120*time.Second)
+		if done.ExitCode == nil || *done.ExitCode != 0 {
+			t.Fatalf("launch claude %q ended %+v", extra, done)
+		}
+		files, _ := filepath.Glob(filepath.Join(c.home, ".claude", "projects", "*", s.NativeID+".jsonl"))
+		if len(files) != 1 {
+			t.Fatalf("transcript of %s: %v", s.NativeID, files)
+		}
+		b, err := os.ReadFile(files[0])
+		if err != nil || !strings.Contains(string(b), `"permissionMode":"plan"`) {
+			t.Fatalf("claude did not run in plan mode (%v):\n%.2000s", err, b)
+		}
+	}
+	// A mode agentctl does not know, and one the agent has no equivalent
+	// of, are refused before anything starts.
+	for _, args := range [][]string{
+		{"launch", "claude", "-p", "hi", "--cwd", c.proj, "--permission-mode", "yolo"},
+		{"launch", "pi", "-p", "hi", "--cwd", c.proj, "--permission-mode", "plan"},
+		{"run", "--permission-mode", "plan", "--", "true"},
+	} {
+		if _, errOut, code := c.Run(args...); code != 2 {
+			t.Errorf("agentctl %q: exit %d, %s", args, code, errOut)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -50,6 +51,9 @@ func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, err
 	if err := checkNames(req); err != nil {
 		return api.Session{}, err
 	}
+	if err := checkAgentOptions(req); err != nil {
+		return api.Session{}, err
+	}
 	lineage, err := c.lineage(ctx, req)
 	if err != nil {
 		return api.Session{}, err
@@ -74,6 +78,7 @@ func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, err
 	rec := spawn.Record{
 		ID: id, Adapter: req.Adapter, Name: req.Name, Group: req.Group, Labels: req.Labels,
 		Cwd: req.Cwd, Prompt: req.Prompt, Model: req.Model, ResumeOf: req.ResumeOf,
+		PermissionMode: req.PermissionMode, AgentArgs: req.AgentArgs,
 		RestartOf: req.RestartOf, LaunchedFrom: lineage,
 		CreatedAt: now, Rows: req.Rows, Cols: req.Cols,
 		StopSignal: "SIGTERM",
@@ -258,7 +263,7 @@ func (c *Core) agentSpec(req api.RunRequest, rec *spawn.Record, env []string, di
 	// its prompt, for a person (attach) or send to give it work.
 	interactive := req.Interactive || (req.Prompt == "" && req.ResumeOf == "")
 	lreq := adapters.LaunchRequest{Prompt: req.Prompt, Model: req.Model, Cwd: req.Cwd, Env: env, SessionDir: dir, BinaryPath: bin,
-		Interactive: interactive, HookCommand: hook}
+		Interactive: interactive, HookCommand: hook, PermissionMode: req.PermissionMode, Args: req.AgentArgs}
 	var ls adapters.LaunchSpec
 	if nativeID != "" {
 		lreq.NativeID = nativeID
@@ -356,4 +361,16 @@ func (c *Core) nativeUsage(ctx context.Context, adapter, id string) *api.Usage {
 		return nil
 	}
 	return &api.Usage{TokensIn: ns.TokensIn, TokensOut: ns.TokensOut, CostUSD: ns.CostUSD}
+}
+
+// checkAgentOptions refuses a permission mode agentctl does not know, and
+// agent options for a plain command (its argv is the command itself).
+func checkAgentOptions(req api.RunRequest) error {
+	if req.PermissionMode != "" && !slices.Contains(api.PermissionModes(), req.PermissionMode) {
+		return faultf(ErrInvalid, "permission mode %s: want one of %s", text.Quote(req.PermissionMode), strings.Join(api.PermissionModes(), ", "))
+	}
+	if canonicalAdapter(req.Adapter) == api.ExecAdapter && (req.PermissionMode != "" || len(req.AgentArgs) > 0) {
+		return faultf(ErrInvalid, "a permission mode and agent arguments are for agents; a plain command's arguments are its command")
+	}
+	return nil
 }

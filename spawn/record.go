@@ -42,6 +42,10 @@ type Record struct {
 	// the session's home.PromptFile.
 	PromptCut bool   `json:"prompt_cut,omitempty"`
 	Model     string `json:"model,omitempty"`
+	// PermissionMode and AgentArgs are what the launch asked of the agent
+	// (a restart asks the same).
+	PermissionMode string   `json:"permission_mode,omitempty"`
+	AgentArgs      []string `json:"agent_args,omitempty"`
 	// NativeID is the agent's own session id when known at launch.
 	NativeID string `json:"native_id,omitempty"`
 	// ResumeOf is the agentctl id whose native session this run continues.

@@ -74,10 +74,15 @@ func (a *Adapter) build(req adapters.LaunchRequest, session []string, nativeID s
 		return adapters.LaunchSpec{}, errors.New("no prompt given")
 	}
 	env := launchEnv(req.Env)
+	perm, err := permissionArgs(env, req.PermissionMode, req.Interactive, req.Args)
+	if err != nil {
+		return adapters.LaunchSpec{}, err
+	}
 	var args []string
 	if req.Interactive {
-		// Claude's own TUI, in the permission mode the user configured: a
-		// person answers its prompts (attach, or approve/deny/answer).
+		// Claude's own TUI, in the permission mode the user configured
+		// (or asked for): a person answers its prompts (attach, or
+		// approve/deny/answer).
 		if len(req.Prompt) > maxArgPrompt {
 			return adapters.LaunchSpec{}, fmt.Errorf("an interactive prompt is at most %d bytes", maxArgPrompt)
 		}
@@ -85,8 +90,8 @@ func (a *Adapter) build(req adapters.LaunchRequest, session []string, nativeID s
 	} else {
 		args = append([]string{"-p"}, session...)
 		args = append(args, "--output-format", "stream-json", "--verbose")
-		args = append(args, permissionArgs(env)...)
 	}
+	args = append(args, perm...)
 	if len(req.HookCommand) > 0 {
 		settings, err := hookSettings(req.HookCommand, req.Interactive)
 		if err != nil {
@@ -97,6 +102,7 @@ func (a *Adapter) build(req adapters.LaunchRequest, session []string, nativeID s
 	if req.Model != "" {
 		args = append(args, "--model", req.Model)
 	}
+	args = append(args, req.Args...)
 	spec := adapters.LaunchSpec{Env: env, NativeID: nativeID}
 	if req.Prompt == "" {
 		// The TUI at its prompt, waiting for the person's first message.
@@ -151,11 +157,42 @@ func launchEnv(env []string) []string {
 	return out
 }
 
-// permissionArgs lets the agent work unattended: every tool allowed, or as
-// root (where Claude refuses that outside a sandbox) edits and Bash.
-func permissionArgs(env []string) []string {
-	if os.Geteuid() != 0 || envvar.Value(env, "IS_SANDBOX") == "1" {
-		return []string{"--dangerously-skip-permissions"}
+// isPermissionFlag says whether a Claude option sets what it may do: when
+// the caller passes one, agentctl adds none of its own.
+func isPermissionFlag(name string) bool {
+	switch name {
+	case "--permission-mode", "--dangerously-skip-permissions", "--allowedTools", "--allowed-tools",
+		"--disallowedTools", "--disallowed-tools", "--permission-prompt-tool":
+		return true
 	}
-	return []string{"--permission-mode", "acceptEdits", "--allowedTools", "Bash"}
+	return false
+}
+
+// permissionArgs are the flags that set what the agent may do: the mode
+// asked for (Claude's own --permission-mode), nothing when the caller's
+// own arguments set it, else the default: a headless agent works
+// unattended (every tool allowed, or as root, where Claude refuses that
+// outside a sandbox, edits and Bash); an interactive one as the user's
+// settings say.
+func permissionArgs(env []string, mode string, interactive bool, callerArgs []string) ([]string, error) {
+	root := os.Geteuid() == 0 && envvar.Value(env, "IS_SANDBOX") != "1"
+	if mode != "" {
+		if mode == "bypassPermissions" && root {
+			return nil, errors.New("claude refuses --permission-mode bypassPermissions as root (outside a sandbox; in one, set IS_SANDBOX=1)")
+		}
+		return []string{"--permission-mode", mode}, nil
+	}
+	for _, a := range callerArgs {
+		name, _, _ := strings.Cut(a, "=")
+		if isPermissionFlag(name) {
+			return nil, nil
+		}
+	}
+	if interactive {
+		return nil, nil
+	}
+	if !root {
+		return []string{"--dangerously-skip-permissions"}, nil
+	}
+	return []string{"--permission-mode", "acceptEdits", "--allowedTools", "Bash"}, nil
 }

@@ -40,12 +40,53 @@ func (a *Adapter) StopSignal() syscall.Signal { return syscall.SIGINT }
 // and the sandbox are bypassed as the tool agentctl replaces did: a
 // headless agent cannot ask for approval, and Codex's bubblewrap sandbox
 // does not work in many containers.
-func execArgs(model string) []string {
-	args := []string{"exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"}
-	if m := strings.TrimSpace(model); m != "" {
+func execArgs(req adapters.LaunchRequest) ([]string, error) {
+	perm, err := permissionArgs(req.PermissionMode, false, req.Args)
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{"exec", "--skip-git-repo-check"}, perm...)
+	if m := strings.TrimSpace(req.Model); m != "" {
 		args = append(args, "--model", m)
 	}
-	return args
+	return append(args, req.Args...), nil
+}
+
+// permissionArgs maps a permission mode onto Codex's sandbox and approval
+// flags: plan is the read-only sandbox, acceptEdits the workspace-write
+// one, bypassPermissions no sandbox and no approvals, default Codex's own
+// configuration. A headless run never asks (codex exec has no one to ask),
+// so there it sets the sandbox alone. Nothing when the caller's own
+// arguments set them; without a mode, the default above.
+func permissionArgs(mode string, interactive bool, callerArgs []string) ([]string, error) {
+	switch mode {
+	case "default":
+		return nil, nil
+	case "plan", "acceptEdits":
+		sandbox := "read-only"
+		if mode == "acceptEdits" {
+			sandbox = "workspace-write"
+		}
+		if interactive {
+			return []string{"--sandbox", sandbox, "--ask-for-approval", "on-request"}, nil
+		}
+		return []string{"--sandbox", sandbox}, nil
+	case "bypassPermissions":
+		return []string{"--dangerously-bypass-approvals-and-sandbox"}, nil
+	case "":
+	default:
+		return nil, fmt.Errorf("codex has no permission mode %q", mode)
+	}
+	for _, a := range callerArgs {
+		switch name, _, _ := strings.Cut(a, "="); name {
+		case "-s", "--sandbox", "-a", "--ask-for-approval", "--full-auto", "--dangerously-bypass-approvals-and-sandbox":
+			return nil, nil
+		}
+	}
+	if interactive {
+		return nil, nil
+	}
+	return []string{"--dangerously-bypass-approvals-and-sandbox"}, nil
 }
 
 // Launch builds `codex exec … -- PROMPT`, or for an interactive session
@@ -58,7 +99,11 @@ func (a *Adapter) Launch(req adapters.LaunchRequest) (adapters.LaunchSpec, error
 	if strings.TrimSpace(req.Prompt) == "" {
 		return adapters.LaunchSpec{}, errors.New("launch codex: empty prompt")
 	}
-	argv, err := withPrompt(a.Binary(), execArgs(req.Model), req)
+	args, err := execArgs(req)
+	if err != nil {
+		return adapters.LaunchSpec{}, fmt.Errorf("launch codex: %w", err)
+	}
+	argv, err := withPrompt(a.Binary(), args, req)
 	if err != nil {
 		return adapters.LaunchSpec{}, fmt.Errorf("launch codex: %w", err)
 	}
@@ -75,7 +120,11 @@ func (a *Adapter) Resume(req adapters.LaunchRequest) (adapters.LaunchSpec, error
 	if strings.TrimSpace(req.Prompt) == "" {
 		return adapters.LaunchSpec{}, fmt.Errorf("resume codex session %s: empty prompt", id)
 	}
-	argv, err := withPrompt(a.Binary(), append(execArgs(req.Model), "resume", id), req)
+	args, err := execArgs(req)
+	if err != nil {
+		return adapters.LaunchSpec{}, fmt.Errorf("resume codex session %s: %w", id, err)
+	}
+	argv, err := withPrompt(a.Binary(), append(args, "resume", id), req)
 	if err != nil {
 		return adapters.LaunchSpec{}, fmt.Errorf("resume codex session %s: %w", id, err)
 	}
@@ -89,10 +138,15 @@ func (a *Adapter) Resume(req adapters.LaunchRequest) (adapters.LaunchSpec, error
 // outlives the TUI, so the session's process would hold neither its
 // rollout nor its tools, and a stop of the TUI would not reach them.
 func (a *Adapter) interactive(req adapters.LaunchRequest) (adapters.LaunchSpec, error) {
-	args := []string{a.Binary(), "--no-daemon"}
+	perm, err := permissionArgs(req.PermissionMode, true, req.Args)
+	if err != nil {
+		return adapters.LaunchSpec{}, fmt.Errorf("launch codex: %w", err)
+	}
+	args := append([]string{a.Binary(), "--no-daemon"}, perm...)
 	if m := strings.TrimSpace(req.Model); m != "" {
 		args = append(args, "--model", m)
 	}
+	args = append(args, req.Args...)
 	if req.Prompt != "" {
 		if len(req.Prompt) > maxArgPrompt || strings.ContainsRune(req.Prompt, 0) {
 			return adapters.LaunchSpec{}, fmt.Errorf("launch codex: an interactive prompt is at most %d bytes, without NUL", maxArgPrompt)

@@ -27,6 +27,7 @@ func (a *Adapter) interactive(req adapters.LaunchRequest) (adapters.LaunchSpec, 
 	if m := strings.TrimSpace(req.Model); m != "" {
 		argv = append(argv, "--model", m)
 	}
+	argv = append(argv, req.Args...)
 	if req.Prompt != "" {
 		argv = append(argv, "--prompt", req.Prompt)
 	}

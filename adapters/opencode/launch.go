@@ -38,13 +38,16 @@ func (a *Adapter) StopSignal() syscall.Signal { return syscall.SIGTERM }
 // Launch builds `opencode run [--model provider/model] -- WORDS…`. OpenCode
 // chooses the session id; FindNativeID learns it from the store.
 func (a *Adapter) Launch(req adapters.LaunchRequest) (adapters.LaunchSpec, error) {
+	if err := adapters.NoPermissionModes(Name, req.PermissionMode, permissionsHow); err != nil {
+		return adapters.LaunchSpec{}, err
+	}
 	if req.Interactive {
 		return a.interactive(req)
 	}
 	if strings.TrimSpace(req.Prompt) == "" {
 		return adapters.LaunchSpec{}, errors.New("launch opencode: empty prompt")
 	}
-	argv, err := withPrompt(a.Binary(), runArgs(req.Model, ""), req)
+	argv, err := withPrompt(a.Binary(), runArgs(req.Model, "", req.Args), req)
 	if err != nil {
 		return adapters.LaunchSpec{}, fmt.Errorf("launch opencode: %w", err)
 	}
@@ -65,14 +68,17 @@ func (a *Adapter) Resume(req adapters.LaunchRequest) (adapters.LaunchSpec, error
 	if strings.TrimSpace(req.Prompt) == "" {
 		return adapters.LaunchSpec{}, fmt.Errorf("resume opencode session %s: empty prompt", id)
 	}
-	argv, err := withPrompt(a.Binary(), runArgs(req.Model, id), req)
+	if err := adapters.NoPermissionModes(Name, req.PermissionMode, permissionsHow); err != nil {
+		return adapters.LaunchSpec{}, err
+	}
+	argv, err := withPrompt(a.Binary(), runArgs(req.Model, id, req.Args), req)
 	if err != nil {
 		return adapters.LaunchSpec{}, fmt.Errorf("resume opencode session %s: %w", id, err)
 	}
 	return adapters.LaunchSpec{Argv: argv, Env: append([]string(nil), req.Env...), NativeID: id}, nil
 }
 
-func runArgs(model, session string) []string {
+func runArgs(model, session string, callerArgs []string) []string {
 	args := []string{"run"}
 	if m := strings.TrimSpace(model); m != "" {
 		args = append(args, "--model", m)
@@ -80,8 +86,11 @@ func runArgs(model, session string) []string {
 	if session != "" {
 		args = append(args, "--session", session)
 	}
-	return args
+	return append(args, callerArgs...)
 }
+
+// permissionsHow says how OpenCode decides what it may do.
+const permissionsHow = "its configuration's permission rules decide (opencode.json); a headless run refuses what they would ask about"
 
 // withPrompt passes the prompt as the message words after "--". OpenCode
 // joins its message words with single spaces and wraps any word that

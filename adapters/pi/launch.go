@@ -50,6 +50,9 @@ func (a *Adapter) StopSignal() syscall.Signal { return syscall.SIGTERM }
 // Interactive (Pi only), the same without -p: Pi's TUI on that file, with
 // the prompt, if any, as its first message.
 func (a *Adapter) Launch(req adapters.LaunchRequest) (adapters.LaunchSpec, error) {
+	if err := adapters.NoPermissionModes(a.name, req.PermissionMode, permissionsHow, "bypassPermissions"); err != nil {
+		return adapters.LaunchSpec{}, err
+	}
 	if strings.TrimSpace(req.Prompt) == "" && !req.Interactive {
 		return adapters.LaunchSpec{}, errors.New("launch pi: empty prompt")
 	}
@@ -84,6 +87,9 @@ func (a *Adapter) Resume(req adapters.LaunchRequest) (adapters.LaunchSpec, error
 	if strings.TrimSpace(req.Prompt) == "" {
 		return adapters.LaunchSpec{}, fmt.Errorf("resume %s session %s: empty prompt", a.name, req.NativeID)
 	}
+	if err := adapters.NoPermissionModes(a.name, req.PermissionMode, permissionsHow, "bypassPermissions"); err != nil {
+		return adapters.LaunchSpec{}, err
+	}
 	file, err := a.pathOf(context.Background(), req.NativeID)
 	if err != nil {
 		return adapters.LaunchSpec{}, fmt.Errorf("resume %s session: %w", a.name, err)
@@ -110,6 +116,7 @@ func (a *Adapter) piSpec(req adapters.LaunchRequest, file string) (adapters.Laun
 	}
 	args = append(args, modelArgs(req.Model)...)
 	args = append(args, "--session", file)
+	args = append(args, req.Args...)
 	env := withDefault(req.Env, "PI_OFFLINE", "1")
 	env = withValue(env, envSessionMarker, file)
 	if req.Interactive {
@@ -144,12 +151,16 @@ func (a *Adapter) rustSpec(req adapters.LaunchRequest, resumeFile *string) (adap
 	}
 	args = append(args, modelArgs(req.Model)...)
 	args = append(args, "--print")
+	args = append(args, req.Args...)
 	argv, err := withPrompt(a.Binary(), a.InstallHint(), args, req, before)
 	if err != nil {
 		return adapters.LaunchSpec{}, err
 	}
 	return adapters.LaunchSpec{Argv: argv, Env: append([]string(nil), req.Env...)}, nil
 }
+
+// permissionsHow says what Pi may do: it has no permissions.
+const permissionsHow = "its tools always run (Pi asks for nothing): only bypassPermissions describes it"
 
 // modelArgs splits "provider/model" at the first '/' into --provider and
 // --model; a model without a provider is passed as is.

@@ -140,11 +140,20 @@ func (f *runFlags) dispatch(cmd *cobra.Command, cfg config.Config, positional, d
 			firstAgent = m.Adapter
 		}
 	}
+	var agentArgs []string
 	switch {
 	case hasExec && len(command) == 0:
 		return usageError{fmt.Errorf("%s: no command given: agentctl run [flags] -- COMMAND [ARGS...]", name)}
 	case !hasExec && len(command) > 0:
-		return usageError{fmt.Errorf("%s --adapter %s takes a prompt (-p), not a command", name, firstAgent)}
+		// After -- an agent's own arguments, for one kind of agent.
+		for _, m := range members {
+			if m.Adapter != firstAgent {
+				return usageError{fmt.Errorf("%s: arguments after -- go to one agent's command line; the members are %s and %s", name, firstAgent, m.Adapter)}
+			}
+		}
+		agentArgs, command = command, nil
+	case hasExec && f.permissionMode != "":
+		return usageError{fmt.Errorf("%s: --permission-mode is for agents; a plain command's permissions are its own", name)}
 	}
 	if f.prompt == "" && mx != nil {
 		f.prompt = mx.Prompt
@@ -196,6 +205,7 @@ func (f *runFlags) dispatch(cmd *cobra.Command, cfg config.Config, positional, d
 		return err
 	}
 	req.Command = command
+	req.AgentArgs = agentArgs
 	if len(members) == 1 && mx == nil {
 		// The request may have taken the model from config.json (a matrix
 		// names its models itself).

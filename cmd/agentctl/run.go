@@ -34,8 +34,10 @@ type runFlags struct {
 	attach   bool
 	// interactive runs the agent's own TUI (launch -i).
 	interactive bool
-	rows        uint16
-	cols        uint16
+	// permissionMode is --permission-mode.
+	permissionMode string
+	rows           uint16
+	cols           uint16
 	// lock, force and the hooks: the operational layer.
 	lock        bool
 	force       bool
@@ -74,6 +76,8 @@ func (f *runFlags) register(cmd *cobra.Command, withPrompt bool) {
 		fl.StringVarP(&f.prompt, "prompt", "p", "", "the prompt for the agent")
 		fl.BoolVarP(&f.interactive, "interactive", "i", false, "run the agent's interactive interface (the prompt, if any, is its first message); a person answers its prompts: attach (-t), or approve/deny/answer from anywhere. A plain command always has its terminal")
 		fl.Var(modelFlag{f}, "model", "`MODEL` to use (provider/model for agents that take a provider); after an --adapter, that adapter's model")
+		fl.StringVar(&f.permissionMode, "permission-mode", "", "what the agent may do without asking: `MODE` default, acceptEdits, plan or bypassPermissions (see launch --help; default: each adapter's)")
+		cmd.RegisterFlagCompletionFunc("permission-mode", cobra.FixedCompletions(api.PermissionModes(), cobra.ShellCompDirectiveNoFileComp))
 	}
 }
 
@@ -127,7 +131,7 @@ func (f *runFlags) request(cfg config.Config) (api.RunRequest, error) {
 	return api.RunRequest{
 		Adapter: f.adapter, Prompt: f.prompt, Model: model, Cwd: abs,
 		Env: os.Environ(), EnvOverrides: env, Name: f.name, Labels: labels,
-		Rows: rows, Cols: cols, Interactive: f.interactive,
+		Rows: rows, Cols: cols, Interactive: f.interactive, PermissionMode: f.permissionMode,
 		Lock: f.lock, Force: f.force, OnCreate: f.onCreate, OnComplete: f.onComplete, HookTimeout: f.hookTimeout,
 		Image: f.image,
 	}, nil
@@ -166,7 +170,7 @@ func (f *runFlags) remoteRequest() (api.RunRequest, error) {
 	return api.RunRequest{
 		Adapter: f.adapter, Prompt: f.prompt, Model: f.model, Cwd: f.cwd,
 		EnvOverrides: env, Name: f.name, Labels: labels,
-		Rows: rows, Cols: cols, Interactive: f.interactive,
+		Rows: rows, Cols: cols, Interactive: f.interactive, PermissionMode: f.permissionMode,
 		Lock: f.lock, Force: f.force, OnCreate: f.onCreate, OnComplete: f.onComplete, HookTimeout: f.hookTimeout,
 		Image: f.image,
 	}, nil
@@ -398,7 +402,7 @@ as labels (never tokens or keys).`,
 func newLaunchCmd() *cobra.Command {
 	f := &runFlags{}
 	cmd := &cobra.Command{
-		Use:   "launch [ADAPTER] [-p PROMPT]",
+		Use:   "launch [ADAPTER] [-p PROMPT] [-- AGENT ARGS...]",
 		Short: "Start a coding agent, headless with a prompt or its own interactive interface",
 		Long: `Start an agent (claude, codex, opencode, pi, ...) with PROMPT as a supervised
 session, and print its id once the agent has started. ADAPTER defaults to the
@@ -426,19 +430,51 @@ worktree clean'.
   agentctl launch claude --worktree . --branch fix-login -p "fix the login bug"
 
 --file and --spec put files' contents in front of the prompt (relative paths
-start from --cwd, or REPO), each at most --max-file-size (default 50k).`,
-		Args: args(cobra.MaximumNArgs(1)),
+start from --cwd, or REPO), each at most --max-file-size (default 50k).
+
+Permissions: what an agent may do without asking. By default a headless run
+works unattended and an interactive one follows the agent's own settings:
+  claude    headless: --dangerously-skip-permissions (as root, where Claude
+            refuses that: --permission-mode acceptEdits --allowedTools Bash);
+            interactive: Claude's settings
+  codex     headless: --dangerously-bypass-approvals-and-sandbox (codex exec
+            cannot ask, and its sandbox fails in many containers);
+            interactive: Codex's config
+  opencode  its configuration's permission rules (a headless run refuses
+            what they would ask about); no mode can be set
+  pi        no permission system: its tools always run
+--permission-mode default|acceptEdits|plan|bypassPermissions (Claude Code's
+names) sets it instead: Claude's own --permission-mode; for Codex, plan is
+the read-only sandbox, acceptEdits the workspace-write one (interactive:
+asking on request), bypassPermissions neither sandbox nor approvals, default
+Codex's config. An agent without such a mode refuses it, saying why. A
+waiting permission prompt is answered with 'agentctl approve' or 'deny'.
+
+Everything after -- goes to the agent as given, after agentctl's flags and
+before the prompt; when it sets the agent's permissions itself (claude
+--permission-mode ..., codex --sandbox ...), agentctl adds none of its own:
+  agentctl launch claude -p "review the diff" -- --permission-mode plan`,
+		Args: func(cmd *cobra.Command, a []string) error {
+			if n := cmd.ArgsLenAtDash(); n > 1 || (n < 0 && len(a) > 1) {
+				return usageError{fmt.Errorf("%s: one ADAPTER at most; the agent's own arguments go after --", commandName(cmd))}
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, a []string) error {
 			cfg := loadConfig()
 			def := "claude"
 			if cfg.Adapter != "" {
 				def = cfg.Adapter
 			}
-			positional := ""
-			if len(a) == 1 {
-				positional = a[0]
+			before, after := a, []string(nil)
+			if n := cmd.ArgsLenAtDash(); n >= 0 {
+				before, after = a[:n], a[n:]
 			}
-			return f.dispatch(cmd, cfg, positional, def, nil)
+			positional := ""
+			if len(before) == 1 {
+				positional = before[0]
+			}
+			return f.dispatch(cmd, cfg, positional, def, after)
 		},
 	}
 	f.register(cmd, true)
