@@ -14,7 +14,9 @@ var t0 = time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
 func at(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
 
 // tui is a process started at sec in /p.
-func tui(pid, sec int) Proc { return Proc{PID: pid, Stamp: uint64(pid), Start: at(sec), Dirs: []string{"/p"}} }
+func tui(pid, sec int) Proc {
+	return Proc{PID: pid, Stamp: uint64(pid), Start: at(sec), Dirs: []string{"/p"}}
+}
 
 // sess is a session of /p begun at created, last written at updated.
 func sess(id string, created, updated int) Session {
@@ -394,7 +396,9 @@ func enumerate(procs []Proc, sessions []Session) enumerated {
 	return out
 }
 
-func held(verdict string) bool { return len(verdict) >= len(Running) && verdict[:len(Running)] == string(Running) }
+func held(verdict string) bool {
+	return len(verdict) >= len(Running) && verdict[:len(Running)] == string(Running)
+}
 
 // randomInstance is a small folder or two: up to 4 processes and 5
 // sessions on a coarse clock (so Slack matters), with pins, prompts,
