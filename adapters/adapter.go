@@ -83,6 +83,11 @@ const (
 	// and was turned down (another user or store, a recycled pid, a stale
 	// registry entry).
 	EvidenceRejected EvidenceKind = "rejected"
+	// EvidenceCandidate: a live process of the agent that holds the
+	// session in some assignment consistent with the facts, while every
+	// such assignment gives it one of them: the session runs, and which of
+	// them runs it is not known.
+	EvidenceCandidate EvidenceKind = "candidate"
 )
 
 // Evidence is one fact an adapter weighed for a session: of what kind,

@@ -120,3 +120,16 @@ func (m *Memory) prune(now time.Time) {
 }
 
 func slices0[T any](in []T) []T { return append([]T(nil), in...) }
+
+// Solve is Solve over what the memory adds to procs and sessions, and
+// keeps the ties it proves. It returns the processes as solved (their
+// indexes are those of procs). A nil Memory solves the facts of the moment.
+func (m *Memory) Solve(now time.Time, procs []Proc, sessions []Session) ([]Proc, Result) {
+	if m == nil {
+		return procs, Solve(procs, sessions)
+	}
+	procs, sessions = m.Apply(now, procs, sessions)
+	res := Solve(procs, sessions)
+	m.Record(now, procs, res)
+	return procs, res
+}
