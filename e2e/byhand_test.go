@@ -64,14 +64,15 @@ func (h *handTerm) tmux(args ...string) string {
 }
 
 // start runs argv in dir, in a new window, and returns the window and the
-// process's pid (tmux runs argv itself, no shell between).
+// process's pid (tmux runs argv itself, no shell between). PWD is dir, as
+// a shell sets it: OpenCode takes its folder from it.
 func (h *handTerm) start(dir string, argv ...string) (string, int) {
 	h.t.Helper()
 	h.mu.Lock()
 	h.n++
 	win := fmt.Sprintf("hand:w%d", h.n)
 	h.mu.Unlock()
-	out := h.tmux(append([]string{"new-window", "-d", "-P", "-F", "#{pane_pid}", "-n", strings.TrimPrefix(win, "hand:"), "-c", dir, "--"}, argv...)...)
+	out := h.tmux(append([]string{"new-window", "-d", "-P", "-F", "#{pane_pid}", "-n", strings.TrimPrefix(win, "hand:"), "-c", dir, "-e", "PWD=" + dir, "--"}, argv...)...)
 	pid, err := strconv.Atoi(strings.TrimSpace(out))
 	if err != nil {
 		h.t.Fatalf("pane pid %q: %v", out, err)
@@ -83,7 +84,7 @@ func (h *handTerm) start(dir string, argv ...string) (string, int) {
 // takes keys once its input box is drawn.
 func (h *handTerm) drawn(win string) {
 	h.t.Helper()
-	WaitFor(h.t, 60*time.Second, win+" to be drawn", func() bool {
+	WaitFor(h.t, 120*time.Second, win+" to be drawn", func() bool {
 		return strings.TrimSpace(h.tmux("capture-pane", "-p", "-t", win)) != ""
 	})
 	time.Sleep(3 * time.Second)
@@ -202,23 +203,25 @@ func TestByHand(t *testing.T) {
 	for _, ag := range handAgents {
 		t.Run(ag.name, func(t *testing.T) {
 			t.Parallel()
-			e := ag.env(t)
+			env := ag.env(t)
 			bin := agenttest.Bin(t, ag.name)
+			// Each scenario's commands fail its own test.
+			of := func(t *testing.T) *Env { e := *env; e.T = t; return &e }
 			t.Run("TwoTUIsInOneFolderRunTiedAndOneQuitting", func(t *testing.T) {
 				t.Parallel()
-				handTwoTUIs(t, e, ag, bin)
+				handTwoTUIs(t, of(t), ag, bin)
 			})
 			t.Run("OneShotBesideATUIIsTiedByItsPrompt", func(t *testing.T) {
 				t.Parallel()
-				handOneShot(t, e, ag, bin)
+				handOneShot(t, of(t), ag, bin)
 			})
 			t.Run("ContinueRunsWhileItsTurnRuns", func(t *testing.T) {
 				t.Parallel()
-				handContinue(t, e, ag, bin)
+				handContinue(t, of(t), ag, bin)
 			})
 			t.Run("ByHandBesideALaunchedTUI", func(t *testing.T) {
 				t.Parallel()
-				handBesideLaunched(t, e, ag, bin)
+				handBesideLaunched(t, of(t), ag, bin)
 			})
 		})
 	}
@@ -275,7 +278,16 @@ func handOneShot(t *testing.T, e *Env, ag handAgent, bin string) {
 	st := idleRow(t, e, ag.name, dir, pt, "the TUI's session running, idle, tied to it")
 	_, po := h.start(dir, ag.oneShot(bin, "one shot [[sleep: 8]]")...)
 	var so api.Session
+	var seen []api.Session
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, r := range seen {
+				t.Logf("last seen with the one-shot: %s %s/%s pid %d native %s warnings %q", r.ID, r.Status, r.Activity, r.PID, r.NativeID, r.Warnings)
+			}
+		}
+	})
 	WaitFor(t, 90*time.Second, "the one-shot's session running with its pid, the TUI's still its own", func() bool {
+		seen = handRows(e, ag.name, dir)
 		r, ok := rowOfPID(e, ag.name, dir, po)
 		rt, okt := rowOfPID(e, ag.name, dir, pt)
 		so = r
@@ -296,10 +308,20 @@ func handContinue(t *testing.T, e *Env, ag handAgent, bin string) {
 	dir := handProject(t)
 	logRows(t, e, ag.name, dir)
 	first := exec.Command(ag.oneShot(bin, "first [[text: one]]")[0], ag.oneShot(bin, "first [[text: one]]")[1:]...)
-	first.Dir, first.Env = dir, e.Vars
-	if out, err := first.CombinedOutput(); err != nil {
+	// As a shell sets it: OpenCode takes its folder from PWD.
+	first.Dir, first.Env = dir, append(append([]string{}, e.Vars...), "PWD="+dir)
+	out, err := first.CombinedOutput()
+	if err != nil {
 		t.Fatalf("the first one-shot: %v\n%s", err, out)
 	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the first one-shot said:\n%s", out)
+			for _, r := range e.List("-a").Sessions {
+				t.Logf("listed: %s %s cwd %s native %s", r.Adapter, r.Status, r.Cwd, r.NativeID)
+			}
+		}
+	})
 	var old api.Session
 	WaitFor(t, 30*time.Second, "the one-shot's session ended", func() bool {
 		rows := handRows(e, ag.name, dir)
@@ -324,9 +346,19 @@ func handBesideLaunched(t *testing.T, e *Env, ag handAgent, bin string) {
 	dir := handProject(t)
 	logRows(t, e, ag.name, dir)
 	h := newHandTerm(t, e)
-	l := launchTUI(e, ag.name, dir, ag.flags)
+	// The launch passes the caller's environment on: PWD is dir, as a
+	// shell in dir has it (OpenCode takes its folder from PWD).
+	le := *e
+	le.Vars = append(append([]string{}, e.Vars...), "PWD="+dir)
+	var l api.Session
+	le.JSON(&l, append([]string{"launch", ag.name, "--json", "--cwd", dir}, ag.flags...)...)
 	wh, ph := h.start(dir, ag.tui(bin)...)
 	h.drawn(wh)
+	WaitFor(t, 120*time.Second, "the launched TUI to be drawn", func() bool {
+		out, _, _ := e.Run("logs", "-n", "0", l.ID)
+		return len(strings.TrimSpace(out)) > 0
+	})
+	time.Sleep(3 * time.Second) // the input box takes keys once drawn
 	// Both sessions begin after both started: their start times alone
 	// cannot tell them apart.
 	e.MustRun("send", l.ID, "hello [[text: launched]]")

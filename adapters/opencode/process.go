@@ -237,7 +237,9 @@ func matchProcesses(ss []*session, procs []liveProc, launched map[int]string, me
 			ap.Only, ap.OnlyBy = []string{}, evidencePrompt
 			want := text.Ellipsis(p.prompt, promptRunes)
 			for _, s := range ss {
-				if s.parentID == "" && s.firstPrompt == want {
+				// A session without a first prompt yet may be the one it
+				// is writing its message to.
+				if s.parentID == "" && (s.firstPrompt == want || s.firstPrompt == "") {
 					ap.Only = append(ap.Only, s.id)
 				}
 			}
