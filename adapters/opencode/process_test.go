@@ -220,6 +220,27 @@ func TestOneShotBesideATUIIsTiedByItsPrompt(t *testing.T) {
 	}
 }
 
+// A one-shot's session row is written before its message: until then the
+// session may be the one-shot's, and a TUI beside it is not given it.
+func TestOneShotSessionBeforeItsPromptIsNotTheTUIs(t *testing.T) {
+	data, a := testData(t)
+	db := loadFixture(t, data)
+	dir := t.TempDir()
+	tui := fakeOpencode(t, data, dir, "")
+	mine := "ses_ffff00000001ffTheTUIsXxxxxx"
+	addSession(t, db, mine, dir, "hello", time.Now())
+	shot := fakeOpencode(t, data, dir, "", "run", "--", "one", "shot")
+	theirs := "ses_ffff00000002ffNoPromptYetXx"
+	addSession(t, db, theirs, dir, "", time.Now().Add(10*time.Millisecond))
+	got := discoverByID(t, a)
+	if p := got[mine].Process; p == nil || p.PID != tui.Process.Pid {
+		t.Errorf("the TUI's session: %+v, want pid %d", p, tui.Process.Pid)
+	}
+	if p := got[theirs].Process; p == nil || p.PID != shot.Process.Pid {
+		t.Errorf("the one-shot's session before its prompt: %+v, want pid %d", p, shot.Process.Pid)
+	}
+}
+
 // Issue 24: `opencode --continue` by hand read ended while its turn ran.
 func TestContinueByHandRunsItsSession(t *testing.T) {
 	data, a := testData(t)
