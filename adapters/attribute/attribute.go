@@ -18,14 +18,18 @@
 //   - a pin (an argument naming the session, an open file, a server's
 //     answer, a launch record) ties a pair, and excludes that session for
 //     the others;
-//   - a pair proven earlier (Memory) holds on: the process holds that
-//     session or one begun since; a session whose proven holder ended is
-//     held by no one, unless written since;
+//   - what an earlier answer proved (Memory) holds on: a process held one
+//     of some sessions then, and holds one of them or one begun since; a
+//     process that has ended since held one of them, which has ended with
+//     it (unless written after its end: then it was not its);
 //   - a process holds the latest-written session it could hold (a TUI that
 //     made several over its life, /new, works on the last one);
 //   - a process that could hold a session holds one: of the assignments
 //     respecting the facts above, only those giving the most processes a
 //     session are consistent.
+//
+// A session is running when every consistent assignment gives it a live
+// process, ended when none does.
 //
 // Everything here is a pure function of its input, so the table of cases
 // and the brute-force comparison in the tests are fast.
@@ -69,11 +73,18 @@ type Proc struct {
 	// Resumes says it may hold a session begun before it started, when
 	// written since (--continue, or arguments the process hides).
 	Resumes bool
-	// Held is the session an earlier answer proved it held, at HeldAt
-	// (Memory sets them): it holds that one or one begun since.
-	Held   string
+	// Held are the sessions an earlier answer proved it held one of, at
+	// HeldAt (Memory sets them): it holds one of them or one begun since.
+	Held   []string
 	HeldAt time.Time
+	// Ended, when set, says the process has ended (first seen gone then):
+	// it stands for what it held (one of Held, not written after its end),
+	// which has ended with it. Memory adds such processes.
+	Ended time.Time
 }
+
+// gone says p has ended.
+func (p Proc) gone() bool { return !p.Ended.IsZero() }
 
 // Session is a native session of the agent.
 type Session struct {
@@ -81,10 +92,6 @@ type Session struct {
 	Dir     string
 	Created time.Time
 	Updated time.Time
-	// Released says the process proven to hold it has ended and nothing
-	// wrote it since (Memory sets it): no live process holds it but one
-	// pinned to it.
-	Released bool
 }
 
 // Verdict is what the facts say of one session.
@@ -130,10 +137,13 @@ type Result struct {
 	// Sessions holds an outcome for every session some live process
 	// could hold (a candidate); the others no process holds: ended.
 	Sessions map[string]Outcome
-	// Procs maps a process (index) to the session every consistent
+	// Procs maps a live process (index) to the session every consistent
 	// assignment gives it; a process missing holds none, or which one is
 	// open.
 	Procs map[int]string
+	// Holds maps a live process that holds a session in every consistent
+	// assignment to the sessions it holds in some: one of them is its own.
+	Holds map[int][]string
 }
 
 // Candidates are the sessions p may hold by the facts that concern p
@@ -155,14 +165,18 @@ func may(procs []Proc, i int, s Session) bool {
 	if p.Pin != "" {
 		return s.ID == p.Pin
 	}
-	// Pinned to, or proven held by, another process.
+	// Pinned to, or proven held by, another process (an ended one: unless
+	// written after its end).
 	for k, q := range procs {
-		if k != i && (q.Pin == s.ID || (q.Pin == "" && q.Held == s.ID)) {
+		if k == i {
+			continue
+		}
+		if q.Pin == s.ID || (q.Pin == "" && len(q.Held) == 1 && q.Held[0] == s.ID && (!q.gone() || !s.Updated.After(q.Ended))) {
 			return false
 		}
 	}
-	if s.Released {
-		return false
+	if p.gone() {
+		return slices.Contains(p.Held, s.ID) && !s.Updated.After(p.Ended)
 	}
 	if len(p.Dirs) > 0 && !slices.Contains(p.Dirs, s.Dir) {
 		return false
@@ -170,8 +184,8 @@ func may(procs []Proc, i int, s Session) bool {
 	if p.Only != nil && !slices.Contains(p.Only, s.ID) {
 		return false
 	}
-	if p.Held != "" {
-		return s.ID == p.Held || !s.Created.Before(p.HeldAt.Add(-Slack))
+	if len(p.Held) > 0 {
+		return slices.Contains(p.Held, s.ID) || !s.Created.Before(p.HeldAt.Add(-Slack))
 	}
 	since := p.Start.Add(-Slack)
 	return !s.Created.Before(since) || (p.Resumes && !s.Updated.Before(since))
@@ -179,7 +193,7 @@ func may(procs []Proc, i int, s Session) bool {
 
 // Solve decides every candidate session: see the package's doc.
 func Solve(procs []Proc, sessions []Session) Result {
-	res := Result{Sessions: map[string]Outcome{}, Procs: map[int]string{}}
+	res := Result{Sessions: map[string]Outcome{}, Procs: map[int]string{}, Holds: map[int][]string{}}
 	cands := make([][]int, len(procs))
 	for i := range procs {
 		cands[i] = Candidates(procs, i, sessions)
@@ -280,7 +294,7 @@ func solveGroup(procs []Proc, sessions []Session, cands [][]int, group []int, re
 					t.of[i] = map[int]bool{}
 				}
 				t.of[i][j] = true
-				if j >= 0 {
+				if j >= 0 && !procs[i].gone() {
 					t.held[j]++
 					if t.holders[j] == nil {
 						t.holders[j] = map[int]bool{}
@@ -306,8 +320,12 @@ func solveGroup(procs []Proc, sessions []Session, cands [][]int, group []int, re
 		return walk(k+1, size)
 	}
 	if !walk(0, 0) {
-		pids := make([]int, len(group))
-		copy(pids, group)
+		var pids []int
+		for _, i := range group {
+			if !procs[i].gone() {
+				pids = append(pids, i)
+			}
+		}
 		for j := range inGroup {
 			res.Sessions[sessions[j].ID] = Outcome{Verdict: Unknown, Holders: pids,
 				Reason: fmt.Sprintf("too many ways (over %d) to give these %d processes their sessions to weigh them all", maxLeaves, len(group))}
@@ -326,27 +344,32 @@ func solveGroup(procs []Proc, sessions []Session, cands [][]int, group []int, re
 			o.Verdict = Ended
 		default:
 			o.Verdict = Unknown
-			o.Reason = "the facts allow an assignment that gives it " + pidList(procs, o.Holders) + " and one that gives it none"
+			o.Reason = "the facts allow an assignment that gives it " + pidList(procs, o.Holders) + " and one that gives it no live process"
 		}
 		res.Sessions[sessions[j].ID] = o
 	}
 	for _, i := range group {
-		if len(t.of[i]) != 1 {
+		if procs[i].gone() || t.of[i][-1] {
 			continue
 		}
 		for j := range t.of[i] {
-			if j >= 0 && res.Sessions[sessions[j].ID].Verdict == Running {
+			res.Holds[i] = append(res.Holds[i], sessions[j].ID)
+			if len(t.of[i]) == 1 && res.Sessions[sessions[j].ID].Verdict == Running {
 				res.Procs[i] = sessions[j].ID
 			}
 		}
+		slices.Sort(res.Holds[i])
 	}
 }
 
-// current checks that every process of the assignment holds the latest
-// written of the sessions it could hold that no other holds, and that one
-// left without a session could hold none.
+// current checks that every live process of the assignment holds the
+// latest written of the sessions it could hold that no other holds, and
+// that one left without a session could hold none.
 func current(procs []Proc, sessions []Session, cands [][]int, group []int, assign []int, taken map[int]int) bool {
 	for pos, j := range assign {
+		if procs[group[pos]].gone() {
+			continue
+		}
 		for _, c := range cands[group[pos]] {
 			if _, held := taken[c]; held {
 				continue
@@ -364,7 +387,7 @@ func tieEvidence(p Proc, id string) string {
 	switch {
 	case p.Pin == id && p.PinBy != "":
 		return p.PinBy
-	case p.Held == id:
+	case slices.Contains(p.Held, id):
 		return ByHeld
 	case p.Only != nil && p.OnlyBy != "":
 		return p.OnlyBy

@@ -36,8 +36,12 @@ func TestSolve(t *testing.T) {
 	resumes := func(p Proc) Proc { p.Resumes = true; return p }
 	pin := func(p Proc, id, by string) Proc { p.Pin, p.PinBy = id, by; return p }
 	only := func(p Proc, ids ...string) Proc { p.Only, p.OnlyBy = append([]string{}, ids...), "argv"; return p }
-	held := func(p Proc, id string, sec int) Proc { p.Held, p.HeldAt = id, at(sec); return p }
-	released := func(s Session) Session { s.Released = true; return s }
+	held := func(p Proc, sec int, ids ...string) Proc { p.Held, p.HeldAt = ids, at(sec); return p }
+	// ended is a process that held one of ids at 0 and was first seen
+	// gone at sec.
+	ended := func(pid, sec int, ids ...string) Proc {
+		return Proc{PID: pid, Stamp: uint64(pid), Dirs: []string{"/p"}, Held: ids, Ended: at(sec)}
+	}
 	elsewhere := func(s Session) Session { s.Dir = "/q"; return s }
 	cases := []struct {
 		name     string
@@ -89,7 +93,7 @@ func TestSolve(t *testing.T) {
 		},
 		{
 			name:     "two TUIs once told apart stay tied (memory)",
-			procs:    []Proc{held(resumes(tui(1, 0)), "a", 15), held(resumes(tui(2, 10)), "b", 15)},
+			procs:    []Proc{held(resumes(tui(1, 0)), 15, "a"), held(resumes(tui(2, 10)), 15, "b")},
 			sessions: []Session{sess("a", 1, 20), sess("b", 11, 21)},
 			want:     map[string]want{"a": {Running, []int{1}, ByHeld}, "b": {Running, []int{2}, ByHeld}},
 			ties:     map[int]string{1: "a", 2: "b"},
@@ -98,14 +102,28 @@ func TestSolve(t *testing.T) {
 			// Issue 24: after one of two TUIs quits, the other stays tied and
 			// the quitter's session ends at once.
 			name:     "one of two TUIs quits: the survivor stays tied, the quitter's session ends",
-			procs:    []Proc{held(resumes(tui(1, 0)), "a", 15)},
-			sessions: []Session{sess("a", 1, 20), released(sess("b", 11, 40))},
-			want:     map[string]want{"a": {Running, []int{1}, ByHeld}},
+			procs:    []Proc{held(resumes(tui(1, 0)), 15, "a"), ended(2, 45, "b")},
+			sessions: []Session{sess("a", 1, 20), sess("b", 11, 40)},
+			want:     map[string]want{"a": {Running, []int{1}, ByHeld}, "b": {Ended, nil, ""}},
 			ties:     map[int]string{1: "a"},
 		},
 		{
+			name:     "of two TUIs holding one of two sessions each, one quits: which is left is unknown",
+			procs:    []Proc{held(resumes(tui(1, 0)), 15, "a", "b"), ended(2, 30, "a", "b")},
+			sessions: []Session{sess("a", 1, 20), sess("b", 11, 21)},
+			want:     map[string]want{"a": {Unknown, []int{1}, ""}, "b": {Unknown, []int{1}, ""}},
+			ties:     map[int]string{},
+		},
+		{
+			name:     "of two TUIs holding one of two sessions each, one quits: the session written after its end is the survivor's",
+			procs:    []Proc{held(resumes(tui(1, 0)), 15, "a", "b"), ended(2, 30, "a", "b")},
+			sessions: []Session{sess("a", 1, 20), sess("b", 11, 40)},
+			want:     map[string]want{"a": {Ended, nil, ""}, "b": {Running, []int{1}, ByHeld}},
+			ties:     map[int]string{1: "b"},
+		},
+		{
 			name:     "a TUI that made a session after it was tied (/new) holds the new one",
-			procs:    []Proc{held(tui(1, 0), "a", 15)},
+			procs:    []Proc{held(tui(1, 0), 15, "a")},
 			sessions: []Session{sess("a", 1, 20), sess("c", 30, 31)},
 			want:     map[string]want{"a": {Ended, nil, ""}, "c": {Running, []int{1}, ByProof}},
 			ties:     map[int]string{1: "c"},
@@ -144,9 +162,9 @@ func TestSolve(t *testing.T) {
 			// Issue 24: the finished one-shot stayed unknown until the TUI
 			// quit.
 			name:     "a finished one-shot beside a TUI: ended, and the TUI keeps its own",
-			procs:    []Proc{held(tui(1, 0), "t", 12)},
-			sessions: []Session{sess("t", 1, 5), released(sess("o", 11, 20))},
-			want:     map[string]want{"t": {Running, []int{1}, ByHeld}},
+			procs:    []Proc{held(tui(1, 0), 12, "t"), ended(2, 25, "o")},
+			sessions: []Session{sess("t", 1, 5), sess("o", 11, 20)},
+			want:     map[string]want{"t": {Running, []int{1}, ByHeld}, "o": {Ended, nil, ""}},
 			ties:     map[int]string{1: "t"},
 		},
 		{
@@ -181,8 +199,8 @@ func TestSolve(t *testing.T) {
 		},
 		{
 			name:     "a pin holds a released session",
-			procs:    []Proc{pin(tui(1, 10), "a", "argv")},
-			sessions: []Session{released(sess("a", 1, 3))},
+			procs:    []Proc{pin(tui(1, 10), "a", "argv"), ended(2, 5, "a")},
+			sessions: []Session{sess("a", 1, 3)},
 			want:     map[string]want{"a": {Running, []int{1}, "argv"}},
 			ties:     map[int]string{1: "a"},
 		},
@@ -287,23 +305,26 @@ func allowed(procs []Proc, i int, s Session) bool {
 	if p.Pin != "" {
 		return p.Pin == s.ID
 	}
-	for k := range procs {
+	for k, q := range procs {
 		if k == i {
 			continue
 		}
-		if procs[k].Pin == s.ID || (procs[k].Pin == "" && procs[k].Held == s.ID) {
+		if q.Pin == s.ID {
+			return false
+		}
+		if q.Pin == "" && len(q.Held) == 1 && q.Held[0] == s.ID && (q.Ended.IsZero() || s.Updated.Compare(q.Ended) <= 0) {
 			return false
 		}
 	}
 	switch {
-	case s.Released:
-		return false
+	case !p.Ended.IsZero():
+		return slices.Contains(p.Held, s.ID) && s.Updated.Compare(p.Ended) <= 0
 	case len(p.Dirs) > 0 && p.Dirs[0] != s.Dir:
 		return false
 	case p.Only != nil && !slices.Contains(p.Only, s.ID):
 		return false
-	case p.Held != "":
-		return p.Held == s.ID || s.Created.Add(Slack).Compare(p.HeldAt) >= 0
+	case len(p.Held) > 0:
+		return slices.Contains(p.Held, s.ID) || s.Created.Add(Slack).Compare(p.HeldAt) >= 0
 	}
 	return s.Created.Add(Slack).Compare(p.Start) >= 0 || (p.Resumes && s.Updated.Add(Slack).Compare(p.Start) >= 0)
 }
@@ -336,9 +357,12 @@ func enumerate(procs []Proc, sessions []Session) enumerated {
 			used[j] = true
 			size++
 		}
-		// Each process holds the latest written it could hold that no
-		// other holds; none only when every one it could hold is held.
+		// Each live process holds the latest written it could hold that
+		// no other holds; none only when every one it could hold is held.
 		for i, j := range assign {
+			if !procs[i].Ended.IsZero() {
+				continue
+			}
 			for k, s := range sessions {
 				if !ok {
 					break
@@ -365,7 +389,7 @@ func enumerate(procs []Proc, sessions []Session) enumerated {
 		held := 0
 		for _, a := range consistent {
 			for i, k := range a {
-				if k == j {
+				if k == j && procs[i].Ended.IsZero() {
 					holders[i] = true
 					held++
 				}
@@ -381,6 +405,9 @@ func enumerate(procs []Proc, sessions []Session) enumerated {
 		}
 	}
 	for i := range procs {
+		if !procs[i].Ended.IsZero() {
+			continue
+		}
 		first, same := -2, true
 		for _, a := range consistent {
 			if first == -2 {
@@ -389,14 +416,14 @@ func enumerate(procs []Proc, sessions []Session) enumerated {
 				same = false
 			}
 		}
-		if same && first >= 0 && held(out.verdicts[sessions[first].ID]) {
+		if same && first >= 0 && running(out.verdicts[sessions[first].ID]) {
 			out.ties[i] = sessions[first].ID
 		}
 	}
 	return out
 }
 
-func held(verdict string) bool {
+func running(verdict string) bool {
 	return len(verdict) >= len(Running) && verdict[:len(Running)] == string(Running)
 }
 
@@ -408,7 +435,7 @@ func randomInstance(rng *rand.Rand) ([]Proc, []Session) {
 	sessions := make([]Session, rng.IntN(6))
 	for j := range sessions {
 		c := rng.IntN(10)
-		sessions[j] = Session{ID: fmt.Sprintf("s%d", j), Dir: dirs[rng.IntN(4)/3], Created: at(c), Updated: at(c + rng.IntN(6)), Released: rng.IntN(8) == 0}
+		sessions[j] = Session{ID: fmt.Sprintf("s%d", j), Dir: dirs[rng.IntN(4)/3], Created: at(c), Updated: at(c + rng.IntN(6))}
 	}
 	procs := make([]Proc, rng.IntN(5))
 	for i := range procs {
@@ -426,8 +453,16 @@ func randomInstance(rng *rand.Rand) ([]Proc, []Session) {
 				p.Only = []string{sessions[rng.IntN(len(sessions))].ID}
 			case 3:
 				p.Only = []string{}
-			case 4:
-				p.Held, p.HeldAt = sessions[rng.IntN(len(sessions))].ID, at(rng.IntN(12))
+			case 4, 5:
+				for _, s := range sessions {
+					if rng.IntN(2) == 0 {
+						p.Held = append(p.Held, s.ID)
+					}
+				}
+				p.HeldAt = at(rng.IntN(12))
+				if rng.IntN(2) == 0 {
+					p.Ended = at(rng.IntN(16))
+				}
 			}
 		}
 		procs[i] = p
@@ -435,43 +470,65 @@ func randomInstance(rng *rand.Rand) ([]Proc, []Session) {
 	return procs, sessions
 }
 
-func TestMemoryKeepsTiesAndReleasesTheEnded(t *testing.T) {
+func TestMemoryKeepsWhatWasProven(t *testing.T) {
 	t.Parallel()
 	var m Memory
 	a, b := tui(1, 0), tui(2, 10)
 	a.Resumes, b.Resumes = true, true
-	ss := []Session{sess("a", 1, 5), sess("b", 11, 12)}
+	solve := func(now int, procs []Proc, ss []Session) ([]Proc, Result) {
+		return m.Solve(at(now), procs, ss)
+	}
 	// Each wrote alone: told apart, and remembered.
-	procs, sessions := m.Apply(at(13), []Proc{a, b}, ss)
-	res := Solve(procs, sessions)
-	m.Record(at(13), procs, res)
+	_, res := solve(13, []Proc{a, b}, []Session{sess("a", 1, 5), sess("b", 11, 12)})
 	if !res.Sessions["a"].Tied() || !res.Sessions["b"].Tied() {
 		t.Fatalf("not told apart: %+v", res.Sessions)
 	}
 	// Both write again: alone, that would leave which pid open.
-	ss = []Session{sess("a", 1, 20), sess("b", 11, 21)}
+	ss := []Session{sess("a", 1, 20), sess("b", 11, 21)}
 	if res := Solve([]Proc{a, b}, ss); res.Sessions["a"].Tied() {
 		t.Fatalf("the facts of the moment alone tie a: %+v", res.Sessions)
 	}
-	procs, sessions = m.Apply(at(22), []Proc{a, b}, ss)
-	res = Solve(procs, sessions)
-	if o := res.Sessions["a"]; !o.Tied() || procs[o.Holders[0]].PID != 1 || o.By != ByHeld {
+	ps, res := solve(22, []Proc{a, b}, ss)
+	if o := res.Sessions["a"]; !o.Tied() || ps[o.Holders[0]].PID != 1 || o.By != ByHeld {
 		t.Fatalf("a: %+v", o)
 	}
 	// b quits after writing last: its session ends, a keeps its own.
-	procs, sessions = m.Apply(at(23), []Proc{a}, ss)
-	res = Solve(procs, sessions)
+	_, res = solve(23, []Proc{a}, ss)
 	if o := res.Sessions["a"]; !o.Tied() || o.By != ByHeld {
 		t.Fatalf("a after b quit: %+v", o)
 	}
 	if o, ok := res.Sessions["b"]; ok && o.Verdict != Ended {
 		t.Fatalf("b after b quit: %+v", o)
 	}
-	// Written again after its holder ended: someone resumed it, and it is
-	// a candidate again.
+	// Written again after b ended: someone resumed it, and b no longer
+	// stands for it.
 	ss[1].Updated = at(30)
-	_, sessions = m.Apply(at(31), []Proc{a}, ss)
-	if sessions[1].Released {
-		t.Fatal("b written since its holder ended is still released")
+	if ps := m.Apply(at(31), []Proc{a}, ss); len(ps) != 1 {
+		t.Fatalf("b still stands for a session written after its end: %+v", ps)
+	}
+}
+
+// Two TUIs that were never told apart each hold one of two sessions; when
+// one quits, which is left is unknown until the survivor writes.
+func TestMemoryOfTwoUntiedTUIs(t *testing.T) {
+	t.Parallel()
+	var m Memory
+	a, b := tui(1, 0), tui(2, 1)
+	ss := []Session{sess("a", 2, 20), sess("b", 3, 21)}
+	_, res := m.Solve(at(22), []Proc{a, b}, ss)
+	if o := res.Sessions["a"]; o.Verdict != Running || len(o.Holders) != 2 {
+		t.Fatalf("a while both live: %+v", o)
+	}
+	_, res = m.Solve(at(23), []Proc{a}, ss)
+	if res.Sessions["a"].Verdict != Unknown || res.Sessions["b"].Verdict != Unknown {
+		t.Fatalf("after b quit, before a writes: %+v", res.Sessions)
+	}
+	ss[0].Updated = at(30)
+	_, res = m.Solve(at(31), []Proc{a}, ss)
+	if o := res.Sessions["a"]; !o.Tied() {
+		t.Fatalf("a, written after b's end: %+v", o)
+	}
+	if o := res.Sessions["b"]; o.Verdict != Ended {
+		t.Fatalf("b, which b took with it: %+v", o)
 	}
 }
