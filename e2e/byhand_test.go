@@ -113,9 +113,11 @@ type handAgent struct {
 var handAgents = []handAgent{
 	{
 		name: "pi", quit: "/quit", flags: []string{"--model", "fakeopenai/fake-model"},
-		env:  func(t *testing.T) *Env { return newPiEnv(t).Env },
-		tui:  func(bin string) []string { return []string{bin, "--provider", "fakeopenai", "--model", "fake-model"} },
-		cont: func(bin string) []string { return []string{bin, "-c", "--provider", "fakeopenai", "--model", "fake-model"} },
+		env: func(t *testing.T) *Env { return newPiEnv(t).Env },
+		tui: func(bin string) []string { return []string{bin, "--provider", "fakeopenai", "--model", "fake-model"} },
+		cont: func(bin string) []string {
+			return []string{bin, "-c", "--provider", "fakeopenai", "--model", "fake-model"}
+		},
 		oneShot: func(bin, prompt string) []string {
 			return []string{bin, "-p", prompt, "--provider", "fakeopenai", "--model", "fake-model"}
 		},
