@@ -146,7 +146,7 @@ var evidenceMeaning = map[string]string{
 	"argv":      "its command line names this session",
 	"open-file": "it holds this session's file open",
 	"environ":   "the environment marker agentctl set at launch names this session",
-	"cwd+start": "it is the only agent process in the session's folder, and the session began after it started",
+	"cwd+start": "every assignment of the agent's live processes to sessions consistent with the facts (folder, start times, what was written when, one session each) gives it this process",
 	"server":    "the agent's own server says this is its current session",
 	"prompt":    "its message (from its command line or the file that is its stdin) is the first prompt of this session alone",
 	"launch":    "agentctl's launch record of this process names this session",
