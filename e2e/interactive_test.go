@@ -437,8 +437,14 @@ func TestInteractivePiTUIsByHandRunAndEndApart(t *testing.T) {
 	}
 	p.MustRun("send", a.ID, "/quit")
 	waitGone(t, a.PID, 30*time.Second)
-	// b writes after a's end: the session written is b's, tied to it, and
-	// a's has ended.
+	// Seen gone: which session a took with it is open until b writes.
+	for _, r := range rows() {
+		if r.NativeID != "" && r.Status == api.StatusRunning && r.ID != b.ID {
+			t.Errorf("with a gone and b not written since, %s (native %s) reads running", r.ID, r.NativeID)
+		}
+	}
+	// b writes after a's end was seen: the session written is b's, tied to
+	// it, and a's has ended.
 	p.MustRun("send", b.ID, "again [[text: b again]]")
 	WaitFor(t, 60*time.Second, "a's session ended, b's tied to b", func() bool {
 		rs := rows()
