@@ -98,6 +98,11 @@ const (
 	// and was turned down (another user or store, a recycled pid, a stale
 	// registry entry).
 	EvidenceRejected EvidenceKind = "rejected"
+	// EvidenceCandidate: a live process of the agent that holds the
+	// session in some assignment consistent with the facts, while every
+	// such assignment gives it one of them: the session runs, and which of
+	// them runs it is not known.
+	EvidenceCandidate EvidenceKind = "candidate"
 )
 
 // Evidence is one fact an adapter weighed for a session: of what kind,
@@ -378,4 +383,22 @@ func DiscoverOneOf(ctx context.Context, a Adapter, nativeID string) (NativeSessi
 		}
 	}
 	return NativeSession{}, fmt.Errorf("%s session %s: %w", a.Name(), nativeID, ErrNoSession)
+}
+
+// launchedKey keys the launch records a Discover is handed.
+type launchedKey struct{}
+
+// WithLaunched hands Discover agentctl's launch records of running
+// sessions whose native id is known: per adapter, the agent's pid and its
+// native session. They pin those processes to their sessions, so that the
+// processes started by hand beside them are weighed without them.
+func WithLaunched(ctx context.Context, launched map[string]map[int]string) context.Context {
+	return context.WithValue(ctx, launchedKey{}, launched)
+}
+
+// LaunchedFrom returns adapter's launch records handed by WithLaunched
+// (pid -> native id); nil when none were.
+func LaunchedFrom(ctx context.Context, adapter string) map[int]string {
+	m, _ := ctx.Value(launchedKey{}).(map[string]map[int]string)
+	return m[adapter]
 }

@@ -20,6 +20,9 @@ const (
 	// EvidenceContender: a live process that may own the session, which
 	// nothing ties to one session.
 	EvidenceContender = "contender"
+	// EvidenceCandidate: a live process that may be the one running the
+	// session, which runs whichever of them it is.
+	EvidenceCandidate = "candidate"
 	// EvidenceRejected: a candidate turned down, and why.
 	EvidenceRejected = "rejected"
 	// EvidenceAdapter: the adapter could not answer this time.

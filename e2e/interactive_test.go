@@ -368,14 +368,16 @@ func nativeOf(e *Env, id string) string {
 	return ""
 }
 
-// Two Pi TUIs started by hand in one folder (`run -- pi`): Pi holds no file
-// open, overwrites its argv and carries no marker agentctl set, so while
-// both live nothing ties either process to its session: each session reads
-// unknown, naming both pids, never running for both nor ended while an
-// owner may live. Once one quits, the survivor's session is the one begun
-// after it started (cwd+start) and the other's has ended; once none lives,
-// all have ended.
-func TestInteractivePiTUIsByHandAreUnknownNamingTheirPIDs(t *testing.T) {
+// Two Pi TUIs started by hand in one folder (`run -- pi`), prompted at
+// once: Pi holds no file open, overwrites its argv and carries no marker
+// agentctl set, so which process holds which session may stay open while
+// both live, but each session runs (issue 24: both read unknown for their
+// whole life): never unknown, never ended while both live. Once one quits,
+// its session has ended as soon as the survivor writes (which one the
+// quitter took is open only until then), and the survivor's session is
+// tied to it: `run -- pi` is listed once, with its native id; once none
+// lives, all have ended.
+func TestInteractivePiTUIsByHandRunAndEndApart(t *testing.T) {
 	t.Parallel()
 	p := newPiEnv(t)
 	start := func() api.Session {
@@ -394,46 +396,60 @@ func TestInteractivePiTUIsByHandAreUnknownNamingTheirPIDs(t *testing.T) {
 	t.Cleanup(func() {
 		if t.Failed() {
 			for _, r := range last {
-				t.Logf("last seen: %s %s pid %d warnings %q", r.ID, r.Status, r.PID, r.Warnings)
+				t.Logf("last seen: %s %s pid %d native %s prompt %q warnings %q", r.ID, r.Status, r.PID, r.NativeID, r.Prompt, r.Warnings)
 			}
 		}
 	})
-	natives := func() []api.Session {
+	// The rows of the folder's Pi sessions: a `run` row tied to its
+	// session (its native id merged in), or the session's own row.
+	rows := func() []api.Session {
 		var out []api.Session
 		for _, r := range p.List("-a").Sessions {
-			if r.Adapter == "pi" && r.Origin == api.OriginDiscovered && r.Cwd == p.proj {
+			if r.Adapter == "pi" && r.Cwd == p.proj || (r.ID == a.ID || r.ID == b.ID) && r.NativeID != "" {
 				out = append(out, r)
 			}
 		}
 		last = out
 		return out
 	}
-	names := func(s api.Session, pids ...int) bool {
-		w := strings.Join(s.Warnings, " ")
-		for _, pid := range pids {
-			if !strings.Contains(w, fmt.Sprint(pid)) {
-				return false
+	session := func(rs []api.Session, words string) (api.Session, bool) {
+		for _, r := range rs {
+			if r.NativeID != "" && strings.Contains(r.Prompt, words) {
+				return r, true
 			}
 		}
-		return true
+		return api.Session{}, false
 	}
-	WaitFor(t, 90*time.Second, "both sessions unknown, naming both pids", func() bool {
-		ns := natives()
-		return len(ns) == 2 && ns[0].Status == api.StatusUnknown && ns[1].Status == api.StatusUnknown &&
-			names(ns[0], a.PID, b.PID) && names(ns[1], a.PID, b.PID)
+	var sa, sb api.Session
+	WaitFor(t, 90*time.Second, "both sessions written and running", func() bool {
+		rs := rows()
+		var oka, okb bool
+		sa, oka = session(rs, "from a")
+		sb, okb = session(rs, "from b")
+		return oka && okb && sa.Status == api.StatusRunning && sb.Status == api.StatusRunning
 	})
-	// Listed oldest first: a's session began (in Pi's memory, at its start)
-	// before b started.
-	ns := natives()
-	sa, sb := ns[0].NativeID, ns[1].NativeID
+	for range 20 {
+		for _, r := range rows() {
+			if r.NativeID != "" && r.Status != api.StatusRunning {
+				t.Fatalf("while both Pis live, %s (native %s) reads %s", r.ID, r.NativeID, r.Status)
+			}
+		}
+	}
 	p.MustRun("send", a.ID, "/quit")
 	waitGone(t, a.PID, 30*time.Second)
-	// With a gone, b is the one Pi of the folder, and its session the one
-	// begun after it started: tied to it (cwd+start), so `run -- pi` is
-	// listed once, with its native id; a's session has ended.
-	WaitFor(t, 10*time.Second, "a's session ended, b's tied to b", func() bool {
-		ns := natives()
-		return len(ns) == 1 && ns[0].NativeID == sa && ns[0].Status == api.StatusEnded && nativeOf(p.Env, b.ID) == sb
+	// Seen gone: which session a took with it is open until b writes.
+	for _, r := range rows() {
+		if r.NativeID != "" && r.Status == api.StatusRunning && r.ID != b.ID {
+			t.Errorf("with a gone and b not written since, %s (native %s) reads running", r.ID, r.NativeID)
+		}
+	}
+	// b writes after a's end was seen: the session written is b's, tied to
+	// it, and a's has ended.
+	p.MustRun("send", b.ID, "again [[text: b again]]")
+	WaitFor(t, 60*time.Second, "a's session ended, b's tied to b", func() bool {
+		rs := rows()
+		ra, oka := session(rs, "from a")
+		return oka && ra.NativeID == sa.NativeID && ra.Status == api.StatusEnded && nativeOf(p.Env, b.ID) == sb.NativeID
 	})
 	p.MustRun("send", b.ID, "/quit")
 	waitGone(t, b.PID, 30*time.Second)

@@ -217,7 +217,7 @@ func (c *Core) sessions(ctx context.Context, keep func(*api.Session) bool, skip 
 	if err != nil {
 		return nil, nil, err
 	}
-	disc := c.disc.run(ctx)
+	disc := c.disc.run(adapters.WithLaunched(ctx, launchPins(launched)))
 	disc.repeats = c.repeated.repeats(disc.sessions)
 	seen := c.moves.begin()
 	var skipNative func(*adapters.NativeSession) bool
@@ -231,6 +231,26 @@ func (c *Core) sessions(ctx context.Context, keep func(*api.Session) bool, skip 
 	}, skipNative)
 	c.notify(seen.end())
 	return all, append(warnings, disc.warnings...), nil
+}
+
+// launchPins are the launch records of running sessions whose native id is
+// known, per adapter (pid -> native id): they pin those processes to their
+// sessions in the adapters' attribution.
+func launchPins(launched []api.Session) map[string]map[int]string {
+	var out map[string]map[int]string
+	for _, s := range launched {
+		if s.Status != api.StatusRunning || s.NativeID == "" || s.PID <= 0 {
+			continue
+		}
+		if out == nil {
+			out = map[string]map[int]string{}
+		}
+		if out[s.Adapter] == nil {
+			out[s.Adapter] = map[int]string{}
+		}
+		out[s.Adapter][s.PID] = s.NativeID
+	}
+	return out
 }
 
 // Get resolves an id or unique prefix to the merged session object, with
@@ -309,7 +329,7 @@ func (c *Core) lookup(ctx context.Context, prefix string) (api.Session, []string
 	if err != nil {
 		return api.Session{}, nil, err
 	}
-	sess, more, err := c.lookupNative(ctx, prefix, accepted, launched)
+	sess, more, err := c.lookupNative(adapters.WithLaunched(ctx, launchPins(launched)), prefix, accepted, launched)
 	return sess, append(warnings, more...), err
 }
 

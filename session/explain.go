@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -145,8 +146,11 @@ var evidenceMeaning = map[string]string{
 	"argv":      "its command line names this session",
 	"open-file": "it holds this session's file open",
 	"environ":   "the environment marker agentctl set at launch names this session",
-	"cwd+start": "it is the only agent process in the session's folder, and the session began after it started",
+	"cwd+start": "every assignment of the agent's live processes to sessions consistent with the facts (folder, start times, what was written when, one session each) gives it this process",
 	"server":    "the agent's own server says this is its current session",
+	"prompt":    "its message (from its command line or the file that is its stdin) is the first prompt of this session alone",
+	"launch":    "agentctl's launch record of this process names this session",
+	"held":      "an earlier answer proved it held this session, and it began no session since",
 }
 
 // nativeEvidence is what the native rule reads: the adapter's answer, the
@@ -190,8 +194,11 @@ func nativeEvidence(adapter string, ns *adapters.NativeSession, vouched bool, wa
 	}
 	for _, e := range ns.Evidence {
 		kind := api.EvidenceRejected
-		if e.Kind == adapters.EvidenceContender {
+		switch e.Kind {
+		case adapters.EvidenceContender:
 			kind = api.EvidenceContender
+		case adapters.EvidenceCandidate:
+			kind = api.EvidenceCandidate
 		}
 		out = append(out, api.Evidence{Kind: kind, PID: e.PID, Source: e.Source, Says: e.Says})
 	}
@@ -213,6 +220,8 @@ func nativeReason(ns *adapters.NativeSession, vouched bool) string {
 		return "unknown: its adapter could not answer this time, and vouches for nothing"
 	case alive:
 		return fmt.Sprintf("running: a live process (pid %d) is attributed to it by %s", ns.Process.PID, ns.Process.Evidence)
+	case status == api.StatusRunning && candidates(ns) != "":
+		return fmt.Sprintf("running: every assignment of the live processes consistent with the facts gives it one of pid %s, and which is not known (see the candidates)", candidates(ns))
 	case status == api.StatusRunning:
 		return fmt.Sprintf("running: the agent's own record says it is %s", ns.State)
 	case status == api.StatusEnded:
@@ -224,6 +233,17 @@ func nativeReason(ns *adapters.NativeSession, vouched bool) string {
 		}
 	}
 	return "unknown: no process is tied to it, and the agent's own record does not say how its last turn ended"
+}
+
+// candidates lists the pids of ns's candidate evidence: "1 or 2".
+func candidates(ns *adapters.NativeSession) string {
+	var pids []string
+	for _, e := range ns.Evidence {
+		if e.Kind == adapters.EvidenceCandidate {
+			pids = append(pids, strconv.Itoa(e.PID))
+		}
+	}
+	return strings.Join(pids, " or ")
 }
 
 func activitySource(s string) string {

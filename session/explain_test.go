@@ -3,6 +3,7 @@ package session
 import (
 	"os"
 	"os/exec"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -108,6 +109,8 @@ func TestNativeEvidence(t *testing.T) {
 		Process: &adapters.ProcessRef{PID: self.PID, Start: self.Start, Evidence: "environ"}}
 	contended := &adapters.NativeSession{Adapter: "pi", NativeID: "01cc", Path: "/s/c.jsonl", State: adapters.NativeUnknown,
 		Evidence: adapters.ContenderEvidence("pi", []int{10, 11})}
+	oneOfTwo := &adapters.NativeSession{Adapter: "pi", NativeID: "01dd", Path: "/s/d.jsonl", State: adapters.NativeIdle,
+		Evidence: []adapters.Evidence{{Kind: adapters.EvidenceCandidate, PID: 10, Says: "holds it in some consistent assignment"}, {Kind: adapters.EvidenceCandidate, PID: 11, Says: "holds it in some consistent assignment"}}}
 	for _, tc := range []struct {
 		name    string
 		ns      *adapters.NativeSession
@@ -119,6 +122,7 @@ func TestNativeEvidence(t *testing.T) {
 		{"ended, one rejected", ended, true, []string{api.EvidenceStore, api.EvidenceRejected}, "ended:", "the last turn is done"},
 		{"attributed by the marker", attributed, true, []string{api.EvidenceStore, api.EvidenceAttributed}, "running: a live process", "the environment marker agentctl set"},
 		{"contenders", contended, true, []string{api.EvidenceStore, api.EvidenceContender, api.EvidenceContender}, "unknown: no process is tied to it, and live processes", "nothing ties it to one session"},
+		{"running, which pid open", oneOfTwo, true, []string{api.EvidenceStore, api.EvidenceCandidate, api.EvidenceCandidate}, "running: every assignment of the live processes consistent with the facts gives it one of pid 10 or 11", "some consistent assignment"},
 		{"adapter failed", ended, false, []string{api.EvidenceAdapter, api.EvidenceStore, api.EvidenceRejected}, "unknown: its adapter could not answer", "timed out"},
 		{"no longer listed", nil, true, []string{api.EvidenceStore}, "its adapter no longer lists it", "does not list this session"},
 	} {
@@ -143,5 +147,21 @@ func TestNativeEvidence(t *testing.T) {
 	}
 	if evs := nativeEvidence("pi", ended, true, nil); evs[0].Source != "/s/a.jsonl" || evs[1].PID != 42 {
 		t.Errorf("store source %q, rejected pid %d", evs[0].Source, evs[1].PID)
+	}
+}
+
+// Running launched sessions with a known native id pin their processes in
+// the adapters' attribution; ended ones, or ones without an id, do not.
+func TestLaunchPins(t *testing.T) {
+	t.Parallel()
+	got := launchPins([]api.Session{
+		{Adapter: "opencode", Status: api.StatusRunning, PID: 10, NativeID: "ses_a"},
+		{Adapter: "opencode", Status: api.StatusExited, PID: 11, NativeID: "ses_b"},
+		{Adapter: "opencode", Status: api.StatusRunning, PID: 12},
+		{Adapter: "pi", Status: api.StatusRunning, PID: 13, NativeID: "01aa"},
+	})
+	want := map[string]map[int]string{"opencode": {10: "ses_a"}, "pi": {13: "01aa"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("launchPins = %v, want %v", got, want)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/adapters/attribute"
 	"github.com/agentctl/agentctl/adapters/storeio/storeiotest"
 	opencodesynth "github.com/agentctl/agentctl/internal/synth/opencode"
 )
@@ -55,7 +56,7 @@ func FuzzMessageAndPart(f *testing.F) {
 		summarize(s, []messageData{m, m}, func(string) []partData { return []partData{p} })
 		s.last = lastOf(m)
 		_ = s.state(true)
-		ns := s.native(nil)
+		ns := s.native(attribute.Attribution{})
 		if utf8.RuneCountInString(ns.FirstPrompt) > promptRunes+1 || utf8.RuneCountInString(ns.LastMessage) > messageRunes+1 {
 			t.Error("a text was not shortened")
 		}
@@ -104,7 +105,7 @@ func FuzzLegacyTree(f *testing.F) {
 			t.Fatal(err)
 		}
 		for _, s := range ss {
-			s.native(nil)
+			s.native(attribute.Attribution{})
 			if _, err := l.transcript(context.Background(), root, s.id, 2); err != nil {
 				t.Log(err)
 			}

@@ -15,8 +15,10 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/adapters/attribute"
 	"github.com/agentctl/agentctl/adapters/storeio"
 	"github.com/agentctl/agentctl/proc"
 )
@@ -42,6 +44,10 @@ type Adapter struct {
 	// query: only what the store said is kept.
 	merged storeio.Memo[[]*session]
 	found  storeio.Memo[[]adapters.NativeSession]
+
+	// attributed keeps the process-session pairs proven by earlier
+	// answers (adapters/attribute).
+	attributed attribute.Memory
 }
 
 // dbGen is one database at one generation: a list of them names what a
@@ -182,18 +188,16 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 		return nil, err
 	}
 	procs, perr := liveOpencodes(proc.SnapshotFrom(ctx), a.dataDir())
-	var refs map[string]*adapters.ProcessRef
-	var contenders map[string][]int
+	var atts map[string]attribute.Attribution
 	if perr == nil && len(procs) > 0 {
-		refs, contenders = matchProcesses(ss, procs)
+		atts = matchProcesses(ss, procs, adapters.LaunchedFrom(ctx, Name), &a.attributed, time.Now())
 	}
 	type inputs struct {
-		dbs        []dbGen
-		refs       map[string]*adapters.ProcessRef
-		contenders map[string][]int
-		perr       string
+		dbs  []dbGen
+		atts map[string]attribute.Attribution
+		perr string
 	}
-	in := inputs{dbs: key, refs: refs, contenders: contenders}
+	in := inputs{dbs: key, atts: atts}
 	if perr != nil {
 		in.perr = perr.Error()
 	}
@@ -202,19 +206,14 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 	}
 	out := make([]adapters.NativeSession, 0, len(ss))
 	for _, s := range ss {
-		ns := s.native(refs[s.id])
-		switch {
-		case perr != nil:
+		ns := s.native(atts[s.id])
+		if perr != nil {
 			// Without the full picture of live processes, no session can
 			// be said to have ended.
 			if ns.Process == nil {
 				ns.State = adapters.NativeUnknown
 			}
 			ns.Warnings = append(ns.Warnings, "processes not matched: "+perr.Error())
-		case ns.Process == nil && len(contenders[s.id]) > 0:
-			ns.State = adapters.NativeUnknown
-			ns.Warnings = append(ns.Warnings, storeio.ContendersWarning("opencode", contenders[s.id]))
-			ns.Evidence = append(ns.Evidence, adapters.ContenderEvidence("opencode", contenders[s.id])...)
 		}
 		out = append(out, ns)
 	}
@@ -245,7 +244,7 @@ func (a *Adapter) DiscoverOne(ctx context.Context, id string) (adapters.NativeSe
 	if i == len(ss) || ss[i].id != id {
 		return adapters.NativeSession{}, fmt.Errorf("opencode session %s: %w", id, adapters.ErrNoSession)
 	}
-	return ss[i].native(nil), nil
+	return ss[i].native(attribute.Attribution{}), nil
 }
 
 // find returns the session of an id (or of a unique id prefix).

@@ -2,10 +2,12 @@ package opencode
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/adapters/attribute"
 	"github.com/agentctl/agentctl/adapters/storeio"
 	"github.com/agentctl/agentctl/internal/text"
 	"github.com/agentctl/agentctl/proc"
@@ -14,12 +16,18 @@ import (
 // Evidence for process matches (see adapters.ProcessRef).
 const (
 	evidenceArgv     = "argv"
-	evidenceCwdStart = "cwd+start"
+	evidenceCwdStart = attribute.ByProof
+	// evidencePrompt: its message (argv words, or its stdin's file) is the
+	// first prompt of this session alone.
+	evidencePrompt = "prompt"
+	// evidenceLaunch: agentctl's launch record of the process names the
+	// session (learned from its server).
+	evidenceLaunch = "launch"
 )
 
 // startSlack covers the start time's resolution (the boot time is known to
 // the second) when comparing it with a session's creation.
-const startSlack = 2 * time.Second
+const startSlack = attribute.Slack
 
 // invocation is what an OpenCode command line says about its session.
 type invocation struct {
@@ -193,82 +201,81 @@ func describe(info proc.Info, inv invocation) liveProc {
 	return p
 }
 
-// candidates returns the sessions p may be working on without naming one:
-// of its folder, begun after it started, and with its prompt when known.
-func candidates(p liveProc, ss []*session) []*session {
-	if p.inv.session != "" || p.inv.continues || p.dir == "" {
-		return nil
-	}
-	dirs := sameDirs(p.dir)
-	var out []*session
-	for _, s := range ss {
-		if !dirs[s.directory] || s.created.Before(p.info.StartTime.Add(-startSlack)) {
-			continue
-		}
-		if p.prompt != "" && s.firstPrompt != text.Ellipsis(p.prompt, promptRunes) {
-			continue
-		}
-		out = append(out, s)
-	}
-	return out
-}
-
-// matchProcesses links live OpenCode processes to sessions: by --session,
-// else by folder and start time (and prompt, where known) when exactly one
-// session fits the process and no other process fits the session. Anything
-// else stays unmatched, with the processes that may be working on it
-// (contenders): unknown while they live, not running for every session of
-// a folder.
-func matchProcesses(ss []*session, procs []liveProc) (refs map[string]*adapters.ProcessRef, contenders map[string][]int) {
+// matchProcesses attributes live OpenCode processes to sessions through the
+// shared solver (adapters/attribute), over these facts: --session pins a
+// pair, as does agentctl's launch record of a process (launched: pid ->
+// native id); a one-shot's message (its argv words, or the file that is
+// its stdin) is the first prompt of the session it holds; a process holds
+// a root session of its folder begun after it started (with --continue,
+// or written since), one at a time, the latest written it can; mem adds
+// the pairs proven before (nil: none). A subagent's session (one with a
+// parent) runs while its parent's does and its own turn is unfinished.
+func matchProcesses(ss []*session, procs []liveProc, launched map[int]string, mem *attribute.Memory, now time.Time) map[string]attribute.Attribution {
+	var roots []attribute.Session
 	byID := make(map[string]*session, len(ss))
 	for _, s := range ss {
 		byID[s.id] = s
+		if s.parentID == "" {
+			roots = append(roots, attribute.Session{ID: s.id, Dir: s.directory, Created: s.created, Updated: s.updated})
+		}
 	}
-	claims := map[string][]int{}
-	evidence := map[int]string{}
+	ps := make([]attribute.Proc, len(procs))
 	for i, p := range procs {
-		if p.inv.session != "" {
-			if _, ok := byID[p.inv.session]; ok {
-				claims[p.inv.session] = append(claims[p.inv.session], i)
-				evidence[i] = evidenceArgv
+		ap := attribute.Proc{PID: p.info.PID, Stamp: p.info.Start, Start: p.info.StartTime, Resumes: p.inv.continues}
+		if p.dir != "" {
+			for d := range sameDirs(p.dir) {
+				ap.Dirs = append(ap.Dirs, d)
+			}
+			slices.Sort(ap.Dirs)
+		}
+		switch {
+		case launched[p.info.PID] != "":
+			ap.Pin, ap.PinBy = launched[p.info.PID], evidenceLaunch
+		case p.inv.session != "":
+			ap.Pin, ap.PinBy = p.inv.session, evidenceArgv
+		case p.prompt != "" && !p.inv.continues:
+			ap.Only, ap.OnlyBy = []string{}, evidencePrompt
+			want := text.Ellipsis(p.prompt, promptRunes)
+			for _, s := range ss {
+				// A session without a first prompt yet may be the one it
+				// is writing its message to.
+				if s.parentID == "" && (s.firstPrompt == want || s.firstPrompt == "") {
+					ap.Only = append(ap.Only, s.id)
+				}
 			}
 		}
+		ps[i] = ap
 	}
-	// ambiguous: sessions that are one of several a process may own, so
-	// none can be given to another process either.
-	ambiguous := map[string][]int{}
-	for i, p := range procs {
-		c := candidates(p, ss)
-		if len(c) == 1 {
-			claims[c[0].id] = append(claims[c[0].id], i)
-			evidence[i] = evidenceCwdStart
-		} else if len(c) > 1 {
-			for _, s := range c {
-				ambiguous[s.id] = append(ambiguous[s.id], i)
+	ps, res := mem.Solve(now, ps, roots)
+	out := map[string]attribute.Attribution{}
+	for _, s := range roots {
+		if at := attribute.Of(Name, ps, res, s.ID); at.Running || at.Unknown {
+			out[s.ID] = at
+		}
+	}
+	for _, s := range ss {
+		if s.parentID == "" {
+			continue
+		}
+		parent, ok := out[s.parentID]
+		if !ok || (parent.Running && s.state(true) != adapters.NativeBusy) {
+			continue
+		}
+		child := attribute.Attribution{Running: parent.Running, Unknown: parent.Unknown, Holders: parent.Holders, Warning: parent.Warning}
+		if parent.Ref != nil {
+			child.Holders = []int{parent.Ref.PID}
+		}
+		for _, pid := range child.Holders {
+			kind := adapters.EvidenceCandidate
+			if child.Unknown {
+				kind = adapters.EvidenceContender
 			}
+			child.Evidence = append(child.Evidence, adapters.Evidence{Kind: kind, PID: pid,
+				Says: "a live opencode process that runs, or may run, this subagent session's parent " + s.parentID})
 		}
+		out[s.id] = child
 	}
-	refs = map[string]*adapters.ProcessRef{}
-	contenders = map[string][]int{}
-	for id, idx := range claims {
-		if len(idx) == 1 && len(ambiguous[id]) == 0 {
-			p := procs[idx[0]]
-			refs[id] = &adapters.ProcessRef{PID: p.info.PID, Start: p.info.Start, Evidence: evidence[idx[0]]}
-			continue
-		}
-		for _, i := range idx {
-			contenders[id] = append(contenders[id], procs[i].info.PID)
-		}
-	}
-	for id, idx := range ambiguous {
-		if refs[id] != nil {
-			continue
-		}
-		for _, i := range idx {
-			contenders[id] = append(contenders[id], procs[i].info.PID)
-		}
-	}
-	return refs, contenders
+	return out
 }
 
 // sameDirs returns the spellings of dir a session may carry: as given,

@@ -120,7 +120,7 @@ func TestMatchByCwdStartAndPrompt(t *testing.T) {
 	addSession(t, db, "ses_aaaa00000002ffOtherPromptXx", dir, "something else", after)
 	addSession(t, db, "ses_aaaa00000003ffBeforeStartXx", dir, "fix the  bug", after.Add(-time.Hour))
 	got := discoverByID(t, a)
-	if p := got["ses_aaaa00000001ffMatchMeXxxxxx"].Process; p == nil || p.PID != cmd.Process.Pid || p.Evidence != evidenceCwdStart {
+	if p := got["ses_aaaa00000001ffMatchMeXxxxxx"].Process; p == nil || p.PID != cmd.Process.Pid || p.Evidence != evidencePrompt {
 		t.Errorf("matching session: %+v", p)
 	}
 	for _, id := range []string{"ses_aaaa00000002ffOtherPromptXx", "ses_aaaa00000003ffBeforeStartXx"} {
@@ -141,52 +141,152 @@ func TestOpencodeOfAnotherStoreIsNotOurs(t *testing.T) {
 	}
 }
 
-func TestMatchAmbiguousFolderIsUnknown(t *testing.T) {
+// Two TUIs in one folder started together, and one new session there:
+// one of them runs it, which one is not known (issue 24: it read unknown).
+// A TUI with two new sessions holds the latest written.
+func TestMatchTwoTUIsInOneFolderRunsNamingBoth(t *testing.T) {
 	data, a := testData(t)
 	db := loadFixture(t, data)
 	dir := t.TempDir()
-	// Two TUIs in one folder (no prompt known) and one new session there:
-	// either could own it.
 	tui1 := fakeOpencode(t, data, dir, "")
 	tui2 := fakeOpencode(t, data, dir, "")
-	addSession(t, db, "ses_bbbb00000001ffTwoOwnersXxxx", dir, "hello", time.Now().Add(time.Second))
-	// One TUI in another folder with two new sessions: it owns one of
-	// them, which one is not known.
+	both := "ses_bbbb00000001ffTwoOwnersXxxx"
+	addSession(t, db, both, dir, "hello", time.Now().Add(time.Second))
 	dir2 := t.TempDir()
 	tui3 := fakeOpencode(t, data, dir2, "")
-	addSession(t, db, "ses_bbbb00000002ffOneOfTwoXxxxx", dir2, "a", time.Now().Add(time.Second))
-	addSession(t, db, "ses_bbbb00000003ffOneOfTwoXxxxx", dir2, "b", time.Now().Add(time.Second))
-	contenders := map[string][]*exec.Cmd{
-		"ses_bbbb00000001ffTwoOwnersXxxx": {tui1, tui2},
-		"ses_bbbb00000002ffOneOfTwoXxxxx": {tui3},
-		"ses_bbbb00000003ffOneOfTwoXxxxx": {tui3},
-	}
+	older, latest := "ses_bbbb00000002ffOneOfTwoXxxxx", "ses_bbbb00000003ffOneOfTwoXxxxx"
+	addSession(t, db, older, dir2, "a", time.Now().Add(time.Second))
+	addSession(t, db, latest, dir2, "b", time.Now().Add(2*time.Second))
 	got := discoverByID(t, a)
-	for id, cmds := range contenders {
-		s := got[id]
-		if s.Process != nil {
-			t.Errorf("%s matched without evidence: %+v", id, s.Process)
+	s := got[both]
+	if s.Process != nil || s.State == adapters.NativeUnknown || s.State == adapters.NativeDone || len(s.Warnings) == 0 {
+		t.Fatalf("%s: process %+v state %q warnings %q, want running with which pid open", both, s.Process, s.State, s.Warnings)
+	}
+	for _, c := range []*exec.Cmd{tui1, tui2} {
+		if !strings.Contains(s.Warnings[len(s.Warnings)-1], strconv.Itoa(c.Process.Pid)) {
+			t.Errorf("%q does not name pid %d", s.Warnings, c.Process.Pid)
 		}
-		// Unknown, naming who may own it; never ended while they live.
-		if s.State != adapters.NativeUnknown || len(s.Warnings) == 0 {
-			t.Fatalf("%s: state %q warnings %q, want unknown with a reason", id, s.State, s.Warnings)
-		}
-		for _, c := range cmds {
-			if !strings.Contains(s.Warnings[len(s.Warnings)-1], strconv.Itoa(c.Process.Pid)) {
-				t.Errorf("%s: %q does not name pid %d", id, s.Warnings, c.Process.Pid)
-			}
-			if !hasEvidence(s.Evidence, adapters.EvidenceContender, c.Process.Pid) {
-				t.Errorf("%s: evidence %+v has no contender pid %d", id, s.Evidence, c.Process.Pid)
-			}
+		if !hasEvidence(s.Evidence, adapters.EvidenceCandidate, c.Process.Pid) {
+			t.Errorf("evidence %+v has no candidate pid %d", s.Evidence, c.Process.Pid)
 		}
 	}
-	// Once its contenders are gone, the session is over.
+	if p := got[latest].Process; p == nil || p.PID != tui3.Process.Pid {
+		t.Errorf("the latest session of tui3's folder: %+v", p)
+	}
+	if s := got[older]; s.Process != nil || s.State == adapters.NativeUnknown {
+		t.Errorf("the earlier session of tui3's folder: process %+v state %q, want ended", s.Process, s.State)
+	}
+	// Once its processes are gone, the session is over.
 	for _, c := range []*exec.Cmd{tui1, tui2} {
 		c.Process.Kill()
 		c.Wait()
 	}
-	if s := discoverByID(t, a)["ses_bbbb00000001ffTwoOwnersXxxx"]; s.State == adapters.NativeUnknown || s.State == adapters.NativeBusy {
+	if s := discoverByID(t, a)[both]; s.State == adapters.NativeUnknown || s.State == adapters.NativeBusy || s.State == adapters.NativeIdle {
 		t.Errorf("with its TUIs gone: state %q, want it over", s.State)
+	}
+}
+
+// Issue 24: a one-shot beside a TUI in one folder made both unknown,
+// although the one-shot's argv prompt names one session; the finished
+// one-shot stayed unknown until the TUI quit.
+func TestOneShotBesideATUIIsTiedByItsPrompt(t *testing.T) {
+	data, a := testData(t)
+	db := loadFixture(t, data)
+	dir := t.TempDir()
+	tui := fakeOpencode(t, data, dir, "")
+	mine := "ses_cccc00000001ffTheTUIsXxxxxx"
+	addSession(t, db, mine, dir, "hello", time.Now())
+	shot := fakeOpencode(t, data, dir, "", "run", "--", "one", "shot")
+	theirs := "ses_cccc00000002ffTheOneShotXxx"
+	// Written last, before it ends: alone, the TUI's latest.
+	addSession(t, db, theirs, dir, "one shot", time.Now().Add(10*time.Millisecond))
+	got := discoverByID(t, a)
+	if p := got[mine].Process; p == nil || p.PID != tui.Process.Pid {
+		t.Errorf("the TUI's session: %+v, want pid %d", p, tui.Process.Pid)
+	}
+	if p := got[theirs].Process; p == nil || p.PID != shot.Process.Pid || p.Evidence != evidencePrompt {
+		t.Errorf("the one-shot's session: %+v, want pid %d by its prompt", p, shot.Process.Pid)
+	}
+	// The one-shot ends: its session ends, the TUI keeps its own.
+	time.Sleep(20 * time.Millisecond)
+	shot.Process.Kill()
+	shot.Wait()
+	got = discoverByID(t, a)
+	if p := got[mine].Process; p == nil || p.PID != tui.Process.Pid {
+		t.Errorf("after the one-shot ended, the TUI's session: %+v, want pid %d", p, tui.Process.Pid)
+	}
+	if s := got[theirs]; s.Process != nil || s.State == adapters.NativeUnknown {
+		t.Errorf("the finished one-shot: process %+v state %q, want ended", s.Process, s.State)
+	}
+}
+
+// A one-shot's session row is written before its message: until then the
+// session may be the one-shot's, and a TUI beside it is not given it.
+func TestOneShotSessionBeforeItsPromptIsNotTheTUIs(t *testing.T) {
+	data, a := testData(t)
+	db := loadFixture(t, data)
+	dir := t.TempDir()
+	tui := fakeOpencode(t, data, dir, "")
+	mine := "ses_ffff00000001ffTheTUIsXxxxxx"
+	addSession(t, db, mine, dir, "hello", time.Now())
+	shot := fakeOpencode(t, data, dir, "", "run", "--", "one", "shot")
+	theirs := "ses_ffff00000002ffNoPromptYetXx"
+	addSession(t, db, theirs, dir, "", time.Now().Add(10*time.Millisecond))
+	got := discoverByID(t, a)
+	if p := got[mine].Process; p == nil || p.PID != tui.Process.Pid {
+		t.Errorf("the TUI's session: %+v, want pid %d", p, tui.Process.Pid)
+	}
+	if p := got[theirs].Process; p == nil || p.PID != shot.Process.Pid {
+		t.Errorf("the one-shot's session before its prompt: %+v, want pid %d", p, shot.Process.Pid)
+	}
+}
+
+// Issue 24: `opencode --continue` by hand read ended while its turn ran.
+func TestContinueByHandRunsItsSession(t *testing.T) {
+	data, a := testData(t)
+	db := loadFixture(t, data)
+	dir := t.TempDir()
+	old := "ses_dddd00000001ffContinuedXxxx"
+	addSession(t, db, old, dir, "hello", time.Now().Add(-time.Hour))
+	cont := fakeOpencode(t, data, dir, "", "--continue")
+	// Its turn writes the session.
+	if _, err := db.Exec(`update session set time_updated = ? where id = ?`, time.Now().Add(time.Second).UnixMilli(), old); err != nil {
+		t.Fatal(err)
+	}
+	if p := discoverByID(t, a)[old].Process; p == nil || p.PID != cont.Process.Pid {
+		t.Errorf("the continued session: %+v, want pid %d", p, cont.Process.Pid)
+	}
+}
+
+// Issue 24: an agentctl-launched TUI made the hand-started ones in its
+// folder unknown although its own session is known (from its server): the
+// launch record pins it.
+func TestLaunchedTUIPinnedByItsRecord(t *testing.T) {
+	data, a := testData(t)
+	db := loadFixture(t, data)
+	dir := t.TempDir()
+	// Started together, and two sessions: alone, which is whose is open.
+	launched := fakeOpencode(t, data, dir, "", "--port", "4096", "--hostname", "127.0.0.1")
+	hand := fakeOpencode(t, data, dir, "")
+	own, other := "ses_eeee00000001ffLaunchedXxxxx", "ses_eeee00000002ffByHandXxxxxxx"
+	addSession(t, db, own, dir, "hello", time.Now().Add(time.Second))
+	addSession(t, db, other, dir, "hi", time.Now().Add(time.Second))
+	ctx := adapters.WithLaunched(context.Background(), map[string]map[int]string{Name: {launched.Process.Pid: own}})
+	ss, err := a.Discover(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range ss {
+		switch s.NativeID {
+		case own:
+			if s.Process == nil || s.Process.PID != launched.Process.Pid || s.Process.Evidence != evidenceLaunch {
+				t.Errorf("the launched session: %+v", s.Process)
+			}
+		case other:
+			if s.Process == nil || s.Process.PID != hand.Process.Pid {
+				t.Errorf("the hand-started session: %+v, want pid %d", s.Process, hand.Process.Pid)
+			}
+		}
 	}
 }
 

@@ -167,7 +167,7 @@ func TestRealOpencode(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("opencode exited %d:\n%s", code, out)
 	}
-	if live.Process == nil || live.Process.Evidence != evidenceCwdStart {
+	if live.Process == nil || live.Process.Evidence != evidencePrompt {
 		t.Errorf("while the tool ran: state %q process %+v", live.State, live.Process)
 	}
 	s := e.session(t, id)

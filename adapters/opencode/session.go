@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/adapters/attribute"
 	"github.com/agentctl/agentctl/internal/text"
 )
 
@@ -92,7 +93,7 @@ func (s *session) settled() bool {
 }
 
 // native builds the session the adapter reports.
-func (s *session) native(ref *adapters.ProcessRef) adapters.NativeSession {
+func (s *session) native(at attribute.Attribution) adapters.NativeSession {
 	ns := adapters.NativeSession{
 		Adapter:     Name,
 		NativeID:    s.id,
@@ -102,8 +103,8 @@ func (s *session) native(ref *adapters.ProcessRef) adapters.NativeSession {
 		LastMessage: s.lastMessage,
 		CreatedAt:   s.created,
 		UpdatedAt:   s.updated,
-		State:       s.state(ref != nil),
-		Process:     ref,
+		State:       s.state(at.Running),
+		Process:     at.Ref,
 		Path:        s.path,
 	}
 	if s.hasTokens {
@@ -118,5 +119,12 @@ func (s *session) native(ref *adapters.ProcessRef) adapters.NativeSession {
 		ns.Warnings = append(ns.Warnings, "last message failed: "+text.Ellipsis(s.last.errText, messageRunes))
 	}
 	ns.Warnings = append(ns.Warnings, s.warnings...)
+	if at.Unknown {
+		ns.State = adapters.NativeUnknown
+	}
+	if at.Warning != "" {
+		ns.Warnings = append(ns.Warnings, at.Warning)
+	}
+	ns.Evidence = append(ns.Evidence, at.Evidence...)
 	return ns
 }

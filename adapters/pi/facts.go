@@ -400,7 +400,7 @@ func (x *facts) native(adapter, path string, m match) adapters.NativeSession {
 		LastMessage: x.lastMessage,
 		CreatedAt:   x.created,
 		UpdatedAt:   x.lastTime,
-		State:       x.state(ref != nil),
+		State:       x.state(m.running()),
 		Process:     ref,
 		Path:        path,
 	}
@@ -422,10 +422,12 @@ func (x *facts) native(adapter, path string, m match) adapters.NativeSession {
 	if len(x.warnings) > 0 {
 		s.Warnings = append([]string(nil), x.warnings...)
 	}
-	if ref == nil && len(m.contenders) > 0 {
+	if len(m.contenders) > 0 {
 		s.State = adapters.NativeUnknown
-		s.Warnings = append(s.Warnings, storeio.ContendersWarning("pi", m.contenders))
-		s.Evidence = append(s.Evidence, adapters.ContenderEvidence("pi", m.contenders)...)
 	}
+	if m.warning != "" {
+		s.Warnings = append(s.Warnings, m.warning)
+	}
+	s.Evidence = append(s.Evidence, m.evidence...)
 	return s
 }

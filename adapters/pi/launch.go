@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/adapters/attribute"
 	"github.com/agentctl/agentctl/adapters/storeio"
 )
 
@@ -295,7 +296,7 @@ func (a *Adapter) FindNativeID(ctx context.Context, pid int, cwd string, since t
 			if s.facts == nil || s.facts.bad != nil || s.facts.cwd != real {
 				continue
 			}
-			if !s.facts.created.Before(since.Add(-startSlack)) {
+			if !s.facts.created.Before(since.Add(-attribute.Slack)) {
 				ids = append(ids, s.facts.id)
 			}
 		}

@@ -224,59 +224,63 @@ func TestDiscoverMatchesLiveProcesses(t *testing.T) {
 	}
 	p1 := startFakePi(t, "pi", dirA, append(launched.Env, "HOME="+home))
 
-	// Two sessions in dirB and one Pi started before both: ambiguous.
+	// A Pi in dirB, and one of another store (another HOME) in the same
+	// folder, started first, which is none of these sessions' owner.
 	time.Sleep(10 * time.Millisecond)
 	p2 := startFakePi(t, "pi", dirB, []string{"PATH=/bin", "HOME=" + home})
-	// A Pi of another store (another HOME) in the same folder, started
-	// first, is none of these sessions' owner.
 	startFakePi(t, "pi", dirB, []string{"PATH=/bin", "HOME=" + t.TempDir()})
 	time.Sleep(10 * time.Millisecond)
-	var inB []string
-	for range 2 {
-		s, err := a.Launch(adapters.LaunchRequest{Prompt: "hi", Cwd: dirB})
+	launchIn := func(dir string) string {
+		s, err := a.Launch(adapters.LaunchRequest{Prompt: "hi", Cwd: dir})
 		if err != nil {
 			t.Fatal(err)
 		}
-		inB = append(inB, s.NativeID)
+		return s.NativeID
 	}
-
-	got, err := a.Discover(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range got {
-		switch {
-		case s.NativeID == launched.NativeID:
-			if s.Process == nil || s.Process.PID != p1.Process.Pid || s.Process.Evidence != evidenceEnviron || s.State != adapters.NativeRunning {
-				t.Errorf("launched session: process %+v state %q; want pid %d by environ, running", s.Process, s.State, p1.Process.Pid)
-			}
-			info, _ := proc.Lookup(p1.Process.Pid)
-			if s.Process != nil && s.Process.Start != info.Start {
-				t.Errorf("start stamp %d, want %d", s.Process.Start, info.Start)
-			}
-		case slices.Contains(inB, s.NativeID):
-			if s.Process != nil {
-				t.Errorf("session %s matched to %+v although two sessions fit pid %d", s.NativeID, s.Process, p2.Process.Pid)
+	owner := func(id string) *adapters.NativeSession {
+		t.Helper()
+		got, err := a.Discover(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range got {
+			if got[i].NativeID == id {
+				return &got[i]
 			}
 		}
+		t.Fatalf("session %s not discovered", id)
+		return nil
 	}
-
-	// Remove one: the Pi in dirB and the one session begun after it match
-	// by cwd and start time.
+	// One session in dirB begun after that Pi started: its own, by folder
+	// and start time.
+	first := launchIn(dirB)
+	if s := owner(first); s.Process == nil || s.Process.PID != p2.Process.Pid || s.Process.Evidence != "cwd+start" {
+		t.Errorf("single candidate: process %+v, want pid %d by cwd+start", s.Process, p2.Process.Pid)
+	}
+	// A second one begun and written later: the Pi made a new one (/new),
+	// and holds the latest it could; the first has ended.
+	second := launchIn(dirB)
 	a.mu.Lock()
-	os.Remove(a.paths[inB[1]])
+	later := time.Now().Add(time.Second)
+	os.Chtimes(a.paths[second], later, later)
 	a.mu.Unlock()
-	got, _ = a.Discover(context.Background())
-	for _, s := range got {
-		if s.NativeID == inB[0] && (s.Process == nil || s.Process.PID != p2.Process.Pid || s.Process.Evidence != "cwd+start") {
-			t.Errorf("single candidate: process %+v, want pid %d by cwd+start", s.Process, p2.Process.Pid)
-		}
+	if s := owner(second); s.Process == nil || s.Process.PID != p2.Process.Pid {
+		t.Errorf("the latest session: process %+v, want pid %d", s.Process, p2.Process.Pid)
+	}
+	if s := owner(first); s.Process != nil || s.State == adapters.NativeUnknown {
+		t.Errorf("the earlier session: process %+v, state %q; want ended", s.Process, s.State)
+	}
+
+	if s := owner(launched.NativeID); s.Process == nil || s.Process.PID != p1.Process.Pid || s.Process.Evidence != evidenceEnviron || s.State != adapters.NativeRunning {
+		t.Errorf("launched session: process %+v state %q; want pid %d by environ, running", s.Process, s.State, p1.Process.Pid)
+	} else if info, _ := proc.Lookup(p1.Process.Pid); s.Process.Start != info.Start {
+		t.Errorf("start stamp %d, want %d", s.Process.Start, info.Start)
 	}
 
 	// A dead process matches nothing.
 	p1.Process.Kill()
 	p1.Wait()
-	got, _ = a.Discover(context.Background())
+	got, _ := a.Discover(context.Background())
 	for _, s := range got {
 		if s.NativeID == launched.NativeID && s.Process != nil {
 			t.Errorf("session of a dead process still matched: %+v", s.Process)
@@ -298,7 +302,7 @@ func TestMatchByArgvAndRustSplit(t *testing.T) {
 	for i := range procs {
 		procs[i].info.PID = 100 + i
 	}
-	m := matchProcesses(sessions, procs)
+	m := matchProcesses(sessions, procs, nil, time.Now())
 	if r := m["/s/a.jsonl"].ref; r == nil || r.PID != 100 || r.Evidence != "argv" {
 		t.Errorf("path argument: %+v", r)
 	}
@@ -310,7 +314,7 @@ func TestMatchByArgvAndRustSplit(t *testing.T) {
 	}
 	// Two processes claiming one session: neither is trusted.
 	procs = append(procs, liveProc{argv: []string{"pi", "--session", "/s/a.jsonl"}, info: proc.Info{Identity: proc.Identity{PID: 200}}})
-	if r := matchProcesses(sessions, procs)["/s/a.jsonl"].ref; r != nil {
+	if r := matchProcesses(sessions, procs, nil, time.Now())["/s/a.jsonl"].ref; r != nil {
 		t.Errorf("doubly claimed session matched: %+v", r)
 	}
 	for _, tc := range []struct {
@@ -375,8 +379,11 @@ func TestRustResumeArgv(t *testing.T) {
 
 // A session no Pi is tied to is unknown exactly while a Pi that may be
 // working on it lives (two TUIs in one folder, one claim shared by two),
-// and over (done, or cut off) once none does.
-func TestContendersKeepASessionUnknownOnlyWhileTheyLive(t *testing.T) {
+// Processes are attributed to sessions through the shared solver: two TUIs
+// in one folder are told apart when one wrote alone since the other
+// started, run with which pid open when nothing tells them apart, and a
+// TUI holds the latest written session it could.
+func TestPiTUIsInOneFolderAreAttributedNotLeftUnknown(t *testing.T) {
 	t0 := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	at := func(d time.Duration) time.Time { return t0.Add(d) }
 	tui := func(pid int, cwd string, started time.Time) liveProc {
@@ -389,64 +396,76 @@ func TestContendersKeepASessionUnknownOnlyWhileTheyLive(t *testing.T) {
 	old := candidate{path: "/s/old.jsonl", id: "01cc", cwd: "/w", created: at(-time.Hour), updated: at(-time.Hour)}
 	other := candidate{path: "/s/other.jsonl", id: "01dd", cwd: "/elsewhere", created: at(time.Minute), updated: at(time.Minute)}
 	sessions := []candidate{a, b, old, other}
+	type want struct {
+		ref     int   // the tied pid
+		holders []int // running, which of these is open
+	}
 	tests := []struct {
-		name       string
-		procs      []liveProc
-		contenders map[string][]int // sessions with no owner and these contenders
+		name  string
+		procs []liveProc
+		want  map[string]want // absent: no process
 	}{
-		{"two TUIs in one folder", []liveProc{tui(10, "/w", t0), tui(11, "/w", t0)},
-			map[string][]int{a.path: {10, 11}, b.path: {10, 11}}},
-		{"one TUI left with two sessions since it started", []liveProc{tui(11, "/w", t0)},
-			map[string][]int{a.path: {11}, b.path: {11}}},
+		{"two TUIs in one folder, started together: running, pid 10 or 11", []liveProc{tui(10, "/w", t0), tui(11, "/w", t0)},
+			map[string]want{a.path: {holders: []int{10, 11}}, b.path: {holders: []int{10, 11}}}},
+		{"two TUIs in one folder, the second started after the first wrote: each tied", []liveProc{tui(10, "/w", t0), tui(11, "/w", at(150*time.Second))},
+			map[string]want{a.path: {ref: 10}, b.path: {ref: 11}}},
+		{"one TUI left with two sessions since it started: the latest", []liveProc{tui(11, "/w", t0)},
+			map[string]want{b.path: {ref: 11}}},
 		{"a TUI whose folder cannot be read", []liveProc{tui(12, "", t0)},
-			map[string][]int{a.path: {12}, b.path: {12}, other.path: {12}}},
-		{"no Pi at all", nil, map[string][]int{}},
+			map[string]want{b.path: {ref: 12}}},
+		{"pi -c: a TUI started after its one session began, written since", []liveProc{tui(13, "/w", at(90*time.Second))},
+			map[string]want{b.path: {ref: 13}}},
+		{"no Pi at all", nil, map[string]want{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := matchProcesses(sessions, tt.procs)
+			m := matchProcesses(sessions, tt.procs, nil, t0)
 			for _, s := range sessions {
-				got := append([]int(nil), m[s.path].contenders...)
-				slices.Sort(got)
-				if m[s.path].ref != nil {
-					t.Errorf("%s: owned by %+v; nothing ties a process to it", s.path, m[s.path].ref)
+				got := want{holders: m[s.path].holders}
+				if r := m[s.path].ref; r != nil {
+					got.ref = r.PID
 				}
-				if want := tt.contenders[s.path]; !slices.Equal(got, want) {
-					t.Errorf("%s: contenders %v, want %v", s.path, got, want)
+				if len(m[s.path].contenders) > 0 {
+					t.Errorf("%s: unknown, contenders %v", s.path, m[s.path].contenders)
+				}
+				slices.Sort(got.holders)
+				if w := tt.want[s.path]; got.ref != w.ref || !slices.Equal(got.holders, w.holders) {
+					t.Errorf("%s: %+v, want %+v", s.path, got, w)
 				}
 			}
 		})
 	}
 
-	// The state follows: finished turns read done without a contender and
-	// unknown with one; an unfinished one reads cut off without one.
+	// The state follows: a finished turn reads idle while a process runs
+	// it (tied or not), done without one, unknown while the facts cannot
+	// decide; an unfinished one reads busy with a process, cut off
+	// without one. What the solver said passes to the warnings and
+	// evidence.
 	finished := &facts{id: "01aa", lastRole: roleAssistant, lastStop: stopStop}
 	midTool := &facts{id: "01bb", lastRole: roleToolResult}
+	said := []adapters.Evidence{{Kind: adapters.EvidenceCandidate, PID: 10, Says: "x"}}
 	for _, tc := range []struct {
 		f    *facts
 		m    match
 		want adapters.NativeState
 	}{
 		{finished, match{}, adapters.NativeDone},
-		{finished, match{contenders: []int{10}}, adapters.NativeUnknown},
+		{finished, match{contenders: []int{10}, evidence: said, warning: "pid 10"}, adapters.NativeUnknown},
+		{finished, match{holders: []int{10, 11}, evidence: said, warning: "pid 10"}, adapters.NativeIdle},
 		{midTool, match{}, adapters.NativeAborted},
-		{midTool, match{contenders: []int{10, 11}}, adapters.NativeUnknown},
+		{midTool, match{contenders: []int{10, 11}, evidence: said, warning: "pid 10"}, adapters.NativeUnknown},
+		{midTool, match{holders: []int{10, 11}, evidence: said, warning: "pid 10"}, adapters.NativeBusy},
 		{midTool, match{ref: &adapters.ProcessRef{PID: 10}}, adapters.NativeBusy},
 	} {
 		ns := tc.f.native(NamePi, "/s/x.jsonl", tc.m)
 		if ns.State != tc.want {
 			t.Errorf("%s with %+v: %s, want %s", tc.f.id, tc.m, ns.State, tc.want)
 		}
-		if tc.want == adapters.NativeUnknown && (len(ns.Warnings) == 0 || !strings.Contains(ns.Warnings[len(ns.Warnings)-1], "pid 10")) {
-			t.Errorf("%s unknown without naming the contender: %q", tc.f.id, ns.Warnings)
+		if tc.m.warning != "" && (len(ns.Warnings) == 0 || ns.Warnings[len(ns.Warnings)-1] != tc.m.warning) {
+			t.Errorf("%s: warnings %q", tc.f.id, ns.Warnings)
 		}
-		if len(ns.Evidence) != len(tc.m.contenders) {
-			t.Errorf("%s with %+v: evidence %+v, want one contender per pid", tc.f.id, tc.m, ns.Evidence)
-		}
-		for i, e := range ns.Evidence {
-			if e.Kind != adapters.EvidenceContender || e.PID != tc.m.contenders[i] {
-				t.Errorf("%s: evidence %+v, want contender pid %d", tc.f.id, e, tc.m.contenders[i])
-			}
+		if !slices.Equal(ns.Evidence, tc.m.evidence) {
+			t.Errorf("%s: evidence %+v, want %+v", tc.f.id, ns.Evidence, tc.m.evidence)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/adapters/attribute"
 	"github.com/agentctl/agentctl/adapters/storeio"
 	"github.com/agentctl/agentctl/proc"
 )
@@ -18,10 +19,6 @@ const envSessionMarker = "AGENTCTL_PI_SESSION"
 
 // Evidence for a process match not named by adapters.ProcessRef's doc.
 const evidenceEnviron = "environ"
-
-// startSlack covers the start time's resolution (boot time is known to the
-// second) and Pi writing its header after it has started.
-const startSlack = 2 * time.Second
 
 // liveProc is a running Pi or pi-rust process.
 type liveProc struct {
@@ -106,103 +103,78 @@ func candidatesOf(files []scanned) []candidate {
 	return out
 }
 
-// match is the process found for a session; or, when none was, the live
-// processes that could be working on it (two claiming it, or a Pi in its
-// folder that nothing ties to a session), which make its end unprovable.
+// match is what the facts say of a session: the process tied to it; or
+// the live processes of which one runs it (holders, running); or those
+// that may be working on it (contenders, unknown).
 type match struct {
 	ref        *adapters.ProcessRef
 	rust       bool
+	holders    []int
 	contenders []int
+	evidence   []adapters.Evidence
+	warning    string
 }
 
-// matchProcesses links live processes to sessions by evidence, strongest
-// first: the env marker agentctl set, a --session argument, or (for a Pi
-// started in a terminal) its cwd and start time. A session claimed by two
-// processes, or a cwd with two candidates, is left unmatched: unknown, not
-// a guess.
-func matchProcesses(sessions []candidate, procs []liveProc) map[string]match {
-	byPath := make(map[string]candidate, len(sessions))
-	for _, s := range sessions {
-		byPath[s.path] = s
+// running says a live process runs the session, tied or not.
+func (m match) running() bool { return m.ref != nil || len(m.holders) > 0 }
+
+// matchProcesses attributes live processes to sessions (by path) through
+// the shared solver (adapters/attribute), over these facts: the env marker
+// agentctl set and a --session argument pin a pair; a Pi holds a session
+// of its folder begun or (as its title hides -c and --session) written
+// since it started, one at a time, the latest written it can; mem adds the
+// pairs proven before (nil: none).
+func matchProcesses(sessions []candidate, procs []liveProc, mem *attribute.Memory, now time.Time) map[string]match {
+	ss := make([]attribute.Session, len(sessions))
+	for i, s := range sessions {
+		ss[i] = attribute.Session{ID: s.path, Dir: s.cwd, Created: s.created, Updated: s.updated}
 	}
-	claims := map[string][]int{} // session path -> indexes into procs
-	evidence := map[int]string{}
-	unmatched := map[int]bool{}
+	ps := make([]attribute.Proc, len(procs))
 	for i, p := range procs {
-		if p.marker != "" {
-			if _, ok := byPath[p.marker]; ok {
-				claims[p.marker] = append(claims[p.marker], i)
-				evidence[i] = evidenceEnviron
-				continue
+		ap := attribute.Proc{PID: p.info.PID, Stamp: p.info.Start, Start: p.info.StartTime, Resumes: true}
+		if p.cwd != "" {
+			ap.Dirs = sameDirs(p.cwd)
+		}
+		switch {
+		case p.marker != "":
+			ap.Pin, ap.PinBy = p.marker, evidenceEnviron
+		default:
+			if path := sessionArg(p, sessions); path != "" {
+				ap.Pin, ap.PinBy = path, "argv"
 			}
 		}
-		if path := sessionArg(p, sessions); path != "" {
-			claims[path] = append(claims[path], i)
-			evidence[i] = "argv"
+		ps[i] = ap
+	}
+	ps, res := mem.Solve(now, ps, ss)
+	out := make(map[string]match, len(res.Sessions))
+	for _, s := range sessions {
+		at := attribute.Of("pi", ps, res, s.path)
+		if !at.Running && !at.Unknown {
 			continue
 		}
-		if p.marker == "" {
-			unmatched[i] = true
+		m := match{ref: at.Ref, evidence: at.Evidence, warning: at.Warning}
+		if at.Unknown {
+			m.contenders = at.Holders
+		} else {
+			m.holders = at.Holders
 		}
+		// Reported as pi-rust's only when every process that may run it is
+		// a pi-rust.
+		m.rust = true
+		for _, o := range res.Sessions[s.path].Holders {
+			m.rust = m.rust && procs[o].rust
+		}
+		out[s.path] = m
 	}
+	return out
+}
 
-	// cwd + start: one unmatched process in a cwd, and exactly one session
-	// of that cwd begun after it started and written since.
-	perCwd := map[string][]int{}
-	for i := range unmatched {
-		if procs[i].cwd != "" {
-			perCwd[procs[i].cwd] = append(perCwd[procs[i].cwd], i)
-		}
-	}
-	for cwd, idx := range perCwd {
-		if len(idx) != 1 {
-			continue
-		}
-		p := procs[idx[0]]
-		start := p.info.StartTime
-		var found []string
-		for _, s := range sessions {
-			if s.cwd == cwd && len(claims[s.path]) == 0 && !s.created.Before(start.Add(-startSlack)) && !s.updated.Before(start.Add(-startSlack)) {
-				found = append(found, s.path)
-			}
-		}
-		if len(found) == 1 {
-			claims[found[0]] = append(claims[found[0]], idx[0])
-			evidence[idx[0]] = "cwd+start"
-		}
-	}
-
-	out := make(map[string]match, len(claims))
-	for path, idx := range claims {
-		if len(idx) != 1 {
-			// Two processes on one session: ambiguous.
-			for _, i := range idx {
-				out[path] = match{contenders: append(out[path].contenders, procs[i].info.PID)}
-			}
-			continue
-		}
-		p := procs[idx[0]]
-		out[path] = match{
-			ref:  &adapters.ProcessRef{PID: p.info.PID, Start: p.info.Start, Evidence: evidence[idx[0]]},
-			rust: p.rust,
-		}
-	}
-	// A Pi tied to no session may be working on any session of its folder
-	// written since it started (or of any folder, when its own cannot be
-	// read): those sessions' ends cannot be told while it lives.
-	for i := range unmatched {
-		if _, owns := evidence[i]; owns {
-			continue
-		}
-		p := procs[i]
-		for _, s := range sessions {
-			if m := out[s.path]; m.ref != nil || (p.cwd != "" && s.cwd != p.cwd) || s.updated.Before(p.info.StartTime.Add(-startSlack)) {
-				continue
-			}
-			m := out[s.path]
-			m.contenders = append(m.contenders, p.info.PID)
-			out[s.path] = m
-		}
+// sameDirs returns the spellings of dir a session may carry: as given,
+// and with symlinks resolved.
+func sameDirs(dir string) []string {
+	out := []string{filepath.Clean(dir)}
+	if real, err := filepath.EvalSymlinks(dir); err == nil && real != out[0] {
+		out = append(out, real)
 	}
 	return out
 }

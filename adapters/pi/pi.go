@@ -16,8 +16,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/adapters/attribute"
 	"github.com/agentctl/agentctl/adapters/storeio"
 	"github.com/agentctl/agentctl/proc"
 )
@@ -52,6 +54,10 @@ type Adapter struct {
 	// caller at each query: only what the files said is kept.
 	scans storeio.Memo[[]scanned]
 	found storeio.Memo[[]adapters.NativeSession]
+
+	// attributed keeps the process-session pairs proven by earlier
+	// answers (adapters/attribute).
+	attributed attribute.Memory
 
 	mu sync.Mutex
 	// paths maps native ids to files, from the last scan.
@@ -190,7 +196,7 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 	// No process, no match: the sessions need not be walked for one.
 	var refs map[string]match
 	if len(procs) > 0 {
-		refs = matchProcesses(candidatesOf(files), procs)
+		refs = matchProcesses(candidatesOf(files), procs, &a.attributed, time.Now())
 	}
 	type inputs struct {
 		refs map[string]match
@@ -233,7 +239,7 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 // sessions a live pi-rust runs, pi the others).
 func (a *Adapter) nativeOf(s scanned, m match) (adapters.NativeSession, bool) {
 	if s.facts != nil && s.facts.bad == nil {
-		rustLive := m.ref != nil && m.rust
+		rustLive := m.running() && m.rust
 		if rustLive != (a.name == NamePiRust) {
 			return adapters.NativeSession{}, false
 		}
