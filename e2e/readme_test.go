@@ -55,7 +55,7 @@ var readmeSkips = map[string]string{
 // says what they do: the example shows it, not only exits 0.
 var readmeWants = map[string]string{
 	`agentctl logs -f tests`: "ok (ci)", // --env-file .env reached it
-	`agentctl wait tests`:    "0",
+	`agentctl wait tests`:    "0\n",
 	`agentctl run --wait -- sh -c 'echo building; sleep 1; echo built'`: "built",
 	`agentctl list -a --label team=ci --no-headers`:                     "exited(0)",
 	`agentctl host ls --json`:                                           `"url": "ssh://me@build01"`,
