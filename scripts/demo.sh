@@ -8,13 +8,22 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 cd "$repo"
 export PATH="$repo/bin:/usr/local/go/bin:$PATH"
-echo "compiling agentctl (go build ./cmd/agentctl into bin/): the first build also compiles"
-echo "its dependencies and takes a few minutes; later builds take seconds"
+# Bold only on a terminal: a pipe or a CI log gets plain text.
+bold='' plain=''
+if [[ -t 1 ]]; then
+	bold=$'\033[1m' plain=$'\033[0m'
+fi
+
+# say announces what the demo does next, before the wait it may cause.
+say() { printf '\n%s==> %s%s\n' "$bold" "$*" "$plain"; }
+
+say "building agentctl (go build ./cmd/agentctl into bin/): the first build also compiles its dependencies and takes a few minutes; later builds take seconds"
 began=$SECONDS
 go build -o bin/agentctl ./cmd/agentctl
-echo "compiled in $((SECONDS - began))s"
+echo "built bin/agentctl in $((SECONDS - began))s"
 export AGENTCTL_HOME
 AGENTCTL_HOME=$(mktemp -d /tmp/agentctl-demo.XXXXXX)
+echo "using a throwaway home: AGENTCTL_HOME=$AGENTCTL_HOME"
 # Interrupted or not, stop what it started before removing its home.
 trap 'agentctl stop --all --timeout 0 >/dev/null 2>&1 || true; agentctl daemon stop >/dev/null 2>&1 || true; rm -rf "$AGENTCTL_HOME"' EXIT
 
@@ -34,17 +43,24 @@ quote() {
 
 # step prints a command, then runs it.
 step() {
-	printf '\n\033[1m$ %s\033[0m\n' "$(quote "$@")"
+	printf '%s$ %s%s\n' "$bold" "$(quote "$@")" "$plain"
 	"$@"
 }
 
 count='for i in 1 2 3; do echo "tick $i ($(tty))"; sleep 1; done; exit 3'
-printf '\n\033[1m$ %s\033[0m\n' "id=\$($(quote agentctl run --name demo -- sh -c "$count"))"
+say "starting a session: no service runs yet, so the CLI starts it by itself"
+printf '%s$ %s%s\n' "$bold" "id=\$($(quote agentctl run --name demo -- sh -c "$count"))" "$plain"
 id=$(agentctl run --name demo -- sh -c "$count")
 echo "$id"
+say "listing it: its status is derived now, from its process and its records on disk"
 step agentctl list
+say "following its output until it ends (three seconds)"
 step agentctl logs -f demo
+say "its status once it has ended, by an id prefix: the exit code its monitor recorded"
 step agentctl status "${id:0:4}"
+say "a session whose output streams here and whose exit code is this command's"
 step agentctl run --wait -- sh -c 'echo waited; exit 0'
+say "every session, ended ones included"
 step agentctl list -a
+say "the service the CLI started (stopped, with the throwaway home, when the demo ends)"
 step agentctl daemon status
