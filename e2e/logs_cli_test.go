@@ -289,3 +289,18 @@ func TestLogsFollowInAPipeShowsAPartialLine(t *testing.T) {
 		t.Fatalf("logs -f in a pipe printed %q, want %q", got, want)
 	}
 }
+
+// In a pipe logs gives everything, as docker and kubectl do (a screenful
+// only on a terminal); --tail is -n.
+func TestLogsInAPipeGiveEverything(t *testing.T) {
+	t.Parallel()
+	e := NewEnv(t)
+	s := e.Start("--", "sh", "-c", "seq 1 300")
+	e.WaitStatus(s.ID, api.StatusExited, 20*time.Second)
+	if out := e.MustRun("logs", s.ID); len(strings.Split(out, "\n")) != 300 || !strings.HasPrefix(out, "1\n") {
+		t.Fatalf("logs in a pipe gave %d lines, want 300", len(strings.Split(out, "\n")))
+	}
+	if out := e.MustRun("logs", "--tail", "5", s.ID); out != "296\n297\n298\n299\n300" {
+		t.Fatalf("logs --tail 5 = %q", out)
+	}
+}

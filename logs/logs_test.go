@@ -172,12 +172,24 @@ func TestStripper(t *testing.T) {
 		{"osc st", "\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\\n", []string{"link"}},
 		{"charset", "\x1b(Bok\n", []string{"ok"}},
 		{"cr overwrite", "12345\rab\n", []string{"ab345"}},
+		{"cr overwrite of wide runes", "⠙⠹⠸ x\rab\n", []string{"ab⠸ x"}},
+		{"cr overwrite with a wide rune", "abc\r⠙\n", []string{"⠙bc"}},
 		{"progress", "10%\r20%\r100%\n", []string{"100%"}},
 		{"backspace", "abc\b\bX\n", []string{"aXc"}},
 		{"controls dropped", "a\x00\x07b\n", []string{"ab"}},
 		{"invalid utf8", "a\xffb\n", []string{"a\uFFFDb"}},
 		{"unfinished", "tail", []string{"tail"}},
 		{"private mode", "\x1b[?25lhidden cursor\x1b[?25h\n", []string{"hidden cursor"}},
+		// Redrawn in place: what the terminal ends up showing.
+		{"cursor back", "abc\x1b[2Dxy\n", []string{"axy"}},
+		{"cursor back one", "abc\x1b[Dz\n", []string{"abz"}},
+		{"cursor forward", "ab\x1b[2Cc\n", []string{"ab  c"}},
+		{"column", "⠙ working\x1b[1G\x1b[0Kdone\n", []string{"done"}},
+		{"column with a wide rune", "⠙⠹\x1b[2Gx\n", []string{"⠙x"}},
+		{"spinner erased", "⠙ installing\r\x1b[2Knpm error x\n", []string{"npm error x"}},
+		{"erase to the end", "abcdef\x1b[3D\x1b[K\n", []string{"abc"}},
+		{"erase to the cursor", "abcdef\x1b[3D\x1b[1K\n", []string{"   def"}},
+		{"erase the line, write on", "abc\x1b[2Kd\n", []string{"   d"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package logs
 
 import (
 	"bytes"
+	"slices"
 	"unicode/utf8"
 )
 
@@ -148,9 +149,7 @@ func (s *Stripper) step(b byte, i int, done func([]byte, int)) {
 		switch {
 		case b == '[':
 			s.state = stCSI
-			if s.KeepColor {
-				s.seq = append(s.seq[:0], 0x1b, '[')
-			}
+			s.seq = append(s.seq[:0], 0x1b, '[')
 		case b == ']' || b == 'P' || b == '_' || b == '^' || b == 'X':
 			s.state = stString
 		case b >= 0x20 && b <= 0x2f:
@@ -165,16 +164,19 @@ func (s *Stripper) step(b byte, i int, done func([]byte, int)) {
 		}
 		return
 	case stCSI:
-		if s.KeepColor && len(s.seq) < 64 {
+		if len(s.seq) < 64 {
 			s.seq = append(s.seq, b)
 		}
 		if b >= 0x40 && b <= 0x7e {
 			s.state = stText
-			if b == 'm' && s.KeepColor && len(s.seq) < 64 {
+			switch {
+			case b == 'm' && s.KeepColor && len(s.seq) < 64:
 				s.room(len(s.seq), int64(len(s.seq)), done, i) // the sequence is never cut
 				for _, c := range s.seq {
 					s.put(c)
 				}
+			case b == 'C' || b == 'D' || b == 'G' || b == 'K':
+				s.moveInLine(b)
 			}
 		}
 		return
@@ -221,14 +223,135 @@ func (s *Stripper) step(b byte, i int, done func([]byte, int)) {
 }
 
 // put writes one byte at the cursor, overwriting what a carriage return
-// left behind.
+// left behind; a cursor moved past the end of the line fills the gap with
+// spaces, as a terminal shows it.
 func (s *Stripper) put(b byte) {
-	if s.col < len(s.line) {
-		s.line[s.col] = b
-	} else {
-		s.line = append(s.line, b)
+	for len(s.line) < s.col {
+		s.line = append(s.line, ' ')
 	}
+	if s.col >= len(s.line) {
+		s.line = append(s.line, b)
+		s.col++
+		return
+	}
+	if b&0xc0 != 0x80 {
+		// A character begins: it replaces the whole one under the cursor,
+		// whatever their sizes (its other bytes follow into its room).
+		_, under := utf8.DecodeRune(s.line[s.col:])
+		if n := runeLen(b); n != under {
+			s.line = slices.Replace(s.line, s.col, s.col+under, make([]byte, n)...)
+		}
+	}
+	s.line[s.col] = b
 	s.col++
+}
+
+// runeLen is the length of the UTF-8 encoding that b begins (1 for a byte
+// that begins none).
+func runeLen(b byte) int {
+	switch {
+	case b >= 0xf8:
+		return 1
+	case b >= 0xf0:
+		return 4
+	case b >= 0xe0:
+		return 3
+	case b >= 0xc0:
+		return 2
+	}
+	return 1
+}
+
+// moveInLine applies a cursor movement or erase within the line (CSI n C,
+// D, G and K), so that a spinner or a progress bar redrawn in place reads
+// as what the terminal ends up showing rather than as its debris. s.seq
+// holds the sequence. Columns count characters, not colour sequences.
+func (s *Stripper) moveInLine(final byte) {
+	params := s.seq[2 : len(s.seq)-1]
+	if len(params) > 0 && (params[0] < '0' || params[0] > '9') && params[0] != ';' {
+		return // a private sequence (CSI ? ...), not a movement
+	}
+	n, given := 0, false
+	for _, c := range params {
+		if c < '0' || c > '9' {
+			break
+		}
+		n, given = min(n*10+int(c-'0'), 1<<16), true
+	}
+	col := s.column()
+	switch final {
+	case 'C':
+		s.col = s.offsetOf(col + max(n, 1))
+	case 'D':
+		s.col = s.offsetOf(max(col-max(n, 1), 0))
+	case 'G':
+		if !given || n < 1 {
+			n = 1
+		}
+		s.col = s.offsetOf(n - 1)
+	case 'K':
+		switch n {
+		case 0: // to the end of the line
+			if s.col < len(s.line) {
+				s.line = s.line[:s.col]
+			}
+		case 1: // from the start to the cursor
+			for i := 0; i < min(s.col, len(s.line)); i++ {
+				s.line[i] = ' '
+			}
+		case 2: // the whole line; the cursor stays
+			s.line = s.line[:0]
+		}
+	}
+}
+
+// column is the cursor's column: the characters before it, colour
+// sequences left out, plus where it went past the end of the line.
+func (s *Stripper) column() int {
+	end := min(s.col, len(s.line))
+	return visibleWidth(s.line[:end]) + (s.col - end)
+}
+
+// offsetOf is the byte offset in the line of column col; past the end of
+// the line, the length plus the columns beyond it.
+func (s *Stripper) offsetOf(col int) int {
+	i, c := 0, 0
+	for i < len(s.line) && c < col {
+		if s.line[i] == 0x1b {
+			i += sgrLen(s.line[i:])
+			continue
+		}
+		_, size := utf8.DecodeRune(s.line[i:])
+		i += size
+		c++
+	}
+	return i + (col - c)
+}
+
+// visibleWidth counts the characters of b, colour sequences left out.
+func visibleWidth(b []byte) int {
+	n := 0
+	for i := 0; i < len(b); {
+		if b[i] == 0x1b {
+			i += sgrLen(b[i:])
+			continue
+		}
+		_, size := utf8.DecodeRune(b[i:])
+		i += size
+		n++
+	}
+	return n
+}
+
+// sgrLen is the length of the colour sequence b starts with (ESC [ ... m,
+// the only escapes a line keeps).
+func sgrLen(b []byte) int {
+	for i := 1; i < len(b); i++ {
+		if b[i] >= 0x40 && b[i] <= 0x7e && i > 1 {
+			return i + 1
+		}
+	}
+	return len(b)
 }
 
 func (s *Stripper) takeLine() string {

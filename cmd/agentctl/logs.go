@@ -23,9 +23,12 @@ func newLogsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "logs ID",
 		Short: "Show a session's output (-f to follow until it ends)",
-		Long: `Show the last lines of a session's terminal output. The default view strips
-terminal escape sequences, keeping colour when the output is a terminal
-(--no-color or NO_COLOR=1 turns it off; a pipe or file never gets it); --raw
+		Long: `Show the last lines of a session's terminal output: a screenful on a
+terminal, all of it in a pipe or file (-n or --tail N chooses). The default view strips
+terminal escape sequences and applies what redraws a line in place (carriage
+returns, cursor moves and erasures within the line: a spinner reads as it
+ended), keeping colour when the output is a terminal (--no-color or
+NO_COLOR=1 turns it off; a pipe or file never gets it); --raw
 gives the bytes as the agent wrote them.
 
 -f follows the output until the session ends, then exits; a line still
@@ -46,7 +49,7 @@ between the lines shown first and those that follow. Ctrl-C stops following
 			if err != nil {
 				return err
 			}
-			if !cmd.Flags().Changed("lines") {
+			if !cmd.Flags().Changed("lines") && !cmd.Flags().Changed("tail") {
 				o.Lines = screenLines()
 				if since != "" {
 					o.Lines = 0 // all since then
@@ -84,7 +87,8 @@ between the lines shown first and those that follow. Ctrl-C stops following
 			return err
 		},
 	}
-	cmd.Flags().IntVarP(&o.Lines, "lines", "n", 0, "how many lines (0: all kept; default: a screenful)")
+	cmd.Flags().IntVarP(&o.Lines, "lines", "n", 0, "how many of the last lines (0: all kept; default: a screenful on a terminal, all in a pipe or file)")
+	cmd.Flags().IntVar(&o.Lines, "tail", 0, "the same as -n (kubectl's name)")
 	cmd.Flags().BoolVarP(&o.Follow, "follow", "f", false, "follow the output until the session ends")
 	cmd.Flags().BoolVar(&o.Raw, "raw", false, "raw bytes, escape sequences included")
 	cmd.Flags().BoolVar(&noColor, "no-color", false, "strip colour too (also NO_COLOR=1)")

@@ -384,12 +384,16 @@ func printSession(w io.Writer, s api.Session) {
 	tw.Flush()
 }
 
-// screenLines is the terminal's height less a line, or 50 off a terminal.
+// screenLines is the terminal's height less a line; off a terminal (a
+// pipe, a file) 0, all of it, as docker and kubectl give their logs.
 func screenLines() int {
 	if _, h, err := term.GetSize(int(os.Stdout.Fd())); err == nil && h > 2 {
 		return h - 1
 	}
-	return 50
+	if term.IsTerminal(int(os.Stdout.Fd())) {
+		return 50
+	}
+	return 0
 }
 
 func newPeekCmd() *cobra.Command {
