@@ -40,6 +40,8 @@ var readmeSkips = map[string]string{
 	`agentctl launch claude -p "fix the flaky test" --cwd ~/src/app --name fix`:               skipAgent,
 	`agentctl launch claude -i -p "clean up the build" --name tidy`:                           skipAgent,
 	`agentctl launch --adapter claude --adapter codex -p "fix #123" --worktree . --group cmp`: skipAgent,
+	`agentctl launch claude -p "review the diff" --permission-mode plan`:                      skipAgent,
+	`agentctl launch codex -p "tidy the imports" -- --sandbox workspace-write`:                skipAgent,
 	`agentctl approve tidy`:                               skipWaiting,
 	`agentctl deny tidy --reason "not here"`:              skipWaiting,
 	`agentctl answer tidy "use the staging db"`:           skipWaiting,

@@ -49,7 +49,7 @@ var commandHelp = map[string]struct{ group, example string }{
   agentctl launch pi -t                 # Pi's own interface, attached`},
 	"resume":  {"agents", "  agentctl resume k3x9 'now run the tests'"},
 	"peek":    {"agents", "  agentctl peek k3x9\n  agentctl peek -n 3 web"},
-	"approve": {"agents", "  agentctl list --status waiting\n  agentctl approve k3x9"},
+	"approve": {"agents", "  agentctl list --waiting\n  agentctl approve k3x9"},
 	"deny":    {"agents", "  agentctl deny k3x9 --reason 'not on main'"},
 	"answer":  {"agents", "  agentctl answer k3x9 'use the staging database'"},
 	"group":   {"directories", `  agentctl group status review`},
