@@ -65,6 +65,12 @@ func NewEnv(t *testing.T) *Env {
 	e := &Env{T: t, Home: home, Bin: agentctlBin}
 	userHome := t.TempDir()
 	e.Vars = append(isolatedEnviron(), "AGENTCTL_HOME="+home, "HOME="+userHome)
+	if raceBuild && os.Getenv("GORACE") == "" {
+		// A race-detector build sleeps 1 s before it exits (time for
+		// other goroutines to report); every CLI command of every test
+		// paid it.
+		e.Setenv("GORACE", "atexit_sleep_ms=50")
+	}
 	t.Cleanup(e.teardown)
 	return e
 }
