@@ -227,7 +227,7 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 				}
 				threads = append(threads, t)
 			}
-			shared = attributeDaemonThreads(procs, refs, threads, &a.attributed, time.Now())
+			shared = attributeDaemonThreads(procs, refs, contenders, threads, &a.attributed, time.Now())
 			for id, at := range shared {
 				if at.Ref != nil {
 					refs[id] = at.Ref

@@ -380,8 +380,9 @@ type daemonThread struct {
 // (tied when which one is known), one none does is not running whatever
 // the daemon keeps loaded (it unloads a thread about a minute after its
 // TUI quits), and the rest are unknown with their candidates. Threads in
-// refs are left out: their process is known first-hand.
-func attributeDaemonThreads(procs map[int]liveProc, refs map[string]*adapters.ProcessRef, threads []daemonThread, mem *attribute.Memory, now time.Time) map[string]attribute.Attribution {
+// refs are left out (their process is known first-hand), and so are those
+// two process trees hold open (contended: unknown, first-hand).
+func attributeDaemonThreads(procs map[int]liveProc, refs map[string]*adapters.ProcessRef, contended map[string][]int, threads []daemonThread, mem *attribute.Memory, now time.Time) map[string]attribute.Attribution {
 	owned := map[int]string{}
 	for id, r := range refs {
 		// A tree holding several files keeps the smallest id's pin: any
@@ -400,6 +401,9 @@ func attributeDaemonThreads(procs map[int]liveProc, refs map[string]*adapters.Pr
 		p := procs[pid]
 		if outermost(procs, pid) != pid || !isTUI(p.argv) {
 			continue
+		}
+		if _, ok := owned[pid]; !ok && noDaemon(p.argv) {
+			continue // its turns run in itself: it holds none of the daemon's threads
 		}
 		ap := attribute.Proc{PID: pid, Stamp: p.info.Start, Start: p.info.StartTime}
 		switch id, ok := owned[pid]; {
@@ -429,7 +433,7 @@ func attributeDaemonThreads(procs map[int]liveProc, refs map[string]*adapters.Pr
 	}
 	var ss []attribute.Session
 	for _, t := range threads {
-		if refs[t.id] != nil {
+		if refs[t.id] != nil || len(contended[t.id]) > 0 {
 			continue
 		}
 		ss = append(ss, attribute.Session{ID: t.id, Dir: t.cwd, Created: t.created, Updated: t.updated})
@@ -445,6 +449,20 @@ func attributeDaemonThreads(procs map[int]liveProc, refs map[string]*adapters.Pr
 		}
 	}
 	return out
+}
+
+// noDaemon says whether argv runs the TUI with --no-daemon: its threads
+// run in its own process, never in the shared app-server.
+func noDaemon(argv []string) bool {
+	for _, a := range codexArgs(argv) {
+		switch a {
+		case "--":
+			return false
+		case "--no-daemon":
+			return true
+		}
+	}
+	return false
 }
 
 // cdArg returns the folder of -C/--cd in argv, or "".

@@ -367,7 +367,8 @@ func TestSubcommand(t *testing.T) {
 // The daemon is never a thread's process, even when the TUI that started
 // it is its parent; a thread it holds goes to the one TUI of its folder
 // begun before it, and is running in one of them, which is not known,
-// when two TUIs fit and nothing else can be theirs.
+// when two TUIs fit and nothing else can be theirs; a --no-daemon TUI
+// holds none of them.
 func TestDaemonThreadsGoToTheirTUIOnlyWhenOneFits(t *testing.T) {
 	dirA, dirB := t.TempDir(), t.TempDir()
 	start := func(dir string) proc.Info {
@@ -383,13 +384,17 @@ func TestDaemonThreadsGoToTheirTUIOnlyWhenOneFits(t *testing.T) {
 		}
 		return info
 	}
-	a1, a2, b := start(dirA), start(dirA), start(dirB)
+	a1, a2, b, own, r := start(dirA), start(dirA), start(dirB), start(dirA), start(dirB)
+	contended := "01a218f8-0000-7000-8000-000000000003"
 	daemon := start(dirB)
 	daemon.PPID = b.PID // started by the TUI in dirB
 	procs := map[int]liveProc{
-		a1.PID:     {info: a1, argv: []string{"node", "/x/.bin/codex"}},
-		a2.PID:     {info: a2, argv: []string{"node", "/x/.bin/codex", "fix the test"}},
-		b.PID:      {info: b, argv: []string{"node", "/x/.bin/codex", "-C", dirB}},
+		a1.PID: {info: a1, argv: []string{"node", "/x/.bin/codex"}},
+		a2.PID: {info: a2, argv: []string{"node", "/x/.bin/codex", "fix the test"}},
+		b.PID:  {info: b, argv: []string{"node", "/x/.bin/codex", "-C", dirB}},
+		// Its turns run in itself: none of the daemon's threads is its.
+		own.PID:    {info: own, argv: []string{"/h/codex", "--no-daemon"}},
+		r.PID:      {info: r, argv: []string{"/h/codex", "resume", contended}},
 		daemon.PID: {info: daemon, argv: []string{"/h/codex", "app-server", "--managed-daemon"}},
 	}
 	if got := outermost(procs, daemon.PID); got != daemon.PID {
@@ -400,8 +405,15 @@ func TestDaemonThreadsGoToTheirTUIOnlyWhenOneFits(t *testing.T) {
 		{id: "ta", cwd: dirA, created: later, updated: later},
 		{id: "tb", cwd: dirB, created: later, updated: later},
 		{id: "old", cwd: dirB, created: b.StartTime.Add(-time.Hour), updated: b.StartTime.Add(-time.Hour)},
+		{id: contended, cwd: dirB, created: later, updated: later},
 	}
-	got := attributeDaemonThreads(procs, map[string]*adapters.ProcessRef{}, threads, nil, time.Now())
+	// Two trees hold its rollout open: unknown first-hand, whatever an
+	// argv says.
+	twoTrees := map[string][]int{contended: {a1.PID, b.PID}}
+	got := attributeDaemonThreads(procs, map[string]*adapters.ProcessRef{}, twoTrees, threads, nil, time.Now())
+	if _, ok := got[contended]; ok {
+		t.Errorf("a thread two trees hold open: %+v, want it left to its contenders", got[contended])
+	}
 	if r := got["tb"].Ref; r == nil || r.PID != b.PID || r.Evidence != evidenceCwdStart {
 		t.Errorf("tb: %+v, want pid %d by cwd+start", got["tb"], b.PID)
 	}
