@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/adapters/attribute"
 	"github.com/agentctl/agentctl/adapters/storeio"
 	"github.com/agentctl/agentctl/proc"
 )
@@ -51,6 +52,10 @@ type Adapter struct {
 	// is kept.
 	scans storeio.Memo[scanResult]
 	found storeio.Memo[[]adapters.NativeSession]
+
+	// attributed keeps what earlier answers proved of which TUI holds
+	// which thread the daemon holds.
+	attributed attribute.Memory
 
 	mu sync.Mutex
 	// paths maps session ids to rollout files, from the last scan.
@@ -197,6 +202,7 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 	files, index := scan.files, scan.threads
 	var refs map[string]*adapters.ProcessRef
 	var contenders map[string][]int
+	var shared map[string]attribute.Attribution
 	procs, perr := liveCodexes(proc.SnapshotFrom(ctx), a.home())
 	if perr == nil {
 		var held map[string]int
@@ -209,21 +215,24 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 					continue
 				}
 				turns[s.id] = s.facts != nil && s.facts.turn == turnStarted
-				t := daemonThread{id: s.id}
+				t := daemonThread{id: s.id, updated: s.mtime}
 				if s.facts != nil {
 					t.cwd, t.created = s.facts.cwd, s.facts.created
+					if s.facts.lastTime.After(t.updated) {
+						t.updated = s.facts.lastTime
+					}
 				}
 				if th := index[s.id]; th != nil && t.cwd == "" {
 					t.cwd, t.created = th.cwd, th.created
 				}
 				threads = append(threads, t)
 			}
-			byDaemon, tuis := matchDaemonThreads(procs, refs, threads)
-			for id, r := range byDaemon {
-				refs[id] = r
-			}
-			for id, pids := range tuis {
-				contenders[id] = append(contenders[id], pids...)
+			shared = attributeDaemonThreads(procs, refs, contenders, threads, &a.attributed, time.Now())
+			for id, at := range shared {
+				if at.Ref != nil {
+					refs[id] = at.Ref
+					delete(shared, id)
+				}
 			}
 			daemonTurns(procs, refs, held, func(id string) bool { return turns[id] })
 		}
@@ -232,9 +241,10 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 		gen        uint64
 		refs       map[string]*adapters.ProcessRef
 		contenders map[string][]int
+		shared     map[string]attribute.Attribution
 		perr       string
 	}
-	in := inputs{gen: scan.gen, refs: refs, contenders: contenders}
+	in := inputs{gen: scan.gen, refs: refs, contenders: contenders, shared: shared}
 	if perr != nil {
 		in.perr = perr.Error()
 	}
@@ -246,7 +256,7 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 		if s.id == "" {
 			continue // neither the name nor the content names a session
 		}
-		out = append(out, nativeOf(s, index[s.id], refs[s.id], contenders[s.id], perr))
+		out = append(out, nativeOf(s, index[s.id], refs[s.id], contenders[s.id], shared[s.id], perr))
 	}
 	if scan.kept {
 		a.found.Put(scan.version, in, out)
@@ -258,12 +268,17 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 
 // nativeOf is the native session of one rollout, given Codex's index
 // row of it (nil: none), the process matched to it and the live ones that
-// may be working on it, and why the processes could not be matched (nil:
-// they were).
-func nativeOf(s scanned, t *thread, ref *adapters.ProcessRef, contenders []int, perr error) adapters.NativeSession {
+// may be working on it, what the shared solver says of a thread the daemon
+// holds (running in one of some TUIs, or unknown), and why the processes
+// could not be matched (nil: they were).
+func nativeOf(s scanned, t *thread, ref *adapters.ProcessRef, contenders []int, shared attribute.Attribution, perr error) adapters.NativeSession {
+	if ref != nil {
+		shared = attribute.Attribution{} // tied first-hand: the solver's view is moot
+	}
+	alive := ref != nil || shared.Running
 	var ns adapters.NativeSession
 	if s.facts != nil {
-		ns = s.facts.native(s.path, s.mtime, ref)
+		ns = s.facts.native(s.path, s.mtime, ref, alive)
 	} else {
 		ns = adapters.NativeSession{Adapter: Name, Path: s.path, State: adapters.NativeUnknown, Process: ref}
 		ns.Warnings = append(ns.Warnings, fmt.Sprintf("unreadable codex rollout %s: %v", s.path, s.err))
@@ -272,12 +287,19 @@ func nativeOf(s scanned, t *thread, ref *adapters.ProcessRef, contenders []int, 
 	if ns.Process == nil && len(contenders) > 0 {
 		ns.Evidence = append(ns.Evidence, adapters.ContenderEvidence("codex", contenders)...)
 	}
+	ns.Evidence = append(ns.Evidence, shared.Evidence...)
 	if t != nil {
 		fillFromThread(&ns, t)
 	}
 	if ns.Process == nil && len(contenders) > 0 {
 		ns.State = adapters.NativeUnknown
 		ns.Warnings = append(ns.Warnings, storeio.ContendersWarning("codex", contenders))
+	}
+	if shared.Unknown {
+		ns.State = adapters.NativeUnknown
+	}
+	if shared.Warning != "" {
+		ns.Warnings = append(ns.Warnings, shared.Warning)
 	}
 	if perr != nil {
 		// Without the full picture of live processes, no session can be
@@ -309,7 +331,7 @@ func (a *Adapter) DiscoverOne(ctx context.Context, id string) (adapters.NativeSe
 	if s.id != id {
 		return adapters.DiscoverOneOf(ctx, a, id)
 	}
-	return nativeOf(s, index[id], nil, nil, nil), nil
+	return nativeOf(s, index[id], nil, nil, attribute.Attribution{}, nil), nil
 }
 
 // fillFromThread completes what the rollout did not say (its head was not

@@ -392,8 +392,10 @@ func (x *facts) state(alive bool) adapters.NativeState {
 // originatorTUI is the originator of a thread Codex's TUI started.
 const originatorTUI = "codex-tui"
 
-// native builds the session the adapter reports.
-func (x *facts) native(path string, mtime time.Time, ref *adapters.ProcessRef) adapters.NativeSession {
+// native builds the session the adapter reports: ref is its tied process
+// (nil: none), alive says a live process holds it (ref, or one of some
+// whose which is not known).
+func (x *facts) native(path string, mtime time.Time, ref *adapters.ProcessRef, alive bool) adapters.NativeSession {
 	s := adapters.NativeSession{
 		Adapter:     Name,
 		NativeID:    x.id,
@@ -403,7 +405,7 @@ func (x *facts) native(path string, mtime time.Time, ref *adapters.ProcessRef) a
 		LastMessage: x.lastMessage,
 		CreatedAt:   x.created,
 		UpdatedAt:   x.lastTime,
-		State:       x.state(ref != nil),
+		State:       x.state(alive),
 		Process:     ref,
 		Path:        path,
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/adapters/attribute"
 	"github.com/agentctl/agentctl/adapters/storeio"
 	"github.com/agentctl/agentctl/proc"
 )
@@ -364,71 +365,104 @@ func matchProcesses(procs map[int]liveProc) (refs map[string]*adapters.ProcessRe
 
 // daemonThread is what matching a thread the daemon holds needs of it.
 type daemonThread struct {
-	id, cwd string
-	created time.Time
+	id, cwd          string
+	created, updated time.Time
 }
 
-// matchDaemonThreads ties threads the app-server daemon holds to the TUIs
-// that work through it. Nothing the daemon says names a thread's TUI, so
-// a TUI is tied to a thread of its folder begun after it started only
-// when that thread is the one such thread for the TUI and the TUI the one
-// such TUI for the thread (evidence "cwd+start"); otherwise the thread's
-// possible TUIs are its contenders: unknown while they live. A thread no
-// live TUI can own is not running, whatever the daemon keeps loaded (it
-// unloads a thread about a minute after its TUI quits).
-func matchDaemonThreads(procs map[int]liveProc, refs map[string]*adapters.ProcessRef, threads []daemonThread) (map[string]*adapters.ProcessRef, map[string][]int) {
-	// The TUIs that use the daemon: they hold no rollout of their own and
-	// name none in argv.
-	owned := map[int]bool{}
-	for _, r := range refs {
-		owned[r.PID] = true
+// attributeDaemonThreads decides, through the shared solver (see
+// adapters/attribute), which TUIs hold the threads the app-server daemon
+// holds. Nothing the daemon says names a thread's TUI, so the facts are
+// those of the TUIs of the store: a TUI works in its folder (its cwd, or
+// -C) on one thread at a time, begun after it started (written since, for
+// a `resume` without an id); a TUI tied by an open file or `resume <id>`
+// (refs) holds that one; mem adds what earlier answers proved (nil:
+// none). A thread every consistent assignment gives a live TUI is running
+// (tied when which one is known), one none does is not running whatever
+// the daemon keeps loaded (it unloads a thread about a minute after its
+// TUI quits), and the rest are unknown with their candidates. Threads in
+// refs are left out (their process is known first-hand), and so are those
+// two process trees hold open (contended: unknown, first-hand).
+func attributeDaemonThreads(procs map[int]liveProc, refs map[string]*adapters.ProcessRef, contended map[string][]int, threads []daemonThread, mem *attribute.Memory, now time.Time) map[string]attribute.Attribution {
+	owned := map[int]string{}
+	for id, r := range refs {
+		// A tree holding several files keeps the smallest id's pin: any
+		// of them excludes the TUI from the daemon's threads.
+		if old, ok := owned[r.PID]; !ok || id < old {
+			owned[r.PID] = id
+		}
 	}
-	type tui struct {
-		pid  int
-		dirs map[string]bool
+	pids := make([]int, 0, len(procs))
+	for pid := range procs {
+		pids = append(pids, pid)
 	}
-	var tuis []tui
-	for pid, p := range procs {
-		if outermost(procs, pid) != pid || owned[pid] || !isTUI(p.argv) || resumeArg(p.argv) != "" {
+	sort.Ints(pids) // a stable order of processes: stable answers
+	var ps []attribute.Proc
+	for _, pid := range pids {
+		p := procs[pid]
+		if outermost(procs, pid) != pid || !isTUI(p.argv) {
 			continue
 		}
-		dir, err := proc.Cwd(pid)
-		if err != nil {
-			continue
+		if _, ok := owned[pid]; !ok && noDaemon(p.argv) {
+			continue // its turns run in itself: it holds none of the daemon's threads
 		}
-		if cd := cdArg(p.argv); cd != "" {
-			if !filepath.IsAbs(cd) {
-				cd = filepath.Join(dir, cd)
+		ap := attribute.Proc{PID: pid, Stamp: p.info.Start, Start: p.info.StartTime}
+		switch id, ok := owned[pid]; {
+		case ok:
+			ap.Pin, ap.PinBy = id, refs[id].Evidence
+		case resumeArg(p.argv) != "":
+			// Resuming a thread not among the daemon's: it holds none of them.
+			ap.Pin, ap.PinBy = resumeArg(p.argv), evidenceArgv
+		case subcommand(p.argv) == "resume":
+			ap.Resumes = true // a picker or --last: an older thread it writes to
+		}
+		if dir, err := proc.Cwd(pid); err == nil {
+			if cd := cdArg(p.argv); cd != "" {
+				if !filepath.IsAbs(cd) {
+					cd = filepath.Join(dir, cd)
+				}
+				dir = cd
 			}
-			dir = cd
+			for d := range sameDirs(dir) {
+				ap.Dirs = append(ap.Dirs, d)
+			}
+			sort.Strings(ap.Dirs)
+		} else if ap.Pin == "" {
+			continue // its folder unknown, it could hold any thread: not a fact to build on
 		}
-		tuis = append(tuis, tui{pid: pid, dirs: sameDirs(dir)})
+		ps = append(ps, ap)
 	}
-	fits := map[string][]int{} // thread → TUIs
-	perTUI := map[int]int{}    // TUI → number of threads
+	var ss []attribute.Session
 	for _, t := range threads {
-		if refs[t.id] != nil {
+		if refs[t.id] != nil || len(contended[t.id]) > 0 {
 			continue
 		}
-		for _, u := range tuis {
-			if !u.dirs[t.cwd] || t.created.Before(procs[u.pid].info.StartTime.Add(-startSlack)) {
-				continue
-			}
-			fits[t.id] = append(fits[t.id], u.pid)
-			perTUI[u.pid]++
+		ss = append(ss, attribute.Session{ID: t.id, Dir: t.cwd, Created: t.created, Updated: t.updated})
+	}
+	if len(ss) == 0 {
+		return nil
+	}
+	ps, res := mem.Solve(now, ps, ss)
+	out := map[string]attribute.Attribution{}
+	for _, s := range ss {
+		if at := attribute.Of(Name, ps, res, s.ID); at.Running || at.Unknown {
+			out[s.ID] = at
 		}
 	}
-	out := map[string]*adapters.ProcessRef{}
-	contenders := map[string][]int{}
-	for id, pids := range fits {
-		if len(pids) == 1 && perTUI[pids[0]] == 1 {
-			p := procs[pids[0]]
-			out[id] = &adapters.ProcessRef{PID: p.info.PID, Start: p.info.Start, Evidence: evidenceCwdStart}
-			continue
+	return out
+}
+
+// noDaemon says whether argv runs the TUI with --no-daemon: its threads
+// run in its own process, never in the shared app-server.
+func noDaemon(argv []string) bool {
+	for _, a := range codexArgs(argv) {
+		switch a {
+		case "--":
+			return false
+		case "--no-daemon":
+			return true
 		}
-		contenders[id] = pids
 	}
-	return out, contenders
+	return false
 }
 
 // cdArg returns the folder of -C/--cd in argv, or "".

@@ -366,7 +366,9 @@ func TestSubcommand(t *testing.T) {
 
 // The daemon is never a thread's process, even when the TUI that started
 // it is its parent; a thread it holds goes to the one TUI of its folder
-// begun before it, and stays with its contenders when two TUIs fit.
+// begun before it, and is running in one of them, which is not known,
+// when two TUIs fit and nothing else can be theirs; a --no-daemon TUI
+// holds none of them.
 func TestDaemonThreadsGoToTheirTUIOnlyWhenOneFits(t *testing.T) {
 	dirA, dirB := t.TempDir(), t.TempDir()
 	start := func(dir string) proc.Info {
@@ -382,13 +384,17 @@ func TestDaemonThreadsGoToTheirTUIOnlyWhenOneFits(t *testing.T) {
 		}
 		return info
 	}
-	a1, a2, b := start(dirA), start(dirA), start(dirB)
+	a1, a2, b, own, r := start(dirA), start(dirA), start(dirB), start(dirA), start(dirB)
+	contended := "01a218f8-0000-7000-8000-000000000003"
 	daemon := start(dirB)
 	daemon.PPID = b.PID // started by the TUI in dirB
 	procs := map[int]liveProc{
-		a1.PID:     {info: a1, argv: []string{"node", "/x/.bin/codex"}},
-		a2.PID:     {info: a2, argv: []string{"node", "/x/.bin/codex", "fix the test"}},
-		b.PID:      {info: b, argv: []string{"node", "/x/.bin/codex", "-C", dirB}},
+		a1.PID: {info: a1, argv: []string{"node", "/x/.bin/codex"}},
+		a2.PID: {info: a2, argv: []string{"node", "/x/.bin/codex", "fix the test"}},
+		b.PID:  {info: b, argv: []string{"node", "/x/.bin/codex", "-C", dirB}},
+		// Its turns run in itself: none of the daemon's threads is its.
+		own.PID:    {info: own, argv: []string{"/h/codex", "--no-daemon"}},
+		r.PID:      {info: r, argv: []string{"/h/codex", "resume", contended}},
 		daemon.PID: {info: daemon, argv: []string{"/h/codex", "app-server", "--managed-daemon"}},
 	}
 	if got := outermost(procs, daemon.PID); got != daemon.PID {
@@ -396,19 +402,77 @@ func TestDaemonThreadsGoToTheirTUIOnlyWhenOneFits(t *testing.T) {
 	}
 	later := time.Now().Add(time.Second)
 	threads := []daemonThread{
-		{id: "ta", cwd: dirA, created: later},
-		{id: "tb", cwd: dirB, created: later},
-		{id: "old", cwd: dirB, created: b.StartTime.Add(-time.Hour)},
+		{id: "ta", cwd: dirA, created: later, updated: later},
+		{id: "tb", cwd: dirB, created: later, updated: later},
+		{id: "old", cwd: dirB, created: b.StartTime.Add(-time.Hour), updated: b.StartTime.Add(-time.Hour)},
+		{id: contended, cwd: dirB, created: later, updated: later},
 	}
-	refs, contenders := matchDaemonThreads(procs, map[string]*adapters.ProcessRef{}, threads)
-	if r := refs["tb"]; r == nil || r.PID != b.PID || r.Evidence != evidenceCwdStart {
-		t.Errorf("tb: %+v, want pid %d by cwd+start", r, b.PID)
+	// Two trees hold its rollout open: unknown first-hand, whatever an
+	// argv says.
+	twoTrees := map[string][]int{contended: {a1.PID, b.PID}}
+	got := attributeDaemonThreads(procs, map[string]*adapters.ProcessRef{}, twoTrees, threads, nil, time.Now())
+	if _, ok := got[contended]; ok {
+		t.Errorf("a thread two trees hold open: %+v, want it left to its contenders", got[contended])
 	}
-	if refs["ta"] != nil || len(contenders["ta"]) != 2 {
-		t.Errorf("ta: ref %+v contenders %v, want none and both TUIs of dirA", refs["ta"], contenders["ta"])
+	if r := got["tb"].Ref; r == nil || r.PID != b.PID || r.Evidence != evidenceCwdStart {
+		t.Errorf("tb: %+v, want pid %d by cwd+start", got["tb"], b.PID)
 	}
-	if refs["old"] != nil || contenders["old"] != nil {
-		t.Errorf("a thread begun before every TUI: ref %+v contenders %v", refs["old"], contenders["old"])
+	if ta := got["ta"]; ta.Ref != nil || !ta.Running || len(ta.Holders) != 2 {
+		t.Errorf("ta: %+v, want running in one of both TUIs of dirA, not tied", ta)
+	}
+	if _, ok := got["old"]; ok {
+		t.Errorf("a thread begun before every TUI: %+v, want no process", got["old"])
+	}
+}
+
+// Two Codex TUIs started by hand in one folder in the default daemon mode
+// (their turns run in the shared app-server; a TUI holds no file of its
+// thread) read unknown while both lived, with a warning naming both. Each
+// thread begun after both started is running in one of them ("pid A or
+// B"); once one quits and the other writes its thread, that thread is the
+// other's (what the earlier answer proved) and the quitter's has ended.
+func TestTwoDaemonModeCodexTUIsInOneFolderReadRunning(t *testing.T) {
+	home, a := testHome(t)
+	day := filepath.Join(home, "sessions", "2026", "11", "26")
+	cwd := t.TempDir()
+	tuiA := fakeCodex(t, home, cwd, "", 0, true)
+	tuiB := fakeCodex(t, home, cwd, "", 0, true, "fix the test")
+	began := time.Now() // after both started
+	ids := []string{v7ID(began, 1), v7ID(began, 2)}
+	var paths []string
+	for _, id := range ids {
+		p := writeMeta(t, day, id, cwd, began)
+		appendText(t, p, `{"timestamp":"`+began.UTC().Format(time.RFC3339Nano)+`","type":"event_msg","payload":{"type":"task_complete","turn_id":"t","last_agent_message":"done"}}`+"\n")
+		paths = append(paths, p)
+	}
+	fakeCodex(t, home, cwd, strings.Join(paths, string(filepath.ListSeparator)), 0, true, "app-server", "--listen", "unix://", "--managed-daemon")
+	pids := map[int]bool{tuiA.Process.Pid: true, tuiB.Process.Pid: true}
+
+	got := discoverByID(t, a)
+	for _, id := range ids {
+		s := got[id]
+		candidates := map[int]bool{}
+		for _, e := range s.Evidence {
+			if e.Kind == adapters.EvidenceCandidate {
+				candidates[e.PID] = true
+			}
+		}
+		if s.Process != nil || s.State != adapters.NativeIdle || len(candidates) != 2 || !candidates[tuiA.Process.Pid] || !candidates[tuiB.Process.Pid] {
+			t.Errorf("thread %s with two TUIs: process %+v state %q candidates %v, want running (idle) in pid %v, not tied", id, s.Process, s.State, candidates, pids)
+		}
+	}
+
+	// B quits; A writes its thread (the first) after that.
+	tuiB.Process.Kill()
+	tuiB.Wait()
+	discoverByID(t, a)
+	appendText(t, paths[0], `{"timestamp":"`+time.Now().UTC().Format(time.RFC3339Nano)+`","type":"event_msg","payload":{"type":"task_complete","turn_id":"t2","last_agent_message":"again"}}`+"\n")
+	got = discoverByID(t, a)
+	if s := got[ids[0]]; s.Process == nil || s.Process.PID != tuiA.Process.Pid || s.State != adapters.NativeIdle {
+		t.Errorf("the thread A wrote after B quit: process %+v state %q, want pid %d, idle", s.Process, s.State, tuiA.Process.Pid)
+	}
+	if s := got[ids[1]]; s.Process != nil || s.State != adapters.NativeDone {
+		t.Errorf("the other thread, B's: process %+v state %q, want none, done", s.Process, s.State)
 	}
 }
 
