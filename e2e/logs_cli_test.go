@@ -304,3 +304,23 @@ func TestLogsInAPipeGiveEverything(t *testing.T) {
 		t.Fatalf("logs --tail 5 = %q", out)
 	}
 }
+
+// run --wait into a pipe writes what logs -f writes there (the text view:
+// line ends as \n, a line redrawn in place as it ended, no escapes), and
+// exits with the command's code.
+func TestRunWaitInAPipeWritesTheLogsView(t *testing.T) {
+	t.Parallel()
+	e := NewEnv(t)
+	out, errOut, code := e.Run("run", "--wait", "--", "sh", "-c", `printf 'one\n'; printf 'spin\rdone\n'; printf '\033[31mred\033[0m\n'; printf 'abc\033[2Dxy\n'; exit 3`)
+	if code != 3 {
+		t.Fatalf("run --wait exited %d, want 3\n%s", code, errOut)
+	}
+	want := "one\ndone\nred\naxy\n"
+	if out != want {
+		t.Fatalf("run --wait in a pipe wrote %q, want %q", out, want)
+	}
+	id := strings.Fields(strings.TrimPrefix(errOut, "agentctl: session "))[0]
+	if logs, _, _ := e.Run("logs", "-n", "0", id); logs != out {
+		t.Fatalf("logs wrote %q, run --wait %q", logs, out)
+	}
+}
