@@ -510,6 +510,11 @@ type SignalRequest struct {
 	Signal string `json:"signal"`
 }
 
+// RenameRequest gives a session a new name.
+type RenameRequest struct {
+	Name string `json:"name"`
+}
+
 // Agents are the agents agentctl launches, by the names launch and run
 // --adapter take (ExecAdapter, a plain command, aside).
 func Agents() []string { return []string{"claude", "codex", "opencode", "pi", "pi-rust"} }

@@ -23,7 +23,7 @@ type idCommand struct{ many, runningOnly bool }
 // idCommandOf says how the command called name takes session handles.
 func idCommandOf(name string) (idCommand, bool) {
 	switch name {
-	case "status", "inspect", "explain", "peek", "resume":
+	case "status", "inspect", "explain", "peek", "resume", "rename":
 		return idCommand{}, true
 	case "attach", "send", "approve", "deny", "answer":
 		return idCommand{runningOnly: true}, true
