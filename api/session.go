@@ -399,6 +399,10 @@ type LogOptions struct {
 	// 3339), as the log's time marks say (to the second); Lines then
 	// bounds what is shown of it.
 	Since string
+	// Until ends the text view before the first line written at or after
+	// this time (RFC 3339), as the log's time marks say (to the second);
+	// Lines then bounds what is shown of what came before.
+	Until string
 	// Timestamps prefixes each line of the stripped view with the time it
 	// was written, from the log's time marks.
 	Timestamps bool
@@ -432,6 +436,9 @@ func (o LogOptions) Query() url.Values {
 	if o.Since != "" {
 		q.Set("since", o.Since)
 	}
+	if o.Until != "" {
+		q.Set("until", o.Until)
+	}
 	if o.Timestamps {
 		q.Set("timestamps", "1")
 	}
@@ -442,10 +449,18 @@ func (o LogOptions) Query() url.Values {
 func ParseLogOptions(q url.Values) (LogOptions, error) {
 	o := LogOptions{Raw: q.Get("raw") == "1", Follow: q.Get("follow") == "1", Color: q.Get("color") == "1", Partial: q.Get("partial") == "1",
 		TextAsData: q.Get("text_as_data") == "1", Cursors: q.Get("cursors") == "1", After: q.Get("after"),
-		Since: q.Get("since"), Timestamps: q.Get("timestamps") == "1"}
+		Since: q.Get("since"), Until: q.Get("until"), Timestamps: q.Get("timestamps") == "1"}
 	if o.Since != "" {
 		if _, err := time.Parse(time.RFC3339Nano, o.Since); err != nil {
 			return o, Errorf(CodeInvalid, "since %s: want an RFC 3339 time", text.Quote(o.Since))
+		}
+	}
+	if o.Until != "" {
+		if _, err := time.Parse(time.RFC3339Nano, o.Until); err != nil {
+			return o, Errorf(CodeInvalid, "until %s: want an RFC 3339 time", text.Quote(o.Until))
+		}
+		if o.Raw || o.Follow {
+			return o, Errorf(CodeInvalid, "until ends the text view's lines, without raw or follow")
 		}
 	}
 	if o.Timestamps && o.Raw {
@@ -493,6 +508,11 @@ func (s Session) ActiveAt() time.Time {
 type SignalRequest struct {
 	// Signal is a name (HUP, SIGHUP) or a number.
 	Signal string `json:"signal"`
+}
+
+// RenameRequest gives a session a new name.
+type RenameRequest struct {
+	Name string `json:"name"`
 }
 
 // Agents are the agents agentctl launches, by the names launch and run

@@ -22,6 +22,13 @@ func (c *Client) Signal(ctx context.Context, id string, req api.SignalRequest) (
 	return s, err
 }
 
+// Rename gives a session a new name.
+func (c *Client) Rename(ctx context.Context, id, name string) (api.Session, error) {
+	var s api.Session
+	err := c.do(ctx, http.MethodPost, sessionPath(id, "/rename"), api.RenameRequest{Name: name}, &s)
+	return s, err
+}
+
 // Remove deletes a session's folder; force stops a running one first.
 func (c *Client) Remove(ctx context.Context, id string, force bool) (api.Session, error) {
 	var s api.Session

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -302,5 +303,111 @@ func TestLogsInAPipeGiveEverything(t *testing.T) {
 	}
 	if out := e.MustRun("logs", "--tail", "5", s.ID); out != "296\n297\n298\n299\n300" {
 		t.Fatalf("logs --tail 5 = %q", out)
+	}
+}
+
+// run --wait into a pipe writes what logs -f writes there (the text view:
+// line ends as \n, a line redrawn in place as it ended, no escapes), and
+// exits with the command's code.
+func TestRunWaitInAPipeWritesTheLogsView(t *testing.T) {
+	t.Parallel()
+	e := NewEnv(t)
+	out, errOut, code := e.Run("run", "--wait", "--", "sh", "-c", `printf 'one\n'; printf 'spin\rdone\n'; printf '\033[31mred\033[0m\n'; printf 'abc\033[2Dxy\n'; exit 3`)
+	if code != 3 {
+		t.Fatalf("run --wait exited %d, want 3\n%s", code, errOut)
+	}
+	want := "one\ndone\nred\naxy\n"
+	if out != want {
+		t.Fatalf("run --wait in a pipe wrote %q, want %q", out, want)
+	}
+	id := strings.Fields(strings.TrimPrefix(errOut, "agentctl: session "))[0]
+	if logs, _, _ := e.Run("logs", "-n", "0", id); logs != out {
+		t.Fatalf("logs wrote %q, run --wait %q", logs, out)
+	}
+}
+
+// logs of several sessions (named, or chosen by --label, --group, --all)
+// prefixes each line with the session, as pm2 logs and stern do: one after
+// the other, or with -f all at once until every one has ended. One
+// session keeps its output bare.
+func TestLogsOfSeveralSessions(t *testing.T) {
+	t.Parallel()
+	e := NewEnv(t)
+	for _, s := range []api.Session{
+		e.Start("--name", "alpha", "--label", "team=x", "--", "sh", "-c", "echo a1; echo a2"),
+		e.Start("--name", "b", "--label", "team=x", "--", "sh", "-c", "echo b1"),
+		e.Start("--name", "other", "--", "sh", "-c", "echo o1"),
+	} {
+		e.WaitStatus(s.ID, api.StatusExited, 20*time.Second)
+	}
+	if got, want := e.MustRun("logs", "alpha", "b"), "alpha | a1\nalpha | a2\nb     | b1"; got != want {
+		t.Fatalf("logs alpha b = %q, want %q", got, want)
+	}
+	got := strings.Split(e.MustRun("logs", "--label", "team=x"), "\n")
+	slices.Sort(got)
+	if want := []string{"alpha | a1", "alpha | a2", "b     | b1"}; !slices.Equal(got, want) {
+		t.Fatalf("logs --label team=x = %q, want %q", got, want)
+	}
+	if got := e.MustRun("logs", "alpha"); got != "a1\na2" {
+		t.Fatalf("logs of one session = %q, want no prefix", got)
+	}
+	if _, _, code := e.Run("logs", "--raw", "alpha", "b"); code != 2 {
+		t.Fatalf("logs --raw of two sessions: exit %d, want 2", code)
+	}
+
+	// -f follows both until both end, lines in the order they come.
+	dir := t.TempDir()
+	gate := func(n string) string { return filepath.Join(dir, n) }
+	wait := `while [ ! -e "$0" ]; do sleep 0.05; done`
+	e.Start("--name", "f1", "--", "sh", "-c", "echo one-start; "+wait+"; echo one-end", gate("1"))
+	e.Start("--name", "f2", "--", "sh", "-c", "echo two-start; "+wait+"; echo two-end", gate("2"))
+	cmd := e.Command("logs", "-f", "f1", "f2")
+	out := &ptyOutput{}
+	cmd.Stdout = out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	WaitFor(t, 20*time.Second, "both starts", func() bool {
+		return strings.Contains(out.String(), "f1 | one-start\n") && strings.Contains(out.String(), "f2 | two-start\n")
+	})
+	os.WriteFile(gate("2"), nil, 0o600)
+	WaitFor(t, 20*time.Second, "f2's end", func() bool { return strings.Contains(out.String(), "f2 | two-end\n") })
+	if strings.Contains(out.String(), "one-end") {
+		t.Fatalf("one-end before its gate: %q", out.String())
+	}
+	os.WriteFile(gate("1"), nil, 0o600)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("logs -f f1 f2: %v", err)
+	}
+	if lines := strings.Split(strings.TrimSpace(out.String()), "\n"); len(lines) != 4 || lines[3] != "f1 | one-end" {
+		t.Fatalf("logs -f f1 f2 printed %q", out.String())
+	}
+}
+
+// --until is --since's counterpart: what was written before a time.
+func TestLogsUntil(t *testing.T) {
+	t.Parallel()
+	e := NewEnv(t)
+	s := e.Start("--", "sh", "-c", "echo early; sleep 2.5; echo late")
+	e.WaitStatus(s.ID, api.StatusExited, 20*time.Second)
+	lines := strings.Split(e.MustRun("logs", "-t", s.ID), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("logs -t = %q", lines)
+	}
+	lateAt, _, _ := strings.Cut(lines[1], " ")
+	if got := e.MustRun("logs", "--until", lateAt, s.ID); got != "early" {
+		t.Fatalf("logs --until %s = %q, want only the early line", lateAt, got)
+	}
+	if got := e.MustRun("logs", "--until", "0s", s.ID); got != "early\nlate" {
+		t.Fatalf("logs --until 0s = %q, want both lines", got)
+	}
+	if got := e.MustRun("logs", "--since", "1h", "--until", "1h", s.ID); got != "" {
+		t.Fatalf("logs --since 1h --until 1h = %q, want nothing", got)
+	}
+	for _, bad := range [][]string{{"--until", "yesterday"}, {"-f", "--until", "1m"}, {"--raw", "--until", "1m"}} {
+		if _, _, code := e.Run(append(append([]string{"logs"}, bad...), s.ID)...); code != 2 {
+			t.Fatalf("logs %v: exit %d, want 2", bad, code)
+		}
 	}
 }

@@ -65,6 +65,9 @@ const (
 	// EnvFile keeps the values of a session's --env (mode 0600: they may be
 	// secrets), so a restart runs with them again.
 	EnvFile = "env.json"
+	// NameFile holds the name `agentctl rename` gave the session; it reads
+	// over LaunchFile's, which is written once.
+	NameFile = "name.txt"
 )
 
 // SessionEnv names the variable every session's processes carry: the

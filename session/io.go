@@ -189,7 +189,7 @@ func (c *Core) Logs(ctx context.Context, id string, o api.LogOptions, emit func(
 		return err
 	}
 	path := filepath.Join(dir, home.LogFile)
-	if o.Since != "" || o.Timestamps {
+	if o.Since != "" || o.Until != "" || o.Timestamps {
 		return c.logsTimed(ctx, sess, path, o, emit)
 	}
 	var pos logs.Position

@@ -61,11 +61,8 @@ func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, err
 	if req.Name != "" {
 		c.naming.Lock()
 		defer c.naming.Unlock()
-		if other, taken := c.records.runningNamed(req.Name); taken {
-			return api.Session{}, faultf(ErrInvalid, "name %s is taken by running session %s: stop it, or choose another name", text.Quote(req.Name), other)
-		}
-		if other, ok := c.records.idStartingWith(req.Name); ok {
-			return api.Session{}, faultf(ErrInvalid, "name %q is how session %s's id begins (its handle in a list): a command given %q would reach the wrong one; choose another name", req.Name, other, req.Name)
+		if err := c.nameFree(req.Name); err != nil {
+			return api.Session{}, err
 		}
 	}
 	// PWD follows the session's cwd, not the caller's: some agents
@@ -199,6 +196,19 @@ func checkNames(req api.RunRequest) error {
 		if k == "" || len(k) > 128 || strings.ContainsAny(k, "=,") || hasControl(k) || len(v) > 1024 || hasControl(v) {
 			return faultf(ErrInvalid, "label %s=%s: a key of at most 128 characters without '=', ',' or control characters, and a value of at most 1024 without control characters", text.Quote(k), text.Quote(v))
 		}
+	}
+	return nil
+}
+
+// nameFree refuses a name a running session has, or that is how another
+// session's id begins (its handle in a list). Hold c.naming from this check
+// until the name is recorded.
+func (c *Core) nameFree(name string) error {
+	if other, taken := c.records.runningNamed(name); taken {
+		return faultf(ErrInvalid, "name %s is taken by running session %s: stop it, or choose another name", text.Quote(name), other)
+	}
+	if other, ok := c.records.idStartingWith(name); ok {
+		return faultf(ErrInvalid, "name %q is how session %s's id begins (its handle in a list): a command given %q would reach the wrong one; choose another name", name, other, name)
 	}
 	return nil
 }

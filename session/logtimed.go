@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -10,8 +11,11 @@ import (
 	"github.com/agentctl/agentctl/logs"
 )
 
+// errUntil ends a read at the first line written at or after --until.
+var errUntil = errors.New("until reached")
+
 // logsTimed serves a log read that needs the log's time marks: output
-// since a time, or lines with the time they were written. It reads from the
+// since or until a time, or lines with the time they were written. It reads from the
 // position the marks give (the oldest kept byte for timestamps alone), keeps
 // the last o.Lines lines of what was written until now, and then follows
 // like Logs.
@@ -47,6 +51,23 @@ func (c *Core) logsTimed(ctx context.Context, sess api.Session, path string, o a
 			return err
 		}
 		pos = p
+	}
+	var until time.Time
+	if o.Until != "" {
+		t, err := time.Parse(time.RFC3339Nano, o.Until)
+		if err != nil {
+			return faultf(ErrInvalid, "until %s: want an RFC 3339 time", text.Quote(o.Until))
+		}
+		until = t
+	}
+	// late reports whether the line ending at p was written at or after
+	// until (a line with no mark is not).
+	late := func(p logs.Position) bool {
+		if until.IsZero() {
+			return false
+		}
+		t := times.At(p)
+		return !t.IsZero() && !t.Before(until)
 	}
 	strip := logs.Stripper{KeepColor: o.Color}
 	history := o.After == ""
@@ -93,14 +114,19 @@ func (c *Core) logsTimed(ctx context.Context, sess api.Session, path string, o a
 			start := at.Offset - int64(len(b))
 			var err error
 			strip.Lines(b, func(l []byte, end int) {
-				if err == nil {
-					err = line(stamp(logs.Position{Inode: at.Inode, Offset: start + int64(end)}) + string(l))
+				p := logs.Position{Inode: at.Inode, Offset: start + int64(end)}
+				switch {
+				case err != nil:
+				case late(p):
+					err = errUntil
+				default:
+					err = line(stamp(p) + string(l))
 				}
 			})
-			if err != nil {
-				return err
+			if ferr := flush(); err == nil {
+				err = ferr
 			}
-			if err := flush(); err != nil {
+			if err != nil {
 				return err
 			}
 		}
@@ -116,10 +142,13 @@ func (c *Core) logsTimed(ctx context.Context, sess api.Session, path string, o a
 		return emit(api.LogChunk{Cursor: at.String()})
 	}
 	// What is there now.
+	reachedUntil := false
 	if err := logs.FollowFrom(ctx, path, pos, func() bool { return true }, func(b []byte, at logs.Position) error {
 		pos = at
 		return read(b, at)
-	}); err != nil {
+	}); errors.Is(err, errUntil) {
+		reachedUntil = true
+	} else if err != nil {
 		return err
 	}
 	history = false
@@ -151,7 +180,7 @@ func (c *Core) logsTimed(ctx context.Context, sess api.Session, path string, o a
 			return err
 		}
 	}
-	if !o.Raw {
+	if !o.Raw && !reachedUntil && !late(pos) {
 		if last, ok := strip.Flush(); ok {
 			if err := emit(textChunk(stamp(pos)+last, o.TextAsData, false)); err != nil {
 				return err

@@ -40,6 +40,8 @@ type records struct {
 
 	mu    sync.Mutex
 	ended map[string]api.Session
+	// renames counts renames: a derived view read before one is not kept.
+	renames uint64
 	// bindMu makes each check-and-record of a learned native id one step.
 	bindMu sync.Mutex
 }
@@ -74,6 +76,7 @@ var ErrIncomplete = errors.New("session start in progress")
 func (r *records) get(id string) (api.Session, error) {
 	r.mu.Lock()
 	s, ok := r.ended[id]
+	renames := r.renames
 	r.mu.Unlock()
 	if ok {
 		return s, nil
@@ -110,6 +113,9 @@ func (r *records) get(id string) (api.Session, error) {
 		state = settleEnd(dir, state)
 	}
 	s = sessionFromState(state)
+	if name, ok := renamed(dir); ok {
+		s.Name = name
+	}
 	if s.Status == api.StatusRunning {
 		applyAttention(dir, &s)
 	}
@@ -128,7 +134,9 @@ func (r *records) get(id string) (api.Session, error) {
 	}
 	if s.Status.Ended() && s.Status != api.StatusLost {
 		r.mu.Lock()
-		r.ended[id] = s
+		if r.renames == renames {
+			r.ended[id] = s
+		}
 		r.mu.Unlock()
 	}
 	return s, nil
@@ -159,6 +167,25 @@ func learnedNative(dir string) nativeRecord {
 		return n
 	}
 	return nativeRecord{}
+}
+
+// renamed is the name `agentctl rename` gave the session in dir, if any.
+func renamed(dir string) (string, bool) {
+	b, err := os.ReadFile(filepath.Join(dir, home.NameFile))
+	if err != nil || len(b) == 0 {
+		return "", false
+	}
+	return string(b), true
+}
+
+// setName records a session's new name beside its launch record.
+func (r *records) setName(id, name string) error {
+	err := atomicfile.Write(filepath.Join(r.home.SessionDir(id), home.NameFile), []byte(name), 0o600)
+	r.mu.Lock()
+	r.renames++
+	delete(r.ended, id)
+	r.mu.Unlock()
+	return err
 }
 
 // setNativeID records a native id learned after the start.

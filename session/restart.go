@@ -46,7 +46,7 @@ func (c *Core) Restart(ctx context.Context, id string, req api.RestartRequest) (
 	}
 	run := api.RunRequest{
 		Adapter: rec.Adapter, Prompt: prompt, Model: rec.Model, Cwd: rec.Cwd, Env: req.Env, EnvOverrides: kept,
-		Name: rec.Name, Group: rec.Group, Labels: rec.Labels, Rows: rec.Rows, Cols: rec.Cols,
+		Name: sess.Name, Group: rec.Group, Labels: rec.Labels, Rows: rec.Rows, Cols: rec.Cols,
 		ResumeOf: rec.ResumeOf, RestartOf: rec.ID, PermissionMode: rec.PermissionMode, AgentArgs: rec.AgentArgs,
 	}
 	if canonicalAdapter(rec.Adapter) == api.ExecAdapter {

@@ -7,11 +7,22 @@ import (
 	"github.com/agentctl/agentctl/api"
 )
 
-// lifecycleRoutes are restart and remove.
+// lifecycleRoutes are restart, remove, signal and rename.
 func (s *Server) lifecycleRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/sessions/{id}/restart", s.handleRestart)
 	mux.HandleFunc("DELETE /v1/sessions/{id}", s.handleRemove)
 	mux.HandleFunc("POST /v1/sessions/{id}/signal", s.handleSignal)
+	mux.HandleFunc("POST /v1/sessions/{id}/rename", s.handleRename)
+}
+
+func (s *Server) handleRename(w http.ResponseWriter, r *http.Request) {
+	var req api.RenameRequest
+	if err := decode(r, &req, false); err != nil {
+		writeError(w, err)
+		return
+	}
+	sess, err := s.core.Rename(r.Context(), r.PathValue("id"), req.Name)
+	answer(w, http.StatusOK, sess, err)
 }
 
 func (s *Server) handleSignal(w http.ResponseWriter, r *http.Request) {

@@ -23,11 +23,11 @@ type idCommand struct{ many, runningOnly bool }
 // idCommandOf says how the command called name takes session handles.
 func idCommandOf(name string) (idCommand, bool) {
 	switch name {
-	case "status", "inspect", "explain", "logs", "peek", "resume":
+	case "status", "inspect", "explain", "peek", "resume", "rename":
 		return idCommand{}, true
 	case "attach", "send", "approve", "deny", "answer":
 		return idCommand{runningOnly: true}, true
-	case "rm", "restart", "wait":
+	case "rm", "restart", "wait", "logs":
 		return idCommand{many: true}, true
 	case "stop", "kill":
 		return idCommand{many: true, runningOnly: true}, true

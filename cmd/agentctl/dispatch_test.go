@@ -328,7 +328,9 @@ func (l *lineCounter) Write(p []byte) (int, error) {
 
 func TestWaitSessionOnAnotherHost(t *testing.T) {
 	final := api.Session{ID: "j1", Status: api.StatusExited, ExitCode: new(3)}
-	src := &fakeSessions{logs: []api.LogChunk{{Data: []byte("working\n")}, {End: true, Session: &final}}}
+	// Not a terminal: the text view's lines, each chunk's without its
+	// last line end.
+	src := &fakeSessions{logs: []api.LogChunk{{Data: []byte("working")}, {End: true, Session: &final}}}
 	var out bytes.Buffer
 	err := waitSession(context.Background(), src, "j1", &out)
 	var exit exitError

@@ -40,6 +40,7 @@ var commandHelp = map[string]struct{ group, example string }{
 	"send":    {"sessions", "  agentctl send web 'npm run build'\n  echo 'y' | agentctl send -n web -"},
 	"stop":    {"sessions", ""},
 	"kill":    {"sessions", ""},
+	"rename":  {"sessions", ""},
 	"restart": {"sessions", ""},
 	"rm":      {"sessions", ""},
 	"prune":   {"sessions", ""},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,15 +15,17 @@ import (
 
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/client"
+	"github.com/agentctl/agentctl/internal/text"
 )
 
 func newLogsCmd() *cobra.Command {
 	var o api.LogOptions
 	var noColor bool
-	var since string
+	var since, until string
+	var sel selection
 	cmd := &cobra.Command{
-		Use:   "logs ID",
-		Short: "Show a session's output (-f to follow until it ends)",
+		Use:   "logs ID... | --all | --group G | --label K=V",
+		Short: "Show sessions' output (-f to follow until they end)",
 		Long: `Show the last lines of a session's terminal output: a screenful on a
 terminal, all of it in a pipe or file (-n or --tail N chooses). The default view strips
 terminal escape sequences and applies what redraws a line in place (carriage
@@ -34,81 +37,216 @@ gives the bytes as the agent wrote them.
 -f follows the output until the session ends, then exits; a line still
 being written shows once the output pauses (rewritten in place as it grows
 on a terminal, continued where it stopped in a pipe or file). --since shows what was written
-since a time (all of it, unless -n), and -t prefixes each line with the time
-it was written; both read the log's time marks, which are to the second
+since a time (all of it, unless -n), --until what was written before one, and -t prefixes each line with the time
+it was written; they read the log's time marks, which are to the second
 (sessions started by older versions have none). Nothing is lost or repeated
 between the lines shown first and those that follow. Ctrl-C stops following
-(exit 130); the session goes on.`,
+(exit 130); the session goes on.
+
+Several sessions (IDs, or --all, --group G, --label K=V: ended ones too)
+show each line after the session's name or handle and "|", as pm2 logs and
+stern do: one session after the other, or with -f all of them at once in
+the order their lines arrive, until every one has ended.`,
 		Example: `  agentctl logs web
   agentctl logs -f k3x9
   agentctl logs -n 0 k3x9 | grep error
+  agentctl logs -f --group fix-auth
+  agentctl logs --since 1h --until 10m web
   agentctl logs --raw -n 0 k3x9 > out.log`,
-		Args: args(cobra.ExactArgs(1)),
+		Args: args(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			h, id, err := hostFor(a[0])
-			if err != nil {
-				return err
-			}
 			if !cmd.Flags().Changed("lines") && !cmd.Flags().Changed("tail") {
 				o.Lines = screenLines()
 				if since != "" {
 					o.Lines = 0 // all since then
 				}
 			}
+			now := time.Now()
 			if since != "" {
-				t, err := parseSince(since, time.Now())
+				t, err := parseSince("--since", since, now)
 				if err != nil {
 					return err
 				}
 				o.Since = t.Format(time.RFC3339Nano)
+			}
+			if until != "" {
+				if o.Follow || o.Raw {
+					return usageError{fmt.Errorf("logs: --until ends the text view's lines; it goes with neither -f nor --raw")}
+				}
+				t, err := parseSince("--until", until, now)
+				if err != nil {
+					return err
+				}
+				o.Until = t.Format(time.RFC3339Nano)
 			}
 			if o.Timestamps && o.Raw {
 				return usageError{fmt.Errorf("logs: -t stamps lines of the text view; --raw has no lines")}
 			}
 			tty := term.IsTerminal(int(os.Stdout.Fd()))
 			o.Color = tty && !noColor && os.Getenv("NO_COLOR") == ""
-			o.Partial = o.Follow && !o.Raw
 			o.TextAsData = true
-			out := bufio.NewWriterSize(os.Stdout, 256<<10)
-			defer out.Flush()
-			v := logView{inPlace: tty}
-			err = followLogs(cmd.Context(), h.API, id, o, func(ch api.LogChunk) error {
-				if err := v.write(out, ch, o.Raw); err != nil {
-					return err
-				}
-				if o.Follow {
-					return out.Flush()
-				}
-				return nil
-			})
-			if o.Color && v.colored {
-				out.WriteString("\x1b[0m")
+			if len(a) == 1 && !sel.any() {
+				return oneLog(cmd.Context(), a[0], o, tty)
 			}
-			return err
+			def, err := defaultHost()
+			if err != nil {
+				return err
+			}
+			handles, err := sel.targets(cmd.Context(), def.API, cmd, a, func(api.Session) bool { return true })
+			if err != nil {
+				return err
+			}
+			switch len(handles) {
+			case 0:
+				fmt.Fprintln(os.Stderr, "agentctl: logs: no session matches")
+				return nil
+			case 1:
+				return oneLog(cmd.Context(), handles[0], o, tty)
+			}
+			if o.Raw {
+				return usageError{fmt.Errorf("logs: --raw gives one session's bytes; %d sessions were named", len(handles))}
+			}
+			route, err := routeHandles(def, handles)
+			if err != nil {
+				return err
+			}
+			return manyLogs(cmd.Context(), route, handles, len(a) > 0, o)
 		},
 	}
+	sel.register(cmd, "every session agentctl launched, running or ended")
 	cmd.Flags().IntVarP(&o.Lines, "lines", "n", 0, "how many of the last lines (0: all kept; default: a screenful on a terminal, all in a pipe or file)")
 	cmd.Flags().IntVar(&o.Lines, "tail", 0, "the same as -n (kubectl's name)")
 	cmd.Flags().BoolVarP(&o.Follow, "follow", "f", false, "follow the output until the session ends")
 	cmd.Flags().BoolVar(&o.Raw, "raw", false, "raw bytes, escape sequences included")
 	cmd.Flags().BoolVar(&noColor, "no-color", false, "strip colour too (also NO_COLOR=1)")
 	cmd.Flags().StringVar(&since, "since", "", "output written since `DURATION` ago (10m) or since a TIME (RFC 3339), to the second")
+	cmd.Flags().StringVar(&until, "until", "", "output written until `DURATION` ago (10m) or until a TIME (RFC 3339), to the second")
 	cmd.Flags().BoolVarP(&o.Timestamps, "timestamps", "t", false, "prefix each line with the time it was written (UTC, to the second)")
 	return cmd
 }
 
-// parseSince reads --since: a duration back from now, or an RFC 3339 time.
-func parseSince(s string, now time.Time) (time.Time, error) {
+// parseSince reads --since or --until (flag): a duration back from now, or
+// an RFC 3339 time.
+func parseSince(flag, s string, now time.Time) (time.Time, error) {
 	if d, err := time.ParseDuration(s); err == nil {
 		if d < 0 {
-			return time.Time{}, usageError{fmt.Errorf("--since %s: a duration looks back and cannot be negative", s)}
+			return time.Time{}, usageError{fmt.Errorf("%s %s: a duration looks back and cannot be negative", flag, s)}
 		}
 		return now.Add(-d), nil
 	}
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		return t, nil
 	}
-	return time.Time{}, usageError{fmt.Errorf("--since %q: want a duration (10m, 2h) or an RFC 3339 time (2026-01-02T15:04:05Z)", s)}
+	return time.Time{}, usageError{fmt.Errorf("%s %q: want a duration (10m, 2h) or an RFC 3339 time (2026-01-02T15:04:05Z)", flag, s)}
+}
+
+// oneLog prints one session's output: the text view (a partial line as it
+// grows when following) or the raw bytes.
+func oneLog(ctx context.Context, handle string, o api.LogOptions, tty bool) error {
+	h, id, err := hostFor(handle)
+	if err != nil {
+		return err
+	}
+	o.Partial = o.Follow && !o.Raw
+	out := bufio.NewWriterSize(os.Stdout, 256<<10)
+	defer out.Flush()
+	v := logView{inPlace: tty}
+	err = followLogs(ctx, h.API, id, o, func(ch api.LogChunk) error {
+		if err := v.write(out, ch, o.Raw); err != nil {
+			return err
+		}
+		if o.Follow {
+			return out.Flush()
+		}
+		return nil
+	})
+	if o.Color && v.colored {
+		out.WriteString("\x1b[0m")
+	}
+	return err
+}
+
+// manyLogs prints several sessions' text views, each line prefixed with
+// the session's handle (as pm2 logs and stern do): one session after the
+// other, or, following, all at once in the order their lines arrive, until
+// every one has ended. One failing does not stop the others.
+func manyLogs(ctx context.Context, route map[string]routed, handles []string, given bool, o api.LogOptions) error {
+	labels := make([]string, len(handles))
+	width := 0
+	for i, h := range handles {
+		labels[i] = h
+		if !given {
+			// Selected by the flags: the handle is an id; the name reads better.
+			labels[i] = shortID(h)
+			if s, err := route[h].host.API.Get(ctx, route[h].id); err == nil && s.Name != "" {
+				labels[i] = s.Name
+			}
+		}
+		labels[i] = text.Clean(labels[i])
+		width = max(width, len(labels[i]))
+	}
+	out := bufio.NewWriterSize(os.Stdout, 256<<10)
+	defer out.Flush()
+	var mu sync.Mutex
+	show := func(i int, ch api.LogChunk) error {
+		body := ch.Text
+		if ch.Data != nil {
+			body = string(ch.Data)
+		}
+		if body == "" && ch.End {
+			return nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, line := range strings.Split(body, "\n") {
+			fmt.Fprintf(out, "%-*s | %s", width, labels[i], line)
+			if o.Color && strings.IndexByte(line, 0x1b) >= 0 {
+				// Colour left on would run into the next prefix.
+				out.WriteString("\x1b[0m")
+			}
+			out.WriteByte('\n')
+		}
+		if o.Follow {
+			return out.Flush()
+		}
+		return nil
+	}
+	errs := make([]error, len(handles))
+	each := func(i int) {
+		r := route[handles[i]]
+		errs[i] = followLogs(ctx, r.host.API, r.id, o, func(ch api.LogChunk) error { return show(i, ch) })
+	}
+	if o.Follow {
+		var wg sync.WaitGroup
+		for i := range handles {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				each(i)
+			}()
+		}
+		wg.Wait()
+	} else {
+		for i := range handles {
+			each(i)
+		}
+	}
+	out.Flush()
+	var failed []string
+	for i, err := range errs {
+		if err == nil {
+			continue
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		fmt.Fprintln(os.Stderr, text.CleanLines(fmt.Sprintf("agentctl: logs %s: %v", handles[i], err)))
+		failed = append(failed, handles[i])
+	}
+	if len(failed) > 0 {
+		return printedError{err: fmt.Errorf("logs failed for %d of %d sessions: %s", len(failed), len(handles), strings.Join(failed, " "))}
+	}
+	return nil
 }
 
 // followLogs is Client.Logs that, when following, rides out a restart of

@@ -55,7 +55,7 @@ HOST/ID handles; see 'agentctl host --help'.`,
 	})
 	root.AddCommand(
 		newRunCmd(), newLaunchCmd(), newListCmd(), newTopCmd(), newStatusCmd(), newInspectCmd(), newWaitCmd(), newLogsCmd(),
-		newPeekCmd(), newExplainCmd(), newStopCmd(), newKillCmd(), newAttachCmd(), newSendCmd(), newResumeCmd(),
+		newPeekCmd(), newExplainCmd(), newStopCmd(), newKillCmd(), newRenameCmd(), newAttachCmd(), newSendCmd(), newResumeCmd(),
 		newPruneCmd(), newRmCmd(), newRestartCmd(), newDaemonCmd(), newShimCmd(), newPodSessionCmd(),
 		newGroupCmd(), newWorktreeCmd(),
 		newLockCmd(), newUnlockCmd(), newLocksCmd(), newFuseCmd(), newFusesCmd("fuses"), newEventsCmd(),

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -332,26 +333,49 @@ func showStarted(cmd *cobra.Command, f *runFlags, h hosts.Host, sess api.Session
 	return waitSession(cmd.Context(), h.API, sess.ID, os.Stdout)
 }
 
-// waitSession streams a session's raw output until it ends and returns an
-// exitError with the agent's exit code (128+signal for a signal).
+// waitSession streams a session's output until it ends and returns an
+// exitError with the agent's exit code (128+signal for a signal). A
+// terminal gets the raw bytes; a pipe or file the text view `logs -f`
+// writes (one rendering for both), with no colour.
 func waitSession(ctx context.Context, c client.Sessions, id string, w io.Writer) error {
 	var final *api.Session
-	mw := &modeWriter{w: w}
-	defer mw.restore()
-	w = mw
-	err := followLogs(ctx, c, id, api.LogOptions{Raw: true, Follow: true}, func(ch api.LogChunk) error {
-		if len(ch.Data) > 0 {
-			if _, err := w.Write(ch.Data); err != nil {
+	f, isFile := w.(*os.File)
+	if isFile && term.IsTerminal(int(f.Fd())) {
+		mw := &modeWriter{w: w}
+		defer mw.restore()
+		err := followLogs(ctx, c, id, api.LogOptions{Raw: true, Follow: true}, func(ch api.LogChunk) error {
+			if len(ch.Data) > 0 {
+				if _, err := mw.Write(ch.Data); err != nil {
+					return err
+				}
+			}
+			if ch.End {
+				final = ch.Session
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	} else {
+		out := bufio.NewWriterSize(w, 64<<10)
+		var v logView
+		o := api.LogOptions{Follow: true, Partial: true, TextAsData: true}
+		err := followLogs(ctx, c, id, o, func(ch api.LogChunk) error {
+			if err := v.write(out, ch, false); err != nil {
 				return err
 			}
+			if ch.End {
+				final = ch.Session
+			}
+			return out.Flush()
+		})
+		if ferr := out.Flush(); err == nil {
+			err = ferr
 		}
-		if ch.End {
-			final = ch.Session
+		if err != nil {
+			return err
 		}
-		return nil
-	})
-	if err != nil {
-		return err
 	}
 	if final == nil {
 		return exitError{code: 1}
@@ -378,8 +402,8 @@ command runs with your environment (plus --env) in --cwd.
 
 run returns at once and nothing it starts stays in your process group or holds
 your descriptors, so it is safe from hooks and exec tools that kill their
-children. With --wait it streams the output and exits with the session's exit
-code; killing 'run --wait' leaves the session running.
+children. With --wait it streams the output (in a pipe or file, the text view
+'logs -f' writes there) and exits with the session's exit code; killing 'run --wait' leaves the session running.
 
 With --adapter it starts an agent like 'launch' does: agentctl run --adapter
 claude -p "fix the tests"; without a prompt, the agent's interactive interface. Several --adapter flags, --matrix and --worktree

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentctl/agentctl/api"
+)
+
+// renamer renames sessions (an agentctl service).
+type renamer interface {
+	Rename(ctx context.Context, id, name string) (api.Session, error)
+}
+
+func newRenameCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "rename ID|NAME NEWNAME",
+		Short: "Give a session a new name",
+		Long: `Give a session agentctl started, running or ended, a new name: every command
+then reaches it by that name, and list shows it. The name is checked as
+run --name checks one: no running session may have it, and it may not be
+how another session's id begins (its handle in a list). A restart keeps it.`,
+		Example: `  agentctl rename k3x9 web
+  agentctl rename web web-old`,
+		Args: args(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			h, id, err := hostFor(a[0])
+			if err != nil {
+				return err
+			}
+			r, ok := h.API.(renamer)
+			if !ok {
+				return cannot(h, "rename sessions")
+			}
+			s, err := r.Rename(cmd.Context(), id, a[1])
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(os.Stdout, s)
+			}
+			fmt.Printf("%s %s\n", s.ID, s.Name)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the session as JSON")
+	return cmd
+}
