@@ -157,7 +157,10 @@ printf '%s\n' "${COMPREPLY[@]}"`
 		{"agentctl status ze", []string{"zeta-worker"}, []string{"zeta-file"}},
 		{"agentctl stop " + s.ID[:3], []string{s.ID}, nil},
 		{"agentctl logs ", []string{s.ID, "zeta-worker", ended.ID}, []string{"zeta-file"}},
-		{"agentctl stop zeta-worker ", []string{ended.ID}, []string{"zeta-worker"}},
+		// stop offers what it can act on: running sessions only; a session
+		// given by its name is not offered again by its id.
+		{"agentctl stop zeta-worker ", nil, []string{"zeta-worker", s.ID, ended.ID}},
+		{"agentctl rm zeta-worker ", []string{ended.ID}, []string{"zeta-worker", s.ID}},
 	} {
 		got := complete(tc.line)
 		for _, w := range tc.want {

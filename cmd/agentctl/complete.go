@@ -129,6 +129,16 @@ func sessionCompletions(sessions []api.Session, given []string, typed string) []
 	for _, a := range given {
 		done[strings.ToLower(a)] = true
 	}
+	// A session given by its name is given by its id too, and the
+	// reverse.
+	for _, s := range sessions {
+		if done[strings.ToLower(s.ID)] || (s.Name != "" && done[strings.ToLower(s.Name)]) {
+			done[strings.ToLower(s.ID)] = true
+			if s.Name != "" {
+				done[strings.ToLower(s.Name)] = true
+			}
+		}
+	}
 	low := strings.ToLower(typed)
 	var out, ended []string
 	add := func(s api.Session, cand, desc string) {
