@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/agentctl/agentctl/internal/text"
 )
 
 // DefaultMaxFileSize is the per-file limit for context files: 50 KiB.
@@ -100,7 +102,7 @@ func readContextFile(dir, p string, limit int64) (string, string, error) {
 		return "", "", fmt.Errorf("%s is %s; only text files can be added to the prompt", p, what)
 	}
 	if st.Size() > limit {
-		return "", "", fmt.Errorf("%s is %s, over the limit of %s per file (raise it with --max-file-size)", p, sizeText(st.Size()), sizeText(limit))
+		return "", "", fmt.Errorf("%s is %s, over the limit of %s per file (raise it with --max-file-size)", p, text.Bytes(st.Size()), text.Bytes(limit))
 	}
 	// The file may grow between the stat and the read: read one byte past
 	// the limit to notice.
@@ -109,7 +111,7 @@ func readContextFile(dir, p string, limit int64) (string, string, error) {
 		return "", "", fmt.Errorf("read %s: %w", p, err)
 	}
 	if int64(len(b)) > limit {
-		return "", "", fmt.Errorf("%s is over the limit of %s per file (raise it with --max-file-size)", p, sizeText(limit))
+		return "", "", fmt.Errorf("%s is over the limit of %s per file (raise it with --max-file-size)", p, text.Bytes(limit))
 	}
 	if i := bytes.IndexByte(b, 0); i >= 0 {
 		return "", "", fmt.Errorf("%s looks binary (a NUL byte at offset %d); only text files can be added to the prompt", p, i)
@@ -122,17 +124,6 @@ func readContextFile(dir, p string, limit int64) (string, string, error) {
 		shown = rel
 	}
 	return shown, string(b), nil
-}
-
-// sizeText shows a byte count the way people read it.
-func sizeText(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d bytes", n)
 }
 
 // ParseSize reads a size: a number of bytes, or a number followed by k, K,
