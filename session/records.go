@@ -40,6 +40,11 @@ type records struct {
 
 	mu    sync.Mutex
 	ended map[string]api.Session
+	// unsettled are the sessions whose agent ended and whose monitor, alive,
+	// did not write the exit record while a read waited for it (stuck): a
+	// later read does not wait again, so a list is not held up at every
+	// query by one such session.
+	unsettled map[string]bool
 	// renames counts renames: a derived view read before one is not kept.
 	renames uint64
 	// bindMu makes each check-and-record of a learned native id one step.
@@ -47,7 +52,29 @@ type records struct {
 }
 
 func newRecords(h home.Home) *records {
-	return &records{home: h, ended: map[string]api.Session{}}
+	return &records{home: h, ended: map[string]api.Session{}, unsettled: map[string]bool{}}
+}
+
+// settle waits for the exit record of a session whose agent has ended
+// (settleEnd), once: a session whose monitor did not write it in time is
+// not waited for again until it has.
+func (r *records) settle(id, dir string, st spawn.State) spawn.State {
+	r.mu.Lock()
+	waited := r.unsettled[id]
+	if !ending(st) {
+		delete(r.unsettled, id)
+	}
+	r.mu.Unlock()
+	if !ending(st) || waited {
+		return st
+	}
+	st = settleEnd(dir, st)
+	if ending(st) {
+		r.mu.Lock()
+		r.unsettled[id] = true
+		r.mu.Unlock()
+	}
+	return st
 }
 
 // ids lists the session folders' names.
@@ -109,9 +136,7 @@ func (r *records) get(id string) (api.Session, error) {
 	if err != nil {
 		return api.Session{}, fmt.Errorf("session %s: %w", id, err)
 	}
-	if ending(state) {
-		state = settleEnd(dir, state)
-	}
+	state = r.settle(id, dir, state)
 	s = sessionFromState(state)
 	if name, ok := renamed(dir); ok {
 		s.Name = name

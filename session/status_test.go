@@ -212,3 +212,48 @@ func TestFolderOthersMayWriteIsNotRead(t *testing.T) {
 		t.Errorf("after %s: status = %v, %v; want running", fix, s.Status, err)
 	}
 }
+
+// A session whose agent ended and whose monitor, alive and not stopped,
+// never writes the exit record (stuck) is waited for once: it reads
+// unknown, naming the monitor, and later reads do not wait for it again,
+// until the record is there.
+func TestStuckMonitorIsWaitedForOnce(t *testing.T) {
+	h := home.Home(t.TempDir())
+	id := launchedHere(t, h, "exec", "")
+	dir := h.SessionDir(id)
+	rec, err := spawn.ReadRecord(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The agent: this pid with another start stamp, so it has ended; the
+	// monitor: this test, alive.
+	rec.Process.Start++
+	if err := atomicfile.WriteJSON(filepath.Join(dir, home.LaunchFile), rec, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := newRecords(h)
+	for range 2 {
+		s, err := r.get(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Status != api.StatusUnknown || !hasWarning(s.Warnings, "has not written its exit record") {
+			t.Fatalf("status %s, warnings %q; want unknown naming the monitor", s.Status, s.Warnings)
+		}
+		r.mu.Lock()
+		waited := r.unsettled[id]
+		r.mu.Unlock()
+		if !waited {
+			t.Fatal("a stuck monitor is not remembered: every read would wait for it again")
+		}
+	}
+	if err := atomicfile.WriteJSON(filepath.Join(dir, home.ExitFile), spawn.ExitRecord{ExitCode: new(3), EndedAt: time.Now()}, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := r.get(id); err != nil || s.Status != api.StatusExited {
+		t.Fatalf("after the record: %s, %v", s.Status, err)
+	}
+	if r.unsettled[id] {
+		t.Error("a session whose record came is still marked unsettled")
+	}
+}
