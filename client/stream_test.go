@@ -18,32 +18,19 @@ import (
 // keep-alive comes) ends with a clear error instead of hanging; keep-alive
 // lines are not events.
 func TestSilentStreamEnds(t *testing.T) {
-	dir, err := os.MkdirTemp("", "acc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	h := home.Home(dir)
-	ln, err := net.Listen("unix", h.Socket())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := fakeService(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(api.HeaderEventsAfter, "0")
 		w.WriteHeader(http.StatusOK)
 		fmt.Fprint(w, "\n{\"seq\":1,\"type\":\"lock.acquired\"}\n\n")
 		w.(http.Flusher).Flush()
 		<-r.Context().Done() // then nothing, as a stopped service
-	})}
-	go srv.Serve(ln)
-	defer srv.Close()
+	})
 
 	c := New(h, "", false)
 	c.silence = 300 * time.Millisecond
 	var got []api.Event
 	began := time.Now()
-	err = c.Events(context.Background(), EventOptions{}, nil, func(e api.Event) error {
+	err := c.Events(context.Background(), EventOptions{}, nil, func(e api.Event) error {
 		got = append(got, e)
 		return nil
 	})
@@ -56,4 +43,27 @@ func TestSilentStreamEnds(t *testing.T) {
 	if len(got) != 1 || got[0].Seq != 1 {
 		t.Errorf("events = %+v, want the one sent (keep-alives are not events)", got)
 	}
+}
+
+// fakeService serves handler on the socket of a home of its own, as the
+// service would, until the test ends.
+func fakeService(t *testing.T, handler http.HandlerFunc) home.Home {
+	t.Helper()
+	// A short folder: a socket's path is limited to about 100 bytes.
+	dir, err := os.MkdirTemp("", "acc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := home.Home(dir)
+	ln, err := net.Listen("unix", h.Socket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: handler}
+	go srv.Serve(ln)
+	t.Cleanup(func() {
+		srv.Close()
+		os.RemoveAll(dir)
+	})
+	return h
 }
