@@ -253,3 +253,41 @@ func TestSwappedRequestIsNotApproved(t *testing.T) {
 		t.Fatalf("decisions.jsonl %q: want the one approval of %s", b, now.Waiting.Request)
 	}
 }
+
+// A session cannot answer its own permission prompt by typing at it
+// either: send from inside it or from a session it started, and attach
+// from inside it, are refused while the request is pending, and the
+// request stays pending. The owner's keys from outside still reach it.
+func TestSelfTypingAtAPromptIsRefused(t *testing.T) {
+	t.Parallel()
+	e := attentionEnv(t)
+	dir := t.TempDir()
+	script := hookLine("rm -rf ~", "hook.out") + untilPending("rm -rf ~") +
+		`agentctl send "$AGENTCTL_SESSION_ID" 1 >self.out 2>&1; echo "rc=$?" >>self.out
+agentctl run --wait -- agentctl send "$AGENTCTL_SESSION_ID" y >sibling.out 2>&1; echo "rc=$?" >>sibling.out
+agentctl attach "$AGENTCTL_SESSION_ID" </dev/null >attach.out 2>&1; echo "rc=$?" >>attach.out
+cat >typed.out`
+	s := e.Start("--cwd", dir, "--", "sh", "-c", script)
+	WaitFor(t, 30*time.Second, "the three tries", func() bool {
+		return strings.Contains(readFile(dir, "attach.out"), "rc=")
+	})
+	for file, want := range map[string]string{
+		"self.out":    "keys typed now would answer it",
+		"sibling.out": "keys typed now would answer it",
+		"attach.out":  "may not attach to session",
+	} {
+		if out := readFile(dir, file); strings.Contains(out, "rc=0") || !strings.Contains(out, want) {
+			t.Errorf("%s: not refused (want %q):\n%s", file, want, out)
+		}
+	}
+	if got := e.Session(s.ID); got.Waiting == nil || got.Waiting.Input != "rm -rf ~" {
+		t.Fatalf("after the tries the session shows %+v, want the request still pending", got.Waiting)
+	}
+	e.MustRun("send", s.ID, "from the owner")
+	WaitFor(t, 10*time.Second, "the owner's keys to reach the terminal", func() bool {
+		return strings.Contains(readFile(dir, "typed.out"), "from the owner")
+	})
+	if typed := readFile(dir, "typed.out"); strings.Contains(typed, "1") || strings.Contains(typed, "y") {
+		t.Fatalf("keys from inside the session reached its terminal: %q", typed)
+	}
+}

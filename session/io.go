@@ -61,6 +61,9 @@ func (c *Core) Input(ctx context.Context, id string, data []byte) (api.Session, 
 			return api.Session{}, faultf(ErrNotRunning, "session %s is %s: it takes no input", sess.ID, sess.Status)
 		}
 	}
+	if err := c.mayType(ctx, sess, false); err != nil {
+		return api.Session{}, err
+	}
 	if sess.WaitingFor == api.WaitingDialog {
 		// Typed blind, the text's Enter would pick whatever choice the
 		// dialog has selected (Claude's trust dialog: "No, exit").
@@ -161,6 +164,9 @@ func (c *Core) Attach(ctx context.Context, id string, rows, cols uint16) (*spawn
 	}
 	if sess.Status != api.StatusRunning {
 		return nil, sess, faultf(ErrNotRunning, "session %s is %s: nothing to attach to (see `agentctl logs %s`)", sess.ID, sess.Status, sess.ID)
+	}
+	if err := c.mayType(ctx, sess, true); err != nil {
+		return nil, sess, err
 	}
 	at, err := spawn.Attach(ctx, dir, rows, cols)
 	if err != nil {

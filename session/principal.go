@@ -243,3 +243,42 @@ func sharedPrincipal(mine []string, target api.Session) string {
 	}
 	return ""
 }
+
+// mayType refuses keystrokes into target's terminal (send, attach) from a
+// caller that may not answer its prompts, for keys typed at a permission,
+// a question or a dialog are an answer by other means ("1⏎" approves
+// Claude's permission prompt). Such a caller is one of target's principal,
+// or one that cannot be proven: it may still type while target asks
+// nothing (a session telling the one it started what to do next), and may
+// never attach (a terminal held open types at whatever is asked later).
+// A request with no caller is the service's own.
+func (c *Core) mayType(ctx context.Context, target api.Session, attach bool) error {
+	caller := CallerOf(ctx)
+	if caller == nil {
+		return nil
+	}
+	var why string
+	if mine, err := c.principal(caller); err != nil {
+		why = err.Error()
+	} else if shared := sharedPrincipal(mine, target); shared != "" {
+		why = fmt.Sprintf("pid %d is of session %s's principal (session %s and the sessions started from inside it)", caller.PID, target.ID, shared)
+	} else {
+		return nil
+	}
+	switch {
+	case attach:
+		return api.Errorf(api.CodeForbidden, "%s: it may not attach to session %s, whose prompts it may not answer (watch it with `agentctl logs -f %s`)", why, target.ID, target.ID)
+	case asksDecision(target.WaitingFor):
+		return api.Errorf(api.CodeForbidden, "%s: session %s waits for a %s, and keys typed now would answer it: a session cannot answer its own prompt", why, target.ID, target.WaitingFor)
+	}
+	return nil
+}
+
+// asksDecision tells the waits whose answer is a decision of the person.
+func asksDecision(waitingFor string) bool {
+	switch waitingFor {
+	case api.WaitingPermission, api.WaitingQuestion, api.WaitingDialog:
+		return true
+	}
+	return false
+}
