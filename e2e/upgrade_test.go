@@ -126,6 +126,9 @@ func TestUpgradeKeepsSessionsOfThePreviousRelease(t *testing.T) {
 	if e.DaemonPID() == service {
 		t.Fatal("the previous release's service still answers")
 	}
+	if got := e.MustRun("explain", reader.ID); !strings.Contains(got, "monitor protocol 1)") {
+		t.Errorf("explain does not name the monitor's protocol:\n%s", got)
+	}
 
 	// logs -f streams what the printer prints from now on, and ends with
 	// its stop.

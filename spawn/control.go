@@ -70,7 +70,7 @@ func speaks(rec Record, ok bool) int {
 	if !ok {
 		return MonitorProtocol
 	}
-	return protocolVersion(rec.Protocol)
+	return rec.ProtocolVersion()
 }
 
 // hello refuses an answer whose version this agentctl does not speak.

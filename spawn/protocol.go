@@ -99,6 +99,10 @@ func checkProtocol(id string, v, lo, hi int) error {
 	return nil
 }
 
+// ProtocolVersion is the version of the monitor protocol the session's
+// monitor speaks.
+func (r Record) ProtocolVersion() int { return protocolVersion(r.Protocol) }
+
 // CheckProtocol returns a *ProtocolError when the session's monitor speaks
 // a version of the monitor protocol this agentctl does not.
 func (r Record) CheckProtocol() error {
