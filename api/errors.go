@@ -24,6 +24,9 @@ const (
 	// CodeBusy: the service cannot take the request now (its limits are
 	// reached); the same request may succeed later.
 	CodeBusy = "busy"
+	// CodeUnsupported: the session's monitor speaks a version of the
+	// monitor protocol this service does not (the message says what to do).
+	CodeUnsupported = "unsupported"
 )
 
 // Error is the JSON body of every failed API call. On the service's side it
@@ -50,7 +53,7 @@ func HTTPStatus(code string) int {
 	switch code {
 	case CodeNotFound:
 		return http.StatusNotFound
-	case CodeAmbiguous, CodeLocked, CodeNotRunning, CodeRunning, CodeChanged:
+	case CodeAmbiguous, CodeLocked, CodeNotRunning, CodeRunning, CodeChanged, CodeUnsupported:
 		return http.StatusConflict
 	case CodeInvalid:
 		return http.StatusBadRequest

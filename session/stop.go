@@ -118,11 +118,14 @@ func (c *Core) stopLaunched(ctx context.Context, id string, opts spawn.StopOptio
 	}
 	opts.Signal = rec.StopSignal
 	if _, err := spawn.Stop(ctx, dir, opts); err != nil {
-		if !errors.Is(err, spawn.ErrShimGone) && !errors.Is(err, spawn.ErrShimNotAnswering) {
+		// A monitor of a protocol this service does not speak is not
+		// asked; a kill (forced) ends the session without it.
+		refused := errors.Is(err, spawn.ErrProtocol) && opts.Force
+		if !refused && !errors.Is(err, spawn.ErrShimGone) && !errors.Is(err, spawn.ErrShimNotAnswering) {
 			return api.Session{}, fmt.Errorf("stop %s: %w", id, err)
 		}
-		// The monitor is gone (killed) or frozen: end the processes
-		// ourselves, from the identities recorded at the start.
+		// The monitor is gone (killed), frozen or not spoken to: end the
+		// processes ourselves, from the identities recorded at the start.
 		c.log.Warn("stopping a session without its monitor", "session", id, "reason", err)
 		// A forced stop sends SIGKILL first: an agent alive now ends by
 		// it, which agentctl then knows first-hand and records, as the

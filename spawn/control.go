@@ -18,16 +18,19 @@ import (
 
 // The shim's socket speaks a small protocol: the client sends one JSON
 // request line; the shim answers with one JSON line, and for "attach" then
-// switches to the frames of api.WriteFrame in both directions.
+// switches to the frames of api.WriteFrame in both directions. Both lines
+// name their version of the monitor protocol (protocol.go).
 
 type controlRequest struct {
-	Op     string `json:"op"` // "attach", "input", "stop", "resize"
-	Rows   uint16 `json:"rows,omitempty"`
-	Cols   uint16 `json:"cols,omitempty"`
-	Data   []byte `json:"data,omitempty"`
-	Signal string `json:"signal,omitempty"`
-	Grace  string `json:"grace,omitempty"`
-	Force  bool   `json:"force,omitempty"`
+	Op string `json:"op"` // "attach", "input", "stop", "resize", "record"
+	// Protocol is the version the caller speaks on this connection.
+	Protocol int    `json:"protocol,omitempty"`
+	Rows     uint16 `json:"rows,omitempty"`
+	Cols     uint16 `json:"cols,omitempty"`
+	Data     []byte `json:"data,omitempty"`
+	Signal   string `json:"signal,omitempty"`
+	Grace    string `json:"grace,omitempty"`
+	Force    bool   `json:"force,omitempty"`
 }
 
 type controlResponse struct {
@@ -38,6 +41,41 @@ type controlResponse struct {
 	Survivors []int `json:"survivors,omitempty"`
 	// Record is the monitor's launch record (op "record").
 	Record *Record `json:"record,omitempty"`
+	// Protocol is the monitor's version: its hello.
+	Protocol int `json:"protocol,omitempty"`
+}
+
+// answer writes the monitor's answer line, with its hello.
+func answer(w io.Writer, resp controlResponse) error {
+	resp.Protocol = MonitorProtocol
+	return json.NewEncoder(w).Encode(resp)
+}
+
+// greet is what a caller knows of a session's monitor before it connects:
+// its record's version, refused with a *ProtocolError when this agentctl
+// does not speak it, and the record itself (ok false when launch.json
+// cannot be read: the monitor's hello is then the only word on its
+// version).
+func greet(dir string) (Record, bool, error) {
+	rec, err := ReadRecord(dir)
+	if err != nil {
+		return Record{ID: filepath.Base(dir)}, false, nil
+	}
+	return rec, true, rec.CheckProtocol()
+}
+
+// speaks is the version a caller speaks to the monitor of rec: the
+// monitor's own when its record was read, else this agentctl's.
+func speaks(rec Record, ok bool) int {
+	if !ok {
+		return MonitorProtocol
+	}
+	return rec.ProtocolVersion()
+}
+
+// hello refuses an answer whose version this agentctl does not speak.
+func hello(id string, resp controlResponse) error {
+	return checkProtocol(id, resp.Protocol, MinMonitorProtocol, MonitorProtocol)
 }
 
 // ErrShimGone means the session's shim no longer answers.
@@ -59,6 +97,11 @@ var ErrShimNotAnswering = errors.New("session monitor is not answering")
 // call sends one request to the session's monitor and reads its answer,
 // within timeout; a monitor that is stopped fails the call at once.
 func call(ctx context.Context, dir string, req controlRequest, timeout time.Duration) (controlResponse, error) {
+	rec, known, err := greet(dir)
+	if err != nil {
+		return controlResponse{}, err
+	}
+	req.Protocol = speaks(rec, known)
 	conn, err := dial(ctx, dir)
 	if err != nil {
 		return controlResponse{}, err
@@ -68,7 +111,7 @@ func call(ctx context.Context, dir string, req controlRequest, timeout time.Dura
 	defer cancel()
 	ctx, cancelCause := context.WithCancelCause(ctx)
 	defer cancelCause(nil)
-	if rec, err := ReadRecord(dir); err == nil {
+	if known {
 		go watchMonitor(ctx, rec.Shim, cancelCause)
 	}
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
@@ -85,6 +128,9 @@ func call(ctx context.Context, dir string, req controlRequest, timeout time.Dura
 	var resp controlResponse
 	if err := json.NewDecoder(conn).Decode(&resp); err != nil {
 		return controlResponse{}, failed("read %s answer from session monitor", err)
+	}
+	if err := hello(rec.ID, resp); err != nil {
+		return controlResponse{}, err
 	}
 	if !resp.OK {
 		return resp, fmt.Errorf("session monitor: %s", resp.Error)
@@ -152,13 +198,17 @@ type Attachment struct {
 
 // Attach joins the session's terminal with the given window size.
 func Attach(ctx context.Context, dir string, rows, cols uint16) (*Attachment, error) {
+	rec, known, err := greet(dir)
+	if err != nil {
+		return nil, err
+	}
 	conn, err := dial(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
 	// The answer must come soon; a stopped or hung monitor gives none.
 	conn.SetDeadline(time.Now().Add(inputTimeout))
-	if err := json.NewEncoder(conn).Encode(controlRequest{Op: "attach", Rows: rows, Cols: cols}); err != nil {
+	if err := json.NewEncoder(conn).Encode(controlRequest{Op: "attach", Protocol: speaks(rec, known), Rows: rows, Cols: cols}); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("attach: %w", err)
 	}
@@ -172,6 +222,10 @@ func Attach(ctx context.Context, dir string, rows, cols uint16) (*Attachment, er
 	if err := json.Unmarshal(line, &resp); err != nil || !resp.OK {
 		conn.Close()
 		return nil, fmt.Errorf("attach refused: %s", resp.Error)
+	}
+	if err := hello(rec.ID, resp); err != nil {
+		conn.Close()
+		return nil, err
 	}
 	conn.SetDeadline(time.Time{})
 	return &Attachment{conn: conn, r: r}, nil

@@ -72,6 +72,9 @@ type Record struct {
 	// NotesDrawing says the monitor notes when the program first printed
 	// text (Terminal.PrintedAt); monitors of older releases do not.
 	NotesDrawing bool `json:"notes_drawing,omitempty"`
+	// Protocol is the version of the monitor protocol the monitor speaks
+	// (protocol.go); absent in version 1.
+	Protocol int `json:"protocol,omitempty"`
 }
 
 // ExitRecord is exit.json, written once by the shim when the agent ended.
@@ -83,6 +86,9 @@ type ExitRecord struct {
 	EndedAt time.Time `json:"ended_at"`
 	// StoppedBy says the stop was asked for ("agentctl stop").
 	StoppedBy string `json:"stopped_by,omitempty"`
+	// Protocol is the version of the monitor protocol the record is
+	// written in (protocol.go); absent in version 1.
+	Protocol int `json:"protocol,omitempty"`
 }
 
 // ReadRecord reads a session folder's launch.json.
@@ -98,7 +104,9 @@ func ReadRecord(dir string) (Record, error) {
 }
 
 // AskRecord asks a running session's monitor for its launch record: the
-// truth when launch.json on disk was damaged.
+// truth when launch.json on disk was damaged. The record of a monitor whose
+// version this agentctl does not speak is refused: written again from what
+// this agentctl understands of it, it would lose what it does not.
 func AskRecord(ctx context.Context, dir string) (Record, error) {
 	resp, err := call(ctx, dir, controlRequest{Op: "record"}, inputTimeout)
 	if err != nil {
@@ -106,6 +114,9 @@ func AskRecord(ctx context.Context, dir string) (Record, error) {
 	}
 	if resp.Record == nil {
 		return Record{}, fmt.Errorf("the session monitor sent no record")
+	}
+	if err := resp.Record.CheckProtocol(); err != nil {
+		return Record{}, err
 	}
 	return *resp.Record, nil
 }
@@ -157,6 +168,7 @@ func readJSON(path string, v any) error {
 // writeExit writes exit.json once, into slot (space reserved at the start)
 // when there is one.
 func writeExit(dir string, e ExitRecord, slot *atomicfile.Slot) error {
+	e.Protocol = MonitorProtocol
 	path := filepath.Join(dir, home.ExitFile)
 	if _, err := os.Stat(path); err == nil {
 		return nil // written once: a second writer keeps the first answer

@@ -261,6 +261,7 @@ func startShim(dir string, spec Spec, logger *slog.Logger, echo io.Writer) (*shi
 	rec.PGID = pid // setsid: the agent leads its own session and group
 	rec.Shim = self.Identity
 	rec.NotesDrawing = true
+	rec.Protocol = MonitorProtocol
 
 	master, err := nonblocking(ptmx)
 	if err != nil {
@@ -695,12 +696,16 @@ func (s *shim) handle(conn net.Conn) {
 	if err != nil {
 		return
 	}
+	reply := func(resp controlResponse) { answer(conn, resp) }
 	var req controlRequest
 	if err := json.Unmarshal(line, &req); err != nil {
-		json.NewEncoder(conn).Encode(controlResponse{Error: "bad request: " + err.Error()})
+		reply(controlResponse{Error: "bad request: " + err.Error()})
 		return
 	}
-	reply := func(resp controlResponse) { json.NewEncoder(conn).Encode(resp) }
+	if v := protocolVersion(req.Protocol); v < MinMonitorProtocol || v > MonitorProtocol {
+		reply(controlResponse{Error: fmt.Sprintf("this session monitor speaks monitor protocol %d–%d, not %d", MinMonitorProtocol, MonitorProtocol, v)})
+		return
+	}
 	switch req.Op {
 	case "input":
 		if _, err := s.master.Write(req.Data); err != nil {
@@ -732,7 +737,7 @@ func (s *shim) attach(conn net.Conn, r *bufio.Reader, req controlRequest) {
 	select {
 	case <-s.finished:
 		s.mu.Unlock()
-		json.NewEncoder(conn).Encode(controlResponse{Error: "session has ended"})
+		answer(conn, controlResponse{Error: "session has ended"})
 		return
 	default:
 	}
@@ -741,7 +746,7 @@ func (s *shim) attach(conn net.Conn, r *bufio.Reader, req controlRequest) {
 	v.out <- frame{api.FrameOutput, s.screen.redraw()}
 	s.viewers[v] = struct{}{}
 	s.mu.Unlock()
-	if err := json.NewEncoder(conn).Encode(controlResponse{OK: true}); err != nil {
+	if err := answer(conn, controlResponse{OK: true}); err != nil {
 		return
 	}
 	// A resize makes full-screen programs redraw for the new viewer.

@@ -6,6 +6,7 @@ import (
 	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/session"
+	"github.com/agentctl/agentctl/spawn"
 	"github.com/agentctl/agentctl/supervisor/fuses"
 	"github.com/agentctl/agentctl/supervisor/locks"
 )
@@ -32,6 +33,7 @@ var codes = []struct {
 	{adapters.ErrForbidden, api.CodeForbidden},
 	{session.ErrUnsafeFolder, api.CodeForbidden},
 	{session.ErrSpawn, api.CodeSpawnFailed},
+	{spawn.ErrProtocol, api.CodeUnsupported},
 }
 
 // apiError is the one place an error becomes an API error.

@@ -38,6 +38,7 @@ func TestAPIError(t *testing.T) {
 		// is internal, never the caller's mistake.
 		{"disk full", wrap(syscall.ENOSPC), api.CodeInternal},
 		{"survivors", wrap(&spawn.SurvivorsError{PIDs: []int{42}}), api.CodeInternal},
+		{"monitor protocol", wrap(&spawn.ProtocolError{ID: "s1", Version: 9, Min: 1, Max: 2}), api.CodeUnsupported},
 		{"anything else", errors.New("boom"), api.CodeInternal},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
