@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/proc"
 )
 
 // previousRelease names the commit whose agentctl the upgrade test starts
@@ -231,5 +232,46 @@ func TestUpgradeRefusesAMonitorOfAnotherProtocol(t *testing.T) {
 	waitGone(t, s.PID, 10*time.Second)
 	if got := e.Session(s.ID); !got.Status.Ended() {
 		t.Fatalf("after kill the session is %s", got.Status)
+	}
+}
+
+// A package upgrade replaces the agentctl binary on disk while the service
+// runs: the service's new sessions still get monitors of its own image
+// (a newer binary's monitor might speak a protocol it does not), and they
+// are named agentctl in ps.
+func TestBinaryReplacedUnderARunningService(t *testing.T) {
+	t.Parallel()
+	e := NewEnv(t)
+	installed := filepath.Join(t.TempDir(), "agentctl")
+	b, err := os.ReadFile(agentctlBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(installed, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.Bin = installed
+	e.MustRun("daemon", "start")
+	// As a package manager does: a new file renamed over the old one.
+	next := installed + ".new"
+	if err := os.WriteFile(next, []byte("#!/bin/sh\necho not the service\nexit 97\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(next, installed); err != nil {
+		t.Fatal(err)
+	}
+	e.Bin = agentctlBin
+	s := e.Start("--", "sleep", "600")
+	agent, err := proc.Lookup(s.PID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", agent.PPID))
+	if err != nil || strings.TrimSpace(string(comm)) != "agentctl" {
+		t.Errorf("the monitor's name is %q (%v), want agentctl", comm, err)
+	}
+	out := e.MustRun("run", "--wait", "--", "echo", "still launching")
+	if !strings.Contains(out, "still launching") {
+		t.Fatalf("a session launched after the binary was replaced: %q", out)
 	}
 }

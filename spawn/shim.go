@@ -116,6 +116,7 @@ type frame struct {
 // with its spec, and sends its own output to that folder's shim log; a
 // standby whose stdin closes before that was not needed, and exits.
 func RunShim(dir string) int {
+	nameSelf()
 	ready := os.NewFile(3, "ready")
 	var logger *slog.Logger
 	report := func(m readyMessage) {

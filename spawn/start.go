@@ -63,6 +63,8 @@ func startFresh(ctx context.Context, exe, dir string, spec Spec) (Record, error)
 // Start hands it the session and another is started in the background. A
 // standby that is gone or cannot be told falls back to a fresh start.
 type Starter struct {
+	// exe is what a monitor is started from: the service's own image
+	// where it is the agentctl binary (see ownImage).
 	exe string
 	log *slog.Logger
 	ctx context.Context
@@ -76,7 +78,7 @@ type Starter struct {
 // NewStarter returns a Starter for the agentctl binary exe. With standby, a
 // monitor is kept started ahead until ctx ends, then released.
 func NewStarter(ctx context.Context, exe string, standby bool, log *slog.Logger) *Starter {
-	s := &Starter{exe: exe, log: log, ctx: ctx}
+	s := &Starter{exe: ownImage(exe), log: log, ctx: ctx}
 	if !standby {
 		return s
 	}
@@ -194,6 +196,7 @@ func startMonitor(exe, dir string) (*monitor, error) {
 		return nil, fmt.Errorf("start session monitor: %w", err)
 	}
 	cmd := exec.Command(exe, "shim", dir)
+	cmd.Args[0] = "agentctl" // exe may be /proc/self/exe
 	cmd.Dir = "/"
 	cmd.Env = shimEnv()
 	cmd.Stdin = stdinR

@@ -11,3 +11,11 @@ func setSubreaper() error { return nil }
 
 // dupTo makes newfd a copy of oldfd (dup2).
 func dupTo(oldfd, newfd int) error { return unix.Dup2(oldfd, newfd) }
+
+// ownImage: macOS has no path to a process's own image; a monitor is
+// started from the file at exe.
+func ownImage(exe string) string { return exe }
+
+// nameSelf: a monitor on macOS is started from the agentctl binary's path,
+// and is named after it.
+func nameSelf() {}
