@@ -117,7 +117,8 @@ func (c *Core) stopLaunched(ctx context.Context, id string, opts spawn.StopOptio
 		return api.Session{}, err
 	}
 	opts.Signal = rec.StopSignal
-	if _, err := spawn.Stop(ctx, dir, opts); err != nil {
+	stopped, err := spawn.Stop(ctx, dir, opts)
+	if err != nil {
 		if !errors.Is(err, spawn.ErrShimGone) && !errors.Is(err, spawn.ErrShimNotAnswering) {
 			return api.Session{}, fmt.Errorf("stop %s: %w", id, err)
 		}
@@ -128,7 +129,7 @@ func (c *Core) stopLaunched(ctx context.Context, id string, opts spawn.StopOptio
 		// it, which agentctl then knows first-hand and records, as the
 		// monitor would have.
 		killed := opts.Force && proc.Alive(rec.Process)
-		if err := spawn.StopWithoutShim(ctx, rec, opts); err != nil {
+		if stopped.Processes, err = spawn.StopWithoutShim(ctx, dir, rec, opts); err != nil {
 			return api.Session{}, fmt.Errorf("stop %s: %w", id, err)
 		}
 		if killed && !proc.Alive(rec.Process) {
@@ -146,6 +147,7 @@ func (c *Core) stopLaunched(ctx context.Context, id string, opts spawn.StopOptio
 			return api.Session{}, err
 		}
 		if sess.Status.Ended() || time.Now().After(deadline) {
+			sess.StoppedProcesses = &stopped.Processes
 			return sess, nil
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -155,11 +157,13 @@ func (c *Core) stopLaunched(ctx context.Context, id string, opts spawn.StopOptio
 // endLeftovers ends what a lost session left running: its monitor died,
 // so nobody did what the monitor does when an agent ends.
 func (c *Core) endLeftovers(ctx context.Context, id string) error {
-	rec, err := spawn.ReadRecord(c.opts.Home.SessionDir(id))
+	dir := c.opts.Home.SessionDir(id)
+	rec, err := spawn.ReadRecord(dir)
 	if err != nil {
 		return err
 	}
-	return spawn.StopWithoutShim(ctx, rec, spawn.StopOptions{Force: true})
+	_, err = spawn.StopWithoutShim(ctx, dir, rec, spawn.StopOptions{Force: true})
+	return err
 }
 
 // stopNative stops a session agentctl did not start, through its adapter

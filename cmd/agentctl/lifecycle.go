@@ -234,7 +234,15 @@ func showSessions(asJSON, one bool) (func(result), func() error) {
 			all = append(all, r.sess)
 			return
 		}
-		fmt.Printf("%s %s\n", r.sess.ID, statusText(&r.sess))
+		line := r.sess.ID + " " + statusText(&r.sess)
+		if r.sess.OOM {
+			line += " oom"
+		}
+		if n := r.sess.StoppedProcesses; n != nil {
+			// What a stop ended: every process the session had.
+			line += fmt.Sprintf(" (%d %s ended)", *n, map[bool]string{true: "process", false: "processes"}[*n == 1])
+		}
+		fmt.Println(line)
 	}
 	done := func() error {
 		if !asJSON {

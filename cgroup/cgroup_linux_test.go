@@ -1,0 +1,120 @@
+//go:build linux
+
+package cgroup
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestParseMountinfoAndProcCgroup(t *testing.T) {
+	t.Parallel()
+	mi := []byte(`25 19 0:22 / /sys/fs/cgroup ro,nosuid - tmpfs tmpfs ro,mode=755
+26 25 0:23 / /sys/fs/cgroup/unified rw,nosuid - cgroup2 cgroup2 rw,nsdelegate
+30 25 0:27 / /sys/fs/cgroup/memory rw,nosuid - cgroup cgroup rw,memory
+31 25 0:28 / /sys/fs/cgroup/cpu,cpuacct rw,nosuid - cgroup cgroup rw,cpu,cpuacct
+32 25 0:29 /ns /sys/fs/cgroup/pids\040x rw,nosuid - cgroup cgroup rw,pids
+`)
+	v2, v1 := parseMountinfo(mi)
+	if v2 != (mount{point: "/sys/fs/cgroup/unified", root: "/"}) {
+		t.Errorf("v2 mount %+v", v2)
+	}
+	if v1[Memory].point != "/sys/fs/cgroup/memory" || v1[CPU].point != "/sys/fs/cgroup/cpu,cpuacct" || v1[Pids] != (mount{point: "/sys/fs/cgroup/pids x", root: "/ns"}) {
+		t.Errorf("v1 mounts %+v", v1)
+	}
+	own, has, ownV1 := parseProcCgroup([]byte("4:memory:/process_api/x\n2:cpu,cpuacct:/\n0::/user.slice/a.service\n"))
+	if !has || own != "/user.slice/a.service" || ownV1[Memory] != "/process_api/x" || ownV1[CPU] != "/" || ownV1["cpuacct"] != "/" {
+		t.Errorf("own %q %v %+v", own, has, ownV1)
+	}
+	for _, tc := range []struct {
+		mt   mount
+		own  string
+		want string
+		ok   bool
+	}{
+		{mount{"/sys/fs/cgroup", "/"}, "/", "/sys/fs/cgroup", true},
+		{mount{"/sys/fs/cgroup", "/"}, "/a/b", "/sys/fs/cgroup/a/b", true},
+		{mount{"/c", "/ns"}, "/ns/a", "/c/a", true},
+		{mount{"/c", "/ns"}, "/ns", "/c", true},
+		{mount{"/c", "/ns"}, "/other", "", false},
+		{mount{}, "/a", "", false},
+	} {
+		if got, ok := dirOf(tc.mt, tc.own); got != tc.want || ok != tc.ok {
+			t.Errorf("dirOf(%+v, %q) = %q, %v; want %q, %v", tc.mt, tc.own, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// Without a cgroup2 mount or a writable cgroup, the service says why and
+// gets no cgroups.
+func TestDetectWithoutDelegation(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, mountinfo, cgroup, reason string
+	}{
+		{"no cgroup2", "1 0 0:1 / / rw - ext4 /dev/root rw\n", "0::/\n", "no cgroup2 file system is mounted"},
+		{"outside", "26 25 0:23 /ns /x rw - cgroup2 cgroup2 rw\n", "0::/elsewhere\n", "outside the cgroup2 hierarchy"},
+		{"not writable", "26 25 0:23 / " + t.TempDir() + " rw - cgroup2 cgroup2 rw\n", "0::/missing\n", "not delegated"},
+	} {
+		m := &Manager{v1: map[string]string{}}
+		m.detect([]byte(tc.mountinfo), []byte(tc.cgroup), "agentctl-test")
+		st := m.Status()
+		if st.Enabled || !contains(st.Reason, tc.reason) {
+			t.Errorf("%s: status %+v, want disabled because %q", tc.name, st, tc.reason)
+		}
+		if !m.Paths("x").Empty() {
+			t.Errorf("%s: paths for a session without cgroups: %+v", tc.name, m.Paths("x"))
+		}
+		if got := st.String(); !contains(got, "no: ") {
+			t.Errorf("%s: %q", tc.name, got)
+		}
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// This machine, as the service sees it: where sessions' cgroups go.
+func TestDetectHere(t *testing.T) {
+	m := Detect(t.TempDir())
+	defer m.Close()
+	st := m.Status()
+	t.Logf("per-session cgroups: %s", st)
+	if !st.Enabled {
+		return
+	}
+	p := m.Paths("probe")
+	if err := Create(p, Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range p.dirs() {
+		if _, err := os.Stat(filepath.Join(d, "cgroup.procs")); err != nil {
+			t.Errorf("%s: %v", d, err)
+		}
+	}
+	if procs := Procs(p); len(procs) != 0 || slices.Contains(procs, os.Getpid()) {
+		t.Errorf("a new cgroup holds %v", procs)
+	}
+	if err := Remove(p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestStatusCheck(t *testing.T) {
+	t.Parallel()
+	st := Status{Enabled: true, V2: "/c", Controllers: []string{Memory}}
+	if err := st.Check(Limits{MemoryMax: 1}); err != nil {
+		t.Error(err)
+	}
+	if err := st.Check(Limits{PidsMax: 1}); err == nil || !contains(err.Error(), "pids controller") {
+		t.Errorf("pids without the controller: %v", err)
+	}
+	if err := (Status{Reason: "because"}).Check(Limits{CPUs: 1}); err == nil || !contains(err.Error(), "because") {
+		t.Errorf("limits without cgroups: %v", err)
+	}
+	if err := (Status{}).Check(Limits{}); err != nil {
+		t.Errorf("no limits: %v", err)
+	}
+}
