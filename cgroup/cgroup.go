@@ -85,6 +85,8 @@ type Status struct {
 	V1 map[string]string `json:"v1,omitempty"`
 	// Controllers are the controllers a session's limits may use.
 	Controllers []string `json:"controllers,omitempty"`
+	// Note says why cgroup2's controllers are not used, when they are not.
+	Note string `json:"note,omitempty"`
 }
 
 // String is the one line `daemon status` shows.
@@ -110,6 +112,9 @@ func (s Status) String() string {
 		b.WriteString("; no limits: no controller available")
 	} else {
 		b.WriteString("; limits: " + strings.Join(lim, ", "))
+	}
+	if s.Note != "" {
+		b.WriteString("; " + s.Note)
 	}
 	b.WriteString(")")
 	return b.String()

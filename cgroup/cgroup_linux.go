@@ -73,6 +73,9 @@ func (m *Manager) detect(mountinfo, procCgroup []byte, name string) {
 		}
 		m.v2 = base
 		m.status.V2 = base
+		if m.status.Note != "" {
+			break
+		}
 		// Best effort: a delegated cgroup that still holds other
 		// processes than ours refuses controllers (no internal
 		// processes); its sessions then get membership alone.
@@ -150,6 +153,13 @@ func (m *Manager) v2Base(mt mount, own, name string) (string, error) {
 	}
 	if !writable(dir) {
 		return "", fmt.Errorf("the service's cgroup %s is not delegated to it (not writable by uid %d; a systemd unit with Delegate=yes is: agentctl service install)", own, os.Getuid())
+	}
+	if filepath.Ext(dir) == ".service" {
+		// systemd put the service at the top of its unit's cgroup: it
+		// puts the next one there too (a restart), which a cgroup with
+		// controllers for its children refuses. Only systemd 254 and
+		// later start it in a leaf (DelegateSubgroup=service).
+		m.status.Note = "no cgroup2 controllers: systemd starts the service at the top of its unit's cgroup, which must hold none (systemd 254 or later starts it in a leaf, DelegateSubgroup=service)"
 	}
 	leaf := filepath.Join(dir, "service")
 	if err := mkdir(leaf); err != nil {

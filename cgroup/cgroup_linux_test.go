@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -116,5 +117,48 @@ func TestStatusCheck(t *testing.T) {
 	}
 	if err := (Status{}).Check(Limits{}); err != nil {
 		t.Errorf("no limits: %v", err)
+	}
+}
+
+// Where a delegated service puts its sessions: a systemd unit without
+// DelegateSubgroup= (the service moves itself into a leaf, and leaves the
+// controllers alone, or the unit's next start would fail), and one that
+// started it in its "service" leaf already.
+func TestDetectDelegated(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	mk := func(dir string, files ...string) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if err := os.WriteFile(filepath.Join(dir, f), []byte("memory pids\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	unit := filepath.Join(root, "app.slice", "agentctl.service")
+	mk(unit, "cgroup.procs", "cgroup.controllers", "cgroup.subtree_control")
+	mk(filepath.Join(unit, "service"))
+	os.WriteFile(filepath.Join(unit, "service", "cgroup.procs"), nil, 0o644)
+	mountinfo := []byte("26 25 0:23 / " + root + " rw - cgroup2 cgroup2 rw\n")
+
+	m := &Manager{v1: map[string]string{}}
+	m.detect(mountinfo, []byte("0::/app.slice/agentctl.service\n"), "agentctl-test")
+	st := m.Status()
+	if !st.Enabled || st.V2 != unit || st.Note == "" || len(st.Controllers) != 0 {
+		t.Errorf("at the top of a unit: %+v; want sessions below the unit, no controllers, and why", st)
+	}
+	if b, _ := os.ReadFile(filepath.Join(unit, "service", "cgroup.procs")); string(b) != strconv.Itoa(os.Getpid()) {
+		t.Errorf("the service did not move into its leaf: %q", b)
+	}
+	if got := m.Paths("s1").V2; got != filepath.Join(unit, "s1") {
+		t.Errorf("session cgroup %s", got)
+	}
+
+	m = &Manager{v1: map[string]string{}}
+	m.detect(mountinfo, []byte("0::/app.slice/agentctl.service/service\n"), "agentctl-test")
+	if st := m.Status(); !st.Enabled || st.V2 != unit || st.Note != "" {
+		t.Errorf("in the unit's service leaf: %+v; want sessions below the unit", st)
 	}
 }
