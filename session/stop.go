@@ -47,9 +47,11 @@ func (c *Core) Stop(ctx context.Context, id string, req api.StopRequest) (api.Se
 	}
 	if sess.Status.Ended() {
 		if sess.Origin == api.OriginLaunched && sess.Status == api.StatusLost {
-			if err := c.endLeftovers(ctx, sess.ID); err != nil {
+			n, err := c.endLeftovers(ctx, sess.ID)
+			if err != nil {
 				return sess, fmt.Errorf("stop %s: %w", sess.ID, err)
 			}
+			sess.StoppedProcesses = &n
 		}
 		return sess, nil
 	}
@@ -155,15 +157,15 @@ func (c *Core) stopLaunched(ctx context.Context, id string, opts spawn.StopOptio
 }
 
 // endLeftovers ends what a lost session left running: its monitor died,
-// so nobody did what the monitor does when an agent ends.
-func (c *Core) endLeftovers(ctx context.Context, id string) error {
+// so nobody did what the monitor does when an agent ends. It returns how
+// many processes it ended.
+func (c *Core) endLeftovers(ctx context.Context, id string) (int, error) {
 	dir := c.opts.Home.SessionDir(id)
 	rec, err := spawn.ReadRecord(dir)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	_, err = spawn.StopWithoutShim(ctx, dir, rec, spawn.StopOptions{Force: true})
-	return err
+	return spawn.StopWithoutShim(ctx, dir, rec, spawn.StopOptions{Force: true})
 }
 
 // stopNative stops a session agentctl did not start, through its adapter
