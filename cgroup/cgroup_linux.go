@@ -74,6 +74,9 @@ func (m *Manager) detect(mountinfo, procCgroup []byte, name string) {
 		m.v2 = base
 		m.status.V2 = base
 		if m.status.Note != "" {
+			if !slices.ContainsFunc(fields(filepath.Join(base, "cgroup.controllers")), func(c string) bool { return c == Memory || c == Pids || c == CPU }) {
+				m.status.Note = "" // none to leave alone
+			}
 			break
 		}
 		// Best effort: a delegated cgroup that still holds other
