@@ -31,6 +31,10 @@ type Manager struct {
 	made []string
 }
 
+// basePrefix starts the name of the directory a service makes for its
+// sessions' cgroups where it has no cgroup of its own to use.
+const basePrefix = "agentctl-"
+
 // mount is a cgroup file system's mount: where, and which of the
 // hierarchy's directories is its root (a cgroup namespace or a bind mount
 // shows less than all of it).
@@ -53,7 +57,7 @@ func Detect(home string) *Manager {
 		return m
 	}
 	sum := sha256.Sum256([]byte(home))
-	m.detect(mi, pc, "agentctl-"+hex.EncodeToString(sum[:6]))
+	m.detect(mi, pc, basePrefix+hex.EncodeToString(sum[:6]))
 	return m
 }
 
@@ -206,7 +210,27 @@ func (m *Manager) Close() {
 // Create makes a session's cgroup and applies l to it.
 func Create(p Paths, l Limits) error {
 	for _, d := range p.dirs() {
-		if err := mkdir(d); err != nil {
+		var err error
+		// The last session of a service's removed the service's directory
+		// (it may do so between the two mkdirs): made again.
+		for try := 0; try < 3; try++ {
+			if parent := filepath.Dir(d); isOwnBase(parent) {
+				if err = mkdir(parent); err != nil {
+					return err
+				}
+				if d == p.V2 {
+					for _, c := range fields(filepath.Join(parent, "cgroup.controllers")) {
+						if c == Memory || c == Pids || c == CPU {
+							write(filepath.Join(parent, "cgroup.subtree_control"), "+"+c)
+						}
+					}
+				}
+			}
+			if err = mkdir(d); !errors.Is(err, fs.ErrNotExist) {
+				break
+			}
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -410,9 +434,19 @@ func Remove(p Paths) error {
 				errs = append(errs, fmt.Errorf("remove cgroup %s: %w", dirs[i], err))
 			}
 		}
+		// The directory a service without delegation made at the top of
+		// a hierarchy goes with its last session (the service may be long
+		// gone); one still in use is not empty, and stays.
+		if parent := filepath.Dir(d); isOwnBase(parent) {
+			unix.Rmdir(parent)
+		}
 	}
 	return errors.Join(errs...)
 }
+
+// isOwnBase reports whether dir is a directory Detect makes for a service
+// (agentctl-<key>), which Create makes again and Remove removes when empty.
+func isOwnBase(dir string) bool { return strings.HasPrefix(filepath.Base(dir), basePrefix) }
 
 // parseMountinfo finds the cgroup2 mount and the v1 mount of each
 // controller in /proc/self/mountinfo.

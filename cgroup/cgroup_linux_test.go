@@ -101,6 +101,21 @@ func TestDetectHere(t *testing.T) {
 	if err := Remove(p); err != nil {
 		t.Fatal(err)
 	}
+	// The service's own directory goes with its last session, and comes
+	// back with the next.
+	for _, d := range p.dirs() {
+		if parent := filepath.Dir(d); isOwnBase(parent) {
+			if _, err := os.Stat(parent); !os.IsNotExist(err) {
+				t.Errorf("%s stayed after its last session: %v", parent, err)
+			}
+		}
+	}
+	if err := Create(p, Limits{}); err != nil {
+		t.Fatalf("a session after the last: %v", err)
+	}
+	if err := Remove(p); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestStatusCheck(t *testing.T) {
