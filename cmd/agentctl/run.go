@@ -329,6 +329,9 @@ func startOn(cmd *cobra.Command, h hosts.Host, f *runFlags, req api.RunRequest) 
 	// from its adapter, and so does the agentctl in a cluster's pod.
 	if _, service := h.API.(*client.Client); service && req.Image != "" {
 		return cannot(h, "run a container image: --image is for a Kubernetes cluster host (-H k8s://CONTEXT/NAMESPACE)")
+	} else if !service && req.Limits != nil {
+		// A limit nobody enforces must not look like one.
+		return cannot(h, "bound a session with --memory-max, --cpus or --pids-max: an agentctl service does, through a cgroup per session")
 	}
 	sess, err := h.API.Launch(cmd.Context(), req)
 	if err != nil {
