@@ -215,3 +215,35 @@ func TestCgroupLimitRefused(t *testing.T) {
 		t.Fatalf("start with a limit that cannot apply: %v, want an error about the limits", err)
 	}
 }
+
+// Each limit is written where the session's cgroup has its controller:
+// cgroup2, or the v1 hierarchy standing in for it on a hybrid host.
+func TestCgroupLimitsApplied(t *testing.T) {
+	m := cgroups(t, cgroup.Memory, cgroup.Pids, cgroup.CPU)
+	_, _, paths := startInCgroup(t, m, cgroup.Limits{MemoryMax: 64 << 20, PidsMax: 7, CPUs: 0.5}, "sleep", "1000")
+	dir := func(c string) string {
+		if d := paths.V1[c]; d != "" {
+			return d
+		}
+		return paths.V2
+	}
+	for _, tc := range []struct {
+		controller string
+		v1, v2     string // file in a v1 hierarchy, in cgroup2
+		want1      string
+		want2      string
+	}{
+		{cgroup.Memory, "memory.limit_in_bytes", "memory.max", "67108864", "67108864"},
+		{cgroup.Pids, "pids.max", "pids.max", "7", "7"},
+		{cgroup.CPU, "cpu.cfs_quota_us", "cpu.max", "50000", "50000 100000"},
+	} {
+		file, want := tc.v2, tc.want2
+		if paths.V1[tc.controller] != "" {
+			file, want = tc.v1, tc.want1
+		}
+		b, err := os.ReadFile(filepath.Join(dir(tc.controller), file))
+		if got := strings.TrimSpace(string(b)); err != nil || got != want {
+			t.Errorf("%s: %s is %q, %v; want %q", tc.controller, file, got, err, want)
+		}
+	}
+}
