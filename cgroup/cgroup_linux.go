@@ -506,7 +506,9 @@ func parseProcCgroup(b []byte) (string, bool, map[string]string) {
 
 // dirOf is the directory of cgroup path own under mount mt.
 func dirOf(mt mount, own string) (string, bool) {
-	if mt.point == "" || !strings.HasPrefix(own, "/") {
+	// A process outside its cgroup namespace's root sees a path above it
+	// ("/../.."): not a directory of this mount.
+	if mt.point == "" || !strings.HasPrefix(own, "/") || slices.Contains(strings.Split(own, "/"), "..") {
 		return "", false
 	}
 	if mt.root == "/" {

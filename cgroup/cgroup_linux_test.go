@@ -42,6 +42,7 @@ func TestParseMountinfoAndProcCgroup(t *testing.T) {
 		{mount{"/c", "/ns"}, "/ns", "/c", true},
 		{mount{"/c", "/ns"}, "/other", "", false},
 		{mount{}, "/a", "", false},
+		{mount{"/sys/fs/cgroup", "/"}, "/../../init.scope", "", false},
 	} {
 		if got, ok := dirOf(tc.mt, tc.own); got != tc.want || ok != tc.ok {
 			t.Errorf("dirOf(%+v, %q) = %q, %v; want %q, %v", tc.mt, tc.own, got, ok, tc.want, tc.ok)

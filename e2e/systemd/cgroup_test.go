@@ -112,7 +112,12 @@ func TestCgroupUnderSystemdUnit(t *testing.T) {
 	}
 
 	if !slices.Contains(st.Cgroups.Controllers, "memory") {
-		t.Fatalf("no memory controller for the sessions: %s", st.Cgroups.Summary)
+		// The harness of scripts/systemd-harness.sh delegates one (and
+		// says so); a user manager elsewhere may have none.
+		if os.Getenv("AGENTCTL_CGROUP_MEMORY") == "1" {
+			t.Fatalf("no memory controller for the sessions: %s", st.Cgroups.Summary)
+		}
+		t.Skipf("no memory controller for the sessions here: %s", st.Cgroups.Summary)
 	}
 	perl, err := exec.LookPath("perl")
 	if err != nil {
