@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -64,6 +65,14 @@ func Detect(home string) *Manager {
 func (m *Manager) detect(mountinfo, procCgroup []byte, name string) {
 	v2m, v1m := parseMountinfo(mountinfo)
 	ownV2, hasV2, ownV1 := parseProcCgroup(procCgroup)
+	if hasV2 {
+		ownV2 = leaveSession(v2m, ownV2)
+	}
+	for c, own := range ownV1 {
+		if _, ok := v1m[c]; ok {
+			ownV1[c] = leaveSession(v1m[c], own)
+		}
+	}
 	var why []string
 	have := map[string]bool{}
 	switch {
@@ -129,6 +138,37 @@ func (m *Manager) detect(mountinfo, procCgroup []byte, name string) {
 	if len(m.v1) > 0 {
 		m.status.V1 = m.v1
 	}
+}
+
+// leaveSession moves the service out of a session's cgroup, where it is
+// when it was started from inside a session (a CLI there auto-started it),
+// to where the service that made the session's cgroup was: the session's
+// end kills everything in its cgroup, and the service is not the
+// session's. It returns the cgroup the service is in.
+func leaveSession(mt mount, own string) string {
+	parent := path.Dir(own)
+	var to string
+	switch {
+	case own == "/" || parent == "/":
+		// A session's cgroup is below its service's directory.
+	case isOwnBase(parent):
+		to = path.Dir(parent)
+	case !strings.Contains(path.Base(own), ".") && path.Base(own) != "service":
+		// A delegated cgroup: its service's leaf beside the sessions.
+		if d, ok := dirOf(mt, path.Join(parent, "service")); ok {
+			if st, err := os.Stat(d); err == nil && st.IsDir() {
+				to = path.Join(parent, "service")
+			}
+		}
+	}
+	if to == "" {
+		return own
+	}
+	d, ok := dirOf(mt, to)
+	if !ok || write(filepath.Join(d, "cgroup.procs"), strconv.Itoa(os.Getpid())) != nil {
+		return own
+	}
+	return to
 }
 
 // v2Base chooses the cgroup2 directory the sessions' cgroups go in:

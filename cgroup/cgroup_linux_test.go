@@ -177,4 +177,37 @@ func TestDetectDelegated(t *testing.T) {
 	if st := m.Status(); !st.Enabled || st.V2 != unit || st.Note != "" {
 		t.Errorf("in the unit's service leaf: %+v; want sessions below the unit", st)
 	}
+
+	// Started from inside a session (its CLI auto-started it): the
+	// service leaves the session's cgroup, which the session's end kills.
+	os.WriteFile(filepath.Join(unit, "service", "cgroup.procs"), nil, 0o644)
+	mk(filepath.Join(unit, "01session"), "cgroup.procs")
+	m = &Manager{v1: map[string]string{}}
+	m.detect(mountinfo, []byte("0::/app.slice/agentctl.service/01session\n"), "agentctl-test")
+	if st := m.Status(); !st.Enabled || st.V2 != unit {
+		t.Errorf("started inside a session: %+v; want sessions below the unit", st)
+	}
+	if b, _ := os.ReadFile(filepath.Join(unit, "service", "cgroup.procs")); string(b) != strconv.Itoa(os.Getpid()) {
+		t.Errorf("the service did not leave the session's cgroup for its leaf: %q", b)
+	}
+}
+
+// A service started inside a session of a service without delegation
+// (root, no systemd) leaves for where that service was.
+func TestDetectLeavesASessionsCgroup(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "agentctl-k", "01session"), 0o755)
+	os.WriteFile(filepath.Join(root, "cgroup.procs"), nil, 0o644)
+	if got := leaveSession(mount{point: root, root: "/"}, "/agentctl-k/01session"); got != "/" {
+		t.Errorf("left for %q, want the root cgroup", got)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "cgroup.procs")); string(b) != strconv.Itoa(os.Getpid()) {
+		t.Errorf("the service did not move: %q", b)
+	}
+	for _, own := range []string{"/", "/top", "/user.slice/app.slice/x.scope"} {
+		if got := leaveSession(mount{point: root, root: "/"}, own); got != own {
+			t.Errorf("%s: moved to %q", own, got)
+		}
+	}
 }
