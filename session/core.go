@@ -47,10 +47,17 @@ type Options struct {
 	ObserveDiscovery func(adapter string, took time.Duration, err error)
 	// Cgroups, when set, gives each launched session a cgroup of its own
 	// where the machine allows it.
-	Cgroups *cgroup.Manager
+	Cgroups Cgroups
 	// Limits are the limits of each adapter's sessions (configuration),
 	// under those a launch asks for.
 	Limits map[string]api.Limits
+}
+
+// Cgroups names each session's cgroup (cgroup.Manager), and says whether
+// sessions get one here.
+type Cgroups interface {
+	Status() cgroup.Status
+	Paths(id string) cgroup.Paths
 }
 
 // Observer hears what happens to sessions, as the core learns it.
