@@ -247,7 +247,8 @@ func (m *Manager) Close() {
 	}
 }
 
-// Create makes a session's cgroup and applies l to it.
+// Create makes a session's cgroup and applies l to it, but for its bound
+// on processes (LimitPids).
 func Create(p Paths, l Limits) error {
 	for _, d := range p.dirs() {
 		var err error
@@ -289,15 +290,6 @@ func Create(p Paths, l Limits) error {
 			write(filepath.Join(p.V2, "memory.swap.max"), "0")
 		}
 	}
-	if l.PidsMax > 0 {
-		d := p.V2
-		if v1 := p.V1[Pids]; v1 != "" {
-			d = v1
-		}
-		if err := write(filepath.Join(d, "pids.max"), strconv.FormatInt(l.PidsMax, 10)); err != nil {
-			return fmt.Errorf("pids limit: %w", err)
-		}
-	}
 	if l.CPUs > 0 {
 		const period = 100000
 		quota := max(int64(l.CPUs*period), 1000)
@@ -311,6 +303,23 @@ func Create(p Paths, l Limits) error {
 		} else if err := write(filepath.Join(p.V2, "cpu.max"), fmt.Sprintf("%d %d", quota, period)); err != nil {
 			return fmt.Errorf("cpu limit: %w", err)
 		}
+	}
+	return nil
+}
+
+// LimitPids applies l's bound on processes to p. It comes once the monitor
+// has started the agent inside and left: the monitor's own threads would
+// count against it.
+func LimitPids(p Paths, l Limits) error {
+	if l.PidsMax <= 0 {
+		return nil
+	}
+	d := p.V2
+	if v1 := p.V1[Pids]; v1 != "" {
+		d = v1
+	}
+	if err := write(filepath.Join(d, "pids.max"), strconv.FormatInt(l.PidsMax, 10)); err != nil {
+		return fmt.Errorf("pids limit: %w", err)
 	}
 	return nil
 }

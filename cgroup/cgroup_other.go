@@ -30,6 +30,9 @@ func (m *Manager) Close() {}
 // Create fails here.
 func Create(p Paths, l Limits) error { return errLinux }
 
+// LimitPids fails here.
+func LimitPids(p Paths, l Limits) error { return errLinux }
+
 // Join fails here.
 func Join(p Paths) (Paths, error) { return Paths{}, errLinux }
 

@@ -60,6 +60,14 @@ type CgroupSpec struct {
 	Limits cgroup.Limits `json:"limits,omitzero"`
 }
 
+// limits are the spec's limits; none without a spec.
+func (c *CgroupSpec) limits() cgroup.Limits {
+	if c == nil {
+		return cgroup.Limits{}
+	}
+	return c.Limits
+}
+
 // readyMessage is what the shim writes on its ready pipe (fd 3) once.
 type readyMessage struct {
 	OK     bool    `json:"ok"`
@@ -277,6 +285,15 @@ func startShim(dir string, spec Spec, logger *slog.Logger, echo io.Writer) (*shi
 		return nil, fmt.Errorf("start %s in %s: %w", rec.Argv[0], rec.Cwd, err)
 	}
 	pid := cmd.Process.Pid
+	if err := cgroup.LimitPids(cg, spec.Cgroup.limits()); err != nil {
+		// A session believed bounded must be.
+		unix.Kill(-pid, unix.SIGKILL)
+		cgroup.Kill(context.Background(), cg, killBound)
+		cgroup.Remove(cg)
+		ptmx.Close()
+		lw.Close()
+		return nil, fmt.Errorf("start %s: apply the session's limits: %w", rec.Argv[0], err)
+	}
 	info, err := proc.Lookup(pid)
 	if err != nil {
 		// The agent exited (and is a zombie we have not reaped) or vanished
