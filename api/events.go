@@ -26,6 +26,10 @@ const (
 	EventSessionWaiting = "session.waiting"
 	// EventSessionResumed: a waiting session no longer waits.
 	EventSessionResumed = "session.resumed"
+	// EventSessionOOM: the kernel's OOM killer ended a process of the
+	// session at its memory limit (after its session.stopped when that
+	// ended it); meta holds the limit.
+	EventSessionOOM = "session.oom"
 
 	EventLockAcquired = "lock.acquired"
 	EventLockReleased = "lock.released"
@@ -51,7 +55,7 @@ const HeaderEventsAfter = "X-Agentctl-Events-After"
 func EventTypes() []string {
 	return []string{
 		EventSessionStarted, EventSessionStopped, EventSessionIdle, EventSessionBusy, EventSessionLost,
-		EventSessionWaiting, EventSessionResumed,
+		EventSessionWaiting, EventSessionResumed, EventSessionOOM,
 		EventLockAcquired, EventLockReleased,
 		EventFuseSet, EventFuseExtended, EventFuseCancelled, EventFuseExpired,
 		EventHookFailed,

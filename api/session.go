@@ -122,9 +122,28 @@ type Session struct {
 	LaunchedFrom []string `json:"launched_from,omitempty"`
 	// Hooks are the session's lifecycle hook runs, where it has hooks.
 	Hooks []HookRun `json:"hooks,omitempty"`
+	// Limits are the bounds the session's cgroup puts on it.
+	Limits *Limits `json:"limits,omitempty"`
+	// OOM says the kernel's OOM killer ended a process of the session (it
+	// reached its memory limit): an ended session that had a cgroup.
+	OOM bool `json:"oom,omitempty"`
+	// StoppedProcesses is, in a stop's answer, how many processes the
+	// session had when the stop began: those it ended.
+	StoppedProcesses *int `json:"stopped_processes,omitempty"`
 	// Warnings explains why a field is unknown or a record was odd.
 	Warnings []string `json:"warnings,omitempty"`
 }
+
+// Limits bound what a session may use, through its cgroup; zero fields
+// are no bound.
+type Limits struct {
+	MemoryMaxBytes int64   `json:"memory_max_bytes,omitempty"`
+	CPUs           float64 `json:"cpus,omitempty"`
+	PidsMax        int64   `json:"pids_max,omitempty"`
+}
+
+// Zero reports whether l bounds nothing.
+func (l Limits) Zero() bool { return l == Limits{} }
 
 // Usage is a count of tokens and cost; nil fields are unknown.
 type Usage struct {
@@ -195,6 +214,11 @@ type RunRequest struct {
 	OnCreate    string `json:"on_create,omitempty"`
 	OnComplete  string `json:"on_complete,omitempty"`
 	HookTimeout string `json:"hook_timeout,omitempty"`
+	// Limits bound the session through a cgroup of its own (--memory-max,
+	// --cpus, --pids-max); a field left zero takes the adapter's limit in
+	// the service's configuration. A service that cannot enforce a limit
+	// refuses the launch.
+	Limits *Limits `json:"limits,omitempty"`
 }
 
 // StopRequest asks the service to stop a session.
@@ -248,6 +272,25 @@ type DaemonStatus struct {
 	// Watch says how the agents' stores are followed between queries;
 	// absent when the service does not say.
 	Watch *WatchStatus `json:"watch,omitempty"`
+	// Cgroups says whether each session gets a cgroup of its own (limits,
+	// a stop nothing escapes), and where, or why not; absent when the
+	// service does not say.
+	Cgroups *CgroupStatus `json:"cgroups,omitempty"`
+}
+
+// CgroupStatus says whether the service gives each session a cgroup.
+type CgroupStatus struct {
+	Enabled bool `json:"enabled"`
+	// Reason says why not.
+	Reason string `json:"reason,omitempty"`
+	// V2 is the cgroup2 directory the sessions' cgroups are made in.
+	V2 string `json:"v2,omitempty"`
+	// V1 names, per controller cgroup2 lacks here, the v1 directory used.
+	V1 map[string]string `json:"v1,omitempty"`
+	// Controllers are what limits may use: memory, pids, cpu.
+	Controllers []string `json:"controllers,omitempty"`
+	// Summary is the line daemon status shows.
+	Summary string `json:"summary"`
 }
 
 // WatchStatus says how the service learns that the agents' stores

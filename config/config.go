@@ -16,6 +16,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/internal/text"
 )
 
 // FileName is the configuration file's name inside the agentctl home.
@@ -49,10 +52,40 @@ type Config struct {
 	// Notify says how a person hears that a session waits for them.
 	Notify Notify `json:"notify,omitzero"`
 
+	// Limits bound the sessions of each adapter (by its name; "exec" for
+	// a plain command) through a cgroup per session; a limit given to
+	// run or launch wins.
+	Limits map[string]Limits `json:"limits,omitempty"`
+
 	// Hosts names other hosts the CLI reaches: name → URL
 	// (ssh://[user@]host[:port], unix:///path). `agentctl host add|rm`
 	// edit it.
 	Hosts map[string]string `json:"hosts,omitempty"`
+}
+
+// Limits are one adapter's session limits in config.json.
+type Limits struct {
+	// MemoryMax is a size: "4G", "512M".
+	MemoryMax string  `json:"memory_max,omitempty"`
+	CPUs      float64 `json:"cpus,omitempty"`
+	PidsMax   int64   `json:"pids_max,omitempty"`
+}
+
+// SessionLimits are the limits of each adapter's sessions, as the service
+// applies them.
+func (c Config) SessionLimits() map[string]api.Limits {
+	if len(c.Limits) == 0 {
+		return nil
+	}
+	out := make(map[string]api.Limits, len(c.Limits))
+	for name, l := range c.Limits {
+		mem, _ := text.ParseBytes(l.MemoryMax) // checked by validate
+		if l.MemoryMax == "" {
+			mem = 0
+		}
+		out[name] = api.Limits{MemoryMaxBytes: mem, CPUs: l.CPUs, PidsMax: l.PidsMax}
+	}
+	return out
 }
 
 // ignoredKeys were accepted by the tool agentctl replaces but never did
@@ -182,6 +215,16 @@ func (c Config) validate() error {
 	}
 	if _, err := c.Notify.Delay(); err != nil {
 		return err
+	}
+	for name, l := range c.Limits {
+		if l.MemoryMax != "" {
+			if _, err := text.ParseBytes(l.MemoryMax); err != nil {
+				return fmt.Errorf("limits: %q: memory_max: %w", name, err)
+			}
+		}
+		if l.CPUs < 0 || l.PidsMax < 0 {
+			return fmt.Errorf("limits: %q: cpus and pids_max cannot be negative", name)
+		}
 	}
 	for name, u := range c.Hosts {
 		if !strings.Contains(u, "://") {

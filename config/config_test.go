@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/agentctl/agentctl/api"
 )
 
 func TestLoad(t *testing.T) {
@@ -189,5 +191,22 @@ func TestRefusedWebhookURLIsNotEchoed(t *testing.T) {
 		if strings.Contains(err.Error(), secret) {
 			t.Errorf("the error %q shows %q", err, secret)
 		}
+	}
+}
+
+// Per-adapter limits are read as the service applies them; a bad size is
+// refused with its key.
+func TestSessionLimits(t *testing.T) {
+	t.Parallel()
+	c, _, err := Parse("config.json", []byte(`{"limits": {"claude": {"memory_max": "4G", "cpus": 2}, "exec": {"pids_max": 100}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.SessionLimits()
+	if got["claude"] != (api.Limits{MemoryMaxBytes: 4 << 30, CPUs: 2}) || got["exec"] != (api.Limits{PidsMax: 100}) || len(got) != 2 {
+		t.Errorf("limits %+v", got)
+	}
+	if _, _, err := Parse("config.json", []byte(`{"limits": {"pi": {"memory_max": "lots"}}}`)); err == nil || !strings.Contains(err.Error(), `"pi": memory_max`) {
+		t.Errorf("a bad size: %v", err)
 	}
 }

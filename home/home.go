@@ -68,6 +68,9 @@ const (
 	// NameFile holds the name `agentctl rename` gave the session; it reads
 	// over LaunchFile's, which is written once.
 	NameFile = "name.txt"
+	// CgroupFile names the session's cgroup directories, written by its
+	// monitor once the cgroup exists; none when the session has no cgroup.
+	CgroupFile = "cgroup.json"
 )
 
 // SessionEnv names the variable every session's processes carry: the

@@ -84,7 +84,9 @@ check() {
 	local name=$1 t rc=0
 	shift
 	t=$(date +%s.%N)
-	timeout --kill-after=10 "$limit" "$harness" run-user AGENTCTL_SYSTEMD_TEST=1 \
+	# The harness delegates a memory controller to the user's manager:
+	# the OOM test must find one.
+	timeout --kill-after=10 "$limit" "$harness" run-user AGENTCTL_SYSTEMD_TEST=1 AGENTCTL_CGROUP_MEMORY=1 \
 		AGENTCTL_BIN="$work/agentctl" "$@" -test.v -test.timeout "$((limit - 10))s" || rc=$?
 	if [ "$rc" = 0 ]; then
 		passed=$((passed + 1))
@@ -96,7 +98,7 @@ check() {
 }
 check "service package on systemd (install/enable/start, restart + KillMode=process, kill -9 + Restart=on-failure, stop/start, uninstall, quoting, takeover, start through the unit)" \
 	"$work/service.test" -test.run 'SystemdReal'
-check "agentctl binary on systemd (install + list via the unit, 5 sessions across systemctl restart and kill -9, uninstall, auto-start through the unit)" \
+check "agentctl binary on systemd (install + list via the unit, 5 sessions across systemctl restart and kill -9, uninstall, auto-start through the unit; a cgroup per session: a double-forked daemon stopped, --memory-max 50M an OOM kill, and without delegation it says so)" \
 	"$work/systemd.test"
 
 t=$(date +%s.%N)
@@ -130,8 +132,8 @@ if [ "${SYSTEMD_E2E_NSPAWN:-1}" != 0 ]; then
 		ncheck "system unit in a booted Debian (install --system --user ci as root, runs as ci, sessions across restart and kill -9, status without root, uninstall via SUDO_USER)" \
 			'^TestSystemService' \
 			env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/root AGENTCTL_SYSTEMD_SYSTEM_TEST=1 AGENTCTL_TEST_USER=ci
-		ncheck "user unit under a real user@1000.service in a booted Debian (the binary tests above, as ci)" \
-			'^(TestServiceOnRealSystemd|TestAutostartGoesThroughTheUnit)$' \
+		ncheck "user unit under a real user@1000.service in a booted Debian (the binary tests above, as ci; the OOM test where the container's user manager has a memory controller)" \
+			'^(TestServiceOnRealSystemd|TestAutostartGoesThroughTheUnit|TestCgroupUnderSystemdUnit|TestCgroupDelegationAbsent)$' \
 			setpriv --reuid=1000 --regid=1000 --init-groups env -i HOME=/home/ci USER=ci LOGNAME=ci \
 			PATH=/usr/local/bin:/usr/bin:/bin XDG_RUNTIME_DIR=/run/user/1000 \
 			DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1000/bus AGENTCTL_SYSTEMD_TEST=1

@@ -37,13 +37,18 @@ die() {
 
 [ "$(id -u)" = 0 ] || die "must run as root"
 
-# cgroup_roots prints the cgroup hierarchies systemd uses on this machine.
+# cgroup_roots prints the cgroup hierarchies the user manager is delegated
+# on this machine: those systemd uses and, on a hybrid host, the v1 memory,
+# pids and cpu controllers its cgroup2 lacks (as a system manager delegates
+# a user's slice), so agentctl's per-session limits work for the user.
 cgroup_roots() {
 	if [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ]; then
 		echo /sys/fs/cgroup
 	else
-		[ -d /sys/fs/cgroup/systemd ] && echo /sys/fs/cgroup/systemd
-		[ -d /sys/fs/cgroup/unified ] && echo /sys/fs/cgroup/unified
+		local c
+		for c in systemd unified memory pids cpu; do
+			[ -d "/sys/fs/cgroup/$c" ] && echo "/sys/fs/cgroup/$c"
+		done
 	fi
 	return 0
 }

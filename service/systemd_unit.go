@@ -49,6 +49,11 @@ func RenderSystemdUnit(spec Spec) ([]byte, error) {
 	fmt.Fprintf(&b, "RestartSec=%d\n", restartSec)
 	// The agents count against the unit's task limit.
 	b.WriteString("TasksMax=infinity\n")
+	b.WriteString("# The service gives each session a cgroup of its own below the unit's\n")
+	b.WriteString("# (limits, a stop nothing escapes), from a leaf of it (systemd 254 and later;\n")
+	b.WriteString("# older ones ignore DelegateSubgroup= and the service moves itself).\n")
+	b.WriteString("Delegate=yes\n")
+	b.WriteString("DelegateSubgroup=service\n")
 	b.WriteString("\n[Install]\n")
 	if spec.Scope == ScopeSystem {
 		b.WriteString("WantedBy=multi-user.target\n")

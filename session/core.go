@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/cgroup"
 	"github.com/agentctl/agentctl/home"
 	"github.com/agentctl/agentctl/internal/text"
 	"github.com/agentctl/agentctl/proc"
@@ -44,6 +45,19 @@ type Options struct {
 	// ObserveDiscovery, when set, hears how long each adapter took and
 	// whether it failed (metrics).
 	ObserveDiscovery func(adapter string, took time.Duration, err error)
+	// Cgroups, when set, gives each launched session a cgroup of its own
+	// where the machine allows it.
+	Cgroups Cgroups
+	// Limits are the limits of each adapter's sessions (configuration),
+	// under those a launch asks for.
+	Limits map[string]api.Limits
+}
+
+// Cgroups names each session's cgroup (cgroup.Manager), and says whether
+// sessions get one here.
+type Cgroups interface {
+	Status() cgroup.Status
+	Paths(id string) cgroup.Paths
 }
 
 // Observer hears what happens to sessions, as the core learns it.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/cgroup"
 	"github.com/agentctl/agentctl/home"
 	"github.com/agentctl/agentctl/internal/atomicfile"
 	"github.com/agentctl/agentctl/internal/envvar"
@@ -52,6 +53,10 @@ func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, err
 		return api.Session{}, err
 	}
 	if err := checkAgentOptions(req); err != nil {
+		return api.Session{}, err
+	}
+	limits, err := c.limits(req)
+	if err != nil {
 		return api.Session{}, err
 	}
 	lineage, err := c.lineage(ctx, req)
@@ -112,6 +117,14 @@ func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, err
 		}
 	}()
 	spec := spawn.Spec{Env: env, ServiceLock: c.opts.Home.LockFile()}
+	if c.opts.Cgroups != nil {
+		if paths := c.opts.Cgroups.Paths(id); !paths.Empty() {
+			spec.Cgroup = &spawn.CgroupSpec{Paths: paths, Limits: limits}
+		}
+	}
+	if !limits.Zero() {
+		rec.Limits = &limits
+	}
 	var finder adapters.NativeIDFinder
 	hasServer := false
 	if rec.Adapter == api.ExecAdapter {
@@ -175,6 +188,41 @@ func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, err
 	}
 	c.WatchAgentServer(id)
 	return sess, nil
+}
+
+// limits are the session's limits: those asked for, over its adapter's in
+// the configuration. A limit this service cannot enforce refuses the
+// launch: a session believed bounded must be.
+func (c *Core) limits(req api.RunRequest) (cgroup.Limits, error) {
+	var l api.Limits
+	if req.Limits != nil {
+		l = *req.Limits
+	}
+	if l.MemoryMaxBytes < 0 || l.CPUs < 0 || l.PidsMax < 0 {
+		return cgroup.Limits{}, faultf(ErrInvalid, "limits cannot be negative: %+v", l)
+	}
+	def := c.opts.Limits[canonicalAdapter(req.Adapter)]
+	if l.MemoryMaxBytes == 0 {
+		l.MemoryMaxBytes = def.MemoryMaxBytes
+	}
+	if l.CPUs == 0 {
+		l.CPUs = def.CPUs
+	}
+	if l.PidsMax == 0 {
+		l.PidsMax = def.PidsMax
+	}
+	out := cgroup.Limits{MemoryMax: l.MemoryMaxBytes, CPUs: l.CPUs, PidsMax: l.PidsMax}
+	if out.Zero() {
+		return out, nil
+	}
+	st := cgroup.Status{Reason: "the service detected no cgroups"}
+	if c.opts.Cgroups != nil {
+		st = c.opts.Cgroups.Status()
+	}
+	if err := st.Check(out); err != nil {
+		return cgroup.Limits{}, faultf(ErrInvalid, "%v", err)
+	}
+	return out, nil
 }
 
 // checkNames refuses id-like fields that could become paths or put control

@@ -39,3 +39,32 @@ func TestLaunchOfAMissingAgentNamesIt(t *testing.T) {
 		t.Errorf("failed launches left %d session folders", len(ents))
 	}
 }
+
+// A limit, asked for or an adapter's in the configuration, is refused with
+// the reason when the service gives sessions no cgroups: a session believed
+// bounded must be. Negative limits are refused too.
+func TestLaunchRefusesLimitsItCannotEnforce(t *testing.T) {
+	h := home.Home(t.TempDir())
+	if err := h.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	c := New(context.Background(), Options{Home: h, Exe: os.Args[0], Limits: map[string]api.Limits{api.ExecAdapter: {PidsMax: 50}}})
+	cwd := t.TempDir()
+	for name, req := range map[string]api.RunRequest{
+		"asked":      {Command: []string{"true"}, Cwd: cwd, Limits: &api.Limits{MemoryMaxBytes: 50 << 20}},
+		"configured": {Command: []string{"true"}, Cwd: cwd},
+		"negative":   {Command: []string{"true"}, Cwd: cwd, Limits: &api.Limits{CPUs: -1}},
+	} {
+		_, err := c.Launch(context.Background(), req)
+		want := "limits need a cgroup per session"
+		if name == "negative" {
+			want = "cannot be negative"
+		}
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v; want refused: %s", name, err, want)
+		}
+	}
+	if ents, _ := os.ReadDir(h.Sessions()); len(ents) != 0 {
+		t.Errorf("refused launches left %d session folders", len(ents))
+	}
+}

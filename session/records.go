@@ -332,6 +332,10 @@ func sessionFromState(st spawn.State) api.Session {
 		s.EndedAt = &t
 		s.ExitCode = st.Exit.ExitCode
 		s.Signal = st.Exit.Signal
+		s.OOM = st.Exit.OOM
+	}
+	if l := rec.Limits; l != nil {
+		s.Limits = &api.Limits{MemoryMaxBytes: l.MemoryMax, CPUs: l.CPUs, PidsMax: l.PidsMax}
 	}
 	var warning string
 	s.Status, warning = launchedStatus(st)

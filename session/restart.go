@@ -52,6 +52,9 @@ func (c *Core) Restart(ctx context.Context, id string, req api.RestartRequest) (
 	if canonicalAdapter(rec.Adapter) == api.ExecAdapter {
 		run.Command = rec.Argv
 	}
+	if l := rec.Limits; l != nil {
+		run.Limits = &api.Limits{MemoryMaxBytes: l.MemoryMax, CPUs: l.CPUs, PidsMax: l.PidsMax}
+	}
 	if !sess.Status.Ended() {
 		if _, err := c.Stop(ctx, sess.ID, req.Stop); err != nil {
 			return api.Session{}, fmt.Errorf("restart %s: stop it first: %w", sess.ID, err)

@@ -47,9 +47,11 @@ func (c *Core) Stop(ctx context.Context, id string, req api.StopRequest) (api.Se
 	}
 	if sess.Status.Ended() {
 		if sess.Origin == api.OriginLaunched && sess.Status == api.StatusLost {
-			if err := c.endLeftovers(ctx, sess.ID); err != nil {
+			n, err := c.endLeftovers(ctx, sess.ID)
+			if err != nil {
 				return sess, fmt.Errorf("stop %s: %w", sess.ID, err)
 			}
+			sess.StoppedProcesses = &n
 		}
 		return sess, nil
 	}
@@ -117,7 +119,8 @@ func (c *Core) stopLaunched(ctx context.Context, id string, opts spawn.StopOptio
 		return api.Session{}, err
 	}
 	opts.Signal = rec.StopSignal
-	if _, err := spawn.Stop(ctx, dir, opts); err != nil {
+	stopped, err := spawn.Stop(ctx, dir, opts)
+	if err != nil {
 		// A monitor of a protocol this service does not speak is not
 		// asked; a kill (forced) ends the session without it.
 		refused := errors.Is(err, spawn.ErrProtocol) && opts.Force
@@ -131,7 +134,7 @@ func (c *Core) stopLaunched(ctx context.Context, id string, opts spawn.StopOptio
 		// it, which agentctl then knows first-hand and records, as the
 		// monitor would have.
 		killed := opts.Force && proc.Alive(rec.Process)
-		if err := spawn.StopWithoutShim(ctx, rec, opts); err != nil {
+		if stopped.Processes, err = spawn.StopWithoutShim(ctx, dir, rec, opts); err != nil {
 			return api.Session{}, fmt.Errorf("stop %s: %w", id, err)
 		}
 		if killed && !proc.Alive(rec.Process) {
@@ -149,6 +152,7 @@ func (c *Core) stopLaunched(ctx context.Context, id string, opts spawn.StopOptio
 			return api.Session{}, err
 		}
 		if sess.Status.Ended() || time.Now().After(deadline) {
+			sess.StoppedProcesses = &stopped.Processes
 			return sess, nil
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -156,13 +160,15 @@ func (c *Core) stopLaunched(ctx context.Context, id string, opts spawn.StopOptio
 }
 
 // endLeftovers ends what a lost session left running: its monitor died,
-// so nobody did what the monitor does when an agent ends.
-func (c *Core) endLeftovers(ctx context.Context, id string) error {
-	rec, err := spawn.ReadRecord(c.opts.Home.SessionDir(id))
+// so nobody did what the monitor does when an agent ends. It returns how
+// many processes it ended.
+func (c *Core) endLeftovers(ctx context.Context, id string) (int, error) {
+	dir := c.opts.Home.SessionDir(id)
+	rec, err := spawn.ReadRecord(dir)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	return spawn.StopWithoutShim(ctx, rec, spawn.StopOptions{Force: true})
+	return spawn.StopWithoutShim(ctx, dir, rec, spawn.StopOptions{Force: true})
 }
 
 // stopNative stops a session agentctl did not start, through its adapter

@@ -34,7 +34,7 @@ func (c *Core) WaitEnded(ctx context.Context, id string) (api.Session, error) {
 	}
 	sess, err := c.records.get(id)
 	if err == nil && sess.Status == api.StatusLost {
-		if err := c.endLeftovers(ctx, id); err != nil {
+		if _, err := c.endLeftovers(ctx, id); err != nil {
 			c.log.Warn("end what a lost session left running", "session", id, "err", err)
 		}
 	}

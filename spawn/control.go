@@ -39,6 +39,8 @@ type controlResponse struct {
 	Exit  *ExitRecord `json:"exit,omitempty"`
 	// Survivors are processes of the session that outlived a stop.
 	Survivors []int `json:"survivors,omitempty"`
+	// Ended is how many processes the session had when a stop began.
+	Ended int `json:"ended,omitempty"`
 	// Record is the monitor's launch record (op "record").
 	Record *Record `json:"record,omitempty"`
 	// Protocol is the monitor's version: its hello.
@@ -172,22 +174,32 @@ type StopOptions struct {
 	Force  bool          // SIGKILL at once
 }
 
+// Stopped is what a stop did.
+type Stopped struct {
+	// Exit is the session's exit record, when its monitor wrote one.
+	Exit *ExitRecord
+	// Processes is how many processes the session had when the stop
+	// began: those the stop ended.
+	Processes int
+}
+
 // Stop asks the shim to stop the session; it returns once no process of the
 // session remains, or with a *SurvivorsError naming those that outlived
 // SIGKILL.
-func Stop(ctx context.Context, dir string, opts StopOptions) (*ExitRecord, error) {
+func Stop(ctx context.Context, dir string, opts StopOptions) (Stopped, error) {
 	grace := opts.Grace
 	if grace <= 0 {
 		grace = DefaultGrace
 	}
 	resp, err := call(ctx, dir, controlRequest{Op: "stop", Signal: opts.Signal, Grace: opts.Grace.String(), Force: opts.Force}, grace+killBound+5*time.Second)
 	if err != nil {
-		return nil, err
+		return Stopped{}, err
 	}
+	got := Stopped{Exit: resp.Exit, Processes: resp.Ended}
 	if len(resp.Survivors) > 0 {
-		return resp.Exit, &SurvivorsError{PIDs: resp.Survivors}
+		return got, &SurvivorsError{PIDs: resp.Survivors}
 	}
-	return resp.Exit, nil
+	return got, nil
 }
 
 // Attachment is a live connection to a session's terminal.

@@ -2,30 +2,45 @@ package spawn
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/agentctl/agentctl/cgroup"
 	"github.com/agentctl/agentctl/proc"
 )
 
 // killBound bounds how long a stop keeps killing a session's processes.
 const killBound = 10 * time.Second
 
-// StopWithoutShim ends a session whose monitor is gone (it was killed) or
-// does not answer (stopped, hung): the stop signal to the agent's group,
-// then SIGKILL to every process of the session after the grace period, and
-// to a monitor that is still there. The processes are looked up before the
-// first signal, so none escapes by leaving the group when its leader dies.
-// Nobody is left to write exit.json, so the session reads as lost: its exit
-// code is unknown. A process that survived is named in a *SurvivorsError.
-func StopWithoutShim(ctx context.Context, rec Record, opts StopOptions) error {
+// StopWithoutShim ends a session (in folder dir) whose monitor is gone (it
+// was killed) or does not answer (stopped, hung): the stop signal to the
+// agent's group, then SIGKILL to every process of the session after the
+// grace period (its whole cgroup, where it has one), and to a monitor that
+// is still there. The processes are looked up before the first signal, so
+// none escapes by leaving the group when its leader dies. Nobody is left to
+// write exit.json, so the session reads as lost: its exit code is unknown.
+// It returns how many processes the session had; one that survived is
+// named in a *SurvivorsError.
+func StopWithoutShim(ctx context.Context, dir string, rec Record, opts StopOptions) (int, error) {
 	t := Tree{Leader: rec.Process, PGID: rec.PGID, ID: rec.ID}
+	cg, err := ReadCgroup(dir)
+	if err != nil {
+		return 0, err
+	}
 	table, err := proc.Table()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	seen := t.Members(table)
+	count := map[int]bool{}
+	for _, p := range seen {
+		count[p.PID] = true
+	}
+	for _, pid := range cgroup.Procs(cg) {
+		count[pid] = true
+	}
 	if !opts.Force && proc.Alive(rec.Process) {
 		sig := unix.SIGTERM
 		if n := unix.SignalNum(opts.Signal); n != 0 {
@@ -38,9 +53,10 @@ func StopWithoutShim(ctx context.Context, rec Record, opts StopOptions) error {
 		}
 		WaitExitBounded(ctx, rec.Process, grace)
 	}
+	left := cgroup.Kill(ctx, cg, killBound)
 	survivors, err := KillTree(ctx, t, killBound, seen)
 	if err != nil {
-		return err
+		return len(count), err
 	}
 	if proc.Alive(rec.Shim) {
 		// It did not answer; what it would have done is done.
@@ -48,10 +64,17 @@ func StopWithoutShim(ctx context.Context, rec Record, opts StopOptions) error {
 		unix.Kill(rec.Shim.PID, unix.SIGCONT)
 		WaitExitBounded(ctx, rec.Shim, 5*time.Second)
 	}
-	if len(survivors) > 0 {
-		return &SurvivorsError{PIDs: pidsOf(survivors)}
+	for _, pid := range pidsOf(survivors) {
+		if !slices.Contains(left, pid) {
+			left = append(left, pid)
+		}
 	}
-	return nil
+	if len(left) > 0 {
+		return len(count), &SurvivorsError{PIDs: left}
+	}
+	// Its monitor is gone: nobody else removes the session's cgroup.
+	cgroup.Remove(cg)
+	return len(count), nil
 }
 
 // WaitExitBounded waits up to d for id's process to exit.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/cgroup"
 	"github.com/agentctl/agentctl/home"
 	"github.com/agentctl/agentctl/internal/atomicfile"
 	"github.com/agentctl/agentctl/proc"
@@ -75,6 +76,8 @@ type Record struct {
 	// Protocol is the version of the monitor protocol the monitor speaks
 	// (protocol.go); absent in version 1.
 	Protocol int `json:"protocol,omitempty"`
+	// Limits are the bounds the session's cgroup puts on it, if any.
+	Limits *cgroup.Limits `json:"limits,omitempty"`
 }
 
 // ExitRecord is exit.json, written once by the shim when the agent ended.
@@ -89,6 +92,12 @@ type ExitRecord struct {
 	// Protocol is the version of the monitor protocol the record is
 	// written in (protocol.go); absent in version 1.
 	Protocol int `json:"protocol,omitempty"`
+	// MemoryPeakBytes is the most memory the session's cgroup used, read
+	// before it was removed; absent without a cgroup.
+	MemoryPeakBytes int64 `json:"memory_peak_bytes,omitempty"`
+	// OOM says the kernel's OOM killer ended a process of the session (it
+	// reached its memory limit).
+	OOM bool `json:"oom,omitempty"`
 }
 
 // ReadRecord reads a session folder's launch.json.
@@ -191,6 +200,17 @@ func writeExit(dir string, e ExitRecord, slot *atomicfile.Slot) error {
 // exit record already there is kept.
 func RecordKill(dir string, by string) error {
 	return writeExit(dir, ExitRecord{Signal: "SIGKILL", EndedAt: time.Now().UTC(), StoppedBy: by}, nil)
+}
+
+// ReadCgroup reads a session folder's cgroup.json: its cgroup's
+// directories, empty when it has none.
+func ReadCgroup(dir string) (cgroup.Paths, error) {
+	var p cgroup.Paths
+	err := readJSON(filepath.Join(dir, home.CgroupFile), &p)
+	if errors.Is(err, os.ErrNotExist) {
+		return cgroup.Paths{}, nil
+	}
+	return p, err
 }
 
 // State is a session's status derived from its records and liveness.

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/cgroup"
 	"github.com/agentctl/agentctl/home"
 	"github.com/agentctl/agentctl/internal/atomicfile"
 	"github.com/agentctl/agentctl/internal/envvar"
@@ -47,6 +49,23 @@ type Spec struct {
 	// Interactive asks for the agent's own interactive interface: read
 	// where an agent's argv is built by the monitor (in a cluster's pod).
 	Interactive bool `json:"interactive,omitempty"`
+	// Cgroup, when set, is the session's own cgroup: the monitor creates
+	// it, applies its limits and starts the agent inside it.
+	Cgroup *CgroupSpec `json:"cgroup,omitempty"`
+}
+
+// CgroupSpec is a session's cgroup: where, and its limits.
+type CgroupSpec struct {
+	Paths  cgroup.Paths  `json:"paths"`
+	Limits cgroup.Limits `json:"limits,omitzero"`
+}
+
+// limits are the spec's limits; none without a spec.
+func (c *CgroupSpec) limits() cgroup.Limits {
+	if c == nil {
+		return cgroup.Limits{}
+	}
+	return c.Limits
 }
 
 // readyMessage is what the shim writes on its ready pipe (fd 3) once.
@@ -85,6 +104,8 @@ type shim struct {
 	// echo, when set, gets a copy of the output too: a container's
 	// standard output, which the cluster's log stream serves.
 	echo io.Writer
+	// cg is the session's cgroup, empty when it has none.
+	cg cgroup.Paths
 
 	mu        sync.Mutex
 	viewers   map[*viewer]struct{}
@@ -241,16 +262,39 @@ func startShim(dir string, spec Spec, logger *slog.Logger, echo io.Writer) (*shi
 		}
 	}()
 
+	cg, origin, err := enterCgroup(dir, spec.Cgroup, logger)
+	if err != nil {
+		lw.Close()
+		return nil, fmt.Errorf("start %s: %w", rec.Argv[0], err)
+	}
 	cmd := exec.Command(path, rec.Argv[1:]...)
 	cmd.Args[0] = rec.Argv[0]
 	cmd.Env = env
 	cmd.Dir = rec.Cwd
 	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: rec.Rows, Cols: rec.Cols})
+	if !cg.Empty() {
+		// The agent started inside. The monitor leaves: neither an OOM
+		// kill at the session's limit nor its cgroup.kill may end the
+		// process that writes its exit record.
+		if merr := cgroup.Move(origin); merr != nil {
+			logger.Warn("leave the session's cgroup", "err", merr)
+		}
+	}
 	if err != nil {
 		lw.Close()
+		cgroup.Remove(cg)
 		return nil, fmt.Errorf("start %s in %s: %w", rec.Argv[0], rec.Cwd, err)
 	}
 	pid := cmd.Process.Pid
+	if err := cgroup.LimitPids(cg, spec.Cgroup.limits()); err != nil {
+		// A session believed bounded must be.
+		unix.Kill(-pid, unix.SIGKILL)
+		cgroup.Kill(context.Background(), cg, killBound)
+		cgroup.Remove(cg)
+		ptmx.Close()
+		lw.Close()
+		return nil, fmt.Errorf("start %s: apply the session's limits: %w", rec.Argv[0], err)
+	}
 	info, err := proc.Lookup(pid)
 	if err != nil {
 		// The agent exited (and is a zombie we have not reaped) or vanished
@@ -280,6 +324,7 @@ func startShim(dir string, spec Spec, logger *slog.Logger, echo io.Writer) (*shi
 		health: health, exitSlot: exitSlot,
 		term:     newTerminalWatch(dir, rec.ID, logger),
 		echo:     echo,
+		cg:       cg,
 		viewers:  map[*viewer]struct{}{},
 		screen:   newScreen(rec.Rows, rec.Cols),
 		reaped:   make(chan struct{}),
@@ -304,6 +349,38 @@ func startShim(dir string, spec Spec, logger *slog.Logger, echo io.Writer) (*shi
 		s.ln = ln
 	}
 	return s, nil
+}
+
+// enterCgroup creates the session's cgroup, applies its limits, names it in
+// the session folder and moves the monitor into it, so that the agent
+// starts there: its whole tree is inside from its first instruction. It
+// returns the cgroup and the monitor's own cgroups, to go back to. A cgroup
+// that cannot be made fails the start only when it has limits to enforce:
+// without them the session runs as it would without one.
+func enterCgroup(dir string, spec *CgroupSpec, logger *slog.Logger) (cg, origin cgroup.Paths, err error) {
+	if spec == nil || spec.Paths.Empty() {
+		return cgroup.Paths{}, cgroup.Paths{}, nil
+	}
+	fail := func(err error) (cgroup.Paths, cgroup.Paths, error) {
+		cgroup.Remove(spec.Paths)
+		os.Remove(filepath.Join(dir, home.CgroupFile))
+		if !spec.Limits.Zero() {
+			return cgroup.Paths{}, cgroup.Paths{}, fmt.Errorf("apply the session's limits: %w", err)
+		}
+		logger.Warn("the session runs without a cgroup of its own", "err", err)
+		return cgroup.Paths{}, cgroup.Paths{}, nil
+	}
+	if err := cgroup.Create(spec.Paths, spec.Limits); err != nil {
+		return fail(err)
+	}
+	if err := atomicfile.WriteJSON(filepath.Join(dir, home.CgroupFile), spec.Paths, 0o600); err != nil {
+		return fail(err)
+	}
+	origin, err = cgroup.Join(spec.Paths)
+	if err != nil {
+		return fail(err)
+	}
+	return spec.Paths, origin, nil
 }
 
 // nonblocking re-opens the pty master in non-blocking mode so reads go
@@ -505,11 +582,13 @@ func (s *shim) run() {
 // reader that sees exit.json has every byte.
 func (s *shim) finish() {
 	tree := s.tree()
-	if n, err := tree.Signal(unix.SIGTERM); err != nil {
+	n, err := tree.Signal(unix.SIGTERM)
+	if err != nil {
 		s.logger.Warn("read process table", "err", err)
-	} else if n > 0 {
+	}
+	if n += cgroup.Signal(s.cg, unix.SIGTERM); n > 0 {
 		s.logger.Info("ending processes the agent left behind", "count", n)
-		if !tree.WaitEmpty(context.Background(), leftoverGrace) {
+		if !s.waitEmpty(leftoverGrace) {
 			s.killTree(5 * time.Second)
 		}
 	}
@@ -522,13 +601,19 @@ func (s *shim) finish() {
 	// Readers see the log through the page cache; no fsync stands between
 	// the agent's exit and its exit record.
 	s.log.Close()
+	// What the cgroup counted is read before it goes.
+	u := cgroup.ReadUsage(s.cg)
 	s.mu.Lock()
+	s.exit.MemoryPeakBytes, s.exit.OOM = u.MemoryPeak, u.OOM
 	exit := *s.exit
 	if exit.StoppedBy == "" {
 		exit.StoppedBy = s.stoppedBy
 	}
 	s.mu.Unlock()
 	s.writeExit(exit)
+	if err := cgroup.Remove(s.cg); err != nil {
+		s.logger.Warn("remove the session's cgroup", "err", err)
+	}
 	payload, _ := json.Marshal(exit)
 	s.mu.Lock()
 	for v := range s.viewers {
@@ -582,10 +667,13 @@ func waitForSpace(dir string, err error) bool {
 }
 
 // stop ends the session: the agent's graceful signal to its group, then
-// SIGKILL to every process of the session after the grace period. It
-// returns once the agent is reaped and exit.json is written, with the
-// processes that survived (none, unless SIGKILL could not end them).
-func (s *shim) stop(opts StopOptions, by string) (*ExitRecord, []int) {
+// SIGKILL to every process of the session after the grace period (its
+// whole cgroup where it has one). It returns once the agent is reaped and
+// exit.json is written, with the processes that survived (none, unless
+// SIGKILL could not end them) and how many processes the session had when
+// the stop began.
+func (s *shim) stop(opts StopOptions, by string) (*ExitRecord, []int, int) {
+	ended := s.count()
 	s.mu.Lock()
 	if s.stoppedBy == "" {
 		s.stoppedBy = by
@@ -619,7 +707,31 @@ func (s *shim) stop(opts StopOptions, by string) (*ExitRecord, []int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := *s.exit
-	return &e, survivors
+	return &e, survivors, ended
+}
+
+// count is how many processes the session has: its tree and its cgroup.
+func (s *shim) count() int {
+	pids := map[int]bool{}
+	if table, err := proc.Table(); err == nil {
+		for _, p := range s.tree().Members(table) {
+			pids[p.PID] = true
+		}
+	}
+	for _, pid := range cgroup.Procs(s.cg) {
+		pids[pid] = true
+	}
+	return len(pids)
+}
+
+// waitEmpty waits up to d for the session to have no process left, in its
+// tree and in its cgroup.
+func (s *shim) waitEmpty(d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	if !s.tree().WaitEmpty(context.Background(), d) {
+		return false
+	}
+	return cgroup.WaitEmpty(context.Background(), s.cg, time.Until(deadline))
 }
 
 // tree is this session's processes: every descendant of the shim (as
@@ -647,16 +759,24 @@ func (s *shim) servicePID() int {
 }
 
 // killTree SIGKILLs every process of the session until none remains,
-// bounded by d, and returns the pids of those that survived.
+// bounded by d, and returns the pids of those that survived: its cgroup
+// first (nothing escapes it), then its tree (a session without a cgroup,
+// or a process that got out of it).
 func (s *shim) killTree(d time.Duration) []int {
+	left := cgroup.Kill(context.Background(), s.cg, d)
 	survivors, err := KillTree(context.Background(), s.tree(), d, nil)
 	if err != nil {
 		s.logger.Warn("end the session's processes", "err", err)
 	}
-	if len(survivors) > 0 {
-		s.logger.Error("processes of the session survived SIGKILL", "pids", pidsOf(survivors))
+	for _, pid := range pidsOf(survivors) {
+		if !slices.Contains(left, pid) {
+			left = append(left, pid)
+		}
 	}
-	return pidsOf(survivors)
+	if len(left) > 0 {
+		s.logger.Error("processes of the session survived SIGKILL", "pids", left)
+	}
+	return left
 }
 
 func listen(path string) (net.Listener, error) {
@@ -723,8 +843,8 @@ func (s *shim) handle(conn net.Conn) {
 		reply(controlResponse{OK: true, Record: &rec})
 	case "stop":
 		grace, _ := time.ParseDuration(req.Grace)
-		exit, survivors := s.stop(StopOptions{Signal: req.Signal, Grace: grace, Force: req.Force}, "agentctl stop")
-		reply(controlResponse{OK: true, Exit: exit, Survivors: survivors})
+		exit, survivors, ended := s.stop(StopOptions{Signal: req.Signal, Grace: grace, Force: req.Force}, "agentctl stop")
+		reply(controlResponse{OK: true, Exit: exit, Survivors: survivors, Ended: ended})
 	case "attach":
 		s.attach(conn, bufio.NewReader(conn), req)
 	default:

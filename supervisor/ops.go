@@ -374,6 +374,14 @@ func (o *ops) announceEnd(sess api.Session) {
 	}
 	s := sess
 	o.bus.Publish(api.Event{Type: typ, Adapter: sess.Adapter, SessionID: sess.ID, Session: &s})
+	if sess.OOM {
+		// Its own event, so a consumer of OOM kills need not read every end.
+		meta := map[string]any{"signal": sess.Signal}
+		if sess.Limits != nil && sess.Limits.MemoryMaxBytes > 0 {
+			meta["memory_max_bytes"] = sess.Limits.MemoryMaxBytes
+		}
+		o.bus.Publish(api.Event{Type: api.EventSessionOOM, Adapter: sess.Adapter, SessionID: sess.ID, Session: &s, Meta: meta})
+	}
 	ran := time.Duration(-1) // unknown
 	if sess.EndedAt != nil {
 		start := sess.CreatedAt

@@ -244,6 +244,10 @@ func (s *Server) handleDaemonStatus(w http.ResponseWriter, r *http.Request) {
 		ws := s.opts.Watch()
 		st.Watch = &ws
 	}
+	if s.cgroups != nil {
+		cs := s.cgroups.Status()
+		st.Cgroups = &api.CgroupStatus{Enabled: cs.Enabled, Reason: cs.Reason, V2: cs.V2, V1: cs.V1, Controllers: cs.Controllers, Summary: cs.String()}
+	}
 	writeJSON(w, http.StatusOK, st)
 }
 

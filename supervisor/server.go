@@ -23,6 +23,7 @@ import (
 
 	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/cgroup"
 	"github.com/agentctl/agentctl/home"
 	"github.com/agentctl/agentctl/session"
 )
@@ -64,6 +65,9 @@ type Server struct {
 	started time.Time
 	core    *session.Core
 	ops     *ops
+	// cgroups gives sessions cgroups of their own, where the machine
+	// allows it (found once, at the start).
+	cgroups *cgroup.Manager
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -142,6 +146,11 @@ func Run(ctx context.Context, opts Options) error {
 	if s.ops, err = newOps(ctx, opts.Home, s.log, opts.Version); err != nil {
 		return err
 	}
+	// Before the first monitor starts: the service may move itself into a
+	// leaf of its cgroup, and the monitors start where it is.
+	s.cgroups = cgroup.Detect(string(opts.Home))
+	defer s.cgroups.Close()
+	s.log.Info("per-session cgroups: " + s.cgroups.Status().String())
 	s.core = session.New(ctx, session.Options{
 		Home:             opts.Home,
 		Exe:              opts.Exe,
@@ -152,6 +161,8 @@ func Run(ctx context.Context, opts Options) error {
 		Observers:        []session.Observer{s},
 		Gate:             s.ops,
 		ObserveDiscovery: s.ops.metrics.Discovered,
+		Cgroups:          s.cgroups,
+		Limits:           s.ops.cfg.SessionLimits(),
 	})
 	s.ops.sessions, s.ops.process = s.core.AllLaunched, s.core.Process
 	srv := &http.Server{

@@ -183,6 +183,9 @@ func newDaemonStatusCmd() *cobra.Command {
 			if st.Watch != nil {
 				printWatchStatus(os.Stdout, *st.Watch)
 			}
+			if st.Cgroups != nil {
+				fmt.Printf("  per-session cgroups: %s\n", st.Cgroups.Summary)
+			}
 			return nil
 		},
 	}

@@ -401,6 +401,30 @@ func TestImageIsForClusters(t *testing.T) {
 	}
 }
 
+// --memory-max and the other limits are refused on a cluster host, where
+// no agentctl service would enforce them; on a service they reach it.
+func TestLimitsNeedAService(t *testing.T) {
+	cmd := &cobra.Command{}
+	cmd.SetContext(context.Background())
+	src := &fakeSessions{}
+	f := &runFlags{memoryMax: "50M", pidsMax: 10}
+	limits, err := f.limits()
+	if err != nil || limits == nil || *limits != (api.Limits{MemoryMaxBytes: 50 << 20, PidsMax: 10}) {
+		t.Fatalf("limits %+v, %v", limits, err)
+	}
+	req := api.RunRequest{Adapter: "pi", Prompt: "p", Cwd: "/work", Limits: limits}
+	err = startOn(cmd, clusterHost(src), f, req)
+	if err == nil || !strings.Contains(err.Error(), "cannot bound a session with --memory-max") {
+		t.Errorf("limits on a cluster: %v", err)
+	}
+	if _, err := (&runFlags{memoryMax: "0"}).limits(); err == nil {
+		t.Error("--memory-max 0 accepted")
+	}
+	if l, err := (&runFlags{}).limits(); l != nil || err != nil {
+		t.Errorf("no limit flags: %+v, %v", l, err)
+	}
+}
+
 func TestStatusText(t *testing.T) {
 	for _, tc := range []struct {
 		s    api.Session

@@ -234,7 +234,15 @@ func showSessions(asJSON, one bool) (func(result), func() error) {
 			all = append(all, r.sess)
 			return
 		}
-		fmt.Printf("%s %s\n", r.sess.ID, statusText(&r.sess))
+		line := r.sess.ID + " " + statusText(&r.sess)
+		if r.sess.OOM {
+			line += " oom"
+		}
+		if n := r.sess.StoppedProcesses; n != nil {
+			// What a stop ended: every process the session had.
+			line += fmt.Sprintf(" (%d %s ended)", *n, map[bool]string{true: "process", false: "processes"}[*n == 1])
+		}
+		fmt.Println(line)
 	}
 	done := func() error {
 		if !asJSON {
@@ -267,8 +275,10 @@ func newStopCmd() *cobra.Command {
 		Long: `Stop sessions: the agent's own graceful signal to its process group (SIGTERM
 for most; SIGINT for Codex), then SIGKILL to the group and every descendant
 after the grace period (--timeout), including tool commands that moved to
-sessions of their own. Returns once no process of the session remains.
---force kills at once.
+sessions of their own; where the session has a cgroup of its own (daemon
+status says whether sessions get one), everything in it, whatever it did to
+leave the tree. Returns once no process of the session remains, and says how
+many processes it ended. --force kills at once.
 
 Several sessions are stopped side by side; one that fails does not stop the
 others, and the exit status is 1 if any failed (each is named). --all,

@@ -16,6 +16,7 @@ import (
 	"github.com/agentctl/agentctl/config"
 	"github.com/agentctl/agentctl/hosts"
 	"github.com/agentctl/agentctl/internal/envvar"
+	"github.com/agentctl/agentctl/internal/text"
 )
 
 // runFlags are shared by run, launch and resume.
@@ -51,6 +52,10 @@ type runFlags struct {
 	remote bool
 	// image is a cluster session's container image.
 	image string
+	// memoryMax, cpus and pidsMax bound the session through its cgroup.
+	memoryMax string
+	cpus      float64
+	pidsMax   int64
 }
 
 func (f *runFlags) register(cmd *cobra.Command, withPrompt bool) {
@@ -72,6 +77,9 @@ func (f *runFlags) register(cmd *cobra.Command, withPrompt bool) {
 	fl.StringVar(&f.onCreate, "on-create", "", "command run by /bin/sh -c in the session's directory once it has started (AGENTCTL_* variables describe it)")
 	fl.StringVar(&f.onComplete, "on-complete", "", "command run by the service once the session has ended, exactly once, also if it ends while the service is down (AGENTCTL_EXIT_CODE and others describe it)")
 	fl.StringVar(&f.hookTimeout, "hook-timeout", "", "time limit for each hook (default 5m)")
+	fl.StringVar(&f.memoryMax, "memory-max", "", "bound the session's memory to `SIZE` (512M, 4G) through a cgroup of its own; over it, the kernel's OOM killer ends it (status killed, oom)")
+	fl.Float64Var(&f.cpus, "cpus", 0, "bound the session to `N` CPUs' worth of time (1.5) through a cgroup of its own")
+	fl.Int64Var(&f.pidsMax, "pids-max", 0, "bound the session to `N` processes and threads at once through a cgroup of its own")
 	fl.StringVar(&f.image, "image", "", "on a Kubernetes cluster host: the session's container `IMAGE` (default: the host's image=; a resume: the image of the run it continues)")
 	if withPrompt {
 		fl.StringVarP(&f.prompt, "prompt", "p", "", "the prompt for the agent")
@@ -129,13 +137,38 @@ func (f *runFlags) request(cfg config.Config) (api.RunRequest, error) {
 	if model == "" && f.adapter != "" && f.adapter != api.ExecAdapter {
 		model = cfg.Model
 	}
+	limits, err := f.limits()
+	if err != nil {
+		return api.RunRequest{}, err
+	}
 	return api.RunRequest{
 		Adapter: f.adapter, Prompt: f.prompt, Model: model, Cwd: abs,
 		Env: os.Environ(), EnvOverrides: env, Name: f.name, Labels: labels,
 		Rows: rows, Cols: cols, Interactive: f.interactive, PermissionMode: f.permissionMode,
 		Lock: f.lock, Force: f.force, OnCreate: f.onCreate, OnComplete: f.onComplete, HookTimeout: f.hookTimeout,
-		Image: f.image,
+		Image: f.image, Limits: limits,
 	}, nil
+}
+
+// limits are --memory-max, --cpus and --pids-max; nil when none is given
+// (the service's configuration may still bound the session).
+func (f *runFlags) limits() (*api.Limits, error) {
+	var l api.Limits
+	if f.memoryMax != "" {
+		n, err := text.ParseBytes(f.memoryMax)
+		if err != nil || n == 0 {
+			return nil, usageError{fmt.Errorf("--memory-max %q: want a size such as 512M or 4G", f.memoryMax)}
+		}
+		l.MemoryMaxBytes = n
+	}
+	if f.cpus < 0 || f.pidsMax < 0 {
+		return nil, usageError{fmt.Errorf("--cpus and --pids-max cannot be negative")}
+	}
+	l.CPUs, l.PidsMax = f.cpus, f.pidsMax
+	if l.Zero() {
+		return nil, nil
+	}
+	return &l, nil
 }
 
 // farHost reports whether host h is not this machine: neither this
@@ -168,12 +201,16 @@ func (f *runFlags) remoteRequest() (api.RunRequest, error) {
 	if w, h, err := term.GetSize(int(os.Stdin.Fd())); err == nil && f.attach && rows == 0 && cols == 0 {
 		rows, cols = uint16(h), uint16(w)
 	}
+	limits, err := f.limits()
+	if err != nil {
+		return api.RunRequest{}, err
+	}
 	return api.RunRequest{
 		Adapter: f.adapter, Prompt: f.prompt, Model: f.model, Cwd: f.cwd,
 		EnvOverrides: env, Name: f.name, Labels: labels,
 		Rows: rows, Cols: cols, Interactive: f.interactive, PermissionMode: f.permissionMode,
 		Lock: f.lock, Force: f.force, OnCreate: f.onCreate, OnComplete: f.onComplete, HookTimeout: f.hookTimeout,
-		Image: f.image,
+		Image: f.image, Limits: limits,
 	}, nil
 }
 
@@ -292,6 +329,9 @@ func startOn(cmd *cobra.Command, h hosts.Host, f *runFlags, req api.RunRequest) 
 	// from its adapter, and so does the agentctl in a cluster's pod.
 	if _, service := h.API.(*client.Client); service && req.Image != "" {
 		return cannot(h, "run a container image: --image is for a Kubernetes cluster host (-H k8s://CONTEXT/NAMESPACE)")
+	} else if !service && req.Limits != nil {
+		// A limit nobody enforces must not look like one.
+		return cannot(h, "bound a session with --memory-max, --cpus or --pids-max: an agentctl service does, through a cgroup per session")
 	}
 	sess, err := h.API.Launch(cmd.Context(), req)
 	if err != nil {

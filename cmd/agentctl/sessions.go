@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -170,6 +171,24 @@ func statusText(s *api.Session) string {
 		st = "killed(" + s.Signal + ")"
 	}
 	return st
+}
+
+// limitsText names a session's limits: "memory 512 MiB, 1.5 CPUs, 100 pids".
+func limitsText(l *api.Limits) string {
+	if l == nil {
+		return ""
+	}
+	var parts []string
+	if l.MemoryMaxBytes > 0 {
+		parts = append(parts, "memory "+text.Bytes(l.MemoryMaxBytes))
+	}
+	if l.CPUs > 0 {
+		parts = append(parts, strconv.FormatFloat(l.CPUs, 'f', -1, 64)+" CPUs")
+	}
+	if l.PidsMax > 0 {
+		parts = append(parts, fmt.Sprint(l.PidsMax)+" pids")
+	}
+	return strings.Join(parts, ", ")
 }
 
 func pidText(pid int) string {
@@ -353,6 +372,10 @@ func printSession(w io.Writer, s api.Session) {
 		row("exit code", fmt.Sprint(*s.ExitCode))
 	}
 	row("signal", s.Signal)
+	if s.OOM {
+		row("oom", "yes: the kernel's OOM killer ended a process of it (its memory limit)")
+	}
+	row("limits", limitsText(s.Limits))
 	row("cwd", s.Cwd)
 	row("command", strings.Join(s.Command, " "))
 	row("group", s.Group)

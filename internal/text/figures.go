@@ -2,6 +2,8 @@ package text
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -62,4 +64,25 @@ func Bytes(n int64) string {
 		return fmt.Sprintf("%d KiB", n>>10)
 	}
 	return fmt.Sprintf("%d bytes", n)
+}
+
+// ParseBytes reads a size as people write a bound: a number of bytes, or
+// one with a binary unit, K, M, G or T (also KB, KiB, k...): "50M" is 50
+// MiB, as docker reads it.
+func ParseBytes(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	num := strings.TrimRightFunc(t, func(r rune) bool { return r < '0' || r > '9' && r != '.' })
+	unit := strings.ToUpper(strings.TrimSpace(t[len(num):]))
+	unit = strings.TrimSuffix(strings.TrimSuffix(unit, "IB"), "B")
+	shift := map[string]uint{"": 0, "K": 10, "M": 20, "G": 30, "T": 40}
+	sh, ok := shift[unit]
+	n, err := strconv.ParseFloat(num, 64)
+	if !ok || err != nil || n < 0 || num == "" {
+		return 0, fmt.Errorf("size %q: want a number of bytes, or one with K, M, G or T (such as 512M)", s)
+	}
+	v := n * float64(int64(1)<<sh)
+	if v >= 1<<62 {
+		return 0, fmt.Errorf("size %q is too large", s)
+	}
+	return int64(v), nil
 }

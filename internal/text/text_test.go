@@ -97,3 +97,31 @@ func TestClean(t *testing.T) {
 		}
 	}
 }
+
+func TestParseBytes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in   string
+		want int64
+		bad  bool
+	}{
+		{"1024", 1024, false},
+		{"50M", 50 << 20, false},
+		{"50m", 50 << 20, false},
+		{"50MiB", 50 << 20, false},
+		{"50MB", 50 << 20, false},
+		{"1.5G", 3 << 29, false},
+		{"512k", 512 << 10, false},
+		{" 2 G ", 2 << 30, false},
+		{"", 0, true},
+		{"M", 0, true},
+		{"-5M", 0, true},
+		{"5X", 0, true},
+		{"99999999T", 0, true},
+	} {
+		got, err := ParseBytes(tc.in)
+		if (err != nil) != tc.bad || got != tc.want {
+			t.Errorf("ParseBytes(%q) = %d, %v; want %d (error: %v)", tc.in, got, err, tc.want, tc.bad)
+		}
+	}
+}
