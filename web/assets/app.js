@@ -1,0 +1,83 @@
+// agentctl web: live updates for the server-rendered pages. The pages work
+// without this file (read-only, and every form posts); this keeps them
+// current over server-sent events. Rows arrive rendered and escaped by the
+// server, so nothing here builds markup from data.
+(function () {
+  "use strict";
+  var live = document.getElementById("live");
+  function setLive(on) {
+    if (live) { live.className = on ? "live on" : "live off"; }
+  }
+
+  // The list: a snapshot on every (re)connection, then rows to place or remove.
+  var list = document.getElementById("list");
+  if (list && window.EventSource) {
+    var parts = {
+      waiting: document.getElementById("waiting"),
+      running: document.getElementById("running"),
+      ended: document.getElementById("ended")
+    };
+    var count = document.getElementById("count");
+    var recount = function () {
+      if (count) { count.textContent = String(list.querySelectorAll("article.row").length); }
+    };
+    var es = new EventSource(list.getAttribute("data-events"));
+    es.onopen = function () { setLive(true); };
+    es.onerror = function () { setLive(false); };
+    es.addEventListener("snapshot", function (ev) {
+      var d = JSON.parse(ev.data);
+      parts.waiting.innerHTML = d.waiting;
+      parts.running.innerHTML = d.running;
+      parts.ended.innerHTML = d.ended;
+      recount();
+      window.agentctlSnapshot = (window.agentctlSnapshot || 0) + 1;
+    });
+    es.addEventListener("row", function (ev) {
+      var d = JSON.parse(ev.data);
+      var old = document.getElementById("r-" + d.id);
+      // A row being answered keeps what the person typed.
+      if (old && old.contains(document.activeElement) && document.activeElement.tagName === "INPUT" && d.section === "waiting" && old.classList.contains("waiting")) {
+        return;
+      }
+      if (old) { old.remove(); }
+      if (d.html && parts[d.section]) {
+        var t = document.createElement("template");
+        t.innerHTML = d.html;
+        var el = t.content.firstElementChild;
+        var part = parts[d.section];
+        var next = null;
+        for (var c = part.firstElementChild; c; c = c.nextElementSibling) {
+          if (c.getAttribute("data-key") > d.key) { next = c; break; }
+        }
+        part.insertBefore(el, next);
+      }
+      recount();
+      window.agentctlLastRow = { id: d.id, at: performance.now() };
+    });
+  }
+
+  // A session's page: its output, followed.
+  var out = document.getElementById("out");
+  if (out && window.EventSource) {
+    var follow = document.getElementById("follow");
+    var partial = null;
+    var max = 5000;
+    var os = new EventSource(out.getAttribute("data-stream"));
+    os.onopen = function () { setLive(true); };
+    os.onerror = function () { setLive(false); };
+    os.addEventListener("reset", function () { out.textContent = ""; partial = null; });
+    os.addEventListener("line", function (ev) {
+      var d = JSON.parse(ev.data);
+      if (!partial) {
+        partial = document.createElement("span");
+        out.appendChild(partial);
+      }
+      partial.innerHTML = d.html + (d.partial ? "" : "\n");
+      if (!d.partial) { partial = null; }
+      while (out.childNodes.length > max) { out.removeChild(out.firstChild); }
+      if (!follow || follow.checked) { out.scrollTop = out.scrollHeight; }
+    });
+    os.addEventListener("end", function () { os.close(); setLive(false); });
+  }
+  if (out) { out.scrollTop = out.scrollHeight; }
+})();
