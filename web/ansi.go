@@ -70,7 +70,17 @@ func ansiHTML(line string, st *sgr) string {
 		b.WriteString(st.open())
 		inSpan = true
 	}
-	text := func(s string) { b.WriteString(html.EscapeString(s)) }
+	text := func(s string) {
+		if strings.ContainsFunc(s, control) {
+			s = strings.Map(func(r rune) rune {
+				if control(r) {
+					return -1
+				}
+				return r
+			}, s)
+		}
+		b.WriteString(html.EscapeString(s))
+	}
 	for len(line) > 0 {
 		i := strings.IndexByte(line, 0x1b)
 		if i < 0 {
@@ -79,8 +89,22 @@ func ansiHTML(line string, st *sgr) string {
 		}
 		text(line[:i])
 		line = line[i:]
+		if len(line) >= 2 && line[1] == ']' {
+			// An OSC (a title, a notification): dropped to its end, BEL or ST.
+			rest := line[2:]
+			end := strings.IndexAny(rest, "\a\x1b")
+			if end < 0 {
+				break
+			}
+			skip := 2 + end + 1
+			if rest[end] == 0x1b && end+1 < len(rest) && rest[end+1] == '\\' {
+				skip++
+			}
+			line = line[skip:]
+			continue
+		}
 		if len(line) < 2 || line[1] != '[' {
-			// Not a CSI: drop the escape and the byte after it.
+			// Neither: drop the escape and the byte after it.
 			line = line[min(2, len(line)):]
 			continue
 		}
@@ -111,6 +135,9 @@ func ansiHTML(line string, st *sgr) string {
 	}
 	return b.String()
 }
+
+// control is a character a page should not get: C0 controls but the tab.
+func control(r rune) bool { return (r < 0x20 && r != '\t') || r == 0x7f }
 
 // apply takes one SGR sequence's parameters.
 func (s *sgr) apply(params string) {
