@@ -27,7 +27,10 @@ require (
 	modernc.org/sqlite v1.61.1
 )
 
-require k8s.io/klog/v2 v2.140.0
+require (
+	github.com/chromedp/chromedp v0.23.0
+	k8s.io/klog/v2 v2.140.0
+)
 
 require (
 	github.com/charmbracelet/colorprofile v0.4.3 // indirect
@@ -37,7 +40,6 @@ require (
 	github.com/charmbracelet/x/termios v0.1.1 // indirect
 	github.com/charmbracelet/x/windows v0.2.2 // indirect
 	github.com/chromedp/cdproto v0.159.0 // indirect
-	github.com/chromedp/chromedp v0.23.0 // indirect
 	github.com/clipperhouse/displaywidth v0.11.0 // indirect
 	github.com/clipperhouse/uax29/v2 v2.7.0 // indirect
 	github.com/cpuguy83/go-md2man/v2 v2.0.6 // indirect

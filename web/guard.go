@@ -39,11 +39,15 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			http.Error(rec, "agentctl web: this address is not one the dashboard serves (Host "+r.Host+"); add it with --allow-host", http.StatusForbidden)
 			return
 		}
-		if o := r.Header.Get("Origin"); o != "" && !s.origins[strings.ToLower(o)] {
+		// Under Referrer-Policy no-referrer a browser's own form post
+		// says Origin "null": taken only where the browser vouches that
+		// the request comes from this very origin.
+		site := r.Header.Get("Sec-Fetch-Site")
+		if o := r.Header.Get("Origin"); o != "" && !s.origins[strings.ToLower(o)] && (o != "null" || site != "same-origin") {
 			http.Error(rec, "agentctl web: requests from another site are refused", http.StatusForbidden)
 			return
 		}
-		if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
+		if site == "cross-site" || site == "same-site" {
 			http.Error(rec, "agentctl web: requests from another site are refused", http.StatusForbidden)
 			return
 		}

@@ -81,11 +81,17 @@ type filter struct {
 	Q     string
 	Group string
 	Ended bool
+	// Since is how long ago an ended session may have ended to show.
+	Since time.Duration
 }
 
 func parseFilter(r *http.Request) filter {
 	q := r.URL.Query()
-	return filter{Q: strings.TrimSpace(q.Get("q")), Group: q.Get("group"), Ended: q.Get("ended") != "0"}
+	f := filter{Q: strings.TrimSpace(q.Get("q")), Group: q.Get("group"), Ended: q.Get("ended") != "0", Since: endedWithin}
+	if d, err := time.ParseDuration(q.Get("since")); err == nil && d > 0 {
+		f.Since = d
+	}
+	return f
 }
 
 // Query is the filter as a URL query, for the event stream and links.
@@ -100,14 +106,17 @@ func (f filter) Query() string {
 	if !f.Ended {
 		v = append(v, "ended=0")
 	}
+	if f.Since != endedWithin {
+		v = append(v, "since="+f.Since.String())
+	}
 	return strings.Join(v, "&")
 }
 
-// endedWithin is how far back the list shows ended sessions.
+// endedWithin is how far back the list shows ended sessions by default.
 const endedWithin = 24 * time.Hour
 
 func (f filter) options() api.ListOptions {
-	return api.ListOptions{All: f.Ended, Since: endedWithin, Group: f.Group}
+	return api.ListOptions{All: f.Ended, Since: f.Since, Group: f.Group}
 }
 
 // match applies what the service's list cannot: the text, and (for an
@@ -117,7 +126,7 @@ func (f filter) match(s *api.Session, now time.Time) bool {
 		return false
 	}
 	if s.Status.Ended() {
-		if !f.Ended || (s.EndedAt != nil && now.Sub(*s.EndedAt) > endedWithin) {
+		if !f.Ended || (s.EndedAt != nil && now.Sub(*s.EndedAt) > f.Since) {
 			return false
 		}
 	}

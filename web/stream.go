@@ -67,6 +67,9 @@ type rowEvent struct {
 	Section string `json:"section,omitempty"`
 	Key     string `json:"key,omitempty"`
 	HTML    string `json:"html,omitempty"`
+	// TS is when the service published the change (Unix ms): the page
+	// measures how long it took to arrive.
+	TS int64 `json:"ts,omitempty"`
 }
 
 // snapshot is the whole list, section by section.
@@ -136,7 +139,9 @@ func (s *Server) handleListEvents(w http.ResponseWriter, r *http.Request) {
 			case e.Type == api.EventGap:
 				err = s.sendSnapshot(ctx, out, f)
 			case e.Session != nil:
-				err = out.send("row", s.rowEvent(e.Session, f))
+				re := s.rowEvent(e.Session, f)
+				re.TS = e.Timestamp.UnixMilli()
+				err = out.send("row", re)
 			}
 			if err != nil {
 				return

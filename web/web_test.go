@@ -136,6 +136,8 @@ func TestGuard(t *testing.T) {
 		{"a cross-site fetch", "POST", "/s/x/stop", csrf, true, map[string]string{"Sec-Fetch-Site": "cross-site"}, http.StatusForbidden},
 		{"a post without its CSRF token", "POST", "/s/x/stop", url.Values{}, true, map[string]string{"Origin": self}, http.StatusForbidden},
 		{"a post with a wrong CSRF token", "POST", "/s/x/stop", url.Values{"csrf": {sv.s.token}}, true, map[string]string{"Origin": self}, http.StatusForbidden},
+		{"an opaque origin from elsewhere", "POST", "/s/x/stop", csrf, true, map[string]string{"Origin": "null"}, http.StatusForbidden},
+		{"another site on this host (same-site)", "POST", "/s/x/stop", csrf, true, map[string]string{"Sec-Fetch-Site": "same-site"}, http.StatusForbidden},
 		{"another method", "PUT", "/s/x/stop", csrf, true, nil, http.StatusMethodNotAllowed},
 		{"the manifest, public", "GET", "/manifest.webmanifest", nil, false, nil, http.StatusOK},
 		{"an asset needs the cookie", "GET", "/assets/app.js", nil, false, nil, http.StatusUnauthorized},
@@ -160,9 +162,15 @@ func TestGuard(t *testing.T) {
 	}
 	// Past the checks, a post with its CSRF token reaches the service
 	// (absent here: not a refusal of the guard's).
-	resp := sv.do(t, "POST", "/s/x/stop", csrf, true, map[string]string{"Origin": self})
-	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
-		t.Fatalf("a same-site post with its CSRF token: %s, want it past the checks", resp.Status)
+	for _, hdr := range []map[string]string{
+		{"Origin": self},
+		// A form post under Referrer-Policy no-referrer.
+		{"Origin": "null", "Sec-Fetch-Site": "same-origin"},
+	} {
+		resp := sv.do(t, "POST", "/s/x/stop", csrf, true, hdr)
+		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+			t.Fatalf("a same-origin post (%v) with its CSRF token: %s, want it past the checks", hdr, resp.Status)
+		}
 	}
 }
 

@@ -1,0 +1,330 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/chromedp"
+
+	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/internal/synth/claude"
+)
+
+// lockedBuffer collects a process's output that a test reads meanwhile.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// webServer is `agentctl web` running for a test.
+type webServer struct {
+	// URL is what it printed to open (with the token); Base the same
+	// without it, ending in no slash.
+	URL, Base, Token string
+	Log              *lockedBuffer
+}
+
+// startWeb runs `agentctl web` on a free loopback port until the test ends.
+func (e *Env) startWeb(t *testing.T) *webServer {
+	t.Helper()
+	cmd := e.Command("web", "--listen", "127.0.0.1:0")
+	logs := &lockedBuffer{}
+	cmd.Stderr = logs
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	})
+	line := make(chan string, 1)
+	go func() {
+		s, _ := bufio.NewReader(out).ReadString('\n')
+		line <- s
+	}()
+	var printed string
+	select {
+	case printed = <-line:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("agentctl web printed no address in 30 s; its log:\n%s", logs.String())
+	}
+	u, ok := strings.CutPrefix(strings.TrimSpace(printed), "agentctl web: open ")
+	base, token, found := strings.Cut(u, "/?token=")
+	if !ok || !found {
+		t.Fatalf("agentctl web printed %q, want an address with a token; its log:\n%s", printed, logs.String())
+	}
+	return &webServer{URL: u, Base: base, Token: token, Log: logs}
+}
+
+// browser starts the headless Chromium every browser test shares, or skips
+// where none is installed (.ci/run installs Debian's).
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path := ""
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			path = p
+			break
+		}
+	}
+	if path == "" {
+		t.Skip("chromium is not installed")
+	}
+	// Without the background-networking flags Chromium's attempts to
+	// reach its services pile up on a machine with no network.
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900),
+	)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	return ctx
+}
+
+// do runs browser steps with a bound, failing the test on an error.
+func do(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// eval returns a JavaScript expression's value on the page.
+func eval[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+// waitJS waits until a JavaScript expression is true on the page, and
+// returns how long that took.
+func waitJS(t *testing.T, ctx context.Context, timeout time.Duration, what, expr string) time.Duration {
+	t.Helper()
+	start := time.Now()
+	ctx2, cancel := context.WithTimeout(ctx, timeout+5*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(ctx2, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(timeout), chromedp.WithPollingInterval(10*time.Millisecond))); err != nil {
+		html, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`))
+		t.Fatalf("waiting for %s (%s): %v; the page reads:\n%s", what, expr, err, html)
+	}
+	return time.Since(start)
+}
+
+// insertText types text into the focused element as an input method
+// would: one input event, where chromedp's key events would have xterm.js
+// see each character twice (keydown and char).
+func insertText(s string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, input.InsertText, input.InsertTextParams{Text: s})
+		return err
+	})
+}
+
+// termText is what a page's xterm.js shows, line by line.
+const termText = `(() => { const t = window.agentctlTerm; if (!t) return ""; const b = t.buffer.active; let s = ""; for (let i = 0; i < b.length; i++) { const l = b.getLine(i); if (l) s += l.translateToString(true) + "\n"; } return s; })()`
+
+// The dashboard in a real browser: the token leaves the address and the
+// page; a session started from the CLI appears live; one that prints an OSC
+// 9 notification moves to the top as waiting and is answered from the page
+// (recorded as the web's); a bash session's terminal shows its screen and
+// takes typing; stop from the page; a phone's viewport shows the waiting
+// session and its buttons without scrolling sideways. Then the numbers over
+// 1,000 sessions.
+func TestWeb(t *testing.T) {
+	ctx := browser(t)
+	e := NewEnv(t)
+	e.MustRun("daemon", "start")
+	w := e.startWeb(t)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("agentctl web's log:\n%s", w.Log.String())
+		}
+	})
+
+	do(t, ctx, "open the printed address", chromedp.Navigate(w.URL), chromedp.WaitReady(chromedp.ID("list")))
+	if loc := eval[string](t, ctx, "location.href"); strings.Contains(loc, w.Token) || loc != w.Base+"/" {
+		t.Fatalf("after the first load the address is %s, want %s/ (the token gone)", loc, w.Base)
+	}
+	if html := eval[string](t, ctx, "document.documentElement.outerHTML"); strings.Contains(html, w.Token) {
+		t.Fatal("the page holds the token")
+	}
+	waitJS(t, ctx, 10*time.Second, "the live list to connect", "window.agentctlSnapshot >= 1")
+
+	t.Run("a session started from the CLI appears", func(t *testing.T) {
+		s := e.Start("--name", "sleeper", "--", "sleep", "600")
+		took := waitJS(t, ctx, 10*time.Second, "the new session's row", fmt.Sprintf(`!!document.querySelector("#running #r-%s")`, s.ID))
+		t.Logf("a session started from the CLI appeared on the page %v after the CLI returned", took.Round(time.Millisecond))
+		if took > time.Second {
+			t.Errorf("the session appeared after %v, want within 1 s", took)
+		}
+	})
+
+	var asker api.Session
+	t.Run("a notification moves it to the top as waiting, answered from the page", func(t *testing.T) {
+		asker = e.Start("--name", "asker", "--", "bash", "-c", `sleep 0.3; printf '\033]9;need you\007'; read -r line; echo "got $line"; sleep 600`)
+		waitJS(t, ctx, 10*time.Second, "the session to wait", fmt.Sprintf(`(() => { const r = document.querySelector("main article.row"); return r && r.id === "r-%s" && r.closest("#waiting") && r.innerText.includes("need you"); })()`, asker.ID))
+		field := chromedp.CSS(fmt.Sprintf(`#r-%s input[name=text]`, asker.ID))
+		do(t, ctx, "answer it in its row",
+			chromedp.Focus(field), insertText("from the web"),
+			chromedp.Click(chromedp.CSS(fmt.Sprintf(`#r-%s .answer button`, asker.ID))),
+			chromedp.WaitReady(chromedp.ID("list")))
+		WaitFor(t, 10*time.Second, "the answer to reach the session", func() bool {
+			out, _, _ := e.Run("logs", asker.ID)
+			return strings.Contains(out, "got from the web")
+		})
+		b, err := os.ReadFile(filepath.Join(e.SessionDir(asker.ID), "decisions.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec api.DecisionRecord
+		if err := json.Unmarshal(bytes.TrimSpace(b), &rec); err != nil {
+			t.Fatalf("decisions.jsonl %q: %v", b, err)
+		}
+		if rec.Action != api.DecisionAnswer || rec.Text != "from the web" || !strings.HasPrefix(rec.Via, "web from 127.0.0.1:") || rec.PID == 0 {
+			t.Fatalf("recorded %+v, want the answer, via the web from 127.0.0.1, with the web's pid", rec)
+		}
+	})
+
+	t.Run("a phone shows the waiting session and its buttons", func(t *testing.T) {
+		waiter := e.Start("--name", "needs-you", "--", "bash", "-c", `printf '\033]9;Allow edits to main.go?\007'; sleep 600`)
+		done := e.Start("--name", "tests", "--", "sh", "-c", "echo ok")
+		e.WaitStatus(done.ID, api.StatusExited, 20*time.Second)
+		do(t, ctx, "a phone's viewport", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile, chromedp.EmulateScale(2)),
+			chromedp.Navigate(w.Base+"/"), chromedp.WaitReady(chromedp.ID("list")))
+		waitJS(t, ctx, 10*time.Second, "the waiting session's answer button", fmt.Sprintf(`!!document.querySelector("#waiting #r-%s .answer button")`, waiter.ID))
+		fits := eval[bool](t, ctx, `document.documentElement.scrollWidth <= window.innerWidth`)
+		inView := eval[bool](t, ctx, fmt.Sprintf(`(() => { const b = document.querySelector("#r-%s .answer button").getBoundingClientRect(); return b.bottom <= window.innerHeight && b.right <= window.innerWidth && b.left >= 0; })()`, waiter.ID))
+		if !fits || !inView {
+			t.Fatalf("at 390×844: fits without sideways scrolling %v, the answer button in view %v (scrollWidth %v, innerWidth %v)", fits, inView,
+				eval[int](t, ctx, "document.documentElement.scrollWidth"), eval[int](t, ctx, "window.innerWidth"))
+		}
+		if path := os.Getenv("AGENTCTL_WEB_SCREENSHOT"); path != "" {
+			shot, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, shot, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		do(t, ctx, "back to a desktop", chromedp.EmulateViewport(1280, 900))
+	})
+
+	t.Run("the terminal shows a bash session's screen and takes typing", func(t *testing.T) {
+		sh := e.Start("--name", "shell", "--", "env", "PS1=web$ ", "bash", "--norc", "--noprofile", "-i")
+		e.MustRun("send", sh.ID, "echo before-$((2+3))")
+		WaitFor(t, 10*time.Second, "bash to run the command", func() bool {
+			out, _, _ := e.Run("logs", sh.ID)
+			return strings.Contains(out, "before-5")
+		})
+		do(t, ctx, "open the terminal", chromedp.Navigate(w.Base+"/s/"+sh.ID+"/term"), chromedp.WaitReady(chromedp.CSS(".xterm-helper-textarea")))
+		waitJS(t, ctx, 10*time.Second, "the screen replayed on join", termText+`.includes("before-5")`)
+		do(t, ctx, "type into it", chromedp.Focus(chromedp.CSS(".xterm-helper-textarea")), insertText("echo typed-$((6*7))"), chromedp.KeyEvent("\r"))
+		waitJS(t, ctx, 10*time.Second, "what was typed to run", termText+`.includes("typed-42")`)
+
+		do(t, ctx, "stop it from its page", chromedp.Navigate(w.Base+"/s/"+sh.ID), chromedp.Click(chromedp.ID("stop")), chromedp.WaitReady(chromedp.ID("session")))
+		WaitFor(t, 20*time.Second, "the session to end", func() bool { return e.Session(sh.ID).Status.Ended() })
+	})
+
+	t.Run("the token is in no log", func(t *testing.T) {
+		daemonLog, _ := os.ReadFile(filepath.Join(e.Home, "daemon.log"))
+		if strings.Contains(string(daemonLog), w.Token) || strings.Contains(w.Log.String(), w.Token) {
+			t.Fatal("the token is in the service's or the web server's log")
+		}
+		if !strings.Contains(w.Log.String(), "web request") {
+			t.Fatalf("the web server logged no request (the check proves nothing):\n%s", w.Log.String())
+		}
+	})
+
+	t.Run("1,000 sessions", func(t *testing.T) { webThousand(t, ctx) })
+}
+
+// webThousand measures the list over 1,000 sessions (a synthetic Claude
+// store) in the browser: the first paint of the list, and how long a
+// change takes from the service to the page. The numbers go to the log.
+func webThousand(t *testing.T, ctx context.Context) {
+	e := NewEnv(t)
+	var userHome string
+	for _, kv := range e.Vars {
+		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
+			userHome = v
+		}
+	}
+	if err := claude.GenerateStore(userHome, 1000, 1); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(e.List("-a", "--since", "87600h").Sessions); n < 1000 {
+		t.Fatalf("the store lists %d sessions, want 1,000", n)
+	}
+	listed := time.Now()
+	e.List("-a", "--since", "87600h")
+	t.Logf("agentctl list of 1,000 (warm): %v", time.Since(listed).Round(time.Millisecond))
+	w := e.startWeb(t)
+	do(t, ctx, "open the list of 1,000", chromedp.Navigate(w.URL+"&since=87600h"), chromedp.WaitReady(chromedp.ID("list")))
+	do(t, ctx, "open it again", chromedp.Navigate(w.Base+"/?since=87600h"), chromedp.WaitReady(chromedp.ID("list")))
+	rows := eval[int](t, ctx, `document.querySelectorAll("main article.row").length`)
+	paint := eval[float64](t, ctx, `(() => { const p = performance.getEntriesByName("first-contentful-paint")[0]; return p ? p.startTime : -1; })()`)
+	served := eval[float64](t, ctx, `performance.getEntriesByType("navigation")[0].responseEnd`)
+	if rows < 1000 {
+		t.Fatalf("the page lists %d sessions, want 1,000", rows)
+	}
+	waitJS(t, ctx, 20*time.Second, "the live list to connect", "window.agentctlSnapshot >= 1")
+	var lags []float64
+	for range 5 {
+		s := e.Start("--", "sleep", "600")
+		waitJS(t, ctx, 10*time.Second, "the new row", fmt.Sprintf(`(window.agentctlLags || []).some(l => l.id === %q)`, s.ID))
+		lags = append(lags, eval[float64](t, ctx, fmt.Sprintf(`window.agentctlLags.filter(l => l.id === %q)[0].ms`, s.ID)))
+	}
+	for _, l := range strings.Split(w.Log.String(), "\n") {
+		if strings.Contains(l, "path=/ ") {
+			t.Log(l)
+		}
+	}
+	t.Logf("1,000 sessions: %d rows; page served in %.0f ms, first contentful paint at %.0f ms; event to page (ms): %v", rows, served, paint, lags)
+	if paint < 0 {
+		t.Error("the browser recorded no first paint")
+	}
+}
