@@ -163,7 +163,7 @@ type row struct {
 }
 
 func (s *Server) row(sess *api.Session, now time.Time) row {
-	r := row{S: sess, CSRF: s.csrf, Back: "/", Label: cmp.Or(sess.Name, sess.Handle, shortID(sess.ID))}
+	r := row{S: sess, CSRF: s.csrf, Back: "/", Label: cmp.Or(sess.Name, shortID(sess.ID))}
 	switch {
 	case sess.Status == api.StatusRunning && sess.Activity == api.ActivityWaiting:
 		r.Section = "waiting"
@@ -219,9 +219,10 @@ func shortID(id string) string { return text.Truncate(id, 8) }
 type listPage struct {
 	Filter   filter
 	Groups   []string
-	Waiting  []row
-	Running  []row
-	Ended    []row
+	Waiting  template.HTML
+	Running  template.HTML
+	Ended    template.HTML
+	Hash     string
 	Count    int
 	Warnings []string
 	CSRF     string
@@ -250,30 +251,43 @@ func (s *Server) sections(list []api.Session, f filter, now time.Time) (waiting,
 	return waiting, running, ended
 }
 
+// handleList writes the page's top at once (the browser paints it while
+// the service lists), then the list.
 func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 	f := parseFilter(r)
 	p := listPage{Filter: f, CSRF: s.csrf}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if err := s.pages.t.ExecuteTemplate(w, "list-top", p); err != nil {
+		s.log.Error("web: render the list", "err", err)
+		return
+	}
+	http.NewResponseController(w).Flush()
 	list, err := s.c.List(r.Context(), f.options())
 	if err != nil {
 		p.Err = err.Error()
-		s.render(w, http.StatusBadGateway, "list.html", p)
-		return
-	}
-	now := time.Now()
-	p.Waiting, p.Running, p.Ended = s.sections(list.Sessions, f, now)
-	p.Count = len(p.Waiting) + len(p.Running) + len(p.Ended)
-	p.Warnings = list.Warnings
-	groups := map[string]bool{}
-	for _, x := range list.Sessions {
-		if x.Group != "" {
-			groups[x.Group] = true
+	} else {
+		snap, err := s.snapshot(list.Sessions, f)
+		if err != nil {
+			p.Err = err.Error()
 		}
+		//nolint:gosec // rendered by the row template, which escapes
+		p.Waiting, p.Running, p.Ended = template.HTML(snap.Waiting), template.HTML(snap.Running), template.HTML(snap.Ended)
+		p.Count, p.Hash, p.Warnings = snap.Count, snap.Hash, list.Warnings
+		groups := map[string]bool{}
+		for _, x := range list.Sessions {
+			if x.Group != "" {
+				groups[x.Group] = true
+			}
+		}
+		for g := range groups {
+			p.Groups = append(p.Groups, g)
+		}
+		slices.Sort(p.Groups)
 	}
-	for g := range groups {
-		p.Groups = append(p.Groups, g)
+	if err := s.pages.t.ExecuteTemplate(w, "list-rows", p); err != nil {
+		s.log.Error("web: render the list", "err", err)
 	}
-	slices.Sort(p.Groups)
-	s.render(w, http.StatusOK, "list.html", p)
 }
 
 // sessionPage is a session's template data.

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -78,6 +80,7 @@ type snapshot struct {
 	Running string `json:"running"`
 	Ended   string `json:"ended"`
 	Count   int    `json:"count"`
+	Hash    string `json:"hash"`
 }
 
 // handleListEvents is the live list: a snapshot, then each session's
@@ -169,8 +172,20 @@ func (s *Server) sendSnapshot(ctx context.Context, out *sse, f filter) error {
 	if err != nil {
 		return err
 	}
-	waiting, running, ended := s.sections(list.Sessions, f, time.Now())
+	snap, err := s.snapshot(list.Sessions, f)
+	if err != nil {
+		return err
+	}
+	return out.send("snapshot", snap)
+}
+
+// snapshot renders the list's three sections; the page renders its first
+// view with it too, so a stream's first snapshot that finds nothing
+// changed (the same Hash) costs the browser nothing.
+func (s *Server) snapshot(list []api.Session, f filter) (snapshot, error) {
+	waiting, running, ended := s.sections(list, f, time.Now())
 	snap := snapshot{Count: len(waiting) + len(running) + len(ended)}
+	h := fnv.New64a()
 	for _, part := range []struct {
 		rows []row
 		to   *string
@@ -178,12 +193,15 @@ func (s *Server) sendSnapshot(ctx context.Context, out *sse, f filter) error {
 		var b strings.Builder
 		for _, rw := range part.rows {
 			if err := s.pages.t.ExecuteTemplate(&b, "row", rw); err != nil {
-				return fmt.Errorf("render a row: %w", err)
+				return snapshot{}, fmt.Errorf("render a row: %w", err)
 			}
 		}
 		*part.to = b.String()
+		h.Write([]byte(*part.to))
+		h.Write([]byte{0})
 	}
-	return out.send("snapshot", snap)
+	snap.Hash = strconv.FormatUint(h.Sum64(), 36)
+	return snap, nil
 }
 
 // outputLine is one line of a session's live output, as HTML.

@@ -26,14 +26,18 @@
     es.onerror = function () { setLive(false); };
     es.addEventListener("snapshot", function (ev) {
       var d = JSON.parse(ev.data);
+      window.agentctlSnapshot = (window.agentctlSnapshot || 0) + 1;
+      // The page was rendered from this very list: nothing to redo.
+      if (d.hash && d.hash === list.getAttribute("data-hash")) { return; }
+      list.setAttribute("data-hash", "");
       parts.waiting.innerHTML = d.waiting;
       parts.running.innerHTML = d.running;
       parts.ended.innerHTML = d.ended;
       recount();
-      window.agentctlSnapshot = (window.agentctlSnapshot || 0) + 1;
     });
     es.addEventListener("row", function (ev) {
       var d = JSON.parse(ev.data);
+      list.setAttribute("data-hash", "");
       var old = document.getElementById("r-" + d.id);
       // A row being answered keeps what the person typed.
       if (old && old.contains(document.activeElement) && document.activeElement.tagName === "INPUT" && d.section === "waiting" && old.classList.contains("waiting")) {
