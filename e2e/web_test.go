@@ -47,6 +47,7 @@ type webServer struct {
 	// without it, ending in no slash.
 	URL, Base, Token string
 	Log              *lockedBuffer
+	PID              int
 }
 
 // startWeb runs `agentctl web` on a free loopback port until the test ends.
@@ -82,7 +83,7 @@ func (e *Env) startWeb(t *testing.T) *webServer {
 	if !ok || !found {
 		t.Fatalf("agentctl web printed %q, want an address with a token; its log:\n%s", printed, logs.String())
 	}
-	return &webServer{URL: u, Base: base, Token: token, Log: logs}
+	return &webServer{URL: u, Base: base, Token: token, Log: logs, PID: cmd.Process.Pid}
 }
 
 // browser starts the headless Chromium every browser test shares, or skips
@@ -140,17 +141,26 @@ func eval[T any](t *testing.T, ctx context.Context, expr string) T {
 }
 
 // waitJS waits until a JavaScript expression is true on the page, and
-// returns how long that took.
+// returns how long that took. A page that navigates meanwhile (a form
+// posted) is waited on again.
 func waitJS(t *testing.T, ctx context.Context, timeout time.Duration, what, expr string) time.Duration {
 	t.Helper()
 	start := time.Now()
-	ctx2, cancel := context.WithTimeout(ctx, timeout+5*time.Second)
-	defer cancel()
-	if _, err := chromedp.Run(ctx2, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(timeout), chromedp.WithPollingInterval(10*time.Millisecond))); err != nil {
-		html, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`))
-		t.Fatalf("waiting for %s (%s): %v; the page reads:\n%s", what, expr, err, html)
+	deadline := start.Add(timeout)
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			html, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`))
+			t.Fatalf("waiting for %s (%s): not within %v; the page reads:\n%s", what, expr, timeout, html)
+		}
+		ctx2, cancel := context.WithTimeout(ctx, left+5*time.Second)
+		_, err := chromedp.Run(ctx2, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(left), chromedp.WithPollingInterval(10*time.Millisecond)))
+		cancel()
+		if err == nil {
+			return time.Since(start)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	return time.Since(start)
 }
 
 // insertText types text into the focused element as an input method
@@ -269,10 +279,40 @@ func TestWeb(t *testing.T) {
 		e.MustRun("stop", "--force", sh.ID)
 	})
 
-	t.Run("stop from the page", func(t *testing.T) {
-		s := e.Start("--name", "to-stop", "--", "sleep", "600")
-		do(t, ctx, "stop it from its page", chromedp.Navigate(w.Base+"/s/"+s.ID), chromedp.Click(chromedp.ID("stop")), chromedp.WaitReady(chromedp.ID("session")))
+	t.Run("a session's page: live output, send, stop", func(t *testing.T) {
+		s := e.Start("--name", "to-stop", "--", "bash", "-c", `printf '\033[32mfirst\033[0m\n'; read -r l; echo "second $l"; read -r m; echo "third $m"; sleep 600`)
+		do(t, ctx, "open its page", chromedp.Navigate(w.Base+"/s/"+s.ID), chromedp.WaitReady(chromedp.ID("out")))
+		waitJS(t, ctx, 10*time.Second, "its output, coloured", `!!document.querySelector("#out span.f2") && document.querySelector("#out").innerText.includes("first")`)
+		field := chromedp.CSS(`form[action$="/send"] input[name=text]`)
+		do(t, ctx, "send a line", chromedp.Focus(field), insertText("over the web"), chromedp.Click(chromedp.CSS(`form[action$="/send"] button`)), chromedp.WaitReady(chromedp.ID("out")))
+		waitJS(t, ctx, 10*time.Second, "the answer to the line", `document.querySelector("#out").innerText.includes("second over the web")`)
+		// Output written while the page is open comes to it live.
+		eval[int](t, ctx, "window.samePage = 1")
+		e.MustRun("send", s.ID, "from the cli")
+		waitJS(t, ctx, 10*time.Second, "output followed live", `window.samePage === 1 && document.querySelector("#out").innerText.includes("third from the cli")`)
+		do(t, ctx, "stop it from its page", chromedp.Click(chromedp.ID("stop")), chromedp.WaitReady(chromedp.ID("session")))
 		WaitFor(t, 20*time.Second, "the session to end", func() bool { return e.Session(s.ID).Status.Ended() })
+	})
+
+	t.Run("the list reconnects without losing or doubling a row", func(t *testing.T) {
+		do(t, ctx, "open the list", chromedp.Navigate(w.Base+"/"), chromedp.WaitReady(chromedp.ID("list")))
+		waitJS(t, ctx, 10*time.Second, "the live list", "window.agentctlSnapshot >= 1")
+		// The service restarts: the page's stream ends, and its next
+		// one starts with a snapshot that has what began meanwhile.
+		e.MustRun("daemon", "restart")
+		s := e.Start("--name", "while-away", "--", "sleep", "600")
+		waitJS(t, ctx, 20*time.Second, "the session started while the stream was down", fmt.Sprintf(`window.agentctlSnapshot >= 2 && !!document.querySelector("#r-%s")`, s.ID))
+		ids := eval[[]string](t, ctx, `Array.from(document.querySelectorAll("main article.row")).map(r => r.id)`)
+		seen := map[string]bool{}
+		for _, id := range ids {
+			if seen[id] {
+				t.Fatalf("row %s shows twice: %v", id, ids)
+			}
+			seen[id] = true
+		}
+		if want := len(e.Launched("-a")); len(ids) != want {
+			t.Fatalf("the page shows %d rows, the service %d sessions", len(ids), want)
+		}
 	})
 
 	t.Run("the token is in no log", func(t *testing.T) {
@@ -372,4 +412,37 @@ func webThousand(t *testing.T, ctx context.Context) {
 	if paint < 0 {
 		t.Error("the browser recorded no first paint")
 	}
+
+	// 20 pages open on the list, each with its live stream: the server's
+	// memory, before and after.
+	before := rssKiB(t, w.PID)
+	for i := range 20 {
+		tab, cancel := chromedp.NewContext(ctx)
+		t.Cleanup(cancel)
+		do(t, tab, fmt.Sprintf("open page %d", i+1), chromedp.Navigate(w.Base+"/?since=87600h"), chromedp.WaitReady(chromedp.ID("list")))
+		waitJS(t, tab, 20*time.Second, "its live list", "window.agentctlSnapshot >= 1")
+	}
+	for range 3 {
+		e.Start("--", "sleep", "600")
+	}
+	after := rssKiB(t, w.PID)
+	t.Logf("agentctl web's resident memory: %d KiB with one page, %d KiB with 21 pages open", before, after)
+}
+
+// rssKiB is a process's resident memory.
+func rssKiB(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			var n int
+			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &n)
+			return n
+		}
+	}
+	t.Fatalf("no VmRSS for pid %d", pid)
+	return 0
 }
