@@ -150,7 +150,9 @@ func waitJS(t *testing.T, ctx context.Context, timeout time.Duration, what, expr
 	for {
 		left := time.Until(deadline)
 		if left <= 0 {
-			html, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`))
+			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			html, _ := chromedp.Run(rctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`))
+			cancel()
 			t.Fatalf("waiting for %s (%s): not within %v; the page reads:\n%s", what, expr, timeout, html)
 		}
 		ctx2, cancel := context.WithTimeout(ctx, left+5*time.Second)
@@ -413,13 +415,15 @@ func webThousand(t *testing.T, ctx context.Context) {
 		t.Error("the browser recorded no first paint")
 	}
 
-	// 20 pages open on the list, each with its live stream: the server's
-	// memory, before and after.
+	// 20 more pages open on the list, each with its live stream: the
+	// server's memory, before and after. Each in a browser context of its
+	// own (as 20 browsers would be): one browser holds at most 6
+	// connections to a host over HTTP/1.1, and each page's stream keeps one.
 	before := rssKiB(t, w.PID)
 	for i := range 20 {
-		tab, cancel := chromedp.NewContext(ctx)
+		tab, cancel := chromedp.NewContext(ctx, chromedp.WithNewBrowserContext())
 		t.Cleanup(cancel)
-		do(t, tab, fmt.Sprintf("open page %d", i+1), chromedp.Navigate(w.Base+"/?since=87600h"), chromedp.WaitReady(chromedp.ID("list")))
+		do(t, tab, fmt.Sprintf("open page %d", i+1), chromedp.Navigate(w.URL+"&since=87600h"), chromedp.WaitReady(chromedp.ID("list")))
 		waitJS(t, tab, 20*time.Second, "its live list", "window.agentctlSnapshot >= 1")
 	}
 	for range 3 {

@@ -68,7 +68,7 @@ func serve(t *testing.T, cfg Config) *served {
 	})
 	hc := &http.Client{
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		Transport:     &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // the test's own self-signed certificate
+		Transport:     &http.Transport{ForceAttemptHTTP2: true, TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // the test's own self-signed certificate
 	}
 	return &served{s: s, log: logs, base: strings.TrimSuffix(s.BaseURL(), "/"), hc: hc}
 }
@@ -285,6 +285,11 @@ func TestTLSGenerate(t *testing.T) {
 	}
 	if resp.TLS == nil || len(resp.TLS.PeerCertificates) == 0 {
 		t.Fatal("no certificate served")
+	}
+	// HTTP/2: a browser's pages share a connection, so more than 6 open
+	// pages (each holding a stream) do not starve each other.
+	if resp.ProtoMajor != 2 {
+		t.Fatalf("served over %s, want HTTP/2", resp.Proto)
 	}
 	if resp := sv.do(t, "GET", "/", nil, true, map[string]string{"Origin": "http://" + strings.TrimPrefix(sv.base, "https://")}); resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("an http Origin on https: %s, want 403", resp.Status)
