@@ -322,3 +322,23 @@ func TestANSIHTML(t *testing.T) {
 		t.Fatalf("next line: %q", got)
 	}
 }
+
+// A form's "back" is a path of this site, never another site.
+func TestBack(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"/":                "/",
+		"/s/abc":           "/s/abc",
+		"//evil.example/":  "/fallback",
+		"/\\evil.example":  "/fallback",
+		"https://evil.ex/": "/fallback",
+		"":                 "/fallback",
+		"/x\r\nSet-Cookie": "/fallback",
+	} {
+		r, _ := http.NewRequest("POST", "/", strings.NewReader(url.Values{"back": {in}}.Encode()))
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if got := back(r, "/fallback"); got != want {
+			t.Errorf("back(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -9,6 +9,33 @@
     if (live) { live.className = on ? "live on" : "live off"; }
   }
 
+  // stream keeps an EventSource open while the tab is visible: a browser
+  // holds at most 6 connections to a host over HTTP/1.1 and each stream
+  // keeps one, so hidden tabs let theirs go. Every (re)connection starts
+  // over (a snapshot, or the output reset), so nothing is lost meanwhile.
+  function stream(url, handlers) {
+    var es = null;
+    function open() {
+      if (es) { return; }
+      es = new EventSource(url);
+      es.onopen = function () { setLive(true); };
+      es.onerror = function () { setLive(false); };
+      Object.keys(handlers).forEach(function (name) {
+        es.addEventListener(name, function (ev) {
+          if (name === "end") { es.close(); es = null; setLive(false); }
+          handlers[name](ev);
+        });
+      });
+    }
+    function close() { if (es) { es.close(); es = null; setLive(false); } }
+    document.addEventListener("visibilitychange", function () {
+      if (document.visibilityState === "hidden") { close(); } else { open(); }
+    });
+    window.addEventListener("pagehide", close);
+    window.addEventListener("pageshow", function (ev) { if (ev.persisted) { open(); } });
+    if (document.visibilityState !== "hidden") { open(); }
+  }
+
   // The list: a snapshot on every (re)connection, then rows to place or remove.
   var list = document.getElementById("list");
   if (list && window.EventSource) {
@@ -21,10 +48,7 @@
     var recount = function () {
       if (count) { count.textContent = String(list.querySelectorAll("article.row").length); }
     };
-    var es = new EventSource(list.getAttribute("data-events"));
-    es.onopen = function () { setLive(true); };
-    es.onerror = function () { setLive(false); };
-    es.addEventListener("snapshot", function (ev) {
+    stream(list.getAttribute("data-events"), {snapshot: function (ev) {
       var d = JSON.parse(ev.data);
       window.agentctlSnapshot = (window.agentctlSnapshot || 0) + 1;
       // The page was rendered from this very list: nothing to redo.
@@ -34,8 +58,7 @@
       parts.running.innerHTML = d.running;
       parts.ended.innerHTML = d.ended;
       recount();
-    });
-    es.addEventListener("row", function (ev) {
+    }, row: function (ev) {
       var d = JSON.parse(ev.data);
       list.setAttribute("data-hash", "");
       var old = document.getElementById("r-" + d.id);
@@ -62,7 +85,7 @@
         lags.push({ id: d.id, ms: Date.now() - d.ts });
         if (lags.length > 100) { lags.shift(); }
       }
-    });
+    }});
   }
 
   // A session's page: its output, followed.
@@ -71,22 +94,21 @@
     var follow = document.getElementById("follow");
     var partial = null;
     var max = 5000;
-    var os = new EventSource(out.getAttribute("data-stream"));
-    os.onopen = function () { setLive(true); };
-    os.onerror = function () { setLive(false); };
-    os.addEventListener("reset", function () { out.textContent = ""; partial = null; });
-    os.addEventListener("line", function (ev) {
-      var d = JSON.parse(ev.data);
-      if (!partial) {
-        partial = document.createElement("span");
-        out.appendChild(partial);
-      }
-      partial.innerHTML = d.html + (d.partial ? "" : "\n");
-      if (!d.partial) { partial = null; }
-      while (out.childNodes.length > max) { out.removeChild(out.firstChild); }
-      if (!follow || follow.checked) { out.scrollTop = out.scrollHeight; }
+    stream(out.getAttribute("data-stream"), {
+      reset: function () { out.textContent = ""; partial = null; },
+      line: function (ev) {
+        var d = JSON.parse(ev.data);
+        if (!partial) {
+          partial = document.createElement("span");
+          out.appendChild(partial);
+        }
+        partial.innerHTML = d.html + (d.partial ? "" : "\n");
+        if (!d.partial) { partial = null; }
+        while (out.childNodes.length > max) { out.removeChild(out.firstChild); }
+        if (!follow || follow.checked) { out.scrollTop = out.scrollHeight; }
+      },
+      end: function () {}
     });
-    os.addEventListener("end", function () { os.close(); setLive(false); });
   }
   if (out) { out.scrollTop = out.scrollHeight; }
 })();
