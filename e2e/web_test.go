@@ -297,6 +297,31 @@ func TestWeb(t *testing.T) {
 		WaitFor(t, 20*time.Second, "the session to end", func() bool { return e.Session(s.ID).Status.Ended() })
 	})
 
+	t.Run("launch from the form, restart from the page", func(t *testing.T) {
+		do(t, ctx, "open the form", chromedp.Navigate(w.Base+"/new"), chromedp.WaitReady(chromedp.CSS(`form.launch`)),
+			chromedp.SetValue(chromedp.CSS(`select[name=adapter]`), "exec"),
+			chromedp.SetValue(chromedp.CSS(`input[name=command]`), "echo launched-from-$((40+2))"),
+			chromedp.SetValue(chromedp.CSS(`input[name=cwd]`), t.TempDir()),
+			chromedp.SetValue(chromedp.CSS(`input[name=group]`), "from-web"),
+			chromedp.Click(chromedp.CSS(`form.launch button`)))
+		waitJS(t, ctx, 10*time.Second, "the new session's page", `!!document.getElementById("session")`)
+		first := eval[string](t, ctx, `document.getElementById("session").dataset.id`)
+		WaitFor(t, 10*time.Second, "its output", func() bool {
+			out, _, _ := e.Run("logs", first)
+			return strings.Contains(out, "launched-from-42")
+		})
+		if s := e.Session(first); s.Group != "from-web" || s.Adapter != api.ExecAdapter {
+			t.Fatalf("launched %+v, want a command in group from-web", s)
+		}
+		e.WaitStatus(first, api.StatusExited, 20*time.Second)
+		do(t, ctx, "restart it", chromedp.Navigate(w.Base+"/s/"+first), chromedp.Click(chromedp.CSS(`form[action$="/restart"] button`)))
+		waitJS(t, ctx, 10*time.Second, "the restart's page", fmt.Sprintf(`!!document.getElementById("session") && document.getElementById("session").dataset.id !== %q`, first))
+		again := eval[string](t, ctx, `document.getElementById("session").dataset.id`)
+		if s := e.Session(again); s.RestartOf != first {
+			t.Fatalf("the restart %s is of %q, want %s", again, s.RestartOf, first)
+		}
+	})
+
 	t.Run("the list reconnects without losing or doubling a row", func(t *testing.T) {
 		do(t, ctx, "open the list", chromedp.Navigate(w.Base+"/"), chromedp.WaitReady(chromedp.ID("list")))
 		waitJS(t, ctx, 10*time.Second, "the live list", "window.agentctlSnapshot >= 1")
