@@ -136,8 +136,9 @@ func ansiHTML(line string, st *sgr) string {
 	return b.String()
 }
 
-// control is a character a page should not get: C0 controls but the tab.
-func control(r rune) bool { return (r < 0x20 && r != '\t') || r == 0x7f }
+// control is a character a page should not get: C0 controls but the tab
+// and the line end (a chunk of the log may hold several lines).
+func control(r rune) bool { return (r < 0x20 && r != '\t' && r != '\n') || r == 0x7f }
 
 // apply takes one SGR sequence's parameters.
 func (s *sgr) apply(params string) {

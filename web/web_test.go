@@ -308,6 +308,7 @@ func TestANSIHTML(t *testing.T) {
 		{"\x1b[48;2;1;2;3my", `<span style="background-color:#010203">y</span>`},
 		{"\x1b[2Kcleared\x1b]0;title\x07 \x1b]9;note\x1b\\end\r", "cleared end"},
 		{"\x1b[", ""},
+		{"two\nlines\r\x00", "two\nlines"},
 	}
 	for _, tc := range tests {
 		var st sgr
