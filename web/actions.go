@@ -92,7 +92,10 @@ func (s *Server) resume(r *http.Request, id string) (api.Session, error) {
 var launchAdapters = []string{"claude", "codex", "opencode", "pi", api.ExecAdapter}
 
 func (s *Server) handleNewForm(w http.ResponseWriter, r *http.Request) {
-	cwd, _ := os.UserHomeDir()
+	cwd := ""
+	if !s.c.Remote() {
+		cwd, _ = os.UserHomeDir()
+	}
 	s.render(w, http.StatusOK, "new.html", map[string]any{"CSRF": s.csrf, "Adapters": launchAdapters, "Cwd": cwd, "Group": r.URL.Query().Get("group")})
 }
 
@@ -104,10 +107,11 @@ func (s *Server) handleLaunch(w http.ResponseWriter, r *http.Request) {
 		Adapter: f("adapter"), Prompt: f("prompt"), Cwd: f("cwd"), Group: f("group"), Name: f("name"),
 		Env: s.cfg.Env, Interactive: r.PostFormValue("interactive") == "1",
 	}
-	if req.Cwd == "" {
+	if req.Cwd == "" && !s.c.Remote() {
+		// Another host's service starts in its user's home.
 		req.Cwd, _ = os.UserHomeDir()
 	}
-	if !filepath.IsAbs(req.Cwd) {
+	if req.Cwd != "" && !filepath.IsAbs(req.Cwd) {
 		s.fail(w, api.Errorf(api.CodeInvalid, "the directory %q is not absolute", req.Cwd))
 		return
 	}

@@ -39,7 +39,12 @@ fingerprint is printed) and --expose.`,
 			if cfg.Home, err = userHome(); err != nil {
 				return err
 			}
-			cfg.Client, cfg.Env = c, os.Environ()
+			cfg.Client = c
+			if !c.Remote() {
+				// Sessions started from the page get this environment, as
+				// from `agentctl run`; another host's service uses its own.
+				cfg.Env = os.Environ()
+			}
 			return serveWeb(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg)
 		},
 	}
