@@ -101,6 +101,10 @@ type Decision struct {
 	Reason string `json:"reason,omitempty"`
 	// Text is the answer typed into the session.
 	Text string `json:"text,omitempty"`
+	// Via says through what the person answered when the caller relays
+	// for them ("web from 192.0.2.7:51234"): recorded beside the caller
+	// the service proved from the socket, never instead of it.
+	Via string `json:"via,omitempty"`
 }
 
 // Decision actions.
@@ -124,6 +128,9 @@ type DecisionRecord struct {
 	Input   string `json:"input,omitempty"`
 	Reason  string `json:"reason,omitempty"`
 	Text    string `json:"text,omitempty"`
+	// Via is what the caller (UID, PID, proven) said it relayed for
+	// (Decision.Via): a claim of that caller's, not a proof.
+	Via string `json:"via,omitempty"`
 	// Delivered says how the answer reached the agent: "hook" (the
 	// waiting PermissionRequest hook took it) or "terminal" (typed in).
 	Delivered string `json:"delivered"`

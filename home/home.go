@@ -103,6 +103,13 @@ func (h Home) CacheDir() string { return filepath.Join(string(h), "cache") }
 // DaemonLog receives an auto-started service's own log.
 func (h Home) DaemonLog() string { return filepath.Join(string(h), "daemon.log") }
 
+// WebToken holds the web dashboard's token (mode 0600): whoever has it
+// may act as the user from a browser.
+func (h Home) WebToken() string { return filepath.Join(string(h), "web.token") }
+
+// WebTLS holds the web dashboard's generated certificate and key.
+func (h Home) WebTLS() string { return filepath.Join(string(h), "web-tls") }
+
 // Sessions is the folder of session folders.
 func (h Home) Sessions() string { return filepath.Join(string(h), "sessions") }
 

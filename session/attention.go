@@ -299,7 +299,7 @@ func (c *Core) Decide(ctx context.Context, prefix string, caller *proc.Caller, d
 	if err := c.mayAnswer(caller, sess); err != nil {
 		return api.Session{}, err
 	}
-	rec := api.DecisionRecord{Time: time.Now().UTC(), Action: d.Action, UID: caller.UID, PID: caller.PID, Reason: d.Reason, Text: d.Text}
+	rec := api.DecisionRecord{Time: time.Now().UTC(), Action: d.Action, UID: caller.UID, PID: caller.PID, Reason: d.Reason, Text: d.Text, Via: d.Via}
 	if sess.Waiting != nil {
 		rec.For, rec.Tool, rec.Input, rec.Request = sess.Waiting.For, sess.Waiting.Tool, sess.Waiting.Input, sess.Waiting.Request
 	}
@@ -399,6 +399,9 @@ func (c *Core) mayAnswer(caller *proc.Caller, target api.Session) error {
 // agent server's a few dozen characters).
 const maxRequestID = 128
 
+// maxVia bounds a decision's Via ("web from" and an address).
+const maxVia = 256
+
 // checkDecision refuses a decision that no session could take: an unknown
 // action, an answer without text, a request id that cannot be one.
 func checkDecision(d api.Decision) error {
@@ -409,6 +412,9 @@ func checkDecision(d api.Decision) error {
 	}
 	if len(d.Request) > maxRequestID || hasControl(d.Request) {
 		return faultf(ErrInvalid, "request %q is not a request id (at most %d characters, no control characters)", text.Truncate(d.Request, 32), maxRequestID)
+	}
+	if len(d.Via) > maxVia || hasControl(d.Via) {
+		return faultf(ErrInvalid, "via %q is not a relay's name (at most %d characters, no control characters)", text.Truncate(d.Via, 32), maxVia)
 	}
 	if d.Action == api.DecisionAnswer && d.Text == "" {
 		return faultf(ErrInvalid, "an answer needs text")

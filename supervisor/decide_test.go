@@ -251,3 +251,39 @@ func TestConnectionsLetTheirPeerGo(t *testing.T) {
 		return pidfds(t) <= before+2
 	})
 }
+
+// A relay's Via (the web dashboard, for the address it served) is recorded
+// beside the caller the socket proved, not instead of it; one that cannot
+// be a relay's name is refused.
+func TestDecideRecordsVia(t *testing.T) {
+	t.Parallel()
+	svc := startService(t, newHome(t))
+	sess, err := svc.run(api.RunRequest{Command: []string{"sleep", "600"}, Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := svc.client.Decide(ctx, sess.ID, api.Decision{Action: api.DecisionDeny, Via: "web\nfrom x"}); api.CodeOf(err) != api.CodeInvalid {
+		t.Fatalf("a via with a line break: %v, want %s", err, api.CodeInvalid)
+	}
+	hook := permissionHook(svc.home, sess.ID, "ls")
+	req := svc.waitRequest(sess.ID, "ls")
+	const via = "web from 127.0.0.1:50123"
+	if _, err := svc.client.Decide(ctx, sess.ID, api.Decision{Action: api.DecisionApprove, Request: req, Via: via}); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-hook; r.Behavior != "allow" {
+		t.Fatalf("the hook got %+v, want allow", r)
+	}
+	b, err := os.ReadFile(filepath.Join(svc.home.SessionDir(sess.ID), home.DecisionsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec api.DecisionRecord
+	if err := json.Unmarshal(bytes.TrimSpace(b), &rec); err != nil {
+		t.Fatalf("decisions.jsonl %q: %v", b, err)
+	}
+	if rec.Via != via || rec.PID != os.Getpid() || rec.UID != os.Getuid() {
+		t.Fatalf("recorded %+v, want via %q beside this process's pid %d and uid %d", rec, via, os.Getpid(), os.Getuid())
+	}
+}

@@ -53,6 +53,7 @@ var commandHelp = map[string]struct{ group, example string }{
 	"approve": {"agents", "  agentctl list --waiting\n  agentctl approve k3x9"},
 	"deny":    {"agents", "  agentctl deny k3x9 --reason 'not on main'"},
 	"answer":  {"agents", "  agentctl answer k3x9 'use the staging database'"},
+	"web":     {"agents", "  agentctl web\n  agentctl web --listen 127.0.0.1:0"},
 	"group":   {"directories", `  agentctl group status review`},
 	"worktree": {"directories", `  agentctl worktree list
   agentctl worktree clean --group review`},

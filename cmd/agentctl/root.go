@@ -61,7 +61,7 @@ HOST/ID handles; see 'agentctl host --help'.`,
 		newLockCmd(), newUnlockCmd(), newLocksCmd(), newFuseCmd(), newFusesCmd("fuses"), newEventsCmd(),
 		newServiceCmd(), newVersionCmd(),
 		newApproveCmd(), newDenyCmd(), newAnswerCmd(), newHookCmd(),
-		newHostCmd(), newDialStdioCmd(),
+		newHostCmd(), newDialStdioCmd(), newWebCmd(),
 	)
 	root.AddCommand(buildCommands()...)
 	addHostFlag(root)
