@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"time"
-	"unicode"
 
 	"golang.org/x/sys/unix"
 
@@ -37,22 +35,13 @@ const nativeIDRetry = time.Second
 // Launch starts a session and returns it once the command is confirmed
 // started (the exec succeeded and launch.json is on disk). A caller that
 // goes away mid-launch does not cut it short: a half-started session would
-// be worse than an unread answer.
+// be worse than an unread answer. The request is held to the launch
+// contract (api.RunRequest.Normalize) first; a launch that fails after its
+// folder is made takes back what it made, in one place (launchUndo).
 func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, error) {
 	ctx = context.WithoutCancel(ctx)
-	if req.Cwd == "" || !filepath.IsAbs(req.Cwd) {
-		return api.Session{}, faultf(ErrInvalid, "working directory %s must be an absolute path", text.Quote(req.Cwd))
-	}
-	for _, kv := range req.EnvOverrides {
-		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
-			return api.Session{}, faultf(ErrInvalid, "--env %s: want KEY=VALUE", text.Quote(kv))
-		}
-	}
-	if err := checkNames(req); err != nil {
-		return api.Session{}, err
-	}
-	if err := checkAgentOptions(req); err != nil {
-		return api.Session{}, err
+	if err := req.Normalize(); err != nil {
+		return api.Session{}, invalid(err)
 	}
 	lineage, err := c.lineage(ctx, req)
 	if err != nil {
@@ -65,96 +54,153 @@ func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, err
 			return api.Session{}, err
 		}
 	}
+	l := c.newLaunch(req, lineage)
+	undo := &launchUndo{}
+	defer undo.run()
+	if err := c.prepare(ctx, l, undo); err != nil {
+		return api.Session{}, err
+	}
+	began := time.Now()
+	started, err := c.starter.Start(ctx, l.dir, l.spec)
+	if err != nil {
+		if !errors.Is(err, spawn.ErrStart) {
+			// The monitor may hold the folder: it stays.
+			undo.dir = ""
+			return api.Session{}, err
+		}
+		return api.Session{}, faultf(ErrSpawn, "%s", strings.TrimPrefix(err.Error(), spawn.ErrStart.Error()+": "))
+	}
+	undo.disarm()
+	return c.launched(l, started, time.Since(began))
+}
+
+// launch is one launch under way: the request, and what is made of it.
+type launch struct {
+	req  api.RunRequest
+	id   string
+	dir  string
+	rec  spawn.Record
+	spec spawn.Spec
+	// finder looks for the native id the adapter could not pre-assign;
+	// hasServer says the agent has its own server (WatchAgentServer).
+	finder    adapters.NativeIDFinder
+	hasServer bool
+}
+
+// launchUndo is what a launch that fails takes back: its folder, and the
+// gate's reservation. disarm keeps both once the session runs.
+type launchUndo struct {
+	dir     string
+	abandon func()
+}
+
+func (u *launchUndo) run() {
+	if u.dir != "" {
+		os.RemoveAll(u.dir)
+	}
+	if u.abandon != nil {
+		u.abandon()
+	}
+}
+
+func (u *launchUndo) disarm() { *u = launchUndo{} }
+
+// newLaunch names the session and drafts its record, from the normalised
+// request; nothing is made yet.
+func (c *Core) newLaunch(req api.RunRequest, lineage []string) *launch {
 	// PWD follows the session's cwd, not the caller's: some agents
 	// (OpenCode) work in $PWD rather than in their real working directory.
 	now := time.Now().UTC()
 	id := home.NewID(now)
 	env := envvar.Merge(envvar.Merge(req.Env, "PWD="+req.Cwd), req.EnvOverrides...)
 	env = envvar.Merge(env, home.SessionEnv+"="+id)
-	dir := c.opts.Home.SessionDir(id)
-	rec := spawn.Record{
-		ID: id, Adapter: req.Adapter, Name: req.Name, Group: req.Group, Labels: req.Labels,
-		Cwd: req.Cwd, Prompt: req.Prompt, Model: req.Model, ResumeOf: req.ResumeOf,
-		PermissionMode: req.PermissionMode, AgentArgs: req.AgentArgs,
-		RestartOf: req.RestartOf, LaunchedFrom: lineage,
-		CreatedAt: now, Rows: req.Rows, Cols: req.Cols,
-		StopSignal: "SIGTERM",
+	return &launch{
+		req: req, id: id, dir: c.opts.Home.SessionDir(id),
+		rec: spawn.Record{
+			ID: id, Adapter: req.Adapter, Name: req.Name, Group: req.Group, Labels: req.Labels,
+			Cwd: req.Cwd, Prompt: req.Prompt, Model: req.Model, ResumeOf: req.ResumeOf,
+			PermissionMode: req.PermissionMode, AgentArgs: req.AgentArgs,
+			RestartOf: req.RestartOf, LaunchedFrom: lineage,
+			CreatedAt: now, Rows: req.Rows, Cols: req.Cols,
+			StopSignal: "SIGTERM",
+		},
+		spec: spawn.Spec{Env: env, ServiceLock: c.opts.Home.LockFile()},
 	}
-	rec.Adapter = canonicalAdapter(rec.Adapter)
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		return api.Session{}, fmt.Errorf("create session folder: %w", err)
+}
+
+// prepare makes the session's folder, keeps what the record does not hold,
+// asks the gate, and builds the command: everything before the monitor
+// starts. What it makes, undo takes back.
+func (c *Core) prepare(ctx context.Context, l *launch, undo *launchUndo) error {
+	if err := os.Mkdir(l.dir, 0o700); err != nil {
+		return fmt.Errorf("create session folder: %w", err)
 	}
-	envSet, err := keepEnv(dir, req.EnvOverrides)
+	undo.dir = l.dir
+	if err := c.keepRequest(l); err != nil {
+		return err
+	}
+	if c.opts.Gate != nil {
+		if err := c.opts.Gate.Reserve(l.id, l.dir, l.rec.Adapter, l.req); err != nil {
+			return err
+		}
+		undo.abandon = func() { c.opts.Gate.Abandon(l.id) }
+	}
+	if err := c.buildCommand(ctx, l); err != nil {
+		return err
+	}
+	l.rec.EnvKeys = envvar.Keys(l.spec.Env)
+	sort.Strings(l.rec.EnvKeys)
+	l.spec.Record = l.rec
+	return nil
+}
+
+// keepRequest writes beside the record what it does not hold: the --env
+// values (for a restart), and a prompt too long for it.
+func (c *Core) keepRequest(l *launch) error {
+	envSet, err := keepEnv(l.dir, l.req.EnvOverrides)
 	if err != nil {
-		os.RemoveAll(dir)
-		return api.Session{}, err
+		return err
 	}
-	rec.EnvSet = envSet
-	if len(rec.Prompt) > maxRecordPrompt {
+	l.rec.EnvSet = envSet
+	if len(l.rec.Prompt) > maxRecordPrompt {
 		// The record stays small (every list reads it); the whole prompt
 		// is kept beside it.
-		if err := atomicfile.Write(filepath.Join(dir, home.PromptFile), []byte(rec.Prompt), 0o600); err != nil {
-			os.RemoveAll(dir)
-			return api.Session{}, fmt.Errorf("keep the prompt: %w", err)
+		if err := atomicfile.Write(filepath.Join(l.dir, home.PromptFile), []byte(l.rec.Prompt), 0o600); err != nil {
+			return fmt.Errorf("keep the prompt: %w", err)
 		}
-		rec.Prompt, rec.PromptCut = text.Truncate(rec.Prompt, maxRecordPrompt), true
+		l.rec.Prompt, l.rec.PromptCut = text.Truncate(l.rec.Prompt, maxRecordPrompt), true
 	}
-	if c.opts.Gate != nil {
-		if err := c.opts.Gate.Reserve(id, dir, rec.Adapter, req); err != nil {
-			os.RemoveAll(dir)
-			return api.Session{}, err
-		}
-	}
-	ok := false
-	defer func() {
-		if !ok && c.opts.Gate != nil {
-			c.opts.Gate.Abandon(id)
-		}
-	}()
-	spec := spawn.Spec{Env: env, ServiceLock: c.opts.Home.LockFile()}
-	var finder adapters.NativeIDFinder
-	hasServer := false
-	if rec.Adapter == api.ExecAdapter {
-		if len(req.Command) == 0 {
-			os.RemoveAll(dir)
-			return api.Session{}, faultf(ErrInvalid, "no command given: agentctl run -- COMMAND [ARGS...]")
-		}
-		rec.Argv = req.Command
-	} else {
-		ls, f, err := c.adapterSpec(req, &rec, env, dir)
-		if err != nil {
-			os.RemoveAll(dir)
-			return api.Session{}, err
-		}
-		rec.Argv, spec.Env, spec.Stdin, rec.NativeID, spec.Path = ls.Argv, ls.Env, ls.Stdin, ls.NativeID, ls.Path
-		finder, hasServer = f, ls.Server != ""
-		if req.ResumeOf != "" && rec.NativeID != "" {
-			rec.Baseline = c.nativeUsage(ctx, rec.Adapter, rec.NativeID)
-		}
-		if err := noteServer(dir, ls.Server); err != nil {
-			os.RemoveAll(dir)
-			return api.Session{}, err
-		}
-	}
-	rec.EnvKeys = envvar.Keys(spec.Env)
-	sort.Strings(rec.EnvKeys)
-	spec.Record = rec
+	return nil
+}
 
-	began := time.Now()
-	started, err := c.starter.Start(ctx, dir, spec)
+// buildCommand sets the session's argv and environment: a plain command's
+// own, or an agent's as its adapter builds it.
+func (c *Core) buildCommand(ctx context.Context, l *launch) error {
+	if l.rec.Adapter == api.ExecAdapter {
+		l.rec.Argv = l.req.Command
+		return nil
+	}
+	ls, finder, err := c.adapterSpec(l.req, &l.rec, l.spec.Env, l.dir)
 	if err != nil {
-		if errors.Is(err, spawn.ErrStart) {
-			os.RemoveAll(dir)
-			return api.Session{}, faultf(ErrSpawn, "%s", strings.TrimPrefix(err.Error(), spawn.ErrStart.Error()+": "))
-		}
-		return api.Session{}, err
+		return err
 	}
-	ok = true
-	c.mons.add(started.Shim, id)
+	l.rec.Argv, l.spec.Env, l.spec.Stdin, l.rec.NativeID, l.spec.Path = ls.Argv, ls.Env, ls.Stdin, ls.NativeID, ls.Path
+	l.finder, l.hasServer = finder, ls.Server != ""
+	if l.req.ResumeOf != "" && l.rec.NativeID != "" {
+		l.rec.Baseline = c.nativeUsage(ctx, l.rec.Adapter, l.rec.NativeID)
+	}
+	return noteServer(l.dir, ls.Server)
+}
+
+// launched completes a start: the gate hands the lock to the session's
+// process, the observers hear of it, and the service starts learning what
+// the start could not say (the native id, the agent a command runs).
+func (c *Core) launched(l *launch, started spawn.Record, took time.Duration) (api.Session, error) {
+	c.mons.add(started.Shim, l.id)
 	if c.opts.Gate != nil {
-		c.opts.Gate.Started(id, started.Adapter, started.Process, time.Since(began))
+		c.opts.Gate.Started(l.id, started.Adapter, started.Process, took)
 	}
-	sess, err := c.records.get(id)
+	sess, err := c.records.get(l.id)
 	if err != nil {
 		return api.Session{}, err
 	}
@@ -165,39 +211,16 @@ func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, err
 	// works on through the server's events (WatchAgentServer); a search of
 	// the store could only go by folder and time, and a TUI without a
 	// prompt gives nothing more to tell its session from another's.
-	if started.NativeID == "" && finder != nil && !hasServer {
-		c.learnNativeID(id, finder, started)
+	if started.NativeID == "" && l.finder != nil && !l.hasServer {
+		c.learnNativeID(l.id, l.finder, started)
 	}
-	if rec.Adapter == api.ExecAdapter {
-		if a := c.agentOfCommand(rec.Argv); a != nil {
-			c.followCommandAgent(id, a, started.Process)
+	if l.rec.Adapter == api.ExecAdapter {
+		if a := c.agentOfCommand(l.rec.Argv); a != nil {
+			c.followCommandAgent(l.id, a, started.Process)
 		}
 	}
-	c.WatchAgentServer(id)
+	c.WatchAgentServer(l.id)
 	return sess, nil
-}
-
-// checkNames refuses id-like fields that could become paths or put control
-// sequences on a terminal: they are echoed by list and used in folders.
-func checkNames(req api.RunRequest) error {
-	if req.ResumeOf != "" && !home.ValidID(req.ResumeOf) {
-		return faultf(ErrInvalid, "resume_of %s is not a valid session id", text.Quote(req.ResumeOf))
-	}
-	if req.RestartOf != "" && !home.ValidID(req.RestartOf) {
-		return faultf(ErrInvalid, "restart_of %s is not a valid session id", text.Quote(req.RestartOf))
-	}
-	if req.Group != "" && !home.ValidID(req.Group) {
-		return faultf(ErrInvalid, "group %s: use letters, digits, '-', '_' and '.' (at most 128, not starting with '.')", text.Quote(req.Group))
-	}
-	if len(req.Name) > 128 || hasControl(req.Name) {
-		return faultf(ErrInvalid, "name %s: at most 128 characters, no control characters", text.Quote(req.Name))
-	}
-	for k, v := range req.Labels {
-		if k == "" || len(k) > 128 || strings.ContainsAny(k, "=,") || hasControl(k) || len(v) > 1024 || hasControl(v) {
-			return faultf(ErrInvalid, "label %s=%s: a key of at most 128 characters without '=', ',' or control characters, and a value of at most 1024 without control characters", text.Quote(k), text.Quote(v))
-		}
-	}
-	return nil
 }
 
 // nameFree refuses a name a running session has, or that is how another
@@ -211,22 +234,6 @@ func (c *Core) nameFree(name string) error {
 		return faultf(ErrInvalid, "name %q is how session %s's id begins (its handle in a list): a command given %q would reach the wrong one; choose another name", name, other, name)
 	}
 	return nil
-}
-
-func hasControl(s string) bool {
-	return strings.ContainsFunc(s, unicode.IsControl)
-}
-
-// canonicalAdapter maps the names the old tool used onto today's, and ""
-// onto the plain-command adapter.
-func canonicalAdapter(name string) string {
-	switch name {
-	case "":
-		return api.ExecAdapter
-	case "claude-code":
-		return "claude"
-	}
-	return name
 }
 
 // agentLaunch is an agent's launch as its adapter built it, with the
@@ -371,16 +378,4 @@ func (c *Core) nativeUsage(ctx context.Context, adapter, id string) *api.Usage {
 		return nil
 	}
 	return &api.Usage{TokensIn: ns.TokensIn, TokensOut: ns.TokensOut, CostUSD: ns.CostUSD}
-}
-
-// checkAgentOptions refuses a permission mode agentctl does not know, and
-// agent options for a plain command (its argv is the command itself).
-func checkAgentOptions(req api.RunRequest) error {
-	if req.PermissionMode != "" && !slices.Contains(api.PermissionModes(), req.PermissionMode) {
-		return faultf(ErrInvalid, "permission mode %s: want one of %s", text.Quote(req.PermissionMode), strings.Join(api.PermissionModes(), ", "))
-	}
-	if canonicalAdapter(req.Adapter) == api.ExecAdapter && (req.PermissionMode != "" || len(req.AgentArgs) > 0) {
-		return faultf(ErrInvalid, "a permission mode and agent arguments are for agents; a plain command's arguments are its command")
-	}
-	return nil
 }

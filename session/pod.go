@@ -20,7 +20,7 @@ import (
 // when ctx ends.
 func (c *Core) PodLaunch(spec *spawn.Spec, dir string) (learn func(ctx context.Context, started spawn.Record), err error) {
 	rec := &spec.Record
-	rec.Adapter = canonicalAdapter(rec.Adapter)
+	rec.Adapter = api.CanonicalAdapter(rec.Adapter)
 	if rec.Adapter == api.ExecAdapter || len(rec.Argv) > 0 {
 		return nil, nil
 	}

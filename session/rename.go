@@ -15,8 +15,8 @@ func (c *Core) Rename(ctx context.Context, id, name string) (api.Session, error)
 	if name == "" {
 		return api.Session{}, faultf(ErrInvalid, "rename: the new name is empty")
 	}
-	if err := checkNames(api.RunRequest{Name: name}); err != nil {
-		return api.Session{}, err
+	if err := api.CheckSessionName(name); err != nil {
+		return api.Session{}, invalid(err)
 	}
 	sess, _, err := c.launchedDir(ctx, id)
 	if err != nil {

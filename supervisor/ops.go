@@ -226,14 +226,10 @@ func (o *ops) wantsLock(adapter string, lc lifecycle) bool {
 // Reserve runs before a session starts: it takes the directory lock (in
 // the service's name until the session's process exists) and records what
 // the session asked for. A locked directory refuses the start unless
-// req.Force.
+// req.Force. req is normalised (api.RunRequest.Normalize checked its hook
+// timeout).
 func (o *ops) Reserve(id, dir, adapter string, req api.RunRequest) error {
 	lc := lifecycle{Lock: req.Lock, OnCreate: req.OnCreate, OnComplete: req.OnComplete, HookTimeout: req.HookTimeout}
-	if lc.HookTimeout != "" {
-		if d, err := time.ParseDuration(lc.HookTimeout); err != nil || d <= 0 {
-			return api.Errorf(api.CodeInvalid, "hook timeout %q: want a positive duration such as 5m", lc.HookTimeout)
-		}
-	}
 	if lc.OnCreate != "" || lc.OnComplete != "" {
 		// Hooks may run after a restart, so their environment is kept on
 		// disk: without credentials, which records never hold.
