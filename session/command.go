@@ -24,7 +24,7 @@ func (c *Core) agentOfCommand(argv []string) adapters.Adapter {
 		return nil
 	}
 	base := filepath.Base(argv[0])
-	for _, a := range c.opts.Adapters {
+	for _, a := range c.adapters.All() {
 		if l, ok := a.(adapters.Launcher); ok && l.Binary() == base {
 			return a
 		}

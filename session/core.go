@@ -33,7 +33,9 @@ type Options struct {
 	// StandbyMonitor keeps a monitor started ahead of the next launch
 	// (spawn.Starter), so a launch does not wait for a process start.
 	StandbyMonitor bool
-	Adapters       []adapters.Adapter
+	// Adapters are the adapters the core reads and launches with: the
+	// one place it finds an adapter by name.
+	Adapters *adapters.Set
 	// DiscoveryTimeout bounds each adapter's discovery (default 3 s).
 	DiscoveryTimeout time.Duration
 	Logger           *slog.Logger
@@ -68,11 +70,12 @@ type Gate interface {
 
 // Core is the session core of one service.
 type Core struct {
-	opts    Options
-	log     *slog.Logger
-	records *records
-	disc    *discovery
-	moves   *transitions
+	opts     Options
+	log      *slog.Logger
+	adapters *adapters.Set
+	records  *records
+	disc     *discovery
+	moves    *transitions
 	// naming is held from the check that a launch's name is free until
 	// its record is on disk, so two launches cannot take one name.
 	naming sync.Mutex
@@ -101,14 +104,15 @@ func New(ctx context.Context, opts Options) *Core {
 		opts.DiscoveryTimeout = 3 * time.Second
 	}
 	c := &Core{
-		opts:    opts,
-		log:     opts.Logger,
-		records: newRecords(opts.Home),
-		disc:    newDiscovery(opts.Adapters, opts.DiscoveryTimeout),
-		moves:   newTransitions(),
-		attn:    newAttention(),
-		starter: spawn.NewStarter(ctx, opts.Exe, opts.StandbyMonitor, opts.Logger),
-		ctx:     ctx,
+		opts:     opts,
+		log:      opts.Logger,
+		adapters: opts.Adapters,
+		records:  newRecords(opts.Home),
+		disc:     newDiscovery(opts.Adapters.All(), opts.DiscoveryTimeout),
+		moves:    newTransitions(),
+		attn:     newAttention(),
+		starter:  spawn.NewStarter(ctx, opts.Exe, opts.StandbyMonitor, opts.Logger),
+		ctx:      ctx,
 	}
 	c.disc.observe = opts.ObserveDiscovery
 	return c
@@ -304,7 +308,7 @@ func (c *Core) lookup(ctx context.Context, prefix string) (api.Session, []string
 		if sess.NativeID == "" && sess.Adapter == api.ExecAdapter && sess.Status == api.StatusRunning {
 			c.learnCommandAgent(ctx, &sess)
 		}
-		if sess.NativeID == "" || c.disc.adapter(nativeAdapterOf(&sess)) == nil {
+		if sess.NativeID == "" || c.adapters.Get(nativeAdapterOf(&sess)) == nil {
 			return sess, nil, nil
 		}
 		merged, warnings := c.withNative(ctx, sess)
@@ -427,7 +431,7 @@ func (c *Core) nativeIDOwners(handle string) (map[string]bool, error) {
 // The other runs of its native session (an original and its resumes) are
 // merged beside it, so that its counts are its own, as in a list.
 func (c *Core) withNative(ctx context.Context, sess api.Session) (api.Session, []string) {
-	a := c.disc.adapter(nativeAdapterOf(&sess))
+	a := c.adapters.Get(nativeAdapterOf(&sess))
 	var found discovered
 	// Its adapter reads that session alone where it can; a store that has
 	// it not (yet) enriches nothing, as a discovery without it would.

@@ -43,7 +43,7 @@ func (c *Core) Explain(ctx context.Context, id string) (api.Explanation, error) 
 		ex.Evidence = append(ex.Evidence, launchedEvidence(dir, st)...)
 		ex.Reason = launchedReason(st)
 	}
-	if a := c.disc.adapter(nativeAdapterOf(&sess)); a != nil && sess.NativeID != "" {
+	if a := c.adapters.Get(nativeAdapterOf(&sess)); a != nil && sess.NativeID != "" {
 		found := c.disc.runOf(ctx, []adapters.Adapter{a})
 		ns := findNative(found, a.Name(), sess.NativeID)
 		vouched := !found.failed[a.Name()]

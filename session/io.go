@@ -293,7 +293,7 @@ func (c *Core) Transcript(ctx context.Context, id string, n int) (api.Transcript
 	}
 	n = max(n, 1)
 	out := api.Transcript{Session: sess, Warnings: warnings, Messages: []api.Message{}}
-	if a := c.disc.adapter(nativeAdapterOf(&sess)); a != nil && sess.NativeID != "" {
+	if a := c.adapters.Get(nativeAdapterOf(&sess)); a != nil && sess.NativeID != "" {
 		assistant, err := lastAssistant(ctx, a, sess.NativeID, n)
 		if err != nil {
 			out.Warnings = append(out.Warnings, fmt.Sprintf("adapter %s: read transcript: %v", a.Name(), err))
@@ -418,7 +418,7 @@ func assistantOf(msgs []adapters.Message) []api.Message {
 // observers as they happen rather than at the next list. It returns when
 // ctx ends.
 func (c *Core) WatchAdapters(ctx context.Context) {
-	for _, a := range c.opts.Adapters {
+	for _, a := range c.adapters.All() {
 		w, ok := a.(adapters.ChangeWatcher)
 		if !ok {
 			continue

@@ -266,10 +266,10 @@ func (c *Core) adapterSpec(req api.RunRequest, rec *spawn.Record, env []string, 
 // (nativeID, "" for a new one) is known; hook is the agent's hook command
 // (nil where no service hears hooks).
 func (c *Core) agentSpec(req api.RunRequest, rec *spawn.Record, env []string, dir, nativeID string, hook []string) (agentLaunch, adapters.NativeIDFinder, error) {
-	a := c.disc.adapter(rec.Adapter)
+	a := c.adapters.Get(rec.Adapter)
 	launcher, ok := a.(adapters.Launcher)
 	if !ok {
-		return agentLaunch{}, nil, faultf(ErrInvalid, "unknown adapter %s (known: %s)", text.Quote(rec.Adapter), strings.Join(c.launchers(), ", "))
+		return agentLaunch{}, nil, faultf(ErrInvalid, "unknown adapter %s (known: %s)", text.Quote(rec.Adapter), strings.Join(append([]string{api.ExecAdapter}, c.adapters.Launchers()...), ", "))
 	}
 	var out agentLaunch
 	bin, err := spawn.LookPath(launcher.Binary(), env, req.Cwd)
@@ -310,16 +310,6 @@ func (c *Core) agentSpec(req api.RunRequest, rec *spawn.Record, env []string, di
 	rec.StopSignal = unix.SignalName(launcher.StopSignal())
 	finder, _ := a.(adapters.NativeIDFinder)
 	return out, finder, nil
-}
-
-func (c *Core) launchers() []string {
-	names := []string{api.ExecAdapter}
-	for _, a := range c.opts.Adapters {
-		if _, ok := a.(adapters.Launcher); ok {
-			names = append(names, a.Name())
-		}
-	}
-	return names
 }
 
 // learnNativeID asks the adapter for the native id of a just-started agent
@@ -367,7 +357,7 @@ func (c *Core) learnNativeID(id string, finder adapters.NativeIDFinder, rec spaw
 // when its adapter cannot say now (the resume's own counts are then
 // unknown, never the native session's total).
 func (c *Core) nativeUsage(ctx context.Context, adapter, id string) *api.Usage {
-	a := c.disc.adapter(adapter)
+	a := c.adapters.Get(adapter)
 	if a == nil {
 		return nil
 	}

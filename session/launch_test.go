@@ -29,7 +29,7 @@ func TestLaunchOfAMissingAgentNamesIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := adapters.Env{Home: t.TempDir()}
-	c := New(context.Background(), Options{Home: h, Exe: os.Args[0], Adapters: []adapters.Adapter{claude.New(env), codex.New(env), opencode.New(env), pi.New(env)}})
+	c := New(context.Background(), Options{Home: h, Exe: os.Args[0], Adapters: adapters.NewSet(claude.New(env), codex.New(env), opencode.New(env), pi.New(env))})
 	empty := t.TempDir()
 	for _, name := range []string{"claude", "codex", "opencode", "pi"} {
 		for _, prompt := range []string{"say hi", strings.Repeat("x", 200_000)} {
@@ -87,7 +87,7 @@ func TestLaunchRefusesAndCleansUp(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			gate := &recordingGate{}
-			c := New(context.Background(), Options{Home: h, Exe: os.Args[0], Adapters: []adapters.Adapter{claude.New(env)}, Gate: gate})
+			c := New(context.Background(), Options{Home: h, Exe: os.Args[0], Adapters: adapters.NewSet(claude.New(env)), Gate: gate})
 			_, err := c.Launch(context.Background(), tt.req)
 			if !errors.Is(err, tt.kind) || !strings.Contains(err.Error(), tt.wants) {
 				t.Fatalf("launch: %v, want %v saying %q", err, tt.kind, tt.wants)

@@ -32,8 +32,10 @@ type Options struct {
 	Home    home.Home
 	Version string
 	// Exe is the agentctl binary the service runs as each session's shim.
-	Exe      string
-	Adapters []adapters.Adapter
+	Exe string
+	// Adapters are the adapters the service reads and launches with
+	// (adapters/registry builds a machine's).
+	Adapters *adapters.Set
 	// DiscoveryTimeout bounds each adapter's discovery (default 3 s).
 	DiscoveryTimeout time.Duration
 	// PruneTTL is how long ended sessions' folders are kept (default 7 days).
