@@ -139,30 +139,38 @@ func (c *Core) AllLaunched() ([]api.Session, []string, error) { return c.records
 // Forget drops a removed session from what the core keeps.
 func (c *Core) Forget(id string) { c.records.forget(id); c.moves.forget(id) }
 
-// List is the merged view, narrowed and ordered oldest first.
+// List is the merged view, narrowed and ordered oldest first. It changes
+// nothing: what it saw of running sessions is offered to the transitions
+// detector, which compares and announces in a loop of its own.
 func (c *Core) List(ctx context.Context, o api.ListOptions) (api.SessionList, error) {
 	f, err := newFilter(o, time.Now())
 	if err != nil {
 		return api.SessionList{}, err
 	}
 	var known []string
+	followed := c.moves.followed()
 	// A session only an adapter knows that cannot pass the filter is not
 	// built, unless the transitions detector follows it; its id still
 	// counts for the handles.
-	skip := func(ns *adapters.NativeSession, failed bool, tracked func(string) bool) bool {
-		if f.mayKeepNative(ns, !failed) || tracked(ns.NativeID) {
+	skip := func(ns *adapters.NativeSession, failed bool) bool {
+		if f.mayKeepNative(ns, !failed) || followed[ns.NativeID] {
 			return false
 		}
 		known = append(known, ns.NativeID)
 		return true
 	}
-	kept, warnings, err := c.sessions(ctx, func(s *api.Session) bool {
+	var seen []api.Session
+	kept, warnings, err := c.view(ctx, func(s *api.Session) bool {
 		known = append(known, s.ID)
+		if followable(s, followed) {
+			seen = append(seen, *s)
+		}
 		return f.keep(s)
 	}, skip)
 	if err != nil {
 		return api.SessionList{}, err
 	}
+	c.moves.offer(seen)
 	if kept == nil {
 		kept = []api.Session{}
 	}
@@ -175,6 +183,24 @@ func (c *Core) List(ctx context.Context, o api.ListOptions) (api.SessionList, er
 		sortByWaiting(kept)
 	}
 	return api.SessionList{Sessions: kept, Warnings: warnings}, nil
+}
+
+// lookAtRunning is the transitions detector's own look at the view: the
+// sessions it follows or that run with a known activity. Sessions only an
+// adapter knows that cannot be running are not built.
+func (c *Core) lookAtRunning(ctx context.Context) ([]api.Session, error) {
+	followed := c.moves.followed()
+	running := filter{status: api.StatusRunning}
+	var seen []api.Session
+	_, _, err := c.view(ctx, func(s *api.Session) bool {
+		if followable(s, followed) {
+			seen = append(seen, *s)
+		}
+		return false
+	}, func(ns *adapters.NativeSession, failed bool) bool {
+		return !running.mayKeepNative(ns, !failed) && !followed[ns.NativeID]
+	})
+	return seen, err
 }
 
 // maxUnknownReasons bounds the warnings that explain unknown rows one by
@@ -208,32 +234,23 @@ func unknownReasons(ss []api.Session) []string {
 	return out
 }
 
-// sessions is the merged view: launched sessions and those only adapters
-// know, those keep accepts (all when keep is nil). Every running session
-// passes the transitions detector, listed or not. skip, when set, is asked
+// view is the merged view: launched sessions and those only adapters
+// know, those keep accepts (all when keep is nil). skip, when set, is asked
 // about each session only an adapter knows before its session object is
-// built (see mergeSkipping): failed says its adapter failed this time,
-// tracked whether the transitions detector follows an id. A session skip
-// leaves out must be one keep would reject and the detector does not
-// follow.
-func (c *Core) sessions(ctx context.Context, keep func(*api.Session) bool, skip func(ns *adapters.NativeSession, failed bool, tracked func(string) bool) bool) ([]api.Session, []string, error) {
+// built (see mergeSkipping); failed says its adapter failed this time. A
+// session skip leaves out must be one keep would reject.
+func (c *Core) view(ctx context.Context, keep func(*api.Session) bool, skip func(ns *adapters.NativeSession, failed bool) bool) ([]api.Session, []string, error) {
 	launched, warnings, err := c.records.all()
 	if err != nil {
 		return nil, nil, err
 	}
 	disc := c.disc.run(adapters.WithLaunched(ctx, launchPins(launched)))
 	disc.repeats = c.repeated.repeats(disc.sessions)
-	seen := c.moves.begin()
 	var skipNative func(*adapters.NativeSession) bool
 	if skip != nil {
-		tracked := seen.tracked // bound once: a method value made per call allocates
-		skipNative = func(ns *adapters.NativeSession) bool { return skip(ns, disc.failed[ns.Adapter], tracked) }
+		skipNative = func(ns *adapters.NativeSession) bool { return skip(ns, disc.failed[ns.Adapter]) }
 	}
-	all := mergeSkipping(launched, disc, func(sess *api.Session) bool {
-		seen.activity(sess)
-		return keep == nil || keep(sess)
-	}, skipNative)
-	c.notify(seen.end())
+	all := mergeSkipping(launched, disc, keep, skipNative)
 	return all, append(warnings, disc.warnings...), nil
 }
 
@@ -477,6 +494,18 @@ func resolvePrefix(prefix string, ids []string) (string, error) {
 		return matches[0], nil
 	}
 	return "", &AmbiguousError{Prefix: prefix, Candidates: matches}
+}
+
+// WatchTransitions runs the transitions detector as a loop of its own
+// until ctx ends (Wait waits for it): it compares the views reads offer,
+// and, while sessions run, looks at the view itself; the transitions it
+// finds go to the observers. Reads never announce anything.
+func (c *Core) WatchTransitions(ctx context.Context) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		c.moves.follow(ctx, c.lookAtRunning, c.notify)
+	}()
 }
 
 // notify hands transitions to the observers.

@@ -84,7 +84,7 @@ func (c *Core) interruptTurn(ctx context.Context, sess api.Session) error {
 	}
 	nativeID := sess.NativeID
 	if nativeID == "" && sess.Adapter == api.ExecAdapter {
-		rows, _, err := c.sessions(ctx, func(s *api.Session) bool { return s.ID == sess.ID }, nil)
+		rows, _, err := c.view(ctx, func(s *api.Session) bool { return s.ID == sess.ID }, nil)
 		if err != nil {
 			return err
 		}

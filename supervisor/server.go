@@ -169,6 +169,7 @@ func Run(ctx context.Context, opts Options) error {
 	s.recover()
 	s.ops.start(s.running())
 	s.core.WatchAdapters(ctx)
+	s.core.WatchTransitions(ctx)
 	// A first discovery in the background warms the adapters' caches, so
 	// the first list after a start does not pay for reading every store.
 	s.wg.Add(1)
