@@ -23,7 +23,7 @@ import (
 // attributed to it and by which evidence, and the candidates it weighed
 // (processes that may own it, ones it turned down). A launched session with
 // a native id carries both.
-func (c *Core) Explain(ctx context.Context, id string) (api.Explanation, error) {
+func (c *reader) Explain(ctx context.Context, id string) (api.Explanation, error) {
 	sess, err := c.Get(ctx, id)
 	if err != nil {
 		return api.Explanation{}, err

@@ -19,7 +19,7 @@ import (
 
 // launchedDir resolves a session this service started, or explains why the
 // session has no folder here.
-func (c *Core) launchedDir(ctx context.Context, prefix string) (api.Session, string, error) {
+func (c *reader) launchedDir(ctx context.Context, prefix string) (api.Session, string, error) {
 	sess, _, err := c.lookup(ctx, prefix)
 	if err != nil {
 		return api.Session{}, "", err

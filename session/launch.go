@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -32,13 +33,37 @@ const nativeIDTimeout = 2 * time.Minute
 // again, when the id it told was another session's.
 const nativeIDRetry = time.Second
 
+// launcher is the launch side of the core: it holds a request to the
+// launch contract, makes the session's folder and record, asks the gate,
+// builds the agent's command through its adapter, starts the monitor, and
+// tells the observers. It reads through the read side (resumes, names).
+type launcher struct {
+	*reader
+	// starter starts the sessions' monitors.
+	starter *spawn.Starter
+	// naming is held from the check that a launch's name is free until
+	// its record is on disk, so two launches cannot take one name.
+	naming sync.Mutex
+}
+
 // Launch starts a session and returns it once the command is confirmed
-// started (the exec succeeded and launch.json is on disk). A caller that
-// goes away mid-launch does not cut it short: a half-started session would
-// be worse than an unread answer. The request is held to the launch
-// contract (api.RunRequest.Normalize) first; a launch that fails after its
-// folder is made takes back what it made, in one place (launchUndo).
+// started (the exec succeeded and launch.json is on disk), and follows the
+// agent's own server, if it has one (WatchAgentServer).
 func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, error) {
+	sess, err := c.launch(ctx, req)
+	if err != nil {
+		return api.Session{}, err
+	}
+	c.WatchAgentServer(sess.ID)
+	return sess, nil
+}
+
+// launch starts a session. A caller that goes away mid-launch does not cut
+// it short: a half-started session would be worse than an unread answer.
+// The request is held to the launch contract (api.RunRequest.Normalize)
+// first; a launch that fails after its folder is made takes back what it
+// made, in one place (launchUndo).
+func (c *launcher) launch(ctx context.Context, req api.RunRequest) (api.Session, error) {
 	ctx = context.WithoutCancel(ctx)
 	if err := req.Normalize(); err != nil {
 		return api.Session{}, invalid(err)
@@ -107,7 +132,7 @@ func (u *launchUndo) disarm() { *u = launchUndo{} }
 
 // newLaunch names the session and drafts its record, from the normalised
 // request; nothing is made yet.
-func (c *Core) newLaunch(req api.RunRequest, lineage []string) *launch {
+func (c *launcher) newLaunch(req api.RunRequest, lineage []string) *launch {
 	// PWD follows the session's cwd, not the caller's: some agents
 	// (OpenCode) work in $PWD rather than in their real working directory.
 	now := time.Now().UTC()
@@ -131,7 +156,7 @@ func (c *Core) newLaunch(req api.RunRequest, lineage []string) *launch {
 // prepare makes the session's folder, keeps what the record does not hold,
 // asks the gate, and builds the command: everything before the monitor
 // starts. What it makes, undo takes back.
-func (c *Core) prepare(ctx context.Context, l *launch, undo *launchUndo) error {
+func (c *launcher) prepare(ctx context.Context, l *launch, undo *launchUndo) error {
 	if err := os.Mkdir(l.dir, 0o700); err != nil {
 		return fmt.Errorf("create session folder: %w", err)
 	}
@@ -156,7 +181,7 @@ func (c *Core) prepare(ctx context.Context, l *launch, undo *launchUndo) error {
 
 // keepRequest writes beside the record what it does not hold: the --env
 // values (for a restart), and a prompt too long for it.
-func (c *Core) keepRequest(l *launch) error {
+func (c *launcher) keepRequest(l *launch) error {
 	envSet, err := keepEnv(l.dir, l.req.EnvOverrides)
 	if err != nil {
 		return err
@@ -175,7 +200,7 @@ func (c *Core) keepRequest(l *launch) error {
 
 // buildCommand sets the session's argv and environment: a plain command's
 // own, or an agent's as its adapter builds it.
-func (c *Core) buildCommand(ctx context.Context, l *launch) error {
+func (c *launcher) buildCommand(ctx context.Context, l *launch) error {
 	if l.rec.Adapter == api.ExecAdapter {
 		l.rec.Argv = l.req.Command
 		return nil
@@ -193,9 +218,9 @@ func (c *Core) buildCommand(ctx context.Context, l *launch) error {
 }
 
 // launched completes a start: the gate hands the lock to the session's
-// process, the observers hear of it, and the service starts learning what
-// the start could not say (the native id, the agent a command runs).
-func (c *Core) launched(l *launch, started spawn.Record, took time.Duration) (api.Session, error) {
+// process, the observers hear of it, and the core starts learning what the
+// start could not say (the native id, the agent a command runs).
+func (c *launcher) launched(l *launch, started spawn.Record, took time.Duration) (api.Session, error) {
 	c.mons.add(started.Shim, l.id)
 	if c.opts.Gate != nil {
 		c.opts.Gate.Started(l.id, started.Adapter, started.Process, took)
@@ -219,14 +244,13 @@ func (c *Core) launched(l *launch, started spawn.Record, took time.Duration) (ap
 			c.followCommandAgent(l.id, a, started.Process)
 		}
 	}
-	c.WatchAgentServer(l.id)
 	return sess, nil
 }
 
 // nameFree refuses a name a running session has, or that is how another
 // session's id begins (its handle in a list). Hold c.naming from this check
 // until the name is recorded.
-func (c *Core) nameFree(name string) error {
+func (c *launcher) nameFree(name string) error {
 	if other, taken := c.records.runningNamed(name); taken {
 		return faultf(ErrInvalid, "name %s is taken by running session %s: stop it, or choose another name", text.Quote(name), other)
 	}
@@ -247,7 +271,7 @@ type agentLaunch struct {
 // The agent's binary is resolved once, here, with the launch's own PATH and
 // working directory: a missing agent fails the launch with its name, also
 // when a wrapper (a shell feeding a prompt file) comes first in argv.
-func (c *Core) adapterSpec(req api.RunRequest, rec *spawn.Record, env []string, dir string) (agentLaunch, adapters.NativeIDFinder, error) {
+func (c *launcher) adapterSpec(req api.RunRequest, rec *spawn.Record, env []string, dir string) (agentLaunch, adapters.NativeIDFinder, error) {
 	nativeID := ""
 	if req.ResumeOf != "" {
 		prev, err := c.records.get(req.ResumeOf)
@@ -265,7 +289,7 @@ func (c *Core) adapterSpec(req api.RunRequest, rec *spawn.Record, env []string, 
 // agentSpec is adapterSpec once the native session a resume continues
 // (nativeID, "" for a new one) is known; hook is the agent's hook command
 // (nil where no service hears hooks).
-func (c *Core) agentSpec(req api.RunRequest, rec *spawn.Record, env []string, dir, nativeID string, hook []string) (agentLaunch, adapters.NativeIDFinder, error) {
+func (c *launcher) agentSpec(req api.RunRequest, rec *spawn.Record, env []string, dir, nativeID string, hook []string) (agentLaunch, adapters.NativeIDFinder, error) {
 	a := c.adapters.Get(rec.Adapter)
 	launcher, ok := a.(adapters.Launcher)
 	if !ok {
@@ -317,7 +341,7 @@ func (c *Core) agentSpec(req api.RunRequest, rec *spawn.Record, env []string, di
 // is bound to is never recorded (it would take that session's row, prompt
 // and tokens): the adapter is asked again until it tells another, or the
 // time is up.
-func (c *Core) learnNativeID(id string, finder adapters.NativeIDFinder, rec spawn.Record) {
+func (c *launcher) learnNativeID(id string, finder adapters.NativeIDFinder, rec spawn.Record) {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -356,7 +380,7 @@ func (c *Core) learnNativeID(id string, finder adapters.NativeIDFinder, rec spaw
 // a resume's baseline, from which its own tokens and cost are told. nil
 // when its adapter cannot say now (the resume's own counts are then
 // unknown, never the native session's total).
-func (c *Core) nativeUsage(ctx context.Context, adapter, id string) *api.Usage {
+func (c *launcher) nativeUsage(ctx context.Context, adapter, id string) *api.Usage {
 	a := c.adapters.Get(adapter)
 	if a == nil {
 		return nil
