@@ -370,7 +370,7 @@ func TestEndOfARemovedSessionIsAnnouncedOnce(t *testing.T) {
 	h := newHome(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	o, err := newOps(ctx, h, slog.New(slog.DiscardHandler), "test")
+	o, err := newOps(ctx, h, slog.New(slog.DiscardHandler), "test", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,10 +55,9 @@ func (l lifecycle) hookTimeout() time.Duration {
 type ops struct {
 	home home.Home
 	log  *slog.Logger
-	// sessions counts sessions for metrics, and process names a session's
-	// process (both set once the session core exists).
-	sessions func() ([]api.Session, []string, error)
-	process  func(id string) (proc.Identity, error)
+	// sessions is the session core the layer reads (it is built from it):
+	// nil in tests of the layer alone.
+	sessions launchedSessions
 	cfg      config.Config
 	self     proc.Identity
 
@@ -77,11 +76,20 @@ type ops struct {
 	watched map[proc.Identity]bool
 }
 
-// newOps opens the state of the operational layer in home. Problems with
-// its files are logged and worked around (a corrupt file is moved aside);
-// only what makes the layer unusable is an error.
-func newOps(ctx context.Context, h home.Home, log *slog.Logger, version string) (*ops, error) {
-	o := &ops{home: h, log: log, ctx: ctx, watched: map[proc.Identity]bool{}}
+// launchedSessions is what the operational layer reads of the session
+// core: the sessions this service launched (metrics, waiting counts) and
+// the process of one (its lock, restored at start).
+type launchedSessions interface {
+	AllLaunched() ([]api.Session, []string, error)
+	Process(id string) (proc.Identity, error)
+}
+
+// newOps opens the state of the operational layer in home, over the
+// session core's sessions. Problems with its files are logged and worked
+// around (a corrupt file is moved aside); only what makes the layer
+// unusable is an error.
+func newOps(ctx context.Context, h home.Home, log *slog.Logger, version string, sessions launchedSessions) (*ops, error) {
+	o := &ops{home: h, log: log, ctx: ctx, sessions: sessions, watched: map[proc.Identity]bool{}}
 	info, err := proc.Lookup(os.Getpid())
 	if err != nil {
 		return nil, fmt.Errorf("identify the service process: %w", err)
@@ -154,7 +162,7 @@ func (o *ops) start(running []api.Session) {
 		if err != nil || !o.wantsLock(sess.Adapter, lc) {
 			continue
 		}
-		owner, err := o.process(sess.ID)
+		owner, err := o.sessions.Process(sess.ID)
 		if err != nil {
 			continue
 		}
@@ -546,7 +554,7 @@ func (o *ops) sessionCounts() []metrics.SessionCount {
 	if o.sessions == nil {
 		return nil
 	}
-	all, _, err := o.sessions()
+	all, _, err := o.sessions.AllLaunched()
 	if err != nil {
 		return nil
 	}

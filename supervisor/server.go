@@ -24,6 +24,7 @@ import (
 	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/home"
+	"github.com/agentctl/agentctl/proc"
 	"github.com/agentctl/agentctl/session"
 )
 
@@ -79,6 +80,14 @@ type Server struct {
 	watching map[string]bool
 	wg       sync.WaitGroup
 }
+
+// The server is the core's gate and observer, passing both on to the
+// operational layer; the layer reads the core.
+var (
+	_ session.Gate     = (*Server)(nil)
+	_ session.Observer = (*Server)(nil)
+	_ launchedSessions = (*session.Core)(nil)
+)
 
 // ErrAlreadyRunning means another service holds the home's lock.
 var ErrAlreadyRunning = errors.New("an agentctl service is already running for this AGENTCTL_HOME")
@@ -141,9 +150,9 @@ func Run(ctx context.Context, opts Options) error {
 		bodies:   newAdmission(largeBodyBytes),
 		streams:  &streamCounts{max: opts.EventStreams, n: map[int]int{}},
 	}
-	if s.ops, err = newOps(ctx, opts.Home, s.log, opts.Version); err != nil {
-		return err
-	}
+	// The core first, then the operational layer over it: what the core
+	// tells (launches, transitions, discovery times) and asks (the gate)
+	// reaches the layer through the server (Reserve, Launched, ...).
 	s.core = session.New(ctx, session.Options{
 		Home:             opts.Home,
 		Exe:              opts.Exe,
@@ -152,10 +161,14 @@ func Run(ctx context.Context, opts Options) error {
 		DiscoveryTimeout: opts.DiscoveryTimeout,
 		Logger:           s.log,
 		Observers:        []session.Observer{s},
-		Gate:             s.ops,
-		ObserveDiscovery: s.ops.metrics.Discovered,
+		Gate:             s,
+		ObserveDiscovery: s.discovered,
 	})
-	s.ops.sessions, s.ops.process = s.core.AllLaunched, s.core.Process
+	if s.ops, err = newOps(ctx, opts.Home, s.log, opts.Version, s.core); err != nil {
+		cancel()
+		s.core.Wait() // its standby monitor, already started
+		return err
+	}
 	srv := &http.Server{
 		Handler:           s.routes(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -331,6 +344,24 @@ func (s *Server) Launched(sess api.Session) {
 
 // Changed hears of a transition the core saw in the adapters' answers.
 func (s *Server) Changed(ch session.Change) { s.ops.changed(ch) }
+
+// Reserve asks the operational layer before a launch (session.Gate).
+func (s *Server) Reserve(id, dir, adapter string, req api.RunRequest) error {
+	return s.ops.Reserve(id, dir, adapter, req)
+}
+
+// Started hands a launch's reservation to its process (session.Gate).
+func (s *Server) Started(id, adapter string, process proc.Identity, took time.Duration) {
+	s.ops.Started(id, adapter, process, took)
+}
+
+// Abandon undoes Reserve for a start that failed (session.Gate).
+func (s *Server) Abandon(id string) { s.ops.Abandon(id) }
+
+// discovered hears how long an adapter's discovery took (metrics).
+func (s *Server) discovered(adapter string, took time.Duration, err error) {
+	s.ops.metrics.Discovered(adapter, took, err)
+}
 
 func (s *Server) notifyEnded(sess api.Session) {
 	attrs := []any{"session", sess.ID, "status", sess.Status}
