@@ -99,8 +99,8 @@ func (c *launcher) launch(ctx context.Context, req api.RunRequest) (api.Session,
 	return c.launched(l, started, time.Since(began))
 }
 
-// launch is one launch under way: the request, and what is made of it.
-type launch struct {
+// launching is one launch under way: the request, and what is made of it.
+type launching struct {
 	req  api.RunRequest
 	id   string
 	dir  string
@@ -132,14 +132,14 @@ func (u *launchUndo) disarm() { *u = launchUndo{} }
 
 // newLaunch names the session and drafts its record, from the normalised
 // request; nothing is made yet.
-func (c *launcher) newLaunch(req api.RunRequest, lineage []string) *launch {
+func (c *launcher) newLaunch(req api.RunRequest, lineage []string) *launching {
 	// PWD follows the session's cwd, not the caller's: some agents
 	// (OpenCode) work in $PWD rather than in their real working directory.
 	now := time.Now().UTC()
 	id := home.NewID(now)
 	env := envvar.Merge(envvar.Merge(req.Env, "PWD="+req.Cwd), req.EnvOverrides...)
 	env = envvar.Merge(env, home.SessionEnv+"="+id)
-	return &launch{
+	return &launching{
 		req: req, id: id, dir: c.opts.Home.SessionDir(id),
 		rec: spawn.Record{
 			ID: id, Adapter: req.Adapter, Name: req.Name, Group: req.Group, Labels: req.Labels,
@@ -156,7 +156,7 @@ func (c *launcher) newLaunch(req api.RunRequest, lineage []string) *launch {
 // prepare makes the session's folder, keeps what the record does not hold,
 // asks the gate, and builds the command: everything before the monitor
 // starts. What it makes, undo takes back.
-func (c *launcher) prepare(ctx context.Context, l *launch, undo *launchUndo) error {
+func (c *launcher) prepare(ctx context.Context, l *launching, undo *launchUndo) error {
 	if err := os.Mkdir(l.dir, 0o700); err != nil {
 		return fmt.Errorf("create session folder: %w", err)
 	}
@@ -181,7 +181,7 @@ func (c *launcher) prepare(ctx context.Context, l *launch, undo *launchUndo) err
 
 // keepRequest writes beside the record what it does not hold: the --env
 // values (for a restart), and a prompt too long for it.
-func (c *launcher) keepRequest(l *launch) error {
+func (c *launcher) keepRequest(l *launching) error {
 	envSet, err := keepEnv(l.dir, l.req.EnvOverrides)
 	if err != nil {
 		return err
@@ -200,7 +200,7 @@ func (c *launcher) keepRequest(l *launch) error {
 
 // buildCommand sets the session's argv and environment: a plain command's
 // own, or an agent's as its adapter builds it.
-func (c *launcher) buildCommand(ctx context.Context, l *launch) error {
+func (c *launcher) buildCommand(ctx context.Context, l *launching) error {
 	if l.rec.Adapter == api.ExecAdapter {
 		l.rec.Argv = l.req.Command
 		return nil
@@ -220,7 +220,7 @@ func (c *launcher) buildCommand(ctx context.Context, l *launch) error {
 // launched completes a start: the gate hands the lock to the session's
 // process, the observers hear of it, and the core starts learning what the
 // start could not say (the native id, the agent a command runs).
-func (c *launcher) launched(l *launch, started spawn.Record, took time.Duration) (api.Session, error) {
+func (c *launcher) launched(l *launching, started spawn.Record, took time.Duration) (api.Session, error) {
 	c.mons.add(started.Shim, l.id)
 	if c.opts.Gate != nil {
 		c.opts.Gate.Started(l.id, started.Adapter, started.Process, took)
