@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -46,60 +45,26 @@ const StartTimeout = 3 * time.Minute
 // directory lock. It returns once the agent's container runs, or fails with
 // the reason the cluster gave (an image not present, no node to run it).
 func (c *Cluster) Launch(ctx context.Context, req api.RunRequest) (api.Session, error) {
-	adapter := req.Adapter
-	if adapter == "" {
-		adapter = api.ExecAdapter
+	nativeID, err := c.resumeOf(ctx, &req)
+	if err != nil {
+		return api.Session{}, err
 	}
+	// The launch contract every service holds a request to; the cwd it
+	// checks is a path in the pod.
+	if err := req.Normalize(); err != nil {
+		return api.Session{}, err
+	}
+	adapter := req.Adapter
 	// An agent's command line is built in the pod, by the agentctl there
 	// from the adapter, the prompt and the model (its adapter's rule where
 	// the agent and its store are); a plain command comes whole.
 	argv := req.Command
-	if len(argv) == 0 && adapter == api.ExecAdapter {
-		return api.Session{}, api.Errorf(api.CodeInvalid, "no command given")
-	}
-	nativeID := ""
-	if req.ResumeOf != "" {
-		prev, err := c.Get(ctx, req.ResumeOf)
-		if err != nil {
-			return api.Session{}, err
-		}
-		if prev.NativeID == "" {
-			return api.Session{}, api.Errorf(api.CodeInvalid, "cluster %s: session %s has no native session id yet, so it cannot be resumed", c.name, prev.ID)
-		}
-		nativeID, req.ResumeOf, adapter = prev.NativeID, prev.ID, prev.Adapter
-		if req.Cwd == "" {
-			req.Cwd = prev.Cwd
-		}
-		// A resume runs with the --env of the run it continues (where the
-		// agent keeps its store, its keys), its own on top: in the pod,
-		// nothing else of the first run's environment is left.
-		prevEnv, err := c.specEnv(ctx, prev.ID)
-		if err != nil {
-			return api.Session{}, err
-		}
-		req.EnvOverrides = append(prevEnv, req.EnvOverrides...)
-		if req.Image == "" {
-			// The agent and its store's format are the image's: the run
-			// it continues had them.
-			if req.Image, err = c.jobImage(ctx, prev.ID); err != nil {
-				return api.Session{}, err
-			}
-		}
-	}
-	if req.Cwd == "" || !filepath.IsAbs(req.Cwd) {
-		return api.Session{}, api.Errorf(api.CodeInvalid, "working directory %q must be an absolute path (a path in the pod)", req.Cwd)
-	}
 	image := req.Image
 	if image == "" {
 		image = c.cfg.Image
 	}
 	if image == "" {
 		return api.Session{}, api.Errorf(api.CodeInvalid, "cluster %s: no image for the session: name one (--image, or image= in the cluster's URL); it must hold agentctl (docs/kubernetes.md)", c.name)
-	}
-	for _, kv := range req.EnvOverrides {
-		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
-			return api.Session{}, api.Errorf(api.CodeInvalid, "--env %q: want KEY=VALUE", kv)
-		}
 	}
 	now := time.Now().UTC()
 	id := home.NewID(now)
@@ -187,6 +152,43 @@ func (c *Cluster) Launch(ctx context.Context, req api.RunRequest) (api.Session, 
 		return c.learnStarted(ctx, id)
 	}
 	return c.Get(ctx, id)
+}
+
+// resumeOf completes a resume's request from the run it continues: its
+// adapter, its working directory (unless given), its --env values under
+// the request's own, and its image (unless given). It returns the native
+// session the resume continues; "" for a request that resumes nothing.
+func (c *Cluster) resumeOf(ctx context.Context, req *api.RunRequest) (string, error) {
+	if req.ResumeOf == "" {
+		return "", nil
+	}
+	prev, err := c.Get(ctx, req.ResumeOf)
+	if err != nil {
+		return "", err
+	}
+	if prev.NativeID == "" {
+		return "", api.Errorf(api.CodeInvalid, "cluster %s: session %s has no native session id yet, so it cannot be resumed", c.name, prev.ID)
+	}
+	req.ResumeOf, req.Adapter = prev.ID, prev.Adapter
+	if req.Cwd == "" {
+		req.Cwd = prev.Cwd
+	}
+	// A resume runs with the --env of the run it continues (where the
+	// agent keeps its store, its keys), its own on top: in the pod,
+	// nothing else of the first run's environment is left.
+	prevEnv, err := c.specEnv(ctx, prev.ID)
+	if err != nil {
+		return "", err
+	}
+	req.EnvOverrides = append(prevEnv, req.EnvOverrides...)
+	if req.Image == "" {
+		// The agent and its store's format are the image's: the run
+		// it continues had them.
+		if req.Image, err = c.jobImage(ctx, prev.ID); err != nil {
+			return "", err
+		}
+	}
+	return prev.NativeID, nil
 }
 
 // specEnv is the --env values session id was launched with, read from its

@@ -10,8 +10,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/home"
@@ -498,4 +500,8 @@ func sortByWaiting(ss []api.Session) {
 		}
 		return a.ActivitySince.Compare(*b.ActivitySince)
 	})
+}
+
+func hasControl(s string) bool {
+	return strings.ContainsFunc(s, unicode.IsControl)
 }

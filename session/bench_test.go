@@ -29,7 +29,7 @@ func BenchmarkList(b *testing.B) {
 				State: adapters.NativeDone, CreatedAt: at, UpdatedAt: at, Model: "m", FirstPrompt: "a prompt"}
 		}
 		store := &fixed{name: "fixed", sessions: sessions}
-		c := New(ctx, Options{Home: home.Home(b.TempDir()), Adapters: []adapters.Adapter{store}, DiscoveryTimeout: time.Minute})
+		c := New(ctx, Options{Home: home.Home(b.TempDir()), Adapters: adapters.NewSet(store), DiscoveryTimeout: time.Minute})
 		for _, tc := range []struct {
 			name string
 			o    api.ListOptions

@@ -19,12 +19,12 @@ import (
 // explain and peek, and is not listed a second time once it has ended.
 
 // agentOfCommand is the adapter whose binary argv runs, nil when none.
-func (c *Core) agentOfCommand(argv []string) adapters.Adapter {
+func (c *base) agentOfCommand(argv []string) adapters.Adapter {
 	if len(argv) == 0 {
 		return nil
 	}
 	base := filepath.Base(argv[0])
-	for _, a := range c.opts.Adapters {
+	for _, a := range c.adapters.All() {
 		if l, ok := a.(adapters.Launcher); ok && l.Binary() == base {
 			return a
 		}
@@ -34,7 +34,7 @@ func (c *Core) agentOfCommand(argv []string) adapters.Adapter {
 
 // tieCommand records the native session of found that the live process p
 // runs as the native session of command id; it reports whether one did.
-func (c *Core) tieCommand(id string, p proc.Identity, found discovered) (nativeRecord, bool) {
+func (c *base) tieCommand(id string, p proc.Identity, found discovered) (nativeRecord, bool) {
 	for _, ss := range found.sessions {
 		for i := range ss {
 			ns := &ss[i]
@@ -54,7 +54,7 @@ func (c *Core) tieCommand(id string, p proc.Identity, found discovered) (nativeR
 
 // learnCommandAgent ties a running command that is an agent, with no
 // native session yet, to the one its process runs, now.
-func (c *Core) learnCommandAgent(ctx context.Context, sess *api.Session) {
+func (c *base) learnCommandAgent(ctx context.Context, sess *api.Session) {
 	a := c.agentOfCommand(sess.Command)
 	if a == nil {
 		return
@@ -80,7 +80,7 @@ const (
 // that is an agent runs, while it runs (up to nativeIDTimeout): a one-shot
 // (`claude -p`) may end before anyone lists it, and its native session is
 // only tied to its process while that process lives.
-func (c *Core) followCommandAgent(id string, a adapters.Adapter, p proc.Identity) {
+func (c *base) followCommandAgent(id string, a adapters.Adapter, p proc.Identity) {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()

@@ -34,7 +34,9 @@ type Options struct {
 	// StandbyMonitor keeps a monitor started ahead of the next launch
 	// (spawn.Starter), so a launch does not wait for a process start.
 	StandbyMonitor bool
-	Adapters       []adapters.Adapter
+	// Adapters are the adapters the core reads and launches with: the
+	// one place it finds an adapter by name.
+	Adapters *adapters.Set
 	// DiscoveryTimeout bounds each adapter's discovery (default 3 s).
 	DiscoveryTimeout time.Duration
 	Logger           *slog.Logger
@@ -80,29 +82,50 @@ type Gate interface {
 	Abandon(id string)
 }
 
-// Core is the session core of one service.
+// Core is the session core of one service. It is made of parts with one
+// job each, and composes them:
+//
+//   - base: what every part shares (the session folders, the adapters and
+//     their discovery, the observers, the transitions detector's inbox);
+//   - reader: the read side (List, Get, Explain, ...), whose reads change
+//     nothing and announce nothing;
+//   - launcher: the launch side (Launch, Rename, PodLaunch);
+//   - the transitions detector (transitions), a loop of its own
+//     (WatchTransitions);
+//   - and, on Core itself, what acts on one session: stop, input, attach,
+//     logs, attention, its end.
 type Core struct {
-	opts    Options
-	log     *slog.Logger
-	records *records
-	disc    *discovery
-	moves   *transitions
-	// naming is held from the check that a launch's name is free until
-	// its record is on disk, so two launches cannot take one name.
-	naming sync.Mutex
-	attn   *attention
-	// starter starts the sessions' monitors.
-	starter *spawn.Starter
-	// repeated and handleIDs keep what a list derives from every id, for
-	// the next list while the ids are the same.
-	repeated  repeatIndex
-	handleIDs handleIndex
+	*reader
+	*launcher
+	attn *attention
+}
+
+// base is what every part of the core shares.
+type base struct {
+	opts     Options
+	log      *slog.Logger
+	adapters *adapters.Set
+	records  *records
+	disc     *discovery
+	// moves is the transitions detector: reads offer it what they saw,
+	// and its loop (WatchTransitions) announces what changed.
+	moves *transitions
 	// mons tells a running session's monitor by its pid (principal).
 	mons monitorIndex
 
 	// ctx bounds background work (learning native ids); wg waits for it.
 	ctx context.Context
 	wg  sync.WaitGroup
+}
+
+// reader is the read side of the core: the merged view and one session
+// of it. A read changes nothing and announces nothing.
+type reader struct {
+	*base
+	// repeated and handleIDs keep what a list derives from every id, for
+	// the next list while the ids are the same.
+	repeated  repeatIndex
+	handleIDs handleIndex
 }
 
 // New returns the core for opts.Home; background work it starts ends with
@@ -114,18 +137,22 @@ func New(ctx context.Context, opts Options) *Core {
 	if opts.DiscoveryTimeout <= 0 {
 		opts.DiscoveryTimeout = 3 * time.Second
 	}
-	c := &Core{
-		opts:    opts,
-		log:     opts.Logger,
-		records: newRecords(opts.Home),
-		disc:    newDiscovery(opts.Adapters, opts.DiscoveryTimeout),
-		moves:   newTransitions(),
-		attn:    newAttention(),
-		starter: spawn.NewStarter(ctx, opts.Exe, opts.StandbyMonitor, opts.Logger),
-		ctx:     ctx,
+	b := &base{
+		opts:     opts,
+		log:      opts.Logger,
+		adapters: opts.Adapters,
+		records:  newRecords(opts.Home),
+		disc:     newDiscovery(opts.Adapters.All(), opts.DiscoveryTimeout),
+		moves:    newTransitions(),
+		ctx:      ctx,
 	}
-	c.disc.observe = opts.ObserveDiscovery
-	return c
+	b.disc.observe = opts.ObserveDiscovery
+	r := &reader{base: b}
+	return &Core{
+		reader:   r,
+		launcher: &launcher{reader: r, starter: spawn.NewStarter(ctx, opts.Exe, opts.StandbyMonitor, opts.Logger)},
+		attn:     newAttention(),
+	}
 }
 
 // Wait waits for the core's background work, once its context has ended.
@@ -133,46 +160,54 @@ func (c *Core) Wait() { c.wg.Wait(); c.starter.Wait() }
 
 // Warm runs one discovery, so the first list after a start does not pay for
 // reading every store.
-func (c *Core) Warm(ctx context.Context) { c.disc.run(ctx) }
+func (c *reader) Warm(ctx context.Context) { c.disc.run(ctx) }
 
 // Launched derives one session this service started, from its folder.
 // ErrIncomplete means its start is still in progress.
-func (c *Core) Launched(id string) (api.Session, error) { return c.records.get(id) }
+func (c *reader) Launched(id string) (api.Session, error) { return c.records.get(id) }
 
 // LaunchedIDs lists the session folders.
-func (c *Core) LaunchedIDs() ([]string, error) { return c.records.ids() }
+func (c *reader) LaunchedIDs() ([]string, error) { return c.records.ids() }
 
 // AllLaunched derives every session this service started; unreadable
 // records become warnings.
-func (c *Core) AllLaunched() ([]api.Session, []string, error) { return c.records.all() }
+func (c *reader) AllLaunched() ([]api.Session, []string, error) { return c.records.all() }
 
 // Forget drops a removed session from what the core keeps.
 func (c *Core) Forget(id string) { c.records.forget(id); c.moves.forget(id) }
 
-// List is the merged view, narrowed and ordered oldest first.
-func (c *Core) List(ctx context.Context, o api.ListOptions) (api.SessionList, error) {
+// List is the merged view, narrowed and ordered oldest first. It changes
+// nothing: what it saw of running sessions is offered to the transitions
+// detector, which compares and announces in a loop of its own.
+func (c *reader) List(ctx context.Context, o api.ListOptions) (api.SessionList, error) {
 	f, err := newFilter(o, time.Now())
 	if err != nil {
 		return api.SessionList{}, err
 	}
 	var known []string
+	followed := c.moves.followed()
 	// A session only an adapter knows that cannot pass the filter is not
 	// built, unless the transitions detector follows it; its id still
 	// counts for the handles.
-	skip := func(ns *adapters.NativeSession, failed bool, tracked func(string) bool) bool {
-		if f.mayKeepNative(ns, !failed) || tracked(ns.NativeID) {
+	skip := func(ns *adapters.NativeSession, failed bool) bool {
+		if f.mayKeepNative(ns, !failed) || followed[ns.NativeID] {
 			return false
 		}
 		known = append(known, ns.NativeID)
 		return true
 	}
-	kept, warnings, err := c.sessions(ctx, func(s *api.Session) bool {
+	var seen []api.Session
+	kept, warnings, err := c.view(ctx, func(s *api.Session) bool {
 		known = append(known, s.ID)
+		if followable(s, followed) {
+			seen = append(seen, *s)
+		}
 		return f.keep(s)
 	}, skip)
 	if err != nil {
 		return api.SessionList{}, err
 	}
+	c.moves.offer(seen)
 	if kept == nil {
 		kept = []api.Session{}
 	}
@@ -185,6 +220,24 @@ func (c *Core) List(ctx context.Context, o api.ListOptions) (api.SessionList, er
 		sortByWaiting(kept)
 	}
 	return api.SessionList{Sessions: kept, Warnings: warnings}, nil
+}
+
+// lookAtRunning is the transitions detector's own look at the view: the
+// sessions it follows or that run with a known activity. Sessions only an
+// adapter knows that cannot be running are not built.
+func (c *reader) lookAtRunning(ctx context.Context) ([]api.Session, error) {
+	followed := c.moves.followed()
+	running := filter{status: api.StatusRunning}
+	var seen []api.Session
+	_, _, err := c.view(ctx, func(s *api.Session) bool {
+		if followable(s, followed) {
+			seen = append(seen, *s)
+		}
+		return false
+	}, func(ns *adapters.NativeSession, failed bool) bool {
+		return !running.mayKeepNative(ns, !failed) && !followed[ns.NativeID]
+	})
+	return seen, err
 }
 
 // maxUnknownReasons bounds the warnings that explain unknown rows one by
@@ -218,32 +271,23 @@ func unknownReasons(ss []api.Session) []string {
 	return out
 }
 
-// sessions is the merged view: launched sessions and those only adapters
-// know, those keep accepts (all when keep is nil). Every running session
-// passes the transitions detector, listed or not. skip, when set, is asked
+// view is the merged view: launched sessions and those only adapters
+// know, those keep accepts (all when keep is nil). skip, when set, is asked
 // about each session only an adapter knows before its session object is
-// built (see mergeSkipping): failed says its adapter failed this time,
-// tracked whether the transitions detector follows an id. A session skip
-// leaves out must be one keep would reject and the detector does not
-// follow.
-func (c *Core) sessions(ctx context.Context, keep func(*api.Session) bool, skip func(ns *adapters.NativeSession, failed bool, tracked func(string) bool) bool) ([]api.Session, []string, error) {
+// built (see mergeSkipping); failed says its adapter failed this time. A
+// session skip leaves out must be one keep would reject.
+func (c *reader) view(ctx context.Context, keep func(*api.Session) bool, skip func(ns *adapters.NativeSession, failed bool) bool) ([]api.Session, []string, error) {
 	launched, warnings, err := c.records.all()
 	if err != nil {
 		return nil, nil, err
 	}
 	disc := c.disc.run(adapters.WithLaunched(ctx, launchPins(launched)))
 	disc.repeats = c.repeated.repeats(disc.sessions)
-	seen := c.moves.begin()
 	var skipNative func(*adapters.NativeSession) bool
 	if skip != nil {
-		tracked := seen.tracked // bound once: a method value made per call allocates
-		skipNative = func(ns *adapters.NativeSession) bool { return skip(ns, disc.failed[ns.Adapter], tracked) }
+		skipNative = func(ns *adapters.NativeSession) bool { return skip(ns, disc.failed[ns.Adapter]) }
 	}
-	all := mergeSkipping(launched, disc, func(sess *api.Session) bool {
-		seen.activity(sess)
-		return keep == nil || keep(sess)
-	}, skipNative)
-	c.notify(seen.end())
+	all := mergeSkipping(launched, disc, keep, skipNative)
 	return all, append(warnings, disc.warnings...), nil
 }
 
@@ -269,7 +313,7 @@ func launchPins(launched []api.Session) map[string]map[int]string {
 
 // Get resolves an id or unique prefix to the merged session object, with
 // the warnings of the adapters it asked.
-func (c *Core) Get(ctx context.Context, prefix string) (api.Session, error) {
+func (c *reader) Get(ctx context.Context, prefix string) (api.Session, error) {
 	sess, warnings, err := c.lookup(ctx, prefix)
 	if err != nil {
 		return api.Session{}, err
@@ -287,7 +331,7 @@ func (c *Core) Get(ctx context.Context, prefix string) (api.Session, error) {
 // and, from each adapter's last answer, the native ids no launched session
 // claims (those are listed under the launched id). A handle Get gives is
 // then the one list prints.
-func (c *Core) knownIDs() ([]string, error) {
+func (c *reader) knownIDs() ([]string, error) {
 	launched, _, err := c.records.all()
 	if err != nil {
 		return nil, err
@@ -305,7 +349,7 @@ func (c *Core) knownIDs() ([]string, error) {
 
 // lookup resolves an id or unique prefix to the merged session object and
 // the warnings of the discovery that vouched for it.
-func (c *Core) lookup(ctx context.Context, prefix string) (api.Session, []string, error) {
+func (c *reader) lookup(ctx context.Context, prefix string) (api.Session, []string, error) {
 	if prefix == "" {
 		return api.Session{}, nil, faultf(ErrInvalid, "an empty session id")
 	}
@@ -318,7 +362,7 @@ func (c *Core) lookup(ctx context.Context, prefix string) (api.Session, []string
 		if sess.NativeID == "" && sess.Adapter == api.ExecAdapter && sess.Status == api.StatusRunning {
 			c.learnCommandAgent(ctx, &sess)
 		}
-		if sess.NativeID == "" || c.disc.adapter(nativeAdapterOf(&sess)) == nil {
+		if sess.NativeID == "" || c.adapters.Get(nativeAdapterOf(&sess)) == nil {
 			return sess, nil, nil
 		}
 		merged, warnings := c.withNative(ctx, sess)
@@ -353,7 +397,7 @@ func (c *Core) lookup(ctx context.Context, prefix string) (api.Session, []string
 // still ambiguous); when none holds it, or those asked no longer do,
 // every adapter is asked. accepted, when not nil, names the adapters whose
 // ids the prefix can be (the others' sessions are not candidates).
-func (c *Core) lookupNative(ctx context.Context, prefix string, accepted map[string]bool, launched []api.Session) (api.Session, []string, error) {
+func (c *reader) lookupNative(ctx context.Context, prefix string, accepted map[string]bool, launched []api.Session) (api.Session, []string, error) {
 	if a, id := c.disc.holder(prefix, accepted); a != nil {
 		if ns, err := c.disc.one(ctx, a, id); err == nil {
 			one := discovered{sessions: [][]adapters.NativeSession{{ns}}, failed: map[string]bool{}}
@@ -386,7 +430,7 @@ func (c *Core) lookupNative(ctx context.Context, prefix string, accepted map[str
 
 // resolveNative merges the native sessions with the prefix (and the
 // launched ones, which may claim them) and resolves the prefix among them.
-func (c *Core) resolveNative(prefix string, accepted map[string]bool, launched []api.Session, disc discovered) (api.Session, error) {
+func (c *reader) resolveNative(prefix string, accepted map[string]bool, launched []api.Session, disc discovered) (api.Session, error) {
 	low := strings.ToLower(prefix)
 	narrowed := disc
 	narrowed.sessions = make([][]adapters.NativeSession, len(disc.sessions))
@@ -417,7 +461,7 @@ func (c *Core) resolveNative(prefix string, accepted map[string]bool, launched [
 // nativeIDOwners says which adapters a handle can be a native id of: nil
 // (any) for a handle shaped like agentctl's own ids, else the adapters
 // whose NativeIDChecker accepts it; ErrInvalid when none does.
-func (c *Core) nativeIDOwners(handle string) (map[string]bool, error) {
+func (c *reader) nativeIDOwners(handle string) (map[string]bool, error) {
 	if home.ValidID(handle) {
 		return nil, nil
 	}
@@ -440,8 +484,8 @@ func (c *Core) nativeIDOwners(handle string) (map[string]bool, error) {
 // returns that adapter's warnings: a failing adapter says so everywhere.
 // The other runs of its native session (an original and its resumes) are
 // merged beside it, so that its counts are its own, as in a list.
-func (c *Core) withNative(ctx context.Context, sess api.Session) (api.Session, []string) {
-	a := c.disc.adapter(nativeAdapterOf(&sess))
+func (c *reader) withNative(ctx context.Context, sess api.Session) (api.Session, []string) {
+	a := c.adapters.Get(nativeAdapterOf(&sess))
 	var found discovered
 	// Its adapter reads that session alone where it can; a store that has
 	// it not (yet) enriches nothing, as a discovery without it would.
@@ -489,8 +533,20 @@ func resolvePrefix(prefix string, ids []string) (string, error) {
 	return "", &AmbiguousError{Prefix: prefix, Candidates: matches}
 }
 
+// WatchTransitions runs the transitions detector as a loop of its own
+// until ctx ends (Wait waits for it): it compares the views reads offer,
+// and, while sessions run, looks at the view itself; the transitions it
+// finds go to the observers. Reads never announce anything.
+func (c *Core) WatchTransitions(ctx context.Context) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		c.moves.follow(ctx, c.lookAtRunning, c.notify)
+	}()
+}
+
 // notify hands transitions to the observers.
-func (c *Core) notify(changes []Change) {
+func (c *base) notify(changes []Change) {
 	for _, ch := range changes {
 		for _, o := range c.opts.Observers {
 			o.Changed(ch)

@@ -178,15 +178,6 @@ func (d *discovery) join(ctx context.Context, a adapters.Adapter) *flight {
 	return f
 }
 
-func (d *discovery) adapter(name string) adapters.Adapter {
-	for _, a := range d.adapters {
-		if a.Name() == name {
-			return a
-		}
-	}
-	return nil
-}
-
 // owners returns the adapters whose last answer holds a native id that
 // starts with prefix (any case), and every adapter's last answer, read in
 // place. A lookup of one native id asks those adapters alone: ids do not

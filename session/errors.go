@@ -37,6 +37,10 @@ func faultf(kind error, format string, args ...any) error {
 	return &fault{kind: kind, msg: fmt.Sprintf(format, args...)}
 }
 
+// invalid is a request the API's own checks refused (the launch contract,
+// api.RunRequest.Normalize): an ErrInvalid with their message.
+func invalid(err error) error { return &fault{kind: ErrInvalid, msg: err.Error()} }
+
 // AmbiguousError: a prefix matches several sessions.
 type AmbiguousError struct {
 	Prefix     string

@@ -23,7 +23,7 @@ import (
 // attributed to it and by which evidence, and the candidates it weighed
 // (processes that may own it, ones it turned down). A launched session with
 // a native id carries both.
-func (c *Core) Explain(ctx context.Context, id string) (api.Explanation, error) {
+func (c *reader) Explain(ctx context.Context, id string) (api.Explanation, error) {
 	sess, err := c.Get(ctx, id)
 	if err != nil {
 		return api.Explanation{}, err
@@ -43,7 +43,7 @@ func (c *Core) Explain(ctx context.Context, id string) (api.Explanation, error) 
 		ex.Evidence = append(ex.Evidence, launchedEvidence(dir, st)...)
 		ex.Reason = launchedReason(st)
 	}
-	if a := c.disc.adapter(nativeAdapterOf(&sess)); a != nil && sess.NativeID != "" {
+	if a := c.adapters.Get(nativeAdapterOf(&sess)); a != nil && sess.NativeID != "" {
 		found := c.disc.runOf(ctx, []adapters.Adapter{a})
 		ns := findNative(found, a.Name(), sess.NativeID)
 		vouched := !found.failed[a.Name()]

@@ -199,7 +199,7 @@ func commonPrefix(a, b string) int {
 //
 // The ids are kept sorted between calls (handleIndex): the same ids, as a
 // list between changes knows, cost a comparison rather than a sort.
-func (c *Core) setHandles(ss []api.Session, known []string) {
+func (c *reader) setHandles(ss []api.Session, known []string) {
 	among := slices.Clip(known)
 	for i := range ss {
 		among = append(among, ss[i].ID)

@@ -76,7 +76,7 @@ func TestHandlesSortedAgreesWithLinear(t *testing.T) {
 // another.
 func TestSetHandlesKeepsItsIndex(t *testing.T) {
 	ids := []string{"abcdefgh", "abcdxyz1", "q0000000", "ABCDEF12"}
-	c := &Core{}
+	c := &reader{}
 	for _, tc := range []struct {
 		name   string
 		known  []string

@@ -19,7 +19,7 @@ import (
 
 // launchedDir resolves a session this service started, or explains why the
 // session has no folder here.
-func (c *Core) launchedDir(ctx context.Context, prefix string) (api.Session, string, error) {
+func (c *reader) launchedDir(ctx context.Context, prefix string) (api.Session, string, error) {
 	sess, _, err := c.lookup(ctx, prefix)
 	if err != nil {
 		return api.Session{}, "", err
@@ -299,7 +299,7 @@ func (c *Core) Transcript(ctx context.Context, id string, n int) (api.Transcript
 	}
 	n = max(n, 1)
 	out := api.Transcript{Session: sess, Warnings: warnings, Messages: []api.Message{}}
-	if a := c.disc.adapter(nativeAdapterOf(&sess)); a != nil && sess.NativeID != "" {
+	if a := c.adapters.Get(nativeAdapterOf(&sess)); a != nil && sess.NativeID != "" {
 		assistant, err := lastAssistant(ctx, a, sess.NativeID, n)
 		if err != nil {
 			out.Warnings = append(out.Warnings, fmt.Sprintf("adapter %s: read transcript: %v", a.Name(), err))
@@ -424,7 +424,7 @@ func assistantOf(msgs []adapters.Message) []api.Message {
 // observers as they happen rather than at the next list. It returns when
 // ctx ends.
 func (c *Core) WatchAdapters(ctx context.Context) {
-	for _, a := range c.opts.Adapters {
+	for _, a := range c.adapters.All() {
 		w, ok := a.(adapters.ChangeWatcher)
 		if !ok {
 			continue

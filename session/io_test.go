@@ -72,7 +72,7 @@ func TestPeekLooksPastALongRunOfToolCalls(t *testing.T) {
 	for i := range 300 {
 		lt.msgs = append(lt.msgs, adapters.Message{Role: "tool", Text: fmt.Sprint("call ", i)})
 	}
-	core := New(context.Background(), Options{Home: home.Home(t.TempDir()), Adapters: []adapters.Adapter{lt}})
+	core := New(context.Background(), Options{Home: home.Home(t.TempDir()), Adapters: adapters.NewSet(lt)})
 	tr, err := core.Transcript(context.Background(), "s1", 1)
 	if err != nil {
 		t.Fatal(err)

@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
-	"unicode"
 
 	"golang.org/x/sys/unix"
 
@@ -35,25 +34,40 @@ const nativeIDTimeout = 2 * time.Minute
 // again, when the id it told was another session's.
 const nativeIDRetry = time.Second
 
+// launcher is the launch side of the core: it holds a request to the
+// launch contract, makes the session's folder and record, asks the gate,
+// builds the agent's command through its adapter, starts the monitor, and
+// tells the observers. It reads through the read side (resumes, names).
+type launcher struct {
+	*reader
+	// starter starts the sessions' monitors.
+	starter *spawn.Starter
+	// naming is held from the check that a launch's name is free until
+	// its record is on disk, so two launches cannot take one name.
+	naming sync.Mutex
+}
+
 // Launch starts a session and returns it once the command is confirmed
-// started (the exec succeeded and launch.json is on disk). A caller that
-// goes away mid-launch does not cut it short: a half-started session would
-// be worse than an unread answer.
+// started (the exec succeeded and launch.json is on disk), and follows the
+// agent's own server, if it has one (WatchAgentServer).
 func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, error) {
+	sess, err := c.launch(ctx, req)
+	if err != nil {
+		return api.Session{}, err
+	}
+	c.WatchAgentServer(sess.ID)
+	return sess, nil
+}
+
+// launch starts a session. A caller that goes away mid-launch does not cut
+// it short: a half-started session would be worse than an unread answer.
+// The request is held to the launch contract (api.RunRequest.Normalize)
+// first; a launch that fails after its folder is made takes back what it
+// made, in one place (launchUndo).
+func (c *launcher) launch(ctx context.Context, req api.RunRequest) (api.Session, error) {
 	ctx = context.WithoutCancel(ctx)
-	if req.Cwd == "" || !filepath.IsAbs(req.Cwd) {
-		return api.Session{}, faultf(ErrInvalid, "working directory %s must be an absolute path", text.Quote(req.Cwd))
-	}
-	for _, kv := range req.EnvOverrides {
-		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
-			return api.Session{}, faultf(ErrInvalid, "--env %s: want KEY=VALUE", text.Quote(kv))
-		}
-	}
-	if err := checkNames(req); err != nil {
-		return api.Session{}, err
-	}
-	if err := checkAgentOptions(req); err != nil {
-		return api.Session{}, err
+	if err := req.Normalize(); err != nil {
+		return api.Session{}, invalid(err)
 	}
 	limits, err := c.limits(req)
 	if err != nil {
@@ -70,104 +84,162 @@ func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, err
 			return api.Session{}, err
 		}
 	}
+	l := c.newLaunch(req, lineage, limits)
+	undo := &launchUndo{}
+	defer undo.run()
+	if err := c.prepare(ctx, l, undo); err != nil {
+		return api.Session{}, err
+	}
+	began := time.Now()
+	started, err := c.starter.Start(ctx, l.dir, l.spec)
+	if err != nil {
+		if !errors.Is(err, spawn.ErrStart) {
+			// The monitor may hold the folder: it stays.
+			undo.dir = ""
+			return api.Session{}, err
+		}
+		return api.Session{}, faultf(ErrSpawn, "%s", strings.TrimPrefix(err.Error(), spawn.ErrStart.Error()+": "))
+	}
+	undo.disarm()
+	return c.launched(l, started, time.Since(began))
+}
+
+// launching is one launch under way: the request, and what is made of it.
+type launching struct {
+	req  api.RunRequest
+	id   string
+	dir  string
+	rec  spawn.Record
+	spec spawn.Spec
+	// finder looks for the native id the adapter could not pre-assign;
+	// hasServer says the agent has its own server (WatchAgentServer).
+	finder    adapters.NativeIDFinder
+	hasServer bool
+}
+
+// launchUndo is what a launch that fails takes back: its folder, and the
+// gate's reservation. disarm keeps both once the session runs.
+type launchUndo struct {
+	dir     string
+	abandon func()
+}
+
+func (u *launchUndo) run() {
+	if u.dir != "" {
+		os.RemoveAll(u.dir)
+	}
+	if u.abandon != nil {
+		u.abandon()
+	}
+}
+
+func (u *launchUndo) disarm() { *u = launchUndo{} }
+
+// newLaunch names the session and drafts its record, from the normalised
+// request; nothing is made yet.
+func (c *launcher) newLaunch(req api.RunRequest, lineage []string, limits cgroup.Limits) *launching {
 	// PWD follows the session's cwd, not the caller's: some agents
 	// (OpenCode) work in $PWD rather than in their real working directory.
 	now := time.Now().UTC()
 	id := home.NewID(now)
 	env := envvar.Merge(envvar.Merge(req.Env, "PWD="+req.Cwd), req.EnvOverrides...)
 	env = envvar.Merge(env, home.SessionEnv+"="+id)
-	dir := c.opts.Home.SessionDir(id)
-	rec := spawn.Record{
-		ID: id, Adapter: req.Adapter, Name: req.Name, Group: req.Group, Labels: req.Labels,
-		Cwd: req.Cwd, Prompt: req.Prompt, Model: req.Model, ResumeOf: req.ResumeOf,
-		PermissionMode: req.PermissionMode, AgentArgs: req.AgentArgs,
-		RestartOf: req.RestartOf, LaunchedFrom: lineage,
-		CreatedAt: now, Rows: req.Rows, Cols: req.Cols,
-		StopSignal: "SIGTERM",
+	l := &launching{
+		req: req, id: id, dir: c.opts.Home.SessionDir(id),
+		rec: spawn.Record{
+			ID: id, Adapter: req.Adapter, Name: req.Name, Group: req.Group, Labels: req.Labels,
+			Cwd: req.Cwd, Prompt: req.Prompt, Model: req.Model, ResumeOf: req.ResumeOf,
+			PermissionMode: req.PermissionMode, AgentArgs: req.AgentArgs,
+			RestartOf: req.RestartOf, LaunchedFrom: lineage,
+			CreatedAt: now, Rows: req.Rows, Cols: req.Cols,
+			StopSignal: "SIGTERM",
+		},
+		spec: spawn.Spec{Env: env, ServiceLock: c.opts.Home.LockFile()},
 	}
-	rec.Adapter = canonicalAdapter(rec.Adapter)
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		return api.Session{}, fmt.Errorf("create session folder: %w", err)
-	}
-	envSet, err := keepEnv(dir, req.EnvOverrides)
-	if err != nil {
-		os.RemoveAll(dir)
-		return api.Session{}, err
-	}
-	rec.EnvSet = envSet
-	if len(rec.Prompt) > maxRecordPrompt {
-		// The record stays small (every list reads it); the whole prompt
-		// is kept beside it.
-		if err := atomicfile.Write(filepath.Join(dir, home.PromptFile), []byte(rec.Prompt), 0o600); err != nil {
-			os.RemoveAll(dir)
-			return api.Session{}, fmt.Errorf("keep the prompt: %w", err)
-		}
-		rec.Prompt, rec.PromptCut = text.Truncate(rec.Prompt, maxRecordPrompt), true
-	}
-	if c.opts.Gate != nil {
-		if err := c.opts.Gate.Reserve(id, dir, rec.Adapter, req); err != nil {
-			os.RemoveAll(dir)
-			return api.Session{}, err
-		}
-	}
-	ok := false
-	defer func() {
-		if !ok && c.opts.Gate != nil {
-			c.opts.Gate.Abandon(id)
-		}
-	}()
-	spec := spawn.Spec{Env: env, ServiceLock: c.opts.Home.LockFile()}
 	if c.opts.Cgroups != nil {
 		if paths := c.opts.Cgroups.Paths(id); !paths.Empty() {
-			spec.Cgroup = &spawn.CgroupSpec{Paths: paths, Limits: limits}
+			l.spec.Cgroup = &spawn.CgroupSpec{Paths: paths, Limits: limits}
 		}
 	}
 	if !limits.Zero() {
-		rec.Limits = &limits
+		l.rec.Limits = &limits
 	}
-	var finder adapters.NativeIDFinder
-	hasServer := false
-	if rec.Adapter == api.ExecAdapter {
-		if len(req.Command) == 0 {
-			os.RemoveAll(dir)
-			return api.Session{}, faultf(ErrInvalid, "no command given: agentctl run -- COMMAND [ARGS...]")
-		}
-		rec.Argv = req.Command
-	} else {
-		ls, f, err := c.adapterSpec(req, &rec, env, dir)
-		if err != nil {
-			os.RemoveAll(dir)
-			return api.Session{}, err
-		}
-		rec.Argv, spec.Env, spec.Stdin, rec.NativeID, spec.Path = ls.Argv, ls.Env, ls.Stdin, ls.NativeID, ls.Path
-		finder, hasServer = f, ls.Server != ""
-		if req.ResumeOf != "" && rec.NativeID != "" {
-			rec.Baseline = c.nativeUsage(ctx, rec.Adapter, rec.NativeID)
-		}
-		if err := noteServer(dir, ls.Server); err != nil {
-			os.RemoveAll(dir)
-			return api.Session{}, err
-		}
-	}
-	rec.EnvKeys = envvar.Keys(spec.Env)
-	sort.Strings(rec.EnvKeys)
-	spec.Record = rec
+	return l
+}
 
-	began := time.Now()
-	started, err := c.starter.Start(ctx, dir, spec)
-	if err != nil {
-		if errors.Is(err, spawn.ErrStart) {
-			os.RemoveAll(dir)
-			return api.Session{}, faultf(ErrSpawn, "%s", strings.TrimPrefix(err.Error(), spawn.ErrStart.Error()+": "))
-		}
-		return api.Session{}, err
+// prepare makes the session's folder, keeps what the record does not hold,
+// asks the gate, and builds the command: everything before the monitor
+// starts. What it makes, undo takes back.
+func (c *launcher) prepare(ctx context.Context, l *launching, undo *launchUndo) error {
+	if err := os.Mkdir(l.dir, 0o700); err != nil {
+		return fmt.Errorf("create session folder: %w", err)
 	}
-	ok = true
-	c.mons.add(started.Shim, id)
+	undo.dir = l.dir
+	if err := c.keepRequest(l); err != nil {
+		return err
+	}
 	if c.opts.Gate != nil {
-		c.opts.Gate.Started(id, started.Adapter, started.Process, time.Since(began))
+		if err := c.opts.Gate.Reserve(l.id, l.dir, l.rec.Adapter, l.req); err != nil {
+			return err
+		}
+		undo.abandon = func() { c.opts.Gate.Abandon(l.id) }
 	}
-	sess, err := c.records.get(id)
+	if err := c.buildCommand(ctx, l); err != nil {
+		return err
+	}
+	l.rec.EnvKeys = envvar.Keys(l.spec.Env)
+	sort.Strings(l.rec.EnvKeys)
+	l.spec.Record = l.rec
+	return nil
+}
+
+// keepRequest writes beside the record what it does not hold: the --env
+// values (for a restart), and a prompt too long for it.
+func (c *launcher) keepRequest(l *launching) error {
+	envSet, err := keepEnv(l.dir, l.req.EnvOverrides)
+	if err != nil {
+		return err
+	}
+	l.rec.EnvSet = envSet
+	if len(l.rec.Prompt) > maxRecordPrompt {
+		// The record stays small (every list reads it); the whole prompt
+		// is kept beside it.
+		if err := atomicfile.Write(filepath.Join(l.dir, home.PromptFile), []byte(l.rec.Prompt), 0o600); err != nil {
+			return fmt.Errorf("keep the prompt: %w", err)
+		}
+		l.rec.Prompt, l.rec.PromptCut = text.Truncate(l.rec.Prompt, maxRecordPrompt), true
+	}
+	return nil
+}
+
+// buildCommand sets the session's argv and environment: a plain command's
+// own, or an agent's as its adapter builds it.
+func (c *launcher) buildCommand(ctx context.Context, l *launching) error {
+	if l.rec.Adapter == api.ExecAdapter {
+		l.rec.Argv = l.req.Command
+		return nil
+	}
+	ls, finder, err := c.adapterSpec(l.req, &l.rec, l.spec.Env, l.dir)
+	if err != nil {
+		return err
+	}
+	l.rec.Argv, l.spec.Env, l.spec.Stdin, l.rec.NativeID, l.spec.Path = ls.Argv, ls.Env, ls.Stdin, ls.NativeID, ls.Path
+	l.finder, l.hasServer = finder, ls.Server != ""
+	if l.req.ResumeOf != "" && l.rec.NativeID != "" {
+		l.rec.Baseline = c.nativeUsage(ctx, l.rec.Adapter, l.rec.NativeID)
+	}
+	return noteServer(l.dir, ls.Server)
+}
+
+// launched completes a start: the gate hands the lock to the session's
+// process, the observers hear of it, and the core starts learning what the
+// start could not say (the native id, the agent a command runs).
+func (c *launcher) launched(l *launching, started spawn.Record, took time.Duration) (api.Session, error) {
+	c.mons.add(started.Shim, l.id)
+	if c.opts.Gate != nil {
+		c.opts.Gate.Started(l.id, started.Adapter, started.Process, took)
+	}
+	sess, err := c.records.get(l.id)
 	if err != nil {
 		return api.Session{}, err
 	}
@@ -178,22 +250,21 @@ func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, err
 	// works on through the server's events (WatchAgentServer); a search of
 	// the store could only go by folder and time, and a TUI without a
 	// prompt gives nothing more to tell its session from another's.
-	if started.NativeID == "" && finder != nil && !hasServer {
-		c.learnNativeID(id, finder, started)
+	if started.NativeID == "" && l.finder != nil && !l.hasServer {
+		c.learnNativeID(l.id, l.finder, started)
 	}
-	if rec.Adapter == api.ExecAdapter {
-		if a := c.agentOfCommand(rec.Argv); a != nil {
-			c.followCommandAgent(id, a, started.Process)
+	if l.rec.Adapter == api.ExecAdapter {
+		if a := c.agentOfCommand(l.rec.Argv); a != nil {
+			c.followCommandAgent(l.id, a, started.Process)
 		}
 	}
-	c.WatchAgentServer(id)
 	return sess, nil
 }
 
 // limits are the session's limits: those asked for, over its adapter's in
 // the configuration. A limit this service cannot enforce refuses the
 // launch: a session believed bounded must be.
-func (c *Core) limits(req api.RunRequest) (cgroup.Limits, error) {
+func (c *launcher) limits(req api.RunRequest) (cgroup.Limits, error) {
 	var l api.Limits
 	if req.Limits != nil {
 		l = *req.Limits
@@ -201,7 +272,7 @@ func (c *Core) limits(req api.RunRequest) (cgroup.Limits, error) {
 	if l.MemoryMaxBytes < 0 || l.CPUs < 0 || l.PidsMax < 0 {
 		return cgroup.Limits{}, faultf(ErrInvalid, "limits cannot be negative: %+v", l)
 	}
-	def := c.opts.Limits[canonicalAdapter(req.Adapter)]
+	def := c.opts.Limits[req.Adapter]
 	if l.MemoryMaxBytes == 0 {
 		l.MemoryMaxBytes = def.MemoryMaxBytes
 	}
@@ -225,33 +296,10 @@ func (c *Core) limits(req api.RunRequest) (cgroup.Limits, error) {
 	return out, nil
 }
 
-// checkNames refuses id-like fields that could become paths or put control
-// sequences on a terminal: they are echoed by list and used in folders.
-func checkNames(req api.RunRequest) error {
-	if req.ResumeOf != "" && !home.ValidID(req.ResumeOf) {
-		return faultf(ErrInvalid, "resume_of %s is not a valid session id", text.Quote(req.ResumeOf))
-	}
-	if req.RestartOf != "" && !home.ValidID(req.RestartOf) {
-		return faultf(ErrInvalid, "restart_of %s is not a valid session id", text.Quote(req.RestartOf))
-	}
-	if req.Group != "" && !home.ValidID(req.Group) {
-		return faultf(ErrInvalid, "group %s: use letters, digits, '-', '_' and '.' (at most 128, not starting with '.')", text.Quote(req.Group))
-	}
-	if len(req.Name) > 128 || hasControl(req.Name) {
-		return faultf(ErrInvalid, "name %s: at most 128 characters, no control characters", text.Quote(req.Name))
-	}
-	for k, v := range req.Labels {
-		if k == "" || len(k) > 128 || strings.ContainsAny(k, "=,") || hasControl(k) || len(v) > 1024 || hasControl(v) {
-			return faultf(ErrInvalid, "label %s=%s: a key of at most 128 characters without '=', ',' or control characters, and a value of at most 1024 without control characters", text.Quote(k), text.Quote(v))
-		}
-	}
-	return nil
-}
-
 // nameFree refuses a name a running session has, or that is how another
 // session's id begins (its handle in a list). Hold c.naming from this check
 // until the name is recorded.
-func (c *Core) nameFree(name string) error {
+func (c *launcher) nameFree(name string) error {
 	if other, taken := c.records.runningNamed(name); taken {
 		return faultf(ErrInvalid, "name %s is taken by running session %s: stop it, or choose another name", text.Quote(name), other)
 	}
@@ -259,22 +307,6 @@ func (c *Core) nameFree(name string) error {
 		return faultf(ErrInvalid, "name %q is how session %s's id begins (its handle in a list): a command given %q would reach the wrong one; choose another name", name, other, name)
 	}
 	return nil
-}
-
-func hasControl(s string) bool {
-	return strings.ContainsFunc(s, unicode.IsControl)
-}
-
-// canonicalAdapter maps the names the old tool used onto today's, and ""
-// onto the plain-command adapter.
-func canonicalAdapter(name string) string {
-	switch name {
-	case "":
-		return api.ExecAdapter
-	case "claude-code":
-		return "claude"
-	}
-	return name
 }
 
 // agentLaunch is an agent's launch as its adapter built it, with the
@@ -288,7 +320,7 @@ type agentLaunch struct {
 // The agent's binary is resolved once, here, with the launch's own PATH and
 // working directory: a missing agent fails the launch with its name, also
 // when a wrapper (a shell feeding a prompt file) comes first in argv.
-func (c *Core) adapterSpec(req api.RunRequest, rec *spawn.Record, env []string, dir string) (agentLaunch, adapters.NativeIDFinder, error) {
+func (c *launcher) adapterSpec(req api.RunRequest, rec *spawn.Record, env []string, dir string) (agentLaunch, adapters.NativeIDFinder, error) {
 	nativeID := ""
 	if req.ResumeOf != "" {
 		prev, err := c.records.get(req.ResumeOf)
@@ -306,11 +338,11 @@ func (c *Core) adapterSpec(req api.RunRequest, rec *spawn.Record, env []string, 
 // agentSpec is adapterSpec once the native session a resume continues
 // (nativeID, "" for a new one) is known; hook is the agent's hook command
 // (nil where no service hears hooks).
-func (c *Core) agentSpec(req api.RunRequest, rec *spawn.Record, env []string, dir, nativeID string, hook []string) (agentLaunch, adapters.NativeIDFinder, error) {
-	a := c.disc.adapter(rec.Adapter)
+func (c *launcher) agentSpec(req api.RunRequest, rec *spawn.Record, env []string, dir, nativeID string, hook []string) (agentLaunch, adapters.NativeIDFinder, error) {
+	a := c.adapters.Get(rec.Adapter)
 	launcher, ok := a.(adapters.Launcher)
 	if !ok {
-		return agentLaunch{}, nil, faultf(ErrInvalid, "unknown adapter %s (known: %s)", text.Quote(rec.Adapter), strings.Join(c.launchers(), ", "))
+		return agentLaunch{}, nil, faultf(ErrInvalid, "unknown adapter %s (known: %s)", text.Quote(rec.Adapter), strings.Join(append([]string{api.ExecAdapter}, c.adapters.Launchers()...), ", "))
 	}
 	var out agentLaunch
 	bin, err := spawn.LookPath(launcher.Binary(), env, req.Cwd)
@@ -353,22 +385,12 @@ func (c *Core) agentSpec(req api.RunRequest, rec *spawn.Record, env []string, di
 	return out, finder, nil
 }
 
-func (c *Core) launchers() []string {
-	names := []string{api.ExecAdapter}
-	for _, a := range c.opts.Adapters {
-		if _, ok := a.(adapters.Launcher); ok {
-			names = append(names, a.Name())
-		}
-	}
-	return names
-}
-
 // learnNativeID asks the adapter for the native id of a just-started agent
 // and records it once found. An id another launched session of the agent
 // is bound to is never recorded (it would take that session's row, prompt
 // and tokens): the adapter is asked again until it tells another, or the
 // time is up.
-func (c *Core) learnNativeID(id string, finder adapters.NativeIDFinder, rec spawn.Record) {
+func (c *launcher) learnNativeID(id string, finder adapters.NativeIDFinder, rec spawn.Record) {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -407,8 +429,8 @@ func (c *Core) learnNativeID(id string, finder adapters.NativeIDFinder, rec spaw
 // a resume's baseline, from which its own tokens and cost are told. nil
 // when its adapter cannot say now (the resume's own counts are then
 // unknown, never the native session's total).
-func (c *Core) nativeUsage(ctx context.Context, adapter, id string) *api.Usage {
-	a := c.disc.adapter(adapter)
+func (c *launcher) nativeUsage(ctx context.Context, adapter, id string) *api.Usage {
+	a := c.adapters.Get(adapter)
 	if a == nil {
 		return nil
 	}
@@ -419,16 +441,4 @@ func (c *Core) nativeUsage(ctx context.Context, adapter, id string) *api.Usage {
 		return nil
 	}
 	return &api.Usage{TokensIn: ns.TokensIn, TokensOut: ns.TokensOut, CostUSD: ns.CostUSD}
-}
-
-// checkAgentOptions refuses a permission mode agentctl does not know, and
-// agent options for a plain command (its argv is the command itself).
-func checkAgentOptions(req api.RunRequest) error {
-	if req.PermissionMode != "" && !slices.Contains(api.PermissionModes(), req.PermissionMode) {
-		return faultf(ErrInvalid, "permission mode %s: want one of %s", text.Quote(req.PermissionMode), strings.Join(api.PermissionModes(), ", "))
-	}
-	if canonicalAdapter(req.Adapter) == api.ExecAdapter && (req.PermissionMode != "" || len(req.AgentArgs) > 0) {
-		return faultf(ErrInvalid, "a permission mode and agent arguments are for agents; a plain command's arguments are its command")
-	}
-	return nil
 }

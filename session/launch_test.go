@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/adapters/claude"
@@ -14,6 +17,7 @@ import (
 	"github.com/agentctl/agentctl/adapters/pi"
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/home"
+	"github.com/agentctl/agentctl/proc"
 )
 
 // An agent that is not installed fails its launch at once, naming it and
@@ -25,7 +29,7 @@ func TestLaunchOfAMissingAgentNamesIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := adapters.Env{Home: t.TempDir()}
-	c := New(context.Background(), Options{Home: h, Exe: os.Args[0], Adapters: []adapters.Adapter{claude.New(env), codex.New(env), opencode.New(env), pi.New(env)}})
+	c := New(context.Background(), Options{Home: h, Exe: os.Args[0], Adapters: adapters.NewSet(claude.New(env), codex.New(env), opencode.New(env), pi.New(env))})
 	empty := t.TempDir()
 	for _, name := range []string{"claude", "codex", "opencode", "pi"} {
 		for _, prompt := range []string{"say hi", strings.Repeat("x", 200_000)} {
@@ -37,6 +41,64 @@ func TestLaunchOfAMissingAgentNamesIt(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(h.Sessions()); len(ents) != 0 {
 		t.Errorf("failed launches left %d session folders", len(ents))
+	}
+}
+
+// recordingGate is a Gate that notes what it is asked.
+type recordingGate struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (g *recordingGate) note(s string) { g.mu.Lock(); g.calls = append(g.calls, s); g.mu.Unlock() }
+func (g *recordingGate) Reserve(id, dir, adapter string, req api.RunRequest) error {
+	g.note("reserve " + adapter)
+	return nil
+}
+func (g *recordingGate) Started(id, adapter string, process proc.Identity, took time.Duration) {
+	g.note("started")
+}
+func (g *recordingGate) Abandon(id string) { g.note("abandon") }
+
+// The core holds a launch to the launch contract before it makes anything
+// (no folder, no reservation), and a launch that fails once its folder is
+// made and its directory reserved takes both back.
+func TestLaunchRefusesAndCleansUp(t *testing.T) {
+	t.Parallel()
+	h := home.Home(t.TempDir())
+	if err := h.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	env := adapters.Env{Home: t.TempDir()}
+	empty := t.TempDir()
+	tests := []struct {
+		name  string
+		req   api.RunRequest
+		kind  error
+		gate  []string // what the gate was asked
+		wants string
+	}{
+		{"a bad hook timeout", api.RunRequest{Adapter: "claude", Prompt: "p", Cwd: empty, HookTimeout: "soon"}, ErrInvalid, nil, "hook timeout"},
+		{"a command without its command", api.RunRequest{Adapter: "", Cwd: empty}, ErrInvalid, nil, "no command given"},
+		{"agent options for a command", api.RunRequest{Command: []string{"true"}, Cwd: empty, PermissionMode: "plan"}, ErrInvalid, nil, "are for agents"},
+		{"a label with a newline", api.RunRequest{Adapter: "claude", Prompt: "p", Cwd: empty, Labels: map[string]string{"k": "a\nb"}}, ErrInvalid, nil, "label"},
+		{"an agent not installed", api.RunRequest{Adapter: "claude-code", Prompt: "p", Cwd: empty, Env: []string{"PATH=" + empty}}, ErrSpawn, []string{"reserve claude", "abandon"}, "not installed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			gate := &recordingGate{}
+			c := New(context.Background(), Options{Home: h, Exe: os.Args[0], Adapters: adapters.NewSet(claude.New(env)), Gate: gate})
+			_, err := c.Launch(context.Background(), tt.req)
+			if !errors.Is(err, tt.kind) || !strings.Contains(err.Error(), tt.wants) {
+				t.Fatalf("launch: %v, want %v saying %q", err, tt.kind, tt.wants)
+			}
+			if !slices.Equal(gate.calls, tt.gate) {
+				t.Errorf("the gate was asked %q, want %q", gate.calls, tt.gate)
+			}
+			if ents, _ := os.ReadDir(h.Sessions()); len(ents) != 0 {
+				t.Errorf("a failed launch left %d session folders", len(ents))
+			}
+		})
 	}
 }
 

@@ -18,9 +18,9 @@ import (
 // learn, when not nil, looks for the native id the adapter could not
 // pre-assign once the agent runs, and records it; it returns when found or
 // when ctx ends.
-func (c *Core) PodLaunch(spec *spawn.Spec, dir string) (learn func(ctx context.Context, started spawn.Record), err error) {
+func (c *launcher) PodLaunch(spec *spawn.Spec, dir string) (learn func(ctx context.Context, started spawn.Record), err error) {
 	rec := &spec.Record
-	rec.Adapter = canonicalAdapter(rec.Adapter)
+	rec.Adapter = api.CanonicalAdapter(rec.Adapter)
 	if rec.Adapter == api.ExecAdapter || len(rec.Argv) > 0 {
 		return nil, nil
 	}

@@ -30,7 +30,7 @@ func TestPodLaunch(t *testing.T) {
 		}
 	}
 	env := adapters.Env{Home: t.TempDir()}
-	c := New(context.Background(), Options{Home: h, Exe: os.Args[0], Adapters: []adapters.Adapter{claude.New(env), pi.New(env)}})
+	c := New(context.Background(), Options{Home: h, Exe: os.Args[0], Adapters: adapters.NewSet(claude.New(env), pi.New(env))})
 	cwd := t.TempDir()
 	for _, tc := range []struct {
 		name     string

@@ -98,7 +98,7 @@ func (m *monitorIndex) session(p proc.Info) string {
 }
 
 // monitors is the index, filled from the session folders on first use.
-func (c *Core) monitors() (*monitorIndex, error) {
+func (c *base) monitors() (*monitorIndex, error) {
 	c.mons.mu.Lock()
 	loaded := c.mons.loaded
 	c.mons.mu.Unlock()
@@ -130,7 +130,7 @@ func (c *Core) monitors() (*monitorIndex, error) {
 // walk stops at the service, which may itself run below a session that
 // started it. An error when the caller cannot be proven (it exited, or its
 // pid is not known here).
-func (c *Core) principal(caller *proc.Caller) ([]string, error) {
+func (c *base) principal(caller *proc.Caller) ([]string, error) {
 	if err := caller.Check(); err != nil {
 		return nil, err
 	}
@@ -206,7 +206,7 @@ func parents(caller *proc.Caller) ([]proc.Info, error) {
 // lineage is what a new session launched in ctx records as launched_from:
 // the caller's principal, and the session it resumes or restarts with that
 // one's lineage (the same work continues).
-func (c *Core) lineage(ctx context.Context, req api.RunRequest) ([]string, error) {
+func (c *base) lineage(ctx context.Context, req api.RunRequest) ([]string, error) {
 	var out []string
 	if caller := CallerOf(ctx); caller != nil {
 		p, err := c.principal(caller)

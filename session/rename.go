@@ -11,12 +11,12 @@ import (
 // The launch record is written once, so the name is kept in a file of its
 // own that reads over the record's. It is checked as a launch's name is:
 // free among running sessions, and not how another session's id begins.
-func (c *Core) Rename(ctx context.Context, id, name string) (api.Session, error) {
+func (c *launcher) Rename(ctx context.Context, id, name string) (api.Session, error) {
 	if name == "" {
 		return api.Session{}, faultf(ErrInvalid, "rename: the new name is empty")
 	}
-	if err := checkNames(api.RunRequest{Name: name}); err != nil {
-		return api.Session{}, err
+	if err := api.CheckSessionName(name); err != nil {
+		return api.Session{}, invalid(err)
 	}
 	sess, _, err := c.launchedDir(ctx, id)
 	if err != nil {

@@ -49,7 +49,7 @@ func (c *Core) Restart(ctx context.Context, id string, req api.RestartRequest) (
 		Name: sess.Name, Group: rec.Group, Labels: rec.Labels, Rows: rec.Rows, Cols: rec.Cols,
 		ResumeOf: rec.ResumeOf, RestartOf: rec.ID, PermissionMode: rec.PermissionMode, AgentArgs: rec.AgentArgs,
 	}
-	if canonicalAdapter(rec.Adapter) == api.ExecAdapter {
+	if api.CanonicalAdapter(rec.Adapter) == api.ExecAdapter {
 		run.Command = rec.Argv
 	}
 	if l := rec.Limits; l != nil {

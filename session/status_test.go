@@ -101,7 +101,7 @@ func TestStatusShowsAdapterWarnings(t *testing.T) {
 	h := home.Home(t.TempDir())
 	f := &failing{}
 	f.calls.Store(1) // every call from now on fails
-	c := New(context.Background(), Options{Home: h, Adapters: []adapters.Adapter{f}, DiscoveryTimeout: time.Second})
+	c := New(context.Background(), Options{Home: h, Adapters: adapters.NewSet(f), DiscoveryTimeout: time.Second})
 	c.disc.first = 0 // its first discovery hangs: waited for no longer than any
 	id := launchedHere(t, h, "flaky", "x1")
 	sess, err := c.Get(context.Background(), id)

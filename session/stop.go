@@ -76,7 +76,7 @@ func (c *Core) Stop(ctx context.Context, id string, req api.StopRequest) (api.Se
 // comes from.
 func (c *Core) interruptTurn(ctx context.Context, sess api.Session) error {
 	var interrupters []adapters.TurnInterrupter
-	for _, a := range c.opts.Adapters {
+	for _, a := range c.adapters.All() {
 		if ti, ok := a.(adapters.TurnInterrupter); ok && (sess.Adapter == api.ExecAdapter || a.Name() == sess.Adapter) {
 			interrupters = append(interrupters, ti)
 		}
@@ -86,7 +86,7 @@ func (c *Core) interruptTurn(ctx context.Context, sess api.Session) error {
 	}
 	nativeID := sess.NativeID
 	if nativeID == "" && sess.Adapter == api.ExecAdapter {
-		rows, _, err := c.sessions(ctx, func(s *api.Session) bool { return s.ID == sess.ID }, nil)
+		rows, _, err := c.view(ctx, func(s *api.Session) bool { return s.ID == sess.ID }, nil)
 		if err != nil {
 			return err
 		}
@@ -175,7 +175,7 @@ func (c *Core) endLeftovers(ctx context.Context, id string) (int, error) {
 // (an OpenClaw gateway run is aborted on the gateway), and returns its state
 // afterwards as the adapter reports it.
 func (c *Core) stopNative(ctx context.Context, sess api.Session) (api.Session, error) {
-	stopper, ok := c.disc.adapter(sess.Adapter).(adapters.Stopper)
+	stopper, ok := c.adapters.Get(sess.Adapter).(adapters.Stopper)
 	if !ok {
 		return sess, faultf(ErrInvalid, "session %s was not started by agentctl and the %s adapter cannot stop it; %s", sess.ID, sess.Adapter, c.whereItRuns(ctx, sess))
 	}
@@ -206,7 +206,7 @@ func (c *Core) whereItRuns(ctx context.Context, sess api.Session) string {
 	var pids []int
 	var ns adapters.NativeSession
 	var err error
-	if a := c.disc.adapter(sess.Adapter); a != nil {
+	if a := c.adapters.Get(sess.Adapter); a != nil {
 		ns, err = c.disc.one(ctx, a, sess.NativeID)
 	}
 	if err == nil {

@@ -1,7 +1,9 @@
 package session
 
 import (
+	"context"
 	"sync"
+	"time"
 
 	"github.com/agentctl/agentctl/api"
 )
@@ -38,6 +40,9 @@ type transitions struct {
 	mu   sync.Mutex
 	gen  uint64
 	last map[string]*seenState
+	// views are what reads saw of running sessions, for the loop (follow)
+	// to compare: a read offers, never waits.
+	views chan []api.Session
 }
 
 type seenState struct {
@@ -49,17 +54,91 @@ type seenState struct {
 	gen     uint64 // the last full view that held the session
 }
 
-func newTransitions() *transitions { return &transitions{last: map[string]*seenState{}} }
+func newTransitions() *transitions {
+	return &transitions{last: map[string]*seenState{}, views: make(chan []api.Session, pendingViews)}
+}
+
+// pendingViews bounds the views offered and not yet compared; past it a
+// view is dropped (the next one, or the detector's own look, covers it).
+const pendingViews = 8
+
+// followEvery is how often the detector looks at the view by itself while
+// it follows running sessions; with none to follow it does not look.
+const followEvery = 2 * time.Second
+
+// followed is the ids the detector follows now (running ones: few). A read
+// builds these sessions even when its filter would not, so that the view it
+// offers holds their ends.
+func (t *transitions) followed() map[string]bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.last) == 0 {
+		return nil
+	}
+	out := make(map[string]bool, len(t.last))
+	for id := range t.last {
+		out[id] = true
+	}
+	return out
+}
+
+// followable says whether a session of a view is the detector's business:
+// running with a known activity, or followed from an earlier view.
+func followable(s *api.Session, followed map[string]bool) bool {
+	return (s.Status == api.StatusRunning && s.Activity != "") || followed[s.ID]
+}
+
+// offer hands the detector a whole view's followable sessions (see
+// followable), as a read saw them. It never blocks.
+func (t *transitions) offer(view []api.Session) {
+	select {
+	case t.views <- view:
+	default:
+	}
+}
+
+// follow is the detector's loop, until ctx ends: it looks at the view
+// itself (look) once at its start and then every followEvery while it
+// follows running sessions, so that transitions are announced whether or
+// not anyone lists, and it compares each view a read offers. publish hears
+// every transition.
+func (t *transitions) follow(ctx context.Context, look func(context.Context) ([]api.Session, error), publish func([]Change)) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	armed := true
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case view := <-t.views:
+			publish(t.compare(view))
+		case <-timer.C:
+			armed = false
+			if view, err := look(ctx); err == nil {
+				publish(t.compare(view))
+			}
+		}
+		if !armed && t.size() > 0 {
+			timer.Reset(followEvery)
+			armed = true
+		}
+	}
+}
+
+// compare passes over one whole view and returns its transitions.
+func (t *transitions) compare(view []api.Session) []Change {
+	p := t.begin()
+	for i := range view {
+		p.activity(&view[i])
+	}
+	return p.end()
+}
 
 // viewPass follows one pass over the full merged view.
 type viewPass struct {
 	t       *transitions
 	gen     uint64
 	changes []Change
-	// followed is the ids followed when the pass began (running ones:
-	// few), so tracked, asked of every session of a large store, takes
-	// no lock.
-	followed map[string]bool
 }
 
 // begin starts a pass over the full view; every session of it goes through
@@ -68,21 +147,7 @@ func (t *transitions) begin() *viewPass {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.gen++
-	p := &viewPass{t: t, gen: t.gen}
-	if len(t.last) > 0 {
-		p.followed = make(map[string]bool, len(t.last))
-		for id := range t.last {
-			p.followed[id] = true
-		}
-	}
-	return p
-}
-
-// tracked says whether the session id is followed from an earlier pass
-// (it was running): such a session goes through activity whatever its
-// status now, so that its end is seen.
-func (p *viewPass) tracked(id string) bool {
-	return len(p.followed) > 0 && p.followed[id]
+	return &viewPass{t: t, gen: t.gen}
 }
 
 // activity notes one session of the view: a running session whose agent's

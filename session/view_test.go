@@ -329,7 +329,7 @@ func TestLookupOfDiscoveredSessionAgreesWithList(t *testing.T) {
 		{Adapter: "fixed", NativeID: "ABD333", State: adapters.NativeAborted, CreatedAt: created},
 		{Adapter: "fixed", NativeID: "claimed9", State: adapters.NativeBusy, CreatedAt: created},
 	}}
-	c := New(context.Background(), Options{Home: h, Adapters: []adapters.Adapter{store}, DiscoveryTimeout: time.Second})
+	c := New(context.Background(), Options{Home: h, Adapters: adapters.NewSet(store), DiscoveryTimeout: time.Second})
 	launchedHere(t, h, "fixed", "claimed9")
 	ctx := context.Background()
 	list, err := c.List(ctx, api.ListOptions{All: true})
@@ -393,7 +393,7 @@ func TestRunningListAgreesWithFullList(t *testing.T) {
 		{Adapter: "fixed", NativeID: "abcd2233", State: adapters.NativeFailed, CreatedAt: created},
 		{Adapter: "fixed", NativeID: "zz999999", State: adapters.NativeUnknown, CreatedAt: created},
 	}}
-	c := New(context.Background(), Options{Home: h, Adapters: []adapters.Adapter{store}, DiscoveryTimeout: time.Second})
+	c := New(context.Background(), Options{Home: h, Adapters: adapters.NewSet(store), DiscoveryTimeout: time.Second})
 	ctx := context.Background()
 	all, err := c.List(ctx, api.ListOptions{All: true})
 	if err != nil {
@@ -437,7 +437,7 @@ func TestListHidesUnknownSessions(t *testing.T) {
 	}}
 	gateway := &failing{release: make(chan struct{})}
 	close(gateway.release)
-	c := New(context.Background(), Options{Home: h, Adapters: []adapters.Adapter{store, gateway}, DiscoveryTimeout: time.Second})
+	c := New(context.Background(), Options{Home: h, Adapters: adapters.NewSet(store, gateway), DiscoveryTimeout: time.Second})
 	ctx := context.Background()
 	if _, err := c.List(ctx, api.ListOptions{}); err != nil { // the gateway answers once
 		t.Fatal(err)
@@ -609,7 +609,7 @@ func TestNativeLookupAsksTheOwningAdapter(t *testing.T) {
 		{Adapter: "b", NativeID: "bbb222", State: adapters.NativeDone, CreatedAt: created},
 		{Adapter: "b", NativeID: "shared2", State: adapters.NativeDone, CreatedAt: created},
 	}}
-	c := New(context.Background(), Options{Home: home.Home(t.TempDir()), Adapters: []adapters.Adapter{a, b}, DiscoveryTimeout: time.Second})
+	c := New(context.Background(), Options{Home: home.Home(t.TempDir()), Adapters: adapters.NewSet(a, b), DiscoveryTimeout: time.Second})
 	ctx := context.Background()
 	if _, err := c.List(ctx, api.ListOptions{All: true}); err != nil {
 		t.Fatal(err)
@@ -702,7 +702,7 @@ func TestWholeNativeIDIsReadAlone(t *testing.T) {
 	b := &counted{name: "b", sessions: []adapters.NativeSession{
 		{Adapter: "b", NativeID: "bbb222", State: adapters.NativeDone, CreatedAt: created},
 	}}
-	c := New(context.Background(), Options{Home: home.Home(t.TempDir()), Adapters: []adapters.Adapter{a, b}, DiscoveryTimeout: time.Second})
+	c := New(context.Background(), Options{Home: home.Home(t.TempDir()), Adapters: adapters.NewSet(a, b), DiscoveryTimeout: time.Second})
 	ctx := context.Background()
 	if _, err := c.List(ctx, api.ListOptions{All: true}); err != nil {
 		t.Fatal(err)
@@ -846,7 +846,7 @@ func TestStatusHandleIsTheListsHandle(t *testing.T) {
 		{Adapter: "opencode", NativeID: "ses_aaaa2222", State: adapters.NativeBusy, CreatedAt: now},
 		{Adapter: "opencode", NativeID: "ses_b", State: adapters.NativeDone, CreatedAt: now},
 	}}
-	c := New(context.Background(), Options{Home: h, Adapters: []adapters.Adapter{store}, DiscoveryTimeout: time.Second})
+	c := New(context.Background(), Options{Home: h, Adapters: adapters.NewSet(store), DiscoveryTimeout: time.Second})
 	ctx := context.Background()
 	l, err := c.List(ctx, api.ListOptions{All: true})
 	if err != nil {
@@ -890,7 +890,7 @@ func TestStopOfAnUnknownSessionSaysPid0(t *testing.T) {
 			Evidence: adapters.ContenderEvidence("pi", []int{4242, 4141})},
 		{Adapter: "pi", NativeID: "019a0000-bbbb", State: adapters.NativeUnknown, CreatedAt: now},
 	}}}
-	c := New(context.Background(), Options{Home: h, Adapters: []adapters.Adapter{store}, DiscoveryTimeout: time.Second})
+	c := New(context.Background(), Options{Home: h, Adapters: adapters.NewSet(store), DiscoveryTimeout: time.Second})
 	ctx := context.Background()
 	for id, want := range map[string]string{
 		"019a0000-aaaa": "pi pid 4141 or 4242",

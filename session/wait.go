@@ -43,7 +43,7 @@ func (c *Core) WaitEnded(ctx context.Context, id string) (api.Session, error) {
 
 // Process is the process a session this service started runs as, as its
 // monitor recorded it.
-func (c *Core) Process(id string) (proc.Identity, error) {
+func (c *reader) Process(id string) (proc.Identity, error) {
 	rec, err := spawn.ReadRecord(c.opts.Home.SessionDir(id))
 	if err != nil {
 		return proc.Identity{}, err

@@ -142,7 +142,7 @@ func (o *ops) waitingCounts() map[string]int {
 	if o.sessions == nil {
 		return nil
 	}
-	all, _, err := o.sessions()
+	all, _, err := o.sessions.AllLaunched()
 	if err != nil {
 		return nil
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/client"
+	"github.com/agentctl/agentctl/config"
 	"github.com/agentctl/agentctl/home"
 	"github.com/agentctl/agentctl/internal/text"
 	"github.com/agentctl/agentctl/proc"
@@ -370,7 +371,7 @@ func TestEndOfARemovedSessionIsAnnouncedOnce(t *testing.T) {
 	h := newHome(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	o, err := newOps(ctx, h, slog.New(slog.DiscardHandler), "test")
+	o, err := newOps(ctx, h, slog.New(slog.DiscardHandler), "test", config.Config{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,10 +55,9 @@ func (l lifecycle) hookTimeout() time.Duration {
 type ops struct {
 	home home.Home
 	log  *slog.Logger
-	// sessions counts sessions for metrics, and process names a session's
-	// process (both set once the session core exists).
-	sessions func() ([]api.Session, []string, error)
-	process  func(id string) (proc.Identity, error)
+	// sessions is the session core the layer reads (it is built from it):
+	// nil in tests of the layer alone.
+	sessions launchedSessions
 	cfg      config.Config
 	self     proc.Identity
 
@@ -77,17 +76,18 @@ type ops struct {
 	watched map[proc.Identity]bool
 }
 
-// newOps opens the state of the operational layer in home. Problems with
-// its files are logged and worked around (a corrupt file is moved aside);
-// only what makes the layer unusable is an error.
-func newOps(ctx context.Context, h home.Home, log *slog.Logger, version string) (*ops, error) {
-	o := &ops{home: h, log: log, ctx: ctx, watched: map[proc.Identity]bool{}}
-	info, err := proc.Lookup(os.Getpid())
-	if err != nil {
-		return nil, fmt.Errorf("identify the service process: %w", err)
-	}
-	o.self = info.Identity
+// launchedSessions is what the operational layer reads of the session
+// core: the sessions this service launched (metrics, waiting counts) and
+// the process of one (its lock, restored at start).
+type launchedSessions interface {
+	AllLaunched() ([]api.Session, []string, error)
+	Process(id string) (proc.Identity, error)
+}
 
+// loadConfig is the service's configuration: config.json under home, then
+// the environment over it. A file or a variable in error is logged and
+// ignored: the service runs on what is valid.
+func loadConfig(h home.Home, log *slog.Logger) config.Config {
 	cfg, warnings, err := config.Load(config.Path(string(h)))
 	for _, w := range warnings {
 		log.Warn(w)
@@ -96,11 +96,26 @@ func newOps(ctx context.Context, h home.Home, log *slog.Logger, version string) 
 		log.Error("configuration ignored", "err", err)
 		cfg = config.Config{}
 	}
-	if o.cfg, err = cfg.WithEnv(os.Getenv); err != nil {
+	withEnv, err := cfg.WithEnv(os.Getenv)
+	if err != nil {
 		log.Error("configuration from the environment ignored", "err", err)
-		o.cfg = cfg
+		return cfg
 	}
+	return withEnv
+}
 
+// newOps opens the state of the operational layer in home, over the
+// session core's sessions. Problems with its files are logged and worked
+// around (a corrupt file is moved aside); only what makes the layer
+// unusable is an error.
+func newOps(ctx context.Context, h home.Home, log *slog.Logger, version string, cfg config.Config, sessions launchedSessions) (*ops, error) {
+	o := &ops{home: h, log: log, ctx: ctx, cfg: cfg, sessions: sessions, watched: map[proc.Identity]bool{}}
+	info, err := proc.Lookup(os.Getpid())
+	if err != nil {
+		return nil, fmt.Errorf("identify the service process: %w", err)
+	}
+	o.self = info.Identity
+	var warnings []string
 	if o.bus, err = events.Open(events.Options{JournalPath: filepath.Join(string(h), "events.jsonl"), Logger: log}); err != nil {
 		return nil, err
 	}
@@ -154,7 +169,7 @@ func (o *ops) start(running []api.Session) {
 		if err != nil || !o.wantsLock(sess.Adapter, lc) {
 			continue
 		}
-		owner, err := o.process(sess.ID)
+		owner, err := o.sessions.Process(sess.ID)
 		if err != nil {
 			continue
 		}
@@ -226,14 +241,10 @@ func (o *ops) wantsLock(adapter string, lc lifecycle) bool {
 // Reserve runs before a session starts: it takes the directory lock (in
 // the service's name until the session's process exists) and records what
 // the session asked for. A locked directory refuses the start unless
-// req.Force.
+// req.Force. req is normalised (api.RunRequest.Normalize checked its hook
+// timeout).
 func (o *ops) Reserve(id, dir, adapter string, req api.RunRequest) error {
 	lc := lifecycle{Lock: req.Lock, OnCreate: req.OnCreate, OnComplete: req.OnComplete, HookTimeout: req.HookTimeout}
-	if lc.HookTimeout != "" {
-		if d, err := time.ParseDuration(lc.HookTimeout); err != nil || d <= 0 {
-			return api.Errorf(api.CodeInvalid, "hook timeout %q: want a positive duration such as 5m", lc.HookTimeout)
-		}
-	}
 	if lc.OnCreate != "" || lc.OnComplete != "" {
 		// Hooks may run after a restart, so their environment is kept on
 		// disk: without credentials, which records never hold.
@@ -558,7 +569,7 @@ func (o *ops) sessionCounts() []metrics.SessionCount {
 	if o.sessions == nil {
 		return nil
 	}
-	all, _, err := o.sessions()
+	all, _, err := o.sessions.AllLaunched()
 	if err != nil {
 		return nil
 	}

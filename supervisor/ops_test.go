@@ -69,7 +69,7 @@ func startService(t *testing.T, home home.Home) *service {
 // startServiceWith starts a service reading the given adapters.
 func startServiceWith(t *testing.T, home home.Home, as []adapters.Adapter) *service {
 	t.Helper()
-	return startServiceOpts(t, Options{Home: home, Adapters: as})
+	return startServiceOpts(t, Options{Home: home, Adapters: adapters.NewSet(as...)})
 }
 
 // startServiceOpts starts a service with opts (its binary, version and

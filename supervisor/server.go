@@ -25,6 +25,7 @@ import (
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/cgroup"
 	"github.com/agentctl/agentctl/home"
+	"github.com/agentctl/agentctl/proc"
 	"github.com/agentctl/agentctl/session"
 )
 
@@ -33,8 +34,10 @@ type Options struct {
 	Home    home.Home
 	Version string
 	// Exe is the agentctl binary the service runs as each session's shim.
-	Exe      string
-	Adapters []adapters.Adapter
+	Exe string
+	// Adapters are the adapters the service reads and launches with
+	// (adapters/registry builds a machine's).
+	Adapters *adapters.Set
 	// DiscoveryTimeout bounds each adapter's discovery (default 3 s).
 	DiscoveryTimeout time.Duration
 	// PruneTTL is how long ended sessions' folders are kept (default 7 days).
@@ -81,6 +84,14 @@ type Server struct {
 	watching map[string]bool
 	wg       sync.WaitGroup
 }
+
+// The server is the core's gate and observer, passing both on to the
+// operational layer; the layer reads the core.
+var (
+	_ session.Gate     = (*Server)(nil)
+	_ session.Observer = (*Server)(nil)
+	_ launchedSessions = (*session.Core)(nil)
+)
 
 // ErrAlreadyRunning means another service holds the home's lock.
 var ErrAlreadyRunning = errors.New("an agentctl service is already running for this AGENTCTL_HOME")
@@ -143,14 +154,15 @@ func Run(ctx context.Context, opts Options) error {
 		bodies:   newAdmission(largeBodyBytes),
 		streams:  &streamCounts{max: opts.EventStreams, n: map[int]int{}},
 	}
-	if s.ops, err = newOps(ctx, opts.Home, s.log, opts.Version); err != nil {
-		return err
-	}
 	// Before the first monitor starts: the service may move itself into a
 	// leaf of its cgroup, and the monitors start where it is.
 	s.cgroups = cgroup.Detect(string(opts.Home))
 	defer s.cgroups.Close()
 	s.log.Info("per-session cgroups: " + s.cgroups.Status().String())
+	cfg := loadConfig(opts.Home, s.log)
+	// The core first, then the operational layer over it: what the core
+	// tells (launches, transitions, discovery times) and asks (the gate)
+	// reaches the layer through the server (Reserve, Launched, ...).
 	s.core = session.New(ctx, session.Options{
 		Home:             opts.Home,
 		Exe:              opts.Exe,
@@ -159,12 +171,16 @@ func Run(ctx context.Context, opts Options) error {
 		DiscoveryTimeout: opts.DiscoveryTimeout,
 		Logger:           s.log,
 		Observers:        []session.Observer{s},
-		Gate:             s.ops,
-		ObserveDiscovery: s.ops.metrics.Discovered,
+		Gate:             s,
+		ObserveDiscovery: s.discovered,
 		Cgroups:          s.cgroups,
-		Limits:           s.ops.cfg.SessionLimits(),
+		Limits:           cfg.SessionLimits(),
 	})
-	s.ops.sessions, s.ops.process = s.core.AllLaunched, s.core.Process
+	if s.ops, err = newOps(ctx, opts.Home, s.log, opts.Version, cfg, s.core); err != nil {
+		cancel()
+		s.core.Wait() // its standby monitor, already started
+		return err
+	}
 	srv := &http.Server{
 		Handler:           s.routes(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -178,6 +194,7 @@ func Run(ctx context.Context, opts Options) error {
 	s.recover()
 	s.ops.start(s.running())
 	s.core.WatchAdapters(ctx)
+	s.core.WatchTransitions(ctx)
 	// A first discovery in the background warms the adapters' caches, so
 	// the first list after a start does not pay for reading every store.
 	s.wg.Add(1)
@@ -339,6 +356,24 @@ func (s *Server) Launched(sess api.Session) {
 
 // Changed hears of a transition the core saw in the adapters' answers.
 func (s *Server) Changed(ch session.Change) { s.ops.changed(ch) }
+
+// Reserve asks the operational layer before a launch (session.Gate).
+func (s *Server) Reserve(id, dir, adapter string, req api.RunRequest) error {
+	return s.ops.Reserve(id, dir, adapter, req)
+}
+
+// Started hands a launch's reservation to its process (session.Gate).
+func (s *Server) Started(id, adapter string, process proc.Identity, took time.Duration) {
+	s.ops.Started(id, adapter, process, took)
+}
+
+// Abandon undoes Reserve for a start that failed (session.Gate).
+func (s *Server) Abandon(id string) { s.ops.Abandon(id) }
+
+// discovered hears how long an adapter's discovery took (metrics).
+func (s *Server) discovered(adapter string, took time.Duration, err error) {
+	s.ops.metrics.Discovered(adapter, took, err)
+}
 
 func (s *Server) notifyEnded(sess api.Session) {
 	attrs := []any{"session", sess.ID, "status", sess.Status}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -87,169 +88,70 @@ func (f *runFlags) registerGroup(cmd *cobra.Command) {
 	fl.StringVar(&f.group.maxFileSize, "max-file-size", "", "`SIZE` limit per --file/--spec, in bytes or with k/M (default 50k)")
 }
 
-// isExec says whether a member runs a plain command rather than an agent.
-func isExec(adapter string) bool { return adapter == "" || adapter == api.ExecAdapter }
-
 // dispatch starts what run or launch was asked for: one session, one
 // session in a worktree, or a group of members each in its own worktree.
 // positional is launch's ADAPTER argument, defaultAdapter the adapter when
-// none is named, command run's COMMAND.
+// none is named, command run's COMMAND. The plan is orchestrate's; this
+// parses the flags into it and prints what it started.
 func (f *runFlags) dispatch(cmd *cobra.Command, cfg config.Config, positional, defaultAdapter string, command []string) error {
 	g := &f.group
-	name := cmd.Name()
-	members := g.members
-	if positional != "" {
-		if len(members) > 0 {
-			return usageError{fmt.Errorf("%s: give the adapter as the argument or with --adapter, not both", name)}
-		}
-		members = []orchestrate.Member{{Adapter: positional, Model: f.model}}
-	}
-	var mx *orchestrate.Matrix
-	if g.matrix != "" {
-		if len(members) > 0 || f.model != "" {
-			return usageError{fmt.Errorf("%s: --matrix lists the adapters and models; do not also give --adapter, --model or an ADAPTER argument", name)}
-		}
-		h, _ := os.UserHomeDir()
-		m, err := orchestrate.LoadMatrix(g.matrix, h)
-		if err != nil {
-			return usageError{fmt.Errorf("matrix file: %w", err)}
-		}
-		for _, w := range m.Warnings {
-			warn("%s", w)
-		}
-		members, mx = m.Members(), &m
-	}
-	switch {
-	case len(members) == 0:
-		members = []orchestrate.Member{{Adapter: defaultAdapter, Model: f.model}}
-	case f.model != "" && positional == "":
-		// --model came before the first --adapter.
-		if len(members) > 1 || members[0].Model != "" {
-			return usageError{fmt.Errorf("%s: --model must follow the --adapter it is for", name)}
-		}
-		members[0].Model = f.model
-	}
-	group := len(members) > 1 || mx != nil
-	worktrees := group || g.worktree != ""
-
-	hasExec, firstAgent := false, ""
-	for _, m := range members {
-		if isExec(m.Adapter) {
-			hasExec = true
-		} else if firstAgent == "" {
-			firstAgent = m.Adapter
-		}
-	}
-	var agentArgs []string
-	switch {
-	case hasExec && len(command) == 0:
-		return usageError{fmt.Errorf("%s: no command given: agentctl run [flags] -- COMMAND [ARGS...]", name)}
-	case !hasExec && len(command) > 0:
-		// After -- an agent's own arguments, for one kind of agent.
-		for _, m := range members {
-			if m.Adapter != firstAgent {
-				return usageError{fmt.Errorf("%s: arguments after -- go to one agent's command line; the members are %s and %s", name, firstAgent, m.Adapter)}
-			}
-		}
-		agentArgs, command = command, nil
-	case hasExec && f.permissionMode != "":
-		return usageError{fmt.Errorf("%s: --permission-mode is for agents; a plain command's permissions are its own", name)}
-	}
-	if f.prompt == "" && mx != nil {
-		f.prompt = mx.Prompt
-	}
-	// One agent without a prompt is its interactive interface; a group's
-	// members all work on the one prompt.
-	if firstAgent != "" && f.prompt == "" && group {
-		return usageError{fmt.Errorf("%s: a group needs a prompt (-p PROMPT)", name)}
-	}
-	spec := g.spec
-	if spec == "" && mx != nil {
-		spec = mx.Spec
-	}
-	if firstAgent == "" && (spec != "" || len(g.files) > 0) {
-		return usageError{fmt.Errorf("%s: --file and --spec add to an agent's prompt; a plain command has none", name)}
-	}
-	if !worktrees && (g.branch != "" || g.baseBranch != "") {
-		return usageError{fmt.Errorf("%s: --branch and --base-branch need --worktree REPO (or several members)", name)}
-	}
-	if g.worktree != "" && f.cwd != "" {
-		return usageError{fmt.Errorf("%s: --cwd and --worktree both say where to work; give one (members start in the worktree's copy of the folder you name)", name)}
-	}
-	if g.group != "" && !orchestrate.ValidGroup(g.group) {
-		return usageError{fmt.Errorf("%s: --group %q: use letters, digits, '-', '_' and '.' (at most 64)", name, g.group)}
-	}
-	if group && f.wait {
-		return usageError{fmt.Errorf("%s: --wait follows one session; a group has %d (follow them with 'agentctl group status')", name, len(members))}
-	}
-	maxSize := int64(orchestrate.DefaultMaxFileSize)
-	if g.maxFileSize != "" {
-		n, err := orchestrate.ParseSize(g.maxFileSize)
-		if err != nil {
-			return usageError{fmt.Errorf("--max-file-size: %w", err)}
-		}
-		maxSize = n
-	}
-
-	if len(members) == 1 {
-		f.adapter, f.model = members[0].Adapter, members[0].Model
-	} else {
-		f.adapter, f.model = "", ""
-	}
+	h, _ := os.UserHomeDir()
 	f.remote = remoteTarget()
-	if f.remote && (worktrees || spec != "" || len(g.files) > 0) {
-		return usageError{fmt.Errorf("%s: worktrees and context files are made from this machine's folders; on another host, run agentctl there (ssh HOST agentctl …)", name)}
+	plan, err := orchestrate.NewPlan(orchestrate.PlanInput{
+		Command: cmd.Name(), Positional: positional, DefaultAdapter: defaultAdapter,
+		Adapters: g.members, Model: f.model, Matrix: g.matrix, Home: h,
+		Args: command, Prompt: f.prompt, PermissionMode: f.permissionMode,
+		Worktree: g.worktree, CwdGiven: f.cwd != "", Branch: g.branch, BaseBranch: g.baseBranch, Group: g.group,
+		Spec: g.spec, Files: g.files, MaxFileSize: g.maxFileSize, Wait: f.wait, Remote: f.remote,
+	})
+	for _, w := range plan.Warnings {
+		warn("%s", w)
 	}
+	if err != nil {
+		return planError(err)
+	}
+	f.adapter, f.model, f.prompt = plan.Adapter, plan.Model, plan.Prompt
 	req, err := f.request(cfg)
 	if err != nil {
 		return err
 	}
-	req.Command = command
-	req.AgentArgs = agentArgs
-	if len(members) == 1 && mx == nil {
-		// The request may have taken the model from config.json (a matrix
-		// names its models itself).
-		members[0].Model = req.Model
+	oreq, err := plan.Request(req)
+	if err != nil {
+		return planError(err)
 	}
-	if mx != nil && mx.Cwd != "" && f.cwd == "" {
-		req.Cwd = mx.Cwd
+	if !plan.Worktrees {
+		return start(cmd, f, oreq.Template)
 	}
-	dir := req.Cwd
-	if g.worktree != "" {
-		if dir, err = absPath(g.worktree); err != nil {
-			return err
-		}
-	}
-	ctxFiles := orchestrate.ContextFiles{Dir: dir, Spec: spec, Files: g.files, MaxFileSize: maxSize}
-	if req.Prompt, err = ctxFiles.Prompt(req.Prompt); err != nil {
-		return err
-	}
-	if !worktrees {
-		req.Group = g.group
-		return start(cmd, f, req)
-	}
+	return f.startInWorktrees(cmd, plan, oreq)
+}
 
-	base := g.baseBranch
-	if base == "" && mx != nil {
-		base = mx.BaseBranch
+// planError is a plan's refusal as the CLI reports it: a usage error when
+// the command line is at fault.
+func planError(err error) error {
+	if errors.Is(err, orchestrate.ErrUsage) {
+		return usageError{err}
 	}
+	return err
+}
+
+// startInWorktrees starts the plan's members in their worktrees and prints
+// them: one member like a single session, a group as a table.
+func (f *runFlags) startInWorktrees(cmd *cobra.Command, plan orchestrate.Plan, oreq orchestrate.Request) error {
 	c, err := newClient()
 	if err != nil {
 		return err
 	}
-	labels := make([]string, len(members))
-	for i, m := range members {
+	labels := make([]string, len(oreq.Members))
+	for i, m := range oreq.Members {
 		labels[i] = m.Label()
 	}
 	progress := newProgress(labels)
-	res, err := orchestrate.Launch(cmd.Context(), c, orchestrate.Request{
-		Group: g.group, Repo: dir, Branch: g.branch, Base: base, Members: members, Template: req,
-	}, progress)
+	res, err := orchestrate.Launch(cmd.Context(), c, oreq, progress)
 	progress.Close()
 	if err != nil {
 		return err
 	}
-	if !group {
+	if !plan.Group {
 		m := res.Members[0]
 		if m.Err != nil {
 			return m.Err

@@ -46,7 +46,7 @@ func Service(ctx context.Context, h home.Home, version string, logger *slog.Logg
 		Home:     h,
 		Version:  version,
 		Logger:   logger,
-		Adapters: registry.Local(string(h), nil, registry.Options{Watch: watch, Logger: logger}),
+		Adapters: adapters.NewSet(registry.Local(string(h), nil, registry.Options{Watch: watch, Logger: logger})...),
 		Watch:    status,
 	})
 }
@@ -125,7 +125,7 @@ func podCore(ctx context.Context, dir string, env []string) *session.Core {
 	exe, _ := os.Executable()
 	getenv := func(k string) string { return envvar.Value(env, k) }
 	return session.New(ctx, session.Options{
-		Home: h, Exe: exe, Adapters: registry.Local(string(h), getenv, registry.Options{}),
+		Home: h, Exe: exe, Adapters: adapters.NewSet(registry.Local(string(h), getenv, registry.Options{})...),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 }
