@@ -268,7 +268,7 @@ agentctl run --wait -- agentctl send "$AGENTCTL_SESSION_ID" y >sibling.out 2>&1;
 agentctl attach "$AGENTCTL_SESSION_ID" </dev/null >attach.out 2>&1; echo "rc=$?" >>attach.out
 cat >typed.out`
 	s := e.Start("--cwd", dir, "--", "sh", "-c", script)
-	WaitFor(t, 30*time.Second, "the three tries", func() bool {
+	WaitFor(t, time.Minute, "the three tries", func() bool {
 		return strings.Contains(readFile(dir, "attach.out"), "rc=")
 	})
 	for file, want := range map[string]string{
