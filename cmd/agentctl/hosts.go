@@ -20,6 +20,7 @@ import (
 	"github.com/agentctl/agentctl/config"
 	"github.com/agentctl/agentctl/hosts"
 	"github.com/agentctl/agentctl/internal/text"
+	"github.com/agentctl/agentctl/service"
 )
 
 // Environment variables of the hosts.
@@ -111,7 +112,7 @@ func hostResolver() (hosts.Resolver, error) {
 		Schemes: hosts.Schemes(),
 		Named:   cfg.Hosts,
 		Env: hosts.Env{
-			Home: h, Exe: exe, Autostart: autostart(),
+			Home: h, Exe: exe, Autostart: autostart(), StartInstalled: service.StartInstalled,
 			SSHCommand:       strings.Fields(os.Getenv(sshCommandEnv)),
 			Version:          buildVersion(),
 			OnServiceVersion: warnVersionSkew,
@@ -423,6 +424,7 @@ func newDialStdioCmd() *cobra.Command {
 				return fmt.Errorf("find the agentctl binary: %w", err)
 			}
 			c := client.New(h, exe, autostart() && !noAutostart)
+			c.StartInstalledWith(service.StartInstalled)
 			conn, err := c.Dial(cmd.Context())
 			if err != nil {
 				return err

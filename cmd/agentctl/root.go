@@ -13,6 +13,7 @@ import (
 	"github.com/agentctl/agentctl/client"
 	"github.com/agentctl/agentctl/home"
 	"github.com/agentctl/agentctl/internal/text"
+	"github.com/agentctl/agentctl/service"
 	"github.com/spf13/cobra"
 )
 
@@ -113,6 +114,7 @@ func localClient() (*client.Client, error) {
 		return nil, fmt.Errorf("find the agentctl binary: %w", err)
 	}
 	c := client.New(h, exe, autostart())
+	c.StartInstalledWith(service.StartInstalled)
 	c.OnServiceVersion(warnVersionSkew)
 	return c, nil
 }
