@@ -14,7 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentctl/agentctl/api"
-	"github.com/agentctl/agentctl/internal/agenttest"
+	"github.com/agentctl/agentctl/internal/testutil/agenttest"
 	"github.com/agentctl/agentctl/internal/fakemodel"
 )
 

@@ -16,7 +16,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/agentctl/agentctl/api"
-	"github.com/agentctl/agentctl/internal/agenttest"
+	"github.com/agentctl/agentctl/internal/testutil/agenttest"
 	"github.com/agentctl/agentctl/internal/fakemodel"
 )
 

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/api"
-	"github.com/agentctl/agentctl/internal/agenttest"
+	"github.com/agentctl/agentctl/internal/testutil/agenttest"
 	"github.com/agentctl/agentctl/internal/fakemodel"
 )
 

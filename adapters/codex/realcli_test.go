@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/adapters"
-	"github.com/agentctl/agentctl/internal/agenttest"
+	"github.com/agentctl/agentctl/internal/testutil/agenttest"
 	"github.com/agentctl/agentctl/internal/fakemodel"
 	"github.com/agentctl/agentctl/proc"
 )
