@@ -126,6 +126,10 @@ func (c *Client) WithoutAutostart() *Client {
 // Remote reports whether the service is another host's.
 func (c *Client) Remote() bool { return c.remote != nil }
 
+// ServiceClient returns c: a host that is an agentctl service answers with
+// its client (hosts.Service) for what only a service has.
+func (c *Client) ServiceClient() *Client { return c }
+
 // where names the service in messages: its socket, or its host.
 func (c *Client) where() string {
 	if c.remote != nil {

@@ -46,8 +46,8 @@ type Host struct {
 // client.Sessions (attach, events, locks…); a kind of host that is no
 // agentctl service says so.
 func (h Host) Client() (*client.Client, error) {
-	if c, ok := h.API.(*client.Client); ok {
-		return c, nil
+	if s, ok := h.API.(Service); ok {
+		return s.ServiceClient(), nil
 	}
 	return nil, fmt.Errorf("host %s (%s) answers for its sessions but not this command", h.Name, h.URL)
 }

@@ -17,8 +17,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/agentctl/agentctl/api"
-	"github.com/agentctl/agentctl/client"
-	"github.com/agentctl/agentctl/cluster/k8shelper"
 	"github.com/agentctl/agentctl/hosts"
 )
 
@@ -55,36 +53,22 @@ attached at once.`,
 	}
 }
 
-// frameAttacher joins a session's terminal through the service's attach
-// frames: the latest screen first, the window's size, the session's end.
-type frameAttacher interface {
-	Attach(ctx context.Context, id string, rows, cols uint16) (*client.Attachment, error)
-}
-
-// streamAttacher joins a session's terminal as two byte streams (a
-// cluster's attach to the pod's monitor): what is read from in is typed
-// into the terminal and the terminal's output is written to out, until
-// the session ends (its final state returned) or ctx ends.
-type streamAttacher interface {
-	AttachStreams(ctx context.Context, id string, in io.Reader, out io.Writer) (api.Session, error)
-}
-
 // attachTo joins session id's terminal on host h, the way h can.
 func attachTo(cmd *cobra.Command, h hosts.Host, id string) error {
 	switch a := h.API.(type) {
-	case frameAttacher:
+	case hosts.FrameAttacher:
 		return attach(cmd, a, id)
-	case streamAttacher:
+	case hosts.StreamAttacher:
 		return attachStreams(cmd, a, id)
 	}
 	return cannot(h, "attach to a session's terminal")
 }
 
-// attachStreams is attach through a streamAttacher: the terminal raw, the
+// attachStreams is attach through a hosts.StreamAttacher: the terminal raw, the
 // detach key and signals detach, the session's end ends it with its exit
 // code. There is no window size to forward: the session's terminal keeps
 // the size it started with.
-func attachStreams(cmd *cobra.Command, a streamAttacher, id string) error {
+func attachStreams(cmd *cobra.Command, a hosts.StreamAttacher, id string) error {
 	in := int(os.Stdin.Fd())
 	tty := term.IsTerminal(in)
 	out := &modeWriter{w: os.Stdout}
@@ -131,7 +115,7 @@ func attachStreams(cmd *cobra.Command, a streamAttacher, id string) error {
 // to the detach key (or, when endDetaches, the end of in), and copies its
 // output to out, until the session ends or ctx does. detached says the
 // person left it running.
-func joinStreams(ctx context.Context, a streamAttacher, id string, in io.Reader, endDetaches bool, out io.Writer) (s api.Session, detached bool, err error) {
+func joinStreams(ctx context.Context, a hosts.StreamAttacher, id string, in io.Reader, endDetaches bool, out io.Writer) (s api.Session, detached bool, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var left atomic.Bool
@@ -167,7 +151,7 @@ func joinStreams(ctx context.Context, a streamAttacher, id string, in io.Reader,
 	return s, left.Load(), err
 }
 
-func attach(cmd *cobra.Command, c frameAttacher, id string) error {
+func attach(cmd *cobra.Command, c hosts.FrameAttacher, id string) error {
 	in := int(os.Stdin.Fd())
 	rows, cols := uint16(0), uint16(0)
 	if w, h, err := term.GetSize(in); err == nil {
@@ -278,11 +262,3 @@ func attach(cmd *cobra.Command, c frameAttacher, id string) error {
 		}
 	}
 }
-
-// A cluster (through its helper) does what these commands ask beyond
-// client.Sessions.
-var (
-	_ streamAttacher    = (*k8shelper.Sessions)(nil)
-	_ hosts.EventSource = (*k8shelper.Sessions)(nil)
-	_ watchSource       = (*k8shelper.Sessions)(nil)
-)

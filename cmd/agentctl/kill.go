@@ -43,14 +43,10 @@ of their own.`,
 }
 
 // signaler sends signals to sessions (an agentctl service).
-type signaler interface {
-	Signal(ctx context.Context, id string, req api.SignalRequest) (api.Session, error)
-}
-
 // signalOn sends a signal to a session, where the host can.
 func signalOn(req api.SignalRequest) act {
 	return func(ctx context.Context, h hosts.Host, id string) (api.Session, error) {
-		s, ok := h.API.(signaler)
+		s, ok := h.API.(hosts.Signaler)
 		if !ok {
 			return api.Session{}, cannot(h, fmt.Sprintf("send signals (kill -s %s)", req.Signal))
 		}

@@ -304,14 +304,10 @@ func stopOn(req api.StopRequest) act {
 }
 
 // remover removes an ended session's records (an agentctl service).
-type remover interface {
-	Remove(ctx context.Context, id string, force bool) (api.Session, error)
-}
-
 // removeOn removes a session's records, where the host keeps any.
 func removeOn(force bool) act {
 	return func(ctx context.Context, h hosts.Host, id string) (api.Session, error) {
-		r, ok := h.API.(remover)
+		r, ok := h.API.(hosts.Remover)
 		if !ok {
 			return api.Session{}, cannot(h, "remove sessions")
 		}
@@ -320,14 +316,10 @@ func removeOn(force bool) act {
 }
 
 // restarter runs a session again as a new one (an agentctl service).
-type restarter interface {
-	Restart(ctx context.Context, id string, req api.RestartRequest) (api.Session, error)
-}
-
 // restartOn runs a session again, where the host can.
 func restartOn(req api.RestartRequest) act {
 	return func(ctx context.Context, h hosts.Host, id string) (api.Session, error) {
-		r, ok := h.API.(restarter)
+		r, ok := h.API.(hosts.Restarter)
 		if !ok {
 			return api.Session{}, cannot(h, "restart sessions")
 		}

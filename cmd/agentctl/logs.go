@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/client"
+	"github.com/agentctl/agentctl/hosts"
 	"github.com/agentctl/agentctl/internal/text"
 )
 
@@ -253,11 +254,12 @@ func manyLogs(ctx context.Context, route map[string]routed, handles []string, gi
 // the service: it waits for the service to answer again and continues at
 // the last cursor, so nothing is lost or repeated.
 func followLogs(ctx context.Context, src client.Sessions, id string, o api.LogOptions, emit func(api.LogChunk) error) error {
-	c, service := src.(*client.Client)
+	svc, service := src.(hosts.Service)
 	if !o.Follow || !service {
 		// Another kind of host follows its sessions by itself.
 		return src.Logs(ctx, id, o, emit)
 	}
+	c := svc.ServiceClient()
 	o.Cursors = true
 	cursor := ""
 	for {

@@ -359,8 +359,8 @@ host whose stream breaks is a warning, and reconnects by itself.
 // eventsOn prints host h's events until ctx ends, the way h streams them.
 func eventsOn(ctx context.Context, h hosts.Host, o client.EventOptions, w io.Writer) error {
 	switch src := h.API.(type) {
-	case *client.Client:
-		return streamEvents(ctx, src, o, w)
+	case hosts.Service:
+		return streamEvents(ctx, src.ServiceClient(), o, w)
 	case hosts.EventSource:
 		// Another kind of host: as a merged stream, which reopens a
 		// stream that breaks off by itself.

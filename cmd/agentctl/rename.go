@@ -1,20 +1,15 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/hosts"
 )
 
 // renamer renames sessions (an agentctl service).
-type renamer interface {
-	Rename(ctx context.Context, id, name string) (api.Session, error)
-}
-
 func newRenameCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -32,7 +27,7 @@ how another session's id begins (its handle in a list). A restart keeps it.`,
 			if err != nil {
 				return err
 			}
-			r, ok := h.API.(renamer)
+			r, ok := h.API.(hosts.Renamer)
 			if !ok {
 				return cannot(h, "rename sessions")
 			}

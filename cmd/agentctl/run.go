@@ -142,7 +142,7 @@ func (f *runFlags) request(cfg config.Config) (api.RunRequest, error) {
 // machine's directories nor its environment mean anything there. Another
 // local home (unix://) is this machine.
 func farHost(h hosts.Host) bool {
-	if r, ok := h.API.(interface{ Remote() bool }); ok {
+	if r, ok := h.API.(hosts.Remoter); ok {
 		return r.Remote()
 	}
 	return h.Name != hosts.Local
@@ -290,7 +290,7 @@ func start(cmd *cobra.Command, f *runFlags, req api.RunRequest) error {
 func startOn(cmd *cobra.Command, h hosts.Host, f *runFlags, req api.RunRequest) error {
 	// Every host starts agents: a service builds the agent's command line
 	// from its adapter, and so does the agentctl in a cluster's pod.
-	if _, service := h.API.(*client.Client); service && req.Image != "" {
+	if _, service := h.API.(hosts.Service); service && req.Image != "" {
 		return cannot(h, "run a container image: --image is for a Kubernetes cluster host (-H k8s://CONTEXT/NAMESPACE)")
 	}
 	sess, err := h.API.Launch(cmd.Context(), req)

@@ -285,16 +285,12 @@ while one lives), and the candidates turned down and why.`,
 
 // explainer tells the evidence behind a session's status (an agentctl
 // service).
-type explainer interface {
-	Explain(ctx context.Context, id string) (api.Explanation, error)
-}
-
 func explain(ctx context.Context, handle string, asJSON bool) error {
 	h, id, err := hostFor(handle)
 	if err != nil {
 		return err
 	}
-	e, ok := h.API.(explainer)
+	e, ok := h.API.(hosts.Explainer)
 	if !ok {
 		return cannot(h, "explain a status")
 	}

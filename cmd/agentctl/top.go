@@ -9,7 +9,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/agentctl/agentctl/api"
-	"github.com/agentctl/agentctl/client"
 	"github.com/agentctl/agentctl/cmd/agentctl/internal/top"
 	"github.com/agentctl/agentctl/hosts"
 )
@@ -45,7 +44,7 @@ the sessions it had running when last seen show as unknown.`,
 			if err != nil {
 				return err
 			}
-			c, service := hs[0].API.(*client.Client)
+			svc, service := hs[0].API.(hosts.Service)
 			if several || !service {
 				// Another kind of host, alone, is a view over one host.
 				view := &hosts.View{Hosts: hs, Cache: lastSeen(), Timeout: hostTimeout}
@@ -58,6 +57,7 @@ the sessions it had running when last seen show as unknown.`,
 				// that the view never starts one itself: a service stopped
 				// on purpose stays stopped, and the view says it is
 				// reconnecting.
+				c := svc.ServiceClient()
 				if _, err := c.List(cmd.Context(), api.ListOptions{}); err != nil {
 					return err
 				}

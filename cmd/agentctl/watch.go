@@ -18,6 +18,7 @@ import (
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/client"
 	"github.com/agentctl/agentctl/cmd/agentctl/internal/top"
+	"github.com/agentctl/agentctl/hosts"
 	"github.com/agentctl/agentctl/internal/text"
 )
 
@@ -25,7 +26,7 @@ import (
 // stream.
 type watchSource interface {
 	client.Sessions
-	top.Events
+	hosts.EventSource
 }
 
 // watchList is `list -w`: the list again after every change the event
@@ -39,8 +40,8 @@ func watchList(ctx context.Context, c watchSource, o api.ListOptions, asJSON, wi
 	if _, err := c.List(ctx, api.ListOptions{}); err != nil {
 		return err
 	}
-	if svc, ok := c.(*client.Client); ok {
-		c = svc.WithoutAutostart()
+	if svc, ok := c.(hosts.Service); ok {
+		c = svc.ServiceClient().WithoutAutostart()
 	}
 	tty := false
 	if f, ok := out.(*os.File); ok {
