@@ -24,7 +24,7 @@ import (
 // to the agent.
 const detachKey = 0x1d
 
-func newAttachCmd() *cobra.Command {
+func newAttachCmd(cli *cli) *cobra.Command {
 	return &cobra.Command{
 		Use:   "attach ID",
 		Short: "Join a session's terminal (detach with Ctrl-])",
@@ -34,7 +34,7 @@ Press Ctrl-] to detach and leave the session running. Several people may be
 attached at once.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			h, id, err := hostFor(a[0])
+			h, id, err := cli.hostFor(a[0])
 			if err != nil {
 				return err
 			}
@@ -48,18 +48,18 @@ attached at once.`,
 			if s.Status != api.StatusRunning {
 				return fmt.Errorf("session %s is %s: nothing to attach to (see `agentctl logs %s`)", s.ID, statusText(&s), shortID(s.ID))
 			}
-			return attachTo(cmd, h, s.ID)
+			return attachTo(cli, cmd, h, s.ID)
 		},
 	}
 }
 
 // attachTo joins session id's terminal on host h, the way h can.
-func attachTo(cmd *cobra.Command, h hosts.Host, id string) error {
+func attachTo(cli *cli, cmd *cobra.Command, h hosts.Host, id string) error {
 	switch a := h.API.(type) {
 	case hosts.FrameAttacher:
-		return attach(cmd, a, id)
+		return attach(cli, cmd, a, id)
 	case hosts.StreamAttacher:
-		return attachStreams(cmd, a, id)
+		return attachStreams(cli, cmd, a, id)
 	}
 	return cannot(h, "attach to a session's terminal")
 }
@@ -68,10 +68,10 @@ func attachTo(cmd *cobra.Command, h hosts.Host, id string) error {
 // detach key and signals detach, the session's end ends it with its exit
 // code. There is no window size to forward: the session's terminal keeps
 // the size it started with.
-func attachStreams(cmd *cobra.Command, a hosts.StreamAttacher, id string) error {
-	in := int(os.Stdin.Fd())
+func attachStreams(cli *cli, cmd *cobra.Command, a hosts.StreamAttacher, id string) error {
+	in := fdOf(cli.in)
 	tty := term.IsTerminal(in)
-	out := &modeWriter{w: os.Stdout}
+	out := &modeWriter{w: cli.out}
 	defer out.restore()
 	if tty {
 		old, err := term.MakeRaw(in)
@@ -79,7 +79,7 @@ func attachStreams(cmd *cobra.Command, a hosts.StreamAttacher, id string) error 
 			return fmt.Errorf("attach: put the terminal in raw mode: %w", err)
 		}
 		defer term.Restore(in, old)
-		fmt.Fprintf(os.Stderr, "[attached to %s; Ctrl-] detaches]\r\n", shortID(id))
+		fmt.Fprintf(cli.errOut, "[attached to %s; Ctrl-] detaches]\r\n", shortID(id))
 	}
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
@@ -93,18 +93,18 @@ func attachStreams(cmd *cobra.Command, a hosts.StreamAttacher, id string) error 
 		case <-ctx.Done():
 		}
 	}()
-	s, detached, err := joinStreams(ctx, a, id, os.Stdin, !tty, out)
+	s, detached, err := joinStreams(ctx, a, id, cli.in, !tty, out)
 	out.restore()
 	// A signal ends ctx (through main's context when it came before this
 	// command's own handler): either way the person left it running.
 	if detached || ctx.Err() != nil {
-		fmt.Fprintf(os.Stderr, "\r\n[detached from %s; it keeps running]\r\n", shortID(id))
+		fmt.Fprintf(cli.errOut, "\r\n[detached from %s; it keeps running]\r\n", shortID(id))
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("attach to %s: %w", id, err)
 	}
-	fmt.Fprintf(os.Stderr, "\r\n[session %s %s]\r\n", shortID(id), statusText(&s))
+	fmt.Fprintf(cli.errOut, "\r\n[session %s %s]\r\n", shortID(id), statusText(&s))
 	if s.Status.Ended() {
 		return exitError{code: exitCodeOf(s)}
 	}
@@ -151,8 +151,8 @@ func joinStreams(ctx context.Context, a hosts.StreamAttacher, id string, in io.R
 	return s, left.Load(), err
 }
 
-func attach(cmd *cobra.Command, c hosts.FrameAttacher, id string) error {
-	in := int(os.Stdin.Fd())
+func attach(cli *cli, cmd *cobra.Command, c hosts.FrameAttacher, id string) error {
+	in := fdOf(cli.in)
 	rows, cols := uint16(0), uint16(0)
 	if w, h, err := term.GetSize(in); err == nil {
 		rows, cols = uint16(h), uint16(w)
@@ -180,7 +180,7 @@ func attach(cmd *cobra.Command, c hosts.FrameAttacher, id string) error {
 		case <-detached:
 		}
 	}()
-	out := &modeWriter{w: os.Stdout}
+	out := &modeWriter{w: cli.out}
 	defer out.restore()
 	if term.IsTerminal(in) {
 		old, err := term.MakeRaw(in)
@@ -188,7 +188,7 @@ func attach(cmd *cobra.Command, c hosts.FrameAttacher, id string) error {
 			return fmt.Errorf("attach: put the terminal in raw mode: %w", err)
 		}
 		defer term.Restore(in, old)
-		fmt.Fprintf(os.Stderr, "[attached to %s; Ctrl-] detaches]\r\n", shortID(id))
+		fmt.Fprintf(cli.errOut, "[attached to %s; Ctrl-] detaches]\r\n", shortID(id))
 	}
 
 	winch := make(chan os.Signal, 1)
@@ -205,7 +205,7 @@ func attach(cmd *cobra.Command, c hosts.FrameAttacher, id string) error {
 	go func() {
 		buf := make([]byte, 4096)
 		for {
-			n, err := os.Stdin.Read(buf)
+			n, err := cli.in.Read(buf)
 			if n > 0 {
 				chunk := buf[:n]
 				if i := bytes.IndexByte(chunk, detachKey); i >= 0 {
@@ -237,7 +237,7 @@ func attach(cmd *cobra.Command, c hosts.FrameAttacher, id string) error {
 			select {
 			case <-detached:
 				out.restore()
-				fmt.Fprintf(os.Stderr, "\r\n[detached from %s; it keeps running]\r\n", shortID(id))
+				fmt.Fprintf(cli.errOut, "\r\n[detached from %s; it keeps running]\r\n", shortID(id))
 				return nil
 			default:
 			}
@@ -257,7 +257,7 @@ func attach(cmd *cobra.Command, c hosts.FrameAttacher, id string) error {
 			json.Unmarshal(payload, &e)
 			sess := api.Session{ExitCode: e.ExitCode, Signal: e.Signal}
 			out.restore()
-			fmt.Fprintf(os.Stderr, "\r\n[session %s ended]\r\n", shortID(id))
+			fmt.Fprintf(cli.errOut, "\r\n[session %s ended]\r\n", shortID(id))
 			return exitError{code: exitCodeOf(sess)}
 		}
 	}

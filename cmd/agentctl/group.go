@@ -94,7 +94,7 @@ func isExec(adapter string) bool { return adapter == "" || adapter == api.ExecAd
 // session in a worktree, or a group of members each in its own worktree.
 // positional is launch's ADAPTER argument, defaultAdapter the adapter when
 // none is named, command run's COMMAND.
-func (f *runFlags) dispatch(cmd *cobra.Command, cfg config.Config, positional, defaultAdapter string, command []string) error {
+func (f *runFlags) dispatch(cli *cli, cmd *cobra.Command, cfg config.Config, positional, defaultAdapter string, command []string) error {
 	g := &f.group
 	name := cmd.Name()
 	members := g.members
@@ -115,7 +115,7 @@ func (f *runFlags) dispatch(cmd *cobra.Command, cfg config.Config, positional, d
 			return usageError{fmt.Errorf("matrix file: %w", err)}
 		}
 		for _, w := range m.Warnings {
-			warn("%s", w)
+			cli.warn("%s", w)
 		}
 		members, mx = m.Members(), &m
 	}
@@ -196,11 +196,11 @@ func (f *runFlags) dispatch(cmd *cobra.Command, cfg config.Config, positional, d
 	} else {
 		f.adapter, f.model = "", ""
 	}
-	f.remote = remoteTarget()
+	f.remote = cli.remoteTarget()
 	if f.remote && (worktrees || spec != "" || len(g.files) > 0) {
 		return usageError{fmt.Errorf("%s: worktrees and context files are made from this machine's folders; on another host, run agentctl there (ssh HOST agentctl …)", name)}
 	}
-	req, err := f.request(cfg)
+	req, err := f.request(cli, cfg)
 	if err != nil {
 		return err
 	}
@@ -226,14 +226,14 @@ func (f *runFlags) dispatch(cmd *cobra.Command, cfg config.Config, positional, d
 	}
 	if !worktrees {
 		req.Group = g.group
-		return start(cmd, f, req)
+		return start(cli, cmd, f, req)
 	}
 
 	base := g.baseBranch
 	if base == "" && mx != nil {
 		base = mx.BaseBranch
 	}
-	c, err := newClient()
+	c, err := cli.newClient()
 	if err != nil {
 		return err
 	}
@@ -241,7 +241,7 @@ func (f *runFlags) dispatch(cmd *cobra.Command, cfg config.Config, positional, d
 	for i, m := range members {
 		labels[i] = m.Label()
 	}
-	progress := newProgress(labels)
+	progress := newProgress(cli, labels)
 	res, err := orchestrate.Launch(cmd.Context(), c, orchestrate.Request{
 		Group: g.group, Repo: dir, Branch: g.branch, Base: base, Members: members, Template: req,
 	}, progress)
@@ -258,21 +258,21 @@ func (f *runFlags) dispatch(cmd *cobra.Command, cfg config.Config, positional, d
 		if m.Reused {
 			how = "reused"
 		}
-		fmt.Fprintf(os.Stderr, "agentctl: worktree %s %s on branch %s (group %s)\n", m.Worktree, how, m.Branch, res.Group)
+		fmt.Fprintf(cli.errOut, "agentctl: worktree %s %s on branch %s (group %s)\n", m.Worktree, how, m.Branch, res.Group)
 		// Worktrees are made on this machine (refused for another host).
-		return showStarted(cmd, f, hosts.Host{Name: hosts.Local, API: c}, *m.Session)
+		return showStarted(cli, cmd, f, hosts.Host{Name: hosts.Local, API: c}, *m.Session)
 	}
 	if f.asJSON {
-		if err := printJSON(os.Stdout, res); err != nil {
+		if err := printJSON(cli.out, res); err != nil {
 			return err
 		}
 	} else {
-		printLaunchedGroup(os.Stdout, res)
+		printLaunchedGroup(cli.out, res)
 	}
 	if failed := res.Failed(); len(failed) > 0 {
-		fmt.Fprintf(os.Stderr, "agentctl: %d of %d members did not start:\n", len(failed), len(res.Members))
+		fmt.Fprintf(cli.errOut, "agentctl: %d of %d members did not start:\n", len(failed), len(res.Members))
 		for _, m := range failed {
-			fmt.Fprintln(os.Stderr, text.CleanLines(fmt.Sprintf("  %s: %s", m.Label(), m.Error)))
+			fmt.Fprintln(cli.errOut, text.CleanLines(fmt.Sprintf("  %s: %s", m.Label(), m.Error)))
 		}
 		return exitError{code: 1}
 	}
@@ -291,16 +291,16 @@ func (lineView) Close() {}
 
 // newProgress shows progress on standard error: redrawn in place on a
 // terminal, one line per change otherwise.
-func newProgress(labels []string) progressView {
-	fd := int(os.Stderr.Fd())
+func newProgress(cli *cli, labels []string) progressView {
+	fd := fdOf(cli.errOut)
 	if term.IsTerminal(fd) {
 		w, _, err := term.GetSize(fd)
 		if err != nil {
 			w = 80
 		}
-		return orchestrate.NewTerminalProgress(os.Stderr, labels, w)
+		return orchestrate.NewTerminalProgress(cli.errOut, labels, w)
 	}
-	return lineView{orchestrate.NewLineProgress(os.Stderr, labels)}
+	return lineView{orchestrate.NewLineProgress(cli.errOut, labels)}
 }
 
 // printLaunchedGroup lists a group's members with their sessions and
@@ -331,7 +331,7 @@ func printLaunchedGroup(w io.Writer, res orchestrate.Result) {
 // covers all its members.
 const foreverAgo = 100 * 365 * 24 * time.Hour
 
-func newGroupCmd() *cobra.Command {
+func newGroupCmd(cli *cli) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "group",
 		Short: "Compare the sessions of a group started together",
@@ -339,11 +339,11 @@ func newGroupCmd() *cobra.Command {
 --adapter flags, or --matrix): the same task for each agent or model, each in
 its own git worktree and branch, all tagged with the group id (g-xxxxxx).`,
 	}
-	cmd.AddCommand(newGroupStatusCmd(), newGroupListCmd())
+	cmd.AddCommand(newGroupStatusCmd(cli), newGroupListCmd(cli))
 	return cmd
 }
 
-func newGroupStatusCmd() *cobra.Command {
+func newGroupStatusCmd(cli *cli) *cobra.Command {
 	var asJSON bool
 	var to tableOptions
 	cmd := &cobra.Command{
@@ -355,7 +355,7 @@ git diff of its worktree (commits, edits and new files) against the commit its
 branch started from.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			c, err := newClient()
+			c, err := cli.newClient()
 			if err != nil {
 				return err
 			}
@@ -364,19 +364,19 @@ branch started from.`,
 				return err
 			}
 			for _, w := range list.Warnings {
-				warn("%s", w)
+				cli.warn("%s", w)
 			}
 			if len(list.Sessions) == 0 {
 				return api.Errorf(api.CodeNotFound, "no sessions in group %s", a[0])
 			}
 			rows := orchestrate.GroupStatus(cmd.Context(), list.Sessions, time.Now())
 			if asJSON {
-				return printJSON(os.Stdout, struct {
+				return printJSON(cli.out, struct {
 					Group   string                     `json:"group"`
 					Members []orchestrate.MemberStatus `json:"members"`
 				}{a[0], rows})
 			}
-			printGroupStatus(os.Stdout, a[0], rows, to)
+			printGroupStatus(cli.out, a[0], rows, to)
 			return nil
 		},
 	}
@@ -442,7 +442,7 @@ func diffText(r orchestrate.MemberStatus) string {
 	return "-"
 }
 
-func newGroupListCmd() *cobra.Command {
+func newGroupListCmd(cli *cli) *cobra.Command {
 	var asJSON bool
 	var to tableOptions
 	cmd := &cobra.Command{
@@ -450,7 +450,7 @@ func newGroupListCmd() *cobra.Command {
 		Short: "List groups: their members and how many still run",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := newClient()
+			c, err := cli.newClient()
 			if err != nil {
 				return err
 			}
@@ -459,7 +459,7 @@ func newGroupListCmd() *cobra.Command {
 				return err
 			}
 			for _, w := range list.Warnings {
-				warn("%s", w)
+				cli.warn("%s", w)
 			}
 			type groupRow struct {
 				Group    string    `json:"group"`
@@ -494,13 +494,13 @@ func newGroupListCmd() *cobra.Command {
 				if order == nil {
 					order = []*groupRow{}
 				}
-				return printJSON(os.Stdout, map[string]any{"groups": order})
+				return printJSON(cli.out, map[string]any{"groups": order})
 			}
 			if len(order) == 0 {
-				fmt.Println("no groups")
+				fmt.Fprintln(cli.out, "no groups")
 				return nil
 			}
-			tw := to.newTable(os.Stdout)
+			tw := to.newTable(cli.out)
 			tw.header("GROUP\tSESSIONS\tRUNNING\tAGE\tADAPTERS")
 			now := time.Now()
 			for _, r := range order {

@@ -10,7 +10,7 @@ import (
 	"github.com/agentctl/agentctl/hosts"
 )
 
-func newKillCmd() *cobra.Command {
+func newKillCmd(cli *cli) *cobra.Command {
 	var signal string
 	var asJSON bool
 	var sel selection
@@ -31,14 +31,14 @@ of their own.`,
 		Args: args(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			if signal == "" {
-				return onTargets(cmd, a, &sel, running, "kill", asJSON, false, stopOn(api.StopRequest{Force: true}))
+				return onTargets(cli, cmd, a, &sel, running, "kill", asJSON, false, stopOn(api.StopRequest{Force: true}))
 			}
-			return onTargets(cmd, a, &sel, running, "kill", asJSON, false, signalOn(api.SignalRequest{Signal: signal}))
+			return onTargets(cli, cmd, a, &sel, running, "kill", asJSON, false, signalOn(api.SignalRequest{Signal: signal}))
 		},
 	}
 	cmd.Flags().StringVarP(&signal, "signal", "s", "", "the `SIGNAL` to send: a name (HUP, SIGTERM) or a number")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	sel.register(cmd, "every running session agentctl launched")
+	sel.register(cli, cmd, "every running session agentctl launched")
 	return cmd
 }
 

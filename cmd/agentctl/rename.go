@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -10,7 +9,7 @@ import (
 )
 
 // renamer renames sessions (an agentctl service).
-func newRenameCmd() *cobra.Command {
+func newRenameCmd(cli *cli) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "rename ID|NAME NEWNAME",
@@ -23,7 +22,7 @@ how another session's id begins (its handle in a list). A restart keeps it.`,
   agentctl rename web web-old`,
 		Args: args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			h, id, err := hostFor(a[0])
+			h, id, err := cli.hostFor(a[0])
 			if err != nil {
 				return err
 			}
@@ -36,9 +35,9 @@ how another session's id begins (its handle in a list). A restart keeps it.`,
 				return err
 			}
 			if asJSON {
-				return printJSON(os.Stdout, s)
+				return printJSON(cli.out, s)
 			}
-			fmt.Printf("%s %s\n", s.ID, s.Name)
+			fmt.Fprintf(cli.out, "%s %s\n", s.ID, s.Name)
 			return nil
 		},
 	}

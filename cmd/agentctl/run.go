@@ -84,9 +84,9 @@ func (f *runFlags) register(cmd *cobra.Command, withPrompt bool) {
 
 // request builds the RunRequest: the caller's whole environment travels with
 // it, since a service started by an init system has almost none.
-func (f *runFlags) request(cfg config.Config) (api.RunRequest, error) {
+func (f *runFlags) request(cli *cli, cfg config.Config) (api.RunRequest, error) {
 	if f.remote {
-		return f.remoteRequest()
+		return f.remoteRequest(cli)
 	}
 	cwd := f.cwd
 	if cwd == "" && cfg.Cwd != "" {
@@ -121,7 +121,7 @@ func (f *runFlags) request(cfg config.Config) (api.RunRequest, error) {
 		}
 	}
 	rows, cols := f.rows, f.cols
-	if w, h, err := term.GetSize(int(os.Stdin.Fd())); err == nil && f.attach && rows == 0 && cols == 0 {
+	if w, h, err := term.GetSize(fdOf(cli.in)); err == nil && f.attach && rows == 0 && cols == 0 {
 		// Attached at once: the session's terminal is the size of ours.
 		rows, cols = uint16(h), uint16(w)
 	}
@@ -152,7 +152,7 @@ func farHost(h hosts.Host) bool {
 // machine's directory nor its environment means anything there, so the
 // session runs in --cwd (a path on that host; default its user's home)
 // with the far service's environment.
-func (f *runFlags) remoteRequest() (api.RunRequest, error) {
+func (f *runFlags) remoteRequest(cli *cli) (api.RunRequest, error) {
 	if f.cwd != "" && !strings.HasPrefix(f.cwd, "/") {
 		return api.RunRequest{}, usageError{fmt.Errorf("--cwd %q: on another host, give an absolute path there", f.cwd)}
 	}
@@ -165,7 +165,7 @@ func (f *runFlags) remoteRequest() (api.RunRequest, error) {
 		return api.RunRequest{}, err
 	}
 	rows, cols := f.rows, f.cols
-	if w, h, err := term.GetSize(int(os.Stdin.Fd())); err == nil && f.attach && rows == 0 && cols == 0 {
+	if w, h, err := term.GetSize(fdOf(cli.in)); err == nil && f.attach && rows == 0 && cols == 0 {
 		rows, cols = uint16(h), uint16(w)
 	}
 	return api.RunRequest{
@@ -261,33 +261,33 @@ func openclawIdentity(env []string) map[string]string {
 	return out
 }
 
-func loadConfig() config.Config {
-	h, err := userHome()
+func loadConfig(cli *cli) config.Config {
+	h, err := cli.userHome()
 	if err != nil {
 		return config.Config{}
 	}
 	cfg, warnings, err := config.Load(config.Path(string(h)))
 	if err != nil {
-		warn("%v (using defaults)", err)
+		cli.warn("%v (using defaults)", err)
 		return config.Config{}
 	}
 	for _, w := range warnings {
-		warn("%s", w)
+		cli.warn("%s", w)
 	}
 	return cfg
 }
 
 // start sends the request and prints the result the way the flags ask.
-func start(cmd *cobra.Command, f *runFlags, req api.RunRequest) error {
-	h, err := defaultHost()
+func start(cli *cli, cmd *cobra.Command, f *runFlags, req api.RunRequest) error {
+	h, err := cli.defaultHost()
 	if err != nil {
 		return err
 	}
-	return startOn(cmd, h, f, req)
+	return startOn(cli, cmd, h, f, req)
 }
 
 // startOn is start on host h.
-func startOn(cmd *cobra.Command, h hosts.Host, f *runFlags, req api.RunRequest) error {
+func startOn(cli *cli, cmd *cobra.Command, h hosts.Host, f *runFlags, req api.RunRequest) error {
 	// Every host starts agents: a service builds the agent's command line
 	// from its adapter, and so does the agentctl in a cluster's pod.
 	if _, service := h.API.(hosts.Service); service && req.Image != "" {
@@ -297,40 +297,40 @@ func startOn(cmd *cobra.Command, h hosts.Host, f *runFlags, req api.RunRequest) 
 	if err != nil {
 		return err
 	}
-	return showStarted(cmd, f, h, sess)
+	return showStarted(cli, cmd, f, h, sess)
 }
 
 // showStarted prints a started session the way the flags ask, and with
 // --wait follows it to its end.
-func showStarted(cmd *cobra.Command, f *runFlags, h hosts.Host, sess api.Session) error {
+func showStarted(cli *cli, cmd *cobra.Command, f *runFlags, h hosts.Host, sess api.Session) error {
 	if f.asJSON {
-		if err := printJSON(os.Stdout, sess); err != nil {
+		if err := printJSON(cli.out, sess); err != nil {
 			return err
 		}
 	} else if !f.wait && !f.attach {
-		fmt.Println(sess.ID)
+		fmt.Fprintln(cli.out, sess.ID)
 	}
 	if f.attach {
-		err := attachTo(cmd, h, sess.ID)
+		err := attachTo(cli, cmd, h, sess.ID)
 		if api.CodeOf(err) != api.CodeNotRunning {
 			return err
 		}
 		// It ended before the terminal could be joined (a quick command,
 		// an agent that fails at once): show what it wrote and exit with
 		// its code, as `docker run -it` does.
-		return waitSession(cmd.Context(), h.API, sess.ID, os.Stdout)
+		return waitSession(cmd.Context(), h.API, sess.ID, cli.out)
 	}
 	if !f.wait {
 		return nil
 	}
 	if !f.asJSON {
 		if sess.PID > 0 {
-			fmt.Fprintf(os.Stderr, "agentctl: session %s started (pid %d)\n", sess.ID, sess.PID)
+			fmt.Fprintf(cli.errOut, "agentctl: session %s started (pid %d)\n", sess.ID, sess.PID)
 		} else {
-			fmt.Fprintf(os.Stderr, "agentctl: session %s started on %s\n", sess.ID, h.Name)
+			fmt.Fprintf(cli.errOut, "agentctl: session %s started on %s\n", sess.ID, h.Name)
 		}
 	}
-	return waitSession(cmd.Context(), h.API, sess.ID, os.Stdout)
+	return waitSession(cmd.Context(), h.API, sess.ID, cli.out)
 }
 
 // waitSession streams a session's output until it ends and returns an
@@ -391,7 +391,7 @@ func exitCodeOf(s api.Session) int {
 	return 1
 }
 
-func newRunCmd() *cobra.Command {
+func newRunCmd(cli *cli) *cobra.Command {
 	f := &runFlags{}
 	cmd := &cobra.Command{
 		Use:   "run [flags] -- COMMAND [ARGS...]",
@@ -414,7 +414,7 @@ OPENCLAW_* variables that identify the calling gateway or agent are recorded
 as labels (never tokens or keys).`,
 		Args: args(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			return f.dispatch(cmd, loadConfig(), "", api.ExecAdapter, a)
+			return f.dispatch(cli, cmd, loadConfig(cli), "", api.ExecAdapter, a)
 		},
 	}
 	f.register(cmd, true)
@@ -423,7 +423,7 @@ as labels (never tokens or keys).`,
 	return cmd
 }
 
-func newLaunchCmd() *cobra.Command {
+func newLaunchCmd(cli *cli) *cobra.Command {
 	f := &runFlags{}
 	cmd := &cobra.Command{
 		Use:   "launch [ADAPTER] [-p PROMPT] [-- AGENT ARGS...]",
@@ -485,7 +485,7 @@ before the prompt; when it sets the agent's permissions itself (claude
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, a []string) error {
-			cfg := loadConfig()
+			cfg := loadConfig(cli)
 			def := "claude"
 			if cfg.Adapter != "" {
 				def = cfg.Adapter
@@ -498,7 +498,7 @@ before the prompt; when it sets the agent's permissions itself (claude
 			if len(before) == 1 {
 				positional = before[0]
 			}
-			return f.dispatch(cmd, cfg, positional, def, after)
+			return f.dispatch(cli, cmd, cfg, positional, def, after)
 		},
 	}
 	f.register(cmd, true)
@@ -506,7 +506,7 @@ before the prompt; when it sets the agent's permissions itself (claude
 	return cmd
 }
 
-func newResumeCmd() *cobra.Command {
+func newResumeCmd(cli *cli) *cobra.Command {
 	f := &runFlags{}
 	cmd := &cobra.Command{
 		Use:   "resume ID MESSAGE",
@@ -516,7 +516,7 @@ func newResumeCmd() *cobra.Command {
 whole conversation. Prints the new run's id.`,
 		Args: args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			h, id, err := hostFor(a[0])
+			h, id, err := cli.hostFor(a[0])
 			if err != nil {
 				return err
 			}
@@ -534,7 +534,7 @@ whole conversation. Prints the new run's id.`,
 			if f.cwd == "" {
 				f.cwd = prev.Cwd
 			}
-			req, err := f.request(config.Config{})
+			req, err := f.request(cli, config.Config{})
 			if err != nil {
 				return err
 			}
@@ -553,7 +553,7 @@ whole conversation. Prints the new run's id.`,
 					req.Labels[k] = v
 				}
 			}
-			return startOn(cmd, h, f, req)
+			return startOn(cli, cmd, h, f, req)
 		},
 	}
 	f.register(cmd, false)

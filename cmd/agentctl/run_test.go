@@ -15,6 +15,7 @@ import (
 )
 
 func TestOpenclawIdentity(t *testing.T) {
+	t.Parallel()
 	env := []string{
 		"OPENCLAW_SHELL=exec", "OPENCLAW_CLI=1", "OPENCLAW_GATEWAY_PORT=18789",
 		"OPENCLAW_GATEWAY_TOKEN=secret", "OPENCLAW_DISABLE_BONJOUR=1", "OPENCLAW_CHANNEL_CONTEXT={}",
@@ -27,13 +28,14 @@ func TestOpenclawIdentity(t *testing.T) {
 }
 
 func TestLabelAndMetaBothCount(t *testing.T) {
+	t.Parallel()
 	f := &runFlags{}
 	cmd := &cobra.Command{}
 	f.register(cmd, true)
 	if err := cmd.ParseFlags([]string{"--label", "a=1", "--meta", "b=2", "--label", "c=3", "--cwd", "/"}); err != nil {
 		t.Fatal(err)
 	}
-	req, err := f.request(config.Config{})
+	req, err := f.request(testCLI(t), config.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

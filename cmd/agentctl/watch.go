@@ -33,7 +33,7 @@ type watchSource interface {
 // stream reports. On a terminal the table is redrawn in place (and every
 // few seconds, for the ages); in a pipe each change prints a new table
 // (or JSON list), and only when it differs from the last.
-func watchList(ctx context.Context, c watchSource, o api.ListOptions, asJSON, wide bool, out io.Writer) error {
+func watchList(ctx context.Context, cli *cli, c watchSource, o api.ListOptions, asJSON, wide bool, out io.Writer) error {
 	// The first request starts the service when allowed; after that the
 	// watch never starts one itself: a service stopped on purpose stays
 	// stopped while the watch waits for it.
@@ -60,7 +60,7 @@ func watchList(ctx context.Context, c watchSource, o api.ListOptions, asJSON, wi
 	go func() {
 		defer close(followed)
 		top.Follow(ctx, c, func(uint64) { poke() }, func(api.Event) { poke() },
-			func(err error) { warn("%v; reconnecting", err) })
+			func(err error) { cli.warn("%v; reconnecting", err) })
 	}()
 	defer func() { cancel(); <-followed }()
 	var last []byte
@@ -83,7 +83,7 @@ func watchList(ctx context.Context, c watchSource, o api.ListOptions, asJSON, wi
 			if len(l.Sessions) == 0 {
 				b.WriteString("no sessions\n")
 			} else {
-				printSessionTable(&b, l.Sessions, tableWidth(out), wide, true)
+				printSessionTable(&b, l.Sessions, tableWidth(cli, out), wide, true)
 			}
 		}
 		if !tty {
@@ -145,7 +145,7 @@ func watchList(ctx context.Context, c watchSource, o api.ListOptions, asJSON, wi
 			if ctx.Err() != nil {
 				return nil
 			}
-			warn("%v", err)
+			cli.warn("%v", err)
 		}
 	}
 }

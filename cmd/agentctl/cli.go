@@ -1,0 +1,65 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/agentctl/agentctl/home"
+	"github.com/agentctl/agentctl/internal/text"
+)
+
+// cli is what a command needs of the world around it: its streams, the
+// environment it reads, this machine's agentctl home and binary. Every
+// command is built from one (newXCmd(cli)) and reaches hosts and clients
+// only through its methods (cli.newClient, cli.defaultHost, cli.hostFor…),
+// so a test builds a cli with buffers and a home whose service runs in the
+// test, and checks a command's output in-process. main builds the real one
+// (newCLI).
+type cli struct {
+	in     io.Reader
+	out    io.Writer
+	errOut io.Writer
+	// getenv reads the environment; setenv sets it for the command and what
+	// it runs (-H sets AGENTCTL_HOST for a pager's or top's own agentctl).
+	getenv func(string) string
+	setenv func(key, value string) error
+	// home is this machine's agentctl home ($AGENTCTL_HOME, else
+	// ~/.agentctl); exe the agentctl binary that starts the service.
+	home func() (home.Home, error)
+	exe  func() (string, error)
+}
+
+// newCLI is the cli of the agentctl process: its standard streams and
+// environment.
+func newCLI() *cli {
+	return &cli{
+		in: os.Stdin, out: os.Stdout, errOut: os.Stderr,
+		getenv: os.Getenv, setenv: os.Setenv,
+		home: home.Default,
+		exe: func() (string, error) {
+			exe, err := os.Executable()
+			if err != nil {
+				return "", fmt.Errorf("find the agentctl binary: %w", err)
+			}
+			return exe, nil
+		},
+	}
+}
+
+// userHome is this machine's agentctl home.
+func (cli *cli) userHome() (home.Home, error) { return cli.home() }
+
+// warn prints a warning, cleaned: warnings carry other hosts' words.
+func (cli *cli) warn(format string, a ...any) {
+	fmt.Fprintln(cli.errOut, "agentctl: warning: "+text.CleanLines(fmt.Sprintf(format, a...)))
+}
+
+// fdOf is the file descriptor behind a stream, -1 when it is no file (a
+// test's buffer): term.IsTerminal(-1) is false.
+func fdOf(stream any) int {
+	if f, ok := stream.(interface{ Fd() uintptr }); ok {
+		return int(f.Fd())
+	}
+	return -1
+}

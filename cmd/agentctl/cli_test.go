@@ -1,0 +1,57 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/agentctl/agentctl/home"
+)
+
+// fakeCLI is a cli for tests (docker/cli's FakeCli): its output goes to
+// buffers, its input is empty, its environment is env alone (none of the
+// process's, so tests run in parallel), and its home is h. A command built
+// from it runs in-process against whatever service answers in h.
+type fakeCLI struct {
+	*cli
+	stdout, stderr bytes.Buffer
+	mu             sync.Mutex
+	env            map[string]string
+}
+
+func newFakeCLI(t *testing.T, h home.Home, env map[string]string) *fakeCLI {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeCLI{env: map[string]string{"AGENTCTL_NO_AUTOSTART": "1"}}
+	for k, v := range env {
+		f.env[k] = v
+	}
+	f.cli = &cli{
+		in: bytes.NewReader(nil), out: &f.stdout, errOut: &f.stderr,
+		getenv: func(k string) string {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			return f.env[k]
+		},
+		setenv: func(k, v string) error {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.env[k] = v
+			return nil
+		},
+		home: func() (home.Home, error) { return h, nil },
+		exe:  func() (string, error) { return exe, nil },
+	}
+	return f
+}
+
+// testCLI is a fakeCLI in a home of its own, for tests that only build
+// commands or look at what they refuse.
+func testCLI(t *testing.T) *cli {
+	t.Helper()
+	return newFakeCLI(t, home.Home(t.TempDir()), nil).cli
+}
