@@ -42,7 +42,6 @@ of their own.`,
 	return cmd
 }
 
-// signaler sends signals to sessions (an agentctl service).
 // signalOn sends a signal to a session, where the host can.
 func signalOn(req api.SignalRequest) act {
 	return func(ctx context.Context, h hosts.Host, id string) (api.Session, error) {

@@ -303,7 +303,6 @@ func stopOn(req api.StopRequest) act {
 	}
 }
 
-// remover removes an ended session's records (an agentctl service).
 // removeOn removes a session's records, where the host keeps any.
 func removeOn(force bool) act {
 	return func(ctx context.Context, h hosts.Host, id string) (api.Session, error) {
@@ -315,7 +314,6 @@ func removeOn(force bool) act {
 	}
 }
 
-// restarter runs a session again as a new one (an agentctl service).
 // restartOn runs a session again, where the host can.
 func restartOn(cli *cli, req api.RestartRequest) act {
 	return func(ctx context.Context, h hosts.Host, id string) (api.Session, error) {

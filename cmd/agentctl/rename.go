@@ -8,7 +8,6 @@ import (
 	"github.com/agentctl/agentctl/hosts"
 )
 
-// renamer renames sessions (an agentctl service).
 func newRenameCmd(cli *cli) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{

@@ -282,8 +282,8 @@ while one lives), and the candidates turned down and why.`,
 	return cmd
 }
 
-// explainer tells the evidence behind a session's status (an agentctl
-// service).
+// explain prints the evidence behind a session's status, where the host
+// can tell it.
 func explain(ctx context.Context, cli *cli, handle string, asJSON bool) error {
 	h, id, err := cli.hostFor(handle)
 	if err != nil {
