@@ -20,10 +20,13 @@ type cli struct {
 	in     io.Reader
 	out    io.Writer
 	errOut io.Writer
-	// getenv reads the environment; setenv sets it for the command and what
-	// it runs (-H sets AGENTCTL_HOST for a pager's or top's own agentctl).
-	getenv func(string) string
-	setenv func(key, value string) error
+	// lookupEnv and environ read the environment (a launch carries the
+	// whole of it to the service); setenv sets a variable for the command
+	// and what it runs (-H sets AGENTCTL_HOST for a pager's or top's own
+	// agentctl).
+	lookupEnv func(key string) (string, bool)
+	environ   func() []string
+	setenv    func(key, value string) error
 	// home is this machine's agentctl home ($AGENTCTL_HOME, else
 	// ~/.agentctl); exe the agentctl binary that starts the service.
 	home func() (home.Home, error)
@@ -35,7 +38,7 @@ type cli struct {
 func newCLI() *cli {
 	return &cli{
 		in: os.Stdin, out: os.Stdout, errOut: os.Stderr,
-		getenv: os.Getenv, setenv: os.Setenv,
+		lookupEnv: os.LookupEnv, environ: os.Environ, setenv: os.Setenv,
 		home: home.Default,
 		exe: func() (string, error) {
 			exe, err := os.Executable()
@@ -45,6 +48,12 @@ func newCLI() *cli {
 			return exe, nil
 		},
 	}
+}
+
+// getenv is the value of the environment variable key, "" when unset.
+func (cli *cli) getenv(key string) string {
+	v, _ := cli.lookupEnv(key)
+	return v
 }
 
 // userHome is this machine's agentctl home.

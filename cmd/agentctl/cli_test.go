@@ -32,10 +32,20 @@ func newFakeCLI(t *testing.T, h home.Home, env map[string]string) *fakeCLI {
 	}
 	f.cli = &cli{
 		in: bytes.NewReader(nil), out: &f.stdout, errOut: &f.stderr,
-		getenv: func(k string) string {
+		lookupEnv: func(k string) (string, bool) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
-			return f.env[k]
+			v, ok := f.env[k]
+			return v, ok
+		},
+		environ: func() []string {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			out := make([]string, 0, len(f.env))
+			for k, v := range f.env {
+				out = append(out, k+"="+v)
+			}
+			return out
 		},
 		setenv: func(k, v string) error {
 			f.mu.Lock()

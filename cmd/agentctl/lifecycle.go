@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -391,7 +390,7 @@ failure does not stop the others; the exit status is 1 if any failed.`,
 			if req.Stop.Timeout, err = graceTimeout(cmd, timeout); err != nil {
 				return err
 			}
-			req.Env = os.Environ()
+			req.Env = cli.environ()
 			return onTargets(cli, cmd, a, &sel, running, "restart", asJSON, true, restartOn(cli, req))
 		},
 	}

@@ -108,11 +108,11 @@ func (f *runFlags) request(cli *cli, cfg config.Config) (api.RunRequest, error) 
 	if err != nil {
 		return api.RunRequest{}, err
 	}
-	env, err := f.envOverrides()
+	env, err := f.envOverrides(cli.lookupEnv)
 	if err != nil {
 		return api.RunRequest{}, err
 	}
-	for k, v := range openclawIdentity(os.Environ()) {
+	for k, v := range openclawIdentity(cli.environ()) {
 		if labels == nil {
 			labels = map[string]string{}
 		}
@@ -131,7 +131,7 @@ func (f *runFlags) request(cli *cli, cfg config.Config) (api.RunRequest, error) 
 	}
 	return api.RunRequest{
 		Adapter: f.adapter, Prompt: f.prompt, Model: model, Cwd: abs,
-		Env: os.Environ(), EnvOverrides: env, Name: f.name, Labels: labels,
+		Env: cli.environ(), EnvOverrides: env, Name: f.name, Labels: labels,
 		Rows: rows, Cols: cols, Interactive: f.interactive, PermissionMode: f.permissionMode,
 		Lock: f.lock, Force: f.force, OnCreate: f.onCreate, OnComplete: f.onComplete, HookTimeout: f.hookTimeout,
 		Image: f.image,
@@ -160,7 +160,7 @@ func (f *runFlags) remoteRequest(cli *cli) (api.RunRequest, error) {
 	if err != nil {
 		return api.RunRequest{}, err
 	}
-	env, err := f.envOverrides()
+	env, err := f.envOverrides(cli.lookupEnv)
 	if err != nil {
 		return api.RunRequest{}, err
 	}
@@ -177,14 +177,15 @@ func (f *runFlags) remoteRequest(cli *cli) (api.RunRequest, error) {
 	}, nil
 }
 
-// envOverrides are the --env-file lines, in order, then --env.
-func (f *runFlags) envOverrides() ([]string, error) {
+// envOverrides are the --env-file lines, in order, then --env; lookup
+// reads the caller's environment.
+func (f *runFlags) envOverrides(lookup func(string) (string, bool)) ([]string, error) {
 	if len(f.envFiles) == 0 {
 		return f.env, nil
 	}
 	var out []string
 	for _, path := range f.envFiles {
-		kvs, err := readEnvFile(path)
+		kvs, err := readEnvFile(path, lookup)
 		if err != nil {
 			return nil, err
 		}
@@ -196,8 +197,8 @@ func (f *runFlags) envOverrides() ([]string, error) {
 // readEnvFile reads KEY=VALUE lines, as docker's --env-file does: blank
 // lines and lines starting with # are skipped, the value is the rest of
 // the line as written (no quotes removed), and a KEY alone takes the
-// caller's value when it has one.
-func readEnvFile(path string) ([]string, error) {
+// caller's value (lookup) when it has one.
+func readEnvFile(path string, lookup func(string) (string, bool)) ([]string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, usageError{fmt.Errorf("--env-file: %w", err)}
@@ -215,7 +216,7 @@ func readEnvFile(path string) ([]string, error) {
 			return nil, usageError{fmt.Errorf("--env-file %s, line %d: want KEY=VALUE", path, i+1)}
 		}
 		if !ok {
-			val, set := os.LookupEnv(k)
+			val, set := lookup(k)
 			if !set {
 				continue
 			}
