@@ -9,6 +9,7 @@ import (
 )
 
 func TestLoad(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		content  string // "" with noFile: no file at all
@@ -90,6 +91,7 @@ func TestLoad(t *testing.T) {
 }
 
 func TestLoadUnreadable(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	// A directory where the file should be cannot be read as a file.
 	path := filepath.Join(dir, FileName)
@@ -102,6 +104,7 @@ func TestLoadUnreadable(t *testing.T) {
 }
 
 func TestWithEnv(t *testing.T) {
+	t.Parallel()
 	base := Config{WebhookURL: "http://127.0.0.1:1/file", WebhookSecret: "file", MetricsPort: 9200}
 	tests := []struct {
 		name string
@@ -140,6 +143,7 @@ func TestWithEnv(t *testing.T) {
 }
 
 func TestExpandCwd(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct{ cwd, want string }{
 		{"", ""},
 		{"~", "/home/u"},
@@ -154,6 +158,7 @@ func TestExpandCwd(t *testing.T) {
 }
 
 func TestSetHostsKeepsTheOtherKeys(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), FileName)
 	if err := os.WriteFile(path, []byte(`{"model": "opus", "future_key": [1, 2]}`), 0o600); err != nil {
 		t.Fatal(err)
