@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 
+	"golang.org/x/term"
+
 	"github.com/agentctl/agentctl/home"
 	"github.com/agentctl/agentctl/internal/text"
 )
@@ -31,6 +33,9 @@ type cli struct {
 	// ~/.agentctl); exe the agentctl binary that starts the service.
 	home func() (home.Home, error)
 	exe  func() (string, error)
+	// askable says whether a person answers on in: rm and prune ask
+	// before removing what a selection reached only then.
+	askable func() bool
 }
 
 // newCLI is the cli of the agentctl process: its standard streams and
@@ -39,7 +44,8 @@ func newCLI() *cli {
 	return &cli{
 		in: os.Stdin, out: os.Stdout, errOut: os.Stderr,
 		lookupEnv: os.LookupEnv, environ: os.Environ, setenv: os.Setenv,
-		home: home.Default,
+		home:    home.Default,
+		askable: func() bool { return term.IsTerminal(int(os.Stdin.Fd())) },
 		exe: func() (string, error) {
 			exe, err := os.Executable()
 			if err != nil {

@@ -16,8 +16,11 @@ import (
 type fakeCLI struct {
 	*cli
 	stdout, stderr bytes.Buffer
-	mu             sync.Mutex
-	env            map[string]string
+	// stdin is what a person types; asks says one is there to answer.
+	stdin *bytes.Reader
+	asks  bool
+	mu    sync.Mutex
+	env   map[string]string
 }
 
 func newFakeCLI(t *testing.T, h home.Home, env map[string]string) *fakeCLI {
@@ -26,12 +29,12 @@ func newFakeCLI(t *testing.T, h home.Home, env map[string]string) *fakeCLI {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fakeCLI{env: map[string]string{"AGENTCTL_NO_AUTOSTART": "1"}}
+	f := &fakeCLI{env: map[string]string{"AGENTCTL_NO_AUTOSTART": "1"}, stdin: bytes.NewReader(nil)}
 	for k, v := range env {
 		f.env[k] = v
 	}
 	f.cli = &cli{
-		in: bytes.NewReader(nil), out: &f.stdout, errOut: &f.stderr,
+		in: f.stdin, out: &f.stdout, errOut: &f.stderr,
 		lookupEnv: func(k string) (string, bool) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
@@ -55,7 +58,21 @@ func newFakeCLI(t *testing.T, h home.Home, env map[string]string) *fakeCLI {
 		},
 		home: func() (home.Home, error) { return h, nil },
 		exe:  func() (string, error) { return exe, nil },
+		askable: func() bool {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			return f.asks
+		},
 	}
+	return f
+}
+
+// answering has a person type answer at the fakeCLI's prompts.
+func (f *fakeCLI) answering(answer string) *fakeCLI {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.asks = true
+	f.stdin.Reset([]byte(answer))
 	return f
 }
 

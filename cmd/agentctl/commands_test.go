@@ -36,12 +36,22 @@ func TestCommandsInProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Stop(context.Background(), running.ID, api.StopRequest{Force: true}) })
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if s, err := c.Get(ctx, ended.ID); err == nil && s.Status.Ended() {
-			break
+	group := []string{ended.ID}
+	for _, name := range []string{"g-one", "g-two"} {
+		s, err := c.Launch(ctx, api.RunRequest{Command: []string{"true"}, Name: name, Group: "g", Cwd: dir, Env: env})
+		if err != nil {
+			t.Fatal(err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("session %s did not end", ended.ID)
+		group = append(group, s.ID)
+	}
+	for _, id := range group {
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if s, err := c.Get(ctx, id); err == nil && s.Status.Ended() {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("session %s did not end", id)
+			}
 		}
 	}
 	status, err := c.DaemonStatus(ctx)
@@ -53,6 +63,7 @@ func TestCommandsInProcess(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		args        []string
+		answer      string // typed at a prompt: a person is there
 		code        int
 		out, errOut []string // what each must hold
 		notOut      []string
@@ -80,10 +91,18 @@ func TestCommandsInProcess(t *testing.T) {
 		{name: "status of no session", args: []string{"status", "nosuch"}, code: 1, errOut: []string{"agentctl: ", "nosuch"}},
 		{name: "rm of a running session refuses", args: []string{"rm", running.ID}, code: 1, errOut: []string{"agentctl: rm " + running.ID}},
 		{name: "rm of an ended session", args: []string{"rm", ended.ID}, out: []string{ended.ID}},
-		{name: "list -a after rm", args: []string{"list", "-a"}, out: []string{"busy-one"}, notOut: []string{"done-one"}},
+		{name: "rm of a group asks, and no keeps it", args: []string{"rm", "--group", "g"}, answer: "n\n", code: 1,
+			errOut: []string{"Remove the folders and logs of 2 sessions? [y/N]", "not confirmed"}},
+		{name: "list -a after rm", args: []string{"list", "-a"}, out: []string{"busy-one", "g-one", "g-two"}, notOut: []string{"done-one"}},
+		{name: "rm of a group asks, and yes removes it", args: []string{"rm", "--group", "g"}, answer: "y\n",
+			out: []string{group[1], group[2]}, errOut: []string{"Remove the folders and logs of 2 sessions? [y/N]"}},
+		{name: "list -a after the group's rm", args: []string{"list", "-a"}, out: []string{"busy-one"}, notOut: []string{"g-one", "g-two"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakeCLI(t, h, nil)
+			if tc.answer != "" {
+				f.answering(tc.answer)
+			}
 			if code := run(ctx, f.cli, tc.args); code != tc.code {
 				t.Fatalf("agentctl %q exited %d, want %d\nstdout:\n%s\nstderr:\n%s", tc.args, code, tc.code, f.stdout.String(), f.stderr.String())
 			}

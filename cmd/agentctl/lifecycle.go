@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/client"
@@ -349,7 +348,7 @@ status is 1 if any failed.`,
 		Args: args(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			removable := func(s api.Session) bool { return force || s.Status.Ended() }
-			if sel.any() && !yes && term.IsTerminal(fdOf(cli.in)) {
+			if sel.any() && !yes && cli.askable() {
 				// As prune does: a selection may reach many sessions.
 				sel.confirm = func(n int) (bool, error) {
 					return confirm(cmd.Context(), cli.in, cli.errOut, fmt.Sprintf("Remove the folders and logs of %d sessions?", n))
@@ -424,7 +423,7 @@ prunes sessions ended over 7 days ago by itself.`,
 			if older > 0 {
 				req.OlderThan = older.String()
 			}
-			if !yes && !dryRun && term.IsTerminal(fdOf(cli.in)) {
+			if !yes && !dryRun && cli.askable() {
 				req.DryRun = true
 				would, err := c.PruneSessions(cmd.Context(), req)
 				if err != nil {
