@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"syscall"
 	"time"
 )
 
@@ -227,26 +226,6 @@ type LaunchSpec struct {
 	Server string
 }
 
-// Launcher builds the argv and environment to run an agent headless.
-type Launcher interface {
-	Launch(req LaunchRequest) (LaunchSpec, error)
-	// Resume continues req.NativeID with req.Prompt.
-	Resume(req LaunchRequest) (LaunchSpec, error)
-	// StopSignal is the agent's own graceful stop signal.
-	StopSignal() syscall.Signal
-	// Binary is the executable the adapter runs, and InstallHint says how to
-	// get it when it is missing.
-	Binary() string
-	InstallHint() string
-}
-
-// NativeIDFinder learns the native id of a session it could not pre-assign,
-// from the agent's own store or output, for the agent started at pid in cwd
-// after since.
-type NativeIDFinder interface {
-	FindNativeID(ctx context.Context, pid int, cwd string, since time.Time) (string, error)
-}
-
 // Env is where an adapter looks for its agent's files: the home directory
 // and the environment (CODEX_HOME, XDG_DATA_HOME, PI_CODING_AGENT_DIR, ...).
 // It is passed in rather than read from the process so tests and the
@@ -298,55 +277,12 @@ var (
 	ErrForbidden  = errors.New("not allowed")
 )
 
-// Stopper stops a session the adapter knows but agentctl did not start (a
-// gateway run), through the agent's own means.
-type Stopper interface {
-	Stop(ctx context.Context, nativeID string) error
-}
-
-// TurnInterrupter ends a native session's running turn, and the tools it
-// started, where they run outside the process agentctl signals (Codex's
-// shared app-server daemon), and checks that nothing of the turn runs
-// afterwards. It does nothing when the turn runs in the session's own
-// process. A stop calls it before it signals the process.
-type TurnInterrupter interface {
-	InterruptTurn(ctx context.Context, nativeID string) error
-}
-
 // Change is one push from an adapter that watches its source.
 type Change struct {
 	// Session is the session's state after the change.
 	Session *NativeSession
 	// Err says the watch lost its source; it retries by itself.
 	Err error
-}
-
-// ChangeWatcher is an adapter that pushes session changes instead of only
-// being asked.
-type ChangeWatcher interface {
-	WatchChanges(ctx context.Context) (<-chan Change, error)
-}
-
-// NativeIDChecker is an adapter whose native ids take a shape agentctl's own
-// ids do not (OpenClaw's gateway keys, agent:main:dashboard:<uuid>). The
-// service accepts such a handle only when an adapter says it is one of its
-// ids, and only ever compares it with the ids that adapter lists: it never
-// becomes a path. Adapters whose ids are letters, digits, '-', '_' and '.'
-// (uuids, ses_…) need not implement it.
-type NativeIDChecker interface {
-	ValidNativeID(id string) bool
-}
-
-// AssistantReader is an adapter that reads a native session's last n
-// assistant messages (peek) back from the end of its transcript only as far
-// as they go. Transcript's last n messages may hold none of them when tool
-// calls and results fill a turn, and reading further each time would parse
-// the same end again.
-type AssistantReader interface {
-	// LastAssistant returns messages from the end of the transcript,
-	// oldest first, holding its last n assistant messages (fewer when the
-	// transcript has fewer); other roles may be among them.
-	LastAssistant(ctx context.Context, nativeID string, n int) ([]Message, error)
 }
 
 // EnoughAssistant is the test an AssistantReader reads back until: msgs
@@ -359,14 +295,6 @@ func EnoughAssistant(msgs []Message, n int) bool {
 		}
 	}
 	return count >= n
-}
-
-// OneReader is an adapter that can say what its store holds of one
-// session without discovering the whole store: `status` and `peek` of one
-// id. DiscoverOne returns what Discover would say of the session nativeID
-// (a whole id), or an error wrapping ErrNoSession when the store has none.
-type OneReader interface {
-	DiscoverOne(ctx context.Context, nativeID string) (NativeSession, error)
 }
 
 // DiscoverOneOf is DiscoverOne through a's whole discovery: for an adapter

@@ -7,6 +7,7 @@ import (
 )
 
 func TestFrames(t *testing.T) {
+	t.Parallel()
 	r, w, _ := os.Pipe()
 	go func() {
 		WriteFrame(w, FrameInput, []byte("hi"))

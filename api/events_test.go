@@ -6,6 +6,7 @@ import (
 )
 
 func TestParseSince(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)
 	tests := []struct {
 		in   string
@@ -31,6 +32,7 @@ func TestParseSince(t *testing.T) {
 }
 
 func TestFilter(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		patterns []string
 		typ      string

@@ -27,7 +27,6 @@ import (
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/home"
 	"github.com/agentctl/agentctl/proc"
-	units "github.com/agentctl/agentctl/service"
 )
 
 // Sessions is what can be asked about and done to sessions, wherever they
@@ -63,7 +62,23 @@ type Client struct {
 	versionSeen sync.Once
 	// limits bound what an answer may hold and how long it may take.
 	limits limits
+	// startInstalled, when set, is tried before the client starts a
+	// service of its own (StartInstalledWith).
+	startInstalled InstalledStarter
 }
+
+// InstalledStarter starts the service of home through its service manager
+// when an installed unit serves that home, and waits until it answers;
+// handled is false when no unit serves it. The CLI passes the one of
+// package service: the client does not link the unit code itself (the
+// cluster helper, which uses the client, has no systemd to talk to).
+type InstalledStarter func(ctx context.Context, home string) (handled bool, err error)
+
+// StartInstalledWith has the client's auto-start go through start first:
+// a service the client spawned itself while an installed unit's service
+// restarts would hold the home's lock, and the unit's service would fail
+// on every restart.
+func (c *Client) StartInstalledWith(start InstalledStarter) { c.startInstalled = start }
 
 // OnServiceVersion has f told, once, which version the service runs (its
 // every answer names it), so a CLI can say when it talks to an older one.
@@ -110,6 +125,10 @@ func (c *Client) WithoutAutostart() *Client {
 
 // Remote reports whether the service is another host's.
 func (c *Client) Remote() bool { return c.remote != nil }
+
+// ServiceClient returns c: a host that is an agentctl service answers with
+// its client (hosts.Service) for what only a service has.
+func (c *Client) ServiceClient() *Client { return c }
 
 // where names the service in messages: its socket, or its host.
 func (c *Client) where() string {
@@ -205,8 +224,10 @@ func (c *Client) Start(ctx context.Context) (started bool, err error) {
 	// An installed unit serving this home is started through its manager:
 	// a service spawned here while the unit restarts would take the lock
 	// and make the unit fail on every restart.
-	if handled, err := units.StartInstalled(ctx, string(c.home)); handled || err != nil {
-		return handled && err == nil, err
+	if c.startInstalled != nil {
+		if handled, err := c.startInstalled(ctx, string(c.home)); handled || err != nil {
+			return handled && err == nil, err
+		}
 	}
 	if err := c.home.Ensure(); err != nil {
 		return false, err

@@ -10,6 +10,7 @@ import (
 
 // The fast path decodes exactly what the JSON decoder would.
 func TestDecodeLogChunk(t *testing.T) {
+	t.Parallel()
 	for _, ch := range []api.LogChunk{
 		{Data: []byte("hello\nworld\x1b[31m\x00\xff")},
 		{Data: []byte("x")},

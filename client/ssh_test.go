@@ -9,6 +9,7 @@ import (
 )
 
 func TestSSHArgv(t *testing.T) {
+	t.Parallel()
 	s := &SSH{Name: "build", User: "me", Host: "build01", Port: "2222", Agentctl: "/opt/my agentctl", Command: []string{"ssh", "-F", "/cfg"}, ControlDir: "/h/ssh"}
 	got := strings.Join(s.Argv(false), " ")
 	want := "ssh -F /cfg -o ControlMaster=auto -o ControlPath=/h/ssh/%C -o ControlPersist=600 -T -e none -l me -p 2222 -- build01 '/opt/my agentctl' dial-stdio --no-autostart"
@@ -22,6 +23,7 @@ func TestSSHArgv(t *testing.T) {
 }
 
 func TestDialFailureSaysWhatToDo(t *testing.T) {
+	t.Parallel()
 	s := &SSH{Name: "build", Host: "build01", Version: "1.4.0"}
 	for _, tc := range []struct {
 		code   int
@@ -47,6 +49,7 @@ func TestDialFailureSaysWhatToDo(t *testing.T) {
 }
 
 func TestCheckProtocolNamesBothVersions(t *testing.T) {
+	t.Parallel()
 	s := &SSH{Name: "build", Version: "1.4.0"}
 	if err := s.checkProtocol(api.Protocol, "1.3.9"); err != nil {
 		t.Fatal(err)
@@ -61,6 +64,7 @@ func TestCheckProtocolNamesBothVersions(t *testing.T) {
 }
 
 func TestDialGreetingRoundTrip(t *testing.T) {
+	t.Parallel()
 	line := strings.TrimSuffix(api.DialGreeting(3, "1.2.3"), "\n")
 	p, v, ok := api.ParseDialGreeting(line)
 	if !ok || p != 3 || v != "1.2.3" {

@@ -11,6 +11,7 @@ import (
 // The version every answer names reaches OnServiceVersion once, however
 // many requests the client makes.
 func TestServiceVersionIsHeardOnce(t *testing.T) {
+	t.Parallel()
 	h := fakeService(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(api.HeaderServiceVersion, "1.2.0")
 		w.Write([]byte(`{"pid": 1, "version": "1.2.0"}`))

@@ -19,7 +19,7 @@ import (
 
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/home"
-	"github.com/agentctl/agentctl/spawn"
+	"github.com/agentctl/agentctl/spawn/monitorapi"
 )
 
 // Where the monitor finds its spec and keeps its session folder in the pod:
@@ -88,8 +88,8 @@ func (c *Cluster) Launch(ctx context.Context, req api.RunRequest) (api.Session, 
 	// Only what the caller set goes in: the pod has an environment of its
 	// own, and the caller's PATH or HOME mean nothing there.
 	env := append([]string{"PWD=" + req.Cwd, home.SessionEnv + "=" + id}, req.EnvOverrides...)
-	spec := spawn.Spec{
-		Record: spawn.Record{
+	spec := monitorapi.Spec{
+		Record: monitorapi.Record{
 			ID: id, Adapter: adapter, Name: req.Name, Group: req.Group, Labels: req.Labels,
 			Argv: argv, Cwd: req.Cwd, Prompt: req.Prompt, Model: req.Model,
 			ResumeOf: req.ResumeOf, RestartOf: req.RestartOf, NativeID: nativeID,
@@ -200,7 +200,7 @@ func (c *Cluster) specEnv(ctx context.Context, id string) ([]string, error) {
 	if err != nil {
 		return nil, c.explain("resume: read the launch spec of "+id, err)
 	}
-	var spec spawn.Spec
+	var spec monitorapi.Spec
 	if err := json.Unmarshal(sec.Data[specKey], &spec); err != nil {
 		return nil, fmt.Errorf("cluster %s: resume: the launch spec of %s in Secret %s: %w", c.name, id, sec.Name, err)
 	}
@@ -238,7 +238,7 @@ func (c *Cluster) job(id string, labels, annotations map[string]string, image, c
 	if pull == "" {
 		pull = corev1.PullIfNotPresent
 	}
-	grace := int64(spawn.ContainerGrace / time.Second)
+	grace := int64(monitorapi.ContainerGrace / time.Second)
 	pod := corev1.PodSpec{
 		RestartPolicy:                 corev1.RestartPolicyNever,
 		TerminationGracePeriodSeconds: &grace,
@@ -258,7 +258,7 @@ func (c *Cluster) job(id string, labels, annotations map[string]string, image, c
 				{Name: "session", MountPath: podHome},
 				{Name: "work", MountPath: cwd},
 			},
-			TerminationMessagePath:   spawn.TerminationLog,
+			TerminationMessagePath:   monitorapi.TerminationLog,
 			TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 		}},
 		Volumes: []corev1.Volume{

@@ -17,6 +17,7 @@ import (
 )
 
 func TestMergeNative(t *testing.T) {
+	t.Parallel()
 	started := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	fromAPI := func() api.Session {
 		return api.Session{ID: "x", Adapter: "pi", Status: api.StatusRunning, StartTime: &started, Cwd: "/work", NativeID: "kept"}
@@ -50,6 +51,7 @@ func TestMergeNative(t *testing.T) {
 }
 
 func TestJobSpec(t *testing.T) {
+	t.Parallel()
 	for _, hostNet := range []bool{false, true} {
 		c := &Cluster{cfg: Config{HostNetwork: hostNet}}
 		j := c.job("01abc", nil, nil, "img", "/work")
@@ -70,6 +72,7 @@ func TestJobSpec(t *testing.T) {
 // A pod that cannot be asked leaves the agent's session unknown with the
 // reason, never ended.
 func TestWithNativeExecFails(t *testing.T) {
+	t.Parallel()
 	rc := &rest.Config{Host: "http://127.0.0.1:1", Timeout: time.Second}
 	core, err := corev1client.NewForConfig(rc)
 	if err != nil {

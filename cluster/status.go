@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/agentctl/agentctl/api"
-	"github.com/agentctl/agentctl/spawn"
+	"github.com/agentctl/agentctl/spawn/monitorapi"
 )
 
 // What agentctl writes on its Jobs and pods.
@@ -125,10 +125,10 @@ func ended(s *api.Session, t *corev1.ContainerStateTerminated, stoppedBy string)
 	sig := ""
 	for _, line := range strings.Split(t.Message, "\n") {
 		line = strings.TrimSpace(line)
-		if v, ok := strings.CutPrefix(line, spawn.TerminationSignal); ok && unix.SignalNum(v) != 0 {
+		if v, ok := strings.CutPrefix(line, monitorapi.TerminationSignal); ok && unix.SignalNum(v) != 0 {
 			sig = v
 		}
-		if v, ok := strings.CutPrefix(line, spawn.TerminationNativeID); ok && s.NativeID == "" {
+		if v, ok := strings.CutPrefix(line, monitorapi.TerminationNativeID); ok && s.NativeID == "" {
 			s.NativeID = v
 		}
 	}

@@ -12,6 +12,7 @@ import (
 )
 
 func TestDerive(t *testing.T) {
+	t.Parallel()
 	at := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	job := func(stopped bool, conds ...batchv1.JobConditionType) *batchv1.Job {
 		j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{
@@ -82,6 +83,7 @@ func TestDerive(t *testing.T) {
 // The monitor's termination message keeps an agent's native id for after
 // its pod can no longer be asked; the Job's annotation comes first.
 func TestDeriveNativeIDFromTermination(t *testing.T) {
+	t.Parallel()
 	at := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	for _, tc := range []struct {
 		name, msg, annotation string

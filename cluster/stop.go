@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/agentctl/agentctl/api"
-	"github.com/agentctl/agentctl/spawn"
+	"github.com/agentctl/agentctl/spawn/monitorapi"
 )
 
 // Stop ends a running session: it marks the Job stopped, deletes the pod
@@ -30,7 +30,7 @@ func (c *Cluster) Stop(ctx context.Context, id string, req api.StopRequest) (api
 	if s := derive(job, pod); s.Status.Ended() {
 		return s, notRunning(c, s)
 	}
-	grace := spawn.ContainerGrace
+	grace := monitorapi.ContainerGrace
 	if req.Timeout != "" {
 		d, err := time.ParseDuration(req.Timeout)
 		if err != nil || d < 0 {

@@ -11,6 +11,7 @@ import (
 )
 
 func TestLoad(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		content  string // "" with noFile: no file at all
@@ -92,6 +93,7 @@ func TestLoad(t *testing.T) {
 }
 
 func TestLoadUnreadable(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	// A directory where the file should be cannot be read as a file.
 	path := filepath.Join(dir, FileName)
@@ -104,6 +106,7 @@ func TestLoadUnreadable(t *testing.T) {
 }
 
 func TestWithEnv(t *testing.T) {
+	t.Parallel()
 	base := Config{WebhookURL: "http://127.0.0.1:1/file", WebhookSecret: "file", MetricsPort: 9200}
 	tests := []struct {
 		name string
@@ -142,6 +145,7 @@ func TestWithEnv(t *testing.T) {
 }
 
 func TestExpandCwd(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct{ cwd, want string }{
 		{"", ""},
 		{"~", "/home/u"},
@@ -156,6 +160,7 @@ func TestExpandCwd(t *testing.T) {
 }
 
 func TestSetHostsKeepsTheOtherKeys(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), FileName)
 	if err := os.WriteFile(path, []byte(`{"model": "opus", "future_key": [1, 2]}`), 0o600); err != nil {
 		t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/api"
-	"github.com/agentctl/agentctl/internal/agenttest"
+	"github.com/agentctl/agentctl/internal/testutil/agenttest"
 )
 
 // The scenarios of sessions started by hand: the real Pi and OpenCode

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,11 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/agentctl/agentctl/api"
-	"github.com/agentctl/agentctl/internal/agenttest"
 	"github.com/agentctl/agentctl/internal/fakemodel"
+	"github.com/agentctl/agentctl/internal/testutil/agenttest"
 )
 
 // claudeBin finds the claude CLI installed by scripts/install-agents.sh, or
@@ -55,120 +52,6 @@ func (c *claudeEnv) launch(prompt string, extra ...string) api.Session {
 	var s api.Session
 	c.JSON(&s, append([]string{"launch", "claude", "--json", "--cwd", c.proj, "-p", prompt}, extra...)...)
 	return s
-}
-
-func (c *claudeEnv) peek(id string, n int) []string {
-	c.T.Helper()
-	var tr api.Transcript
-	c.JSON(&tr, "peek", "--json", "-n", fmt.Sprint(n), id)
-	return texts(tr)
-}
-
-// A prompt whose tool runs a few seconds: list shows it running with the
-// pre-assigned native id, peek shows the answer, status says exited 0 with
-// the native facts; resume continues the same native session.
-func TestClaudeLaunchPeekResume(t *testing.T) {
-	t.Parallel()
-	c := newClaudeEnv(t)
-	s := c.launch("work [[sleep: 6]]")
-	if _, err := uuid.Parse(s.NativeID); err != nil || s.Adapter != "claude" {
-		t.Fatalf("launched %+v: want adapter claude and a pre-assigned native id", s)
-	}
-	WaitFor(t, 60*time.Second, "the session to be listed running with its native id", func() bool {
-		for _, l := range c.List().Sessions {
-			if l.ID == s.ID && l.Status == api.StatusRunning && l.NativeID == s.NativeID {
-				return true
-			}
-		}
-		return false
-	})
-	for _, l := range c.List("-a").Sessions {
-		if l.NativeID == s.NativeID && l.ID != s.ID {
-			t.Errorf("native session %s listed twice: %s (%s) and %s", s.NativeID, l.ID, l.Origin, s.ID)
-		}
-	}
-	done := c.WaitStatus(s.ID, api.StatusExited, 120*time.Second)
-	if done.ExitCode == nil || *done.ExitCode != 0 {
-		t.Fatalf("session ended %+v, want exit 0", done)
-	}
-	reqs := c.srv.Requests()
-	if len(reqs) == 0 || done.Model != reqs[0].Model || done.TokensIn == nil || *done.TokensIn <= 0 || done.CostUSD == nil ||
-		!strings.HasPrefix(done.Prompt, "work") {
-		t.Errorf("native facts not merged: model %q (sent %q) tokens %v cost %v prompt %q", done.Model, reqs[0].Model, done.TokensIn, done.CostUSD, done.Prompt)
-	}
-	if got := c.peek(s.ID, 1); len(got) != 1 || got[0] != "hi from fakellm (after 1 tool calls)" {
-		t.Errorf("peek = %q", got)
-	}
-
-	var r api.Session
-	c.JSON(&r, "resume", "--json", s.ID, "again [[text: resumed ok]]")
-	if r.NativeID != s.NativeID || r.ID == s.ID {
-		t.Fatalf("resume: %+v, want a new run of native session %s", r, s.NativeID)
-	}
-	if rd := c.WaitStatus(r.ID, api.StatusExited, 120*time.Second); rd.ExitCode == nil || *rd.ExitCode != 0 {
-		t.Fatalf("resumed run ended %+v", rd)
-	}
-	want := []string{"hi from fakellm (after 1 tool calls)", "resumed ok"}
-	for _, id := range []string{s.ID, r.ID} {
-		if got := c.peek(id, 2); strings.Join(got, "|") != strings.Join(want, "|") {
-			t.Errorf("peek -n 2 %s = %q, want %q (one native session)", id, got, want)
-		}
-	}
-	files, _ := filepath.Glob(filepath.Join(c.home, ".claude", "projects", "*", s.NativeID+".jsonl"))
-	if len(files) != 1 {
-		t.Errorf("native transcript files for %s: %v", s.NativeID, files)
-	}
-
-	// Counts that add up: each run's tokens and cost are its own, and the
-	// two make the native session's total, which each carries apart.
-	orig, resumed := c.Session(s.ID), c.Session(r.ID)
-	if resumed.Baseline == nil || resumed.Baseline.TokensIn == nil || *resumed.Baseline.TokensIn != *done.TokensIn {
-		t.Errorf("resumed run's baseline %+v, want the native session's count at its start (%d tokens in)", resumed.Baseline, *done.TokensIn)
-	}
-	total := resumed.NativeTotal
-	if total == nil || total.TokensIn == nil || orig.NativeTotal == nil || *orig.NativeTotal.TokensIn != *total.TokensIn {
-		t.Fatalf("native totals: %+v and %+v", orig.NativeTotal, total)
-	}
-	if orig.TokensIn == nil || resumed.TokensIn == nil || *resumed.TokensIn <= 0 || *orig.TokensIn+*resumed.TokensIn != *total.TokensIn {
-		t.Errorf("tokens in: original %v + resumed %v, want > 0 each and the native total %d", orig.TokensIn, resumed.TokensIn, *total.TokensIn)
-	}
-	if orig.CostUSD == nil || resumed.CostUSD == nil || total.CostUSD == nil || math.Abs(*orig.CostUSD+*resumed.CostUSD-*total.CostUSD) > 1e-9 {
-		t.Errorf("cost: original %v + resumed %v, want the native total %v", orig.CostUSD, resumed.CostUSD, total.CostUSD)
-	}
-}
-
-// A long session stopped: claude and its tool (which Claude runs in a
-// session of its own) are gone, and status reports how it ended.
-func TestClaudeStop(t *testing.T) {
-	t.Parallel()
-	c := newClaudeEnv(t)
-	s := c.launch("long [[sleep: 117.31]]")
-	WaitFor(t, 60*time.Second, "the tool to run", func() bool { return liveArgv("sleep", "117.31") })
-	var final api.Session
-	c.JSON(&final, "stop", "--json", s.ID)
-	if !final.Status.Ended() {
-		t.Fatalf("after stop: %+v", final)
-	}
-	t.Logf("after stop: status %s, exit code %v, signal %q", final.Status, final.ExitCode, final.Signal)
-	// Claude ends itself on SIGTERM with 143; a kill after the grace period
-	// shows as the signal.
-	if final.Status == api.StatusExited && (final.ExitCode == nil || *final.ExitCode != 143) {
-		t.Errorf("stopped claude exited %v, want 143 (SIGTERM) or killed", final.ExitCode)
-	}
-	if final.Status == api.StatusKilled && final.Signal == "" {
-		t.Errorf("killed without a signal: %+v", final)
-	}
-	if alive(final.PID) {
-		t.Errorf("claude (pid %d) survived the stop", final.PID)
-	}
-	if liveArgv("sleep", "117.31") {
-		t.Error("the tool (sleep 117.31) survived the stop")
-	}
-	for _, l := range c.List("-a").Sessions {
-		if l.NativeID == s.NativeID && l.Status == api.StatusRunning {
-			t.Errorf("stopped session still listed running: %+v", l)
-		}
-	}
 }
 
 // csiSequence matches the cursor and colour sequences of a TUI.
@@ -245,7 +128,7 @@ func TestClaudeOutlivesServiceKill9(t *testing.T) {
 	if final.Status != api.StatusExited || final.ExitCode == nil || *final.ExitCode != 0 {
 		t.Fatalf("after the service was killed, the session reads %s (code %v), want exited 0", final.Status, final.ExitCode)
 	}
-	if got := c.peek(s.ID, 1); len(got) != 1 || got[0] != "hi from fakellm (after 1 tool calls)" {
+	if got := peekTexts(c.Env, s.ID, 1); len(got) != 1 || got[0] != "hi from fakellm (after 1 tool calls)" {
 		t.Errorf("peek = %q", got)
 	}
 }
@@ -309,7 +192,7 @@ func TestRunOfAnAgentIsTwoRowsOnceItEnds(t *testing.T) {
 	if len(rows) != 1 {
 		t.Errorf("the command is listed as %q, want its own row once", rows)
 	}
-	if p := c.peek(s.ID, 1); len(p) != 1 || p[0] != "run ok" {
+	if p := peekTexts(c.Env, s.ID, 1); len(p) != 1 || p[0] != "run ok" {
 		t.Errorf("peek = %q, want the agent's answer", p)
 	}
 }

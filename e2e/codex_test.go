@@ -8,11 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/agentctl/agentctl/api"
-	"github.com/agentctl/agentctl/internal/agenttest"
 	"github.com/agentctl/agentctl/internal/fakemodel"
+	"github.com/agentctl/agentctl/internal/testutil/agenttest"
 )
 
 // codexBin finds the codex CLI installed by scripts/install-agents.sh, or
@@ -80,111 +78,6 @@ func (c *codexEnv) launch(prompt string) api.Session {
 	var s api.Session
 	c.JSON(&s, "launch", "codex", "--json", "--cwd", c.proj, "-p", prompt)
 	return s
-}
-
-func (c *codexEnv) peek(id string, n int) []string {
-	c.T.Helper()
-	var tr api.Transcript
-	c.JSON(&tr, "peek", "--json", "-n", fmt.Sprint(n), id)
-	return texts(tr)
-}
-
-// A prompt whose tool runs a few seconds: list shows it running with the
-// native id learned from the rollout codex opens, peek shows the answer,
-// status says exited 0 with the native facts; resume continues the same
-// rollout.
-func TestCodexLaunchPeekResume(t *testing.T) {
-	t.Parallel()
-	c := newCodexEnv(t)
-	s := c.launch("work [[sleep: 6]]")
-	if s.Adapter != "codex" {
-		t.Fatalf("launched %+v", s)
-	}
-	var nativeID string
-	WaitFor(t, 90*time.Second, "the session to be listed running with its native id", func() bool {
-		for _, l := range c.List().Sessions {
-			if l.ID == s.ID && l.Status == api.StatusRunning && l.NativeID != "" {
-				nativeID = l.NativeID
-				return true
-			}
-		}
-		return false
-	})
-	if _, err := uuid.Parse(nativeID); err != nil {
-		t.Errorf("native id %q is not a Codex session id", nativeID)
-	}
-	for _, l := range c.List("-a").Sessions {
-		if l.NativeID == nativeID && l.ID != s.ID {
-			t.Errorf("native session %s listed twice: %s (%s) and %s", nativeID, l.ID, l.Origin, s.ID)
-		}
-	}
-	done := c.WaitStatus(s.ID, api.StatusExited, 120*time.Second)
-	if done.ExitCode == nil || *done.ExitCode != 0 {
-		t.Fatalf("session ended %+v, want exit 0", done)
-	}
-	if done.NativeID != nativeID || done.Model != "fake-model" || done.TokensIn == nil || *done.TokensIn <= 0 || !strings.HasPrefix(done.Prompt, "work") {
-		t.Errorf("native facts not merged: native %q model %q tokens %v prompt %q", done.NativeID, done.Model, done.TokensIn, done.Prompt)
-	}
-	if got := c.peek(s.ID, 1); len(got) != 1 || got[0] != "hi from fakellm (after 1 tool calls)" {
-		t.Errorf("peek = %q", got)
-	}
-
-	var r api.Session
-	c.JSON(&r, "resume", "--json", s.ID, "again [[text: resumed ok]]")
-	if r.NativeID != nativeID || r.ID == s.ID {
-		t.Fatalf("resume: %+v, want a new run of native session %s", r, nativeID)
-	}
-	if rd := c.WaitStatus(r.ID, api.StatusExited, 120*time.Second); rd.ExitCode == nil || *rd.ExitCode != 0 {
-		t.Fatalf("resumed run ended %+v", rd)
-	}
-	want := []string{"hi from fakellm (after 1 tool calls)", "resumed ok"}
-	for _, id := range []string{s.ID, r.ID} {
-		if got := c.peek(id, 2); strings.Join(got, "|") != strings.Join(want, "|") {
-			t.Errorf("peek -n 2 %s = %q, want %q (one native session)", id, got, want)
-		}
-	}
-	files, _ := filepath.Glob(filepath.Join(c.codexHome, "sessions", "*", "*", "*", "rollout-*-"+nativeID+".jsonl"))
-	if len(files) != 1 {
-		t.Errorf("rollouts of %s: %v", nativeID, files)
-	}
-}
-
-// A long session stopped: codex (SIGINT, its graceful stop) and its tool
-// are gone, and status reports how it ended.
-func TestCodexStop(t *testing.T) {
-	t.Parallel()
-	c := newCodexEnv(t)
-	s := c.launch("long [[sleep: 117.43]]")
-	WaitFor(t, 90*time.Second, "the tool to run", func() bool { return liveArgv("sleep", "117.43") })
-	var final api.Session
-	c.JSON(&final, "stop", "--json", s.ID)
-	if !final.Status.Ended() {
-		t.Fatalf("after stop: %+v", final)
-	}
-	code := "none"
-	if final.ExitCode != nil {
-		code = fmt.Sprint(*final.ExitCode)
-	}
-	t.Logf("after stop: status %s, exit code %s, signal %q", final.Status, code, final.Signal)
-	// Codex ends itself on SIGINT with 1 after recording the aborted turn;
-	// a kill after the grace period shows as the signal.
-	if final.Status == api.StatusExited && (final.ExitCode == nil || *final.ExitCode != 1) {
-		t.Errorf("stopped codex exited %v, want 1 (SIGINT) or killed", final.ExitCode)
-	}
-	if final.Status == api.StatusKilled && final.Signal == "" {
-		t.Errorf("killed without a signal: %+v", final)
-	}
-	if alive(final.PID) {
-		t.Errorf("codex (pid %d) survived the stop", final.PID)
-	}
-	if liveArgv("sleep", "117.43") {
-		t.Error("the tool (sleep 117.43) survived the stop")
-	}
-	for _, l := range c.List("-a").Sessions {
-		if l.NativeID != "" && l.NativeID == final.NativeID && l.Status == api.StatusRunning {
-			t.Errorf("stopped session still listed running: %+v", l)
-		}
-	}
 }
 
 // The Codex TUI takes a fast burst of keys as a paste, in which an Enter is

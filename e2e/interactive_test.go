@@ -16,8 +16,8 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/agentctl/agentctl/api"
-	"github.com/agentctl/agentctl/internal/agenttest"
 	"github.com/agentctl/agentctl/internal/fakemodel"
+	"github.com/agentctl/agentctl/internal/testutil/agenttest"
 )
 
 // The interactive scenarios: the real agents' own TUIs, started by agentctl

@@ -6,11 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agentctl/agentctl/api"
-	"github.com/agentctl/agentctl/internal/agenttest"
 	"github.com/agentctl/agentctl/internal/fakemodel"
+	"github.com/agentctl/agentctl/internal/testutil/agenttest"
 )
 
 // piBin finds the pi CLI installed by scripts/install-agents.sh, or skips
@@ -57,13 +56,6 @@ func (p *piEnv) launch(prompt string, extra ...string) api.Session {
 	return s
 }
 
-func (p *piEnv) peek(id string, n int) api.Transcript {
-	p.T.Helper()
-	var tr api.Transcript
-	p.JSON(&tr, "peek", "--json", "-n", fmt.Sprint(n), id)
-	return tr
-}
-
 func texts(tr api.Transcript) []string {
 	var out []string
 	for _, m := range tr.Messages {
@@ -90,81 +82,4 @@ func liveArgv(argv ...string) bool {
 		}
 	}
 	return false
-}
-
-// A prompt whose tool runs a few seconds: list shows it running with the
-// native id, peek shows the answer, status says exited 0; resume appends to
-// the same native session.
-func TestPiLaunchPeekResume(t *testing.T) {
-	t.Parallel()
-	p := newPiEnv(t)
-	s := p.launch("work [[sleep: 3]]")
-	if s.NativeID == "" || s.Adapter != "pi" {
-		t.Fatalf("launched session %+v: want adapter pi and a pre-assigned native id", s)
-	}
-	WaitFor(t, 30*time.Second, "the session to be listed running with its native id", func() bool {
-		for _, l := range p.List().Sessions {
-			if l.ID == s.ID && l.Status == api.StatusRunning && l.NativeID == s.NativeID {
-				return true
-			}
-		}
-		return false
-	})
-	// The native session is not listed a second time as discovered.
-	for _, l := range p.List("-a").Sessions {
-		if l.NativeID == s.NativeID && l.ID != s.ID {
-			t.Errorf("native session %s listed twice: %s (%s) and %s", s.NativeID, l.ID, l.Origin, s.ID)
-		}
-	}
-	done := p.WaitStatus(s.ID, api.StatusExited, 90*time.Second)
-	if done.ExitCode == nil || *done.ExitCode != 0 {
-		t.Fatalf("session ended %+v, want exit 0", done)
-	}
-	if done.Model != "fakeopenai/fake-model" || done.TokensIn == nil || !strings.HasPrefix(done.Prompt, "work") {
-		t.Errorf("native facts not merged: model %q tokens %v prompt %q", done.Model, done.TokensIn, done.Prompt)
-	}
-	if got := texts(p.peek(s.ID, 1)); len(got) != 1 || got[0] != "hi from fakellm (after 1 tool calls)" {
-		t.Errorf("peek = %q", got)
-	}
-
-	var r api.Session
-	p.JSON(&r, "resume", "--json", s.ID, "again [[text: resumed ok]]")
-	if r.NativeID != s.NativeID || r.ID == s.ID {
-		t.Fatalf("resume: %+v, want a new run of native session %s", r, s.NativeID)
-	}
-	if rd := p.WaitStatus(r.ID, api.StatusExited, 90*time.Second); rd.ExitCode == nil || *rd.ExitCode != 0 {
-		t.Fatalf("resumed run ended %+v", rd)
-	}
-	want := []string{"hi from fakellm (after 1 tool calls)", "resumed ok"}
-	for _, id := range []string{s.ID, r.ID} {
-		if got := texts(p.peek(id, 2)); strings.Join(got, "|") != strings.Join(want, "|") {
-			t.Errorf("peek -n 2 %s = %q, want %q (one native session)", id, got, want)
-		}
-	}
-}
-
-// A long session stopped: Pi and its tool are gone, and status reports how
-// it ended.
-func TestPiStop(t *testing.T) {
-	t.Parallel()
-	p := newPiEnv(t)
-	s := p.launch("long [[bash: sleep 53.17]]")
-	WaitFor(t, 60*time.Second, "the tool to run", func() bool { return liveArgv("sleep", "53.17") })
-	var final api.Session
-	p.JSON(&final, "stop", "--json", s.ID)
-	if !final.Status.Ended() {
-		t.Fatalf("after stop: %+v", final)
-	}
-	if final.Status == api.StatusExited && (final.ExitCode == nil || *final.ExitCode != 143) {
-		t.Errorf("stopped pi exited %v, want 143 (SIGTERM) or killed", final.ExitCode)
-	}
-	if final.Status == api.StatusKilled && final.Signal == "" {
-		t.Errorf("killed without a signal: %+v", final)
-	}
-	if alive(final.PID) {
-		t.Errorf("pi (pid %d) survived the stop", final.PID)
-	}
-	if liveArgv("sleep", "53.17") {
-		t.Error("the tool (sleep 53.17) survived the stop")
-	}
 }

@@ -29,6 +29,7 @@ func TestNewIDCarriesItsTimeAndIsValid(t *testing.T) {
 // (a collision among 50 has a chance of about 1 in 850). Over 200 bursts,
 // more than 5 with a collision would mean the leading part is not random.
 func TestNewIDShortPrefixesAreUniqueInABurst(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	bad := 0
 	first := map[byte]bool{}
@@ -56,6 +57,7 @@ func TestNewIDShortPrefixesAreUniqueInABurst(t *testing.T) {
 }
 
 func TestIDTimeRefusesOtherIDs(t *testing.T) {
+	t.Parallel()
 	for _, id := range []string{"01m80z8s3mhrm5", "9b2c3c1e-0f4a-4c55-8a6e-1f0c2d3e4f5a", "zzzzzzzzzzzzzzzzzzzzzzzzzz", "0000000000000000!!!!!!!!!!"} {
 		if _, ok := IDTime(id); ok {
 			t.Errorf("IDTime(%q) = ok: want false", id)
@@ -64,6 +66,7 @@ func TestIDTimeRefusesOtherIDs(t *testing.T) {
 }
 
 func TestValidID(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		want bool

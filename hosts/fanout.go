@@ -201,11 +201,6 @@ func (c Cache) Load(name string) ([]api.Session, time.Time, error) {
 	return v.Sessions, v.SeenAt, nil
 }
 
-// EventSource is a host that streams events (an agentctl service does).
-type EventSource interface {
-	Events(ctx context.Context, o client.EventOptions, started func(after uint64), fn func(api.Event) error) error
-}
-
 // Events merges the hosts' event streams until ctx ends: each event names
 // its host and its session's handle is HOST/ID. fn is called from one
 // goroutine at a time. link hears of each host's stream: nil when it

@@ -46,8 +46,8 @@ type Host struct {
 // client.Sessions (attach, events, locks…); a kind of host that is no
 // agentctl service says so.
 func (h Host) Client() (*client.Client, error) {
-	if c, ok := h.API.(*client.Client); ok {
-		return c, nil
+	if s, ok := h.API.(Service); ok {
+		return s.ServiceClient(), nil
 	}
 	return nil, fmt.Errorf("host %s (%s) answers for its sessions but not this command", h.Name, h.URL)
 }
@@ -67,6 +67,10 @@ type Env struct {
 	// OnServiceVersion, when set, hears once which version this machine's
 	// service runs.
 	OnServiceVersion func(version string)
+	// StartInstalled, when set, is how a local service is started through
+	// an installed unit before one of the client's own (see
+	// client.InstalledStarter).
+	StartInstalled client.InstalledStarter
 }
 
 // Opener opens a host of one URL scheme; name is what messages call it.
@@ -147,7 +151,7 @@ func defaultName(u *url.URL) string {
 
 // OpenLocal opens this machine's own service, in env's home.
 func OpenLocal(env Env) Host {
-	c := client.New(env.Home, env.Exe, env.Autostart)
+	c := env.localClient(env.Home)
 	if env.OnServiceVersion != nil {
 		c.OnServiceVersion(env.OnServiceVersion)
 	}
@@ -161,7 +165,16 @@ func OpenUnix(u *url.URL, _ string, env Env) (client.Sessions, error) {
 	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() || filepath.Base(dir) == "agentctl.sock" {
 		dir = filepath.Dir(dir)
 	}
-	return client.New(home.Home(dir), env.Exe, env.Autostart), nil
+	return env.localClient(home.Home(dir)), nil
+}
+
+// localClient is a client of the service of h, a home on this machine.
+func (env Env) localClient(h home.Home) *client.Client {
+	c := client.New(h, env.Exe, env.Autostart)
+	if env.StartInstalled != nil {
+		c.StartInstalledWith(env.StartInstalled)
+	}
+	return c
 }
 
 // OpenSSH opens another machine's service through ssh.

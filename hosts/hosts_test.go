@@ -15,6 +15,7 @@ import (
 )
 
 func TestParseSSH(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		url                   string
 		user, host, port, bin string
@@ -57,6 +58,7 @@ func TestParseSSH(t *testing.T) {
 }
 
 func TestParseK8s(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		url  string
 		want K8s
@@ -112,6 +114,7 @@ func TestParseK8s(t *testing.T) {
 }
 
 func TestParseURLRefuses(t *testing.T) {
+	t.Parallel()
 	for raw, want := range map[string]string{
 		"build01":   "no scheme",
 		"ssh://":    "no host",
@@ -126,6 +129,7 @@ func TestParseURLRefuses(t *testing.T) {
 }
 
 func TestResolverNamesAndSchemes(t *testing.T) {
+	t.Parallel()
 	r := Resolver{Schemes: Schemes(), Named: map[string]string{"build": "ssh://me@build01", "other": "unix:///tmp/x"}}
 	h, err := r.Host("build")
 	if err != nil || h.Name != "build" || h.URL != "ssh://me@build01" {
@@ -154,6 +158,7 @@ func TestResolverNamesAndSchemes(t *testing.T) {
 }
 
 func TestSplitHandle(t *testing.T) {
+	t.Parallel()
 	isHost := func(n string) bool { return n == "build" || n == Local }
 	for _, tc := range []struct{ in, host, id string }{
 		{"build/01m8", "build", "01m8"},
@@ -170,6 +175,7 @@ func TestSplitHandle(t *testing.T) {
 }
 
 func TestCheckName(t *testing.T) {
+	t.Parallel()
 	for name, ok := range map[string]bool{"build": true, "gpu-1.eu": true, "local": false, "all": false, "a/b": false, "-x": false, "": false} {
 		if err := CheckName(name); (err == nil) != ok {
 			t.Errorf("%q: %v", name, err)
@@ -201,6 +207,7 @@ func TestUnreachableHostHidesItsUnknownSessions(t *testing.T) {
 }
 
 func TestMergeNamesHostsAndKeepsUnreachableOnesUnknown(t *testing.T) {
+	t.Parallel()
 	cache := Cache{Dir: t.TempDir()}
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	a := Host{Name: "a"}

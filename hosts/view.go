@@ -94,11 +94,6 @@ func (v *View) Input(ctx context.Context, id string, data []byte) (api.Session, 
 	return marked(h)(h.API.Input(ctx, id, data))
 }
 
-// Decider answers a waiting session.
-type Decider interface {
-	Decide(ctx context.Context, id string, d api.Decision) (api.Session, error)
-}
-
 func (v *View) Decide(ctx context.Context, id string, d api.Decision) (api.Session, error) {
 	h, id, err := v.route(id)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 )
 
 func TestWriterRotatesAndKeepsNewest(t *testing.T) {
+	t.Parallel()
 	p := filepath.Join(t.TempDir(), "output.log")
 	w, err := OpenWriter(p, 100, 3)
 	if err != nil {
@@ -48,6 +49,7 @@ func TestWriterRotatesAndKeepsNewest(t *testing.T) {
 }
 
 func TestTailLines(t *testing.T) {
+	t.Parallel()
 	p := filepath.Join(t.TempDir(), "output.log")
 	w, _ := OpenWriter(p, 64, 4)
 	for i := 0; i < 30; i++ {
@@ -160,6 +162,7 @@ func TestTailThenFollowLosesAndRepeatsNothing(t *testing.T) {
 }
 
 func TestStripper(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		in   string
@@ -202,6 +205,7 @@ func TestStripper(t *testing.T) {
 }
 
 func TestStripperSequenceSplitAcrossWrites(t *testing.T) {
+	t.Parallel()
 	var s Stripper
 	in := []byte("\x1b[38;5;200mcolour\x1b[0m done\n")
 	var lines []string

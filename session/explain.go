@@ -84,7 +84,7 @@ func launchedEvidence(dir string, st spawn.State) []api.Evidence {
 	out := []api.Evidence{{
 		Kind: api.EvidenceLaunchRecord, PID: rec.Process.PID, Source: filepath.Join(dir, home.LaunchFile),
 		Says: fmt.Sprintf("agentctl started pid %d (start stamp %d) at %s, under its monitor pid %d (start stamp %d, monitor protocol %d)",
-			rec.Process.PID, rec.Process.Start, rec.CreatedAt.Format(time.RFC3339), rec.Shim.PID, rec.Shim.Start, rec.ProtocolVersion()),
+			rec.Process.PID, rec.Process.Start, rec.CreatedAt.Format(time.RFC3339), rec.Shim.PID, rec.Shim.Start, spawn.ProtocolOf(rec)),
 	}}
 	exit := api.Evidence{Kind: api.EvidenceExitRecord, Source: filepath.Join(dir, home.ExitFile)}
 	switch e := st.Exit; {

@@ -144,7 +144,7 @@ func (r *records) get(id string) (api.Session, error) {
 	if s.Status == api.StatusRunning {
 		applyAttention(dir, &s)
 	}
-	if err := rec.CheckProtocol(); err != nil && !s.Status.Ended() {
+	if err := spawn.CheckProtocol(rec); err != nil && !s.Status.Ended() {
 		// Its status is still first-hand (the records only grow), but
 		// this service cannot talk to its monitor: say what to do.
 		s.Warnings = append(s.Warnings, err.Error())

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -113,13 +112,6 @@ type ContainerHooks struct {
 	TerminationLog string
 }
 
-// The lines of a container monitor's termination message: how the agent
-// died, when by a signal, and its native session id, when known.
-const (
-	TerminationSignal   = "signal "
-	TerminationNativeID = "native-id "
-)
-
 // typeStdin writes what arrives on r to the terminal until r ends. A
 // container without stdin has /dev/null there, which ends at once.
 func (s *shim) typeStdin(r io.Reader) {
@@ -157,18 +149,9 @@ func exitCode(e ExitRecord) int {
 	return 128
 }
 
-// TerminationLog is where a container's last words go (the container's
-// terminationMessagePath, Kubernetes' default): the cluster shows them in
-// the container's termination state.
-const TerminationLog = "/dev/termination-log"
-
 func (h ContainerHooks) terminationLog() string {
 	if h.TerminationLog != "" {
 		return h.TerminationLog
 	}
 	return TerminationLog
 }
-
-// ContainerGrace is the stop grace the monitor asks for in a container: the
-// agent's own graceful exit, plus time to write its records.
-const ContainerGrace = DefaultGrace + 5*time.Second

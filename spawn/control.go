@@ -63,7 +63,7 @@ func greet(dir string) (Record, bool, error) {
 	if err != nil {
 		return Record{ID: filepath.Base(dir)}, false, nil
 	}
-	return rec, true, rec.CheckProtocol()
+	return rec, true, CheckProtocol(rec)
 }
 
 // speaks is the version a caller speaks to the monitor of rec: the
@@ -72,7 +72,7 @@ func speaks(rec Record, ok bool) int {
 	if !ok {
 		return MonitorProtocol
 	}
-	return rec.ProtocolVersion()
+	return ProtocolOf(rec)
 }
 
 // hello refuses an answer whose version this agentctl does not speak.

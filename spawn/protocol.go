@@ -99,12 +99,12 @@ func checkProtocol(id string, v, lo, hi int) error {
 	return nil
 }
 
-// ProtocolVersion is the version of the monitor protocol the session's
-// monitor speaks.
-func (r Record) ProtocolVersion() int { return protocolVersion(r.Protocol) }
+// ProtocolOf is the version of the monitor protocol the session's monitor
+// speaks, as its record says.
+func ProtocolOf(r Record) int { return protocolVersion(r.Protocol) }
 
 // CheckProtocol returns a *ProtocolError when the session's monitor speaks
 // a version of the monitor protocol this agentctl does not.
-func (r Record) CheckProtocol() error {
+func CheckProtocol(r Record) error {
 	return checkProtocol(r.ID, r.Protocol, MinMonitorProtocol, MonitorProtocol)
 }

@@ -15,70 +15,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/cgroup"
 	"github.com/agentctl/agentctl/home"
 	"github.com/agentctl/agentctl/internal/atomicfile"
 	"github.com/agentctl/agentctl/proc"
 )
-
-// Record is launch.json: what was launched and the process that runs it.
-// The shim writes it once, atomically, after the exec succeeded and before
-// the start is reported to anyone.
-type Record struct {
-	ID      string            `json:"id"`
-	Adapter string            `json:"adapter"`
-	Name    string            `json:"name,omitempty"`
-	Group   string            `json:"group,omitempty"`
-	Labels  map[string]string `json:"labels,omitempty"`
-	Argv    []string          `json:"argv"`
-	// EnvKeys lists the environment's names only: values may be secrets.
-	EnvKeys []string `json:"env_keys,omitempty"`
-	// EnvSet names the variables given with --env (their values are in
-	// home.EnvFile).
-	EnvSet []string `json:"env_set,omitempty"`
-	Cwd    string   `json:"cwd"`
-	Prompt string   `json:"prompt,omitempty"`
-	// PromptCut says Prompt is the head of a longer prompt, kept whole in
-	// the session's home.PromptFile.
-	PromptCut bool   `json:"prompt_cut,omitempty"`
-	Model     string `json:"model,omitempty"`
-	// PermissionMode and AgentArgs are what the launch asked of the agent
-	// (a restart asks the same).
-	PermissionMode string   `json:"permission_mode,omitempty"`
-	AgentArgs      []string `json:"agent_args,omitempty"`
-	// NativeID is the agent's own session id when known at launch.
-	NativeID string `json:"native_id,omitempty"`
-	// ResumeOf is the agentctl id whose native session this run continues.
-	ResumeOf string `json:"resume_of,omitempty"`
-	// Baseline is what the native session had counted when a resume
-	// began: the run's own tokens and cost are the difference.
-	Baseline *api.Usage `json:"baseline,omitempty"`
-	// RestartOf is the agentctl id this run repeats.
-	RestartOf string `json:"restart_of,omitempty"`
-	// LaunchedFrom lists the sessions this one was started from, at any
-	// depth (the caller's, and those they were started from): one
-	// principal, which cannot answer its own prompts.
-	LaunchedFrom []string  `json:"launched_from,omitempty"`
-	StopSignal   string    `json:"stop_signal,omitempty"`
-	CreatedAt    time.Time `json:"created_at"`
-
-	// The agent: pid, process group and start stamp, first-hand.
-	Process proc.Identity `json:"process"`
-	PGID    int           `json:"pgid"`
-	// The shim that holds the pty and will write exit.json.
-	Shim proc.Identity `json:"shim"`
-	Rows uint16        `json:"rows"`
-	Cols uint16        `json:"cols"`
-	// NotesDrawing says the monitor notes when the program first printed
-	// text (Terminal.PrintedAt); monitors of older releases do not.
-	NotesDrawing bool `json:"notes_drawing,omitempty"`
-	// Protocol is the version of the monitor protocol the monitor speaks
-	// (protocol.go); absent in version 1.
-	Protocol int `json:"protocol,omitempty"`
-	// Limits are the bounds the session's cgroup puts on it, if any.
-	Limits *cgroup.Limits `json:"limits,omitempty"`
-}
 
 // ExitRecord is exit.json, written once by the shim when the agent ended.
 type ExitRecord struct {
@@ -124,7 +65,7 @@ func AskRecord(ctx context.Context, dir string) (Record, error) {
 	if resp.Record == nil {
 		return Record{}, fmt.Errorf("the session monitor sent no record")
 	}
-	if err := resp.Record.CheckProtocol(); err != nil {
+	if err := CheckProtocol(*resp.Record); err != nil {
 		return Record{}, err
 	}
 	return *resp.Record, nil

@@ -30,38 +30,8 @@ import (
 	"github.com/agentctl/agentctl/proc"
 )
 
-// Spec is what the service hands a shim on its standard input.
-type Spec struct {
-	Record Record   `json:"record"`
-	Env    []string `json:"env"`
-	// Path is the program argv[0] names, when the service resolved it
-	// already; the monitor resolves it otherwise.
-	Path string `json:"path,omitempty"`
-	// Stdin is typed into the terminal right after the start.
-	Stdin      []byte `json:"stdin,omitempty"`
-	LogMaxSize int64  `json:"log_max_size,omitempty"`
-	LogFiles   int    `json:"log_files,omitempty"`
-	// ServiceLock is the service's lock file, which holds its pid. A
-	// service auto-started from inside a session descends from that
-	// session's shim (the subreaper), yet is not part of the session: it
-	// and everything below it are spared when the session's processes end.
-	ServiceLock string `json:"service_lock,omitempty"`
-	// Interactive asks for the agent's own interactive interface: read
-	// where an agent's argv is built by the monitor (in a cluster's pod).
-	Interactive bool `json:"interactive,omitempty"`
-	// Cgroup, when set, is the session's own cgroup: the monitor creates
-	// it, applies its limits and starts the agent inside it.
-	Cgroup *CgroupSpec `json:"cgroup,omitempty"`
-}
-
-// CgroupSpec is a session's cgroup: where, and its limits.
-type CgroupSpec struct {
-	Paths  cgroup.Paths  `json:"paths"`
-	Limits cgroup.Limits `json:"limits,omitzero"`
-}
-
-// limits are the spec's limits; none without a spec.
-func (c *CgroupSpec) limits() cgroup.Limits {
+// cgroupLimits are a cgroup spec's limits; none without a spec.
+func cgroupLimits(c *CgroupSpec) cgroup.Limits {
 	if c == nil {
 		return cgroup.Limits{}
 	}
@@ -79,9 +49,6 @@ type readyMessage struct {
 const (
 	DefaultRows = 40
 	DefaultCols = 120
-	// DefaultGrace is how long a stop waits for the agent's own graceful
-	// exit before SIGKILL.
-	DefaultGrace = 10 * time.Second
 	// leftoverGrace is how long processes left behind by an agent that
 	// exited get after SIGTERM, before SIGKILL.
 	leftoverGrace = 2 * time.Second
@@ -286,7 +253,7 @@ func startShim(dir string, spec Spec, logger *slog.Logger, echo io.Writer) (*shi
 		return nil, fmt.Errorf("start %s in %s: %w", rec.Argv[0], rec.Cwd, err)
 	}
 	pid := cmd.Process.Pid
-	if err := cgroup.LimitPids(cg, spec.Cgroup.limits()); err != nil {
+	if err := cgroup.LimitPids(cg, cgroupLimits(spec.Cgroup)); err != nil {
 		// A session believed bounded must be.
 		unix.Kill(-pid, unix.SIGKILL)
 		cgroup.Kill(context.Background(), cg, killBound)

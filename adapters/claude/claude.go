@@ -33,6 +33,14 @@ const Name = "claude"
 // maxCached bounds the transcripts whose summaries are kept in memory.
 const maxCached = 50000
 
+// The capabilities the claude adapter implements (adapters/capabilities.go).
+var (
+	_ adapters.Adapter         = (*Adapter)(nil)
+	_ adapters.Launcher        = (*Adapter)(nil)
+	_ adapters.AssistantReader = (*Adapter)(nil)
+	_ adapters.OneReader       = (*Adapter)(nil)
+)
+
 // Adapter reads Claude Code's native store. It is safe for concurrent use.
 type Adapter struct {
 	env       adapters.Env

@@ -124,6 +124,7 @@ func discover(t *testing.T, a *Adapter) map[string]adapters.NativeSession {
 }
 
 func TestProjectSlug(t *testing.T) {
+	t.Parallel()
 	long := "/tmp/w/" + strings.Repeat("x", 120) + "/" + strings.Repeat("y", 120)
 	tests := []struct{ cwd, want string }{
 		{"/tmp/w/proj", "-tmp-w-proj"},
@@ -145,6 +146,7 @@ func TestProjectSlug(t *testing.T) {
 func ptr[T any](v T) *T { return &v }
 
 func TestDiscoverFixtures(t *testing.T) {
+	t.Parallel()
 	a := newAdapter(fixtureHome(t))
 	got := discover(t, a)
 	ts := func(s string) time.Time {
@@ -219,6 +221,7 @@ func costRec(cost float64, in, out int) string {
 }
 
 func TestDiscoverRobust(t *testing.T) {
+	t.Parallel()
 	good := lines(userRec("do it"), assistantRec("m1", "done it", "end_turn", 10, 5))
 	nested := `{"type":"user","message":{"role":"user","content":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}}`
 	tests := []struct {
@@ -267,6 +270,7 @@ func TestDiscoverRobust(t *testing.T) {
 // read by its head and tail only, with or without a closing cost-state, and
 // a line over the line limit is skipped with a warning.
 func TestDiscoverHugeFiles(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	mk := func(id string, tail string) {
 		p := writeTranscript(t, home, "/w/p", id, lines(userRec("start")))
@@ -315,6 +319,7 @@ func watchers(t *testing.T) map[string]adapters.FolderWatch {
 }
 
 func TestDiscoverIncremental(t *testing.T) {
+	t.Parallel()
 	for name, watch := range watchers(t) {
 		t.Run(name, func(t *testing.T) { testDiscoverIncremental(t, watch) })
 	}
@@ -522,6 +527,7 @@ func TestStaleRegistryEntryIsRejected(t *testing.T) {
 }
 
 func TestArgvSession(t *testing.T) {
+	t.Parallel()
 	id := "0b6c1b1e-0000-4000-8000-000000000009"
 	tests := []struct {
 		argv []string
@@ -549,6 +555,7 @@ func TestArgvSession(t *testing.T) {
 }
 
 func TestTranscript(t *testing.T) {
+	t.Parallel()
 	a := newAdapter(fixtureHome(t))
 	ctx := context.Background()
 	all, err := a.Transcript(ctx, resumedID, 0)
@@ -585,6 +592,7 @@ func TestTranscript(t *testing.T) {
 // TestTranscriptTail: on a large transcript the last n messages are read
 // from the end and equal the end of the full read.
 func TestTranscriptTail(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	var b strings.Builder
 	for i := 0; i < 400; i++ {
@@ -611,6 +619,7 @@ func TestTranscriptTail(t *testing.T) {
 }
 
 func TestHistoryFirstPrompt(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	id := "0b6c1b1e-0000-4000-8000-00000000000b"
 	// A transcript whose head has no prompt (it only has tool traffic).
@@ -626,6 +635,7 @@ func TestHistoryFirstPrompt(t *testing.T) {
 }
 
 func TestConfigDirFromEnv(t *testing.T) {
+	t.Parallel()
 	home := fixtureHome(t)
 	alt := t.TempDir()
 	os.Rename(filepath.Join(home, ".claude"), filepath.Join(alt, "cfg"))
@@ -646,6 +656,7 @@ func TestConfigDirFromEnv(t *testing.T) {
 // TestRegistryUnreadable: when the live processes cannot all be seen, no
 // session is said to have ended, and each says why.
 func TestRegistryUnreadable(t *testing.T) {
+	t.Parallel()
 	home := fixtureHome(t)
 	// A file where the registry folder should be.
 	if err := os.WriteFile(filepath.Join(home, ".claude", "sessions"), []byte("x"), 0o644); err != nil {
@@ -711,6 +722,7 @@ func TestCutOffSessionIsUnknownOnlyWhileAContenderLives(t *testing.T) {
 // one transcript is seen, at the cost of reading that transcript. One
 // session read alone is what Discover says of it.
 func TestDiscoverReadsOnlyWhatChanged(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	if err := claudesynth.GenerateStore(home, 6, 1); err != nil {
 		t.Fatal(err)

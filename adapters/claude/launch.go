@@ -33,8 +33,6 @@ var strippedVars = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHRO
 // on Linux).
 const maxArgPrompt = 100_000
 
-var _ adapters.Launcher = (*Adapter)(nil)
-
 // Launch implements adapters.Launcher. The agent runs headless:
 //
 //	claude -p --session-id <new uuid> --output-format stream-json --verbose

@@ -34,6 +34,7 @@ func permArgs() []string {
 }
 
 func TestLaunchArgv(t *testing.T) {
+	t.Parallel()
 	bin := fakeBin(t)
 	a := newAdapter(t.TempDir())
 	env := []string{"PATH=" + bin + ":/usr/bin:/bin", "HOME=/h", "ANTHROPIC_API_KEY=sk-1", "ANTHROPIC_AUTH_TOKEN=t", "ANTHROPIC_BASE_URL=http://x", "KEEP=1"}
@@ -83,6 +84,7 @@ func TestLaunchArgv(t *testing.T) {
 }
 
 func TestLaunchLargePrompt(t *testing.T) {
+	t.Parallel()
 	bin := fakeBin(t)
 	a := newAdapter(t.TempDir())
 	dir := t.TempDir()
@@ -111,6 +113,7 @@ func TestLaunchLargePrompt(t *testing.T) {
 }
 
 func TestResumeArgv(t *testing.T) {
+	t.Parallel()
 	bin := fakeBin(t)
 	a := newAdapter(t.TempDir())
 	id := "0b6c1b1e-0000-4000-8000-00000000000c"
@@ -131,6 +134,7 @@ func TestResumeArgv(t *testing.T) {
 }
 
 func TestLaunchErrors(t *testing.T) {
+	t.Parallel()
 	a := newAdapter(t.TempDir())
 	if _, err := a.Launch(adapters.LaunchRequest{Env: []string{"PATH=" + fakeBin(t)}}); err == nil {
 		t.Error("empty prompt accepted")
@@ -170,6 +174,7 @@ func run(t *testing.T, argv, env []string, stdin []byte) string {
 // Interactive without a prompt: Claude's TUI with its pre-assigned session
 // id and nothing after it; headless without one is refused.
 func TestInteractiveWithoutPrompt(t *testing.T) {
+	t.Parallel()
 	a := newAdapter(t.TempDir())
 	spec, err := a.Launch(adapters.LaunchRequest{Interactive: true, Model: "opus", Env: []string{"PATH=/bin"}})
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 // transcript that grew is read again, whole, to the same facts a fresh read
 // gives; and without the cache file everything is read as before.
 func TestSummariesKeptAcrossRestarts(t *testing.T) {
+	t.Parallel()
 	home := fixtureHome(t)
 	cacheDir := t.TempDir()
 	var logged []string

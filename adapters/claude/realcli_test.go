@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/adapters"
-	"github.com/agentctl/agentctl/internal/agenttest"
 	"github.com/agentctl/agentctl/internal/fakemodel"
+	"github.com/agentctl/agentctl/internal/testutil/agenttest"
 )
 
 // agentsBin is the folder scripts/install-agents.sh installs the agent

@@ -278,8 +278,3 @@ func (a *Adapter) Stop(ctx context.Context, nativeID string) error {
 	}
 	return a.InterruptTurn(ctx, nativeID)
 }
-
-var (
-	_ adapters.TurnInterrupter = (*Adapter)(nil)
-	_ adapters.Stopper         = (*Adapter)(nil)
-)

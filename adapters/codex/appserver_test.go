@@ -17,6 +17,7 @@ import (
 // nothing listens on it any more. It never starts one. Stop, for a session
 // agentctl did not start, says the session does not run there.
 func TestNoDaemonNothingToInterrupt(t *testing.T) {
+	t.Parallel()
 	sockDir, err := os.MkdirTemp("", "cxd")
 	if err != nil {
 		t.Fatal(err)

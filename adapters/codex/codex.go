@@ -30,6 +30,17 @@ const Name = "codex"
 // maxCachedFiles bounds the rollout cache.
 const maxCachedFiles = 200_000
 
+// The capabilities the codex adapter implements (adapters/capabilities.go).
+var (
+	_ adapters.Adapter         = (*Adapter)(nil)
+	_ adapters.Launcher        = (*Adapter)(nil)
+	_ adapters.NativeIDFinder  = (*Adapter)(nil)
+	_ adapters.Stopper         = (*Adapter)(nil)
+	_ adapters.TurnInterrupter = (*Adapter)(nil)
+	_ adapters.AssistantReader = (*Adapter)(nil)
+	_ adapters.OneReader       = (*Adapter)(nil)
+)
+
 // Adapter reads Codex's store and launches Codex.
 type Adapter struct {
 	env adapters.Env

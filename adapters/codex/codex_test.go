@@ -89,6 +89,7 @@ func i64(p *int64) int64 {
 }
 
 func TestDiscoverRealShapedRollouts(t *testing.T) {
+	t.Parallel()
 	home, a := testHome(t)
 	installFixtures(t, home)
 	got := discoverByID(t, a)
@@ -139,6 +140,7 @@ func TestDiscoverRealShapedRollouts(t *testing.T) {
 }
 
 func TestFactsFromLines(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		lines []string
@@ -214,6 +216,7 @@ func TestFactsFromLines(t *testing.T) {
 }
 
 func TestNativeState(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		turn       turnState
 		alive      bool
@@ -257,6 +260,7 @@ func appendText(t *testing.T, path, text string) {
 }
 
 func TestGrowingRolloutIsReadIncrementally(t *testing.T) {
+	t.Parallel()
 	home, a := testHome(t)
 	day := installFixtures(t, home)
 	path := filepath.Join(day, "rollout-2026-11-22T06-26-06-"+idComplete+".jsonl")
@@ -295,6 +299,7 @@ func TestGrowingRolloutIsReadIncrementally(t *testing.T) {
 }
 
 func TestRewrittenRolloutIsReadAgain(t *testing.T) {
+	t.Parallel()
 	home, a := testHome(t)
 	day := installFixtures(t, home)
 	path := filepath.Join(day, "rollout-2026-11-22T06-26-06-"+idComplete+".jsonl")
@@ -320,6 +325,7 @@ func TestRewrittenRolloutIsReadAgain(t *testing.T) {
 }
 
 func TestDiscoverOddFiles(t *testing.T) {
+	t.Parallel()
 	home, a := testHome(t)
 	day := installFixtures(t, home)
 	write := func(name, content string) {
@@ -359,6 +365,7 @@ func TestDiscoverOddFiles(t *testing.T) {
 }
 
 func TestDiscoverHugeLineAndFile(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("writes a 40 MB rollout")
 	}
@@ -397,6 +404,7 @@ func TestDiscoverHugeLineAndFile(t *testing.T) {
 }
 
 func TestDiscoverMissingStore(t *testing.T) {
+	t.Parallel()
 	_, a := testHome(t)
 	ss, err := a.Discover(context.Background())
 	if err != nil || len(ss) != 0 {
@@ -405,6 +413,7 @@ func TestDiscoverMissingStore(t *testing.T) {
 }
 
 func TestTranscript(t *testing.T) {
+	t.Parallel()
 	home, a := testHome(t)
 	installFixtures(t, home)
 	ctx := context.Background()
@@ -452,6 +461,7 @@ func TestTranscript(t *testing.T) {
 // TestSkippingIrrelevantLinesChangesNothing reads every fixture line with
 // and without the quick skip of irrelevant lines: the facts must agree.
 func TestSkippingIrrelevantLinesChangesNothing(t *testing.T) {
+	t.Parallel()
 	entries, err := os.ReadDir("testdata")
 	if err != nil {
 		t.Fatal(err)
@@ -483,6 +493,7 @@ func TestSkippingIrrelevantLinesChangesNothing(t *testing.T) {
 }
 
 func TestConcurrentDiscoverAndTranscript(t *testing.T) {
+	t.Parallel()
 	home, a := testHome(t)
 	installFixtures(t, home)
 	done := make(chan error, 8)
@@ -506,6 +517,7 @@ func TestConcurrentDiscoverAndTranscript(t *testing.T) {
 // TestRolloutVanishingBetweenListAndRead: a rollout removed after the
 // folder was listed is left out, without an error or a warning.
 func TestRolloutVanishingBetweenListAndRead(t *testing.T) {
+	t.Parallel()
 	home, a := testHome(t)
 	day := installFixtures(t, home)
 	files, err := a.listRollouts(context.Background(), a.sessionsDir())
@@ -565,6 +577,7 @@ func TestFirstReadCutShortGoesOn(t *testing.T) {
 // one rollout is seen, at the cost of reading that rollout. One session
 // read alone is what Discover says of it.
 func TestDiscoverReadsOnlyWhatChanged(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	if err := codexsynth.GenerateStore(home, 6, 1); err != nil {
 		t.Fatal(err)

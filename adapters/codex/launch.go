@@ -389,9 +389,3 @@ func sameDirs(dir string) map[string]bool {
 	}
 	return out
 }
-
-var (
-	_ adapters.Adapter        = (*Adapter)(nil)
-	_ adapters.Launcher       = (*Adapter)(nil)
-	_ adapters.NativeIDFinder = (*Adapter)(nil)
-)

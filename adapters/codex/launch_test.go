@@ -18,6 +18,7 @@ import (
 )
 
 func TestLaunchArgv(t *testing.T) {
+	t.Parallel()
 	_, a := testHome(t)
 	base := []string{"codex", "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"}
 	tests := []struct {
@@ -61,6 +62,7 @@ func TestLaunchArgv(t *testing.T) {
 // The caller resolves the agent once per launch (a missing codex fails the
 // launch there, naming it); without that path no wrapper is built.
 func TestLargePromptWithoutBinaryPathFailsAtOnce(t *testing.T) {
+	t.Parallel()
 	_, a := testHome(t)
 	_, err := a.Launch(adapters.LaunchRequest{Prompt: strings.Repeat("x", maxArgPrompt+1), SessionDir: t.TempDir(), Env: []string{"PATH=/bin"}})
 	if err == nil || !strings.Contains(err.Error(), "resolved path") {
@@ -69,6 +71,7 @@ func TestLargePromptWithoutBinaryPathFailsAtOnce(t *testing.T) {
 }
 
 func TestLaunchKeepsCallerEnv(t *testing.T) {
+	t.Parallel()
 	_, a := testHome(t)
 	env := []string{"PATH=/bin", "OPENAI_API_KEY=k", "CODEX_HOME=/h"}
 	spec, err := a.Launch(adapters.LaunchRequest{Prompt: "x", Env: env})
@@ -140,6 +143,7 @@ func TestLargePromptThroughStdin(t *testing.T) {
 }
 
 func TestResumeArgv(t *testing.T) {
+	t.Parallel()
 	_, a := testHome(t)
 	spec, err := a.Resume(adapters.LaunchRequest{NativeID: idResumed, Prompt: "--again", Model: "m"})
 	if err != nil {
@@ -160,6 +164,7 @@ func TestResumeArgv(t *testing.T) {
 }
 
 func TestLauncherFacts(t *testing.T) {
+	t.Parallel()
 	_, a := testHome(t)
 	if a.Binary() != "codex" || a.StopSignal() != syscall.SIGINT || !strings.Contains(a.InstallHint(), "@openai/codex") {
 		t.Errorf("binary %q signal %v hint %q", a.Binary(), a.StopSignal(), a.InstallHint())
@@ -167,6 +172,7 @@ func TestLauncherFacts(t *testing.T) {
 }
 
 func TestThreadIndexSuppliesHeadOfLargeRollouts(t *testing.T) {
+	t.Parallel()
 	home, a := testHome(t)
 	if err := codexsynth.GenerateStore(home, 1, 7); err != nil {
 		t.Fatal(err)
@@ -232,6 +238,7 @@ func TestLockedThreadIndexIsNotAFailure(t *testing.T) {
 }
 
 func TestGenerateStoreIsReadable(t *testing.T) {
+	t.Parallel()
 	home, a := testHome(t)
 	if err := codexsynth.GenerateStore(home, 60, 3); err != nil {
 		t.Fatal(err)

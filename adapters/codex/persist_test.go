@@ -17,6 +17,7 @@ import (
 // corrupt cache is ignored with a log line, and without one everything is
 // read as before.
 func TestFactsKeptAcrossRestarts(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	day := installFixtures(t, home)
 	cacheDir := t.TempDir()
@@ -76,6 +77,7 @@ func TestFactsKeptAcrossRestarts(t *testing.T) {
 // Every field but the read position survives the disk form; the test
 // fails when a field is added to facts and not to it.
 func TestFactsDiskFormKeepsEveryField(t *testing.T) {
+	t.Parallel()
 	x := facts{id: "i", cwd: "/w", model: "m", cliVersion: "1", originator: "o", firstPrompt: "p", weakPrompt: "w",
 		lastMessage: "l", created: time.Date(2026, 1, 2, 3, 4, 5, 6, time.FixedZone("", 3600)), lastTime: time.Date(2026, 1, 2, 3, 4, 5, 7, time.UTC),
 		tokensIn: 1, tokensOut: 2, hasTokens: true, turn: turnAborted, turnError: "e", badLines: 3, skipped: 4, tailOnly: true,

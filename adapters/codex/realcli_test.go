@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/adapters"
-	"github.com/agentctl/agentctl/internal/agenttest"
 	"github.com/agentctl/agentctl/internal/fakemodel"
+	"github.com/agentctl/agentctl/internal/testutil/agenttest"
 	"github.com/agentctl/agentctl/proc"
 )
 

@@ -46,6 +46,14 @@ var ErrNoActiveRun = fmt.Errorf("no active run: %w", adapters.ErrNotRunning)
 // ErrNotFound means the gateway has no session with that key.
 var ErrNotFound = fmt.Errorf("no such openclaw session: %w", adapters.ErrNoSession)
 
+// The capabilities the openclaw adapter implements (adapters/capabilities.go).
+var (
+	_ adapters.Adapter         = (*Adapter)(nil)
+	_ adapters.Stopper         = (*Adapter)(nil)
+	_ adapters.ChangeWatcher   = (*Adapter)(nil)
+	_ adapters.NativeIDChecker = (*Adapter)(nil)
+)
+
 // Adapter is the OpenClaw gateway adapter.
 type Adapter struct {
 	cfg Config

@@ -25,6 +25,7 @@ func testCtx(t *testing.T) context.Context {
 }
 
 func TestSignaturePayload(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		in   signedFields
@@ -54,6 +55,7 @@ func TestSignaturePayload(t *testing.T) {
 }
 
 func TestProveSignsThePayload(t *testing.T) {
+	t.Parallel()
 	id, err := LoadOrCreateIdentity(filepath.Join(t.TempDir(), IdentityFile))
 	if err != nil {
 		t.Fatal(err)
@@ -78,6 +80,7 @@ func TestProveSignsThePayload(t *testing.T) {
 }
 
 func TestIdentityFile(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	path := filepath.Join(home, IdentityFile)
 	first, err := LoadOrCreateIdentity(path)
@@ -124,6 +127,7 @@ func TestIdentityFile(t *testing.T) {
 }
 
 func TestIdentityConcurrentCreateAgrees(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), IdentityFile)
 	const n = 8
 	ids := make([]string, n)
@@ -153,6 +157,7 @@ func TestIdentityConcurrentCreateAgrees(t *testing.T) {
 }
 
 func TestDecodeFrame(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in      string
 		wantErr bool
@@ -180,6 +185,7 @@ func TestDecodeFrame(t *testing.T) {
 }
 
 func TestGatewayErrorMessages(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		wire       string
 		wantSubstr string
@@ -208,6 +214,7 @@ func TestGatewayErrorMessages(t *testing.T) {
 }
 
 func TestHandshake(t *testing.T) {
+	t.Parallel()
 	g := newTestGateway(t)
 	ctx := testCtx(t)
 	c, err := Dial(ctx, g.config(t, testToken), []string{ScopeRead})
@@ -225,6 +232,7 @@ func TestHandshake(t *testing.T) {
 }
 
 func TestHandshakeFailures(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		setup  func(g *testGateway)
@@ -266,6 +274,7 @@ func TestHandshakeFailures(t *testing.T) {
 }
 
 func TestDiscoverGatewayDown(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -280,6 +289,7 @@ func TestDiscoverGatewayDown(t *testing.T) {
 }
 
 func TestDialRetriesWhileGatewayStarts(t *testing.T) {
+	t.Parallel()
 	g := newTestGateway(t)
 	g.unavailable = 2
 	c, err := Dial(testCtx(t), g.config(t, testToken), []string{ScopeRead})
@@ -313,6 +323,7 @@ func TestCallHonoursContext(t *testing.T) {
 }
 
 func TestCallAfterGatewayClosed(t *testing.T) {
+	t.Parallel()
 	g := newTestGateway(t)
 	c, err := Dial(testCtx(t), g.config(t, testToken), []string{ScopeRead})
 	if err != nil {
@@ -328,6 +339,7 @@ func TestCallAfterGatewayClosed(t *testing.T) {
 }
 
 func TestDiscoverPagesEverything(t *testing.T) {
+	t.Parallel()
 	g := newTestGateway(t)
 	const n = 2*listPageSize + 50
 	for i := range n {
@@ -359,6 +371,7 @@ func TestDiscoverPagesEverything(t *testing.T) {
 }
 
 func TestDiscoverCatchesRowsMovedWhilePaging(t *testing.T) {
+	t.Parallel()
 	g := newTestGateway(t)
 	const n = listPageSize + 10
 	for i := range n {
@@ -387,6 +400,7 @@ func TestDiscoverCatchesRowsMovedWhilePaging(t *testing.T) {
 }
 
 func TestDiscoverStopsOnPagingThatDoesNotAdvance(t *testing.T) {
+	t.Parallel()
 	c := stuckLister{}
 	_, err := listAll(testCtx(t), c, 10, "x")
 	if err == nil || !strings.Contains(err.Error(), "no next offset") {
@@ -403,6 +417,7 @@ func (stuckLister) Call(_ context.Context, _ string, _, out any) error {
 func ptr[T any](v T) *T { return &v }
 
 func TestNativeState(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		row      sessionRow
@@ -433,6 +448,7 @@ func TestNativeState(t *testing.T) {
 }
 
 func TestDiscoverMapsRows(t *testing.T) {
+	t.Parallel()
 	g := newTestGateway(t)
 	g.rows = []map[string]any{
 		row(dashboardKey("a"), map[string]any{"status": "done", "hasActiveRun": false, "model": "m1", "inputTokens": 101,
@@ -463,6 +479,7 @@ func TestDiscoverMapsRows(t *testing.T) {
 }
 
 func TestTranscript(t *testing.T) {
+	t.Parallel()
 	g := newTestGateway(t)
 	key := dashboardKey("t")
 	g.rows = []map[string]any{row(key, nil)}
@@ -512,6 +529,7 @@ func TestTranscript(t *testing.T) {
 }
 
 func TestStop(t *testing.T) {
+	t.Parallel()
 	g := newTestGateway(t)
 	key := dashboardKey("busy")
 	g.rows = []map[string]any{row(key, map[string]any{"hasActiveRun": true, "status": "running"}), row(dashboardKey("idle"), nil)}
@@ -532,6 +550,7 @@ func TestStop(t *testing.T) {
 }
 
 func TestStopWithoutWriteScope(t *testing.T) {
+	t.Parallel()
 	g := newTestGateway(t)
 	g.grantWrite = false
 	key := dashboardKey("busy")
@@ -572,6 +591,7 @@ func nextEvent(t *testing.T, ch <-chan Event) Event {
 }
 
 func TestWatch(t *testing.T) {
+	t.Parallel()
 	g := newTestGateway(t)
 	ctx, cancel := context.WithCancel(testCtx(t))
 	ch, err := New(g.config(t, testToken)).Watch(ctx)
@@ -613,6 +633,7 @@ func TestWatch(t *testing.T) {
 }
 
 func TestBadURL(t *testing.T) {
+	t.Parallel()
 	a := New(Config{URL: "ftp://127.0.0.1:1", IdentityPath: filepath.Join(t.TempDir(), IdentityFile)})
 	if _, err := a.Discover(testCtx(t)); err == nil || !strings.Contains(err.Error(), "ws://") {
 		t.Errorf("err %v", err)
@@ -623,6 +644,7 @@ func TestBadURL(t *testing.T) {
 }
 
 func TestConfigFromEnv(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{EnvURL: "ws://127.0.0.1:1", EnvToken: "tok"}
 	cfg := ConfigFromEnv("/h", func(k string) string { return env[k] })
 	if cfg.URL != "ws://127.0.0.1:1" || cfg.Token != "tok" || cfg.IdentityPath != filepath.Join("/h", IdentityFile) {
@@ -645,6 +667,7 @@ func TestConfigFromEnv(t *testing.T) {
 }
 
 func TestStopRunOfAnotherClient(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		grantAdmin bool
@@ -688,6 +711,7 @@ func dashboardKey(name string) string {
 }
 
 func TestValidKey(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		key  string
 		want bool

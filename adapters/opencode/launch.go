@@ -237,9 +237,3 @@ func (a *Adapter) findSession(ctx context.Context, p *liveProc, cwd string, sinc
 
 // errAmbiguous means several sessions fit a process equally.
 var errAmbiguous = errors.New("cannot tell which is the process's")
-
-var (
-	_ adapters.Adapter        = (*Adapter)(nil)
-	_ adapters.Launcher       = (*Adapter)(nil)
-	_ adapters.NativeIDFinder = (*Adapter)(nil)
-)

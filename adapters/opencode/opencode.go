@@ -26,6 +26,14 @@ import (
 // Name is the adapter's name.
 const Name = "opencode"
 
+// The capabilities the opencode adapter implements (adapters/capabilities.go).
+var (
+	_ adapters.Adapter        = (*Adapter)(nil)
+	_ adapters.Launcher       = (*Adapter)(nil)
+	_ adapters.NativeIDFinder = (*Adapter)(nil)
+	_ adapters.OneReader      = (*Adapter)(nil)
+)
+
 // Adapter reads OpenCode's store and launches OpenCode.
 type Adapter struct {
 	env adapters.Env

@@ -159,6 +159,7 @@ func i64(p *int64) int64 {
 }
 
 func TestDiscoverDatabaseAndLegacy(t *testing.T) {
+	t.Parallel()
 	data, a := testData(t)
 	loadFixture(t, data)
 	installLegacy(t, data)
@@ -205,6 +206,7 @@ func TestDiscoverDatabaseAndLegacy(t *testing.T) {
 }
 
 func TestDatabaseChangesAreSeen(t *testing.T) {
+	t.Parallel()
 	for name, watch := range watchers(t) {
 		t.Run(name, func(t *testing.T) { testDatabaseChangesAreSeen(t, watch) })
 	}
@@ -280,6 +282,7 @@ func bumpEvents(t *testing.T, db *sql.DB, id string, n int) {
 func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
 
 func TestUnchangedDatabaseIsNotRead(t *testing.T) {
+	t.Parallel()
 	data, a := testData(t)
 	loadFixture(t, data)
 	discoverByID(t, a)
@@ -341,6 +344,7 @@ func TestLockedDatabaseIsAnErrorNotAStall(t *testing.T) {
 }
 
 func TestGarbageAndOddStores(t *testing.T) {
+	t.Parallel()
 	t.Run("not a database", func(t *testing.T) {
 		data, a := testData(t)
 		path := filepath.Join(data, "opencode", "opencode.db")
@@ -386,6 +390,7 @@ func TestGarbageAndOddStores(t *testing.T) {
 }
 
 func TestTranscript(t *testing.T) {
+	t.Parallel()
 	data, a := testData(t)
 	loadFixture(t, data)
 	installLegacy(t, data)
@@ -425,6 +430,7 @@ func TestTranscript(t *testing.T) {
 }
 
 func TestGenerateStoreIsReadable(t *testing.T) {
+	t.Parallel()
 	data, a := testData(t)
 	if err := opencodesynth.GenerateStore(data, 80, 5); err != nil {
 		t.Fatal(err)
@@ -449,6 +455,7 @@ func TestGenerateStoreIsReadable(t *testing.T) {
 }
 
 func TestConcurrentDiscoverAndTranscript(t *testing.T) {
+	t.Parallel()
 	data, a := testData(t)
 	loadFixture(t, data)
 	installLegacy(t, data)
@@ -500,6 +507,7 @@ func TestFirstReadCutShortGoesOn(t *testing.T) {
 // A Discover between changes reuses the sessions the last one built; a
 // change to the database is seen by the next.
 func TestUnchangedDatabaseReusesSessions(t *testing.T) {
+	t.Parallel()
 	for name, watch := range watchers(t) {
 		t.Run(name, func(t *testing.T) {
 			data, a := testDataWatched(t, watch)
@@ -533,6 +541,7 @@ func TestUnchangedDatabaseReusesSessions(t *testing.T) {
 // One session read alone is what Discover says of it; an id the store
 // does not hold is no session.
 func TestDiscoverOneAgreesWithDiscover(t *testing.T) {
+	t.Parallel()
 	data, a := testData(t)
 	loadFixture(t, data)
 	ctx := context.Background()

@@ -16,6 +16,7 @@ import (
 // changed, to what a fresh read gives; a corrupt cache is ignored with a
 // log line, and without one everything is read as before.
 func TestDatabaseResultKeptAcrossRestarts(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	db := loadFixture(t, data)
 	path := filepath.Join(data, "opencode", "opencode.db")
@@ -74,6 +75,7 @@ func TestDatabaseResultKeptAcrossRestarts(t *testing.T) {
 // Every field of a session survives the disk form; the test fails when a
 // field is added to session and not to it.
 func TestSnapshotDiskFormKeepsEveryField(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
 	x := session{id: "ses_1", parentID: "p", directory: "/w", model: "m", created: at, updated: at.Add(1), tokensIn: 1, tokensOut: 2,
 		hasTokens: true, cost: 0.5, hasCost: true, firstPrompt: "fp", lastMessage: "lm",

@@ -14,6 +14,7 @@ import (
 )
 
 func TestGenerateStore(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	if err := pisynth.GenerateStore(home, 300, 7); err != nil {
 		t.Fatal(err)

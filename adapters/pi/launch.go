@@ -314,9 +314,3 @@ func (a *Adapter) FindNativeID(ctx context.Context, pid int, cwd string, since t
 	}
 	return id, err
 }
-
-var (
-	_ adapters.Adapter        = (*Adapter)(nil)
-	_ adapters.Launcher       = (*Adapter)(nil)
-	_ adapters.NativeIDFinder = (*Adapter)(nil)
-)

@@ -25,6 +25,7 @@ func envValue(env []string, key string) (string, bool) {
 }
 
 func TestLaunchPreassignsSession(t *testing.T) {
+	t.Parallel()
 	a, home := testStore(t, nil)
 	cwd := t.TempDir()
 	link := filepath.Join(t.TempDir(), "link")
@@ -137,6 +138,7 @@ func TestLaunchPromptThroughStdin(t *testing.T) {
 }
 
 func TestLauncherFacts(t *testing.T) {
+	t.Parallel()
 	a, _ := testStore(t, nil)
 	r := NewRust(adapters.Env{Home: t.TempDir()})
 	if a.StopSignal() != syscall.SIGTERM || a.Binary() != "pi" || !strings.Contains(a.InstallHint(), "@mariozechner/pi-coding-agent") {
@@ -161,6 +163,7 @@ func TestLauncherFacts(t *testing.T) {
 }
 
 func TestRustArgv(t *testing.T) {
+	t.Parallel()
 	r := NewRust(adapters.Env{Home: t.TempDir()})
 	spec, err := r.Launch(adapters.LaunchRequest{Prompt: "-x do it", Model: "anthropic/claude", Cwd: t.TempDir()})
 	if err != nil {
@@ -361,6 +364,7 @@ func TestFindNativeID(t *testing.T) {
 }
 
 func TestRustResumeArgv(t *testing.T) {
+	t.Parallel()
 	r := NewRust(adapters.Env{Home: t.TempDir()})
 	cwd := t.TempDir()
 	// A session pi-rust wrote (same store, same format).
@@ -384,6 +388,7 @@ func TestRustResumeArgv(t *testing.T) {
 // started, run with which pid open when nothing tells them apart, and a
 // TUI holds the latest written session it could.
 func TestPiTUIsInOneFolderAreAttributedNotLeftUnknown(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	at := func(d time.Duration) time.Time { return t0.Add(d) }
 	tui := func(pid int, cwd string, started time.Time) liveProc {
@@ -474,6 +479,7 @@ func TestPiTUIsInOneFolderAreAttributedNotLeftUnknown(t *testing.T) {
 // -p; the prompt, if any, is its first message, and one it would misread
 // as an option or a file is refused (a TUI takes no prompt on stdin).
 func TestInteractiveLaunch(t *testing.T) {
+	t.Parallel()
 	a, _ := testStore(t, nil)
 	cwd := t.TempDir()
 	for _, tt := range []struct {

@@ -19,6 +19,7 @@ import (
 // cache is ignored with a log line, and without one everything is read as
 // before.
 func TestFactsKeptAcrossRestarts(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	p := putFixture(t, home, "resumed.jsonl", "/home/ada/proj", "2026-11-22T06-00-00-000Z_019a0000-0000-7000-8000-000000000001.jsonl")
 	putFixture(t, home, "model-error.jsonl", "/home/ada/proj", "2026-11-22T06-30-40-056Z_01a201f3-1eb7-7513-ada7-a18cc61f81d6.jsonl")
@@ -87,6 +88,7 @@ func TestFactsKeptAcrossRestarts(t *testing.T) {
 // Every field but where the sums stopped survives the disk form; the test
 // fails when a field is added to facts and not to it.
 func TestFactsDiskFormKeepsEveryField(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
 	x := facts{id: "i", cwd: "/w", created: at, mtime: at.Add(1), headerModel: "h", firstPrompt: "p", headModel: "m", bad: errNoHeader,
 		summedTo: 9, fingerprint: []byte{1}, tokensIn: 1, tokensOut: 2, cost: 0.5, hasUsage: true, hasCost: true, sumsKnown: true,

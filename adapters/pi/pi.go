@@ -30,6 +30,15 @@ const (
 	NamePiRust = "pi-rust"
 )
 
+// The capabilities the pi adapter implements (adapters/capabilities.go).
+var (
+	_ adapters.Adapter         = (*Adapter)(nil)
+	_ adapters.Launcher        = (*Adapter)(nil)
+	_ adapters.NativeIDFinder  = (*Adapter)(nil)
+	_ adapters.AssistantReader = (*Adapter)(nil)
+	_ adapters.OneReader       = (*Adapter)(nil)
+)
+
 // Adapter reads Pi's store and launches Pi (or pi-rust).
 type Adapter struct {
 	name string

@@ -43,6 +43,7 @@ func putFixture(t *testing.T, home, name, cwd, fileName string) string {
 func ptr[T any](v T) *T { return &v }
 
 func TestCwdSlug(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ cwd, want string }{
 		{"/tmp/x.y/proj", "--tmp-x.y-proj--"},
 		{"/home/a b/my_proj", "--home-a b-my_proj--"},
@@ -56,6 +57,7 @@ func TestCwdSlug(t *testing.T) {
 }
 
 func TestDiscoverFixtures(t *testing.T) {
+	t.Parallel()
 	a, home := testStore(t, nil)
 	putFixture(t, home, "resumed.jsonl", "/home/ada/proj", "2026-11-22T06-00-00-000Z_019a0000-0000-7000-8000-000000000001.jsonl")
 	putFixture(t, home, "model-error.jsonl", "/home/ada/proj", "2026-11-22T06-30-40-056Z_01a201f3-1eb7-7513-ada7-a18cc61f81d6.jsonl")
@@ -132,6 +134,7 @@ func abs(f float64) float64 {
 }
 
 func TestTranscriptFollowsActiveBranch(t *testing.T) {
+	t.Parallel()
 	a, home := testStore(t, nil)
 	putFixture(t, home, "branched.jsonl", "/home/ada/other", "2026-11-20T10-00-00-000Z_01a1f000-0000-7000-8000-00000000b0b0.jsonl")
 	putFixture(t, home, "resumed.jsonl", "/home/ada/proj", "2026-11-22T06-00-00-000Z_019a0000-0000-7000-8000-000000000001.jsonl")
@@ -180,6 +183,7 @@ func TestTranscriptFollowsActiveBranch(t *testing.T) {
 }
 
 func TestSessionDirEnvAndAgentDir(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	agentDir := filepath.Join(home, "elsewhere", "agent")
 	flat := filepath.Join(home, "flat-sessions")
@@ -229,6 +233,7 @@ func TestSessionDirEnvAndAgentDir(t *testing.T) {
 }
 
 func TestDiscoverMissingStore(t *testing.T) {
+	t.Parallel()
 	a, _ := testStore(t, nil)
 	got, err := a.Discover(context.Background())
 	if err != nil || len(got) != 0 {
@@ -240,6 +245,7 @@ func TestDiscoverMissingStore(t *testing.T) {
 // one file is seen, at the cost of reading that file. One session read
 // alone is what Discover says of it.
 func TestDiscoverReadsOnlyWhatChanged(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	if err := pisynth.GenerateStore(home, 6, 1); err != nil {
 		t.Fatal(err)

@@ -18,8 +18,8 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/agentctl/agentctl/adapters"
-	"github.com/agentctl/agentctl/internal/agenttest"
 	"github.com/agentctl/agentctl/internal/fakemodel"
+	"github.com/agentctl/agentctl/internal/testutil/agenttest"
 	"github.com/agentctl/agentctl/proc"
 )
 

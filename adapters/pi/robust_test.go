@@ -57,6 +57,7 @@ func writeSession(t *testing.T, home, content string) string {
 }
 
 func TestRobustFiles(t *testing.T) {
+	t.Parallel()
 	deep := strings.Repeat("[", 200000) + strings.Repeat("]", 200000)
 	garbage := make([]byte, 4096)
 	r := rand.New(rand.NewPCG(1, 2))
@@ -102,6 +103,7 @@ func TestRobustFiles(t *testing.T) {
 }
 
 func TestLongFirstPrompt(t *testing.T) {
+	t.Parallel()
 	prompt := strings.Repeat("long prompt ", 15000) // 180 kB, over the head window
 	user, _ := json.Marshal(map[string]any{"type": "message", "id": "u1", "parentId": nil, "message": map[string]any{"role": "user", "content": prompt}})
 	s := discoverOne(t, lines(robustHeader, string(user), robustAnswer))
@@ -113,6 +115,7 @@ func TestLongFirstPrompt(t *testing.T) {
 // A 2 GB transcript (sparse: the middle is a hole) is read at its head and
 // tail only; its sums are skipped with a warning.
 func TestHugeTranscript(t *testing.T) {
+	t.Parallel()
 	a, home := testStore(t, nil)
 	p := writeSession(t, home, lines(robustHeader, robustUser))
 	f, err := os.OpenFile(p, os.O_RDWR, 0)
@@ -148,6 +151,7 @@ func TestHugeTranscript(t *testing.T) {
 // A file that vanishes between the listing and the read is left out; a
 // dangling entry is the same case, made deterministic.
 func TestVanishingFile(t *testing.T) {
+	t.Parallel()
 	a, home := testStore(t, nil)
 	p := writeSession(t, home, lines(robustHeader, robustUser, robustAnswer))
 	if err := os.Symlink(filepath.Join(home, "gone"), filepath.Join(filepath.Dir(p), "2026-11-22T06-00-00-000Z_01a20000-0000-7000-8000-0000000000bb.jsonl")); err != nil {
@@ -165,6 +169,7 @@ func TestVanishingFile(t *testing.T) {
 // A store root that cannot be listed is an error (the caller marks nothing
 // stopped), not an empty store.
 func TestUnreadableStore(t *testing.T) {
+	t.Parallel()
 	a, home := testStore(t, nil)
 	root := filepath.Join(home, ".pi", "agent", "sessions")
 	os.MkdirAll(filepath.Dir(root), 0o755)

@@ -11,6 +11,7 @@ import (
 // The names the CLI completes for launch are those of the adapters that
 // launch agents, and no others.
 func TestAgentsAreTheLaunchers(t *testing.T) {
+	t.Parallel()
 	var launchers []string
 	for _, a := range Local(t.TempDir(), func(string) string { return "" }, Options{}) {
 		if _, ok := a.(adapters.Launcher); ok {

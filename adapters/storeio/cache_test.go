@@ -57,6 +57,7 @@ func appendFile(t *testing.T, path, s string) {
 }
 
 func TestFileCacheRevalidates(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "a.jsonl")
 	appendFile(t, path, "1\n2\n")
@@ -109,6 +110,7 @@ func TestFileCacheRevalidates(t *testing.T) {
 }
 
 func TestFileCacheBoundedAndConcurrent(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var paths []string
 	for i := 0; i < 20; i++ {
@@ -162,6 +164,7 @@ func TestFileCacheBoundedAndConcurrent(t *testing.T) {
 }
 
 func TestFileCacheFillErrorNotCached(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "a")
 	appendFile(t, path, "x\n")
 	c := NewFileCache[int](2)

@@ -20,6 +20,7 @@ func joinLines(lines [][]byte) string {
 }
 
 func TestHeadLines(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		data     string
@@ -49,6 +50,7 @@ func TestHeadLines(t *testing.T) {
 }
 
 func TestTailLines(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		data      string
@@ -82,6 +84,7 @@ func TestTailLines(t *testing.T) {
 // TestTailLinesBlocks checks the backwards block reading across block
 // boundaries against a naive split, for many line sizes.
 func TestTailLinesBlocks(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	var lines []string
 	for i := 0; i < 3000; i++ {
@@ -125,12 +128,14 @@ func (s shrinkingReader) ReadAt(p []byte, off int64) (int, error) {
 }
 
 func TestTailLinesTruncatedUnderneath(t *testing.T) {
+	t.Parallel()
 	if _, _, err := TailLines(shrinkingReader{size: 10}, 1000, 5, 1000); err == nil {
 		t.Error("no error for a file shorter than its stat")
 	}
 }
 
 func TestScanLines(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("y", 200<<10) // longer than the reader's buffer
 	tests := []struct {
 		name     string
@@ -172,6 +177,7 @@ func TestScanLines(t *testing.T) {
 }
 
 func TestResumeOffset(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "s.jsonl")
 	write := func(s string, flag int) FileKey {
@@ -250,6 +256,7 @@ func chunksOf(t *testing.T, data string, window, maxBytes int64) ([]string, int)
 }
 
 func TestTailChunksHandsEachLineOnce(t *testing.T) {
+	t.Parallel()
 	var lines []string
 	for i := range 500 {
 		// Varied lengths, some longer than the first window.
@@ -268,6 +275,7 @@ func TestTailChunksHandsEachLineOnce(t *testing.T) {
 }
 
 func TestTailChunks(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name             string
 		data             string
@@ -292,6 +300,7 @@ func TestTailChunks(t *testing.T) {
 }
 
 func TestTailChunksStops(t *testing.T) {
+	t.Parallel()
 	data := strings.Repeat("{\"line\":true}\n", 10000)
 	calls := 0
 	err := TailChunks(context.Background(), strings.NewReader(data), int64(len(data)), 256, 1<<30, func([][]byte) bool {

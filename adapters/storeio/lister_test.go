@@ -34,6 +34,7 @@ func age(t *testing.T, dir string) {
 }
 
 func TestListerListsAcceptedFilesAndFolders(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	appendFile(t, filepath.Join(dir, "a.jsonl"), "x\n")
 	appendFile(t, filepath.Join(dir, "b.txt"), "y\n")
@@ -69,6 +70,7 @@ func TestListerListsAcceptedFilesAndFolders(t *testing.T) {
 // A cached listing still stats every file on every call, and a change to
 // the folder's entries is seen at once.
 func TestListerSeesEveryChange(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	a := filepath.Join(dir, "a.jsonl")
 	appendFile(t, a, "x\n")
@@ -106,6 +108,7 @@ func TestListerSeesEveryChange(t *testing.T) {
 // an entry added within the same clock tick leaves the folder's stat as it
 // was.
 func TestListerRereadsARecentlyChangedFolder(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	appendFile(t, filepath.Join(dir, "a.jsonl"), "x\n")
 	fi, err := os.Stat(dir)
@@ -131,6 +134,7 @@ func TestListerRereadsARecentlyChangedFolder(t *testing.T) {
 }
 
 func TestListerSweepForgetsUnlistedFolders(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	a, b := filepath.Join(root, "a"), filepath.Join(root, "b")
 	os.Mkdir(a, 0o755)
@@ -150,6 +154,7 @@ func TestListerSweepForgetsUnlistedFolders(t *testing.T) {
 }
 
 func TestListerWalk(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	for _, p := range []string{"a.jsonl", "x.txt", "d1/b.jsonl", "d1/d2/c.jsonl", "d1/d2/d3/deep.jsonl"} {
 		os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755)
@@ -200,6 +205,7 @@ func TestListerWalk(t *testing.T) {
 // The version moves exactly when a walk's answer differs from the walk
 // before: with a watch and without one (every folder stat'ed).
 func TestListerVersionMovesOnlyOnChange(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		change func(t *testing.T, root string)

@@ -8,6 +8,7 @@ import (
 )
 
 func TestParallelRunsEachIndexOnce(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{0, 1, 7, 1000} {
 		counts := make([]atomic.Int32, n)
 		if err := Parallel(context.Background(), n, func(i int) { counts[i].Add(1) }); err != nil {
@@ -22,6 +23,7 @@ func TestParallelRunsEachIndexOnce(t *testing.T) {
 }
 
 func TestParallelStopsWhenCancelled(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	var ran atomic.Int32
 	err := Parallel(ctx, 10000, func(i int) {

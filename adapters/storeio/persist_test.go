@@ -109,6 +109,7 @@ func TestDiskCacheServesUnchangedFilesAfterARestart(t *testing.T) {
 // A cache file that cannot be used is ignored with a log line: the files
 // are read as without it.
 func TestDiskCacheIgnoresABadFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "f")
 	appendFile(t, p, "a\nb\n")
@@ -167,6 +168,7 @@ func TestDiskCacheIgnoresABadFile(t *testing.T) {
 // A cache file holds at most the cache's bound of entries, and loading one
 // never grows the cache past it.
 func TestDiskCacheIsBounded(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cachePath := filepath.Join(t.TempDir(), "c.gob")
 	big := &DiskCache[lines]{Cache: NewFileCache[lines](10), Path: cachePath, Kind: "lines-1"}
@@ -225,6 +227,7 @@ func FuzzDiskCacheLoad(f *testing.F) {
 // after a restart Kept returns it whatever the file's version now, which
 // Get would not.
 func TestDiskCachePutAndKept(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "f")
 	appendFile(t, p, "a\n")

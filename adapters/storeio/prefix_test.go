@@ -3,6 +3,7 @@ package storeio
 import "testing"
 
 func TestByIDPrefix(t *testing.T) {
+	t.Parallel()
 	m := map[string]string{"abc1": "p1", "abc2": "p2", "xyz": "p3"}
 	tests := []struct {
 		id, want string

@@ -31,6 +31,7 @@ func createDB(t *testing.T, path, journal string) *sql.DB {
 }
 
 func TestOpenSQLiteReadOnlyNextToWALWriter(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "odd ?#% dir")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -107,6 +108,7 @@ func TestOpenSQLiteReadOnlyLockedDatabase(t *testing.T) {
 }
 
 func TestOpenSQLiteReadOnlyMissingFile(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "missing.db")
 	db, err := OpenSQLiteReadOnly(context.Background(), path, 0)
 	if err == nil {
@@ -119,6 +121,7 @@ func TestOpenSQLiteReadOnlyMissingFile(t *testing.T) {
 }
 
 func TestOpenSQLiteReadOnlyGarbage(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "garbage.db")
 	if err := os.WriteFile(path, []byte("this is not a database, just text\x00\xff"), 0o644); err != nil {
 		t.Fatal(err)

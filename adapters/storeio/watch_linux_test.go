@@ -43,6 +43,7 @@ func listNames(t *testing.T, l *Lister, dir string) []string {
 }
 
 func TestWatchedListerSeesEveryChangeAndNothingElse(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	a := filepath.Join(dir, "a.jsonl")
 	appendFile(t, a, "x\n")
@@ -84,6 +85,7 @@ func TestWatchedListerSeesEveryChangeAndNothingElse(t *testing.T) {
 }
 
 func TestWatcherTokens(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	dir := filepath.Join(root, "d")
 	if err := os.Mkdir(dir, 0o755); err != nil {
@@ -124,6 +126,7 @@ func TestWatcherTokens(t *testing.T) {
 }
 
 func TestWatcherOverflowRereadsEveryFolder(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	quiet, busy := filepath.Join(root, "quiet"), filepath.Join(root, "busy")
 	for _, d := range []string{quiet, busy} {
@@ -166,6 +169,7 @@ func TestWatcherOverflowRereadsEveryFolder(t *testing.T) {
 }
 
 func TestUnwatchableFolderIsReadByStatAndReported(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	ok, full := filepath.Join(root, "ok"), filepath.Join(root, "full")
 	for _, d := range []string{ok, full} {
@@ -206,6 +210,7 @@ func TestUnwatchableFolderIsReadByStatAndReported(t *testing.T) {
 }
 
 func TestWatcherSymlinkedFileIsStatted(t *testing.T) {
+	t.Parallel()
 	dir, elsewhere := t.TempDir(), t.TempDir()
 	target := filepath.Join(elsewhere, "t.jsonl")
 	appendFile(t, target, "x\n")

@@ -58,6 +58,7 @@ func replies(t *testing.T, out *bytes.Buffer) []Reply {
 }
 
 func TestServeAttach(t *testing.T) {
+	t.Parallel()
 	s := &streamer{}
 	// The request, then what is typed, on one input.
 	in := strings.NewReader(`{"id":"j1"}` + "hello\r")
@@ -79,6 +80,7 @@ func TestServeAttach(t *testing.T) {
 }
 
 func TestServeEvents(t *testing.T) {
+	t.Parallel()
 	s := &streamer{}
 	var out bytes.Buffer
 	in := strings.NewReader(`{"events":{"since":"5","types":["session.*"]}}`)
@@ -96,6 +98,7 @@ func TestServeEvents(t *testing.T) {
 
 // A backend without streams says so.
 func TestServeWithoutStreams(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	if code := Serve(context.Background(), Backend(nil), "events", strings.NewReader(`{}`), &out); code == 0 {
 		t.Fatal("events served by a backend without streams")
@@ -115,6 +118,7 @@ func (explainer) Explain(_ context.Context, id string) (api.Explanation, error) 
 // explain is served by a backend that explains, refused by one that does
 // not.
 func TestServeExplain(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	if code := Serve(context.Background(), explainer{}, "explain", strings.NewReader(`{"id":"j1"}`), &out); code != 0 {
 		t.Fatalf("explain: exit %d: %s", code, out.String())

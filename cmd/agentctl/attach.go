@@ -17,8 +17,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/agentctl/agentctl/api"
-	"github.com/agentctl/agentctl/client"
-	"github.com/agentctl/agentctl/cluster/k8shelper"
 	"github.com/agentctl/agentctl/hosts"
 )
 
@@ -26,7 +24,7 @@ import (
 // to the agent.
 const detachKey = 0x1d
 
-func newAttachCmd() *cobra.Command {
+func newAttachCmd(cli *cli) *cobra.Command {
 	return &cobra.Command{
 		Use:   "attach ID",
 		Short: "Join a session's terminal (detach with Ctrl-])",
@@ -36,7 +34,7 @@ Press Ctrl-] to detach and leave the session running. Several people may be
 attached at once.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			h, id, err := hostFor(a[0])
+			h, id, err := cli.hostFor(a[0])
 			if err != nil {
 				return err
 			}
@@ -50,44 +48,30 @@ attached at once.`,
 			if s.Status != api.StatusRunning {
 				return fmt.Errorf("session %s is %s: nothing to attach to (see `agentctl logs %s`)", s.ID, statusText(&s), shortID(s.ID))
 			}
-			return attachTo(cmd, h, s.ID)
+			return attachTo(cli, cmd, h, s.ID)
 		},
 	}
 }
 
-// frameAttacher joins a session's terminal through the service's attach
-// frames: the latest screen first, the window's size, the session's end.
-type frameAttacher interface {
-	Attach(ctx context.Context, id string, rows, cols uint16) (*client.Attachment, error)
-}
-
-// streamAttacher joins a session's terminal as two byte streams (a
-// cluster's attach to the pod's monitor): what is read from in is typed
-// into the terminal and the terminal's output is written to out, until
-// the session ends (its final state returned) or ctx ends.
-type streamAttacher interface {
-	AttachStreams(ctx context.Context, id string, in io.Reader, out io.Writer) (api.Session, error)
-}
-
 // attachTo joins session id's terminal on host h, the way h can.
-func attachTo(cmd *cobra.Command, h hosts.Host, id string) error {
+func attachTo(cli *cli, cmd *cobra.Command, h hosts.Host, id string) error {
 	switch a := h.API.(type) {
-	case frameAttacher:
-		return attach(cmd, a, id)
-	case streamAttacher:
-		return attachStreams(cmd, a, id)
+	case hosts.FrameAttacher:
+		return attach(cli, cmd, a, id)
+	case hosts.StreamAttacher:
+		return attachStreams(cli, cmd, a, id)
 	}
 	return cannot(h, "attach to a session's terminal")
 }
 
-// attachStreams is attach through a streamAttacher: the terminal raw, the
+// attachStreams is attach through a hosts.StreamAttacher: the terminal raw, the
 // detach key and signals detach, the session's end ends it with its exit
 // code. There is no window size to forward: the session's terminal keeps
 // the size it started with.
-func attachStreams(cmd *cobra.Command, a streamAttacher, id string) error {
-	in := int(os.Stdin.Fd())
+func attachStreams(cli *cli, cmd *cobra.Command, a hosts.StreamAttacher, id string) error {
+	in := fdOf(cli.in)
 	tty := term.IsTerminal(in)
-	out := &modeWriter{w: os.Stdout}
+	out := &modeWriter{w: cli.out}
 	defer out.restore()
 	if tty {
 		old, err := term.MakeRaw(in)
@@ -95,7 +79,7 @@ func attachStreams(cmd *cobra.Command, a streamAttacher, id string) error {
 			return fmt.Errorf("attach: put the terminal in raw mode: %w", err)
 		}
 		defer term.Restore(in, old)
-		fmt.Fprintf(os.Stderr, "[attached to %s; Ctrl-] detaches]\r\n", shortID(id))
+		fmt.Fprintf(cli.errOut, "[attached to %s; Ctrl-] detaches]\r\n", shortID(id))
 	}
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
@@ -109,18 +93,18 @@ func attachStreams(cmd *cobra.Command, a streamAttacher, id string) error {
 		case <-ctx.Done():
 		}
 	}()
-	s, detached, err := joinStreams(ctx, a, id, os.Stdin, !tty, out)
+	s, detached, err := joinStreams(ctx, a, id, cli.in, !tty, out)
 	out.restore()
 	// A signal ends ctx (through main's context when it came before this
 	// command's own handler): either way the person left it running.
 	if detached || ctx.Err() != nil {
-		fmt.Fprintf(os.Stderr, "\r\n[detached from %s; it keeps running]\r\n", shortID(id))
+		fmt.Fprintf(cli.errOut, "\r\n[detached from %s; it keeps running]\r\n", shortID(id))
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("attach to %s: %w", id, err)
 	}
-	fmt.Fprintf(os.Stderr, "\r\n[session %s %s]\r\n", shortID(id), statusText(&s))
+	fmt.Fprintf(cli.errOut, "\r\n[session %s %s]\r\n", shortID(id), statusText(&s))
 	if s.Status.Ended() {
 		return exitError{code: exitCodeOf(s)}
 	}
@@ -131,7 +115,7 @@ func attachStreams(cmd *cobra.Command, a streamAttacher, id string) error {
 // to the detach key (or, when endDetaches, the end of in), and copies its
 // output to out, until the session ends or ctx does. detached says the
 // person left it running.
-func joinStreams(ctx context.Context, a streamAttacher, id string, in io.Reader, endDetaches bool, out io.Writer) (s api.Session, detached bool, err error) {
+func joinStreams(ctx context.Context, a hosts.StreamAttacher, id string, in io.Reader, endDetaches bool, out io.Writer) (s api.Session, detached bool, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var left atomic.Bool
@@ -167,8 +151,8 @@ func joinStreams(ctx context.Context, a streamAttacher, id string, in io.Reader,
 	return s, left.Load(), err
 }
 
-func attach(cmd *cobra.Command, c frameAttacher, id string) error {
-	in := int(os.Stdin.Fd())
+func attach(cli *cli, cmd *cobra.Command, c hosts.FrameAttacher, id string) error {
+	in := fdOf(cli.in)
 	rows, cols := uint16(0), uint16(0)
 	if w, h, err := term.GetSize(in); err == nil {
 		rows, cols = uint16(h), uint16(w)
@@ -196,7 +180,7 @@ func attach(cmd *cobra.Command, c frameAttacher, id string) error {
 		case <-detached:
 		}
 	}()
-	out := &modeWriter{w: os.Stdout}
+	out := &modeWriter{w: cli.out}
 	defer out.restore()
 	if term.IsTerminal(in) {
 		old, err := term.MakeRaw(in)
@@ -204,7 +188,7 @@ func attach(cmd *cobra.Command, c frameAttacher, id string) error {
 			return fmt.Errorf("attach: put the terminal in raw mode: %w", err)
 		}
 		defer term.Restore(in, old)
-		fmt.Fprintf(os.Stderr, "[attached to %s; Ctrl-] detaches]\r\n", shortID(id))
+		fmt.Fprintf(cli.errOut, "[attached to %s; Ctrl-] detaches]\r\n", shortID(id))
 	}
 
 	winch := make(chan os.Signal, 1)
@@ -221,7 +205,7 @@ func attach(cmd *cobra.Command, c frameAttacher, id string) error {
 	go func() {
 		buf := make([]byte, 4096)
 		for {
-			n, err := os.Stdin.Read(buf)
+			n, err := cli.in.Read(buf)
 			if n > 0 {
 				chunk := buf[:n]
 				if i := bytes.IndexByte(chunk, detachKey); i >= 0 {
@@ -253,7 +237,7 @@ func attach(cmd *cobra.Command, c frameAttacher, id string) error {
 			select {
 			case <-detached:
 				out.restore()
-				fmt.Fprintf(os.Stderr, "\r\n[detached from %s; it keeps running]\r\n", shortID(id))
+				fmt.Fprintf(cli.errOut, "\r\n[detached from %s; it keeps running]\r\n", shortID(id))
 				return nil
 			default:
 			}
@@ -273,16 +257,8 @@ func attach(cmd *cobra.Command, c frameAttacher, id string) error {
 			json.Unmarshal(payload, &e)
 			sess := api.Session{ExitCode: e.ExitCode, Signal: e.Signal}
 			out.restore()
-			fmt.Fprintf(os.Stderr, "\r\n[session %s ended]\r\n", shortID(id))
+			fmt.Fprintf(cli.errOut, "\r\n[session %s ended]\r\n", shortID(id))
 			return exitError{code: exitCodeOf(sess)}
 		}
 	}
 }
-
-// A cluster (through its helper) does what these commands ask beyond
-// client.Sessions.
-var (
-	_ streamAttacher    = (*k8shelper.Sessions)(nil)
-	_ hosts.EventSource = (*k8shelper.Sessions)(nil)
-	_ watchSource       = (*k8shelper.Sessions)(nil)
-)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -18,7 +17,7 @@ import (
 	"github.com/agentctl/agentctl/internal/text"
 )
 
-func newApproveCmd() *cobra.Command {
+func newApproveCmd(cli *cli) *cobra.Command {
 	var request string
 	cmd := &cobra.Command{
 		Use:   "approve ID [--request REQUEST]",
@@ -39,14 +38,14 @@ itself, nor of a session started from inside it or that it was started from.
 Every answer is recorded in the session's decisions.jsonl.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			return decide(cmd.Context(), a[0], api.Decision{Action: api.DecisionApprove, Request: request})
+			return decide(cmd.Context(), cli, a[0], api.Decision{Action: api.DecisionApprove, Request: request})
 		},
 	}
 	cmd.Flags().StringVar(&request, "request", "", "the request to approve (default: the one the session shows now)")
 	return cmd
 }
 
-func newDenyCmd() *cobra.Command {
+func newDenyCmd(cli *cli) *cobra.Command {
 	var reason, request string
 	cmd := &cobra.Command{
 		Use:   "deny ID [--request REQUEST]",
@@ -56,7 +55,7 @@ the agent, which tells its model. See 'agentctl approve --help' for where this
 works and who may.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			return decide(cmd.Context(), a[0], api.Decision{Action: api.DecisionDeny, Reason: reason, Request: request})
+			return decide(cmd.Context(), cli, a[0], api.Decision{Action: api.DecisionDeny, Reason: reason, Request: request})
 		},
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why, for the agent")
@@ -64,7 +63,7 @@ works and who may.`,
 	return cmd
 }
 
-func newAnswerCmd() *cobra.Command {
+func newAnswerCmd(cli *cli) *cobra.Command {
 	return &cobra.Command{
 		Use:   "answer ID TEXT...",
 		Short: "Answer a waiting session's question, or give it the next instruction",
@@ -74,7 +73,7 @@ session's decisions.jsonl; only its owner (or root) may, never the session's
 own processes.`,
 		Args: args(cobra.MinimumNArgs(2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			return decide(cmd.Context(), a[0], api.Decision{Action: api.DecisionAnswer, Text: strings.Join(a[1:], " ")})
+			return decide(cmd.Context(), cli, a[0], api.Decision{Action: api.DecisionAnswer, Text: strings.Join(a[1:], " ")})
 		},
 	}
 }
@@ -88,8 +87,8 @@ func decideOn(ctx context.Context, h hosts.Host, id string, d api.Decision) (api
 	return dec.Decide(ctx, id, d)
 }
 
-func decide(ctx context.Context, id string, d api.Decision) error {
-	h, id, err := hostFor(id)
+func decide(ctx context.Context, cli *cli, id string, d api.Decision) error {
+	h, id, err := cli.hostFor(id)
 	if err != nil {
 		return err
 	}
@@ -103,7 +102,7 @@ func decide(ctx context.Context, id string, d api.Decision) error {
 		id = s.ID
 		// Nothing to name: the service says why nothing can be answered.
 		if w := s.Waiting; s.Activity == api.ActivityWaiting && w != nil && w.Request != "" {
-			fmt.Fprintf(os.Stderr, "%s %s request %s: %s\n", d.Action, shortID(s.ID), text.Clean(w.Request), text.Clean(w.Summary()))
+			fmt.Fprintf(cli.errOut, "%s %s request %s: %s\n", d.Action, shortID(s.ID), text.Clean(w.Request), text.Clean(w.Summary()))
 			d.Request = w.Request
 		}
 	}
@@ -113,16 +112,16 @@ func decide(ctx context.Context, id string, d api.Decision) error {
 	}
 	done := map[string]string{api.DecisionApprove: "approved", api.DecisionDeny: "denied", api.DecisionAnswer: "answered"}[d.Action]
 	if a := activityText(&s); a != "" && a != "-" {
-		fmt.Printf("%s %s (now %s)\n", done, shortID(s.ID), a)
+		fmt.Fprintf(cli.out, "%s %s (now %s)\n", done, shortID(s.ID), a)
 	} else {
-		fmt.Printf("%s %s\n", done, shortID(s.ID))
+		fmt.Fprintf(cli.out, "%s %s\n", done, shortID(s.ID))
 	}
 	return nil
 }
 
 // newHookCmd is what an agent's hooks run (agentctl writes them into the
 // agent's settings when it launches it). It must be fast: the agent waits.
-func newHookCmd() *cobra.Command {
+func newHookCmd(cli *cli) *cobra.Command {
 	var homeDir, event string
 	var interactive bool
 	cmd := &cobra.Command{
@@ -136,7 +135,7 @@ decision for Claude. Any failure exits 0 with nothing on stdout: the agent then
 asks in its own terminal as usual.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			runHook(cmd.Context(), a[0], homeDir, event, interactive)
+			runHook(cmd.Context(), cli, a[0], homeDir, event, interactive)
 			return nil
 		},
 	}
@@ -147,15 +146,15 @@ asks in its own terminal as usual.`,
 	return cmd
 }
 
-func runHook(ctx context.Context, agent, homeDir, event string, interactive bool) {
-	id := os.Getenv(home.SessionEnv)
-	payload, err := io.ReadAll(io.LimitReader(os.Stdin, 4<<20))
+func runHook(ctx context.Context, cli *cli, agent, homeDir, event string, interactive bool) {
+	id := cli.getenv(home.SessionEnv)
+	payload, err := io.ReadAll(io.LimitReader(cli.in, 4<<20))
 	if err != nil || id == "" {
 		return
 	}
 	h := home.Home(homeDir)
 	if homeDir == "" {
-		if h, err = home.Default(); err != nil {
+		if h, err = cli.home(); err != nil {
 			return
 		}
 	}
@@ -173,7 +172,7 @@ func runHook(ctx context.Context, agent, homeDir, event string, interactive bool
 	}
 	reply, err := client.ReportHook(ctx, client.HookReport{Socket: h.Socket(), SessionID: id, Agent: agent, Event: event, Interactive: interactive, Payload: payload})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "agentctl hook:", err)
+		fmt.Fprintln(cli.errOut, "agentctl hook:", err)
 		return
 	}
 	if agent == "claude" && probe.Event == "PermissionRequest" && reply.Behavior != "" {
@@ -181,7 +180,7 @@ func runHook(ctx context.Context, agent, homeDir, event string, interactive bool
 		if reply.Message != "" {
 			decision["message"] = reply.Message
 		}
-		json.NewEncoder(os.Stdout).Encode(map[string]any{"hookSpecificOutput": map[string]any{"hookEventName": "PermissionRequest", "decision": decision}})
+		json.NewEncoder(cli.out).Encode(map[string]any{"hookSpecificOutput": map[string]any{"hookEventName": "PermissionRequest", "decision": decision}})
 	}
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -38,7 +37,7 @@ func idCommandOf(name string) (idCommand, bool) {
 // addCompletions makes every command that takes a session complete ids and
 // names, described by the session's name or prompt, and every --adapter
 // the adapters' names.
-func addCompletions(root *cobra.Command) {
+func addCompletions(cli *cli, root *cobra.Command) {
 	for _, c := range root.Commands() {
 		if c.Flags().Lookup("adapter") != nil {
 			c.RegisterFlagCompletionFunc("adapter", completeAdapters(c.Name() != "list"))
@@ -61,7 +60,7 @@ func addCompletions(root *cobra.Command) {
 				if !how.many && len(args) > 0 {
 					return nil, cobra.ShellCompDirectiveNoFileComp
 				}
-				return completeSessions(cmd, args, toComplete)
+				return cli.completeSessions(cmd, args, toComplete)
 			}
 		}
 		if how.runningOnly {
@@ -69,7 +68,7 @@ func addCompletions(root *cobra.Command) {
 				if !how.many && len(args) > 0 {
 					return nil, cobra.ShellCompDirectiveNoFileComp
 				}
-				return completeRunning(cmd, args, toComplete)
+				return cli.completeRunning(cmd, args, toComplete)
 			}
 			continue
 		}
@@ -89,25 +88,25 @@ func completeAdapters(launch bool) cobra.CompletionFunc {
 	}
 }
 
-// completeRunning is completeSessions for commands that act on running
+// completeRunning is cli.completeSessions for commands that act on running
 // sessions only.
-func completeRunning(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-	return listCompletions(cmd, args, toComplete, true)
+func (cli *cli) completeRunning(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	return cli.listCompletions(cmd, args, toComplete, true)
 }
 
 // completeSessions lists the sessions whose id or name starts with what was
 // typed (any case). It never starts the service: a completion that hangs
 // for seconds is worse than none.
-func completeSessions(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-	return listCompletions(cmd, args, toComplete, false)
+func (cli *cli) completeSessions(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	return cli.listCompletions(cmd, args, toComplete, false)
 }
 
-func listCompletions(cmd *cobra.Command, args []string, toComplete string, runningOnly bool) ([]string, cobra.ShellCompDirective) {
-	h, err := userHome()
+func (cli *cli) listCompletions(cmd *cobra.Command, args []string, toComplete string, runningOnly bool) ([]string, cobra.ShellCompDirective) {
+	h, err := cli.userHome()
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	exe, _ := os.Executable()
+	exe, _ := cli.exe()
 	c := client.New(h, exe, false)
 	ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Second)
 	defer cancel()
@@ -175,12 +174,12 @@ func sessionCompletions(sessions []api.Session, given []string, typed string) []
 }
 
 // completeGroups lists the groups of the sessions the service knows.
-func completeGroups(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-	h, err := userHome()
+func (cli *cli) completeGroups(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	h, err := cli.userHome()
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	exe, _ := os.Executable()
+	exe, _ := cli.exe()
 	ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Second)
 	defer cancel()
 	list, err := client.New(h, exe, false).List(ctx, api.ListOptions{All: true})

@@ -10,6 +10,7 @@ import (
 )
 
 func TestSessionCompletions(t *testing.T) {
+	t.Parallel()
 	code := 0
 	sessions := []api.Session{
 		{ID: "k3x9aaaa", Status: api.StatusExited, ExitCode: &code, Command: []string{"make"}},
@@ -34,6 +35,7 @@ func TestSessionCompletions(t *testing.T) {
 
 // A name reused over time is offered once, for the session it reaches.
 func TestCompletionOffersAReusedNameOnce(t *testing.T) {
+	t.Parallel()
 	code := 0
 	now := time.Now()
 	sessions := []api.Session{
@@ -49,7 +51,8 @@ func TestCompletionOffersAReusedNameOnce(t *testing.T) {
 
 // Every --adapter and launch's ADAPTER complete the agents' names.
 func TestAdapterCompletion(t *testing.T) {
-	root := newRootCmd()
+	t.Parallel()
+	root := newRootCmd(testCLI(t))
 	for _, args := range [][]string{{"__complete", "launch", ""}, {"__complete", "run", "--adapter", ""}, {"__complete", "list", "--adapter", ""}} {
 		var out strings.Builder
 		root.SetOut(&out)
@@ -66,6 +69,7 @@ func TestAdapterCompletion(t *testing.T) {
 }
 
 func TestCheckStatus(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{"", "running", "exited", "killed", "lost", "ended", "unknown"} {
 		if err := checkStatus(s); err != nil {
 			t.Errorf("checkStatus(%q) = %v", s, err)

@@ -9,14 +9,15 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/client"
 	"github.com/agentctl/agentctl/cmd/agentctl/internal/serve"
 	"github.com/agentctl/agentctl/proc"
-	"github.com/spf13/cobra"
 )
 
-func newDaemonCmd() *cobra.Command {
+func newDaemonCmd(cli *cli) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "daemon",
 		Short: "Run or manage the agentctl service",
@@ -25,21 +26,21 @@ the foreground (what a systemd or launchd unit executes); 'daemon start',
 'stop', 'restart' and 'status' manage a background instance. Stopping or
 restarting the service never stops a session.`,
 	}
-	cmd.AddCommand(newDaemonRunCmd(), newDaemonStartCmd(), newDaemonStopCmd(), newDaemonRestartCmd(), newDaemonStatusCmd())
-	thisMachineOnly(cmd, "run")
+	cmd.AddCommand(newDaemonRunCmd(cli), newDaemonStartCmd(cli), newDaemonStopCmd(cli), newDaemonRestartCmd(cli), newDaemonStatusCmd(cli))
+	thisMachineOnly(cli, cmd, "run")
 	return cmd
 }
 
 // serviceGCPercent is the service's GOGC unless the environment sets one.
 const serviceGCPercent = 50
 
-func newDaemonRunCmd() *cobra.Command {
+func newDaemonRunCmd(cli *cli) *cobra.Command {
 	return &cobra.Command{
 		Use:   "run",
 		Short: "Run the service in the foreground",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			h, err := userHome()
+			h, err := cli.userHome()
 			if err != nil {
 				return err
 			}
@@ -50,38 +51,38 @@ func newDaemonRunCmd() *cobra.Command {
 			if _, set := os.LookupEnv("GOGC"); !set {
 				debug.SetGCPercent(serviceGCPercent)
 			}
-			logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+			logger := slog.New(slog.NewTextHandler(cli.errOut, nil))
 			return serve.Service(cmd.Context(), h, buildVersion(), logger)
 		},
 	}
 }
 
-func newDaemonStartCmd() *cobra.Command {
+func newDaemonStartCmd(cli *cli) *cobra.Command {
 	return &cobra.Command{
 		Use:   "start",
 		Short: "Start the service in the background (if it is not running)",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return startDaemon(cmd)
+			return startDaemon(cli, cmd)
 		},
 	}
 }
 
-func newDaemonStopCmd() *cobra.Command {
+func newDaemonStopCmd(cli *cli) *cobra.Command {
 	return &cobra.Command{
 		Use:   "stop",
 		Short: "Stop the service; sessions keep running",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return stopDaemon(cmd)
+			return stopDaemon(cli, cmd)
 		},
 	}
 }
 
 // startDaemon starts the service (through its unit when one is installed)
 // and says which pid runs it.
-func startDaemon(cmd *cobra.Command) error {
-	c, err := newClient()
+func startDaemon(cli *cli, cmd *cobra.Command) error {
+	c, err := cli.newClient()
 	if err != nil {
 		return err
 	}
@@ -94,15 +95,15 @@ func startDaemon(cmd *cobra.Command) error {
 		return err
 	}
 	if !started {
-		fmt.Printf("agentctl service already running, pid %d\n", st.PID)
+		fmt.Fprintf(cli.out, "agentctl service already running, pid %d\n", st.PID)
 		return nil
 	}
-	fmt.Printf("agentctl service running, pid %d\n", st.PID)
+	fmt.Fprintf(cli.out, "agentctl service running, pid %d\n", st.PID)
 	return nil
 }
 
-func stopDaemon(cmd *cobra.Command) error {
-	h, err := userHome()
+func stopDaemon(cli *cli, cmd *cobra.Command) error {
+	h, err := cli.userHome()
 	if err != nil {
 		return err
 	}
@@ -110,7 +111,7 @@ func stopDaemon(cmd *cobra.Command) error {
 	st, err := c.DaemonStatus(cmd.Context())
 	if err != nil {
 		if errors.Is(err, client.ErrNoService) {
-			fmt.Println("agentctl service is not running")
+			fmt.Fprintln(cli.out, "agentctl service is not running")
 			return nil
 		}
 		return err
@@ -130,32 +131,32 @@ func stopDaemon(cmd *cobra.Command) error {
 	if err != nil {
 		return fmt.Errorf("the service (pid %d) did not exit within 15s", st.PID)
 	}
-	fmt.Printf("agentctl service stopped (pid %d); sessions keep running\n", st.PID)
+	fmt.Fprintf(cli.out, "agentctl service stopped (pid %d); sessions keep running\n", st.PID)
 	return nil
 }
 
-func newDaemonRestartCmd() *cobra.Command {
+func newDaemonRestartCmd(cli *cli) *cobra.Command {
 	return &cobra.Command{
 		Use:   "restart",
 		Short: "Restart the service; sessions keep running",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := stopDaemon(cmd); err != nil {
+			if err := stopDaemon(cli, cmd); err != nil {
 				return err
 			}
-			return startDaemon(cmd)
+			return startDaemon(cli, cmd)
 		},
 	}
 }
 
-func newDaemonStatusCmd() *cobra.Command {
+func newDaemonStatusCmd(cli *cli) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show whether the service runs, its pid, version, uptime and how it watches the agents' stores",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			h, err := userHome()
+			h, err := cli.userHome()
 			if err != nil {
 				return err
 			}
@@ -164,27 +165,27 @@ func newDaemonStatusCmd() *cobra.Command {
 			if err != nil {
 				if errors.Is(err, client.ErrNoService) {
 					if asJSON {
-						printJSON(os.Stdout, map[string]any{"running": false, "socket": h.Socket()})
+						printJSON(cli.out, map[string]any{"running": false, "socket": h.Socket()})
 					} else {
-						fmt.Printf("agentctl service is not running (socket %s)\n", h.Socket())
+						fmt.Fprintf(cli.out, "agentctl service is not running (socket %s)\n", h.Socket())
 					}
 					return exitError{code: 1}
 				}
 				return err
 			}
 			if asJSON {
-				return printJSON(os.Stdout, struct {
+				return printJSON(cli.out, struct {
 					Running bool `json:"running"`
 					apiDaemonStatus
 				}{true, apiDaemonStatus(st)})
 			}
-			fmt.Printf("agentctl service running\n  pid      %d\n  version  %s\n  socket   %s\n  uptime   %s\n  sessions %d running\n",
+			fmt.Fprintf(cli.out, "agentctl service running\n  pid      %d\n  version  %s\n  socket   %s\n  uptime   %s\n  sessions %d running\n",
 				st.PID, st.Version, st.Socket, (time.Duration(st.UptimeS) * time.Second).String(), st.SessionsRunning)
 			if st.Watch != nil {
-				printWatchStatus(os.Stdout, *st.Watch)
+				printWatchStatus(cli.out, *st.Watch)
 			}
 			if st.Cgroups != nil {
-				fmt.Printf("  per-session cgroups: %s\n", st.Cgroups.Summary)
+				fmt.Fprintf(cli.out, "  per-session cgroups: %s\n", st.Cgroups.Summary)
 			}
 			return nil
 		},
@@ -227,7 +228,7 @@ func printWatchStatus(w io.Writer, ws api.WatchStatus) {
 	}
 }
 
-func newPodSessionCmd() *cobra.Command {
+func newPodSessionCmd(cli *cli) *cobra.Command {
 	var specFile string
 	var transcript int
 	var explain bool
@@ -242,7 +243,7 @@ exec for status, explain and peek of an agent on a cluster.`,
 		Hidden: true,
 		Args:   args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			return serve.PodSession(cmd.Context(), os.Stdout, a[0], specFile, transcript, explain)
+			return serve.PodSession(cmd.Context(), cli.out, a[0], specFile, transcript, explain)
 		},
 	}
 	cmd.Flags().StringVar(&specFile, "spec", "", "the launch spec `FILE` (the agent's environment)")
@@ -252,7 +253,7 @@ exec for status, explain and peek of an agent on a cluster.`,
 	return cmd
 }
 
-func newShimCmd() *cobra.Command {
+func newShimCmd(cli *cli) *cobra.Command {
 	var specFile string
 	cmd := &cobra.Command{
 		Use:   "shim SESSION_DIR",

@@ -162,6 +162,7 @@ func clusterHost(api client.Sessions) hosts.Host {
 }
 
 func TestActsDispatch(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name    string
@@ -173,8 +174,8 @@ func TestActsDispatch(t *testing.T) {
 		{name: "stop on any host", api: &fakeSessions{}, do: stopOn(api.StopRequest{}), call: "stop s1"},
 		{name: "rm where records are kept", api: &fakeService{}, do: removeOn(false), call: "remove s1"},
 		{name: "rm on a cluster", api: &fakeSessions{}, do: removeOn(true), refusal: "host cl (k8s://ctx/ns) cannot remove sessions"},
-		{name: "restart on a service", api: &fakeService{}, do: restartOn(api.RestartRequest{}), call: "restart s1"},
-		{name: "restart on a cluster", api: &fakeSessions{}, do: restartOn(api.RestartRequest{}), refusal: "host cl (k8s://ctx/ns) cannot restart sessions"},
+		{name: "restart on a service", api: &fakeService{}, do: restartOn(testCLI(t), api.RestartRequest{}), call: "restart s1"},
+		{name: "restart on a cluster", api: &fakeSessions{}, do: restartOn(testCLI(t), api.RestartRequest{}), refusal: "host cl (k8s://ctx/ns) cannot restart sessions"},
 		{name: "decide on a service", api: &fakeService{}, do: func(ctx context.Context, h hosts.Host, id string) (api.Session, error) {
 			return decideOn(ctx, h, id, api.Decision{Action: api.DecisionApprove})
 		}, call: "decide s1 approve"},
@@ -204,15 +205,17 @@ func TestActsDispatch(t *testing.T) {
 }
 
 func TestAttachDispatch(t *testing.T) {
+	t.Parallel()
 	cmd := &cobra.Command{}
 	cmd.SetContext(context.Background())
-	err := attachTo(cmd, clusterHost(&fakeSessions{}), "s1")
+	err := attachTo(testCLI(t), cmd, clusterHost(&fakeSessions{}), "s1")
 	if err == nil || err.Error() != "host cl (k8s://ctx/ns) cannot attach to a session's terminal" {
 		t.Fatalf("attach to a host that cannot: %v", err)
 	}
 }
 
 func TestJoinStreams(t *testing.T) {
+	t.Parallel()
 	three := 3
 	for _, tc := range []struct {
 		name        string
@@ -278,7 +281,8 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 }
 
 func TestEventsOnDispatch(t *testing.T) {
-	if err := eventsOn(context.Background(), clusterHost(&fakeSessions{}), client.EventOptions{}, io.Discard); err == nil ||
+	t.Parallel()
+	if err := eventsOn(context.Background(), testCLI(t), clusterHost(&fakeSessions{}), client.EventOptions{}, io.Discard); err == nil ||
 		err.Error() != "host cl (k8s://ctx/ns) cannot stream events" {
 		t.Fatalf("events of a host without a stream: %v", err)
 	}
@@ -291,7 +295,7 @@ func TestEventsOnDispatch(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	lines := &lineCounter{want: 2, done: cancel}
-	if err := eventsOn(ctx, clusterHost(src), client.EventOptions{}, lines); err != nil {
+	if err := eventsOn(ctx, testCLI(t), clusterHost(src), client.EventOptions{}, lines); err != nil {
 		t.Fatal(err)
 	}
 	if lines.n != 2 {
@@ -327,6 +331,7 @@ func (l *lineCounter) Write(p []byte) (int, error) {
 }
 
 func TestWaitSessionOnAnotherHost(t *testing.T) {
+	t.Parallel()
 	final := api.Session{ID: "j1", Status: api.StatusExited, ExitCode: new(3)}
 	// Not a terminal: the text view's lines, each chunk's without its
 	// last line end.
@@ -347,6 +352,7 @@ func TestWaitSessionOnAnotherHost(t *testing.T) {
 }
 
 func TestFarHost(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		h    hosts.Host
 		want bool
@@ -364,6 +370,7 @@ func TestFarHost(t *testing.T) {
 // An agent on a cluster is launched as the adapter, the prompt and the
 // model, with no command line: the agentctl in the pod builds it.
 func TestStartAgentOnCluster(t *testing.T) {
+	t.Parallel()
 	for _, req := range []api.RunRequest{
 		{Adapter: "pi", Prompt: "fix it", Model: "m", Cwd: "/work"},
 		{Adapter: "claude", Prompt: "again", Cwd: "/work", ResumeOf: "01abc"},
@@ -371,7 +378,7 @@ func TestStartAgentOnCluster(t *testing.T) {
 		src := &fakeSessions{}
 		cmd := &cobra.Command{}
 		cmd.SetContext(context.Background())
-		if err := startOn(cmd, clusterHost(src), &runFlags{}, req); err != nil {
+		if err := startOn(testCLI(t), cmd, clusterHost(src), &runFlags{}, req); err != nil {
 			t.Fatalf("%s on a cluster: %v", req.Adapter, err)
 		}
 		got := src.lastRun()
@@ -384,18 +391,19 @@ func TestStartAgentOnCluster(t *testing.T) {
 // --image names a cluster session's image, and is refused, naming the
 // host, where a service runs sessions on its machine.
 func TestImageIsForClusters(t *testing.T) {
+	t.Parallel()
 	cmd := &cobra.Command{}
 	cmd.SetContext(context.Background())
 	src := &fakeSessions{}
 	req := api.RunRequest{Adapter: "pi", Prompt: "p", Cwd: "/work", Image: "registry.example/agent:2"}
-	if err := startOn(cmd, clusterHost(src), &runFlags{}, req); err != nil {
+	if err := startOn(testCLI(t), cmd, clusterHost(src), &runFlags{}, req); err != nil {
 		t.Fatal(err)
 	}
 	if got := src.lastRun().Image; got != req.Image {
 		t.Errorf("the cluster got image %q, want %q", got, req.Image)
 	}
 	local := hosts.Host{Name: hosts.Local, API: client.New(home.Home(t.TempDir()), "agentctl", false)}
-	err := startOn(cmd, local, &runFlags{}, req)
+	err := startOn(testCLI(t), cmd, local, &runFlags{}, req)
 	if err == nil || !strings.Contains(err.Error(), "host local cannot run a container image: --image is for a Kubernetes cluster host") {
 		t.Errorf("--image on this machine: %v", err)
 	}
@@ -413,7 +421,7 @@ func TestLimitsNeedAService(t *testing.T) {
 		t.Fatalf("limits %+v, %v", limits, err)
 	}
 	req := api.RunRequest{Adapter: "pi", Prompt: "p", Cwd: "/work", Limits: limits}
-	err = startOn(cmd, clusterHost(src), f, req)
+	err = startOn(testCLI(t), cmd, clusterHost(src), f, req)
 	if err == nil || !strings.Contains(err.Error(), "cannot bound a session with --memory-max") {
 		t.Errorf("limits on a cluster: %v", err)
 	}
@@ -426,6 +434,7 @@ func TestLimitsNeedAService(t *testing.T) {
 }
 
 func TestStatusText(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		s    api.Session
 		want string

@@ -17,12 +17,12 @@ import (
 // buildCommands are the commands of a build for packaging: gen-docs. They
 // are left out of the binary people run because cobra/doc's man page
 // writer (go-md2man, blackfriday) costs package init at every start.
-func buildCommands() []*cobra.Command { return []*cobra.Command{newGenDocsCmd()} }
+func buildCommands(cli *cli) []*cobra.Command { return []*cobra.Command{newGenDocsCmd(cli)} }
 
 // newGenDocsCmd writes the man pages and shell completions that
 // distribution packages ship (make package runs it, from a build with
 // -tags gendocs).
-func newGenDocsCmd() *cobra.Command {
+func newGenDocsCmd(cli *cli) *cobra.Command {
 	var out string
 	cmd := &cobra.Command{
 		Use:    "gen-docs --out DIR",
@@ -38,7 +38,7 @@ func newGenDocsCmd() *cobra.Command {
 			// reproducible.
 			root.DisableAutoGenTag = true
 			date := time.Now()
-			if epoch := os.Getenv("SOURCE_DATE_EPOCH"); epoch != "" {
+			if epoch := cli.getenv("SOURCE_DATE_EPOCH"); epoch != "" {
 				sec, err := strconv.ParseInt(epoch, 10, 64)
 				if err != nil {
 					return usageError{fmt.Errorf("SOURCE_DATE_EPOCH %q is not a number of seconds", epoch)}

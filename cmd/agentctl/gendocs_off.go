@@ -5,4 +5,4 @@ package main
 import "github.com/spf13/cobra"
 
 // buildCommands: none, outside a build for packaging (see gendocs.go).
-func buildCommands() []*cobra.Command { return nil }
+func buildCommands(cli *cli) []*cobra.Command { return nil }

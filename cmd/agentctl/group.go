@@ -93,10 +93,10 @@ func (f *runFlags) registerGroup(cmd *cobra.Command) {
 // positional is launch's ADAPTER argument, defaultAdapter the adapter when
 // none is named, command run's COMMAND. The plan is orchestrate's; this
 // parses the flags into it and prints what it started.
-func (f *runFlags) dispatch(cmd *cobra.Command, cfg config.Config, positional, defaultAdapter string, command []string) error {
+func (f *runFlags) dispatch(cli *cli, cmd *cobra.Command, cfg config.Config, positional, defaultAdapter string, command []string) error {
 	g := &f.group
 	h, _ := os.UserHomeDir()
-	f.remote = remoteTarget()
+	f.remote = cli.remoteTarget()
 	plan, err := orchestrate.NewPlan(orchestrate.PlanInput{
 		Command: cmd.Name(), Positional: positional, DefaultAdapter: defaultAdapter,
 		Adapters: g.members, Model: f.model, Matrix: g.matrix, Home: h,
@@ -105,13 +105,13 @@ func (f *runFlags) dispatch(cmd *cobra.Command, cfg config.Config, positional, d
 		Spec: g.spec, Files: g.files, MaxFileSize: g.maxFileSize, Wait: f.wait, Remote: f.remote,
 	})
 	for _, w := range plan.Warnings {
-		warn("%s", w)
+		cli.warn("%s", w)
 	}
 	if err != nil {
 		return planError(err)
 	}
 	f.adapter, f.model, f.prompt = plan.Adapter, plan.Model, plan.Prompt
-	req, err := f.request(cfg)
+	req, err := f.request(cli, cfg)
 	if err != nil {
 		return err
 	}
@@ -120,9 +120,9 @@ func (f *runFlags) dispatch(cmd *cobra.Command, cfg config.Config, positional, d
 		return planError(err)
 	}
 	if !plan.Worktrees {
-		return start(cmd, f, oreq.Template)
+		return start(cli, cmd, f, oreq.Template)
 	}
-	return f.startInWorktrees(cmd, plan, oreq)
+	return f.startInWorktrees(cli, cmd, plan, oreq)
 }
 
 // planError is a plan's refusal as the CLI reports it: a usage error when
@@ -136,8 +136,8 @@ func planError(err error) error {
 
 // startInWorktrees starts the plan's members in their worktrees and prints
 // them: one member like a single session, a group as a table.
-func (f *runFlags) startInWorktrees(cmd *cobra.Command, plan orchestrate.Plan, oreq orchestrate.Request) error {
-	c, err := newClient()
+func (f *runFlags) startInWorktrees(cli *cli, cmd *cobra.Command, plan orchestrate.Plan, oreq orchestrate.Request) error {
+	c, err := cli.newClient()
 	if err != nil {
 		return err
 	}
@@ -145,7 +145,7 @@ func (f *runFlags) startInWorktrees(cmd *cobra.Command, plan orchestrate.Plan, o
 	for i, m := range oreq.Members {
 		labels[i] = m.Label()
 	}
-	progress := newProgress(labels)
+	progress := newProgress(cli, labels)
 	res, err := orchestrate.Launch(cmd.Context(), c, oreq, progress)
 	progress.Close()
 	if err != nil {
@@ -160,21 +160,21 @@ func (f *runFlags) startInWorktrees(cmd *cobra.Command, plan orchestrate.Plan, o
 		if m.Reused {
 			how = "reused"
 		}
-		fmt.Fprintf(os.Stderr, "agentctl: worktree %s %s on branch %s (group %s)\n", m.Worktree, how, m.Branch, res.Group)
+		fmt.Fprintf(cli.errOut, "agentctl: worktree %s %s on branch %s (group %s)\n", m.Worktree, how, m.Branch, res.Group)
 		// Worktrees are made on this machine (refused for another host).
-		return showStarted(cmd, f, hosts.Host{Name: hosts.Local, API: c}, *m.Session)
+		return showStarted(cli, cmd, f, hosts.Host{Name: hosts.Local, API: c}, *m.Session)
 	}
 	if f.asJSON {
-		if err := printJSON(os.Stdout, res); err != nil {
+		if err := printJSON(cli.out, res); err != nil {
 			return err
 		}
 	} else {
-		printLaunchedGroup(os.Stdout, res)
+		printLaunchedGroup(cli.out, res)
 	}
 	if failed := res.Failed(); len(failed) > 0 {
-		fmt.Fprintf(os.Stderr, "agentctl: %d of %d members did not start:\n", len(failed), len(res.Members))
+		fmt.Fprintf(cli.errOut, "agentctl: %d of %d members did not start:\n", len(failed), len(res.Members))
 		for _, m := range failed {
-			fmt.Fprintln(os.Stderr, text.CleanLines(fmt.Sprintf("  %s: %s", m.Label(), m.Error)))
+			fmt.Fprintln(cli.errOut, text.CleanLines(fmt.Sprintf("  %s: %s", m.Label(), m.Error)))
 		}
 		return exitError{code: 1}
 	}
@@ -193,16 +193,16 @@ func (lineView) Close() {}
 
 // newProgress shows progress on standard error: redrawn in place on a
 // terminal, one line per change otherwise.
-func newProgress(labels []string) progressView {
-	fd := int(os.Stderr.Fd())
+func newProgress(cli *cli, labels []string) progressView {
+	fd := fdOf(cli.errOut)
 	if term.IsTerminal(fd) {
 		w, _, err := term.GetSize(fd)
 		if err != nil {
 			w = 80
 		}
-		return orchestrate.NewTerminalProgress(os.Stderr, labels, w)
+		return orchestrate.NewTerminalProgress(cli.errOut, labels, w)
 	}
-	return lineView{orchestrate.NewLineProgress(os.Stderr, labels)}
+	return lineView{orchestrate.NewLineProgress(cli.errOut, labels)}
 }
 
 // printLaunchedGroup lists a group's members with their sessions and
@@ -233,7 +233,7 @@ func printLaunchedGroup(w io.Writer, res orchestrate.Result) {
 // covers all its members.
 const foreverAgo = 100 * 365 * 24 * time.Hour
 
-func newGroupCmd() *cobra.Command {
+func newGroupCmd(cli *cli) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "group",
 		Short: "Compare the sessions of a group started together",
@@ -241,11 +241,11 @@ func newGroupCmd() *cobra.Command {
 --adapter flags, or --matrix): the same task for each agent or model, each in
 its own git worktree and branch, all tagged with the group id (g-xxxxxx).`,
 	}
-	cmd.AddCommand(newGroupStatusCmd(), newGroupListCmd())
+	cmd.AddCommand(newGroupStatusCmd(cli), newGroupListCmd(cli))
 	return cmd
 }
 
-func newGroupStatusCmd() *cobra.Command {
+func newGroupStatusCmd(cli *cli) *cobra.Command {
 	var asJSON bool
 	var to tableOptions
 	cmd := &cobra.Command{
@@ -257,7 +257,7 @@ git diff of its worktree (commits, edits and new files) against the commit its
 branch started from.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			c, err := newClient()
+			c, err := cli.newClient()
 			if err != nil {
 				return err
 			}
@@ -266,19 +266,19 @@ branch started from.`,
 				return err
 			}
 			for _, w := range list.Warnings {
-				warn("%s", w)
+				cli.warn("%s", w)
 			}
 			if len(list.Sessions) == 0 {
 				return api.Errorf(api.CodeNotFound, "no sessions in group %s", a[0])
 			}
 			rows := orchestrate.GroupStatus(cmd.Context(), list.Sessions, time.Now())
 			if asJSON {
-				return printJSON(os.Stdout, struct {
+				return printJSON(cli.out, struct {
 					Group   string                     `json:"group"`
 					Members []orchestrate.MemberStatus `json:"members"`
 				}{a[0], rows})
 			}
-			printGroupStatus(os.Stdout, a[0], rows, to)
+			printGroupStatus(cli.out, a[0], rows, to)
 			return nil
 		},
 	}
@@ -344,7 +344,7 @@ func diffText(r orchestrate.MemberStatus) string {
 	return "-"
 }
 
-func newGroupListCmd() *cobra.Command {
+func newGroupListCmd(cli *cli) *cobra.Command {
 	var asJSON bool
 	var to tableOptions
 	cmd := &cobra.Command{
@@ -352,7 +352,7 @@ func newGroupListCmd() *cobra.Command {
 		Short: "List groups: their members and how many still run",
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := newClient()
+			c, err := cli.newClient()
 			if err != nil {
 				return err
 			}
@@ -361,7 +361,7 @@ func newGroupListCmd() *cobra.Command {
 				return err
 			}
 			for _, w := range list.Warnings {
-				warn("%s", w)
+				cli.warn("%s", w)
 			}
 			type groupRow struct {
 				Group    string    `json:"group"`
@@ -396,13 +396,13 @@ func newGroupListCmd() *cobra.Command {
 				if order == nil {
 					order = []*groupRow{}
 				}
-				return printJSON(os.Stdout, map[string]any{"groups": order})
+				return printJSON(cli.out, map[string]any{"groups": order})
 			}
 			if len(order) == 0 {
-				fmt.Println("no groups")
+				fmt.Fprintln(cli.out, "no groups")
 				return nil
 			}
-			tw := to.newTable(os.Stdout)
+			tw := to.newTable(cli.out)
 			tw.header("GROUP\tSESSIONS\tRUNNING\tAGE\tADAPTERS")
 			now := time.Now()
 			for _, r := range order {

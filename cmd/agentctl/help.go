@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"regexp"
 	"runtime"
 	"runtime/debug"
@@ -11,8 +10,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentctl/agentctl/client"
 	"github.com/spf13/cobra"
+
+	"github.com/agentctl/agentctl/client"
 )
 
 // Help groups: what --help lists the commands under.
@@ -72,9 +72,9 @@ var commandHelp = map[string]struct{ group, example string }{
 // organizeHelp puts the commands in their groups, with their examples,
 // and adds the version command. Commands not named above are listed under
 // "Additional Commands".
-func organizeHelp(root *cobra.Command) {
+func organizeHelp(cli *cli, root *cobra.Command) {
 	root.AddGroup(helpGroups...)
-	root.SetHelpCommand(newHelpCmd(root))
+	root.SetHelpCommand(newHelpCmd(cli, root))
 	root.SetHelpCommandGroupID("service")
 	root.SetCompletionCommandGroupID("service")
 	// main suggests (suggestFor): cobra's distance counts a transposition
@@ -106,8 +106,8 @@ type versionInfo struct {
 
 // runningServiceVersion asks this machine's service, if one runs (it is
 // not started for this), which version it is.
-func runningServiceVersion(ctx context.Context) (version string, pid int, ok bool) {
-	h, err := userHome()
+func runningServiceVersion(ctx context.Context, cli *cli) (version string, pid int, ok bool) {
+	h, err := cli.userHome()
 	if err != nil {
 		return "", 0, false
 	}
@@ -170,7 +170,7 @@ func versionDetails() string {
 	return fmt.Sprintf("commit:   %s\ngo:       %s\nplatform: %s\n", commit, v.Go, v.Platform)
 }
 
-func newVersionCmd() *cobra.Command {
+func newVersionCmd(cli *cli) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "version",
@@ -178,17 +178,17 @@ func newVersionCmd() *cobra.Command {
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			info := buildInfo()
-			if v, _, ok := runningServiceVersion(cmd.Context()); ok {
+			if v, _, ok := runningServiceVersion(cmd.Context(), cli); ok {
 				info.Service = v
 			}
 			if asJSON {
-				return printJSON(os.Stdout, info)
+				return printJSON(cli.out, info)
 			}
-			fmt.Printf("agentctl %s\n%s", buildVersion(), versionDetails())
-			if v, pid, ok := runningServiceVersion(cmd.Context()); ok {
-				fmt.Printf("service:  %s (pid %d)\n", v, pid)
+			fmt.Fprintf(cli.out, "agentctl %s\n%s", buildVersion(), versionDetails())
+			if v, pid, ok := runningServiceVersion(cmd.Context(), cli); ok {
+				fmt.Fprintf(cli.out, "service:  %s (pid %d)\n", v, pid)
 			} else {
-				fmt.Println("service:  not running")
+				fmt.Fprintln(cli.out, "service:  not running")
 			}
 			return nil
 		},
@@ -205,7 +205,7 @@ func isUnknownCommand(err error) bool {
 
 // newHelpCmd is cobra's help command, except that a topic that names no
 // command is a usage mistake (exit 2), not a help page and success.
-func newHelpCmd(root *cobra.Command) *cobra.Command {
+func newHelpCmd(cli *cli, root *cobra.Command) *cobra.Command {
 	return &cobra.Command{
 		Use:   "help [command]",
 		Short: "Help about any command",

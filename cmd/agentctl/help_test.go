@@ -8,11 +8,9 @@ import (
 )
 
 // Mistakes in how a command is called exit 2 before anything reaches the
-// service (AGENTCTL_NO_AUTOSTART keeps one from starting).
+// service (a test cli has AGENTCTL_NO_AUTOSTART set: none is started).
 func TestUsageMistakesExitTwo(t *testing.T) {
-	t.Setenv("AGENTCTL_HOME", t.TempDir())
-	t.Setenv("AGENTCTL_NO_AUTOSTART", "1")
-	t.Setenv("AGENTCTL_HOST", "")
+	t.Parallel()
 	for _, args := range [][]string{
 		{"stop", ""},
 		{"rm", ""},
@@ -24,17 +22,18 @@ func TestUsageMistakesExitTwo(t *testing.T) {
 		{"lsit"},
 		{"stop"},
 	} {
-		if code := run(context.Background(), args); code != 2 {
+		if code := run(context.Background(), testCLI(t), args); code != 2 {
 			t.Errorf("agentctl %q exited %d, want 2", args, code)
 		}
 	}
-	if code := run(context.Background(), []string{"help", "stop"}); code != 0 {
+	if code := run(context.Background(), testCLI(t), []string{"help", "stop"}); code != 0 {
 		t.Errorf("agentctl help stop exited %d, want 0", code)
 	}
 }
 
 func TestHelpText(t *testing.T) {
-	root := newRootCmd()
+	t.Parallel()
+	root := newRootCmd(testCLI(t))
 	var out bytes.Buffer
 	root.SetOut(&out)
 	root.SetArgs([]string{"--help"})
@@ -62,7 +61,8 @@ func TestHelpText(t *testing.T) {
 }
 
 func TestErrorsNameTheCommandOnce(t *testing.T) {
-	root := newRootCmd()
+	t.Parallel()
+	root := newRootCmd(testCLI(t))
 	root.SetArgs([]string{"stop"})
 	err := root.Execute()
 	if err == nil || strings.HasPrefix(err.Error(), "agentctl ") {
@@ -72,7 +72,7 @@ func TestErrorsNameTheCommandOnce(t *testing.T) {
 
 func TestSuggestFor(t *testing.T) {
 	t.Parallel()
-	root := newRootCmd()
+	root := newRootCmd(testCLI(t))
 	for typed, want := range map[string]string{"lsit": "list", "stpo": "stop", "rmm": "rm", "stat": "status", "bogus": "", "x": ""} {
 		got := strings.Join(suggestFor(root, typed), ",")
 		if got != want {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -20,6 +19,7 @@ import (
 	"github.com/agentctl/agentctl/config"
 	"github.com/agentctl/agentctl/hosts"
 	"github.com/agentctl/agentctl/internal/text"
+	"github.com/agentctl/agentctl/service"
 )
 
 // Environment variables of the hosts.
@@ -37,22 +37,22 @@ const hostTimeout = 10 * time.Second
 
 // addHostFlag adds -H/--host to every command: it sets AGENTCTL_HOST for
 // the command and whatever it runs (top's attach, a pager's logs).
-func addHostFlag(root *cobra.Command) {
+func addHostFlag(cli *cli, root *cobra.Command) {
 	var host string
 	root.PersistentFlags().StringVarP(&host, "host", "H", "", "the host to act on: a name from 'agentctl host ls', ssh://[user@]host[:port], unix:///path or k8s://CONTEXT/NAMESPACE (default $"+hostEnv+", else this machine); list, events and top take several (a,b,local) or all")
-	root.RegisterFlagCompletionFunc("host", completeHosts)
+	root.RegisterFlagCompletionFunc("host", cli.completeHosts)
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if cmd.Flags().Changed("host") {
-			os.Setenv(hostEnv, host)
+			cli.setenv(hostEnv, host)
 		}
 		return nil
 	}
 }
 
 // completeHosts offers the named hosts, local and all.
-func completeHosts(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+func (cli *cli) completeHosts(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 	out := []string{hosts.Local, hosts.All}
-	if r, err := hostResolver(); err == nil {
+	if r, err := cli.hostResolver(); err == nil {
 		for n, u := range r.Named {
 			out = append(out, n+"\t"+u)
 		}
@@ -63,15 +63,15 @@ func completeHosts(*cobra.Command, []string, string) ([]string, cobra.ShellCompD
 // thisMachineOnly makes the subcommands of cmd (but skip) refuse another
 // host: they manage this machine's service, and with -H would manage the
 // wrong one without a word.
-func thisMachineOnly(cmd *cobra.Command, skip ...string) {
+func thisMachineOnly(cli *cli, cmd *cobra.Command, skip ...string) {
 	for _, sub := range cmd.Commands() {
 		if slices.Contains(skip, sub.Name()) || sub.RunE == nil {
 			continue
 		}
 		runE := sub.RunE
 		sub.RunE = func(c *cobra.Command, a []string) error {
-			if remoteTarget() {
-				return usageError{fmt.Errorf("%s acts on this machine's service; for host %s, run it there (ssh HOST agentctl %s)", c.CommandPath(), hostSpec(), strings.TrimPrefix(c.CommandPath(), "agentctl "))}
+			if cli.remoteTarget() {
+				return usageError{fmt.Errorf("%s acts on this machine's service; for host %s, run it there (ssh HOST agentctl %s)", c.CommandPath(), cli.hostSpec(), strings.TrimPrefix(c.CommandPath(), "agentctl "))}
 			}
 			return runE(c, a)
 		}
@@ -79,27 +79,27 @@ func thisMachineOnly(cmd *cobra.Command, skip ...string) {
 }
 
 // hostSpec is the host (or hosts) this command was told to act on.
-func hostSpec() string { return strings.TrimSpace(os.Getenv(hostEnv)) }
+func (cli *cli) hostSpec() string { return strings.TrimSpace(cli.getenv(hostEnv)) }
 
 // remoteTarget reports whether commands act on a host other than this
 // machine's service.
-func remoteTarget() bool {
-	s := hostSpec()
+func (cli *cli) remoteTarget() bool {
+	s := cli.hostSpec()
 	return s != "" && s != hosts.Local
 }
 
-func autostart() bool { return os.Getenv("AGENTCTL_NO_AUTOSTART") != "1" }
+func (cli *cli) autostart() bool { return cli.getenv("AGENTCTL_NO_AUTOSTART") != "1" }
 
 // hostResolver knows the named hosts of config.json and how to open
 // every kind of host.
-func hostResolver() (hosts.Resolver, error) {
-	h, err := userHome()
+func (cli *cli) hostResolver() (hosts.Resolver, error) {
+	h, err := cli.userHome()
 	if err != nil {
 		return hosts.Resolver{}, err
 	}
-	exe, err := os.Executable()
+	exe, err := cli.exe()
 	if err != nil {
-		return hosts.Resolver{}, fmt.Errorf("find the agentctl binary: %w", err)
+		return hosts.Resolver{}, err
 	}
 	// Warnings about config.json are run's to give; here only the hosts
 	// matter.
@@ -111,21 +111,21 @@ func hostResolver() (hosts.Resolver, error) {
 		Schemes: hosts.Schemes(),
 		Named:   cfg.Hosts,
 		Env: hosts.Env{
-			Home: h, Exe: exe, Autostart: autostart(),
-			SSHCommand:       strings.Fields(os.Getenv(sshCommandEnv)),
+			Home: h, Exe: exe, Autostart: cli.autostart(), StartInstalled: service.StartInstalled,
+			SSHCommand:       strings.Fields(cli.getenv(sshCommandEnv)),
 			Version:          buildVersion(),
-			OnServiceVersion: warnVersionSkew,
+			OnServiceVersion: cli.warnVersionSkew,
 		},
 	}, nil
 }
 
 // targetHost opens the one host a command acts on.
-func targetHost() (hosts.Host, error) {
-	spec := hostSpec()
+func (cli *cli) targetHost() (hosts.Host, error) {
+	spec := cli.hostSpec()
 	if spec == hosts.All || strings.Contains(spec, ",") {
 		return hosts.Host{}, usageError{fmt.Errorf("--host %s names several hosts; this command acts on one (only list, events and top take several)", spec)}
 	}
-	r, err := hostResolver()
+	r, err := cli.hostResolver()
 	if err != nil {
 		return hosts.Host{}, err
 	}
@@ -135,19 +135,19 @@ func targetHost() (hosts.Host, error) {
 // targetHosts opens the hosts a view shows: --hosts, else -H or
 // AGENTCTL_HOST, else this machine alone. several says whether the view
 // is over several (and so names each session's host).
-func targetHosts(flag string) (hs []hosts.Host, several bool, err error) {
+func (cli *cli) targetHosts(flag string) (hs []hosts.Host, several bool, err error) {
 	spec := flag
 	if spec == "" {
-		spec = hostSpec()
+		spec = cli.hostSpec()
 	}
 	if spec == "" || spec == hosts.Local {
-		h, err := localHost()
+		h, err := cli.localHost()
 		if err != nil {
 			return nil, false, err
 		}
 		return []hosts.Host{h}, false, nil
 	}
-	r, err := hostResolver()
+	r, err := cli.hostResolver()
 	if err != nil {
 		return nil, false, err
 	}
@@ -160,8 +160,8 @@ func targetHosts(flag string) (hs []hosts.Host, several bool, err error) {
 
 // localHost is this machine's service in the user's home, started on
 // demand unless AGENTCTL_NO_AUTOSTART=1: no configuration to read.
-func localHost() (hosts.Host, error) {
-	c, err := localClient()
+func (cli *cli) localHost() (hosts.Host, error) {
+	c, err := cli.localClient()
 	if err != nil {
 		return hosts.Host{}, err
 	}
@@ -170,22 +170,22 @@ func localHost() (hosts.Host, error) {
 
 // defaultHost is the host commands act on (-H, AGENTCTL_HOST), by
 // default this machine's service.
-func defaultHost() (hosts.Host, error) {
-	if remoteTarget() {
-		return targetHost()
+func (cli *cli) defaultHost() (hosts.Host, error) {
+	if cli.remoteTarget() {
+		return cli.targetHost()
 	}
-	return localHost()
+	return cli.localHost()
 }
 
 // hostFor returns the host a session handle names (HOST/ID, HOST a named
 // host or "local"), and the handle on that host; any other handle is the
 // default host's.
-func hostFor(handle string) (hosts.Host, string, error) {
+func (cli *cli) hostFor(handle string) (hosts.Host, string, error) {
 	if err := nonEmptyHandle(handle); err != nil {
 		return hosts.Host{}, "", err
 	}
 	if name, _, found := strings.Cut(handle, "/"); found && name != "" {
-		r, err := hostResolver()
+		r, err := cli.hostResolver()
 		if err != nil {
 			return hosts.Host{}, "", err
 		}
@@ -194,7 +194,7 @@ func hostFor(handle string) (hosts.Host, string, error) {
 			return h, id, err
 		}
 	}
-	h, err := defaultHost()
+	h, err := cli.defaultHost()
 	return h, handle, err
 }
 
@@ -216,7 +216,7 @@ type routed struct {
 // routeHandles routes each handle: HOST/ID to its host (each host opened
 // once), any other to def. Every host opens before anything is done, so a
 // host that cannot open fails the command before it acts.
-func routeHandles(def hosts.Host, handles []string) (map[string]routed, error) {
+func (cli *cli) routeHandles(def hosts.Host, handles []string) (map[string]routed, error) {
 	out := make(map[string]routed, len(handles))
 	var r *hosts.Resolver
 	opened := map[string]hosts.Host{}
@@ -229,7 +229,7 @@ func routeHandles(def hosts.Host, handles []string) (map[string]routed, error) {
 			continue
 		}
 		if r == nil {
-			res, err := hostResolver()
+			res, err := cli.hostResolver()
 			if err != nil {
 				return nil, err
 			}
@@ -263,15 +263,15 @@ func cannot(h hosts.Host, what string) error {
 }
 
 // lastSeen is the cache of each host's sessions seen running.
-func lastSeen() hosts.Cache {
-	h, err := userHome()
+func (cli *cli) lastSeen() hosts.Cache {
+	h, err := cli.userHome()
 	if err != nil {
 		return hosts.Cache{}
 	}
 	return hosts.Cache{Dir: filepath.Join(string(h), "hosts")}
 }
 
-func newHostCmd() *cobra.Command {
+func newHostCmd(cli *cli) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "host",
 		Short: "Name the other hosts agentctl reaches (add, rm, ls)",
@@ -306,7 +306,7 @@ network=host (the pods on their node's network; for one-node clusters).`,
 			if err := hosts.CheckName(a[0]); err != nil {
 				return usageError{err}
 			}
-			r, err := hostResolver()
+			r, err := cli.hostResolver()
 			if err != nil {
 				return err
 			}
@@ -327,7 +327,7 @@ network=host (the pods on their node's network; for one-node clusters).`,
 		Short:   "Forget a named host",
 		Args:    args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			r, err := hostResolver()
+			r, err := cli.hostResolver()
 			if err != nil {
 				return err
 			}
@@ -342,7 +342,7 @@ network=host (the pods on their node's network; for one-node clusters).`,
 			}
 			return config.SetHosts(config.Path(string(r.Env.Home)), named)
 		},
-	}, newHostLsCmd())
+	}, newHostLsCmd(cli))
 	return cmd
 }
 
@@ -352,7 +352,7 @@ type hostEntry struct {
 	URL  string `json:"url,omitempty"` // none for this machine
 }
 
-func newHostLsCmd() *cobra.Command {
+func newHostLsCmd(cli *cli) *cobra.Command {
 	var asJSON bool
 	var to tableOptions
 	cmd := &cobra.Command{
@@ -361,7 +361,7 @@ func newHostLsCmd() *cobra.Command {
 		Short:   "List the named hosts",
 		Args:    args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			r, err := hostResolver()
+			r, err := cli.hostResolver()
 			if err != nil {
 				return err
 			}
@@ -375,9 +375,9 @@ func newHostLsCmd() *cobra.Command {
 				entries = append(entries, hostEntry{Name: n, URL: r.Named[n]})
 			}
 			if asJSON {
-				return printJSON(os.Stdout, map[string]any{"hosts": entries})
+				return printJSON(cli.out, map[string]any{"hosts": entries})
 			}
-			tw := to.newTable(os.Stdout)
+			tw := to.newTable(cli.out)
 			tw.header("NAME\tURL")
 			for _, e := range entries {
 				fmt.Fprintf(tw, "%s\t%s\n", text.Clean(e.Name), text.Clean(cmp.Or(e.URL, "(this machine)")))
@@ -406,7 +406,7 @@ func dialProtocol() int {
 // connects its standard input and output to this user's service (started
 // first, as any command would), after a greeting line that says so and
 // which protocol it speaks.
-func newDialStdioCmd() *cobra.Command {
+func newDialStdioCmd(cli *cli) *cobra.Command {
 	var noAutostart bool
 	cmd := &cobra.Command{
 		Use:    "dial-stdio",
@@ -414,24 +414,25 @@ func newDialStdioCmd() *cobra.Command {
 		Hidden: true,
 		Args:   args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			h, err := userHome()
+			h, err := cli.userHome()
 			if err != nil {
 				return err
 			}
-			exe, err := os.Executable()
+			exe, err := cli.exe()
 			if err != nil {
-				return fmt.Errorf("find the agentctl binary: %w", err)
+				return err
 			}
-			c := client.New(h, exe, autostart() && !noAutostart)
+			c := client.New(h, exe, cli.autostart() && !noAutostart)
+			c.StartInstalledWith(service.StartInstalled)
 			conn, err := c.Dial(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer conn.Close()
-			if _, err := io.WriteString(os.Stdout, api.DialGreeting(dialProtocol(), buildVersion())); err != nil {
+			if _, err := io.WriteString(cli.out, api.DialGreeting(dialProtocol(), buildVersion())); err != nil {
 				return fmt.Errorf("dial-stdio: %w", err)
 			}
-			return pipeStdio(conn)
+			return pipeStdio(cli, conn)
 		},
 	}
 	cmd.Flags().BoolVar(&noAutostart, "no-autostart", false, "do not start the service when it is not running")
@@ -441,14 +442,14 @@ func newDialStdioCmd() *cobra.Command {
 // pipeStdio copies standard input to conn and conn to standard output
 // until the service closes the connection; the end of standard input
 // closes conn's writing half, so the service sees it.
-func pipeStdio(conn net.Conn) error {
+func pipeStdio(cli *cli, conn net.Conn) error {
 	go func() {
-		io.Copy(conn, os.Stdin)
+		io.Copy(conn, cli.in)
 		if cw, ok := conn.(interface{ CloseWrite() error }); ok {
 			cw.CloseWrite()
 		}
 	}()
-	_, err := io.Copy(os.Stdout, conn)
+	_, err := io.Copy(cli.out, conn)
 	// The service is done: whatever stdin still brings has nowhere to go.
 	if err != nil && !errors.Is(err, net.ErrClosed) {
 		return fmt.Errorf("dial-stdio: %w", err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentctl/agentctl/cluster/k8shelper"
+	"github.com/agentctl/agentctl/home"
 	"github.com/agentctl/agentctl/hosts"
 )
 
@@ -15,34 +16,33 @@ import (
 // before the command acts; without the helper, it says so naming the host.
 func TestClusterHostRouting(t *testing.T) {
 	dir := t.TempDir()
-	t.Setenv("AGENTCTL_HOME", dir)
-	t.Setenv(hostEnv, "")
-	t.Setenv("PATH", t.TempDir())
+	cli := newFakeCLI(t, home.Home(dir), nil).cli
+	t.Setenv("PATH", t.TempDir()) // where the helper is looked for
 	cfg := `{"hosts": {"cl": "k8s://ctx/ns?image=agent:1"}}`
 	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	local, err := localHost()
+	local, err := cli.localHost()
 	if err != nil {
 		t.Fatal(err)
 	}
 	open := map[string]func() (hosts.Host, error){
 		"a handle": func() (hosts.Host, error) {
-			h, id, err := hostFor("cl/01abc")
+			h, id, err := cli.hostFor("cl/01abc")
 			if err == nil && id != "01abc" {
 				t.Errorf("cl/01abc is %q on cl", id)
 			}
 			return h, err
 		},
 		"among handles": func() (hosts.Host, error) {
-			r, err := routeHandles(local, []string{"01x", "local/01y", "cl/01z"})
+			r, err := cli.routeHandles(local, []string{"01x", "local/01y", "cl/01z"})
 			if err == nil && (r["01x"].host.Name != hosts.Local || r["local/01y"].id != "01y") {
 				t.Errorf("routes %+v", r)
 			}
 			return r["cl/01z"].host, err
 		},
 		"--hosts local,cl": func() (hosts.Host, error) {
-			hs, several, err := targetHosts("local,cl")
+			hs, several, err := cli.targetHosts("local,cl")
 			if err != nil {
 				return hosts.Host{}, err
 			}
@@ -52,9 +52,9 @@ func TestClusterHostRouting(t *testing.T) {
 			return hs[1], nil
 		},
 		"-H cl": func() (hosts.Host, error) {
-			t.Setenv(hostEnv, "cl")
-			defer t.Setenv(hostEnv, "")
-			return defaultHost()
+			cli.setenv(hostEnv, "cl")
+			defer cli.setenv(hostEnv, "")
+			return cli.defaultHost()
 		},
 	}
 	for name, o := range open {
@@ -68,7 +68,13 @@ func TestClusterHostRouting(t *testing.T) {
 	}
 	bin := t.TempDir()
 	t.Setenv("PATH", bin)
-	if err := os.WriteFile(filepath.Join(bin, hosts.K8sHelper), []byte("#!/bin/sh\n"), 0o755); err != nil {
+	// Chmod, not WriteFile's mode alone: an in-process service of another
+	// test narrows the process's umask while it binds its socket.
+	helper := filepath.Join(bin, hosts.K8sHelper)
+	if err := os.WriteFile(helper, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(helper, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	for name, o := range open {

@@ -10,7 +10,7 @@ import (
 	"github.com/agentctl/agentctl/hosts"
 )
 
-func newKillCmd() *cobra.Command {
+func newKillCmd(cli *cli) *cobra.Command {
 	var signal string
 	var asJSON bool
 	var sel selection
@@ -31,26 +31,21 @@ of their own.`,
 		Args: args(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			if signal == "" {
-				return onTargets(cmd, a, &sel, running, "kill", asJSON, false, stopOn(api.StopRequest{Force: true}))
+				return onTargets(cli, cmd, a, &sel, running, "kill", asJSON, false, stopOn(api.StopRequest{Force: true}))
 			}
-			return onTargets(cmd, a, &sel, running, "kill", asJSON, false, signalOn(api.SignalRequest{Signal: signal}))
+			return onTargets(cli, cmd, a, &sel, running, "kill", asJSON, false, signalOn(api.SignalRequest{Signal: signal}))
 		},
 	}
 	cmd.Flags().StringVarP(&signal, "signal", "s", "", "the `SIGNAL` to send: a name (HUP, SIGTERM) or a number")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	sel.register(cmd, "every running session agentctl launched")
+	sel.register(cli, cmd, "every running session agentctl launched")
 	return cmd
-}
-
-// signaler sends signals to sessions (an agentctl service).
-type signaler interface {
-	Signal(ctx context.Context, id string, req api.SignalRequest) (api.Session, error)
 }
 
 // signalOn sends a signal to a session, where the host can.
 func signalOn(req api.SignalRequest) act {
 	return func(ctx context.Context, h hosts.Host, id string) (api.Session, error) {
-		s, ok := h.API.(signaler)
+		s, ok := h.API.(hosts.Signaler)
 		if !ok {
 			return api.Session{}, cannot(h, fmt.Sprintf("send signals (kill -s %s)", req.Signal))
 		}

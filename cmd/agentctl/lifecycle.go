@@ -7,14 +7,12 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/client"
@@ -33,13 +31,13 @@ type selection struct {
 	confirm func(n int) (bool, error)
 }
 
-func (s *selection) register(cmd *cobra.Command, all string) {
+func (s *selection) register(cli *cli, cmd *cobra.Command, all string) {
 	fl := cmd.Flags()
 	fl.BoolVar(&s.all, "all", false, all)
 	fl.StringVar(&s.group, "group", "", "every such session of group `G`")
 	fl.StringArrayVar(&s.labels, "label", nil, "every such session with label `KEY=VALUE` (repeatable)")
-	cmd.ValidArgsFunction = completeSessions
-	cmd.RegisterFlagCompletionFunc("group", completeGroups)
+	cmd.ValidArgsFunction = cli.completeSessions
+	cmd.RegisterFlagCompletionFunc("group", cli.completeGroups)
 }
 
 // any reports whether a flag selects sessions.
@@ -121,9 +119,9 @@ type result struct {
 // forEach runs act on every target, a few at a time, and reports them in
 // the order given: one failure does not stop the others. It returns an
 // error naming every failed target (exit 1), after printing each failure.
-func forEach(ctx context.Context, verb string, handles []string, act func(context.Context, string) (api.Session, error), show func(result)) error {
+func forEach(ctx context.Context, cli *cli, verb string, handles []string, act func(context.Context, string) (api.Session, error), show func(result)) error {
 	if len(handles) == 0 {
-		fmt.Fprintf(os.Stderr, "agentctl: %s: no session matches\n", verb)
+		fmt.Fprintf(cli.errOut, "agentctl: %s: no session matches\n", verb)
 		return nil
 	}
 	results := make([]result, len(handles))
@@ -144,7 +142,7 @@ func forEach(ctx context.Context, verb string, handles []string, act func(contex
 	var first error
 	for _, r := range results {
 		if r.err != nil {
-			fmt.Fprintln(os.Stderr, text.CleanLines(fmt.Sprintf("agentctl: %s %s: %v", verb, r.handle, r.err)))
+			fmt.Fprintln(cli.errOut, text.CleanLines(fmt.Sprintf("agentctl: %s %s: %v", verb, r.handle, r.err)))
 			failed = append(failed, r.handle)
 			if first == nil {
 				first = r.err
@@ -180,8 +178,8 @@ func (e printedError) Unwrap() error { return e.err }
 // (those pick accepts, for --all, --group and --label), several at once,
 // and shows each result: the session, or only its id when idsOnly and not
 // JSON. One failure does not stop the others; any makes the error.
-func onTargets(cmd *cobra.Command, given []string, sel *selection, pick func(api.Session) bool, verb string, asJSON, idsOnly bool, do act) error {
-	def, err := defaultHost()
+func onTargets(cli *cli, cmd *cobra.Command, given []string, sel *selection, pick func(api.Session) bool, verb string, asJSON, idsOnly bool, do act) error {
+	def, err := cli.defaultHost()
 	if err != nil {
 		return err
 	}
@@ -198,15 +196,15 @@ func onTargets(cmd *cobra.Command, given []string, sel *selection, pick func(api
 			return printedError{err: errors.New("nothing " + verb + ": not confirmed")}
 		}
 	}
-	show, done := showSessions(asJSON, len(given) == 1)
+	show, done := showSessions(cli, asJSON, len(given) == 1)
 	if idsOnly && !asJSON {
-		show = func(r result) { fmt.Println(r.sess.ID) }
+		show = func(r result) { fmt.Fprintln(cli.out, r.sess.ID) }
 	}
-	route, err := routeHandles(def, handles)
+	route, err := cli.routeHandles(def, handles)
 	if err != nil {
 		return err
 	}
-	err = forEach(cmd.Context(), verb, handles, func(ctx context.Context, h string) (api.Session, error) {
+	err = forEach(cmd.Context(), cli, verb, handles, func(ctx context.Context, h string) (api.Session, error) {
 		return do(ctx, route[h].host, route[h].id)
 	}, show)
 	if derr := done(); err == nil {
@@ -227,7 +225,7 @@ func graceTimeout(cmd *cobra.Command, timeout time.Duration) (string, error) {
 	return "", nil
 }
 
-func showSessions(asJSON, one bool) (func(result), func() error) {
+func showSessions(cli *cli, asJSON, one bool) (func(result), func() error) {
 	var all []api.Session
 	show := func(r result) {
 		if asJSON {
@@ -242,7 +240,7 @@ func showSessions(asJSON, one bool) (func(result), func() error) {
 			// What a stop ended: every process the session had.
 			line += fmt.Sprintf(" (%d %s ended)", *n, map[bool]string{true: "process", false: "processes"}[*n == 1])
 		}
-		fmt.Println(line)
+		fmt.Fprintln(cli.out, line)
 	}
 	done := func() error {
 		if !asJSON {
@@ -250,21 +248,21 @@ func showSessions(asJSON, one bool) (func(result), func() error) {
 		}
 		if one {
 			if len(all) == 1 {
-				return printJSON(os.Stdout, all[0])
+				return printJSON(cli.out, all[0])
 			}
 			return nil
 		}
 		if all == nil {
 			all = []api.Session{}
 		}
-		return printJSON(os.Stdout, api.SessionList{Sessions: all})
+		return printJSON(cli.out, api.SessionList{Sessions: all})
 	}
 	return show, done
 }
 
 func running(s api.Session) bool { return !s.Status.Ended() }
 
-func newStopCmd() *cobra.Command {
+func newStopCmd(cli *cli) *cobra.Command {
 	var req api.StopRequest
 	var timeout time.Duration
 	var asJSON bool
@@ -293,13 +291,13 @@ others, and the exit status is 1 if any failed (each is named). --all,
 			if req.Timeout, err = graceTimeout(cmd, timeout); err != nil {
 				return err
 			}
-			return onTargets(cmd, a, &sel, running, "stop", asJSON, false, stopOn(req))
+			return onTargets(cli, cmd, a, &sel, running, "stop", asJSON, false, stopOn(req))
 		},
 	}
 	cmd.Flags().BoolVar(&req.Force, "force", false, "SIGKILL at once")
 	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Second, "grace period before SIGKILL (0: kill at once)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	sel.register(cmd, "every running session agentctl launched")
+	sel.register(cli, cmd, "every running session agentctl launched")
 	return cmd
 }
 
@@ -313,15 +311,10 @@ func stopOn(req api.StopRequest) act {
 	}
 }
 
-// remover removes an ended session's records (an agentctl service).
-type remover interface {
-	Remove(ctx context.Context, id string, force bool) (api.Session, error)
-}
-
 // removeOn removes a session's records, where the host keeps any.
 func removeOn(force bool) act {
 	return func(ctx context.Context, h hosts.Host, id string) (api.Session, error) {
-		r, ok := h.API.(remover)
+		r, ok := h.API.(hosts.Remover)
 		if !ok {
 			return api.Session{}, cannot(h, "remove sessions")
 		}
@@ -329,27 +322,22 @@ func removeOn(force bool) act {
 	}
 }
 
-// restarter runs a session again as a new one (an agentctl service).
-type restarter interface {
-	Restart(ctx context.Context, id string, req api.RestartRequest) (api.Session, error)
-}
-
 // restartOn runs a session again, where the host can.
-func restartOn(req api.RestartRequest) act {
+func restartOn(cli *cli, req api.RestartRequest) act {
 	return func(ctx context.Context, h hosts.Host, id string) (api.Session, error) {
-		r, ok := h.API.(restarter)
+		r, ok := h.API.(hosts.Restarter)
 		if !ok {
 			return api.Session{}, cannot(h, "restart sessions")
 		}
 		s, err := r.Restart(ctx, id, req)
 		if err == nil && len(s.EnvSet) > 0 {
-			fmt.Fprintf(os.Stderr, "agentctl: %s runs with the --env of %s: %s\n", shortID(s.ID), id, strings.Join(s.EnvSet, ", "))
+			fmt.Fprintf(cli.errOut, "agentctl: %s runs with the --env of %s: %s\n", shortID(s.ID), id, strings.Join(s.EnvSet, ", "))
 		}
 		return s, err
 	}
 }
 
-func newRmCmd() *cobra.Command {
+func newRmCmd(cli *cli) *cobra.Command {
 	var force, asJSON, yes bool
 	var sel selection
 	cmd := &cobra.Command{
@@ -370,23 +358,23 @@ status is 1 if any failed.`,
 		Args: args(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			removable := func(s api.Session) bool { return force || s.Status.Ended() }
-			if sel.any() && !yes && term.IsTerminal(int(os.Stdin.Fd())) {
+			if sel.any() && !yes && cli.askable() {
 				// As prune does: a selection may reach many sessions.
 				sel.confirm = func(n int) (bool, error) {
-					return confirm(cmd.Context(), os.Stdin, os.Stderr, fmt.Sprintf("Remove the folders and logs of %d sessions?", n))
+					return confirm(cmd.Context(), cli.in, cli.errOut, fmt.Sprintf("Remove the folders and logs of %d sessions?", n))
 				}
 			}
-			return onTargets(cmd, a, &sel, removable, "rm", asJSON, true, removeOn(force))
+			return onTargets(cli, cmd, a, &sel, removable, "rm", asJSON, true, removeOn(force))
 		},
 	}
 	cmd.Flags().BoolVarP(&force, "force", "f", false, "stop a running session first, then remove it")
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask (--all, --group, --label ask on a terminal)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the removed sessions as JSON")
-	sel.register(cmd, "every ended session agentctl launched")
+	sel.register(cli, cmd, "every ended session agentctl launched")
 	return cmd
 }
 
-func newRestartCmd() *cobra.Command {
+func newRestartCmd(cli *cli) *cobra.Command {
 	var req api.RestartRequest
 	var timeout time.Duration
 	var asJSON bool
@@ -411,18 +399,18 @@ failure does not stop the others; the exit status is 1 if any failed.`,
 			if req.Stop.Timeout, err = graceTimeout(cmd, timeout); err != nil {
 				return err
 			}
-			req.Env = os.Environ()
-			return onTargets(cmd, a, &sel, running, "restart", asJSON, true, restartOn(req))
+			req.Env = cli.environ()
+			return onTargets(cli, cmd, a, &sel, running, "restart", asJSON, true, restartOn(cli, req))
 		},
 	}
 	cmd.Flags().BoolVar(&req.Stop.Force, "force", false, "stop a running session with SIGKILL at once")
 	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Second, "grace period before SIGKILL when stopping (0: kill at once)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the new sessions as JSON")
-	sel.register(cmd, "every running session agentctl launched")
+	sel.register(cli, cmd, "every running session agentctl launched")
 	return cmd
 }
 
-func newPruneCmd() *cobra.Command {
+func newPruneCmd(cli *cli) *cobra.Command {
 	var older time.Duration
 	var yes, dryRun, asJSON bool
 	cmd := &cobra.Command{
@@ -437,7 +425,7 @@ prunes sessions ended over 7 days ago by itself.`,
   agentctl prune --older-than 24h --yes`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := newClient()
+			c, err := cli.newClient()
 			if err != nil {
 				return err
 			}
@@ -445,17 +433,17 @@ prunes sessions ended over 7 days ago by itself.`,
 			if older > 0 {
 				req.OlderThan = older.String()
 			}
-			if !yes && !dryRun && term.IsTerminal(int(os.Stdin.Fd())) {
+			if !yes && !dryRun && cli.askable() {
 				req.DryRun = true
 				would, err := c.PruneSessions(cmd.Context(), req)
 				if err != nil {
 					return err
 				}
 				if len(would.Removed) == 0 {
-					fmt.Println("no ended sessions to remove")
+					fmt.Fprintln(cli.out, "no ended sessions to remove")
 					return nil
 				}
-				ok, err := confirm(cmd.Context(), os.Stdin, os.Stderr, fmt.Sprintf("Remove the folders and logs of %d ended sessions?", len(would.Removed)))
+				ok, err := confirm(cmd.Context(), cli.in, cli.errOut, fmt.Sprintf("Remove the folders and logs of %d ended sessions?", len(would.Removed)))
 				if err != nil {
 					return err
 				}
@@ -470,14 +458,14 @@ prunes sessions ended over 7 days ago by itself.`,
 			}
 			switch {
 			case asJSON:
-				return printJSON(os.Stdout, res)
+				return printJSON(cli.out, res)
 			case dryRun:
 				for _, id := range res.Removed {
-					fmt.Println(id)
+					fmt.Fprintln(cli.out, id)
 				}
-				fmt.Fprintf(os.Stderr, "would remove %d ended sessions (dry run: nothing removed)\n", len(res.Removed))
+				fmt.Fprintf(cli.errOut, "would remove %d ended sessions (dry run: nothing removed)\n", len(res.Removed))
 			default:
-				fmt.Printf("removed %d ended sessions\n", len(res.Removed))
+				fmt.Fprintf(cli.out, "removed %d ended sessions\n", len(res.Removed))
 			}
 			return nil
 		},

@@ -67,13 +67,13 @@ func checkStatus(s string) error {
 
 // tableWidth is how wide a table may be: the terminal's width, else
 // $COLUMNS, else no limit (0) when the output goes to a file or a pipe.
-func tableWidth(w io.Writer) int {
+func tableWidth(cli *cli, w io.Writer) int {
 	if f, ok := w.(*os.File); ok {
 		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 0 {
 			return cols
 		}
 	}
-	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
+	if n, err := strconv.Atoi(cli.getenv("COLUMNS")); err == nil && n > 0 {
 		return n
 	}
 	return 0

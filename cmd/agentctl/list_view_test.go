@@ -11,6 +11,7 @@ import (
 )
 
 func TestSessionTableFitsTheWidth(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	sessions := []api.Session{
 		{ID: "k3x9abcdefghjkmn01m88g26q1", Handle: "k3x9", Adapter: "exec", Status: api.StatusRunning, CreatedAt: now,
@@ -55,6 +56,7 @@ func TestSessionTableFitsTheWidth(t *testing.T) {
 }
 
 func TestCuts(t *testing.T) {
+	t.Parallel()
 	if got := cutLeft("/a/b/c/project", 8); got != "…project" {
 		t.Errorf("cutLeft = %q", got)
 	}

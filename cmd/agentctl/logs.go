@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -15,10 +14,11 @@ import (
 
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/client"
+	"github.com/agentctl/agentctl/hosts"
 	"github.com/agentctl/agentctl/internal/text"
 )
 
-func newLogsCmd() *cobra.Command {
+func newLogsCmd(cli *cli) *cobra.Command {
 	var o api.LogOptions
 	var noColor bool
 	var since, until string
@@ -56,7 +56,7 @@ the order their lines arrive, until every one has ended.`,
 		Args: args(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			if !cmd.Flags().Changed("lines") && !cmd.Flags().Changed("tail") {
-				o.Lines = screenLines()
+				o.Lines = screenLines(cli)
 				if since != "" {
 					o.Lines = 0 // all since then
 				}
@@ -82,13 +82,13 @@ the order their lines arrive, until every one has ended.`,
 			if o.Timestamps && o.Raw {
 				return usageError{fmt.Errorf("logs: -t stamps lines of the text view; --raw has no lines")}
 			}
-			tty := term.IsTerminal(int(os.Stdout.Fd()))
-			o.Color = tty && !noColor && os.Getenv("NO_COLOR") == ""
+			tty := term.IsTerminal(fdOf(cli.out))
+			o.Color = tty && !noColor && cli.getenv("NO_COLOR") == ""
 			o.TextAsData = true
 			if len(a) == 1 && !sel.any() {
-				return oneLog(cmd.Context(), a[0], o, tty)
+				return oneLog(cmd.Context(), cli, a[0], o, tty)
 			}
-			def, err := defaultHost()
+			def, err := cli.defaultHost()
 			if err != nil {
 				return err
 			}
@@ -98,22 +98,22 @@ the order their lines arrive, until every one has ended.`,
 			}
 			switch len(handles) {
 			case 0:
-				fmt.Fprintln(os.Stderr, "agentctl: logs: no session matches")
+				fmt.Fprintln(cli.errOut, "agentctl: logs: no session matches")
 				return nil
 			case 1:
-				return oneLog(cmd.Context(), handles[0], o, tty)
+				return oneLog(cmd.Context(), cli, handles[0], o, tty)
 			}
 			if o.Raw {
 				return usageError{fmt.Errorf("logs: --raw gives one session's bytes; %d sessions were named", len(handles))}
 			}
-			route, err := routeHandles(def, handles)
+			route, err := cli.routeHandles(def, handles)
 			if err != nil {
 				return err
 			}
-			return manyLogs(cmd.Context(), route, handles, len(a) > 0, o)
+			return manyLogs(cmd.Context(), cli, route, handles, len(a) > 0, o)
 		},
 	}
-	sel.register(cmd, "every session agentctl launched, running or ended")
+	sel.register(cli, cmd, "every session agentctl launched, running or ended")
 	cmd.Flags().IntVarP(&o.Lines, "lines", "n", 0, "how many of the last lines (0: all kept; default: a screenful on a terminal, all in a pipe or file)")
 	cmd.Flags().IntVar(&o.Lines, "tail", 0, "the same as -n (kubectl's name)")
 	cmd.Flags().BoolVarP(&o.Follow, "follow", "f", false, "follow the output until the session ends")
@@ -142,13 +142,13 @@ func parseSince(flag, s string, now time.Time) (time.Time, error) {
 
 // oneLog prints one session's output: the text view (a partial line as it
 // grows when following) or the raw bytes.
-func oneLog(ctx context.Context, handle string, o api.LogOptions, tty bool) error {
-	h, id, err := hostFor(handle)
+func oneLog(ctx context.Context, cli *cli, handle string, o api.LogOptions, tty bool) error {
+	h, id, err := cli.hostFor(handle)
 	if err != nil {
 		return err
 	}
 	o.Partial = o.Follow && !o.Raw
-	out := bufio.NewWriterSize(os.Stdout, 256<<10)
+	out := bufio.NewWriterSize(cli.out, 256<<10)
 	defer out.Flush()
 	v := logView{inPlace: tty}
 	err = followLogs(ctx, h.API, id, o, func(ch api.LogChunk) error {
@@ -170,7 +170,7 @@ func oneLog(ctx context.Context, handle string, o api.LogOptions, tty bool) erro
 // the session's handle (as pm2 logs and stern do): one session after the
 // other, or, following, all at once in the order their lines arrive, until
 // every one has ended. One failing does not stop the others.
-func manyLogs(ctx context.Context, route map[string]routed, handles []string, given bool, o api.LogOptions) error {
+func manyLogs(ctx context.Context, cli *cli, route map[string]routed, handles []string, given bool, o api.LogOptions) error {
 	labels := make([]string, len(handles))
 	width := 0
 	for i, h := range handles {
@@ -185,7 +185,7 @@ func manyLogs(ctx context.Context, route map[string]routed, handles []string, gi
 		labels[i] = text.Clean(labels[i])
 		width = max(width, len(labels[i]))
 	}
-	out := bufio.NewWriterSize(os.Stdout, 256<<10)
+	out := bufio.NewWriterSize(cli.out, 256<<10)
 	defer out.Flush()
 	var mu sync.Mutex
 	show := func(i int, ch api.LogChunk) error {
@@ -240,7 +240,7 @@ func manyLogs(ctx context.Context, route map[string]routed, handles []string, gi
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		fmt.Fprintln(os.Stderr, text.CleanLines(fmt.Sprintf("agentctl: logs %s: %v", handles[i], err)))
+		fmt.Fprintln(cli.errOut, text.CleanLines(fmt.Sprintf("agentctl: logs %s: %v", handles[i], err)))
 		failed = append(failed, handles[i])
 	}
 	if len(failed) > 0 {
@@ -253,11 +253,12 @@ func manyLogs(ctx context.Context, route map[string]routed, handles []string, gi
 // the service: it waits for the service to answer again and continues at
 // the last cursor, so nothing is lost or repeated.
 func followLogs(ctx context.Context, src client.Sessions, id string, o api.LogOptions, emit func(api.LogChunk) error) error {
-	c, service := src.(*client.Client)
+	svc, service := src.(hosts.Service)
 	if !o.Follow || !service {
 		// Another kind of host follows its sessions by itself.
 		return src.Logs(ctx, id, o, emit)
 	}
+	c := svc.ServiceClient()
 	o.Cursors = true
 	cursor := ""
 	for {

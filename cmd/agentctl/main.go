@@ -18,15 +18,15 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:])
+	code := run(ctx, newCLI(), os.Args[1:])
 	stop()
 	os.Exit(code)
 }
 
 // run executes the CLI and returns the process exit code: 0 ok, 1 failure,
 // 2 usage; a command may choose another (run --wait exits with the agent's).
-func run(ctx context.Context, args []string) int {
-	root := newRootCmd()
+func run(ctx context.Context, cli *cli, args []string) int {
+	root := newRootCmd(cli)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
@@ -43,7 +43,7 @@ func run(ctx context.Context, args []string) int {
 				msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t") + "\n"
 			}
 		}
-		fmt.Fprintln(os.Stderr, msg)
+		fmt.Fprintln(cli.errOut, msg)
 		return 2
 	}
 	var exit exitError
@@ -53,7 +53,7 @@ func run(ctx context.Context, args []string) int {
 	if p, ok := err.(printedError); !ok || !p.quiet {
 		// An error may carry another host's words (its API's message,
 		// what its ssh said): cleaned like any text not ours.
-		fmt.Fprintln(os.Stderr, "agentctl: "+text.CleanLines(err.Error()))
+		fmt.Fprintln(cli.errOut, "agentctl: "+text.CleanLines(err.Error()))
 	}
 	var usage usageError
 	if errors.As(err, &usage) {

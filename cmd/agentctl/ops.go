@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/user"
 	"strconv"
 	"time"
@@ -19,7 +18,7 @@ import (
 	"github.com/agentctl/agentctl/internal/text"
 )
 
-func newLockCmd() *cobra.Command {
+func newLockCmd(cli *cli) *cobra.Command {
 	var by, reason string
 	var force bool
 	cmd := &cobra.Command{
@@ -44,7 +43,7 @@ process is gone.`,
 					by = u.Username
 				}
 			}
-			c, err := newClient()
+			c, err := cli.newClient()
 			if err != nil {
 				return err
 			}
@@ -52,7 +51,7 @@ process is gone.`,
 			if err != nil {
 				return err
 			}
-			fmt.Printf("Locked: %s\n", text.Clean(l.Directory))
+			fmt.Fprintf(cli.out, "Locked: %s\n", text.Clean(l.Directory))
 			return nil
 		},
 	}
@@ -62,7 +61,7 @@ process is gone.`,
 	return cmd
 }
 
-func newUnlockCmd() *cobra.Command {
+func newUnlockCmd(cli *cli) *cobra.Command {
 	return &cobra.Command{
 		Use:   "unlock DIR",
 		Short: "Release a directory's manual lock",
@@ -72,7 +71,7 @@ func newUnlockCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			c, err := newClient()
+			c, err := cli.newClient()
 			if err != nil {
 				return err
 			}
@@ -80,19 +79,19 @@ func newUnlockCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Printf("Unlocked: %s\n", text.Clean(l.Directory))
+			fmt.Fprintf(cli.out, "Unlocked: %s\n", text.Clean(l.Directory))
 			return nil
 		},
 	}
 }
 
-func newLocksCmd() *cobra.Command {
-	return readCmd("locks", "List directory locks", (*client.Client).Locks, printLocks)
+func newLocksCmd(cli *cli) *cobra.Command {
+	return readCmd(cli, "locks", "List directory locks", (*client.Client).Locks, printLocks)
 }
 
 // readCmd is a read command without arguments: ask the service, then print
 // JSON with --json or a table.
-func readCmd[T any](use, short string, fetch func(*client.Client, context.Context) (T, error), table func(io.Writer, T, time.Time, tableOptions)) *cobra.Command {
+func readCmd[T any](cli *cli, use, short string, fetch func(*client.Client, context.Context) (T, error), table func(io.Writer, T, time.Time, tableOptions)) *cobra.Command {
 	var asJSON bool
 	var to tableOptions
 	cmd := &cobra.Command{
@@ -100,7 +99,7 @@ func readCmd[T any](use, short string, fetch func(*client.Client, context.Contex
 		Short: short,
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := newClient()
+			c, err := cli.newClient()
 			if err != nil {
 				return err
 			}
@@ -111,9 +110,9 @@ func readCmd[T any](use, short string, fetch func(*client.Client, context.Contex
 			if asJSON {
 				// A list is an object naming what it holds, as list's
 				// {"sessions": [...]}: {"locks": [...]}.
-				return printJSON(os.Stdout, map[string]any{jsonListKey(use): v})
+				return printJSON(cli.out, map[string]any{jsonListKey(use): v})
 			}
-			table(os.Stdout, v, time.Now(), to)
+			table(cli.out, v, time.Now(), to)
 			return nil
 		},
 	}
@@ -141,7 +140,7 @@ func printLocks(w io.Writer, ls []api.Lock, now time.Time, to tableOptions) {
 	tw.Flush()
 }
 
-func newFuseCmd() *cobra.Command {
+func newFuseCmd(cli *cli) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "fuse",
 		Short: "Set, extend or cancel a directory's fuse (a timer that runs a script or posts a webhook)",
@@ -152,11 +151,11 @@ event goes out (and to the configured webhook_url). Fuses survive a service
 restart with their remaining time; one that ran out while the service was down
 fires when it starts. Each fuse fires once.`,
 	}
-	cmd.AddCommand(newFuseSetCmd(), newFuseExtendCmd(), newFuseCancelCmd(), newFusesCmd("list"))
+	cmd.AddCommand(newFuseSetCmd(cli), newFuseExtendCmd(cli), newFuseCancelCmd(cli), newFusesCmd(cli, "list"))
 	return cmd
 }
 
-func newFuseSetCmd() *cobra.Command {
+func newFuseSetCmd(cli *cli) *cobra.Command {
 	var req api.FuseRequest
 	var ttl time.Duration
 	cmd := &cobra.Command{
@@ -172,7 +171,7 @@ func newFuseSetCmd() *cobra.Command {
 				return err
 			}
 			req.Directory, req.TTL = dir, ttl.String()
-			c, err := newClient()
+			c, err := cli.newClient()
 			if err != nil {
 				return err
 			}
@@ -180,7 +179,7 @@ func newFuseSetCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			printFuseLine("Fuse set", f)
+			printFuseLine(cli, "Fuse set", f)
 			return nil
 		},
 	}
@@ -193,7 +192,7 @@ func newFuseSetCmd() *cobra.Command {
 	return cmd
 }
 
-func newFuseExtendCmd() *cobra.Command {
+func newFuseExtendCmd(cli *cli) *cobra.Command {
 	var ttl time.Duration
 	cmd := &cobra.Command{
 		Use:   "extend DIR [--ttl D]",
@@ -211,7 +210,7 @@ func newFuseExtendCmd() *cobra.Command {
 			if ttl > 0 {
 				req.TTL = ttl.String()
 			}
-			c, err := newClient()
+			c, err := cli.newClient()
 			if err != nil {
 				return err
 			}
@@ -219,7 +218,7 @@ func newFuseExtendCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			printFuseLine("Fuse extended", f)
+			printFuseLine(cli, "Fuse extended", f)
 			return nil
 		},
 	}
@@ -227,7 +226,7 @@ func newFuseExtendCmd() *cobra.Command {
 	return cmd
 }
 
-func newFuseCancelCmd() *cobra.Command {
+func newFuseCancelCmd(cli *cli) *cobra.Command {
 	return &cobra.Command{
 		Use:   "cancel DIR",
 		Short: "Remove DIR's fuse without firing it",
@@ -237,7 +236,7 @@ func newFuseCancelCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			c, err := newClient()
+			c, err := cli.newClient()
 			if err != nil {
 				return err
 			}
@@ -245,14 +244,14 @@ func newFuseCancelCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Printf("Fuse cancelled: %s\n", text.Clean(f.Directory))
+			fmt.Fprintf(cli.out, "Fuse cancelled: %s\n", text.Clean(f.Directory))
 			return nil
 		},
 	}
 }
 
-func printFuseLine(what string, f api.Fuse) {
-	fmt.Printf("%s: %s expires in %s (at %s)\n", what, text.Clean(f.Directory), fuseRemaining(time.Until(f.ExpiresAt)), f.ExpiresAt.Local().Format(time.RFC3339))
+func printFuseLine(cli *cli, what string, f api.Fuse) {
+	fmt.Fprintf(cli.out, "%s: %s expires in %s (at %s)\n", what, text.Clean(f.Directory), fuseRemaining(time.Until(f.ExpiresAt)), f.ExpiresAt.Local().Format(time.RFC3339))
 }
 
 // jsonListKey names the list a read command prints.
@@ -263,8 +262,8 @@ func jsonListKey(use string) string {
 	return use
 }
 
-func newFusesCmd(use string) *cobra.Command {
-	return readCmd(use, "List fuses, soonest first", (*client.Client).Fuses, printFuses)
+func newFusesCmd(cli *cli, use string) *cobra.Command {
+	return readCmd(cli, use, "List fuses, soonest first", (*client.Client).Fuses, printFuses)
 }
 
 func printFuses(w io.Writer, fs []api.Fuse, now time.Time, to tableOptions) {
@@ -307,7 +306,7 @@ func fuseRemaining(d time.Duration) string {
 	return fmt.Sprintf("%dh %dm", int(d.Hours()), int(d.Minutes())%60)
 }
 
-func newEventsCmd() *cobra.Command {
+func newEventsCmd(cli *cli) *cobra.Command {
 	var types []string
 	var since, hostList string
 	cmd := &cobra.Command{
@@ -339,18 +338,18 @@ host whose stream breaks is a warning, and reconnects by itself.
 				}
 			}
 			o := client.EventOptions{Since: since, Types: types}
-			hs, several, err := targetHosts(hostList)
+			hs, several, err := cli.targetHosts(hostList)
 			if err != nil {
 				return err
 			}
 			if several {
-				return mergedEvents(cmd.Context(), hs, o, os.Stdout)
+				return mergedEvents(cmd.Context(), cli, hs, o, cli.out)
 			}
-			return eventsOn(cmd.Context(), hs[0], o, os.Stdout)
+			return eventsOn(cmd.Context(), cli, hs[0], o, cli.out)
 		},
 	}
 	cmd.Flags().StringVar(&hostList, "hosts", "", "merge the events of several hosts: `all` or a comma-separated list (build,gpu,local); each event names its host")
-	cmd.RegisterFlagCompletionFunc("hosts", completeHosts)
+	cmd.RegisterFlagCompletionFunc("hosts", cli.completeHosts)
 	cmd.Flags().StringArrayVar(&types, "type", nil, "only events of this type, or family (lock.*) (repeatable)")
 	cmd.Flags().StringVar(&since, "since", "", "first replay the events after this sequence number, or of this duration (10m), or since this RFC 3339 time")
 	cmd.Flags().Bool("json", true, "print NDJSON (the only format; accepted for compatibility)")
@@ -358,14 +357,14 @@ host whose stream breaks is a warning, and reconnects by itself.
 }
 
 // eventsOn prints host h's events until ctx ends, the way h streams them.
-func eventsOn(ctx context.Context, h hosts.Host, o client.EventOptions, w io.Writer) error {
+func eventsOn(ctx context.Context, cli *cli, h hosts.Host, o client.EventOptions, w io.Writer) error {
 	switch src := h.API.(type) {
-	case *client.Client:
-		return streamEvents(ctx, src, o, w)
+	case hosts.Service:
+		return streamEvents(ctx, src.ServiceClient(), o, w)
 	case hosts.EventSource:
 		// Another kind of host: as a merged stream, which reopens a
 		// stream that breaks off by itself.
-		return mergedEvents(ctx, []hosts.Host{h}, o, w)
+		return mergedEvents(ctx, cli, []hosts.Host{h}, o, w)
 	}
 	return cannot(h, "stream events")
 }
@@ -373,12 +372,12 @@ func eventsOn(ctx context.Context, h hosts.Host, o client.EventOptions, w io.Wri
 // mergedEvents prints the events of hosts hs, each naming its host,
 // until ctx ends; a host whose stream breaks off is a warning, and is
 // reopened.
-func mergedEvents(ctx context.Context, hs []hosts.Host, o client.EventOptions, w io.Writer) error {
+func mergedEvents(ctx context.Context, cli *cli, hs []hosts.Host, o client.EventOptions, w io.Writer) error {
 	enc := json.NewEncoder(w)
 	err := hosts.Events(ctx, hs, o, func(e api.Event) error { return enc.Encode(e) },
 		func(h hosts.Host, err error) {
 			if err != nil {
-				warn("host %s: %v; reconnecting", h.Name, err)
+				cli.warn("host %s: %v; reconnecting", h.Name, err)
 			}
 		})
 	if ctx.Err() != nil {

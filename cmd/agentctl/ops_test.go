@@ -67,6 +67,8 @@ func runService(t *testing.T, h home.Home) (stop func()) {
 // `agentctl events` carries on across a service restart from the last
 // event it printed: every event once, in order.
 func TestStreamEventsAcrossRestart(t *testing.T) {
+	// Not parallel: it restarts its service, which a busy machine may make
+	// miss the wait below.
 	dir, err := os.MkdirTemp("", "ac")
 	if err != nil {
 		t.Fatal(err)

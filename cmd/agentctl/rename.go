@@ -1,21 +1,14 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/hosts"
 )
 
-// renamer renames sessions (an agentctl service).
-type renamer interface {
-	Rename(ctx context.Context, id, name string) (api.Session, error)
-}
-
-func newRenameCmd() *cobra.Command {
+func newRenameCmd(cli *cli) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "rename ID|NAME NEWNAME",
@@ -28,11 +21,11 @@ how another session's id begins (its handle in a list). A restart keeps it.`,
   agentctl rename web web-old`,
 		Args: args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			h, id, err := hostFor(a[0])
+			h, id, err := cli.hostFor(a[0])
 			if err != nil {
 				return err
 			}
-			r, ok := h.API.(renamer)
+			r, ok := h.API.(hosts.Renamer)
 			if !ok {
 				return cannot(h, "rename sessions")
 			}
@@ -41,9 +34,9 @@ how another session's id begins (its handle in a list). A restart keeps it.`,
 				return err
 			}
 			if asJSON {
-				return printJSON(os.Stdout, s)
+				return printJSON(cli.out, s)
 			}
-			fmt.Printf("%s %s\n", s.ID, s.Name)
+			fmt.Fprintf(cli.out, "%s %s\n", s.ID, s.Name)
 			return nil
 		},
 	}

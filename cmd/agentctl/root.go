@@ -5,15 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"runtime/debug"
 	"strings"
 	"text/tabwriter"
 
-	"github.com/agentctl/agentctl/client"
-	"github.com/agentctl/agentctl/home"
-	"github.com/agentctl/agentctl/internal/text"
 	"github.com/spf13/cobra"
+
+	"github.com/agentctl/agentctl/client"
+	"github.com/agentctl/agentctl/service"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -29,7 +28,7 @@ func buildVersion() string {
 	return "dev"
 }
 
-func newRootCmd() *cobra.Command {
+func newRootCmd(cli *cli) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "agentctl",
 		Short: "One control plane for the coding agents on this machine",
@@ -50,23 +49,27 @@ HOST/ID handles; see 'agentctl host --help'.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	// Cobra's own help and usage go to the cli's streams too.
+	root.SetIn(cli.in)
+	root.SetOut(cli.out)
+	root.SetErr(cli.errOut)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())}
 	})
 	root.AddCommand(
-		newRunCmd(), newLaunchCmd(), newListCmd(), newTopCmd(), newStatusCmd(), newInspectCmd(), newWaitCmd(), newLogsCmd(),
-		newPeekCmd(), newExplainCmd(), newStopCmd(), newKillCmd(), newRenameCmd(), newAttachCmd(), newSendCmd(), newResumeCmd(),
-		newPruneCmd(), newRmCmd(), newRestartCmd(), newDaemonCmd(), newShimCmd(), newPodSessionCmd(),
-		newGroupCmd(), newWorktreeCmd(),
-		newLockCmd(), newUnlockCmd(), newLocksCmd(), newFuseCmd(), newFusesCmd("fuses"), newEventsCmd(),
-		newServiceCmd(), newVersionCmd(),
-		newApproveCmd(), newDenyCmd(), newAnswerCmd(), newHookCmd(),
-		newHostCmd(), newDialStdioCmd(), newWebCmd(),
+		newRunCmd(cli), newLaunchCmd(cli), newListCmd(cli), newTopCmd(cli), newStatusCmd(cli), newInspectCmd(cli), newWaitCmd(cli), newLogsCmd(cli),
+		newPeekCmd(cli), newExplainCmd(cli), newStopCmd(cli), newKillCmd(cli), newRenameCmd(cli), newAttachCmd(cli), newSendCmd(cli), newResumeCmd(cli),
+		newPruneCmd(cli), newRmCmd(cli), newRestartCmd(cli), newDaemonCmd(cli), newShimCmd(cli), newPodSessionCmd(cli),
+		newGroupCmd(cli), newWorktreeCmd(cli),
+		newLockCmd(cli), newUnlockCmd(cli), newLocksCmd(cli), newFuseCmd(cli), newFusesCmd(cli, "fuses"), newEventsCmd(cli),
+		newServiceCmd(cli), newVersionCmd(cli),
+		newApproveCmd(cli), newDenyCmd(cli), newAnswerCmd(cli), newHookCmd(cli),
+		newHostCmd(cli), newDialStdioCmd(cli), newWebCmd(cli),
 	)
-	root.AddCommand(buildCommands()...)
-	addHostFlag(root)
-	addCompletions(root)
-	organizeHelp(root)
+	root.AddCommand(buildCommands(cli)...)
+	addHostFlag(cli, root)
+	addCompletions(cli, root)
+	organizeHelp(cli, root)
 	return root
 }
 
@@ -86,42 +89,41 @@ func commandName(cmd *cobra.Command) string {
 	return strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
 }
 
-func userHome() (home.Home, error) { return home.Default() }
-
 // newClient returns a client for the target host (-H, AGENTCTL_HOST), by
 // default the user's home on this machine, starting the service on demand
 // unless AGENTCTL_NO_AUTOSTART=1.
-func newClient() (*client.Client, error) {
-	if remoteTarget() {
-		h, err := targetHost()
+func (cli *cli) newClient() (*client.Client, error) {
+	if cli.remoteTarget() {
+		h, err := cli.targetHost()
 		if err != nil {
 			return nil, err
 		}
 		return h.Client()
 	}
-	return localClient()
+	return cli.localClient()
 }
 
 // localClient is the client of this machine's service in the user's home.
-func localClient() (*client.Client, error) {
-	h, err := userHome()
+func (cli *cli) localClient() (*client.Client, error) {
+	h, err := cli.userHome()
 	if err != nil {
 		return nil, err
 	}
-	exe, err := os.Executable()
+	exe, err := cli.exe()
 	if err != nil {
-		return nil, fmt.Errorf("find the agentctl binary: %w", err)
+		return nil, err
 	}
-	c := client.New(h, exe, autostart())
-	c.OnServiceVersion(warnVersionSkew)
+	c := client.New(h, exe, cli.autostart())
+	c.StartInstalledWith(service.StartInstalled)
+	c.OnServiceVersion(cli.warnVersionSkew)
 	return c, nil
 }
 
 // warnVersionSkew says that this machine's service runs another version
 // than this CLI (an upgrade replaced the binary, not the running service).
-func warnVersionSkew(service string) {
+func (cli *cli) warnVersionSkew(service string) {
 	if mine := buildVersion(); service != mine {
-		warn("the service runs %s, this is %s; 'agentctl daemon restart' to upgrade it", service, mine)
+		cli.warn("the service runs %s, this is %s; 'agentctl daemon restart' to upgrade it", service, mine)
 	}
 }
 
@@ -172,9 +174,4 @@ func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
-}
-
-// warn prints a warning, cleaned: warnings carry other hosts' words.
-func warn(format string, a ...any) {
-	fmt.Fprintln(os.Stderr, "agentctl: warning: "+text.CleanLines(fmt.Sprintf(format, a...)))
 }

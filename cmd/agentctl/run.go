@@ -92,9 +92,9 @@ func (f *runFlags) register(cmd *cobra.Command, withPrompt bool) {
 
 // request builds the RunRequest: the caller's whole environment travels with
 // it, since a service started by an init system has almost none.
-func (f *runFlags) request(cfg config.Config) (api.RunRequest, error) {
+func (f *runFlags) request(cli *cli, cfg config.Config) (api.RunRequest, error) {
 	if f.remote {
-		return f.remoteRequest()
+		return f.remoteRequest(cli)
 	}
 	cwd := f.cwd
 	if cwd == "" && cfg.Cwd != "" {
@@ -116,11 +116,11 @@ func (f *runFlags) request(cfg config.Config) (api.RunRequest, error) {
 	if err != nil {
 		return api.RunRequest{}, err
 	}
-	env, err := f.envOverrides()
+	env, err := f.envOverrides(cli.lookupEnv)
 	if err != nil {
 		return api.RunRequest{}, err
 	}
-	for k, v := range openclawIdentity(os.Environ()) {
+	for k, v := range openclawIdentity(cli.environ()) {
 		if labels == nil {
 			labels = map[string]string{}
 		}
@@ -129,7 +129,7 @@ func (f *runFlags) request(cfg config.Config) (api.RunRequest, error) {
 		}
 	}
 	rows, cols := f.rows, f.cols
-	if w, h, err := term.GetSize(int(os.Stdin.Fd())); err == nil && f.attach && rows == 0 && cols == 0 {
+	if w, h, err := term.GetSize(fdOf(cli.in)); err == nil && f.attach && rows == 0 && cols == 0 {
 		// Attached at once: the session's terminal is the size of ours.
 		rows, cols = uint16(h), uint16(w)
 	}
@@ -143,7 +143,7 @@ func (f *runFlags) request(cfg config.Config) (api.RunRequest, error) {
 	}
 	return api.RunRequest{
 		Adapter: f.adapter, Prompt: f.prompt, Model: model, Cwd: abs,
-		Env: os.Environ(), EnvOverrides: env, Name: f.name, Labels: labels,
+		Env: cli.environ(), EnvOverrides: env, Name: f.name, Labels: labels,
 		Rows: rows, Cols: cols, Interactive: f.interactive, PermissionMode: f.permissionMode,
 		Lock: f.lock, Force: f.force, OnCreate: f.onCreate, OnComplete: f.onComplete, HookTimeout: f.hookTimeout,
 		Image: f.image, Limits: limits,
@@ -175,7 +175,7 @@ func (f *runFlags) limits() (*api.Limits, error) {
 // machine's directories nor its environment mean anything there. Another
 // local home (unix://) is this machine.
 func farHost(h hosts.Host) bool {
-	if r, ok := h.API.(interface{ Remote() bool }); ok {
+	if r, ok := h.API.(hosts.Remoter); ok {
 		return r.Remote()
 	}
 	return h.Name != hosts.Local
@@ -185,7 +185,7 @@ func farHost(h hosts.Host) bool {
 // machine's directory nor its environment means anything there, so the
 // session runs in --cwd (a path on that host; default its user's home)
 // with the far service's environment.
-func (f *runFlags) remoteRequest() (api.RunRequest, error) {
+func (f *runFlags) remoteRequest(cli *cli) (api.RunRequest, error) {
 	if f.cwd != "" && !strings.HasPrefix(f.cwd, "/") {
 		return api.RunRequest{}, usageError{fmt.Errorf("--cwd %q: on another host, give an absolute path there", f.cwd)}
 	}
@@ -193,12 +193,12 @@ func (f *runFlags) remoteRequest() (api.RunRequest, error) {
 	if err != nil {
 		return api.RunRequest{}, err
 	}
-	env, err := f.envOverrides()
+	env, err := f.envOverrides(cli.lookupEnv)
 	if err != nil {
 		return api.RunRequest{}, err
 	}
 	rows, cols := f.rows, f.cols
-	if w, h, err := term.GetSize(int(os.Stdin.Fd())); err == nil && f.attach && rows == 0 && cols == 0 {
+	if w, h, err := term.GetSize(fdOf(cli.in)); err == nil && f.attach && rows == 0 && cols == 0 {
 		rows, cols = uint16(h), uint16(w)
 	}
 	limits, err := f.limits()
@@ -214,14 +214,15 @@ func (f *runFlags) remoteRequest() (api.RunRequest, error) {
 	}, nil
 }
 
-// envOverrides are the --env-file lines, in order, then --env.
-func (f *runFlags) envOverrides() ([]string, error) {
+// envOverrides are the --env-file lines, in order, then --env; lookup
+// reads the caller's environment.
+func (f *runFlags) envOverrides(lookup func(string) (string, bool)) ([]string, error) {
 	if len(f.envFiles) == 0 {
 		return f.env, nil
 	}
 	var out []string
 	for _, path := range f.envFiles {
-		kvs, err := readEnvFile(path)
+		kvs, err := readEnvFile(path, lookup)
 		if err != nil {
 			return nil, err
 		}
@@ -233,8 +234,8 @@ func (f *runFlags) envOverrides() ([]string, error) {
 // readEnvFile reads KEY=VALUE lines, as docker's --env-file does: blank
 // lines and lines starting with # are skipped, the value is the rest of
 // the line as written (no quotes removed), and a KEY alone takes the
-// caller's value when it has one.
-func readEnvFile(path string) ([]string, error) {
+// caller's value (lookup) when it has one.
+func readEnvFile(path string, lookup func(string) (string, bool)) ([]string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, usageError{fmt.Errorf("--env-file: %w", err)}
@@ -252,7 +253,7 @@ func readEnvFile(path string) ([]string, error) {
 			return nil, usageError{fmt.Errorf("--env-file %s, line %d: want KEY=VALUE", path, i+1)}
 		}
 		if !ok {
-			val, set := os.LookupEnv(k)
+			val, set := lookup(k)
 			if !set {
 				continue
 			}
@@ -298,36 +299,36 @@ func openclawIdentity(env []string) map[string]string {
 	return out
 }
 
-func loadConfig() config.Config {
-	h, err := userHome()
+func loadConfig(cli *cli) config.Config {
+	h, err := cli.userHome()
 	if err != nil {
 		return config.Config{}
 	}
 	cfg, warnings, err := config.Load(config.Path(string(h)))
 	if err != nil {
-		warn("%v (using defaults)", err)
+		cli.warn("%v (using defaults)", err)
 		return config.Config{}
 	}
 	for _, w := range warnings {
-		warn("%s", w)
+		cli.warn("%s", w)
 	}
 	return cfg
 }
 
 // start sends the request and prints the result the way the flags ask.
-func start(cmd *cobra.Command, f *runFlags, req api.RunRequest) error {
-	h, err := defaultHost()
+func start(cli *cli, cmd *cobra.Command, f *runFlags, req api.RunRequest) error {
+	h, err := cli.defaultHost()
 	if err != nil {
 		return err
 	}
-	return startOn(cmd, h, f, req)
+	return startOn(cli, cmd, h, f, req)
 }
 
 // startOn is start on host h.
-func startOn(cmd *cobra.Command, h hosts.Host, f *runFlags, req api.RunRequest) error {
+func startOn(cli *cli, cmd *cobra.Command, h hosts.Host, f *runFlags, req api.RunRequest) error {
 	// Every host starts agents: a service builds the agent's command line
 	// from its adapter, and so does the agentctl in a cluster's pod.
-	if _, service := h.API.(*client.Client); service && req.Image != "" {
+	if _, service := h.API.(hosts.Service); service && req.Image != "" {
 		return cannot(h, "run a container image: --image is for a Kubernetes cluster host (-H k8s://CONTEXT/NAMESPACE)")
 	} else if !service && req.Limits != nil {
 		// A limit nobody enforces must not look like one.
@@ -337,40 +338,40 @@ func startOn(cmd *cobra.Command, h hosts.Host, f *runFlags, req api.RunRequest) 
 	if err != nil {
 		return err
 	}
-	return showStarted(cmd, f, h, sess)
+	return showStarted(cli, cmd, f, h, sess)
 }
 
 // showStarted prints a started session the way the flags ask, and with
 // --wait follows it to its end.
-func showStarted(cmd *cobra.Command, f *runFlags, h hosts.Host, sess api.Session) error {
+func showStarted(cli *cli, cmd *cobra.Command, f *runFlags, h hosts.Host, sess api.Session) error {
 	if f.asJSON {
-		if err := printJSON(os.Stdout, sess); err != nil {
+		if err := printJSON(cli.out, sess); err != nil {
 			return err
 		}
 	} else if !f.wait && !f.attach {
-		fmt.Println(sess.ID)
+		fmt.Fprintln(cli.out, sess.ID)
 	}
 	if f.attach {
-		err := attachTo(cmd, h, sess.ID)
+		err := attachTo(cli, cmd, h, sess.ID)
 		if api.CodeOf(err) != api.CodeNotRunning {
 			return err
 		}
 		// It ended before the terminal could be joined (a quick command,
 		// an agent that fails at once): show what it wrote and exit with
 		// its code, as `docker run -it` does.
-		return waitSession(cmd.Context(), h.API, sess.ID, os.Stdout)
+		return waitSession(cmd.Context(), h.API, sess.ID, cli.out)
 	}
 	if !f.wait {
 		return nil
 	}
 	if !f.asJSON {
 		if sess.PID > 0 {
-			fmt.Fprintf(os.Stderr, "agentctl: session %s started (pid %d)\n", sess.ID, sess.PID)
+			fmt.Fprintf(cli.errOut, "agentctl: session %s started (pid %d)\n", sess.ID, sess.PID)
 		} else {
-			fmt.Fprintf(os.Stderr, "agentctl: session %s started on %s\n", sess.ID, h.Name)
+			fmt.Fprintf(cli.errOut, "agentctl: session %s started on %s\n", sess.ID, h.Name)
 		}
 	}
-	return waitSession(cmd.Context(), h.API, sess.ID, os.Stdout)
+	return waitSession(cmd.Context(), h.API, sess.ID, cli.out)
 }
 
 // waitSession streams a session's output until it ends and returns an
@@ -431,7 +432,7 @@ func exitCodeOf(s api.Session) int {
 	return 1
 }
 
-func newRunCmd() *cobra.Command {
+func newRunCmd(cli *cli) *cobra.Command {
 	f := &runFlags{}
 	cmd := &cobra.Command{
 		Use:   "run [flags] -- COMMAND [ARGS...]",
@@ -454,7 +455,7 @@ OPENCLAW_* variables that identify the calling gateway or agent are recorded
 as labels (never tokens or keys).`,
 		Args: args(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			return f.dispatch(cmd, loadConfig(), "", api.ExecAdapter, a)
+			return f.dispatch(cli, cmd, loadConfig(cli), "", api.ExecAdapter, a)
 		},
 	}
 	f.register(cmd, true)
@@ -463,7 +464,7 @@ as labels (never tokens or keys).`,
 	return cmd
 }
 
-func newLaunchCmd() *cobra.Command {
+func newLaunchCmd(cli *cli) *cobra.Command {
 	f := &runFlags{}
 	cmd := &cobra.Command{
 		Use:   "launch [ADAPTER] [-p PROMPT] [-- AGENT ARGS...]",
@@ -525,7 +526,7 @@ before the prompt; when it sets the agent's permissions itself (claude
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, a []string) error {
-			cfg := loadConfig()
+			cfg := loadConfig(cli)
 			def := "claude"
 			if cfg.Adapter != "" {
 				def = cfg.Adapter
@@ -538,7 +539,7 @@ before the prompt; when it sets the agent's permissions itself (claude
 			if len(before) == 1 {
 				positional = before[0]
 			}
-			return f.dispatch(cmd, cfg, positional, def, after)
+			return f.dispatch(cli, cmd, cfg, positional, def, after)
 		},
 	}
 	f.register(cmd, true)
@@ -546,7 +547,7 @@ before the prompt; when it sets the agent's permissions itself (claude
 	return cmd
 }
 
-func newResumeCmd() *cobra.Command {
+func newResumeCmd(cli *cli) *cobra.Command {
 	f := &runFlags{}
 	cmd := &cobra.Command{
 		Use:   "resume ID MESSAGE",
@@ -556,7 +557,7 @@ func newResumeCmd() *cobra.Command {
 whole conversation. Prints the new run's id.`,
 		Args: args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			h, id, err := hostFor(a[0])
+			h, id, err := cli.hostFor(a[0])
 			if err != nil {
 				return err
 			}
@@ -574,7 +575,7 @@ whole conversation. Prints the new run's id.`,
 			if f.cwd == "" {
 				f.cwd = prev.Cwd
 			}
-			req, err := f.request(config.Config{})
+			req, err := f.request(cli, config.Config{})
 			if err != nil {
 				return err
 			}
@@ -593,7 +594,7 @@ whole conversation. Prints the new run's id.`,
 					req.Labels[k] = v
 				}
 			}
-			return startOn(cmd, h, f, req)
+			return startOn(cli, cmd, h, f, req)
 		},
 	}
 	f.register(cmd, false)

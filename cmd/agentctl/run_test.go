@@ -15,6 +15,7 @@ import (
 )
 
 func TestOpenclawIdentity(t *testing.T) {
+	t.Parallel()
 	env := []string{
 		"OPENCLAW_SHELL=exec", "OPENCLAW_CLI=1", "OPENCLAW_GATEWAY_PORT=18789",
 		"OPENCLAW_GATEWAY_TOKEN=secret", "OPENCLAW_DISABLE_BONJOUR=1", "OPENCLAW_CHANNEL_CONTEXT={}",
@@ -27,13 +28,14 @@ func TestOpenclawIdentity(t *testing.T) {
 }
 
 func TestLabelAndMetaBothCount(t *testing.T) {
+	t.Parallel()
 	f := &runFlags{}
 	cmd := &cobra.Command{}
 	f.register(cmd, true)
 	if err := cmd.ParseFlags([]string{"--label", "a=1", "--meta", "b=2", "--label", "c=3", "--cwd", "/"}); err != nil {
 		t.Fatal(err)
 	}
-	req, err := f.request(config.Config{})
+	req, err := f.request(testCLI(t), config.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +47,13 @@ func TestLabelAndMetaBothCount(t *testing.T) {
 }
 
 func TestReadEnvFile(t *testing.T) {
-	t.Setenv("FROM_CALLER", "mine")
+	t.Parallel()
+	caller := func(k string) (string, bool) {
+		if k == "FROM_CALLER" {
+			return "mine", true
+		}
+		return "", false
+	}
 	dir := t.TempDir()
 	write := func(body string) string {
 		p := filepath.Join(dir, fmt.Sprintf("env%d", len(body)))
@@ -54,7 +62,7 @@ func TestReadEnvFile(t *testing.T) {
 		}
 		return p
 	}
-	got, err := readEnvFile(write("# a comment\n\nA=1\r\n  B = two words \nC=x=y\nFROM_CALLER\nNOT_SET_ANYWHERE_X\nEMPTY=\n"))
+	got, err := readEnvFile(write("# a comment\n\nA=1\r\n  B = two words \nC=x=y\nFROM_CALLER\nNOT_SET_ANYWHERE_X\nEMPTY=\n"), caller)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,14 +70,14 @@ func TestReadEnvFile(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("readEnvFile = %q, want %q", got, want)
 	}
-	if _, err := readEnvFile(write("BAD KEY=1\n")); err == nil || !strings.Contains(err.Error(), "line 1") {
+	if _, err := readEnvFile(write("BAD KEY=1\n"), caller); err == nil || !strings.Contains(err.Error(), "line 1") {
 		t.Errorf("a key with a space: %v", err)
 	}
-	if _, err := readEnvFile(filepath.Join(dir, "missing")); err == nil {
+	if _, err := readEnvFile(filepath.Join(dir, "missing"), caller); err == nil {
 		t.Error("a missing file read")
 	}
 	f := runFlags{envFiles: []string{write("A=from-file\n")}, env: []string{"A=from-flag"}}
-	if got, _ := f.envOverrides(); !slices.Equal(got, []string{"A=from-file", "A=from-flag"}) {
+	if got, _ := f.envOverrides(caller); !slices.Equal(got, []string{"A=from-file", "A=from-flag"}) {
 		t.Errorf("envOverrides = %q: --env must come last (it wins)", got)
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/agentctl/agentctl/service"
 )
 
-func newServiceCmd() *cobra.Command {
+func newServiceCmd(cli *cli) *cobra.Command {
 	var req service.Request
 	cmd := &cobra.Command{
 		Use:   "service",
@@ -36,20 +36,20 @@ restarting the unit never stops a session.`,
 		return spec, c, err
 	}
 	cmd.AddCommand(
-		newServiceInstallCmd(controller),
-		newServiceUninstallCmd(controller),
-		newServiceActionCmd(controller, "start", "Start the installed service", service.Controller.Start),
-		newServiceActionCmd(controller, "stop", "Stop the installed service; sessions keep running", service.Controller.Stop),
-		newServiceActionCmd(controller, "restart", "Restart the installed service; sessions keep running", service.Controller.Restart),
-		newServiceStatusCmd(controller),
+		newServiceInstallCmd(cli, controller),
+		newServiceUninstallCmd(cli, controller),
+		newServiceActionCmd(cli, controller, "start", "Start the installed service", service.Controller.Start),
+		newServiceActionCmd(cli, controller, "stop", "Stop the installed service; sessions keep running", service.Controller.Stop),
+		newServiceActionCmd(cli, controller, "restart", "Restart the installed service; sessions keep running", service.Controller.Restart),
+		newServiceStatusCmd(cli, controller),
 	)
-	thisMachineOnly(cmd)
+	thisMachineOnly(cli, cmd)
 	return cmd
 }
 
 type serviceController func() (service.Spec, service.Controller, error)
 
-func newServiceInstallCmd(controller serviceController) *cobra.Command {
+func newServiceInstallCmd(cli *cli, controller serviceController) *cobra.Command {
 	return &cobra.Command{
 		Use:   "install",
 		Short: "Install, enable and start the service",
@@ -83,7 +83,7 @@ upgrading the binary rewrites the unit.`,
 	}
 }
 
-func newServiceUninstallCmd(controller serviceController) *cobra.Command {
+func newServiceUninstallCmd(cli *cli, controller serviceController) *cobra.Command {
 	return &cobra.Command{
 		Use:   "uninstall",
 		Short: "Stop the service and remove its unit; sessions keep running",
@@ -111,7 +111,7 @@ func newServiceUninstallCmd(controller serviceController) *cobra.Command {
 	}
 }
 
-func newServiceActionCmd(controller serviceController, name, short string, act func(service.Controller, context.Context) (service.Status, error)) *cobra.Command {
+func newServiceActionCmd(cli *cli, controller serviceController, name, short string, act func(service.Controller, context.Context) (service.Status, error)) *cobra.Command {
 	return &cobra.Command{
 		Use:   name,
 		Short: short,
@@ -135,7 +135,7 @@ func newServiceActionCmd(controller serviceController, name, short string, act f
 	}
 }
 
-func newServiceStatusCmd(controller serviceController) *cobra.Command {
+func newServiceStatusCmd(cli *cli, controller serviceController) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "status",

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,7 +20,7 @@ import (
 	"github.com/agentctl/agentctl/internal/text"
 )
 
-func newListCmd() *cobra.Command {
+func newListCmd(cli *cli) *cobra.Command {
 	var o api.ListOptions
 	var out outputFlags
 	var watch bool
@@ -71,7 +70,7 @@ not answer within 10s is a warning naming it, and the sessions it had running
 			if err := checkStatus(o.Status); err != nil {
 				return err
 			}
-			hs, several, err := targetHosts(hostList)
+			hs, several, err := cli.targetHosts(hostList)
 			if err != nil {
 				return err
 			}
@@ -79,7 +78,7 @@ not answer within 10s is a warning naming it, and the sessions it had running
 				if watch {
 					return usageError{errors.New("list -w follows one host; over several, use agentctl top --hosts")}
 				}
-				return listSeveral(cmd.Context(), hs, o, out)
+				return listSeveral(cmd.Context(), cli, hs, o, out)
 			}
 			h := hs[0]
 			if watch {
@@ -87,13 +86,13 @@ not answer within 10s is a warning naming it, and the sessions it had running
 				if !ok {
 					return cannot(h, "be watched (it has no event stream)")
 				}
-				return watchList(cmd.Context(), src, o, out.asJSON, out.format == "wide", os.Stdout)
+				return watchList(cmd.Context(), cli, src, o, out.asJSON, out.format == "wide", cli.out)
 			}
 			list, err := h.API.List(cmd.Context(), o)
 			if err != nil {
 				return err
 			}
-			return printList(list, out, func(s api.Session) string { return s.ID })
+			return printList(cli, list, out, func(s api.Session) string { return s.ID })
 		},
 	}
 	fl := cmd.Flags()
@@ -105,10 +104,10 @@ not answer within 10s is a warning naming it, and the sessions it had running
 	fl.DurationVar(&o.Since, "since", 0, "with -a, ended sessions of this recent past (default 168h)")
 	fl.BoolVar(&o.Waiting, "waiting", false, "only sessions waiting for a person, longest waiting first")
 	fl.StringVar(&hostList, "hosts", "", "list the sessions of several hosts: `all` (this machine and every named host) or a comma-separated list (build,gpu,local); the same as -H with several")
-	cmd.RegisterFlagCompletionFunc("hosts", completeHosts)
+	cmd.RegisterFlagCompletionFunc("hosts", cli.completeHosts)
 	fl.BoolVarP(&watch, "watch", "w", false, "redraw the table on every change (in place on a terminal; a new table per change in a pipe)")
 	out.register(cmd)
-	cmd.RegisterFlagCompletionFunc("group", completeGroups)
+	cmd.RegisterFlagCompletionFunc("group", cli.completeGroups)
 	cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions([]string{"running", "exited", "killed", "lost", "ended", "unknown"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
@@ -116,41 +115,41 @@ not answer within 10s is a warning naming it, and the sessions it had running
 // listSeveral is list over several hosts: each asked at once, the answers
 // merged with the host of each session. It fails only when no host
 // answered.
-func listSeveral(ctx context.Context, hs []hosts.Host, o api.ListOptions, out outputFlags) error {
+func listSeveral(ctx context.Context, cli *cli, hs []hosts.Host, o api.ListOptions, out outputFlags) error {
 	answers := hosts.ListAll(ctx, hs, o, hostTimeout)
-	list := hosts.Merge(answers, lastSeen(), o, time.Now())
+	list := hosts.Merge(answers, cli.lastSeen(), o, time.Now())
 	failed := hosts.Failed(answers)
 	if len(failed) == len(hs) {
 		for _, w := range list.Warnings {
-			warn("%s", w)
+			cli.warn("%s", w)
 		}
 		return printedError{err: fmt.Errorf("no host answered (%s)", strings.Join(failed, ", "))}
 	}
-	return printList(list, out, func(s api.Session) string { return hosts.Handle(s.Host, s.ID) })
+	return printList(cli, list, out, func(s api.Session) string { return hosts.Handle(s.Host, s.ID) })
 }
 
 // printList prints a list as its flags say: JSON, one handle a line (-q),
 // or the table, the warnings on standard error.
-func printList(list api.SessionList, out outputFlags, handle func(api.Session) string) error {
+func printList(cli *cli, list api.SessionList, out outputFlags, handle func(api.Session) string) error {
 	if out.asJSON {
-		return printJSON(os.Stdout, list)
+		return printJSON(cli.out, list)
 	}
 	for _, w := range list.Warnings {
-		warn("%s", w)
+		cli.warn("%s", w)
 	}
 	if out.quiet {
 		for _, s := range list.Sessions {
-			fmt.Println(handle(s))
+			fmt.Fprintln(cli.out, handle(s))
 		}
 		return nil
 	}
 	if len(list.Sessions) == 0 {
 		if !out.noHeaders {
-			fmt.Fprintln(os.Stderr, "no sessions")
+			fmt.Fprintln(cli.errOut, "no sessions")
 		}
 		return nil
 	}
-	printSessionTable(os.Stdout, list.Sessions, tableWidth(os.Stdout), out.format == "wide", !out.noHeaders)
+	printSessionTable(cli.out, list.Sessions, tableWidth(cli, cli.out), out.format == "wide", !out.noHeaders)
 	return nil
 }
 
@@ -244,7 +243,7 @@ func dash(s string) string {
 	return s
 }
 
-func newStatusCmd() *cobra.Command {
+func newStatusCmd(cli *cli) *cobra.Command {
 	var asJSON, why bool
 	cmd := &cobra.Command{
 		Use:   "status ID",
@@ -255,9 +254,9 @@ included). --why adds the evidence behind its status, as explain does.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			if why {
-				return explain(cmd.Context(), a[0], asJSON)
+				return explain(cmd.Context(), cli, a[0], asJSON)
 			}
-			h, id, err := hostFor(a[0])
+			h, id, err := cli.hostFor(a[0])
 			if err != nil {
 				return err
 			}
@@ -266,9 +265,9 @@ included). --why adds the evidence behind its status, as explain does.`,
 				return err
 			}
 			if asJSON {
-				return printJSON(os.Stdout, s)
+				return printJSON(cli.out, s)
 			}
-			printSession(os.Stdout, s)
+			printSession(cli.out, s)
 			return nil
 		},
 	}
@@ -277,7 +276,7 @@ included). --why adds the evidence behind its status, as explain does.`,
 	return cmd
 }
 
-func newExplainCmd() *cobra.Command {
+func newExplainCmd(cli *cli) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "explain ID",
@@ -295,25 +294,21 @@ while one lives), and the candidates turned down and why.`,
   agentctl explain --json agent:main:dashboard:7f3e2b1c-5a4d-4e6f-9b8a-0c1d2e3f4a5b`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			return explain(cmd.Context(), a[0], asJSON)
+			return explain(cmd.Context(), cli, a[0], asJSON)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
 
-// explainer tells the evidence behind a session's status (an agentctl
-// service).
-type explainer interface {
-	Explain(ctx context.Context, id string) (api.Explanation, error)
-}
-
-func explain(ctx context.Context, handle string, asJSON bool) error {
-	h, id, err := hostFor(handle)
+// explain prints the evidence behind a session's status, where the host
+// can tell it.
+func explain(ctx context.Context, cli *cli, handle string, asJSON bool) error {
+	h, id, err := cli.hostFor(handle)
 	if err != nil {
 		return err
 	}
-	e, ok := h.API.(explainer)
+	e, ok := h.API.(hosts.Explainer)
 	if !ok {
 		return cannot(h, "explain a status")
 	}
@@ -322,10 +317,10 @@ func explain(ctx context.Context, handle string, asJSON bool) error {
 		return err
 	}
 	if asJSON {
-		return printJSON(os.Stdout, ex)
+		return printJSON(cli.out, ex)
 	}
-	printSession(os.Stdout, ex.Session)
-	printExplanation(os.Stdout, ex)
+	printSession(cli.out, ex.Session)
+	printExplanation(cli.out, ex)
 	return nil
 }
 
@@ -409,17 +404,17 @@ func printSession(w io.Writer, s api.Session) {
 
 // screenLines is the terminal's height less a line; off a terminal (a
 // pipe, a file) 0, all of it, as docker and kubectl give their logs.
-func screenLines() int {
-	if _, h, err := term.GetSize(int(os.Stdout.Fd())); err == nil && h > 2 {
+func screenLines(cli *cli) int {
+	if _, h, err := term.GetSize(fdOf(cli.out)); err == nil && h > 2 {
 		return h - 1
 	}
-	if term.IsTerminal(int(os.Stdout.Fd())) {
+	if term.IsTerminal(fdOf(cli.out)) {
 		return 50
 	}
 	return 0
 }
 
-func newPeekCmd() *cobra.Command {
+func newPeekCmd(cli *cli) *cobra.Command {
 	var n int
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -430,7 +425,7 @@ For a session whose agent has written nothing readable yet (or a plain command),
 it shows the end of the output log instead.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			h, id, err := hostFor(a[0])
+			h, id, err := cli.hostFor(a[0])
 			if err != nil {
 				return err
 			}
@@ -439,25 +434,25 @@ it shows the end of the output log instead.`,
 				return err
 			}
 			if asJSON {
-				return printJSON(os.Stdout, t)
+				return printJSON(cli.out, t)
 			}
 			for _, w := range t.Warnings {
-				warn("%s", w)
+				cli.warn("%s", w)
 			}
 			if len(t.Messages) == 0 {
-				fmt.Printf("%s has no messages yet (status %s)\n", t.Session.ID, statusText(&t.Session))
+				fmt.Fprintf(cli.out, "%s has no messages yet (status %s)\n", t.Session.ID, statusText(&t.Session))
 				return nil
 			}
 			for i, m := range t.Messages {
 				if i > 0 {
-					fmt.Println()
+					fmt.Fprintln(cli.out)
 				}
 				if t.Source == "log" {
-					fmt.Printf("--- output of %s (the agent's transcript has nothing yet)\n", shortID(t.Session.ID))
+					fmt.Fprintf(cli.out, "--- output of %s (the agent's transcript has nothing yet)\n", shortID(t.Session.ID))
 				} else {
-					fmt.Printf("--- %s\n", m.Role)
+					fmt.Fprintf(cli.out, "--- %s\n", m.Role)
 				}
-				fmt.Println(strings.TrimRight(m.Text, "\n"))
+				fmt.Fprintln(cli.out, strings.TrimRight(m.Text, "\n"))
 			}
 			return nil
 		},
@@ -467,7 +462,7 @@ it shows the end of the output log instead.`,
 	return cmd
 }
 
-func newSendCmd() *cobra.Command {
+func newSendCmd(cli *cli) *cobra.Command {
 	var noNewline bool
 	cmd := &cobra.Command{
 		Use:   "send ID TEXT|-",
@@ -476,13 +471,13 @@ func newSendCmd() *cobra.Command {
 return) unless -n. With '-' the text comes from standard input, sent as is.`,
 		Args: args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			h, id, err := hostFor(a[0])
+			h, id, err := cli.hostFor(a[0])
 			if err != nil {
 				return err
 			}
 			var data []byte
 			if a[1] == "-" {
-				data, err = io.ReadAll(io.LimitReader(os.Stdin, maxSend+1))
+				data, err = io.ReadAll(io.LimitReader(cli.in, maxSend+1))
 				if err != nil {
 					return fmt.Errorf("read standard input: %w", err)
 				}

@@ -6,6 +6,7 @@ import (
 )
 
 func TestOneLine(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		n    int

@@ -6,6 +6,7 @@ import (
 )
 
 func TestTermModesFollowTheAlternateScreen(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		chunks []string

@@ -9,12 +9,11 @@ import (
 	"golang.org/x/term"
 
 	"github.com/agentctl/agentctl/api"
-	"github.com/agentctl/agentctl/client"
 	"github.com/agentctl/agentctl/cmd/agentctl/internal/top"
 	"github.com/agentctl/agentctl/hosts"
 )
 
-func newTopCmd() *cobra.Command {
+func newTopCmd(cli *cli) *cobra.Command {
 	var o top.Options
 	var since time.Duration
 	var hostList string
@@ -41,14 +40,14 @@ view, each row's id HOST/ID; a host that does not answer is a warning, and
 the sessions it had running when last seen show as unknown.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			hs, several, err := targetHosts(hostList)
+			hs, several, err := cli.targetHosts(hostList)
 			if err != nil {
 				return err
 			}
-			c, service := hs[0].API.(*client.Client)
+			svc, service := hs[0].API.(hosts.Service)
 			if several || !service {
 				// Another kind of host, alone, is a view over one host.
-				view := &hosts.View{Hosts: hs, Cache: lastSeen(), Timeout: hostTimeout}
+				view := &hosts.View{Hosts: hs, Cache: cli.lastSeen(), Timeout: hostTimeout}
 				if _, err := view.List(cmd.Context(), api.ListOptions{}); err != nil {
 					return err
 				}
@@ -58,20 +57,21 @@ the sessions it had running when last seen show as unknown.`,
 				// that the view never starts one itself: a service stopped
 				// on purpose stays stopped, and the view says it is
 				// reconnecting.
+				c := svc.ServiceClient()
 				if _, err := c.List(cmd.Context(), api.ListOptions{}); err != nil {
 					return err
 				}
 				o.Src = c.WithoutAutostart()
 			}
-			exe, err := os.Executable()
+			exe, err := cli.exe()
 			if err != nil {
 				return err
 			}
 			o.Exe = exe
 			o.List = api.ListOptions{All: true, Since: since}
-			o.Colour = os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
+			o.Colour = cli.getenv("NO_COLOR") == "" && cli.getenv("TERM") != "dumb"
 			o.Home, _ = os.UserHomeDir()
-			if !term.IsTerminal(int(os.Stdout.Fd())) || !term.IsTerminal(int(os.Stdin.Fd())) {
+			if !term.IsTerminal(fdOf(cli.out)) || !term.IsTerminal(fdOf(cli.in)) {
 				return usageError{errors.New("agentctl top needs a terminal; `agentctl list -w` works in a pipe")}
 			}
 			return top.Run(cmd.Context(), o)
@@ -79,7 +79,7 @@ the sessions it had running when last seen show as unknown.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&hostList, "hosts", "", "show the sessions of several hosts: `all` (this machine and every named host) or a comma-separated list; ids are then HOST/ID")
-	cmd.RegisterFlagCompletionFunc("hosts", completeHosts)
+	cmd.RegisterFlagCompletionFunc("hosts", cli.completeHosts)
 	fl.BoolVarP(&o.ShowEnded, "all", "a", false, "show ended sessions from the start (the a key toggles them)")
 	fl.DurationVar(&since, "since", 24*time.Hour, "ended sessions of this recent past")
 	fl.DurationVar(&o.Refresh, "refresh", 5*time.Second, "read the whole list again this often (0: only on events)")

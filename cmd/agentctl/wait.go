@@ -4,15 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/client"
-	"github.com/spf13/cobra"
 )
 
-func newWaitCmd() *cobra.Command {
+func newWaitCmd(cli *cli) *cobra.Command {
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "wait ID|NAME...",
@@ -37,7 +37,7 @@ goes on).`,
 			}
 			first := 0
 			for _, handle := range a {
-				h, id, err := hostFor(handle)
+				h, id, err := cli.hostFor(handle)
 				if err != nil {
 					return err
 				}
@@ -49,7 +49,7 @@ goes on).`,
 					return err
 				}
 				code := exitCodeOf(final)
-				fmt.Fprintln(os.Stdout, code)
+				fmt.Fprintln(cli.out, code)
 				if first == 0 {
 					first = code
 				}
@@ -84,7 +84,7 @@ func waitEnd(ctx context.Context, c client.Sessions, id string) (api.Session, er
 	return *final, nil
 }
 
-func newInspectCmd() *cobra.Command {
+func newInspectCmd(cli *cli) *cobra.Command {
 	return &cobra.Command{
 		Use:   "inspect ID|NAME",
 		Short: "Print one session as JSON (the same as status --json)",
@@ -92,7 +92,7 @@ func newInspectCmd() *cobra.Command {
   agentctl inspect web | jq '.tokens_in, .cost_usd'`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			h, id, err := hostFor(a[0])
+			h, id, err := cli.hostFor(a[0])
 			if err != nil {
 				return err
 			}
@@ -100,7 +100,7 @@ func newInspectCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printJSON(os.Stdout, s)
+			return printJSON(cli.out, s)
 		},
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/client"
 	"github.com/agentctl/agentctl/cmd/agentctl/internal/top"
+	"github.com/agentctl/agentctl/hosts"
 	"github.com/agentctl/agentctl/internal/text"
 )
 
@@ -25,22 +26,22 @@ import (
 // stream.
 type watchSource interface {
 	client.Sessions
-	top.Events
+	hosts.EventSource
 }
 
 // watchList is `list -w`: the list again after every change the event
 // stream reports. On a terminal the table is redrawn in place (and every
 // few seconds, for the ages); in a pipe each change prints a new table
 // (or JSON list), and only when it differs from the last.
-func watchList(ctx context.Context, c watchSource, o api.ListOptions, asJSON, wide bool, out io.Writer) error {
+func watchList(ctx context.Context, cli *cli, c watchSource, o api.ListOptions, asJSON, wide bool, out io.Writer) error {
 	// The first request starts the service when allowed; after that the
 	// watch never starts one itself: a service stopped on purpose stays
 	// stopped while the watch waits for it.
 	if _, err := c.List(ctx, api.ListOptions{}); err != nil {
 		return err
 	}
-	if svc, ok := c.(*client.Client); ok {
-		c = svc.WithoutAutostart()
+	if svc, ok := c.(hosts.Service); ok {
+		c = svc.ServiceClient().WithoutAutostart()
 	}
 	tty := false
 	if f, ok := out.(*os.File); ok {
@@ -59,7 +60,7 @@ func watchList(ctx context.Context, c watchSource, o api.ListOptions, asJSON, wi
 	go func() {
 		defer close(followed)
 		top.Follow(ctx, c, func(uint64) { poke() }, func(api.Event) { poke() },
-			func(err error) { warn("%v; reconnecting", err) })
+			func(err error) { cli.warn("%v; reconnecting", err) })
 	}()
 	defer func() { cancel(); <-followed }()
 	var last []byte
@@ -82,7 +83,7 @@ func watchList(ctx context.Context, c watchSource, o api.ListOptions, asJSON, wi
 			if len(l.Sessions) == 0 {
 				b.WriteString("no sessions\n")
 			} else {
-				printSessionTable(&b, l.Sessions, tableWidth(out), wide, true)
+				printSessionTable(&b, l.Sessions, tableWidth(cli, out), wide, true)
 			}
 		}
 		if !tty {
@@ -144,7 +145,7 @@ func watchList(ctx context.Context, c watchSource, o api.ListOptions, asJSON, wi
 			if ctx.Err() != nil {
 				return nil
 			}
-			warn("%v", err)
+			cli.warn("%v", err)
 		}
 	}
 }

@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentctl/agentctl/web"
 )
 
-func newWebCmd() *cobra.Command {
+func newWebCmd(cli *cli) *cobra.Command {
 	cfg := web.Config{}
 	cmd := &cobra.Command{
 		Use:   "web",
@@ -32,20 +31,20 @@ beyond loopback, give TLS (--tls-cert/--tls-key, or --tls-generate, whose
 fingerprint is printed) and --expose.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := newClient()
+			c, err := cli.newClient()
 			if err != nil {
 				return err
 			}
-			if cfg.Home, err = userHome(); err != nil {
+			if cfg.Home, err = cli.userHome(); err != nil {
 				return err
 			}
 			cfg.Client = c
 			if !c.Remote() {
 				// Sessions started from the page get this environment, as
 				// from `agentctl run`; another host's service uses its own.
-				cfg.Env = os.Environ()
+				cfg.Env = cli.environ()
 			}
-			return serveWeb(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg)
+			return serveWeb(cmd.Context(), cli.out, cli.errOut, cfg)
 		},
 	}
 	f := cmd.Flags()

@@ -13,16 +13,16 @@ import (
 	"github.com/agentctl/agentctl/orchestrate"
 )
 
-func newWorktreeCmd() *cobra.Command {
+func newWorktreeCmd(cli *cli) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "worktree",
 		Short: "List and remove the git worktrees members of a group work in",
 	}
-	cmd.AddCommand(newWorktreeListCmd(), newWorktreeCleanCmd())
+	cmd.AddCommand(newWorktreeListCmd(cli), newWorktreeCleanCmd(cli))
 	return cmd
 }
 
-func newWorktreeListCmd() *cobra.Command {
+func newWorktreeListCmd(cli *cli) *cobra.Command {
 	var asJSON bool
 	var to tableOptions
 	cmd := &cobra.Command{
@@ -50,9 +50,9 @@ func newWorktreeListCmd() *cobra.Command {
 				if list == nil {
 					list = []orchestrate.Worktree{}
 				}
-				return printJSON(os.Stdout, map[string]any{"worktrees": list})
+				return printJSON(cli.out, map[string]any{"worktrees": list})
 			}
-			tw := to.newTable(os.Stdout)
+			tw := to.newTable(cli.out)
 			tw.header("PATH\tBRANCH\tHEAD\tNOTE")
 			for _, w := range list {
 				var notes []string
@@ -78,7 +78,7 @@ func newWorktreeListCmd() *cobra.Command {
 	return cmd
 }
 
-func newWorktreeCleanCmd() *cobra.Command {
+func newWorktreeCleanCmd(cli *cli) *cobra.Command {
 	var deleteBranch, force bool
 	var group string
 	cmd := &cobra.Command{
@@ -95,22 +95,22 @@ member of a group that still has one.`,
 			if (len(a) == 0) == (group == "") {
 				return usageError{fmt.Errorf("worktree clean: give worktree paths or --group ID (one of the two)")}
 			}
-			running, runningErr := runningSessions(cmd)
+			running, runningErr := runningSessions(cli, cmd)
 			if group != "" {
-				paths, err := groupWorktrees(cmd, group)
+				paths, err := groupWorktrees(cli, cmd, group)
 				if err != nil {
 					return err
 				}
 				if len(paths) == 0 {
-					fmt.Printf("group %s has no worktree left\n", group)
+					fmt.Fprintf(cli.out, "group %s has no worktree left\n", group)
 					return nil
 				}
 				a = paths
 			}
 			failed := 0
 			for _, p := range a {
-				if err := cleanWorktree(cmd, p, running, runningErr, deleteBranch, force); err != nil {
-					fmt.Fprintln(os.Stderr, "agentctl: "+text.CleanLines(err.Error()))
+				if err := cleanWorktree(cli, cmd, p, running, runningErr, deleteBranch, force); err != nil {
+					fmt.Fprintln(cli.errOut, "agentctl: "+text.CleanLines(err.Error()))
 					failed++
 				}
 			}
@@ -128,8 +128,8 @@ member of a group that still has one.`,
 
 // groupWorktrees lists the worktrees a group's members were started in that
 // still exist.
-func groupWorktrees(cmd *cobra.Command, group string) ([]string, error) {
-	c, err := newClient()
+func groupWorktrees(cli *cli, cmd *cobra.Command, group string) ([]string, error) {
+	c, err := cli.newClient()
 	if err != nil {
 		return nil, err
 	}
@@ -157,8 +157,8 @@ func groupWorktrees(cmd *cobra.Command, group string) ([]string, error) {
 
 // runningSessions asks the service what runs now: sessions it launched and
 // those the adapters find.
-func runningSessions(cmd *cobra.Command) ([]api.Session, error) {
-	c, err := newClient()
+func runningSessions(cli *cli, cmd *cobra.Command) ([]api.Session, error) {
+	c, err := cli.newClient()
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +169,7 @@ func runningSessions(cmd *cobra.Command) ([]api.Session, error) {
 	return list.Sessions, nil
 }
 
-func cleanWorktree(cmd *cobra.Command, p string, running []api.Session, runningErr error, deleteBranch, force bool) error {
+func cleanWorktree(cli *cli, cmd *cobra.Command, p string, running []api.Session, runningErr error, deleteBranch, force bool) error {
 	ctx := cmd.Context()
 	abs, err := absPath(p)
 	if err != nil {
@@ -205,16 +205,16 @@ func cleanWorktree(cmd *cobra.Command, p string, running []api.Session, runningE
 	if err := orchestrate.RemoveWorktree(ctx, repo, wt.Path, force); err != nil {
 		return err
 	}
-	fmt.Printf("removed worktree %s\n", wt.Path)
+	fmt.Fprintf(cli.out, "removed worktree %s\n", wt.Path)
 	for _, s := range inside {
-		warn("session %s still runs in the removed worktree; stop it with: agentctl stop %s", s.ID, s.ID)
+		cli.warn("session %s still runs in the removed worktree; stop it with: agentctl stop %s", s.ID, s.ID)
 	}
 	if deleteBranch && wt.Branch != "" {
 		commit, err := orchestrate.DeleteBranch(ctx, repo, wt.Branch)
 		if err != nil {
 			return err
 		}
-		fmt.Printf("deleted branch %s (was %s)\n", wt.Branch, commit[:min(12, len(commit))])
+		fmt.Fprintf(cli.out, "deleted branch %s (was %s)\n", wt.Branch, commit[:min(12, len(commit))])
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 )
 
 func TestWriteReplacesAndLeavesNoTemp(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		write func(string, []byte, os.FileMode) error
@@ -36,6 +37,7 @@ func TestWriteReplacesAndLeavesNoTemp(t *testing.T) {
 }
 
 func TestWriteIntoMissingDirFails(t *testing.T) {
+	t.Parallel()
 	err := Write(filepath.Join(t.TempDir(), "nope", "x"), []byte("a"), 0o600)
 	if err == nil {
 		t.Fatal("want an error for a missing directory")

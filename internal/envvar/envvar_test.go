@@ -6,6 +6,7 @@ import (
 )
 
 func TestMerge(t *testing.T) {
+	t.Parallel()
 	got := Merge([]string{"A=1", "B=2", "A=3"}, "B=x", "C=y=z")
 	want := []string{"A=3", "B=x", "C=y=z"}
 	if !reflect.DeepEqual(got, want) {
@@ -20,6 +21,7 @@ func TestMerge(t *testing.T) {
 }
 
 func TestIsSecret(t *testing.T) {
+	t.Parallel()
 	for name, want := range map[string]bool{
 		"ANTHROPIC_API_KEY": true, "GITHUB_TOKEN": true, "db_password": true, "SSH_AUTH_SOCK": true,
 		"PATH": false, "HOME": false, "LANG": false,

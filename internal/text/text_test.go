@@ -7,6 +7,7 @@ import (
 )
 
 func TestTruncate(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		n    int
@@ -30,6 +31,7 @@ func TestTruncate(t *testing.T) {
 }
 
 func TestEllipsis(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		n    int
@@ -47,6 +49,7 @@ func TestEllipsis(t *testing.T) {
 }
 
 func TestFigures(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	i := func(v int64) *int64 { return &v }
 	c := 1.234
@@ -70,6 +73,7 @@ func TestFigures(t *testing.T) {
 }
 
 func TestClean(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ in, one, lines string }{
 		{"plain", "plain", "plain"},
 		{"tab\tand\nnewline", "tab and newline", "tab\tand\nnewline"},

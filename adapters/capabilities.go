@@ -1,0 +1,97 @@
+package adapters
+
+import (
+	"context"
+	"syscall"
+	"time"
+)
+
+// The optional capabilities of an adapter, all in one place. Every adapter
+// implements Adapter; beyond it, an adapter implements what its agent
+// allows, and the session core finds each capability by asserting one of
+// these interfaces (never a concrete adapter type). An adapter says which
+// it implements with `var _ adapters.X = (*Adapter)(nil)` beside its type,
+// and TestCapabilities (adapters/registry) lists them for every adapter of
+// the registry, so a capability gained or lost is a visible change.
+
+// Launcher is an adapter whose agent agentctl can start: it builds the argv
+// and environment to run the agent headless (or in its own interactive
+// interface) and to resume one of its sessions. The session core calls it
+// for `launch`, `resume` and `restart`, resolves Binary on the launch's
+// PATH, and signals a stop with StopSignal. The names of the launchers are
+// api.Agents().
+type Launcher interface {
+	Launch(req LaunchRequest) (LaunchSpec, error)
+	// Resume continues req.NativeID with req.Prompt.
+	Resume(req LaunchRequest) (LaunchSpec, error)
+	// StopSignal is the agent's own graceful stop signal.
+	StopSignal() syscall.Signal
+	// Binary is the executable the adapter runs, and InstallHint says how to
+	// get it when it is missing.
+	Binary() string
+	InstallHint() string
+}
+
+// NativeIDFinder learns the native id of a session it could not pre-assign,
+// from the agent's own store or output, for the agent started at pid in cwd
+// after since. The session core calls it after a launch whose LaunchSpec
+// carried no NativeID.
+type NativeIDFinder interface {
+	FindNativeID(ctx context.Context, pid int, cwd string, since time.Time) (string, error)
+}
+
+// Stopper stops a session the adapter knows but agentctl did not start (a
+// gateway run), through the agent's own means. The session core calls it
+// for `stop` of a native session that has no launch record.
+type Stopper interface {
+	Stop(ctx context.Context, nativeID string) error
+}
+
+// TurnInterrupter ends a native session's running turn, and the tools it
+// started, where they run outside the process agentctl signals (Codex's
+// shared app-server daemon), and checks that nothing of the turn runs
+// afterwards. It does nothing when the turn runs in the session's own
+// process. The session core's stop calls it before it signals the process.
+type TurnInterrupter interface {
+	InterruptTurn(ctx context.Context, nativeID string) error
+}
+
+// ChangeWatcher is an adapter that pushes session changes instead of only
+// being asked (a gateway's event stream). The session core follows each
+// one for the service's life (Core.WatchAdapters), so starts, ends and
+// busy/idle changes reach the observers as they happen.
+type ChangeWatcher interface {
+	WatchChanges(ctx context.Context) (<-chan Change, error)
+}
+
+// NativeIDChecker is an adapter whose native ids take a shape agentctl's own
+// ids do not (OpenClaw's gateway keys, agent:main:dashboard:<uuid>). The
+// session core accepts such a handle only when an adapter says it is one of
+// its ids, and only ever compares it with the ids that adapter lists: it
+// never becomes a path. Adapters whose ids are letters, digits, '-', '_'
+// and '.' (uuids, ses_…) need not implement it.
+type NativeIDChecker interface {
+	ValidNativeID(id string) bool
+}
+
+// AssistantReader is an adapter that reads a native session's last n
+// assistant messages (peek) back from the end of its transcript only as far
+// as they go. Transcript's last n messages may hold none of them when tool
+// calls and results fill a turn, and reading further each time would parse
+// the same end again. The session core's `peek` calls it; without it, peek
+// reads Transcript.
+type AssistantReader interface {
+	// LastAssistant returns messages from the end of the transcript,
+	// oldest first, holding its last n assistant messages (fewer when the
+	// transcript has fewer); other roles may be among them.
+	LastAssistant(ctx context.Context, nativeID string, n int) ([]Message, error)
+}
+
+// OneReader is an adapter that can say what its store holds of one
+// session without discovering the whole store: the session core's `status`
+// and `peek` of one id. DiscoverOne returns what Discover would say of the
+// session nativeID (a whole id), or an error wrapping ErrNoSession when the
+// store has none. Without it, the core runs a whole discovery.
+type OneReader interface {
+	DiscoverOne(ctx context.Context, nativeID string) (NativeSession, error)
+}
