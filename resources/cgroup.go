@@ -111,17 +111,6 @@ func parseProcIO(b []byte) (read, write uint64, ok bool) {
 	return r, w, okR && okW
 }
 
-// countLines counts the non-empty lines of a cgroup.procs or tasks file.
-func countLines(b []byte) int {
-	n := 0
-	for _, line := range bytes.Split(b, []byte{'\n'}) {
-		if len(bytes.TrimSpace(line)) > 0 {
-			n++
-		}
-	}
-	return n
-}
-
 // pidsOf lists the pids of a cgroup.procs file.
 func pidsOf(b []byte) []int {
 	var out []int
