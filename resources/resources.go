@@ -43,6 +43,11 @@ type Options struct {
 // one's baseline.
 const minWindow = 250 * time.Millisecond
 
+// reuseWithin is how recent a session's last sample may be to be given
+// again rather than read again: clients that ask at once (a top, a stats,
+// a script polling status) share one read.
+const reuseWithin = 250 * time.Millisecond
+
 // forgetAfter drops the kept sample of a session nobody asked about for
 // that long (it ended, or nobody looks).
 const forgetAfter = 10 * time.Minute
@@ -68,6 +73,9 @@ type kept struct {
 	// holds (read once, on first sight).
 	peak, recorded uint64
 	seen           time.Time
+	// res is the last sample, read at res.SampledAt with opts.
+	res  api.Resources
+	opts Options
 }
 
 // New returns a sampler that has sampled nothing.
@@ -89,11 +97,27 @@ func (s *Sampler) Sample(ctx context.Context, targets []Target, o Options) map[s
 	if len(targets) == 0 {
 		return out
 	}
-	read := s.read(ctx, targets, o)
+	// What was sampled a moment ago (with as much as asked) is given again.
 	now := s.now()
+	stale := make([]Target, 0, len(targets))
+	s.mu.Lock()
+	for _, t := range targets {
+		if k := s.last[t.ID]; k != nil && !k.res.SampledAt.IsZero() && now.Sub(k.res.SampledAt) < reuseWithin && (k.opts.IO || !o.IO) {
+			k.seen = now
+			out[t.ID] = k.res
+			continue
+		}
+		stale = append(stale, t)
+	}
+	s.mu.Unlock()
+	if len(stale) == 0 {
+		return out
+	}
+	read := s.read(ctx, stale, o)
+	now = s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i, t := range targets {
+	for i, t := range stale {
 		f := read[i]
 		if f == nil {
 			continue
@@ -130,6 +154,7 @@ func (s *Sampler) Sample(ctx context.Context, targets []Target, o Options) map[s
 				k.recorded = peak
 			}
 		}
+		k.res, k.opts = r, o
 		out[t.ID] = r
 	}
 	for id, k := range s.last {

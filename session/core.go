@@ -19,6 +19,7 @@ import (
 	"github.com/agentctl/agentctl/home"
 	"github.com/agentctl/agentctl/internal/text"
 	"github.com/agentctl/agentctl/proc"
+	"github.com/agentctl/agentctl/resources"
 	"github.com/agentctl/agentctl/spawn"
 )
 
@@ -85,6 +86,8 @@ type Core struct {
 	handleIDs handleIndex
 	// mons tells a running session's monitor by its pid (principal).
 	mons monitorIndex
+	// acct samples what running sessions cost.
+	acct *accounting
 
 	// ctx bounds background work (learning native ids); wg waits for it.
 	ctx context.Context
@@ -107,6 +110,7 @@ func New(ctx context.Context, opts Options) *Core {
 		disc:    newDiscovery(opts.Adapters, opts.DiscoveryTimeout),
 		moves:   newTransitions(),
 		attn:    newAttention(),
+		acct:    newAccounting(),
 		starter: spawn.NewStarter(ctx, opts.Exe, opts.StandbyMonitor, opts.Logger),
 		ctx:     ctx,
 	}
@@ -133,7 +137,7 @@ func (c *Core) LaunchedIDs() ([]string, error) { return c.records.ids() }
 func (c *Core) AllLaunched() ([]api.Session, []string, error) { return c.records.all() }
 
 // Forget drops a removed session from what the core keeps.
-func (c *Core) Forget(id string) { c.records.forget(id); c.moves.forget(id) }
+func (c *Core) Forget(id string) { c.records.forget(id); c.moves.forget(id); c.acct.forget(id) }
 
 // List is the merged view, narrowed and ordered oldest first.
 func (c *Core) List(ctx context.Context, o api.ListOptions) (api.SessionList, error) {
@@ -170,7 +174,14 @@ func (c *Core) List(ctx context.Context, o api.ListOptions) (api.SessionList, er
 	if o.Waiting {
 		sortByWaiting(kept)
 	}
-	return api.SessionList{Sessions: kept, Warnings: warnings}, nil
+	list := api.SessionList{Sessions: kept, Warnings: warnings}
+	if o.Resources {
+		c.withResources(ctx, kept, resources.Options{}, false)
+		if m, err := resources.ReadMachine(); err == nil {
+			list.Machine = &m
+		}
+	}
+	return list, nil
 }
 
 // maxUnknownReasons bounds the warnings that explain unknown rows one by
@@ -261,6 +272,9 @@ func (c *Core) Get(ctx context.Context, prefix string) (api.Session, error) {
 		return api.Session{}, err
 	}
 	sess.Warnings = append(sess.Warnings, warnings...)
+	one := []api.Session{sess}
+	c.withResources(ctx, one, resources.Options{IO: true}, true)
+	sess = one[0]
 	if among, err := c.knownIDs(); err == nil {
 		// Not through the list's kept index: one id is compared with the
 		// others, and the index stays the list's.

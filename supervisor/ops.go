@@ -59,6 +59,8 @@ type ops struct {
 	// process (both set once the session core exists).
 	sessions func() ([]api.Session, []string, error)
 	process  func(id string) (proc.Identity, error)
+	// resources samples what the running sessions cost (metrics).
+	resources func() []api.SessionStats
 	cfg      config.Config
 	self     proc.Identity
 
@@ -110,6 +112,7 @@ func newOps(ctx context.Context, h home.Home, log *slog.Logger, version string) 
 		Fuses:         func() int { return o.fuses.Count() },
 		EventsDropped: o.bus.Dropped,
 		Waiting:       o.waitingCounts,
+		Resources:     o.sessionResources,
 	})
 	o.desktop = openDesktop(o.cfg.Notify, log)
 	o.webhooks = webhook.New(webhook.Options{
@@ -565,6 +568,19 @@ func (o *ops) sessionCounts() []metrics.SessionCount {
 	out := make([]metrics.SessionCount, 0, len(counts))
 	for k, n := range counts {
 		out = append(out, metrics.SessionCount{Adapter: k.adapter, Status: k.status, Count: n})
+	}
+	return out
+}
+
+// sessionResources is what each running session costs, for the metrics.
+func (o *ops) sessionResources() []metrics.SessionResources {
+	if o.resources == nil {
+		return nil
+	}
+	rows := o.resources()
+	out := make([]metrics.SessionResources, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, metrics.SessionResources{ID: r.ID, Adapter: r.Adapter, Resources: *r.Resources})
 	}
 	return out
 }

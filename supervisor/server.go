@@ -154,6 +154,7 @@ func Run(ctx context.Context, opts Options) error {
 		ObserveDiscovery: s.ops.metrics.Discovered,
 	})
 	s.ops.sessions, s.ops.process = s.core.AllLaunched, s.core.Process
+	s.ops.resources = func() []api.SessionStats { return s.core.Resources(s.ctx) }
 	srv := &http.Server{
 		Handler:           s.routes(),
 		ReadHeaderTimeout: 10 * time.Second,
