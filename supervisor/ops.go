@@ -61,8 +61,8 @@ type ops struct {
 	process  func(id string) (proc.Identity, error)
 	// resources samples what the running sessions cost (metrics).
 	resources func() []api.SessionStats
-	cfg      config.Config
-	self     proc.Identity
+	cfg       config.Config
+	self      proc.Identity
 
 	bus      *events.Bus
 	locks    *locks.Table
