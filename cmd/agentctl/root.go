@@ -54,7 +54,7 @@ HOST/ID handles; see 'agentctl host --help'.`,
 		return usageError{fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())}
 	})
 	root.AddCommand(
-		newRunCmd(), newLaunchCmd(), newListCmd(), newTopCmd(), newStatusCmd(), newInspectCmd(), newWaitCmd(), newLogsCmd(),
+		newRunCmd(), newLaunchCmd(), newListCmd(), newTopCmd(), newStatsCmd(), newStatusCmd(), newInspectCmd(), newWaitCmd(), newLogsCmd(),
 		newPeekCmd(), newExplainCmd(), newStopCmd(), newKillCmd(), newRenameCmd(), newAttachCmd(), newSendCmd(), newResumeCmd(),
 		newPruneCmd(), newRmCmd(), newRestartCmd(), newDaemonCmd(), newShimCmd(), newPodSessionCmd(),
 		newGroupCmd(), newWorktreeCmd(),
