@@ -19,8 +19,10 @@ import (
 const statsSettle = time.Second
 
 // statsFresh is how old the last sample of a session may be for stats
-// to measure from it rather than take a first one and wait.
-const statsFresh = 10 * time.Second
+// to measure from it rather than take a first one and wait: a live view
+// that refreshes every 2 s measures over its own interval, a stats run
+// once over the last second, as docker stats does.
+const statsFresh = 3 * time.Second
 
 // maxLabel bounds the label a stats row carries.
 const maxLabel = 60
