@@ -267,14 +267,22 @@ func launchPins(launched []api.Session) map[string]map[int]string {
 // Get resolves an id or unique prefix to the merged session object, with
 // the warnings of the adapters it asked.
 func (c *Core) Get(ctx context.Context, prefix string) (api.Session, error) {
+	sess, err := c.get(ctx, prefix)
+	if err != nil {
+		return api.Session{}, err
+	}
+	one := []api.Session{sess}
+	c.withResources(ctx, one, resources.Options{IO: true}, true)
+	return one[0], nil
+}
+
+// get is Get without what the session costs.
+func (c *Core) get(ctx context.Context, prefix string) (api.Session, error) {
 	sess, warnings, err := c.lookup(ctx, prefix)
 	if err != nil {
 		return api.Session{}, err
 	}
 	sess.Warnings = append(sess.Warnings, warnings...)
-	one := []api.Session{sess}
-	c.withResources(ctx, one, resources.Options{IO: true}, true)
-	sess = one[0]
 	if among, err := c.knownIDs(); err == nil {
 		// Not through the list's kept index: one id is compared with the
 		// others, and the index stays the list's.

@@ -144,7 +144,7 @@ func (c *Core) Stats(ctx context.Context, names []string) (api.Stats, error) {
 		}
 	} else {
 		for _, h := range names {
-			s, err := c.Get(ctx, h)
+			s, err := c.get(ctx, h)
 			if err != nil {
 				return api.Stats{}, err
 			}
