@@ -22,15 +22,24 @@ func (s *Sampler) read(ctx context.Context, targets []Target, o Options) []*figu
 	out := make([]*figures, len(targets))
 	buf := make([]byte, statBuf)
 	var ix *proc.Index
+	now := s.now()
 	for i, t := range targets {
 		if ctx.Err() != nil {
 			break
 		}
-		if spec, ok := readSpec(t.Dir, buf); ok {
+		spec, ok, known := s.cachedSpec(t.ID, now)
+		if !known {
+			spec, ok = readSpec(t.Dir, buf)
+			s.keepSpec(t.ID, spec, ok, now)
+		}
+		if ok {
 			if f := readCgroup(spec, buf, o); f != nil {
 				out[i] = f
 				continue
 			}
+			// The cgroup is gone (or was never made): read the file again
+			// next time, the process tree meanwhile.
+			s.keepSpec(t.ID, cgroupSpec{}, false, now)
 		}
 		if t.Members == nil {
 			continue

@@ -57,6 +57,8 @@ const forgetAfter = 10 * time.Minute
 type Sampler struct {
 	mu   sync.Mutex
 	last map[string]*kept
+	// specs is what each session's cgroupFile said when last read.
+	specs map[string]specRead
 	// now is the clock (tests).
 	now func() time.Time
 }
@@ -78,8 +80,42 @@ type kept struct {
 	opts Options
 }
 
+// specRead is one read of a session's cgroupFile: a cgroup (ok), or none
+// as of at.
+type specRead struct {
+	spec cgroupSpec
+	ok   bool
+	at   time.Time
+}
+
+// specRecheck is how long a session found without a cgroup is taken to
+// have none: a monitor writes its cgroupFile as the session starts, so
+// this only bounds how late one written later is seen.
+const specRecheck = 30 * time.Second
+
 // New returns a sampler that has sampled nothing.
-func New() *Sampler { return &Sampler{last: map[string]*kept{}, now: time.Now} }
+func New() *Sampler {
+	return &Sampler{last: map[string]*kept{}, specs: map[string]specRead{}, now: time.Now}
+}
+
+// cachedSpec is what is known of id's cgroup: known says whether it need
+// not be read again.
+func (s *Sampler) cachedSpec(id string, now time.Time) (spec cgroupSpec, ok, known bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, found := s.specs[id]
+	if !found || (!r.ok && now.Sub(r.at) > specRecheck) {
+		return cgroupSpec{}, false, false
+	}
+	return r.spec, r.ok, true
+}
+
+// keepSpec notes what id's cgroupFile said.
+func (s *Sampler) keepSpec(id string, spec cgroupSpec, ok bool, at time.Time) {
+	s.mu.Lock()
+	s.specs[id] = specRead{spec: spec, ok: ok, at: at}
+	s.mu.Unlock()
+}
 
 // figures is one read of one session, before the CPU percent.
 type figures struct {
@@ -160,6 +196,7 @@ func (s *Sampler) Sample(ctx context.Context, targets []Target, o Options) map[s
 	for id, k := range s.last {
 		if now.Sub(k.seen) > forgetAfter {
 			delete(s.last, id)
+			delete(s.specs, id)
 		}
 	}
 	return out
@@ -203,6 +240,7 @@ func (s *Sampler) Fresh(id string, within time.Duration) bool {
 func (s *Sampler) Forget(id string) {
 	s.mu.Lock()
 	delete(s.last, id)
+	delete(s.specs, id)
 	s.mu.Unlock()
 }
 
