@@ -220,3 +220,77 @@ func statsRow(screen, name string) string {
 	}
 	return ""
 }
+
+// TestStatsCost measures what accounting costs the service at 500 live
+// sessions: the service's CPU time (utime+stime from /proc) per refresh of
+// a list without resources, of the same list with them (what top asks
+// for), and of stats, refreshed every 2 s as the live views do. It starts
+// 500 sessions, so it runs only when AGENTCTL_MEASURE_STATS is set; the
+// figures are in its log.
+func TestStatsCost(t *testing.T) {
+	if os.Getenv("AGENTCTL_MEASURE_STATS") == "" {
+		t.Skip("set AGENTCTL_MEASURE_STATS=1 to measure the cost of accounting at 500 sessions")
+	}
+	e := NewEnv(t)
+	n := 500
+	if v, err := strconv.Atoi(os.Getenv("AGENTCTL_MEASURE_STATS")); err == nil && v > 1 {
+		n = v
+	}
+	work := make(chan int)
+	done := make(chan error)
+	for range 4 {
+		go func() {
+			for range work {
+				_, stderr, code := e.Run("run", "--", "sleep", "3600")
+				if code != 0 {
+					done <- fmt.Errorf("run: %s", stderr)
+					continue
+				}
+				done <- nil
+			}
+		}()
+	}
+	go func() {
+		for i := range n {
+			work <- i
+		}
+		close(work)
+	}()
+	for range n {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc := e.DaemonPID()
+	cpu := func() time.Duration {
+		info, err := proc.Lookup(svc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Without the children's: the service waits for none of them.
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", svc))
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+		ut, _ := strconv.ParseUint(f[11], 10, 64)
+		st, _ := strconv.ParseUint(f[12], 10, 64)
+		_ = info
+		return time.Duration(ut+st) * 10 * time.Millisecond
+	}
+	const refreshes = 15
+	measure := func(what string, args ...string) time.Duration {
+		e.MustRun(args...) // warm: the first read of each record, the first sample
+		before := cpu()
+		for range refreshes {
+			time.Sleep(2 * time.Second)
+			e.MustRun(args...)
+		}
+		per := (cpu() - before) / refreshes
+		t.Logf("%-44s %6.1f ms of service CPU per refresh (%.2f%% of a core at one refresh every 2 s)", what, float64(per.Microseconds())/1000, 100*per.Seconds()/2)
+		return per
+	}
+	idle := measure("nothing asked (idle, per 2 s)", "version")
+	list := measure("list --json (no resources)", "list", "--json")
+	wide := measure("list -o wide (resources: top's request)", "list", "-o", "wide")
+	stats := measure("stats --no-stream --json", "stats", "--no-stream", "--json")
+	t.Logf("%d sessions: accounting costs %.1f ms per refresh (list with resources less list), %.2f%% of a core at a refresh every 2 s; stats %.1f ms in all",
+		n, float64((wide-list).Microseconds())/1000, 100*(wide-list).Seconds()/2, float64((stats-idle).Microseconds())/1000)
+}
