@@ -4,6 +4,7 @@ package proc
 
 import (
 	"os"
+	"os/exec"
 	"testing"
 	"time"
 )
@@ -64,5 +65,50 @@ func TestTableUsage(t *testing.T) {
 	}
 	if got := ix.InGroup(me.PGID); len(got) == 0 {
 		t.Errorf("InGroup(%d) is empty; this process is in it", me.PGID)
+	}
+}
+
+// A TableReader reads what Table reads, through descriptors it keeps; a
+// process that ended gives its descriptor back, and a reader that may keep
+// none reads all the same.
+func TestTableReader(t *testing.T) {
+	t.Parallel()
+	for _, max := range []int{0, 1} {
+		r := NewTableReader(max)
+		cmd := exec.Command("sleep", "30")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		pid := cmd.Process.Pid
+		find := func() (Info, bool) {
+			table, err := r.Table()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return NewIndex(table).Lookup(pid)
+		}
+		first, ok := find()
+		again, ok2 := find()
+		if !ok || !ok2 || first.Start != again.Start || !again.Usage {
+			t.Fatalf("max %d: the sleep read %+v then %+v", max, first, again)
+		}
+		if _, kept := r.fds[pid]; kept != (max == 0) {
+			t.Errorf("max %d: the sleep's descriptor kept: %v", max, kept)
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+		if _, ok := find(); ok {
+			t.Errorf("max %d: a process that ended is still read", max)
+		}
+		if _, kept := r.fds[pid]; kept {
+			t.Errorf("max %d: the descriptor of a process that ended is kept", max)
+		}
+		if len(r.fds) > max && max > 0 {
+			t.Errorf("%d descriptors kept, at most %d allowed", len(r.fds), max)
+		}
+		r.Close()
+		if len(r.fds) != 0 {
+			t.Errorf("Close left %d descriptors", len(r.fds))
+		}
 	}
 }

@@ -28,6 +28,7 @@ func BenchmarkSample500(b *testing.B) {
 		targets = append(targets, target(b, cmd.Process.Pid, b.TempDir()))
 	}
 	s := New()
+	b.Cleanup(s.Close)
 	// Each sample is a refresh 2 s after the last: none is given again
 	// from the last one's (reuseWithin).
 	clock := time.Now()
@@ -54,15 +55,29 @@ func BenchmarkSample500(b *testing.B) {
 	}
 }
 
-// BenchmarkTable is the read of the whole process table alone.
+// BenchmarkTable is the read of the whole process table alone: each
+// process's file opened, read and closed, or kept open and read again.
 func BenchmarkTable(b *testing.B) {
-	used := cpuTime()
-	for b.Loop() {
-		if _, err := proc.Table(); err != nil {
-			b.Fatal(err)
+	b.Run("open-read-close", func(b *testing.B) {
+		used := cpuTime()
+		for b.Loop() {
+			if _, err := proc.Table(); err != nil {
+				b.Fatal(err)
+			}
 		}
-	}
-	b.ReportMetric(float64(cpuTime()-used)/float64(b.N)/1e6, "cpu-ms/op")
+		b.ReportMetric(float64(cpuTime()-used)/float64(b.N)/1e6, "cpu-ms/op")
+	})
+	b.Run("kept-open", func(b *testing.B) {
+		r := proc.NewTableReader(0)
+		defer r.Close()
+		used := cpuTime()
+		for b.Loop() {
+			if _, err := r.Table(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(cpuTime()-used)/float64(b.N)/1e6, "cpu-ms/op")
+	})
 }
 
 // cpuTime is the CPU this process used (user and system).

@@ -45,7 +45,9 @@ func (s *Sampler) read(ctx context.Context, targets []Target, o Options) []*figu
 			continue
 		}
 		if ix == nil {
-			table, err := proc.Table()
+			s.tableMu.Lock()
+			table, err := s.table.Table()
+			s.tableMu.Unlock()
 			if err != nil {
 				return out
 			}

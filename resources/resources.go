@@ -61,6 +61,11 @@ type Sampler struct {
 	specs map[string]specRead
 	// now is the clock (tests).
 	now func() time.Time
+
+	// tableMu guards table, which keeps the processes' stat files open
+	// between samples.
+	tableMu sync.Mutex
+	table   *proc.TableReader
 }
 
 // kept is what the sampler remembers of a session between samples.
@@ -95,7 +100,14 @@ const specRecheck = 30 * time.Second
 
 // New returns a sampler that has sampled nothing.
 func New() *Sampler {
-	return &Sampler{last: map[string]*kept{}, specs: map[string]specRead{}, now: time.Now}
+	return &Sampler{last: map[string]*kept{}, specs: map[string]specRead{}, now: time.Now, table: proc.NewTableReader(0)}
+}
+
+// Close releases what the sampler keeps open.
+func (s *Sampler) Close() {
+	s.tableMu.Lock()
+	s.table.Close()
+	s.tableMu.Unlock()
 }
 
 // cachedSpec is what is known of id's cgroup: known says whether it need

@@ -300,6 +300,11 @@ func (c *Core) knownIDs() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	return c.knownIDsOf(launched), nil
+}
+
+// knownIDsOf is knownIDs for the launched sessions at hand.
+func (c *Core) knownIDsOf(launched []api.Session) []string {
 	ids := make([]string, 0, len(launched))
 	claimed := make(map[string]bool, len(launched))
 	for _, s := range launched {
@@ -308,7 +313,7 @@ func (c *Core) knownIDs() ([]string, error) {
 			claimed[s.NativeID] = true
 		}
 	}
-	return c.disc.knownIDs(ids, claimed), nil
+	return c.disc.knownIDs(ids, claimed)
 }
 
 // lookup resolves an id or unique prefix to the merged session object and

@@ -132,15 +132,13 @@ func (c *Core) Stats(ctx context.Context, names []string) (api.Stats, error) {
 				ss = append(ss, s)
 			}
 		}
-		if among, err := c.knownIDs(); err == nil {
-			ids := make([]string, len(ss))
-			for i, s := range ss {
-				ids[i] = s.ID
-			}
-			h := handles(ids, among)
-			for i := range ss {
-				ss[i].Handle = h[ss[i].ID]
-			}
+		ids := make([]string, len(ss))
+		for i, s := range ss {
+			ids[i] = s.ID
+		}
+		h := handles(ids, c.knownIDsOf(all))
+		for i := range ss {
+			ss[i].Handle = h[ss[i].ID]
 		}
 	} else {
 		for _, h := range names {
