@@ -31,12 +31,18 @@ func readPeak(dir string) uint64 {
 	return r.MemoryPeakBytes
 }
 
-// writePeak keeps peak in the session's folder.
+// writePeak keeps peak in the session's folder. It is replaced whole
+// (never seen half-written) but not synced: a figure lost to a crash of
+// the machine is worth less than a sync per growing session per refresh.
 func writePeak(dir string, peak uint64, at time.Time) error {
 	if dir == "" {
 		return nil
 	}
-	return atomicfile.WriteJSON(filepath.Join(dir, home.PeakFile), peakRecord{MemoryPeakBytes: peak, At: at.UTC()}, 0o600)
+	b, err := json.Marshal(peakRecord{MemoryPeakBytes: peak, At: at.UTC()})
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteUnsynced(filepath.Join(dir, home.PeakFile), b, 0o600)
 }
 
 // exitPeak is the memory_peak_bytes of a session's exit record (the

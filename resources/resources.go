@@ -163,6 +163,13 @@ func (s *Sampler) Sample(ctx context.Context, targets []Target, o Options) map[s
 	}
 	read := s.read(ctx, stale, o)
 	now = s.now()
+	var grown []peakWrite
+	// The peaks that grew are written once the lock is let go.
+	defer func() {
+		for _, w := range grown {
+			writePeak(w.dir, w.peak, now)
+		}
+	}()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, t := range stale {
@@ -198,8 +205,9 @@ func (s *Sampler) Sample(ctx context.Context, targets []Target, o Options) map[s
 			r.MemoryPeakBytes = &peak
 			// Written when it grew by more than 1%: a session that holds
 			// still costs no write, one that grows a few.
-			if peak > k.recorded+k.recorded/100 && writePeak(t.Dir, peak, now) == nil {
+			if peak > k.recorded+k.recorded/100 {
 				k.recorded = peak
+				grown = append(grown, peakWrite{dir: t.Dir, peak: peak})
 			}
 		}
 		k.res, k.opts = r, o
@@ -212,6 +220,12 @@ func (s *Sampler) Sample(ctx context.Context, targets []Target, o Options) map[s
 		}
 	}
 	return out
+}
+
+// peakWrite is a peak to keep in a session's folder.
+type peakWrite struct {
+	dir  string
+	peak uint64
 }
 
 // percent is the CPU percent of a session whose processes used cpu in all

@@ -109,7 +109,6 @@ func (c *Core) withResources(ctx context.Context, ss []api.Session, o resources.
 		targets = append(targets, t)
 	}
 	for id, r := range c.acct.sampler.Sample(ctx, targets, o) {
-		r := r
 		ss[at[id]].Resources = &r
 	}
 }
