@@ -3,8 +3,10 @@
 package proc
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -92,23 +94,80 @@ func TestTableReader(t *testing.T) {
 		if !ok || !ok2 || first.Start != again.Start || !again.Usage {
 			t.Fatalf("max %d: the sleep read %+v then %+v", max, first, again)
 		}
-		if _, kept := r.fds[pid]; kept != (max == 0) {
-			t.Errorf("max %d: the sleep's descriptor kept: %v", max, kept)
+		if kp, known := r.procs[pid]; !known || (kp.fd >= 0) != (max == 0) {
+			t.Errorf("max %d: the sleep's descriptor kept: %+v", max, kp)
 		}
 		cmd.Process.Kill()
 		cmd.Wait()
 		if _, ok := find(); ok {
 			t.Errorf("max %d: a process that ended is still read", max)
 		}
-		if _, kept := r.fds[pid]; kept {
-			t.Errorf("max %d: the descriptor of a process that ended is kept", max)
+		if _, kept := r.procs[pid]; kept {
+			t.Errorf("max %d: a process that ended is kept", max)
 		}
-		if len(r.fds) > max && max > 0 {
-			t.Errorf("%d descriptors kept, at most %d allowed", len(r.fds), max)
+		if r.open > max && max > 0 {
+			t.Errorf("%d descriptors kept, at most %d allowed", r.open, max)
 		}
 		r.Close()
-		if len(r.fds) != 0 {
-			t.Errorf("Close left %d descriptors", len(r.fds))
+		if r.open != 0 || len(r.procs) != 0 {
+			t.Errorf("Close left %d descriptors", r.open)
 		}
 	}
+}
+
+// Shape reads only what it has not read before (or what lost its parent),
+// Refresh what it is asked to: a spinning process's CPU time grows through
+// Refresh, stays as it was through Shape alone; a process whose parent
+// ended is read again, with its new parent.
+func TestTableReaderShape(t *testing.T) {
+	t.Parallel()
+	r := NewTableReader(0)
+	defer r.Close()
+	// sh starts a spinner in the background and ends: the spinner's
+	// parent is gone, and it is reparented.
+	parent := exec.Command("sh", "-c", "sh -c 'while :; do :; done' & echo $!; sleep 1")
+	out, err := parent.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := parent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var spinner int
+	if _, err := fmt.Fscan(out, &spinner); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(spinner, syscall.SIGKILL) })
+	row := func(table []Info) Info {
+		info, ok := NewIndex(table).Lookup(spinner)
+		if !ok {
+			t.Fatalf("the spinner %d is not in the table", spinner)
+		}
+		return info
+	}
+	first := row(must(r.Table()))
+	if first.PPID != parent.Process.Pid {
+		t.Fatalf("the spinner's parent is %d, want %d", first.PPID, parent.Process.Pid)
+	}
+	time.Sleep(300 * time.Millisecond)
+	shaped := row(must(r.Shape()))
+	if shaped.CPU != first.CPU {
+		t.Errorf("Shape read the spinner again (cpu %s, then %s): nothing asked it to", first.CPU, shaped.CPU)
+	}
+	fresh := r.Refresh([]Info{shaped})
+	if len(fresh) != 1 || fresh[0].CPU <= first.CPU {
+		t.Errorf("Refresh gave %+v; want the spinner with more CPU than %s", fresh, first.CPU)
+	}
+	parent.Wait()
+	reparented := row(must(r.Shape()))
+	if reparented.PPID == parent.Process.Pid {
+		t.Errorf("after its parent ended, Shape still gives the spinner's parent as %d", reparented.PPID)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

@@ -45,15 +45,28 @@ func (s *Sampler) read(ctx context.Context, targets []Target, o Options) []*figu
 			continue
 		}
 		if ix == nil {
+			// Held until the members are read again: Refresh reads in the
+			// pass of this Shape.
 			s.tableMu.Lock()
-			table, err := s.table.Table()
-			s.tableMu.Unlock()
+			defer s.tableMu.Unlock()
+			table, err := s.table.Shape()
 			if err != nil {
 				return out
 			}
 			ix = proc.NewIndex(table)
 		}
-		out[i] = sumProcesses(t.Members(ix), buf, o)
+		out[i] = sumProcesses(live(s.table.Refresh(t.Members(ix))), buf, o)
+	}
+	return out
+}
+
+// live leaves out the zombies of ps (ended, not yet waited for).
+func live(ps []proc.Info) []proc.Info {
+	out := ps[:0]
+	for _, p := range ps {
+		if !p.Zombie {
+			out = append(out, p)
+		}
 	}
 	return out
 }
