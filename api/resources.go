@@ -3,8 +3,9 @@ package api
 import "time"
 
 // Resources is what a session costs the machine, sampled when asked: from
-// the session's cgroup where it has one, else summed over its processes.
-// A nil field is unknown. A session that ended has only its peak memory.
+// the session's cgroup where it has one, else summed over its processes
+// (its monitor among them, as a cgroup holds it too). A nil field is
+// unknown. A session that ended has only its peak memory.
 type Resources struct {
 	// SampledAt is when the figures were read; zero for an ended session.
 	SampledAt time.Time `json:"sampled_at,omitzero"`
