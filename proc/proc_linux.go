@@ -34,8 +34,10 @@ func parseStat(pid int, b []byte, boot time.Time) (Info, error) {
 	if end < 0 || end+2 >= len(b) {
 		return Info{}, fmt.Errorf("parse /proc/%d/stat: no command field", pid)
 	}
-	f := bytes.Fields(b[end+2:])
-	// f[0] is field 3 (state); starttime is field 22.
+	// Split into a fixed array: no allocation for a row read thousands
+	// of times a refresh. f[0] is field 3 (state); starttime is field 22.
+	var fa [22][]byte
+	f := splitFields(b[end+2:], fa[:0])
 	if len(f) < 20 {
 		return Info{}, fmt.Errorf("parse /proc/%d/stat: %d fields", pid, len(f))
 	}
@@ -67,6 +69,23 @@ func parseStat(pid int, b []byte, boot time.Time) (Info, error) {
 		info.Usage = true
 	}
 	return info, nil
+}
+
+// splitFields appends to f the space-separated fields of b, up to f's
+// capacity.
+func splitFields(b []byte, f [][]byte) [][]byte {
+	start := -1
+	for i := 0; i <= len(b) && len(f) < cap(f); i++ {
+		space := i == len(b) || b[i] == ' ' || b[i] == '\n'
+		switch {
+		case space && start >= 0:
+			f = append(f, b[start:i])
+			start = -1
+		case !space && start < 0:
+			start = i
+		}
+	}
+	return f
 }
 
 func table() ([]Info, error) {
