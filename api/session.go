@@ -109,6 +109,9 @@ type Session struct {
 	// Title is the window title the program last set (OSC 0/2), as seen by
 	// the session's monitor.
 	Title string `json:"title,omitempty"`
+	// Resources is what the session costs the machine (a session this
+	// service started): in status, and in a list that asks for it.
+	Resources *Resources `json:"resources,omitempty"`
 
 	Labels map[string]string `json:"labels,omitempty"`
 	// EnvSet names the variables the session was given with --env; a
@@ -163,6 +166,9 @@ const HeaderListCount = "Agentctl-List-Count"
 type SessionList struct {
 	Sessions []Session `json:"sessions"`
 	Warnings []string  `json:"warnings,omitempty"`
+	// Machine is the host's load and memory, in a list that asked for
+	// resources.
+	Machine *Machine `json:"machine,omitempty"`
 }
 
 // RunRequest asks the service to start a session.
@@ -373,6 +379,9 @@ type ListOptions struct {
 	Since time.Duration
 	// Waiting keeps only waiting sessions, longest waiting first.
 	Waiting bool
+	// Resources samples what each running session this service started
+	// costs (Session.Resources), and the machine's load and memory.
+	Resources bool
 }
 
 // Query encodes o as URL query parameters.
@@ -399,12 +408,15 @@ func (o ListOptions) Query() url.Values {
 	if o.Waiting {
 		q.Set("waiting", "1")
 	}
+	if o.Resources {
+		q.Set("resources", "1")
+	}
 	return q
 }
 
 // ParseListOptions decodes what Query encodes.
 func ParseListOptions(q url.Values) (ListOptions, error) {
-	o := ListOptions{All: q.Get("all") == "1", Status: q.Get("status"), Adapter: q.Get("adapter"), Group: q.Get("group"), Labels: q["label"], Waiting: q.Get("waiting") == "1"}
+	o := ListOptions{All: q.Get("all") == "1", Status: q.Get("status"), Adapter: q.Get("adapter"), Group: q.Get("group"), Labels: q["label"], Waiting: q.Get("waiting") == "1", Resources: q.Get("resources") == "1"}
 	if v := q.Get("since"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil {

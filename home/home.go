@@ -73,6 +73,10 @@ const (
 	CgroupFile = "cgroup.json"
 )
 
+// PeakFile keeps the highest memory the service saw a session use, so the
+// peak outlives the session and the service.
+const PeakFile = "resources.json"
+
 // SessionEnv names the variable every session's processes carry: the
 // session's id. It marks what belongs to a session after the process tree
 // no longer says (a child that called setsid and outlived its parent).

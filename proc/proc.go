@@ -34,6 +34,15 @@ type Info struct {
 	// Stopped: the process is stopped by a signal (SIGSTOP, SIGTSTP) or a
 	// tracer, and will do nothing until it is continued.
 	Stopped bool
+	// CPU is the processor time the process used, with what its children
+	// that it waited for used (so a tree's sum does not drop when a child
+	// ends and is reaped inside it). RSS is its resident memory in bytes,
+	// Threads its tasks. They are read with the rest of the row, where the
+	// system gives them (Linux); Usage says they were.
+	CPU     time.Duration
+	RSS     uint64
+	Threads int
+	Usage   bool
 }
 
 // Lookup reads the identity of the live process pid.
@@ -71,6 +80,11 @@ func DescendantsExcept(t []Info, root int, skip func(Info) bool) []Info {
 	for _, p := range t {
 		children[p.PPID] = append(children[p.PPID], p)
 	}
+	return walk(children, root, skip)
+}
+
+// walk lists what descends from root through children, breadth first.
+func walk(children map[int][]Info, root int, skip func(Info) bool) []Info {
 	var out []Info
 	queue := []int{root}
 	seen := map[int]bool{root: true}
@@ -87,4 +101,50 @@ func DescendantsExcept(t []Info, root int, skip func(Info) bool) []Info {
 		}
 	}
 	return out
+}
+
+// Index is one process table indexed for many questions: the walks of
+// hundreds of sessions over one table cost one pass to build it, not one
+// pass each.
+type Index struct {
+	table    []Info
+	children map[int][]Info
+	byPID    map[int]int
+	// groups holds each process under its process group and, when
+	// different, under its session.
+	groups map[int][]Info
+}
+
+// NewIndex indexes t.
+func NewIndex(t []Info) *Index {
+	ix := &Index{table: t, children: make(map[int][]Info, len(t)), byPID: make(map[int]int, len(t)), groups: make(map[int][]Info, len(t)/2)}
+	for i, p := range t {
+		ix.children[p.PPID] = append(ix.children[p.PPID], p)
+		ix.byPID[p.PID] = i
+		ix.groups[p.PGID] = append(ix.groups[p.PGID], p)
+		if p.SID != p.PGID {
+			ix.groups[p.SID] = append(ix.groups[p.SID], p)
+		}
+	}
+	return ix
+}
+
+// Table is the table indexed.
+func (ix *Index) Table() []Info { return ix.table }
+
+// Lookup is the row of pid, if the table has one.
+func (ix *Index) Lookup(pid int) (Info, bool) {
+	i, ok := ix.byPID[pid]
+	if !ok {
+		return Info{}, false
+	}
+	return ix.table[i], true
+}
+
+// InGroup lists the processes whose process group or session is id.
+func (ix *Index) InGroup(id int) []Info { return ix.groups[id] }
+
+// DescendantsExcept is DescendantsExcept over the indexed table.
+func (ix *Index) DescendantsExcept(root int, skip func(Info) bool) []Info {
+	return walk(ix.children, root, skip)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/agentctl/agentctl/home"
 	"github.com/agentctl/agentctl/internal/text"
 	"github.com/agentctl/agentctl/proc"
+	"github.com/agentctl/agentctl/resources"
 	"github.com/agentctl/agentctl/spawn"
 )
 
@@ -112,6 +113,8 @@ type base struct {
 	moves *transitions
 	// mons tells a running session's monitor by its pid (principal).
 	mons monitorIndex
+	// acct samples what running sessions cost.
+	acct *accounting
 
 	// ctx bounds background work (learning native ids); wg waits for it.
 	ctx context.Context
@@ -144,6 +147,7 @@ func New(ctx context.Context, opts Options) *Core {
 		records:  newRecords(opts.Home),
 		disc:     newDiscovery(opts.Adapters.All(), opts.DiscoveryTimeout),
 		moves:    newTransitions(),
+		acct:     newAccounting(),
 		ctx:      ctx,
 	}
 	b.disc.observe = opts.ObserveDiscovery
@@ -174,7 +178,7 @@ func (c *reader) LaunchedIDs() ([]string, error) { return c.records.ids() }
 func (c *reader) AllLaunched() ([]api.Session, []string, error) { return c.records.all() }
 
 // Forget drops a removed session from what the core keeps.
-func (c *Core) Forget(id string) { c.records.forget(id); c.moves.forget(id) }
+func (c *Core) Forget(id string) { c.records.forget(id); c.moves.forget(id); c.acct.forget(id) }
 
 // List is the merged view, narrowed and ordered oldest first. It changes
 // nothing: what it saw of running sessions is offered to the transitions
@@ -219,7 +223,14 @@ func (c *reader) List(ctx context.Context, o api.ListOptions) (api.SessionList, 
 	if o.Waiting {
 		sortByWaiting(kept)
 	}
-	return api.SessionList{Sessions: kept, Warnings: warnings}, nil
+	list := api.SessionList{Sessions: kept, Warnings: warnings}
+	if o.Resources {
+		c.withResources(ctx, kept, resources.Options{}, false)
+		if m, err := resources.ReadMachine(); err == nil {
+			list.Machine = &m
+		}
+	}
+	return list, nil
 }
 
 // lookAtRunning is the transitions detector's own look at the view: the
@@ -314,6 +325,17 @@ func launchPins(launched []api.Session) map[string]map[int]string {
 // Get resolves an id or unique prefix to the merged session object, with
 // the warnings of the adapters it asked.
 func (c *reader) Get(ctx context.Context, prefix string) (api.Session, error) {
+	sess, err := c.get(ctx, prefix)
+	if err != nil {
+		return api.Session{}, err
+	}
+	one := []api.Session{sess}
+	c.withResources(ctx, one, resources.Options{IO: true}, true)
+	return one[0], nil
+}
+
+// get is Get without what the session costs.
+func (c *reader) get(ctx context.Context, prefix string) (api.Session, error) {
 	sess, warnings, err := c.lookup(ctx, prefix)
 	if err != nil {
 		return api.Session{}, err
@@ -336,6 +358,11 @@ func (c *reader) knownIDs() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	return c.knownIDsOf(launched), nil
+}
+
+// knownIDsOf is knownIDs for the launched sessions at hand.
+func (c *reader) knownIDsOf(launched []api.Session) []string {
 	ids := make([]string, 0, len(launched))
 	claimed := make(map[string]bool, len(launched))
 	for _, s := range launched {
@@ -344,7 +371,7 @@ func (c *reader) knownIDs() ([]string, error) {
 			claimed[s.NativeID] = true
 		}
 	}
-	return c.disc.knownIDs(ids, claimed), nil
+	return c.disc.knownIDs(ids, claimed)
 }
 
 // lookup resolves an id or unique prefix to the merged session object and

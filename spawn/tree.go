@@ -39,12 +39,14 @@ type Tree struct {
 // session id come from a record on disk, so they are trusted only while
 // they are the leader's: a live process with the leader's pid and another
 // start stamp means the id now names someone else's group.
-func (t Tree) Members(table []proc.Info) []proc.Info {
+func (t Tree) Members(table []proc.Info) []proc.Info { return t.MembersIn(proc.NewIndex(table)) }
+
+// MembersIn is Members over an indexed table: the sessions of one query
+// share one index.
+func (t Tree) MembersIn(ix *proc.Index) []proc.Info {
 	trustGroup := t.PGID > 0
-	for _, p := range table {
-		if p.PID == t.PGID && t.Leader.Start != 0 && p.Start != t.Leader.Start {
-			trustGroup = false
-		}
+	if p, ok := ix.Lookup(t.PGID); ok && t.Leader.Start != 0 && p.Start != t.Leader.Start {
+		trustGroup = false
 	}
 	// A spared process is left out with what the walks find below it.
 	spare := func(p proc.Info) bool { return t.Spare != nil && t.Spare(p) }
@@ -59,31 +61,28 @@ func (t Tree) Members(table []proc.Info) []proc.Info {
 		out = append(out, p)
 	}
 	if t.Root > 0 {
-		for _, p := range proc.DescendantsExcept(table, t.Root, spare) {
+		for _, p := range ix.DescendantsExcept(t.Root, spare) {
 			add(p)
 		}
 	}
 	if trustGroup {
-		var inGroup []proc.Info
-		for _, p := range table {
-			if p.PGID == t.PGID || p.SID == t.PGID {
-				inGroup = append(inGroup, p)
-				add(p)
-			}
+		inGroup := ix.InGroup(t.PGID)
+		for _, p := range inGroup {
+			add(p)
 		}
 		// Their descendants too: a tool that called setsid is in neither.
 		for _, p := range inGroup {
-			for _, d := range proc.DescendantsExcept(table, p.PID, spare) {
+			for _, d := range ix.DescendantsExcept(p.PID, spare) {
 				add(d)
 			}
 		}
 	}
 	if t.ID != "" {
 		mine := map[int]bool{}
-		for _, d := range proc.Descendants(table, self) {
+		for _, d := range ix.DescendantsExcept(self, nil) {
 			mine[d.PID] = true
 		}
-		for _, p := range table {
+		for _, p := range ix.Table() {
 			// Only a process started after the agent can be the session's;
 			// reading every process's environment is the costly part.
 			if !seen[p.PID] && !mine[p.PID] && !p.Zombie && (t.Leader.Start == 0 || p.Start >= t.Leader.Start) &&

@@ -82,6 +82,8 @@ type ops struct {
 type launchedSessions interface {
 	AllLaunched() ([]api.Session, []string, error)
 	Process(id string) (proc.Identity, error)
+	// Resources samples what the running sessions cost (metrics).
+	Resources(ctx context.Context) []api.SessionStats
 }
 
 // loadConfig is the service's configuration: config.json under home, then
@@ -125,6 +127,7 @@ func newOps(ctx context.Context, h home.Home, log *slog.Logger, version string, 
 		Fuses:         func() int { return o.fuses.Count() },
 		EventsDropped: o.bus.Dropped,
 		Waiting:       o.waitingCounts,
+		Resources:     o.sessionResources,
 	})
 	o.desktop = openDesktop(o.cfg.Notify, log)
 	o.webhooks = webhook.New(webhook.Options{
@@ -584,6 +587,19 @@ func (o *ops) sessionCounts() []metrics.SessionCount {
 	out := make([]metrics.SessionCount, 0, len(counts))
 	for k, n := range counts {
 		out = append(out, metrics.SessionCount{Adapter: k.adapter, Status: k.status, Count: n})
+	}
+	return out
+}
+
+// sessionResources is what each running session costs, for the metrics.
+func (o *ops) sessionResources() []metrics.SessionResources {
+	if o.sessions == nil {
+		return nil
+	}
+	rows := o.sessions.Resources(o.ctx)
+	out := make([]metrics.SessionResources, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, metrics.SessionResources{ID: r.ID, Adapter: r.Adapter, Resources: *r.Resources})
 	}
 	return out
 }

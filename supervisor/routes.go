@@ -45,6 +45,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /v1/sessions/{id}/stop", s.handleStop)
 	mux.HandleFunc("POST /v1/sessions/{id}/input", s.handleInput)
 	mux.HandleFunc("POST /v1/prune", s.handlePrune)
+	mux.HandleFunc("GET /v1/stats", s.handleStats)
 	s.opsRoutes(mux)
 	s.lifecycleRoutes(mux)
 	s.attentionRoutes(mux)
@@ -312,6 +313,10 @@ func writeList(w http.ResponseWriter, list api.SessionList) {
 	if len(list.Warnings) > 0 {
 		bw.WriteString(`,"warnings":`)
 		enc.Encode(list.Warnings)
+	}
+	if list.Machine != nil {
+		bw.WriteString(`,"machine":`)
+		enc.Encode(list.Machine)
 	}
 	bw.WriteString("}\n")
 	bw.Flush()

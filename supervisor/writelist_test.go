@@ -25,6 +25,9 @@ func TestWriteListReadsBackAsWriteJSON(t *testing.T) {
 			{ID: "a1", Adapter: "claude", Status: api.StatusRunning, CreatedAt: now, TokensIn: &in, Prompt: "<b>html</b> & \u2028"},
 			{ID: "b2", Adapter: "codex", Status: api.StatusExited, CreatedAt: now.Add(time.Second)},
 		}, Warnings: []string{"w"}}},
+		{"resources and the machine", api.SessionList{Sessions: []api.Session{
+			{ID: "c3", Adapter: "exec", Status: api.StatusRunning, CreatedAt: now, Resources: &api.Resources{Source: "processes", SampledAt: now, MemoryBytes: new(uint64)}},
+		}, Machine: &api.Machine{CPUs: 2, Load1: 0.5, MemTotalBytes: 1 << 30, MemAvailableBytes: 1 << 29}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			whole, streamed := httptest.NewRecorder(), httptest.NewRecorder()

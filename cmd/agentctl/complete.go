@@ -26,7 +26,7 @@ func idCommandOf(name string) (idCommand, bool) {
 		return idCommand{}, true
 	case "attach", "send", "approve", "deny", "answer":
 		return idCommand{runningOnly: true}, true
-	case "rm", "restart", "wait", "logs":
+	case "rm", "restart", "wait", "logs", "stats":
 		return idCommand{many: true}, true
 	case "stop", "kill":
 		return idCommand{many: true, runningOnly: true}, true

@@ -31,6 +31,7 @@ var commandHelp = map[string]struct{ group, example string }{
   agentctl run -it -- bash`},
 	"list":    {"sessions", ""},
 	"top":     {"sessions", "  agentctl top\n  agentctl top --hosts all"},
+	"stats":   {"sessions", ""},
 	"status":  {"sessions", "  agentctl status web\n  agentctl status k3x9 --json\n  agentctl status --why k3x9"},
 	"explain": {"sessions", ""},
 	"inspect": {"sessions", ""},

@@ -73,7 +73,7 @@ func TestErrorsNameTheCommandOnce(t *testing.T) {
 func TestSuggestFor(t *testing.T) {
 	t.Parallel()
 	root := newRootCmd(testCLI(t))
-	for typed, want := range map[string]string{"lsit": "list", "stpo": "stop", "rmm": "rm", "stat": "status", "bogus": "", "x": ""} {
+	for typed, want := range map[string]string{"lsit": "list", "stpo": "stop", "rmm": "rm", "stat": "stats,status", "sttas": "stats", "bogus": "", "x": ""} {
 		got := strings.Join(suggestFor(root, typed), ",")
 		if got != want {
 			t.Errorf("suggestFor(%q) = %q, want %q", typed, got, want)

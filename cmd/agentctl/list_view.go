@@ -112,6 +112,12 @@ func sessionColumns(now time.Time, wide bool) []column {
 		{head: "STATUS", cell: statusText},
 		{head: "ACTIVITY", cell: activityText},
 		{head: "PID", cell: func(s *api.Session) string { return pidText(s.PID) }, wideOnly: true},
+		{head: "CPU%", cell: func(s *api.Session) string {
+			return resourceCell(s, func(r *api.Resources) string { return text.Percent(r.CPUPercent) })
+		}, wideOnly: true},
+		{head: "MEM", cell: func(s *api.Session) string {
+			return resourceCell(s, func(r *api.Resources) string { return text.Size(r.MemoryBytes) })
+		}, wideOnly: true},
 		{head: "AGE", cell: func(s *api.Session) string { return ago(now, s.CreatedAt) }},
 		{head: "LAST", cell: func(s *api.Session) string { return ago(now, s.ActiveAt()) }},
 		{head: "MODEL", cell: func(s *api.Session) string { return text.Clean(s.Model) }},
@@ -122,6 +128,14 @@ func sessionColumns(now time.Time, wide bool) []column {
 		{head: "CWD", cell: func(s *api.Session) string { return text.Clean(tildePath(s.Cwd, homeDir)) }, flex: true, cut: cutLeft},
 		{head: "NAME/PROMPT", cell: func(s *api.Session) string { return text.Clean(oneLine(label(s), promptRunes)) }, flex: true, cut: cutRight},
 	}
+}
+
+// resourceCell is one figure of what a running session costs.
+func resourceCell(s *api.Session, figure func(*api.Resources) string) string {
+	if s.Resources == nil || s.Status != api.StatusRunning {
+		return ""
+	}
+	return figure(s.Resources)
 }
 
 // labelsText is a session's labels, K=V, sorted, comma-separated.

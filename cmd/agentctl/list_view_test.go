@@ -13,9 +13,11 @@ import (
 func TestSessionTableFitsTheWidth(t *testing.T) {
 	t.Parallel()
 	now := time.Now()
+	pct, mem := 87.5, uint64(612<<20)
 	sessions := []api.Session{
 		{ID: "k3x9abcdefghjkmn01m88g26q1", Handle: "k3x9", Adapter: "exec", Status: api.StatusRunning, CreatedAt: now,
-			Cwd: "/very/long/path/to/a/project/that/goes/on/and/on/src", Command: []string{"sh", "-c", strings.Repeat("a long command ", 20)}},
+			Cwd: "/very/long/path/to/a/project/that/goes/on/and/on/src", Command: []string{"sh", "-c", strings.Repeat("a long command ", 20)},
+			Resources: &api.Resources{CPUPercent: &pct, MemoryBytes: &mem}},
 		{ID: "q7rmabcdefghjkmn01m88g26q1", Handle: "q7rm", Adapter: "claude", Status: api.StatusRunning, CreatedAt: now,
 			Cwd: "/srv", Name: "review-bot", Model: "opus"},
 	}
@@ -26,8 +28,8 @@ func TestSessionTableFitsTheWidth(t *testing.T) {
 		want    []string
 		notWant []string
 	}{
-		{"wide has it all", 0, true, []string{"k3x9abcdefghjkmn01m88g26q1", "PID", "/very/long/path/to/a/project/that/goes/on/and/on/src"}, nil},
-		{"no limit off a terminal", 0, false, []string{"/very/long/path/to/a/project/that/goes/on/and/on/src", "MODEL"}, []string{"PID", "TOKENS", "COST", "GROUP", "k3x9a"}},
+		{"wide has it all", 0, true, []string{"k3x9abcdefghjkmn01m88g26q1", "PID", "/very/long/path/to/a/project/that/goes/on/and/on/src", "CPU%", "87.5%", "MEM", "612MiB"}, nil},
+		{"no limit off a terminal", 0, false, []string{"/very/long/path/to/a/project/that/goes/on/and/on/src", "MODEL"}, []string{"PID", "TOKENS", "COST", "GROUP", "k3x9a", "CPU%", "612MiB"}},
 		{"120 columns", 120, false, []string{"k3x9", "review-bot", "…"}, []string{"k3x9a"}},
 		{"80 columns", 80, false, []string{"k3x9", "review-bot"}, nil},
 		{"60 columns drops the cwd", 60, false, []string{"k3x9", "NAME/PROMPT"}, []string{"CWD"}},

@@ -57,7 +57,7 @@ HOST/ID handles; see 'agentctl host --help'.`,
 		return usageError{fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())}
 	})
 	root.AddCommand(
-		newRunCmd(cli), newLaunchCmd(cli), newListCmd(cli), newTopCmd(cli), newStatusCmd(cli), newInspectCmd(cli), newWaitCmd(cli), newLogsCmd(cli),
+		newRunCmd(cli), newLaunchCmd(cli), newListCmd(cli), newTopCmd(cli), newStatsCmd(cli), newStatusCmd(cli), newInspectCmd(cli), newWaitCmd(cli), newLogsCmd(cli),
 		newPeekCmd(cli), newExplainCmd(cli), newStopCmd(cli), newKillCmd(cli), newRenameCmd(cli), newAttachCmd(cli), newSendCmd(cli), newResumeCmd(cli),
 		newPruneCmd(cli), newRmCmd(cli), newRestartCmd(cli), newDaemonCmd(cli), newShimCmd(cli), newPodSessionCmd(cli),
 		newGroupCmd(cli), newWorktreeCmd(cli),

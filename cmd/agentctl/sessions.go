@@ -70,6 +70,8 @@ not answer within 10s is a warning naming it, and the sessions it had running
 			if err := checkStatus(o.Status); err != nil {
 				return err
 			}
+			// The wide table has the CPU and memory of running sessions.
+			o.Resources = out.format == "wide"
 			hs, several, err := cli.targetHosts(hostList)
 			if err != nil {
 				return err
@@ -371,6 +373,7 @@ func printSession(w io.Writer, s api.Session) {
 		row("oom", "yes: the kernel's OOM killer ended a process of it (its memory limit)")
 	}
 	row("limits", limitsText(s.Limits))
+	printResources(row, s.Resources)
 	row("cwd", s.Cwd)
 	row("command", strings.Join(s.Command, " "))
 	row("group", s.Group)
@@ -400,6 +403,42 @@ func printSession(w io.Writer, s api.Session) {
 		row("warning", wn)
 	}
 	tw.Flush()
+}
+
+// printResources adds what a session costs to status: CPU, memory and
+// tasks of a running session, the peak memory of an ended one.
+func printResources(row func(k, v string), r *api.Resources) {
+	if r == nil {
+		return
+	}
+	if r.CPUPercent != nil || r.CPUSeconds != nil {
+		cpu := text.Percent(r.CPUPercent)
+		if r.CPUPercent != nil && r.CPUWindowS > 0 {
+			cpu += fmt.Sprintf(" over %s", text.Seconds(&r.CPUWindowS))
+		}
+		if r.CPUSeconds != nil {
+			cpu = strings.TrimPrefix(cpu+", "+text.Seconds(r.CPUSeconds)+" in all", ", ")
+		}
+		row("cpu", cpu)
+	}
+	mem := text.Size(r.MemoryBytes)
+	if r.MemoryPeakBytes != nil {
+		mem = strings.TrimPrefix(mem+", peak "+text.Size(r.MemoryPeakBytes), ", ")
+	}
+	row("memory", mem)
+	if r.PIDs != nil {
+		tasks := fmt.Sprintf("%d", *r.PIDs)
+		if r.Processes != nil {
+			tasks += fmt.Sprintf(" (%d processes)", *r.Processes)
+		}
+		row("pids", tasks)
+	}
+	if r.IOReadBytes != nil || r.IOWriteBytes != nil {
+		row("block i/o", dash(text.Size(r.IOReadBytes))+" read, "+dash(text.Size(r.IOWriteBytes))+" written")
+	}
+	if r.Source != "" && (r.MemoryBytes != nil || r.CPUSeconds != nil) {
+		row("measured", "from the session's "+map[string]string{"cgroup": "cgroup", "processes": "processes, added up"}[r.Source])
+	}
 }
 
 // screenLines is the terminal's height less a line; off a terminal (a

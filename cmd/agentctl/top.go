@@ -22,8 +22,8 @@ func newTopCmd(cli *cli) *cobra.Command {
 		Short: "A live, full-screen view of every session",
 		Long: `A live view of every session: one row per session (sessions waiting for a
 person first, then running ones, then those that ended), the status and
-activity the service derives, age and last activity, model, tokens, cost,
-directory and group; a detail pane with the selected session's output,
+activity the service derives, CPU and memory, age and last activity, model,
+tokens, cost, directory and group; a detail pane with the selected session's output,
 followed live, or its last messages; and the actions: enter attaches (Ctrl-] comes
 back), s stops (after y/n), r resumes with a message, i sends a line, l opens
 the whole log in a pager, / filters, g groups, a shows ended sessions, ?
@@ -32,7 +32,8 @@ lists every key, q quits.
 It reads one snapshot, then follows the service's event stream over one
 connection, and reconnects by itself when the service restarts. The whole
 list is read again every --refresh for what changes without an event
-(tokens, cost, last activity). Colours follow the terminal; NO_COLOR turns
+(tokens, cost, last activity, CPU and memory; the second line is the
+machine's load and memory and what the running sessions take). Colours follow the terminal; NO_COLOR turns
 them off (every state is also spelt out).
 
 --hosts all (or -H a,b,local) shows the sessions of several hosts in one
@@ -68,7 +69,7 @@ the sessions it had running when last seen show as unknown.`,
 				return err
 			}
 			o.Exe = exe
-			o.List = api.ListOptions{All: true, Since: since}
+			o.List = api.ListOptions{All: true, Since: since, Resources: true}
 			o.Colour = cli.getenv("NO_COLOR") == "" && cli.getenv("TERM") != "dumb"
 			o.Home, _ = os.UserHomeDir()
 			if !term.IsTerminal(fdOf(cli.out)) || !term.IsTerminal(fdOf(cli.in)) {

@@ -97,29 +97,7 @@ func watchList(ctx context.Context, cli *cli, c watchSource, o api.ListOptions, 
 			_, err := out.Write(b.Bytes())
 			return err
 		}
-		// In place: home the cursor, write each line cut to the screen
-		// (a wrapped or scrolled line would break the redraw) and clear
-		// what it writes over, then everything below the table.
-		width, height := 0, 0
-		if f, ok := out.(*os.File); ok {
-			width, height, _ = term.GetSize(int(f.Fd()))
-		}
-		lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
-		if height > 1 && len(lines) > height-1 {
-			more := len(lines) - (height - 2)
-			lines = append(lines[:height-2], fmt.Sprintf("… %d more (a larger terminal shows them)", more))
-		}
-		var s bytes.Buffer
-		s.WriteString("\x1b[H")
-		for _, l := range lines {
-			if width > 0 {
-				l = ansi.Truncate(l, width, "")
-			}
-			s.WriteString(l + "\x1b[K\n")
-		}
-		s.WriteString("\x1b[J")
-		_, err = out.Write(s.Bytes())
-		return err
+		return redraw(out, b.String())
 	}
 	if tty {
 		fmt.Fprint(out, "\x1b[H\x1b[2J")
@@ -148,4 +126,31 @@ func watchList(ctx context.Context, cli *cli, c watchSource, o api.ListOptions, 
 			cli.warn("%v", err)
 		}
 	}
+}
+
+// redraw draws text over the screen out is, in place: it homes the cursor,
+// writes each line cut to the screen's width (a wrapped or scrolled line
+// would break the redraw) and clears what it writes over, then everything
+// below. Lines past the screen's height are counted on its last line.
+func redraw(out io.Writer, text string) error {
+	width, height := 0, 0
+	if f, ok := out.(*os.File); ok {
+		width, height, _ = term.GetSize(int(f.Fd()))
+	}
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	if height > 1 && len(lines) > height-1 {
+		more := len(lines) - (height - 2)
+		lines = append(lines[:height-2], fmt.Sprintf("… %d more (a larger terminal shows them)", more))
+	}
+	var s bytes.Buffer
+	s.WriteString("\x1b[H")
+	for _, l := range lines {
+		if width > 0 {
+			l = ansi.Truncate(l, width, "")
+		}
+		s.WriteString(l + "\x1b[K\n")
+	}
+	s.WriteString("\x1b[J")
+	_, err := out.Write(s.Bytes())
+	return err
 }

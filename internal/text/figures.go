@@ -86,3 +86,52 @@ func ParseBytes(s string) (int64, error) {
 	}
 	return int64(v), nil
 }
+
+// Size is a measured amount of memory or I/O, to three figures in its
+// largest binary unit (812KiB, 104.5MiB, 1.21GiB); "" when not known.
+func Size(p *uint64) string {
+	if p == nil {
+		return ""
+	}
+	n := float64(*p)
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
+	i := 0
+	for n >= 1024 && i < len(units)-1 {
+		n /= 1024
+		i++
+	}
+	switch {
+	case i == 0:
+		return fmt.Sprintf("%dB", *p)
+	case n >= 100:
+		return fmt.Sprintf("%.0f%s", n, units[i])
+	case n >= 10:
+		return fmt.Sprintf("%.1f%s", n, units[i])
+	}
+	return fmt.Sprintf("%.2f%s", n, units[i])
+}
+
+// Percent is a CPU percent to a tenth (of one core: 200% is two busy);
+// "" when not known.
+func Percent(p *float64) string {
+	if p == nil {
+		return ""
+	}
+	return fmt.Sprintf("%.1f%%", *p)
+}
+
+// Seconds is an amount of processor time: 12.3s, 4m05s, 2h03m; "" when
+// not known.
+func Seconds(p *float64) string {
+	if p == nil {
+		return ""
+	}
+	d := time.Duration(*p * float64(time.Second))
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}

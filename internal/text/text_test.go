@@ -53,7 +53,22 @@ func TestFigures(t *testing.T) {
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	i := func(v int64) *int64 { return &v }
 	c := 1.234
+	u := func(v uint64) *uint64 { return &v }
+	f := func(v float64) *float64 { return &v }
 	for _, tc := range []struct{ got, want string }{
+		{Size(nil), ""},
+		{Size(u(512)), "512B"},
+		{Size(u(812 << 10)), "812KiB"},
+		{Size(u(104857600 + 524288)), "100MiB"},
+		{Size(u(15 << 20)), "15.0MiB"},
+		{Size(u(1300 << 20)), "1.27GiB"},
+		{Percent(nil), ""},
+		{Percent(f(99.96)), "100.0%"},
+		{Percent(f(0)), "0.0%"},
+		{Seconds(nil), ""},
+		{Seconds(f(12.34)), "12.3s"},
+		{Seconds(f(245)), "4m05s"},
+		{Seconds(f(7380)), "2h03m"},
 		{Ago(now, time.Time{}), ""},
 		{Ago(now, now.Add(time.Second)), "0s"},
 		{Ago(now, now.Add(-45*time.Second)), "45s"},

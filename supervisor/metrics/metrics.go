@@ -43,7 +43,20 @@ type Sources struct {
 	// Waiting counts running sessions waiting for a person, by what they
 	// wait for ("permission", "question", "input").
 	Waiting func() map[string]int
+	// Resources is what each running session costs now.
+	Resources func() []SessionResources
 }
+
+// SessionResources is one running session's cost.
+type SessionResources struct {
+	ID, Adapter string
+	Resources   api.Resources
+}
+
+// MaxSessionSeries bounds the sessions the per-session families show (the
+// first by id), so a scrape's size stays bounded however many run;
+// agentctl_session_series_dropped counts the ones left out.
+const MaxSessionSeries = 1000
 
 // Metrics holds the series the service feeds. Each family keeps its own
 // lock, so a count never waits on a scrape of another family.
@@ -192,12 +205,48 @@ func stateFamilies(src Sources) []*family {
 		}
 		out = append(out, waiting)
 	}
+	if src.Resources != nil {
+		out = append(out, resourceFamilies(src.Resources())...)
+	}
 	if src.EventsDropped != nil {
 		f := newFamily("agentctl_events_dropped_total", "counter", "Events a subscriber's full buffer could not take (read back from the journal while it still holds them).", nil)
 		f.set(float64(src.EventsDropped()))
 		out = append(out, f)
 	}
 	return out
+}
+
+// resourceFamilies are the per-session gauges: CPU seconds, memory and
+// tasks, labelled with the session's id and adapter. Only running sessions
+// have series: an ended one's go with it.
+func resourceFamilies(rows []SessionResources) []*family {
+	slices.SortFunc(rows, func(a, b SessionResources) int { return strings.Compare(a.ID, b.ID) })
+	dropped := 0
+	if len(rows) > MaxSessionSeries {
+		dropped = len(rows) - MaxSessionSeries
+		rows = rows[:MaxSessionSeries]
+	}
+	cpu := newFamily("agentctl_session_cpu_seconds_total", "counter", "Processor time a running session's processes used, by session and adapter.", nil, "session", "adapter")
+	mem := newFamily("agentctl_session_memory_bytes", "gauge", "Memory a running session uses now (its cgroup's, or its processes' resident sets added up), by session and adapter.", nil, "session", "adapter")
+	peak := newFamily("agentctl_session_memory_peak_bytes", "gauge", "The most memory a running session was seen to use, by session and adapter.", nil, "session", "adapter")
+	tasks := newFamily("agentctl_session_pids", "gauge", "Tasks (threads included) of a running session, by session and adapter.", nil, "session", "adapter")
+	for _, r := range rows {
+		res := r.Resources
+		if res.CPUSeconds != nil {
+			cpu.set(*res.CPUSeconds, r.ID, r.Adapter)
+		}
+		if res.MemoryBytes != nil {
+			mem.set(float64(*res.MemoryBytes), r.ID, r.Adapter)
+		}
+		if res.MemoryPeakBytes != nil {
+			peak.set(float64(*res.MemoryPeakBytes), r.ID, r.Adapter)
+		}
+		if res.PIDs != nil {
+			tasks.set(float64(*res.PIDs), r.ID, r.Adapter)
+		}
+	}
+	return []*family{cpu, mem, peak, tasks,
+		gauge("agentctl_session_series_dropped", fmt.Sprintf("Running sessions left out of the per-session families (they show %d at most).", MaxSessionSeries), float64(dropped))}
 }
 
 // Handler serves /metrics in the Prometheus text format; other paths are

@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net"
@@ -242,5 +243,39 @@ func TestEndStatus(t *testing.T) {
 		if got := EndStatus(tt.status, tt.code); got != tt.want {
 			t.Errorf("EndStatus(%s) = %s, want %s", tt.status, got, tt.want)
 		}
+	}
+}
+
+// Each running session has its CPU, memory, peak and tasks with its id and
+// adapter; the number of sessions shown is bounded, and the rest counted.
+func TestSessionResources(t *testing.T) {
+	t.Parallel()
+	secs, mem, peak, tasks := 12.5, uint64(300<<20), uint64(400<<20), 7
+	rows := []SessionResources{
+		{ID: "s-one", Adapter: "claude", Resources: api.Resources{CPUSeconds: &secs, MemoryBytes: &mem, MemoryPeakBytes: &peak, PIDs: &tasks}},
+		{ID: "s-unknown", Adapter: "exec"}, // nothing known: no series
+	}
+	for i := range MaxSessionSeries {
+		rows = append(rows, SessionResources{ID: fmt.Sprintf("z-%04d", i), Adapter: "exec", Resources: api.Resources{MemoryBytes: &mem}})
+	}
+	fams, _ := scrape(t, New(Sources{Resources: func() []SessionResources { return rows }}))
+	one := map[string]string{"session": "s-one", "adapter": "claude"}
+	if v := value(t, fams, "agentctl_session_cpu_seconds_total", one).GetCounter().GetValue(); v != secs {
+		t.Errorf("cpu seconds %v, want %v", v, secs)
+	}
+	if v := value(t, fams, "agentctl_session_memory_bytes", one).GetGauge().GetValue(); v != float64(mem) {
+		t.Errorf("memory %v, want %v", v, mem)
+	}
+	if v := value(t, fams, "agentctl_session_memory_peak_bytes", one).GetGauge().GetValue(); v != float64(peak) {
+		t.Errorf("peak %v, want %v", v, peak)
+	}
+	if v := value(t, fams, "agentctl_session_pids", one).GetGauge().GetValue(); v != float64(tasks) {
+		t.Errorf("pids %v, want %v", v, tasks)
+	}
+	if n := len(fams["agentctl_session_memory_bytes"].GetMetric()); n != MaxSessionSeries-1 {
+		t.Errorf("%d memory series; want %d (the first %d sessions by id, one of which has no figure)", n, MaxSessionSeries-1, MaxSessionSeries)
+	}
+	if v := value(t, fams, "agentctl_session_series_dropped", nil).GetGauge().GetValue(); v != 2 {
+		t.Errorf("dropped %v, want 2", v)
 	}
 }

@@ -123,6 +123,9 @@ func Render(f Frame) string {
 	st := f.Styles
 	var top []string
 	top = append(top, st.Header.Render(fit(headerText(f), f.Width)))
+	if m := machineText(f); m != "" {
+		top = append(top, fit(m, f.Width))
+	}
 	for _, l := range []string{f.State.Link, f.State.ListErr} {
 		if l != "" {
 			top = append(top, st.Warn.Render(fit("! service: "+oneLine(l), f.Width)))
@@ -201,6 +204,23 @@ func headerText(f Frame) string {
 	return s
 }
 
+// machineText is the machine's load and memory and what the running
+// sessions take of them; "" when the service did not say.
+func machineText(f Frame) string {
+	m := f.State.Machine
+	if m == nil {
+		return ""
+	}
+	parts := []string{fmt.Sprintf("load %.2f %.2f %.2f (%d CPUs)", m.Load1, m.Load5, m.Load15, m.CPUs)}
+	if m.MemTotalBytes > 0 {
+		parts = append(parts, fmt.Sprintf("memory %s available of %s", text.Size(&m.MemAvailableBytes), text.Size(&m.MemTotalBytes)))
+	}
+	if c := f.State.Count(f.Now); c.Sampled {
+		parts = append(parts, fmt.Sprintf("sessions %.1f%% CPU, %s", c.CPUPercent, text.Size(&c.Memory)))
+	}
+	return strings.Join(parts, " · ")
+}
+
 func footer(f Frame) []string {
 	var lines []string
 	cur := ""
@@ -242,6 +262,12 @@ var columns = []column{
 	{name: "SESSION", cell: func(_ Frame, r Row) string { return r.Handle }, max: 24, shrink: 8},
 	{name: "ADAPTER", cell: func(_ Frame, r Row) string { return r.Adapter }},
 	{name: "STATUS", cell: func(_ Frame, r Row) string { return StatusText(r.Session) }, max: 24, shrink: 9},
+	{name: "CPU%", cell: func(_ Frame, r Row) string {
+		return resourceCell(r, func(x *api.Resources) string { return text.Percent(x.CPUPercent) })
+	}},
+	{name: "MEM", cell: func(_ Frame, r Row) string {
+		return resourceCell(r, func(x *api.Resources) string { return text.Size(x.MemoryBytes) })
+	}},
 	{name: "AGE", cell: func(f Frame, r Row) string { return dash(ago(f.Now, r.CreatedAt)) }},
 	{name: "LAST", cell: func(f Frame, r Row) string { return dash(ago(f.Now, r.Session.ActiveAt())) }},
 	{name: "MODEL", cell: func(_ Frame, r Row) string { return dash(r.Model) }, max: 20, shrink: 10},
@@ -252,7 +278,16 @@ var columns = []column{
 	{name: "PROMPT", cell: func(_ Frame, r Row) string { return dash(oneLine(r.Prompt)) }, max: 60, shrink: 12},
 }
 
-var dropOrder = []string{"PROMPT", "GROUP", "MODEL", "TOKENS", "AGE", "COST", "CWD", "LAST", "ADAPTER"}
+var dropOrder = []string{"PROMPT", "GROUP", "MODEL", "TOKENS", "AGE", "MEM", "COST", "CPU%", "CWD", "LAST", "ADAPTER"}
+
+// resourceCell is one figure of what a running session costs; "" for
+// any other, and when the service sent none (the column then goes).
+func resourceCell(r Row, figure func(*api.Resources) string) string {
+	if r.Resources == nil || r.Status != api.StatusRunning {
+		return ""
+	}
+	return dash(figure(r.Resources))
+}
 
 // growOrder says which capped columns take the room a wide terminal has
 // left, up to their whole text.
@@ -278,8 +313,9 @@ func layout(f Frame, cells [][]string) (keep []int, widths []int) {
 		if c.name == "GROUP" && f.Opts.Group == GroupByGroup {
 			dropped[i] = true
 		}
-		// The host column shows in a view over several hosts only.
-		if c.name == "HOST" && !slices.ContainsFunc(cells, func(row []string) bool { return row[i] != "" }) {
+		// The host column shows in a view over several hosts only, the
+		// figures of what sessions cost when the service sends them.
+		if (c.name == "HOST" || c.name == "CPU%" || c.name == "MEM") && !slices.ContainsFunc(cells, func(row []string) bool { return row[i] != "" }) {
 			dropped[i] = true
 		}
 	}

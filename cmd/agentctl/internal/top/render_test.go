@@ -95,6 +95,17 @@ func TestGoldenScreens(t *testing.T) {
 			f.Rows = f.State.Rows(f.Opts)
 			f.ShowDetail = false
 		}},
+		{name: "120x30-resources", width: 120, height: 30, edit: func(f *Frame) {
+			l := fixture()
+			pct, mem := []float64{87.5, 3.25}, []uint64{612 << 20, 1288 << 20}
+			for i := range 2 {
+				l.Sessions[i].Resources = &api.Resources{Source: "processes", CPUPercent: &pct[i], MemoryBytes: &mem[i]}
+			}
+			l.Machine = &api.Machine{CPUs: 8, Load1: 2.5, Load5: 1.75, Load15: 1, MemTotalBytes: 32 << 30, MemAvailableBytes: 20 << 30}
+			f.State.Snapshot(l, 0)
+			f.Rows = f.State.Rows(f.Opts)
+			f.ShowDetail = false
+		}},
 		{name: "200x50-filter-stop", width: 200, height: 50, edit: func(f *Frame) {
 			f.Opts.Filter = "site"
 			f.Rows = f.State.Rows(f.Opts)
@@ -472,5 +483,28 @@ func TestDetailModeKeys(t *testing.T) {
 				t.Errorf("the detail pane's title lacks %q:\n%s", tc.want, s)
 			}
 		})
+	}
+}
+
+// An event carries no resources: a running session keeps those of the last
+// snapshot, an ended one has none.
+func TestEventsKeepResources(t *testing.T) {
+	st := NewState()
+	l := fixture()
+	pct := 50.0
+	l.Sessions[0].Resources = &api.Resources{CPUPercent: &pct}
+	l.Sessions[1].Resources = &api.Resources{CPUPercent: &pct}
+	st.Snapshot(l, 0)
+	busy := l.Sessions[0]
+	busy.Resources, busy.Activity = nil, "busy"
+	st.Apply(api.Event{Seq: 1, Type: api.EventSessionBusy, Session: &busy})
+	ended := l.Sessions[1]
+	ended.Resources, ended.Status = nil, api.StatusExited
+	st.Apply(api.Event{Seq: 2, Type: api.EventSessionStopped, Session: &ended})
+	if got, _ := st.Session(busy.ID); got.Resources == nil || got.Activity != "busy" {
+		t.Errorf("running session after an event: %+v, activity %q; want the snapshot's figures kept", got.Resources, got.Activity)
+	}
+	if got, _ := st.Session(ended.ID); got.Resources != nil {
+		t.Errorf("ended session after an event: %+v; want no figures", got.Resources)
 	}
 }

@@ -33,6 +33,9 @@ type State struct {
 	ListErr string
 	// Seq is the last event sequence number applied.
 	Seq uint64
+	// Machine is the host's load and memory, as the last snapshot said
+	// (nil when it did not).
+	Machine *api.Machine
 }
 
 // NewState returns an empty state.
@@ -70,6 +73,7 @@ func (s *State) Snapshot(l api.SessionList, asOf uint64) {
 		}
 	}
 	s.Warnings = slices.Clone(l.Warnings)
+	s.Machine = l.Machine
 	s.handles = nil
 }
 
@@ -89,10 +93,17 @@ func (s *State) Apply(e api.Event) (changed, resync bool) {
 		// changed: read it again.
 		return false, true
 	}
-	if _, known := s.sessions[e.Session.ID]; !known {
+	old, known := s.sessions[e.Session.ID]
+	if !known {
 		s.handles = nil
 	}
-	s.sessions[e.Session.ID] = *e.Session
+	v := *e.Session
+	// An event says what changed, not what the session costs: a running
+	// session keeps the figures of the last snapshot until the next.
+	if v.Resources == nil && v.Status == api.StatusRunning {
+		v.Resources = old.Resources
+	}
+	s.sessions[e.Session.ID] = v
 	s.touched[e.Session.ID] = e.Seq
 	return true, false
 }
@@ -288,6 +299,11 @@ type Counts struct {
 	// whether any of them reported one.
 	CostToday float64
 	Costed    bool
+	// CPUPercent and Memory add up the running sessions' figures;
+	// Sampled says whether any had them.
+	CPUPercent float64
+	Memory     uint64
+	Sampled    bool
 }
 
 // Count sums up every session known (not only the rows shown).
@@ -308,6 +324,15 @@ func (s *State) Count(now time.Time) Counts {
 			if v.EndedAt != nil && !v.EndedAt.Before(today) {
 				c.EndedToday++
 			}
+		}
+		if r := v.Resources; r != nil && v.Status == api.StatusRunning {
+			if r.CPUPercent != nil {
+				c.CPUPercent += *r.CPUPercent
+			}
+			if r.MemoryBytes != nil {
+				c.Memory += *r.MemoryBytes
+			}
+			c.Sampled = true
 		}
 		if v.CostUSD != nil && (v.Status == api.StatusRunning || !recency(v).Before(today)) {
 			c.CostToday += *v.CostUSD
