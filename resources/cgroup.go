@@ -4,21 +4,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+
+	"github.com/agentctl/agentctl/cgroup"
 )
 
-// cgroupFile is the session's cgroup, as its monitor writes it when the
-// session has one: {"v2": DIR, "v1": {"memory": DIR, "pids": DIR,
-// "cpuacct": DIR}}, every part optional, each DIR absolute. No file: no
-// cgroup.
-const cgroupFile = "cgroup.json"
+// cgroupSpec is a session's cgroup, as its monitor writes it in
+// home.CgroupFile when the session has one (cgroup.Paths: {"v2": DIR,
+// "v1": {"memory": DIR, "pids": DIR, ...}}), every part optional, each DIR
+// absolute. No file: no cgroup.
+type cgroupSpec = cgroup.Paths
 
-// cgroupSpec is cgroupFile.
-type cgroupSpec struct {
-	V2 string            `json:"v2,omitempty"`
-	V1 map[string]string `json:"v1,omitempty"`
-}
-
-// parseSpec reads cgroupFile's content; ok is false when it names no
+// parseSpec reads home.CgroupFile's content; ok is false when it names no
 // directory at all, or a relative one (it would be read relative to the
 // service's directory).
 func parseSpec(b []byte) (cgroupSpec, bool) {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/agentctl/agentctl/home"
 	"github.com/agentctl/agentctl/proc"
 )
 
@@ -71,12 +72,12 @@ func live(ps []proc.Info) []proc.Info {
 	return out
 }
 
-// readSpec reads a session's cgroupFile.
+// readSpec reads a session's home.CgroupFile.
 func readSpec(dir string, buf []byte) (cgroupSpec, bool) {
 	if dir == "" {
 		return cgroupSpec{}, false
 	}
-	b, err := proc.ReadSmall(filepath.Join(dir, cgroupFile), buf)
+	b, err := proc.ReadSmall(filepath.Join(dir, home.CgroupFile), buf)
 	if err != nil || len(b) == len(buf) {
 		return cgroupSpec{}, false
 	}

@@ -57,7 +57,7 @@ const forgetAfter = 10 * time.Minute
 type Sampler struct {
 	mu   sync.Mutex
 	last map[string]*kept
-	// specs is what each session's cgroupFile said when last read.
+	// specs is what each session's home.CgroupFile said when last read.
 	specs map[string]specRead
 	// now is the clock (tests).
 	now func() time.Time
@@ -85,7 +85,7 @@ type kept struct {
 	opts Options
 }
 
-// specRead is one read of a session's cgroupFile: a cgroup (ok), or none
+// specRead is one read of a session's home.CgroupFile: a cgroup (ok), or none
 // as of at.
 type specRead struct {
 	spec cgroupSpec
@@ -94,7 +94,7 @@ type specRead struct {
 }
 
 // specRecheck is how long a session found without a cgroup is taken to
-// have none: a monitor writes its cgroupFile as the session starts, so
+// have none: a monitor writes its home.CgroupFile as the session starts, so
 // this only bounds how late one written later is seen.
 const specRecheck = 30 * time.Second
 
@@ -122,7 +122,7 @@ func (s *Sampler) cachedSpec(id string, now time.Time) (spec cgroupSpec, ok, kno
 	return r.spec, r.ok, true
 }
 
-// keepSpec notes what id's cgroupFile said.
+// keepSpec notes what id's home.CgroupFile said.
 func (s *Sampler) keepSpec(id string, spec cgroupSpec, ok bool, at time.Time) {
 	s.mu.Lock()
 	s.specs[id] = specRead{spec: spec, ok: ok, at: at}

@@ -216,7 +216,7 @@ func TestSampleCgroupV1(t *testing.T) {
 	allocate(100)
 	sessionDir := t.TempDir()
 	b, _ := json.Marshal(spec)
-	if err := os.WriteFile(filepath.Join(sessionDir, cgroupFile), b, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(sessionDir, home.CgroupFile), b, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	tg := target(t, cmd.Process.Pid, sessionDir)
@@ -284,7 +284,7 @@ func TestSampleFallsBackAndSkipsTheGone(t *testing.T) {
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, cgroupFile), []byte(`{"v2":"/sys/fs/cgroup/unified/agentctl-gone","v1":{"memory":"/sys/fs/cgroup/memory/agentctl-gone"}}`), 0o600)
+	os.WriteFile(filepath.Join(dir, home.CgroupFile), []byte(`{"v2":"/sys/fs/cgroup/unified/agentctl-gone","v1":{"memory":"/sys/fs/cgroup/memory/agentctl-gone"}}`), 0o600)
 	tg := target(t, cmd.Process.Pid, dir)
 	got, ok := New().Sample(context.Background(), []Target{tg}, Options{IO: true})[tg.ID]
 	if !ok || got.Source != "processes" || got.MemoryBytes == nil || *got.MemoryBytes == 0 {
