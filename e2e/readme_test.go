@@ -22,16 +22,20 @@ const (
 	skipForever  = "runs until Ctrl-C"
 	skipSystemd  = "installs or asks a systemd unit"
 	skipGroup    = "acts on the group the agent launch above starts"
+	skipCgroup   = "needs per-session cgroups (root, or a delegated systemd unit); e2e/cgroup_test.go runs it"
 )
 
 // readmeSkips are the README's agentctl lines (their command, comment
 // left out) that TestREADMEExamples does not run, each with the reason.
 // Every other line runs: a new example runs unless it is added here.
 var readmeSkips = map[string]string{
-	`agentctl run -it -- bash`:             skipTerminal,
-	`agentctl attach dev`:                  skipTerminal,
-	`agentctl top`:                         skipTerminal,
-	`agentctl list -w`:                     skipForever,
+	`agentctl run -it -- bash`: skipTerminal,
+	`agentctl attach dev`:      skipTerminal,
+	`agentctl top`:             skipTerminal,
+	`agentctl list -w`:         skipForever,
+	`agentctl web`:             skipForever,
+	`agentctl run --name capped --memory-max 256M --cpus 1 --pids-max 200 -- make -j8`: skipCgroup,
+	`agentctl status capped`:               skipCgroup,
 	`agentctl service install`:             skipSystemd,
 	`agentctl service status`:              skipSystemd,
 	`agentctl launch codex -t`:             skipAgent,
