@@ -88,6 +88,11 @@ not answer within 10s is a warning naming it, and the sessions it had running
 				}
 				return watchList(cmd.Context(), src, o, out.asJSON, out.format == "wide", os.Stdout)
 			}
+			if out.asJSON {
+				if il, ok := h.API.(indentedLister); ok {
+					return listJSON(cmd.Context(), il, o, os.Stdout)
+				}
+			}
 			list, err := h.API.List(cmd.Context(), o)
 			if err != nil {
 				return err
@@ -110,6 +115,23 @@ not answer within 10s is a warning naming it, and the sessions it had running
 	cmd.RegisterFlagCompletionFunc("group", completeGroups)
 	cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions([]string{"running", "exited", "killed", "lost", "ended", "unknown"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
+}
+
+// indentedLister is a host whose list's answer can be printed as it
+// came, re-indented (client.Client), without decoding it.
+type indentedLister interface {
+	ListIndented(ctx context.Context, o api.ListOptions) ([]byte, error)
+}
+
+// listJSON is `list --json` of one host: what printList prints, written
+// from the service's answer without decoding it.
+func listJSON(ctx context.Context, l indentedLister, o api.ListOptions, w io.Writer) error {
+	b, err := l.ListIndented(ctx, o)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
 }
 
 // listSeveral is list over several hosts: each asked at once, the answers
