@@ -244,6 +244,7 @@ func (s *Server) handleDaemonStatus(w http.ResponseWriter, r *http.Request) {
 		ws := s.opts.Watch()
 		st.Watch = &ws
 	}
+	st.Reading = s.core.Reading()
 	writeJSON(w, http.StatusOK, st)
 }
 

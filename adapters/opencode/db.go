@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/adapters/storeio"
 	"github.com/agentctl/agentctl/internal/text"
 )
@@ -212,7 +213,10 @@ func (d *dbStore) refresh(ctx context.Context) error {
 			next[id], nextStamps[id] = s, st
 		}
 	}
+	progress := adapters.ProgressFrom(ctx)
+	progress.Found(len(rows))
 	for _, s := range rows {
+		progress.Read(1)
 		if _, ok := stamps[s.id]; !ok {
 			continue // a child session
 		}

@@ -93,7 +93,18 @@ not answer within 10s is a warning naming it, and the sessions it had running
 					return listJSON(cmd.Context(), il, o, os.Stdout)
 				}
 			}
-			list, err := h.API.List(cmd.Context(), o)
+			var list api.SessionList
+			get := func() (err error) {
+				list, err = h.API.List(cmd.Context(), o)
+				return err
+			}
+			// A wait for a first read of the stores says how far it got,
+			// on a terminal, never in JSON.
+			if src, ok := h.API.(readingSource); ok && !out.asJSON && term.IsTerminal(int(os.Stderr.Fd())) {
+				err = readingProgress{w: os.Stderr, src: src, after: progressAfter, every: progressEvery}.run(cmd.Context(), get)
+			} else {
+				err = get()
+			}
 			if err != nil {
 				return err
 			}
