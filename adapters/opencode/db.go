@@ -475,14 +475,21 @@ func readDetails(ctx context.Context, db querier, s *session, cols map[string]bo
 			}
 		}
 	}
-	if len(assistants) > 0 {
-		parts, err := queryParts(ctx, db, assistants)
+	// The last answer is most often the latest assistant message's: its
+	// parts are read first, and the others' (tool calls and their output,
+	// most of a session) only when it has no text.
+	found := false
+	for _, batch := range [][]string{assistants[:min(1, len(assistants))], assistants[min(1, len(assistants)):]} {
+		if len(batch) == 0 || found {
+			continue
+		}
+		parts, err := queryParts(ctx, db, batch)
 		if err != nil {
 			return err
 		}
-		for _, id := range assistants {
+		for _, id := range batch {
 			if t := textParts(parts[id]); t != "" {
-				s.lastMessage = text.Ellipsis(t, messageRunes)
+				s.lastMessage, found = text.Ellipsis(t, messageRunes), true
 				break
 			}
 		}
