@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/adapters/storeio"
+	"github.com/agentctl/agentctl/internal/jsonscan"
 )
 
 // Reading limits. A session file is read at its head (metadata) and its tail
@@ -253,8 +254,13 @@ func (x *facts) addUsage(line []byte) {
 	if i < 0 {
 		return
 	}
+	// The usage object alone is decoded: its end found by a scan, not by
+	// a decoder made for each line.
+	rest := line[i+len(markUsage):]
+	start := jsonscan.Space(rest, 0)
+	end, err := jsonscan.Skip(rest, start)
 	var u usage
-	if json.NewDecoder(bytes.NewReader(line[i+len(markUsage):])).Decode(&u) != nil {
+	if err != nil || json.Unmarshal(rest[start:end], &u) != nil {
 		return
 	}
 	x.hasUsage = true
