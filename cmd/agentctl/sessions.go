@@ -52,6 +52,11 @@ input|dialog" when the agent waits for a person, as first-hand evidence says
 when nothing says. --waiting lists only the waiting ones, longest waiting
 first; answer them with approve, deny or answer (a dialog: attach).
 
+The first list after the service started with nothing cached reads every
+agent's store, which on a large one takes seconds; meanwhile, on a terminal,
+a line on standard error says how far it got ("reading 7,000 sessions…
+3,200"). --json prints the service's answer as it came (indented).
+
 --hosts all (or -H build,gpu,local) asks every host at once and adds a HOST
 column; handles are then HOST/ID, which every command takes. A host that does
 not answer within 10s is a warning naming it, and the sessions it had running
