@@ -2,7 +2,6 @@ package pi
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -255,12 +254,16 @@ func (x *facts) addUsage(line []byte) {
 		return
 	}
 	// The usage object alone is decoded: its end found by a scan, not by
-	// a decoder made for each line.
+	// a decoder made for each line, and its values read without
+	// reflection.
 	rest := line[i+len(markUsage):]
 	start := jsonscan.Space(rest, 0)
 	end, err := jsonscan.Skip(rest, start)
-	var u usage
-	if err != nil || json.Unmarshal(rest[start:end], &u) != nil {
+	if err != nil {
+		return
+	}
+	u, err := decodeUsage(rest[start:end])
+	if err != nil {
 		return
 	}
 	x.hasUsage = true
