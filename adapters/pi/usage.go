@@ -2,8 +2,8 @@ package pi
 
 import (
 	"bytes"
-	"errors"
 	"encoding/json"
+	"errors"
 	"strconv"
 
 	"github.com/agentctl/agentctl/internal/jsonscan"
