@@ -42,7 +42,12 @@ type firstRow struct {
 	coldNote         string
 	// firstRows is how many sessions the first list gave.
 	firstRows int
-	restart   time.Duration
+	// firstCPU is the service's CPU time (user and system) from its
+	// start to the first complete answer; warmJSONCPU and warmTableCPU
+	// the CLI's own for the warm lists: on a shared machine, what the
+	// work costs whatever else runs.
+	firstCPU, warmJSONCPU, warmTableCPU time.Duration
+	restart                             time.Duration
 	// restartNote says when the restart's answer was not complete.
 	restartNote string
 	warmJSON    time.Duration
@@ -132,49 +137,52 @@ func firstOver(ctx context.Context, o options, work string, n int) (firstRow, er
 	// firstEver starts from nothing: no service, no AGENTCTL_HOME; the
 	// list starts the service, as a new user's first list does, and is
 	// repeated until an answer is complete.
-	firstEver := func(cold bool) (time.Duration, int, error) {
+	firstEver := func(cold bool) (time.Duration, int, time.Duration, error) {
 		if _, err := os.Stat(acHome); err == nil {
 			if _, err := b.agentctl(ctx, "daemon", "stop"); err != nil {
-				return 0, 0, err
+				return 0, 0, 0, err
 			}
 		}
 		if err := os.RemoveAll(acHome); err != nil {
-			return 0, 0, err
+			return 0, 0, 0, err
 		}
 		if cold {
 			syscall.Sync()
 			if err := os.WriteFile(dropCaches, []byte("3\n"), 0o200); err != nil {
-				return 0, 0, err
+				return 0, 0, 0, err
 			}
 		}
 		start := time.Now()
 		for {
 			l, _, err := list()
 			if err != nil {
-				return 0, 0, err
+				return 0, 0, 0, err
 			}
 			if len(l.Warnings) == 0 {
-				return time.Since(start), len(l.Sessions), nil
+				d := time.Since(start)
+				cpu, err := b.serviceCPU(ctx)
+				return d, len(l.Sessions), cpu, err
 			}
 			if time.Since(start) > settleTimeout {
-				return 0, 0, fmt.Errorf("still warning after %s: %q", settleTimeout, l.Warnings)
+				return 0, 0, 0, fmt.Errorf("still warning after %s: %q", settleTimeout, l.Warnings)
 			}
 		}
 	}
 	var first, cold, restart, warmJSON, warmTable, apiAlone, ts []time.Duration
+	var firstCPU, jsonCPU, tableCPU []time.Duration
 	for range o.runs {
-		d, rows, err := firstEver(false)
+		d, rows, cpu, err := firstEver(false)
 		if err != nil {
 			return row, err
 		}
-		first, row.firstRows = append(first, d), rows
+		first, row.firstRows, firstCPU = append(first, d), rows, append(firstCPU, cpu)
 	}
 	if f, err := os.OpenFile(dropCaches, os.O_WRONLY, 0); err != nil {
 		row.coldNote = "page cache not emptied: " + err.Error()
 	} else {
 		f.Close()
 		for range o.runs {
-			d, _, err := firstEver(true)
+			d, _, _, err := firstEver(true)
 			if err != nil {
 				return row, err
 			}
@@ -199,16 +207,16 @@ func firstOver(ctx context.Context, o options, work string, n int) (firstRow, er
 	}
 	sock := filepath.Join(acHome, "agentctl.sock")
 	for range o.runs {
-		_, d, err := list()
+		d, cpu, err := b.timedCPU(ctx, "list", "-a", "--since", "87600h", "--json")
 		if err != nil {
 			return row, err
 		}
-		warmJSON = append(warmJSON, d)
-		t := time.Now()
-		if _, err := b.agentctl(ctx, "list", "-a", "--since", "87600h"); err != nil {
+		warmJSON, jsonCPU = append(warmJSON, d), append(jsonCPU, cpu)
+		d, cpu, err = b.timedCPU(ctx, "list", "-a", "--since", "87600h")
+		if err != nil {
 			return row, err
 		}
-		warmTable = append(warmTable, time.Since(t))
+		warmTable, tableCPU = append(warmTable, d), append(tableCPU, cpu)
 		d, size, err := apiList(ctx, sock)
 		if err != nil {
 			return row, err
@@ -225,8 +233,50 @@ func firstOver(ctx context.Context, o options, work string, n int) (firstRow, er
 		}
 	}
 	row.first, row.firstCold, row.restart = median(first), median(cold), median(restart)
+	row.firstCPU, row.warmJSONCPU, row.warmTableCPU = median(firstCPU), median(jsonCPU), median(tableCPU)
 	row.warmJSON, row.warmTable, row.api, row.ts = median(warmJSON), median(warmTable), median(apiAlone), median(ts)
 	return row, nil
+}
+
+// serviceCPU is the CPU time (user and system) the service used since it
+// started, from /proc (0 where there is none).
+func (b *bench) serviceCPU(ctx context.Context) (time.Duration, error) {
+	out, err := b.agentctl(ctx, "daemon", "status", "--json")
+	if err != nil {
+		return 0, err
+	}
+	var st api.DaemonStatus
+	if err := json.Unmarshal(out, &st); err != nil || st.PID <= 0 {
+		return 0, fmt.Errorf("daemon status: no pid in %q", out)
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", st.PID))
+	if err != nil {
+		return 0, nil
+	}
+	// The fields after the command's closing parenthesis: utime and
+	// stime are the 12th and 13th, in clock ticks (100 a second).
+	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %q", st.PID, data)
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	stm, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+stm) * 10 * time.Millisecond, nil
+}
+
+// timedCPU runs agentctl, its output discarded, and returns its wall time
+// and CPU time.
+func (b *bench) timedCPU(ctx context.Context, args ...string) (time.Duration, time.Duration, error) {
+	cmd := exec.CommandContext(ctx, b.bin, args...)
+	cmd.Env = b.env
+	var stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	t := time.Now()
+	if err := cmd.Run(); err != nil {
+		return 0, 0, fmt.Errorf("agentctl %s: %w: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	d := time.Since(t)
+	return d, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), nil
 }
 
 // tsList times the predecessor's `list -a` over the same store, in its
@@ -303,7 +353,7 @@ func loadAverage() string {
 func printFirst(w io.Writer, rows []firstRow, runs int) {
 	fmt.Fprintf(w, "First answers (list -a, wall time end to end, medians of %d):\n", runs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "sessions\tMB\tload\tTS list -a (ms)\tfirst ever (ms)\tfirst ever, cold cache (ms)\tafter restart (ms)\twarm --json (ms)\twarm table (ms)\tAPI alone (ms)\tAPI KB\t")
+	fmt.Fprintln(tw, "sessions\tMB\tload\tTS list -a (ms)\tfirst ever (ms)\tits service CPU (ms)\tfirst ever, cold cache (ms)\tafter restart (ms)\twarm --json (ms)\tits CLI CPU (ms)\twarm table (ms)\tits CLI CPU (ms)\tAPI alone (ms)\tAPI KB\t")
 	var notes []string
 	dash := func(d time.Duration) string {
 		if d == 0 {
@@ -312,8 +362,8 @@ func printFirst(w io.Writer, rows []firstRow, runs int) {
 		return ms(d)
 	}
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", r.firstRows, r.storeMB, r.load, dash(r.ts), ms(r.first), dash(r.firstCold),
-			ms(r.restart), ms(r.warmJSON), ms(r.warmTable), ms(r.api), r.apiBytes>>10)
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", r.firstRows, r.storeMB, r.load, dash(r.ts), ms(r.first), ms(r.firstCPU), dash(r.firstCold),
+			ms(r.restart), ms(r.warmJSON), ms(r.warmJSONCPU), ms(r.warmTable), ms(r.warmTableCPU), ms(r.api), r.apiBytes>>10)
 		for _, n := range []string{r.coldNote, r.restartNote, r.tsNote} {
 			if n != "" {
 				notes = append(notes, fmt.Sprintf("%d sessions: %s", r.sessions, n))
