@@ -177,10 +177,10 @@ func (sr summaryReader) tail(s *summary, f *os.File, size, headEnd int64) (found
 				break
 			}
 		}
-		// Without a cost-state near the end, the totals are the usage
-		// scanner's (fillValue): the window grows no further than the
-		// row needs.
-		row := facts.updated && facts.model && facts.text && facts.turn
+		// Without a cost-state near the end, the totals of a file the
+		// usage scanner reads (fillValue) are its: the window grows no
+		// further than the row needs.
+		row := facts.updated && facts.model && facts.text && facts.turn && end <= fullScanMax
 		if facts.all() || row && !facts.cost || window >= tailMax || window >= end {
 			t.sinceCostInOrder()
 			t.Offset = end

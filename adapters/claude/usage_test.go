@@ -229,3 +229,31 @@ func BenchmarkTotals(b *testing.B) {
 		})
 	}
 }
+
+// A transcript too large for the usage scanner (sparse, 2 GB) whose last
+// cost-state lies further back than its row: the tail goes on to that
+// cost-state for the totals, as before there was a scanner.
+func TestHugeTranscriptCostBeyondTheRow(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	id := "0b6c1b1e-0000-4000-8000-000000000005"
+	p := writeTranscript(t, home, "/w/p", id, lines(userRec("start")))
+	var tail []string
+	tail = append(tail, costRec(1.5, 1000, 200))
+	for i := range 60 { // about 60 KB of answers after it, the last turn's
+		tail = append(tail, assistantRec(fmt.Sprintf("m%d", i), strings.Repeat("x", 1000), "tool_use", 1, 1))
+	}
+	tail = append(tail, assistantRec("mlast", "the end", "end_turn", 1, 1))
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt([]byte("\n"+lines(tail...)), 2<<30); err != nil {
+		t.Fatal(err)
+	}
+	s := discover(t, newAdapter(home))[id]
+	if s.LastMessage != "the end" || s.TokensIn == nil || *s.TokensIn != 1000+61 || s.CostUSD == nil || *s.CostUSD != 1.5 {
+		t.Fatalf("last %q tokens %v cost %v; want the end, %d, 1.5", s.LastMessage, val(s.TokensIn), val(s.CostUSD), 1000+61)
+	}
+}
