@@ -37,9 +37,9 @@ type discovery struct {
 	last map[string][]adapters.NativeSession
 	// inflight is each adapter's discovery under way, which requests join.
 	inflight map[string]*flight
-	// round is the discoveries begun since none was under way, ended
-	// ones too: what reading counts.
-	round []*flight
+	// round is the progress of the discoveries begun since a request
+	// found none under way, ended ones too: what reading counts.
+	round []*adapters.Progress
 	// firstBegan is when each adapter's first discovery began, and
 	// firstEnded whether it has ended (answered or failed).
 	firstBegan map[string]time.Time
@@ -111,6 +111,11 @@ func (d *discovery) runOf(ctx context.Context, as []adapters.Adapter) discovered
 		err      error
 	}
 	results := make([]result, len(as))
+	d.mu.Lock()
+	if len(d.inflight) == 0 {
+		d.round = nil // a new round: what reading counts from now
+	}
+	d.mu.Unlock()
 	// One look at the process table serves every adapter this request
 	// starts a discovery of.
 	ctx = proc.WithSnapshot(ctx, proc.NewSnapshot())
@@ -159,11 +164,8 @@ func (d *discovery) join(ctx context.Context, a adapters.Adapter) *flight {
 		return f
 	}
 	f := &flight{done: make(chan struct{})}
-	if len(d.inflight) == 0 {
-		d.round = d.round[:0]
-	}
 	d.inflight[name] = f
-	d.round = append(d.round, f)
+	d.round = append(d.round, &f.progress)
 	if _, ok := d.firstBegan[name]; !ok {
 		d.firstBegan[name] = time.Now()
 	}
@@ -197,8 +199,8 @@ func (d *discovery) reading() (read, found int64, ok bool) {
 	if len(d.inflight) == 0 {
 		return 0, 0, false
 	}
-	for _, f := range d.round {
-		r, n := f.progress.Counts()
+	for _, p := range d.round {
+		r, n := p.Counts()
 		read, found, ok = read+r, found+n, true
 	}
 	return read, found, ok
