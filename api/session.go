@@ -278,6 +278,9 @@ type DaemonStatus struct {
 	// Watch says how the agents' stores are followed between queries;
 	// absent when the service does not say.
 	Watch *WatchStatus `json:"watch,omitempty"`
+	// Reading, while the adapters read their stores (a first read of a
+	// large store takes seconds), says how far they got; absent otherwise.
+	Reading *ReadingStatus `json:"reading,omitempty"`
 	// Cgroups says whether each session gets a cgroup of its own (limits,
 	// a stop nothing escapes), and where, or why not; absent when the
 	// service does not say.
@@ -297,6 +300,13 @@ type CgroupStatus struct {
 	Controllers []string `json:"controllers,omitempty"`
 	// Summary is the line daemon status shows.
 	Summary string `json:"summary"`
+}
+
+// ReadingStatus is how far the adapters' reading of their stores got: the
+// sessions read of those found so far (more may be found as it goes).
+type ReadingStatus struct {
+	Found int64 `json:"found"`
+	Read  int64 `json:"read"`
 }
 
 // WatchStatus says how the service learns that the agents' stores

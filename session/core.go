@@ -177,6 +177,16 @@ func (c *reader) LaunchedIDs() ([]string, error) { return c.records.ids() }
 // records become warnings.
 func (c *reader) AllLaunched() ([]api.Session, []string, error) { return c.records.all() }
 
+// Reading says how far the adapters' discoveries under way got, nil when
+// none is under way.
+func (c *Core) Reading() *api.ReadingStatus {
+	read, found, ok := c.disc.reading()
+	if !ok {
+		return nil
+	}
+	return &api.ReadingStatus{Found: found, Read: read}
+}
+
 // Forget drops a removed session from what the core keeps.
 func (c *Core) Forget(id string) { c.records.forget(id); c.moves.forget(id); c.acct.forget(id) }
 

@@ -37,6 +37,9 @@ type discovery struct {
 	last map[string][]adapters.NativeSession
 	// inflight is each adapter's discovery under way, which requests join.
 	inflight map[string]*flight
+	// round is the progress of the discoveries begun since a request
+	// found none under way, ended ones too: what reading counts.
+	round []*adapters.Progress
 	// firstBegan is when each adapter's first discovery began, and
 	// firstEnded whether it has ended (answered or failed).
 	firstBegan map[string]time.Time
@@ -48,6 +51,8 @@ type flight struct {
 	done     chan struct{}
 	sessions []adapters.NativeSession
 	err      error
+	// progress counts what it found and read so far.
+	progress adapters.Progress
 }
 
 // backgroundLimit bounds a discovery that goes on after the request that
@@ -106,6 +111,11 @@ func (d *discovery) runOf(ctx context.Context, as []adapters.Adapter) discovered
 		err      error
 	}
 	results := make([]result, len(as))
+	d.mu.Lock()
+	if len(d.inflight) == 0 {
+		d.round = nil // a new round: what reading counts from now
+	}
+	d.mu.Unlock()
 	// One look at the process table serves every adapter this request
 	// starts a discovery of.
 	ctx = proc.WithSnapshot(ctx, proc.NewSnapshot())
@@ -155,10 +165,12 @@ func (d *discovery) join(ctx context.Context, a adapters.Adapter) *flight {
 	}
 	f := &flight{done: make(chan struct{})}
 	d.inflight[name] = f
+	d.round = append(d.round, &f.progress)
 	if _, ok := d.firstBegan[name]; !ok {
 		d.firstBegan[name] = time.Now()
 	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), backgroundLimit)
+	fctx = adapters.WithProgress(fctx, &f.progress)
 	go func() {
 		defer cancel()
 		began := time.Now()
@@ -176,6 +188,22 @@ func (d *discovery) join(ctx context.Context, a adapters.Adapter) *flight {
 		close(f.done)
 	}()
 	return f
+}
+
+// reading says how far the discoveries under way got, with those of their
+// round that ended: the sessions read of those found (ok false: none under
+// way).
+func (d *discovery) reading() (read, found int64, ok bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.inflight) == 0 {
+		return 0, 0, false
+	}
+	for _, p := range d.round {
+		r, n := p.Counts()
+		read, found, ok = read+r, found+n, true
+	}
+	return read, found, ok
 }
 
 // owners returns the adapters whose last answer holds a native id that

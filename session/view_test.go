@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -916,5 +917,60 @@ func TestRunOfAnAgentIsOneRowForItsLife(t *testing.T) {
 	out := merge(launched, disc, nil)
 	if len(out) != 1 || out[0].ID != "01a" || out[0].Model != "claude-x" || out[0].TokensIn == nil || *out[0].TokensIn != 42 {
 		t.Errorf("merge = %+v, want the command's row once, with the claude session's facts", out)
+	}
+}
+
+// progressAdapter's Discover reports found sessions found and read read,
+// then waits for release.
+type progressAdapter struct {
+	adapters.Adapter
+	name              string
+	found, read       int
+	reported, release chan struct{}
+}
+
+func (a *progressAdapter) Name() string { return a.name }
+
+func (a *progressAdapter) Discover(ctx context.Context) ([]adapters.NativeSession, error) {
+	p := adapters.ProgressFrom(ctx)
+	p.Found(a.found)
+	p.Read(a.read)
+	close(a.reported)
+	<-a.release
+	return nil, nil
+}
+
+// While a discovery is under way, the core says how far it got (what a
+// waiting list shows), the adapters that answered already counted in;
+// once it ended, nothing.
+func TestReadingProgress(t *testing.T) {
+	t.Parallel()
+	a := &progressAdapter{name: "slow", found: 3, read: 2, reported: make(chan struct{}), release: make(chan struct{})}
+	b := &progressAdapter{name: "quick", found: 5, read: 5, reported: make(chan struct{}), release: make(chan struct{})}
+	close(b.release)
+	d := newDiscovery([]adapters.Adapter{a, b}, time.Minute)
+	if _, _, ok := d.reading(); ok {
+		t.Fatal("reading before any discovery")
+	}
+	done := make(chan discovered)
+	go func() { done <- d.run(context.Background()) }()
+	<-a.reported
+	<-b.reported
+	for {
+		d.mu.Lock()
+		n := len(d.inflight)
+		d.mu.Unlock()
+		if n == 1 {
+			break // quick answered
+		}
+		runtime.Gosched()
+	}
+	if read, found, ok := d.reading(); !ok || read != 7 || found != 8 {
+		t.Errorf("reading %d of %d (%v), want 7 of 8", read, found, ok)
+	}
+	close(a.release)
+	<-done
+	if _, _, ok := d.reading(); ok {
+		t.Error("reading after the discovery ended")
 	}
 }

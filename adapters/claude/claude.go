@@ -198,9 +198,12 @@ func (a *Adapter) scan(ctx context.Context) (scanResult, error) {
 	}
 	results := make([]readResult, len(files))
 	reader := summaryReader{ctx: ctx}
+	progress := adapters.ProgressFrom(ctx)
+	progress.Found(len(files))
 	if err := storeio.Parallel(ctx, len(files), func(i int) {
 		s, key, err := a.summaries.GetKey(files[i].key, reader.fill)
 		results[i] = readResult{sum: s, mod: key.ModTime, err: err, gone: errors.Is(err, os.ErrNotExist)}
+		progress.Read(1)
 	}); err != nil {
 		a.scans.Drop()
 		return scanResult{}, err

@@ -348,6 +348,46 @@ func (s *summary) apply(r record) {
 	if r.IsSidechain {
 		return
 	}
+	s.applyTotals(r)
+	switch r.Type {
+	case "assistant":
+		m := r.Message
+		if m == nil {
+			return
+		}
+		if m.Model != "" && m.Model != syntheticModel {
+			s.Model = m.Model
+		}
+		for _, b := range decodeBlocks(m.Content) {
+			if b.Type == "text" && strings.TrimSpace(b.Text) != "" {
+				s.LastText = keep(b.Text)
+			}
+		}
+		switch {
+		case r.IsAPIErrorMessage:
+			s.Turn = turnFailed
+		case m.StopReason == "tool_use":
+			s.Turn = turnInProgress
+		case m.StopReason != "":
+			s.Turn = turnDone
+		}
+	case "user":
+		if r.Message == nil || r.IsMeta {
+			return
+		}
+		text, _ := userText(r.Message.Content)
+		if strings.HasPrefix(text, interruptedPrefix) {
+			s.Turn = turnInterrupted
+		} else {
+			s.Turn = turnInProgress
+		}
+	}
+}
+
+// applyTotals applies what of a record (not a sidechain's) in file order
+// the totals depend on: a cost-state, an assistant message's usage. It is
+// all the usage scanner applies.
+func (s *summary) applyTotals(r record) {
 	switch r.Type {
 	case "cost-state":
 		if r.TotalCostUSD == nil {
@@ -374,50 +414,30 @@ func (s *summary) apply(r record) {
 		s.lastUsageMsg, s.lastMsgIn, s.lastMsgOut = "", 0, 0
 	case "assistant":
 		m := r.Message
-		if m == nil {
-			return
-		}
-		if m.Model != "" && m.Model != syntheticModel {
-			s.Model = m.Model
-		}
 		// Claude writes one record per content block, each repeating the
 		// message's usage: count it once per message, the last record's.
-		if m.Usage != nil && m.Model != syntheticModel {
-			in, out := m.Usage.input(), m.Usage.OutputTokens
-			if m.ID != "" && m.ID == s.lastUsageMsg {
-				s.UsageIn, s.UsageOut = s.UsageIn-s.lastMsgIn, s.UsageOut-s.lastMsgOut
-				if n := len(s.sinceCost); n > 0 {
-					s.sinceCost = s.sinceCost[:n-1]
-				}
-			}
-			s.UsageIn, s.UsageOut = s.UsageIn+in, s.UsageOut+out
-			s.lastUsageMsg, s.lastMsgIn, s.lastMsgOut = m.ID, in, out
-			s.sinceCost = append(s.sinceCost, usageAt{at: r.Timestamp, in: in, out: out})
-		}
-		for _, b := range decodeBlocks(m.Content) {
-			if b.Type == "text" && strings.TrimSpace(b.Text) != "" {
-				s.LastText = keep(b.Text)
-			}
-		}
-		switch {
-		case r.IsAPIErrorMessage:
-			s.Turn = turnFailed
-		case m.StopReason == "tool_use":
-			s.Turn = turnInProgress
-		case m.StopReason != "":
-			s.Turn = turnDone
-		}
-	case "user":
-		if r.Message == nil || r.IsMeta {
+		if m == nil || m.Usage == nil || m.Model == syntheticModel {
 			return
 		}
-		text, _ := userText(r.Message.Content)
-		if strings.HasPrefix(text, interruptedPrefix) {
-			s.Turn = turnInterrupted
-		} else {
-			s.Turn = turnInProgress
+		in, out := m.Usage.input(), m.Usage.OutputTokens
+		if m.ID != "" && m.ID == s.lastUsageMsg {
+			s.UsageIn, s.UsageOut = s.UsageIn-s.lastMsgIn, s.UsageOut-s.lastMsgOut
+			if n := len(s.sinceCost); n > 0 {
+				s.sinceCost = s.sinceCost[:n-1]
+			}
 		}
+		s.UsageIn, s.UsageOut = s.UsageIn+in, s.UsageOut+out
+		s.lastUsageMsg, s.lastMsgIn, s.lastMsgOut = m.ID, in, out
+		s.sinceCost = append(s.sinceCost, usageAt{at: r.Timestamp, in: in, out: out})
 	}
+}
+
+// setTotals takes t's totals (and what continues them) for s's.
+func (s *summary) setTotals(t *summary) {
+	s.HaveCost, s.CostUSD, s.CostIn, s.CostOut = t.HaveCost, t.CostUSD, t.CostIn, t.CostOut
+	s.UsageIn, s.UsageOut, s.CarriedIn, s.CarriedOut = t.UsageIn, t.UsageOut, t.CarriedIn, t.CarriedOut
+	s.sinceCost = append([]usageAt(nil), t.sinceCost...)
+	s.lastUsageMsg, s.lastMsgIn, s.lastMsgOut = t.lastUsageMsg, t.lastMsgIn, t.lastMsgOut
 }
 
 // usageAt is one message's usage and when it was written.

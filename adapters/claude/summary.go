@@ -87,15 +87,23 @@ func (sr summaryReader) fillValue(f *os.File, key storeio.FileKey, prev *storeio
 	if err != nil {
 		return summary{}, err
 	}
-	if !found && key.Size <= fullScanMax {
-		// The tail window grew to the whole file, or found no cost-state
-		// (a first run still going, an older release): read every record
-		// in order, which totals the usage exactly.
+	switch {
+	case found || key.Size > fullScanMax:
+	case s.Offset == 0:
+		// The tail window grew to the whole file: read every record in
+		// order, which totals the usage exactly.
 		full := summary{}
 		if err := sr.scan(&full, f, 0, key.Size, true); err != nil {
 			return summary{}, err
 		}
 		s = full
+	default:
+		// The tail knows the row but found no cost-state (a first run
+		// still going, an older release): the usage scanner totals the
+		// usage of the whole file, exactly, reading only that.
+		if err := sr.totals(&s, f, s.Offset); err != nil {
+			return summary{}, err
+		}
 	}
 	return sr.finish(s, f)
 }
@@ -127,9 +135,11 @@ func (sr summaryReader) head(s *summary, f *os.File, size int64) (int64, error) 
 }
 
 // tail reads the file backwards from its last complete line, in a window
-// that grows until the latest facts are all found. found reports whether
-// the token totals are known from a cost-state; it is false when the window
-// reached the start of the file, which is then better read forwards.
+// that grows until the latest facts are all found, or those of the row
+// when no cost-state is among them. found reports whether the token totals
+// are known from a cost-state; it is false when the window reached the
+// start of the file (the summary's offset is then not set), which is then
+// better read forwards.
 // Unreadable lines before headEnd were counted by the head read. The
 // summary's offset is set after the last complete line.
 func (sr summaryReader) tail(s *summary, f *os.File, size, headEnd int64) (found bool, err error) {
@@ -167,7 +177,11 @@ func (sr summaryReader) tail(s *summary, f *os.File, size, headEnd int64) (found
 				break
 			}
 		}
-		if facts.all() || window >= tailMax || window >= end {
+		// Without a cost-state near the end, the totals of a file the
+		// usage scanner reads (fillValue) are its: the window grows no
+		// further than the row needs.
+		row := facts.updated && facts.model && facts.text && facts.turn && end <= fullScanMax
+		if facts.all() || row && !facts.cost || window >= tailMax || window >= end {
 			t.sinceCostInOrder()
 			t.Offset = end
 			t.Complete = false

@@ -150,8 +150,11 @@ func (a *Adapter) scan(ctx context.Context) (scanResult, error) {
 	}
 
 	out := make([]scanned, len(files))
+	progress := adapters.ProgressFrom(ctx)
+	progress.Found(len(files))
 	if err := storeio.Parallel(ctx, len(files), func(i int) {
 		out[i] = a.readOne(files[i], threads)
+		progress.Read(1)
 	}); err != nil {
 		a.scans.Drop()
 		return scanResult{}, fmt.Errorf("scan codex sessions: %w", err)

@@ -22,11 +22,15 @@ const (
 	// instructions (about 20 kB), and the first prompt may be large.
 	headMax = 4 << 20
 	// fullScanMax: files up to this size are read whole, in one pass.
-	fullScanMax = 512 << 10
-	// tailWindow is the first tail read; tailMax the furthest it goes back
-	// looking for the last turn's state.
-	tailWindow = 256 << 10
-	tailMax    = 8 << 20
+	// Most of a larger rollout is tool output, which the facts do not
+	// use: its head and tail say all they need.
+	fullScanMax = 64 << 10
+	// tailWindow is the first tail read of a transcript; factsWindow the
+	// first of the facts, which the end of the last turn holds; tailMax
+	// the furthest either goes back looking for the last turn's state.
+	tailWindow  = 256 << 10
+	factsWindow = 32 << 10
+	tailMax     = 8 << 20
 	// growScanMax: appended data up to this size is read whole.
 	growScanMax = 8 << 20
 	// maxLine bounds one line; longer lines (huge tool outputs) are skipped.
@@ -331,7 +335,7 @@ func (x *facts) readHead(f *os.File, size int64) error {
 // readTail reads the last lines, going further back until the last turn's
 // state is known or tailMax is reached.
 func (x *facts) readTail(f *os.File, size int64) error {
-	for window := int64(tailWindow); ; window *= 4 {
+	for window := int64(factsWindow); ; window *= 4 {
 		window = min(window, tailMax, size)
 		y := *x
 		end, err := y.scan(f, size-window, size, nil)

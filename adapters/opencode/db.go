@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/adapters/storeio"
 	"github.com/agentctl/agentctl/internal/text"
 )
@@ -22,6 +23,10 @@ const recentTurn = time.Hour
 // recentMessages is how many of a session's latest messages are read to
 // find its last answer.
 const recentMessages = 30
+
+// recentFirst is how many of them are read first: most often the last
+// answer is among them.
+const recentFirst = 6
 
 // dbStore reads one opencode.db. The whole result is reused while the
 // database and its WAL are unchanged: by the folder's watch when it has
@@ -212,7 +217,13 @@ func (d *dbStore) refresh(ctx context.Context) error {
 			next[id], nextStamps[id] = s, st
 		}
 	}
+	// The details ask the same few queries of every changed session.
+	prepared := &preparedQuerier{tx: tx, stmts: map[string]*sql.Stmt{}}
+	defer prepared.close()
+	progress := adapters.ProgressFrom(ctx)
+	progress.Found(len(rows))
 	for _, s := range rows {
+		progress.Read(1)
 		if _, ok := stamps[s.id]; !ok {
 			continue // a child session
 		}
@@ -225,7 +236,7 @@ func (d *dbStore) refresh(ctx context.Context) error {
 			s.firstPrompt = prev.firstPrompt // the first prompt never changes
 		}
 		d.detailed++
-		if err := readDetails(ctx, tx, s, cols); err != nil {
+		if err := readDetails(ctx, prepared, s, cols); err != nil {
 			if storeio.IsSQLiteBusy(err) || ctx.Err() != nil {
 				d.keepPartial(next, nextStamps)
 				return err
@@ -445,6 +456,50 @@ type querier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
+// preparedQuerier is a transaction whose queries are each prepared once: a
+// first read asks the same few of thousands of sessions, and SQLite
+// compiling each query again was a good part of it.
+type preparedQuerier struct {
+	tx    *sql.Tx
+	stmts map[string]*sql.Stmt
+}
+
+func (p *preparedQuerier) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st, ok := p.stmts[query]; ok {
+		return st, nil
+	}
+	st, err := p.tx.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	p.stmts[query] = st
+	return st, nil
+}
+
+func (p *preparedQuerier) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	st, err := p.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+func (p *preparedQuerier) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	st, err := p.stmt(ctx, query)
+	if err != nil {
+		// The error reaches the caller through the row, as the
+		// transaction's own QueryRowContext would hand it.
+		return p.tx.QueryRowContext(ctx, query, args...)
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
+func (p *preparedQuerier) close() {
+	for _, st := range p.stmts {
+		st.Close()
+	}
+}
+
 // dbMessage is one message row with its decoded data.
 type dbMessage struct {
 	id   string
@@ -455,33 +510,18 @@ type dbMessage struct {
 // the latest message's state, the last answer, and (for schemas without
 // token columns) the token sums.
 func readDetails(ctx context.Context, db querier, s *session, cols map[string]bool) error {
-	recent, err := queryMessages(ctx, db, "SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created DESC, id DESC LIMIT ?", s.id, recentMessages)
-	if err != nil {
-		return err
-	}
-	if len(recent) > 0 {
-		s.last = lastOf(recent[0].data)
-	}
-	var assistants []string
-	for _, m := range recent {
-		if m.data.Role == "assistant" {
-			assistants = append(assistants, m.id)
-			if s.model == "" {
-				s.model = joinModel(m.data.ProviderID, m.data.ModelID)
-			}
-		}
-	}
-	if len(assistants) > 0 {
-		parts, err := queryParts(ctx, db, assistants)
+	// The latest few messages most often hold the last answer: the
+	// recentMessages are read only when they do not.
+	checked := 0 // assistant messages whose parts were read
+	for _, limit := range []int{recentFirst, recentMessages} {
+		found, n, assistants, err := latestAnswer(ctx, db, s, limit, checked)
 		if err != nil {
 			return err
 		}
-		for _, id := range assistants {
-			if t := textParts(parts[id]); t != "" {
-				s.lastMessage = text.Ellipsis(t, messageRunes)
-				break
-			}
+		if found || n < limit {
+			break
 		}
+		checked = assistants
 	}
 	if s.firstPrompt == "" {
 		first, err := queryMessages(ctx, db, "SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created, id LIMIT ?", s.id, 1)
@@ -512,6 +552,50 @@ func readDetails(ctx context.Context, db querier, s *session, cols map[string]bo
 		}
 	}
 	return nil
+}
+
+// latestAnswer reads the session's latest limit messages: the latest one's
+// state, the model of the latest assistant message and the last answer
+// (the latest text of an assistant message but the first skip, known to
+// have none). It returns whether an answer was found, how many messages
+// were read and how many of them were the assistant's.
+func latestAnswer(ctx context.Context, db querier, s *session, limit, skip int) (found bool, n, assistantsN int, err error) {
+	recent, err := queryMessages(ctx, db, "SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created DESC, id DESC LIMIT ?", s.id, limit)
+	if err != nil {
+		return false, 0, 0, err
+	}
+	if len(recent) > 0 {
+		s.last = lastOf(recent[0].data)
+	}
+	var assistants []string
+	for _, m := range recent {
+		if m.data.Role == "assistant" {
+			assistants = append(assistants, m.id)
+			if s.model == "" {
+				s.model = joinModel(m.data.ProviderID, m.data.ModelID)
+			}
+		}
+	}
+	// The last answer is most often the latest assistant message's: its
+	// parts are read first, and the others' (tool calls and their output,
+	// most of a session) only when it has no text.
+	unread := assistants[min(skip, len(assistants)):]
+	for _, batch := range [][]string{unread[:min(1, len(unread))], unread[min(1, len(unread)):]} {
+		if len(batch) == 0 || found {
+			continue
+		}
+		parts, err := queryParts(ctx, db, batch)
+		if err != nil {
+			return false, 0, 0, err
+		}
+		for _, id := range batch {
+			if t := textParts(parts[id]); t != "" {
+				s.lastMessage, found = text.Ellipsis(t, messageRunes), true
+				break
+			}
+		}
+	}
+	return found, len(recent), len(assistants), nil
 }
 
 func queryMessages(ctx context.Context, db querier, q string, args ...any) ([]dbMessage, error) {

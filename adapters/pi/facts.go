@@ -2,7 +2,6 @@ package pi
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/adapters/storeio"
+	"github.com/agentctl/agentctl/internal/jsonscan"
 )
 
 // Reading limits. A session file is read at its head (metadata) and its tail
@@ -253,8 +253,17 @@ func (x *facts) addUsage(line []byte) {
 	if i < 0 {
 		return
 	}
-	var u usage
-	if json.NewDecoder(bytes.NewReader(line[i+len(markUsage):])).Decode(&u) != nil {
+	// The usage object alone is decoded: its end found by a scan, not by
+	// a decoder made for each line, and its values read without
+	// reflection.
+	rest := line[i+len(markUsage):]
+	start := jsonscan.Space(rest, 0)
+	end, err := jsonscan.Skip(rest, start)
+	if err != nil {
+		return
+	}
+	u, err := decodeUsage(rest[start:end])
+	if err != nil {
 		return
 	}
 	x.hasUsage = true

@@ -135,8 +135,11 @@ func (a *Adapter) scan(ctx context.Context) (files []scanned, version uint64, ke
 		defer a.saved.Save(false)
 	}
 	read := make([]scanned, len(keys))
+	progress := adapters.ProgressFrom(ctx)
+	progress.Found(len(keys))
 	if err := storeio.Parallel(ctx, len(keys), func(i int) {
 		read[i] = a.readOne(keys[i])
+		progress.Read(1)
 	}); err != nil {
 		a.scans.Drop()
 		return nil, 0, false, fmt.Errorf("scan pi sessions: %w", err)

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -211,11 +210,6 @@ func measureCluster(ctx context.Context, o options, work, dir string, sessions i
 		}
 	}
 	return res, nil
-}
-
-func median(ds []time.Duration) time.Duration {
-	slices.Sort(ds)
-	return ds[len(ds)/2]
 }
 
 func printCluster(w io.Writer, r clusterResult) {

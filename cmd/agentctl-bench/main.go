@@ -16,10 +16,15 @@
 // and the view's memory.
 //
 //	agentctl-bench [--sizes 100,1000,10000] [--bin PATH] [--base PATH] [--runs N] [--keep] [--core=false] [--top N]
-//	agentctl-bench --first 1000 [--first-mixed 10000]
+//	agentctl-bench --first 1550,7000,50000 [--ts-bin PATH] [--stores DIR]
 //
-// With --first it measures only the first answers: `list -a` from a cold
-// start (no discovery cache), after `daemon restart`, and warm.
+// With --first it measures only the first answers over mixed stores of
+// those sizes, medians of --runs: the first `list -a` ever (a fresh
+// AGENTCTL_HOME, the store in the page cache and, as root, out of it),
+// after `daemon restart`, warm as JSON and as the table, and the service's
+// answer alone; beside the predecessor's `list -a` when its build is given
+// (--ts-bin or $AGENTCTL_BENCH_TS_BIN). --stores keeps the generated
+// stores in DIR and reuses them.
 //
 // With --cluster DIR it instead times a Kubernetes cluster as a host (the
 // test cluster scripts/k8s-harness.sh started in DIR; "env" takes
@@ -86,10 +91,13 @@ type options struct {
 	top int
 	// hosts, when set, measures list over this many ssh hosts instead.
 	hosts int
-	// first and firstMixed, when first is set, measure the first answers
-	// (cold, after daemon restart, warm) over a store of that many Claude
-	// sessions and a mixed store of firstMixed, instead of the stores.
-	first, firstMixed int
+	// first, when set, measures the first answers (first list ever,
+	// after daemon restart, warm) over mixed stores of these sizes
+	// instead; tsBin is the predecessor's build measured beside them.
+	first []int
+	tsBin string
+	// stores, when set, keeps generated stores there for the next run.
+	stores string
 	// cluster, when set, measures a cluster as a host instead, with
 	// clusterSessions running.
 	cluster         string
@@ -109,8 +117,9 @@ func parseFlags(args []string) (options, error) {
 	fl.IntVar(&o.soak, "soak", 0, "soak instead: this many sessions running at once, started and stopped in waves")
 	fl.IntVar(&o.soakShort, "soak-short", 10000, "with --soak: then this many short sessions, each exit code checked")
 	fl.IntVar(&o.hosts, "hosts", 0, "instead: time list on this machine, over ssh on one host and over this many hosts at once (sshd instances on 127.0.0.1)")
-	fl.IntVar(&o.first, "first", 0, "measure the first answers (cold, after daemon restart, warm) over this many Claude sessions instead")
-	fl.IntVar(&o.firstMixed, "first-mixed", 10000, "with --first: and over a mixed store of this many sessions (0: skip)")
+	first := fl.String("first", "", "instead: measure the first answers (first list ever, after daemon restart, warm) over mixed stores of these comma-separated sizes")
+	fl.StringVar(&o.tsBin, "ts-bin", os.Getenv("AGENTCTL_BENCH_TS_BIN"), "with --first: the predecessor's agentctl build, whose `list -a` is timed beside (env: $AGENTCTL_BENCH_TS_BIN)")
+	fl.StringVar(&o.stores, "stores", "", "with --first: keep the generated stores in `DIR` and reuse them")
 	fl.StringVar(&o.cluster, "cluster", "", "instead: time a Kubernetes cluster as a host, the test cluster whose harness folder is `DIR` (env: $AGENTCTL_TEST_K8S)")
 	fl.IntVar(&o.clusterSessions, "cluster-sessions", 50, "with --cluster: Jobs running on the cluster for the lists")
 	fl.IntVar(&o.top, "top", 500, "measure agentctl top over this many sessions in a tmux terminal (0: skip)")
@@ -120,17 +129,32 @@ func parseFlags(args []string) (options, error) {
 	if fl.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q", fl.Args())
 	}
-	for _, f := range strings.Split(*sizes, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n <= 0 {
-			return o, fmt.Errorf("--sizes: %q is not a positive number", f)
+	var err error
+	if o.sizes, err = parseSizes("--sizes", *sizes); err != nil {
+		return o, err
+	}
+	if *first != "" {
+		if o.first, err = parseSizes("--first", *first); err != nil {
+			return o, err
 		}
-		o.sizes = append(o.sizes, n)
 	}
 	if o.runs < 1 {
 		return o, errors.New("--runs must be at least 1")
 	}
 	return o, nil
+}
+
+// parseSizes reads a comma-separated list of positive numbers.
+func parseSizes(flagName, list string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%s: %q is not a positive number", flagName, f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // row is one line of the result table.
@@ -208,12 +232,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		printSoak(out, rows)
 		return nil
 	}
-	if o.first > 0 {
-		rows, err := measureFirst(ctx, o, work, o.first, o.firstMixed)
+	if len(o.first) > 0 {
+		rows, err := measureFirst(ctx, o, work)
 		if err != nil {
 			return fmt.Errorf("first answers: %w", err)
 		}
-		printFirst(out, rows)
+		printFirst(out, rows, o.runs)
 		return nil
 	}
 	if o.top > 0 {

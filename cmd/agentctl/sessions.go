@@ -52,6 +52,11 @@ input|dialog" when the agent waits for a person, as first-hand evidence says
 when nothing says. --waiting lists only the waiting ones, longest waiting
 first; answer them with approve, deny or answer (a dialog: attach).
 
+The first list after the service started with nothing cached reads every
+agent's store, which on a large one takes seconds; meanwhile, on a terminal,
+a line on standard error says how far it got ("reading 7,000 sessions…
+3,200"). --json prints the service's answer as it came (indented).
+
 --hosts all (or -H build,gpu,local) asks every host at once and adds a HOST
 column; handles are then HOST/ID, which every command takes. A host that does
 not answer within 10s is a warning naming it, and the sessions it had running
@@ -90,7 +95,23 @@ not answer within 10s is a warning naming it, and the sessions it had running
 				}
 				return watchList(cmd.Context(), cli, src, o, out.asJSON, out.format == "wide", cli.out)
 			}
-			list, err := h.API.List(cmd.Context(), o)
+			if out.asJSON {
+				if il, ok := h.API.(indentedLister); ok {
+					return listJSON(cmd.Context(), il, o, cli.out)
+				}
+			}
+			var list api.SessionList
+			get := func() (err error) {
+				list, err = h.API.List(cmd.Context(), o)
+				return err
+			}
+			// A wait for a first read of the stores says how far it got,
+			// on a terminal, never in JSON.
+			if src, ok := h.API.(readingSource); ok && !out.asJSON && term.IsTerminal(fdOf(cli.errOut)) {
+				err = readingProgress{w: cli.errOut, src: src, after: progressAfter, every: progressEvery}.run(cmd.Context(), get)
+			} else {
+				err = get()
+			}
 			if err != nil {
 				return err
 			}
@@ -112,6 +133,23 @@ not answer within 10s is a warning naming it, and the sessions it had running
 	cmd.RegisterFlagCompletionFunc("group", cli.completeGroups)
 	cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions([]string{"running", "exited", "killed", "lost", "ended", "unknown"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
+}
+
+// indentedLister is a host whose list's answer can be printed as it
+// came, re-indented (client.Client), without decoding it.
+type indentedLister interface {
+	ListIndented(ctx context.Context, o api.ListOptions) ([]byte, error)
+}
+
+// listJSON is `list --json` of one host: what printList prints, written
+// from the service's answer without decoding it.
+func listJSON(ctx context.Context, l indentedLister, o api.ListOptions, w io.Writer) error {
+	b, err := l.ListIndented(ctx, o)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
 }
 
 // listSeveral is list over several hosts: each asked at once, the answers

@@ -80,6 +80,10 @@ func TestFigures(t *testing.T) {
 		{Tokens(i(1500), i(2_500_000)), "1.5k/2.5M"},
 		{Cost(nil), ""},
 		{Cost(&c), "$1.23"},
+		{Count(0), "0"},
+		{Count(999), "999"},
+		{Count(7000), "7,000"},
+		{Count(-1234567), "-1,234,567"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("got %q, want %q", tc.got, tc.want)
