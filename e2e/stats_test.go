@@ -84,7 +84,7 @@ func TestStatsOfAHog(t *testing.T) {
 		t.Fatal(err)
 	}
 	kernelPct := 100 * (after.CPU - before.CPU).Seconds() / time.Since(at).Seconds()
-	rss := procStatus(t, hog.PID, "VmRSS") + procStatus(t, mon, "VmRSS")
+	rss := procStatus(t, hog.PID, "VmRSS")
 
 	// The shape, as a script reads it.
 	var raw map[string]any
@@ -120,8 +120,11 @@ func TestStatsOfAHog(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := st.Sessions[0].Resources
-	if r == nil || r.MemoryBytes == nil || math.Abs(float64(*r.MemoryBytes)-float64(rss)) > 0.05*float64(rss) {
-		t.Fatalf("memory %v; /proc says %d for the hog and its monitor", r, rss)
+	if r == nil || r.MemoryBytes == nil {
+		t.Fatalf("no memory in %s", out)
+	}
+	if math.Abs(float64(*r.MemoryBytes)-float64(rss)) > 0.05*float64(rss) {
+		t.Fatalf("memory %d (from the %s); /proc says %d for the hog", *r.MemoryBytes, r.Source, rss)
 	}
 	if r.CPUPercent != nil {
 		t.Logf("memory %d, /proc %d; cpu %.1f%% over %.2fs, the kernel %.1f%%", *r.MemoryBytes, rss, *r.CPUPercent, r.CPUWindowS, kernelPct)
@@ -138,8 +141,8 @@ func TestStatsOfAHog(t *testing.T) {
 	case kernelPct >= 60 && *r.CPUPercent <= 50:
 		t.Errorf("cpu %.1f%% for a spinning program; want over 50%%", *r.CPUPercent)
 	}
-	if *r.PIDs < 2 || *r.Processes != 2 {
-		t.Errorf("pids %d, processes %d; want the shell and its monitor", *r.PIDs, *r.Processes)
+	if *r.PIDs < 1 || *r.Processes != 1 {
+		t.Errorf("pids %d, processes %d; want the shell alone (its monitor is agentctl's)", *r.PIDs, *r.Processes)
 	}
 
 	// status says it too.
@@ -181,7 +184,7 @@ func TestStatsAndTopShow50Sessions(t *testing.T) {
 	rows := func(s string) int {
 		c := 0
 		for i := range n {
-			if r := statsRow(s, fmt.Sprintf("st%02d", i)); r != "" && strings.Contains(r, "%") && strings.Contains(r, "MiB") {
+			if r := statsRow(s, fmt.Sprintf("st%02d", i)); r != "" && strings.Contains(r, "%") && strings.Contains(r, "iB ") {
 				c++
 			}
 		}
@@ -204,7 +207,7 @@ func TestStatsAndTopShow50Sessions(t *testing.T) {
 	s = tm.waitScreen(30*time.Second, "50 rows of top with CPU and memory", func(s string) bool {
 		c := 0
 		for i := range n {
-			if r := rowOf(s, fmt.Sprintf("st%02d", i)); strings.Contains(r, "%") && strings.Contains(r, "MiB") {
+			if r := rowOf(s, fmt.Sprintf("st%02d", i)); strings.Contains(r, "%") && strings.Contains(r, "iB ") {
 				c++
 			}
 		}

@@ -66,20 +66,20 @@ func (a *accounting) forget(id string) {
 	a.sampler.Forget(id)
 }
 
-// membersOf lists a session's processes in an indexed table: its monitor
-// while it is the recorded one (a cgroup holds it too: a session costs
-// its monitor), and its tree as a stop walks it. The service is spared,
-// with what it started, should it run inside the session.
+// membersOf lists a session's processes in an indexed table: its tree as a
+// stop walks it, below its monitor while that is the recorded one. The
+// monitor is agentctl's, not the session's: a session's cgroup holds the
+// agent's tree alone (the monitor leaves it once the agent started), and
+// the figures are the same either way. The service is spared, with what it
+// started, should it run inside the session.
 func membersOf(rec spawn.Record) func(*proc.Index) []proc.Info {
 	self := os.Getpid()
 	return func(ix *proc.Index) []proc.Info {
 		t := spawn.Tree{Leader: rec.Process, PGID: rec.PGID, Spare: func(p proc.Info) bool { return p.PID == self }}
-		var mon []proc.Info
 		if p, ok := ix.Lookup(rec.Shim.PID); ok && rec.Shim.PID != self && !p.Zombie && p.Start == rec.Shim.Start {
 			t.Root = rec.Shim.PID
-			mon = append(mon, p)
 		}
-		return append(mon, t.MembersIn(ix)...)
+		return t.MembersIn(ix)
 	}
 }
 
