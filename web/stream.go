@@ -81,6 +81,9 @@ type snapshot struct {
 	Ended   string `json:"ended"`
 	Count   int    `json:"count"`
 	Hash    string `json:"hash"`
+	// Warnings are the list's (a host that does not answer, over
+	// several): the page shows them as they are now.
+	Warnings []string `json:"warnings"`
 }
 
 // handleListEvents is the live list: a snapshot, then each session's
@@ -176,6 +179,7 @@ func (s *Server) sendSnapshot(ctx context.Context, out *sse, f filter) error {
 	if err != nil {
 		return err
 	}
+	snap.Warnings = list.Warnings
 	return out.send("snapshot", snap)
 }
 
@@ -216,7 +220,7 @@ type outputLine struct {
 func (s *Server) handleOutput(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	id := r.PathValue("id")
+	id := handle(r)
 	lines := make(chan api.LogChunk, streamBuffer)
 	done := make(chan error, 1)
 	go func() {
