@@ -89,7 +89,7 @@ type Server struct {
 	watching map[string]bool
 	// web is where the dashboard is served, or why not (nil: not asked).
 	web *api.WebStatus
-	wg       sync.WaitGroup
+	wg  sync.WaitGroup
 }
 
 // The server is the core's gate and observer, passing both on to the
