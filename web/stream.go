@@ -172,9 +172,11 @@ func (s *Server) rowEvent(sess *api.Session, f filter) rowEvent {
 
 func (s *Server) sendSnapshot(ctx context.Context, out *sse, f filter) error {
 	list, err := s.c.List(ctx, f.options())
-	if err != nil {
+	if err != nil && len(list.Warnings) == 0 {
 		return err
 	}
+	// Over several hosts, none answered: what is known of them (their
+	// sessions last seen, as unknown), and the warnings that say why.
 	snap, err := s.snapshot(list.Sessions, f)
 	if err != nil {
 		return err
