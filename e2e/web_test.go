@@ -631,6 +631,9 @@ func TestWebInService(t *testing.T) {
 		t.Fatalf("recorded %+v, want the answer via the web from 127.0.0.1, by the service (pid %d)", rec, st.PID)
 	}
 	daemonLog, _ := os.ReadFile(filepath.Join(e.Home, "daemon.log"))
+	if !strings.Contains(string(daemonLog), "web dashboard served") || !strings.Contains(string(daemonLog), "web request") {
+		t.Fatalf("the service's log does not have the dashboard and its requests (the check below proves nothing):\n%s", daemonLog)
+	}
 	for _, text := range []string{e.MustRun("daemon", "status"), e.MustRun("daemon", "status", "--json"), string(daemonLog)} {
 		if strings.Contains(text, token) {
 			t.Fatalf("the token is in the service's status or log:\n%s", text)
@@ -652,6 +655,9 @@ func TestWebInService(t *testing.T) {
 	e.JSON(&st, "daemon", "status", "--json")
 	if st.Web == nil || st.Web.URL != "" || !strings.Contains(st.Web.Error, `"listen" 0.0.0.0:0 is not a loopback address`) {
 		t.Fatalf("daemon status --json says of a refused dashboard %+v, want why", st.Web)
+	}
+	if log, _ := os.ReadFile(filepath.Join(e.Home, "daemon.log")); !strings.Contains(string(log), "web dashboard not served") {
+		t.Fatalf("the service's log does not say the dashboard is refused:\n%s", log)
 	}
 	if text := e.MustRun("daemon", "status"); !strings.Contains(text, "web      not served: ") {
 		t.Fatalf("daemon status does not say the dashboard is not served:\n%s", text)

@@ -34,7 +34,17 @@ session's decisions.jsonl as "web from ADDRESS" beside this process.
 
 From another device, tunnel to it (ssh -L 7387:127.0.0.1:7387 HOST) or, to bind
 beyond loopback, give TLS (--tls-cert/--tls-key, or --tls-generate, whose
-fingerprint is printed) and --expose.`,
+fingerprint is printed) and --expose.
+
+To keep it on, let the service serve it: "web": {"listen": "127.0.0.1:7387"}
+in config.json (with allow_hosts, tls_cert, tls_key, tls_generate, expose as
+the flags). 'agentctl web' then prints the address to open the service's
+dashboard and exits (--url prints just that), unless --listen or TLS flags ask
+for one of its own.
+
+--hosts all (or -H a,b,local) shows the sessions of several hosts in one list,
+each naming its host; a session's page is /s/HOST/ID and what is done there
+goes to its host; a host that does not answer is a warning.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -53,6 +63,9 @@ fingerprint is printed) and --expose.`,
 				// its session's host, a host that does not answer a
 				// warning.
 				cfg.Client = &hosts.View{Hosts: hs, Cache: cli.lastSeen(), Timeout: hostTimeout}
+				// A view starts nothing; a restart from it carries this
+				// environment, as `agentctl restart` does to any host.
+				cfg.Env = cli.environ()
 				return serveWeb(ctx, cli.out, cli.errOut, cfg)
 			}
 			c := svc.ServiceClient()
