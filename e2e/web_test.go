@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -667,6 +668,23 @@ func TestWebInService(t *testing.T) {
 	}
 	if _, stderr, code := e.Run("web", "--url"); code == 0 || !strings.Contains(stderr, "does not serve the dashboard") {
 		t.Fatalf("agentctl web --url with no dashboard served: exit %d, %q", code, stderr)
+	}
+
+	// A port already taken: the same.
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	config(fmt.Sprintf(`{"web": {"listen": %q}}`, taken.Addr().String()))
+	e.MustRun("daemon", "restart")
+	st = api.DaemonStatus{}
+	e.JSON(&st, "daemon", "status", "--json")
+	if st.Web == nil || st.Web.URL != "" || !strings.Contains(st.Web.Error, "address already in use") {
+		t.Fatalf("daemon status --json says of a dashboard on a taken port %+v, want why", st.Web)
+	}
+	if e.Session(s.ID).Status != api.StatusRunning {
+		t.Fatal("the service without its dashboard does not answer")
 	}
 }
 

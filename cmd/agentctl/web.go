@@ -108,7 +108,11 @@ goes to its host; a host that does not answer is a warning.`,
 func servedWeb(ctx context.Context, out, errOut io.Writer, c *client.Client, h home.Home, only bool) (served bool, err error) {
 	st, err := c.DaemonStatus(ctx)
 	if err != nil {
-		return false, err
+		if only {
+			return false, err
+		}
+		// No service to ask (AGENTCTL_NO_AUTOSTART): the pages say so.
+		return false, nil
 	}
 	switch {
 	case st.Web != nil && st.Web.URL != "":
