@@ -547,6 +547,71 @@ func (w *webHTTP) do(t *testing.T, method, path string, form url.Values) (int, s
 	return resp.StatusCode, string(b)
 }
 
+// sseStream is a page's server-sent events, read as they come.
+type sseStream struct {
+	events chan [2]string // event, data
+}
+
+// stream opens a page's event stream for the rest of the test.
+func (w *webHTTP) stream(t *testing.T, path string) *sseStream {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, err := http.NewRequestWithContext(ctx, "GET", w.base+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.AddCookie(&http.Cookie{Name: "agentctl_web_" + w.base[strings.LastIndex(w.base, ":")+1:], Value: w.token})
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		t.Fatalf("GET %s: %s", path, resp.Status)
+	}
+	s := &sseStream{events: make(chan [2]string, 1024)}
+	go func() {
+		defer resp.Body.Close()
+		defer close(s.events)
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 16<<20)
+		var event string
+		for sc.Scan() {
+			switch l := sc.Text(); {
+			case strings.HasPrefix(l, "event: "):
+				event = strings.TrimPrefix(l, "event: ")
+			case strings.HasPrefix(l, "data: "):
+				select {
+				case s.events <- [2]string{event, strings.TrimPrefix(l, "data: ")}:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return s
+}
+
+// wait reads events until match takes one.
+func (s *sseStream) wait(t *testing.T, what string, match func(event, data string) bool) {
+	t.Helper()
+	timeout := time.After(20 * time.Second)
+	for {
+		select {
+		case ev, ok := <-s.events:
+			if !ok {
+				t.Fatalf("waiting for %s: the stream ended", what)
+			}
+			if match(ev[0], ev[1]) {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("waiting for %s: not within 20 s", what)
+		}
+	}
+}
+
 var csrfField = regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`)
 
 // answer posts an answer to a waiting session from its page, as its form
@@ -717,6 +782,14 @@ func TestWebHosts(t *testing.T) {
 	if code, page := w.do(t, "GET", "/s/b/"+theirs.ID, nil); code != http.StatusOK || !strings.Contains(page, `data-id="b/`+theirs.ID+`"`) {
 		t.Fatalf("b's session's page: %d:\n%s", code, page)
 	}
+
+	// The live list follows both hosts: a session started on b arrives
+	// as its row, by its handle.
+	rows := w.stream(t, "/events")
+	later := b.Start("--name", "later", "--", "sleep", "600")
+	rows.wait(t, "b's new session's row", func(event, data string) bool {
+		return event == "row" && strings.Contains(data, `"id":"b/`+later.ID+`"`) && strings.Contains(data, `tag host\"\u003eb\u003c`)
+	})
 
 	w.answer(t, "b/"+theirs.ID, "from the hosts' web")
 	WaitFor(t, 10*time.Second, "the answer to reach b's session", func() bool {
