@@ -47,7 +47,7 @@ type Service interface {
 	Attach(ctx context.Context, id string, rows, cols uint16) (*client.Attachment, error)
 	Events(ctx context.Context, o client.EventOptions, started func(after uint64), fn func(api.Event) error) error
 	// Remote reports whether the sessions are another machine's: the
-	// launch form then sends no directory or environment of this one.
+	// launch form then offers no directory of this one.
 	Remote() bool
 }
 
