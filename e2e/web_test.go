@@ -385,6 +385,12 @@ func webApproveClaude(t *testing.T, ctx context.Context) {
 	if rec.Action != api.DecisionApprove || rec.Delivered != "hook" || rec.Tool != "Bash" || !strings.HasPrefix(rec.Via, "web from ") {
 		t.Fatalf("recorded %+v, want an approval of Bash through the hook, via the web", rec)
 	}
+	// The turn ends (and with it the user's own Stop hook, which
+	// claudeAttention checks) before the stop: a stop at once raced it.
+	WaitFor(t, 30*time.Second, "the turn to end at the prompt", func() bool {
+		got := c.Session(s.ID)
+		return got.Activity == api.ActivityWaiting && got.WaitingFor == api.WaitingInput
+	})
 	c.MustRun("stop", "--force", s.ID)
 }
 
