@@ -285,6 +285,20 @@ type DaemonStatus struct {
 	// a stop nothing escapes), and where, or why not; absent when the
 	// service does not say.
 	Cgroups *CgroupStatus `json:"cgroups,omitempty"`
+	// Web says where the service serves the web dashboard (config.json's
+	// "web"), or why it does not; absent when it is not asked to.
+	Web *WebStatus `json:"web,omitempty"`
+}
+
+// WebStatus says where the service serves the web dashboard. It never
+// holds the token: `agentctl web` prints the address to open.
+type WebStatus struct {
+	// URL is the dashboard's address, without its token.
+	URL string `json:"url,omitempty"`
+	// Fingerprint is the SHA-256 fingerprint of its certificate, with TLS.
+	Fingerprint string `json:"fingerprint,omitempty"`
+	// Error says why it is not served (a refused setting, a taken port).
+	Error string `json:"error,omitempty"`
 }
 
 // CgroupStatus says whether the service gives each session a cgroup.

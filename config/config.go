@@ -9,10 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -61,7 +63,32 @@ type Config struct {
 	// (ssh://[user@]host[:port], unix:///path). `agentctl host add|rm`
 	// edit it.
 	Hosts map[string]string `json:"hosts,omitempty"`
+
+	// Web makes the service serve the web dashboard for as long as it
+	// runs: {"listen": "127.0.0.1:7387"}, with the options of `agentctl
+	// web`.
+	Web Web `json:"web,omitzero"`
 }
+
+// Web is config.json's "web": where the service serves the dashboard, with
+// the options of `agentctl web` (the same rules: beyond loopback only with
+// TLS and expose, which the dashboard checks when the service starts it).
+type Web struct {
+	// Listen is host:port; empty serves no dashboard.
+	Listen string `json:"listen,omitempty"`
+	// AllowHosts are further names the browser may reach it by.
+	AllowHosts []string `json:"allow_hosts,omitempty"`
+	// TLSCert and TLSKey serve HTTPS with a certificate of one's own;
+	// TLSGenerate with one made once under the home.
+	TLSCert     string `json:"tls_cert,omitempty"`
+	TLSKey      string `json:"tls_key,omitempty"`
+	TLSGenerate bool   `json:"tls_generate,omitempty"`
+	// Expose allows a listen address beyond loopback (with TLS only).
+	Expose bool `json:"expose,omitempty"`
+}
+
+// On reports whether the service is to serve the dashboard.
+func (w Web) On() bool { return w.Listen != "" }
 
 // Limits are one adapter's session limits in config.json.
 type Limits struct {
@@ -162,7 +189,18 @@ func Parse(path string, b []byte) (Config, []string, error) {
 		case ok:
 			if err := json.Unmarshal(value, field); err != nil {
 				line, col := lineCol(b, start)
+				var te *json.UnmarshalTypeError
+				if errors.As(err, &te) && te.Field != "" && reflect.TypeOf(field).Elem().Kind() == reflect.Struct {
+					// Inside an object: name the key that is wrong.
+					line, col = lineCol(b, start+te.Offset-1)
+					return Config{}, warnings, fmt.Errorf("%s:%d:%d: key %q: expected %s, found %s", path, line, col, key+"."+te.Field, kindName(te.Type.Kind()), article(te.Value))
+				}
 				return Config{}, warnings, fmt.Errorf("%s:%d:%d: key %q: expected %s, found %s", path, line, col, key, goKind(field), jsonKindOf(value))
+			}
+			if key == "web" {
+				// A misspelt option would leave the dashboard open
+				// otherwise than meant: said, not ignored silently.
+				warnings = append(warnings, unknownSubkeys(path, key, value, field)...)
 			}
 		case ignored[key] != "":
 			warnings = append(warnings, fmt.Sprintf("%s: key %q is ignored: %s", path, key, ignored[key]))
@@ -242,6 +280,28 @@ func (c Config) validate() error {
 	return nil
 }
 
+// unknownSubkeys warns of the keys of an object value that its struct
+// (field, a pointer to it) does not have.
+func unknownSubkeys(path, key string, value json.RawMessage, field any) []string {
+	var got map[string]json.RawMessage
+	if json.Unmarshal(value, &got) != nil {
+		return nil
+	}
+	t := reflect.TypeOf(field).Elem()
+	known := map[string]any{}
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		known[name] = nil
+	}
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(got)) {
+		if _, ok := known[k]; !ok {
+			out = append(out, fmt.Sprintf("%s: unknown key %q in %q ignored (known keys: %s)", path, k, key, strings.Join(sortedKeys(known), ", ")))
+		}
+	}
+	return out
+}
+
 // fieldsByKey maps each JSON key of Config to a pointer to its field in c,
 // read from the struct tags so the list cannot drift from the struct.
 func fieldsByKey(c *Config) map[string]any {
@@ -264,13 +324,33 @@ func sortedKeys(m map[string]any) []string {
 }
 
 func goKind(field any) string {
-	switch reflect.TypeOf(field).Elem().Kind() {
+	if k := kindName(reflect.TypeOf(field).Elem().Kind()); k != "" {
+		return k
+	}
+	return reflect.TypeOf(field).Elem().String()
+}
+
+func article(s string) string {
+	if s != "" && strings.ContainsRune("aeiou", rune(s[0])) {
+		return "an " + s
+	}
+	return "a " + s
+}
+
+func kindName(k reflect.Kind) string {
+	switch k {
 	case reflect.String:
 		return "a string"
 	case reflect.Int:
 		return "an integer"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Slice:
+		return "an array"
+	case reflect.Struct:
+		return "an object"
 	}
-	return reflect.TypeOf(field).Elem().String()
+	return ""
 }
 
 func jsonKindOf(raw json.RawMessage) string {

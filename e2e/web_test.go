@@ -6,10 +6,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -51,10 +55,11 @@ type webServer struct {
 	PID              int
 }
 
-// startWeb runs `agentctl web` on a free loopback port until the test ends.
-func (e *Env) startWeb(t *testing.T) *webServer {
+// startWeb runs `agentctl web` on a free loopback port, with more flags,
+// until the test ends.
+func (e *Env) startWeb(t *testing.T, flags ...string) *webServer {
 	t.Helper()
-	cmd := e.Command("web", "--listen", "127.0.0.1:0")
+	cmd := e.Command(append([]string{"web", "--listen", "127.0.0.1:0"}, flags...)...)
 	logs := &lockedBuffer{}
 	cmd.Stderr = logs
 	out, err := cmd.StdoutPipe()
@@ -380,6 +385,12 @@ func webApproveClaude(t *testing.T, ctx context.Context) {
 	if rec.Action != api.DecisionApprove || rec.Delivered != "hook" || rec.Tool != "Bash" || !strings.HasPrefix(rec.Via, "web from ") {
 		t.Fatalf("recorded %+v, want an approval of Bash through the hook, via the web", rec)
 	}
+	// The turn ends (and with it the user's own Stop hook, which
+	// claudeAttention checks) before the stop: a stop at once raced it.
+	WaitFor(t, 30*time.Second, "the turn to end at the prompt", func() bool {
+		got := c.Session(s.ID)
+		return got.Activity == api.ActivityWaiting && got.WaitingFor == api.WaitingInput
+	})
 	c.MustRun("stop", "--force", s.ID)
 }
 
@@ -501,4 +512,315 @@ func rssKiB(t *testing.T, pid int) int {
 	}
 	t.Fatalf("no VmRSS for pid %d", pid)
 	return 0
+}
+
+// webHTTP is a browser's requests without a browser: the token's cookie,
+// and the Origin of the dashboard on every request.
+type webHTTP struct {
+	base, token string
+	hc          *http.Client
+}
+
+func newWebHTTP(base, token string) *webHTTP {
+	return &webHTTP{base: base, token: token, hc: &http.Client{
+		Timeout:       60 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}
+}
+
+// do sends one request (a form posts) and returns its status and body.
+func (w *webHTTP) do(t *testing.T, method, path string, form url.Values) (int, string) {
+	t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequest(method, w.base+path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	req.Header.Set("Origin", w.base)
+	req.AddCookie(&http.Cookie{Name: "agentctl_web_" + w.base[strings.LastIndex(w.base, ":")+1:], Value: w.token})
+	resp, err := w.hc.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// sseStream is a page's server-sent events, read as they come.
+type sseStream struct {
+	events chan [2]string // event, data
+}
+
+// stream opens a page's event stream for the rest of the test.
+func (w *webHTTP) stream(t *testing.T, path string) *sseStream {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, err := http.NewRequestWithContext(ctx, "GET", w.base+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.AddCookie(&http.Cookie{Name: "agentctl_web_" + w.base[strings.LastIndex(w.base, ":")+1:], Value: w.token})
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		t.Fatalf("GET %s: %s", path, resp.Status)
+	}
+	s := &sseStream{events: make(chan [2]string, 1024)}
+	go func() {
+		defer resp.Body.Close()
+		defer close(s.events)
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 16<<20)
+		var event string
+		for sc.Scan() {
+			switch l := sc.Text(); {
+			case strings.HasPrefix(l, "event: "):
+				event = strings.TrimPrefix(l, "event: ")
+			case strings.HasPrefix(l, "data: "):
+				select {
+				case s.events <- [2]string{event, strings.TrimPrefix(l, "data: ")}:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return s
+}
+
+// wait reads events until match takes one.
+func (s *sseStream) wait(t *testing.T, what string, match func(event, data string) bool) {
+	t.Helper()
+	timeout := time.After(20 * time.Second)
+	for {
+		select {
+		case ev, ok := <-s.events:
+			if !ok {
+				t.Fatalf("waiting for %s: the stream ended", what)
+			}
+			if match(ev[0], ev[1]) {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("waiting for %s: not within 20 s", what)
+		}
+	}
+}
+
+var csrfField = regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`)
+
+// answer posts an answer to a waiting session from its page, as its form
+// does, and fails unless the dashboard took it.
+func (w *webHTTP) answer(t *testing.T, handle, text string) {
+	t.Helper()
+	code, page := w.do(t, "GET", "/s/"+handle, nil)
+	m := csrfField.FindStringSubmatch(page)
+	if code != http.StatusOK || m == nil {
+		t.Fatalf("GET /s/%s: %d, no form:\n%s", handle, code, page)
+	}
+	if code, page := w.do(t, "POST", "/s/"+handle+"/answer", url.Values{"csrf": {m[1]}, "text": {text}}); code != http.StatusSeeOther {
+		t.Fatalf("answer %s: %d:\n%s", handle, code, page)
+	}
+}
+
+// lastDecision is the last line of a session's decisions.jsonl.
+func lastDecision(t *testing.T, dir string) api.DecisionRecord {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "decisions.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
+	var rec api.DecisionRecord
+	if err := json.Unmarshal(lines[len(lines)-1], &rec); err != nil {
+		t.Fatalf("decisions.jsonl %q: %v", b, err)
+	}
+	return rec
+}
+
+// asking is a command that asks for a person (an OSC 9 notification) and
+// echoes the answer it reads.
+const asking = `printf '\033]9;need you\007'; read -r line; echo "got $line"; sleep 600`
+
+// The service serves the dashboard while it runs when config.json says
+// "web": daemon status says where (never the token), agentctl web prints
+// the address to open and exits, an answer through it is recorded as the
+// web's with the service as the proven caller, it stops with the service,
+// and a bind it refuses is a logged, shown error while the service runs on.
+func TestWebInService(t *testing.T) {
+	e := NewEnv(t)
+	config := func(s string) {
+		if err := os.WriteFile(filepath.Join(e.Home, "config.json"), []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	config(`{"web": {"listen": "127.0.0.1:0"}}`)
+	e.MustRun("daemon", "start")
+	var st api.DaemonStatus
+	e.JSON(&st, "daemon", "status", "--json")
+	if st.Web == nil || !strings.HasPrefix(st.Web.URL, "http://127.0.0.1:") || st.Web.Error != "" {
+		t.Fatalf("daemon status --json says of the dashboard %+v, want where it serves", st.Web)
+	}
+	base := strings.TrimSuffix(st.Web.URL, "/")
+	if text := e.MustRun("daemon", "status"); !strings.Contains(text, "web      "+st.Web.URL) {
+		t.Fatalf("daemon status does not say where the dashboard is:\n%s", text)
+	}
+	tok, err := os.ReadFile(filepath.Join(e.Home, "web.token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := strings.TrimSpace(string(tok))
+	if out := strings.TrimSpace(e.MustRun("web")); out != "agentctl web: the service serves the dashboard: open "+st.Web.URL+"?token="+token {
+		t.Fatalf("agentctl web with the service's dashboard on printed %q", out)
+	}
+	if out := strings.TrimSpace(e.MustRun("web", "--url")); out != st.Web.URL+"?token="+token {
+		t.Fatalf("agentctl web --url printed %q", out)
+	}
+
+	w := newWebHTTP(base, token)
+	if code, page := w.do(t, "GET", "/", nil); code != http.StatusOK || !strings.Contains(page, `id="list"`) {
+		t.Fatalf("the service's dashboard: %d:\n%s", code, page)
+	}
+	s := e.Start("--name", "asker", "--", "bash", "-c", asking)
+	WaitFor(t, 10*time.Second, "the session to wait", func() bool { return e.Session(s.ID).Activity == api.ActivityWaiting })
+	w.answer(t, s.ID, "from the service")
+	WaitFor(t, 10*time.Second, "the answer to reach the session", func() bool {
+		out, _, _ := e.Run("logs", s.ID)
+		return strings.Contains(out, "got from the service")
+	})
+	if rec := lastDecision(t, e.SessionDir(s.ID)); !strings.HasPrefix(rec.Via, "web from 127.0.0.1:") || rec.PID != st.PID || rec.Text != "from the service" {
+		t.Fatalf("recorded %+v, want the answer via the web from 127.0.0.1, by the service (pid %d)", rec, st.PID)
+	}
+	daemonLog, _ := os.ReadFile(filepath.Join(e.Home, "daemon.log"))
+	if !strings.Contains(string(daemonLog), "web dashboard served") || !strings.Contains(string(daemonLog), "web request") {
+		t.Fatalf("the service's log does not have the dashboard and its requests (the check below proves nothing):\n%s", daemonLog)
+	}
+	for _, text := range []string{e.MustRun("daemon", "status"), e.MustRun("daemon", "status", "--json"), string(daemonLog)} {
+		if strings.Contains(text, token) {
+			t.Fatalf("the token is in the service's status or log:\n%s", text)
+		}
+	}
+
+	// It stops with the service.
+	e.MustRun("daemon", "stop")
+	if resp, err := http.Get(st.Web.URL); err == nil {
+		resp.Body.Close()
+		t.Fatalf("the dashboard answers after the service stopped: %s", resp.Status)
+	}
+
+	// Beyond loopback without TLS and expose: refused, said, and the
+	// service serves the rest.
+	config(`{"web": {"listen": "0.0.0.0:0"}}`)
+	e.MustRun("daemon", "start")
+	st = api.DaemonStatus{}
+	e.JSON(&st, "daemon", "status", "--json")
+	if st.Web == nil || st.Web.URL != "" || !strings.Contains(st.Web.Error, `"listen" 0.0.0.0:0 is not a loopback address`) {
+		t.Fatalf("daemon status --json says of a refused dashboard %+v, want why", st.Web)
+	}
+	if log, _ := os.ReadFile(filepath.Join(e.Home, "daemon.log")); !strings.Contains(string(log), "web dashboard not served") {
+		t.Fatalf("the service's log does not say the dashboard is refused:\n%s", log)
+	}
+	if text := e.MustRun("daemon", "status"); !strings.Contains(text, "web      not served: ") {
+		t.Fatalf("daemon status does not say the dashboard is not served:\n%s", text)
+	}
+	if e.Session(s.ID).Status != api.StatusRunning {
+		t.Fatal("the service without its dashboard does not answer")
+	}
+	if _, stderr, code := e.Run("web", "--url"); code == 0 || !strings.Contains(stderr, "does not serve the dashboard") {
+		t.Fatalf("agentctl web --url with no dashboard served: exit %d, %q", code, stderr)
+	}
+
+	// A port already taken: the same.
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	config(fmt.Sprintf(`{"web": {"listen": %q}}`, taken.Addr().String()))
+	e.MustRun("daemon", "restart")
+	st = api.DaemonStatus{}
+	e.JSON(&st, "daemon", "status", "--json")
+	if st.Web == nil || st.Web.URL != "" || !strings.Contains(st.Web.Error, "address already in use") {
+		t.Fatalf("daemon status --json says of a dashboard on a taken port %+v, want why", st.Web)
+	}
+	if e.Session(s.ID).Status != api.StatusRunning {
+		t.Fatal("the service without its dashboard does not answer")
+	}
+}
+
+// agentctl web --hosts: the sessions of this machine and of another home
+// (a unix:// host) in one list, each naming its host; a session's page by
+// its HOST/ID handle; its answer and stop sent to its host; and a host that
+// stops answering is a warning on a page that still renders.
+func TestWebHosts(t *testing.T) {
+	e, b := NewEnv(t), NewEnv(t)
+	e.MustRun("daemon", "start")
+	b.MustRun("daemon", "start")
+	e.MustRun("host", "add", "b", "unix://"+b.Home)
+	// A stopped host stays stopped (its client would start it again).
+	e.Setenv("AGENTCTL_NO_AUTOSTART", "1")
+	mine := e.Start("--name", "mine", "--", "sleep", "600")
+	theirs := b.Start("--name", "theirs", "--", "bash", "-c", asking)
+	WaitFor(t, 10*time.Second, "b's session to wait", func() bool { return b.Session(theirs.ID).Activity == api.ActivityWaiting })
+
+	ws := e.startWeb(t, "--hosts", "all")
+	w := newWebHTTP(ws.Base, ws.Token)
+	code, page := w.do(t, "GET", "/", nil)
+	for _, want := range []string{`id="r-local/` + mine.ID + `"`, `id="r-b/` + theirs.ID + `"`, `<span class="tag host">b</span>`, `<span class="tag host">local</span>`, `href="/s/b/` + theirs.ID + `"`} {
+		if code != http.StatusOK || !strings.Contains(page, want) {
+			t.Fatalf("the list over both hosts: %d, no %s:\n%s", code, want, page)
+		}
+	}
+	if i, j := strings.Index(page, `id="waiting"`), strings.Index(page, `id="r-b/`+theirs.ID); j < i || j > strings.Index(page, `id="running"`) {
+		t.Fatalf("b's waiting session is not under Needs you:\n%s", page)
+	}
+	if code, page := w.do(t, "GET", "/s/b/"+theirs.ID, nil); code != http.StatusOK || !strings.Contains(page, `data-id="b/`+theirs.ID+`"`) {
+		t.Fatalf("b's session's page: %d:\n%s", code, page)
+	}
+
+	// The live list follows both hosts: a session started on b arrives
+	// as its row, by its handle.
+	rows := w.stream(t, "/events")
+	later := b.Start("--name", "later", "--", "sleep", "600")
+	rows.wait(t, "b's new session's row", func(event, data string) bool {
+		return event == "row" && strings.Contains(data, `"id":"b/`+later.ID+`"`) && strings.Contains(data, `tag host\"\u003eb\u003c`)
+	})
+
+	w.answer(t, "b/"+theirs.ID, "from the hosts' web")
+	WaitFor(t, 10*time.Second, "the answer to reach b's session", func() bool {
+		out, _, _ := b.Run("logs", theirs.ID)
+		return strings.Contains(out, "got from the hosts' web")
+	})
+	if rec := lastDecision(t, b.SessionDir(theirs.ID)); !strings.HasPrefix(rec.Via, "web from 127.0.0.1:") || rec.PID != ws.PID {
+		t.Fatalf("b recorded %+v, want the answer via the web, by agentctl web (pid %d)", rec, ws.PID)
+	}
+	_, page = w.do(t, "GET", "/s/b/"+theirs.ID, nil)
+	m := csrfField.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("b's session's page has no form:\n%s", page)
+	}
+	if code, page := w.do(t, "POST", "/s/b/"+theirs.ID+"/stop", url.Values{"csrf": {m[1]}, "force": {"1"}}); code != http.StatusSeeOther {
+		t.Fatalf("stop b's session: %d:\n%s", code, page)
+	}
+	WaitFor(t, 20*time.Second, "b's session to end", func() bool { return b.Session(theirs.ID).Status.Ended() })
+	if s := e.Session(mine.ID); s.Status != api.StatusRunning {
+		t.Fatalf("stopping b's session touched this machine's: %s", s.Status)
+	}
+
+	b.MustRun("daemon", "stop")
+	code, page = w.do(t, "GET", "/", nil)
+	if code != http.StatusOK || !strings.Contains(page, "host b did not answer") || !strings.Contains(page, `id="r-local/`+mine.ID+`"`) {
+		t.Fatalf("the list with b down: %d, want this machine's session and a warning naming b:\n%s", code, page)
+	}
 }

@@ -117,4 +117,8 @@ var (
 	_ client.Sessions = (*View)(nil)
 	_ Decider         = (*View)(nil)
 	_ EventSource     = (*View)(nil)
+	_ Explainer       = (*View)(nil)
+	_ Restarter       = (*View)(nil)
+	_ FrameAttacher   = (*View)(nil)
+	_ Remoter         = (*View)(nil)
 )

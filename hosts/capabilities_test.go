@@ -62,7 +62,7 @@ func TestHostCapabilities(t *testing.T) {
 		{kind: "ssh", url: "ssh://me@build01", want: service},
 		{kind: "k8s", url: "k8s://kind-test/agents", want: "EventSource Explainer StreamAttacher"},
 		{kind: "k8s without its helper", open: func() client.Sessions { return failing{errors.New("no helper")} }, want: ""},
-		{kind: "a view over several hosts", open: func() client.Sessions { return &View{} }, want: "Decider EventSource"},
+		{kind: "a view over several hosts", open: func() client.Sessions { return &View{} }, want: "Decider EventSource Explainer FrameAttacher Remoter Restarter"},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
 			t.Parallel()

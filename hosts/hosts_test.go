@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/client"
 	"github.com/agentctl/agentctl/cluster/k8shelper"
+	"github.com/agentctl/agentctl/home"
 )
 
 func TestParseSSH(t *testing.T) {
@@ -286,5 +288,40 @@ func TestOpenK8sFindsItsHelper(t *testing.T) {
 	// A mistake in the URL is told before the helper is looked for.
 	if _, err := Schemes().Open("", "k8s://ctx/ns?pull=Sometimes", Env{Exe: exe}); err == nil || !strings.Contains(err.Error(), "pull=") {
 		t.Fatalf("a bad pull policy: %v", err)
+	}
+}
+
+// What the web dashboard asks of a view beyond the list goes to the host a
+// HOST/ID handle names, and says which host answered what; a host that
+// lacks the capability is refused by name. The hosts here are homes with no
+// service (and no autostart) and a host that opens to nothing.
+func TestViewRoutesExplainRestartAttach(t *testing.T) {
+	t.Parallel()
+	near := client.New(home.Home(t.TempDir()), "", false)
+	v := &View{Hosts: []Host{{Name: "near", API: near}, {Name: "bare", API: failing{errors.New("no helper")}}}}
+	ctx := context.Background()
+	calls := map[string]func(id string) error{
+		"explain": func(id string) error { _, err := v.Explain(ctx, id); return err },
+		"restart": func(id string) error { _, err := v.Restart(ctx, id, api.RestartRequest{}); return err },
+		"attach":  func(id string) error { _, err := v.Attach(ctx, id, 24, 80); return err },
+	}
+	for name, call := range calls {
+		for handle, want := range map[string]string{
+			"near/0123abcd": "host near: ",
+			"bare/0123abcd": "host bare ",
+			"0123abcd":      "names no session of these hosts (near, bare)",
+			"far/0123abcd":  "names no session of these hosts",
+		} {
+			if err := call(handle); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s %s: %v, want it to say %q", name, handle, err, want)
+			}
+		}
+	}
+	// A view is this machine only when every host says it is.
+	if (&View{Hosts: []Host{{Name: "near", API: near}}}).Remote() {
+		t.Error("a view of a local home calls itself remote")
+	}
+	if !v.Remote() {
+		t.Error("a view with a host that does not say where it is calls itself local")
 	}
 }

@@ -171,3 +171,61 @@ func (v *View) Events(ctx context.Context, o client.EventOptions, started func(a
 		return fn(e)
 	}, func(h Host, _ error) { announce(h) })
 }
+
+func (v *View) Explain(ctx context.Context, id string) (api.Explanation, error) {
+	h, id, err := v.route(id)
+	if err != nil {
+		return api.Explanation{}, err
+	}
+	ex, ok := h.API.(Explainer)
+	if !ok {
+		return api.Explanation{}, fmt.Errorf("host %s does not explain its sessions", h.Name)
+	}
+	e, err := ex.Explain(ctx, id)
+	if err != nil {
+		return e, fmt.Errorf("host %s: %w", h.Name, err)
+	}
+	e.Session, _ = marked(h)(e.Session, nil)
+	return e, nil
+}
+
+func (v *View) Restart(ctx context.Context, id string, req api.RestartRequest) (api.Session, error) {
+	h, id, err := v.route(id)
+	if err != nil {
+		return api.Session{}, err
+	}
+	r, ok := h.API.(Restarter)
+	if !ok {
+		return api.Session{}, fmt.Errorf("host %s does not restart sessions", h.Name)
+	}
+	return marked(h)(r.Restart(ctx, id, req))
+}
+
+// Attach joins a session's terminal on its host, through the service's
+// attach frames.
+func (v *View) Attach(ctx context.Context, id string, rows, cols uint16) (*client.Attachment, error) {
+	h, id, err := v.route(id)
+	if err != nil {
+		return nil, err
+	}
+	a, ok := h.API.(FrameAttacher)
+	if !ok {
+		return nil, fmt.Errorf("host %s has no terminal to join here (agentctl attach %s/%s)", h.Name, h.Name, id)
+	}
+	at, err := a.Attach(ctx, id, rows, cols)
+	if err != nil {
+		return nil, fmt.Errorf("host %s: %w", h.Name, err)
+	}
+	return at, nil
+}
+
+// Remote reports whether any of the hosts is another machine (a host that
+// does not say is taken as one).
+func (v *View) Remote() bool {
+	for _, h := range v.Hosts {
+		if r, ok := h.API.(Remoter); !ok || r.Remote() {
+			return true
+		}
+	}
+	return false
+}

@@ -250,6 +250,7 @@ func (s *Server) handleDaemonStatus(w http.ResponseWriter, r *http.Request) {
 		st.Cgroups = &api.CgroupStatus{Enabled: cs.Enabled, Reason: cs.Reason, V2: cs.V2, V1: cs.V1, Controllers: cs.Controllers, Summary: cs.String()}
 	}
 	st.Reading = s.core.Reading()
+	st.Web = s.webStatus()
 	writeJSON(w, http.StatusOK, st)
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/cgroup"
+	"github.com/agentctl/agentctl/config"
 	"github.com/agentctl/agentctl/home"
 	"github.com/agentctl/agentctl/proc"
 	"github.com/agentctl/agentctl/session"
@@ -59,6 +60,10 @@ type Options struct {
 	// Watch, when set, reports how the adapters' stores are watched
 	// (`daemon status`).
 	Watch func() api.WatchStatus
+	// Web makes the dashboard config.json's "web" asks for, which the
+	// service then serves while it runs (checked against the same rules
+	// as `agentctl web`'s flags); nil serves none.
+	Web func(config.Web) (Dashboard, error)
 }
 
 // Server is the running service.
@@ -82,7 +87,9 @@ type Server struct {
 
 	mu       sync.Mutex
 	watching map[string]bool
-	wg       sync.WaitGroup
+	// web is where the dashboard is served, or why not (nil: not asked).
+	web *api.WebStatus
+	wg  sync.WaitGroup
 }
 
 // The server is the core's gate and observer, passing both on to the
@@ -212,6 +219,8 @@ func Run(ctx context.Context, opts Options) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	s.log.Info("agentctl service started", "pid", os.Getpid(), "version", opts.Version, "socket", opts.Home.Socket())
+	// Once the socket serves: the dashboard is a client of it.
+	s.serveWeb(cfg.Web)
 
 	select {
 	case <-ctx.Done():

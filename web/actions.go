@@ -29,7 +29,7 @@ func via(r *http.Request) string { return "web from " + r.RemoteAddr }
 // page); failure shows why.
 func (s *Server) handleAction(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	id := r.PathValue("id")
+	id := handle(r)
 	to := back(r, "/s/"+id)
 	var err error
 	switch action := r.PathValue("action"); action {

@@ -67,12 +67,23 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /events", s.handleListEvents)
 	mux.HandleFunc("GET /new", s.handleNewForm)
 	mux.HandleFunc("POST /new", s.handleLaunch)
-	mux.HandleFunc("GET /s/{id}", s.handleSession)
-	mux.HandleFunc("GET /s/{id}/output", s.handleOutput)
-	mux.HandleFunc("GET /s/{id}/term", s.handleTerm)
-	mux.HandleFunc("GET /s/{id}/ws", s.handleTermSocket)
-	mux.HandleFunc("POST /s/{id}/{action}", s.handleAction)
+	// A session is /s/ID, or /s/HOST/ID over several hosts (its handle).
+	for _, s0 := range []string{"/s/{id}", "/s/{host}/{id}"} {
+		mux.HandleFunc("GET "+s0, s.handleSession)
+		mux.HandleFunc("GET "+s0+"/output", s.handleOutput)
+		mux.HandleFunc("GET "+s0+"/term", s.handleTerm)
+		mux.HandleFunc("GET "+s0+"/ws", s.handleTermSocket)
+		mux.HandleFunc("POST "+s0+"/{action}", s.handleAction)
+	}
 	return s.guard(mux)
+}
+
+// handle is the session a request's path names: ID, or HOST/ID.
+func handle(r *http.Request) string {
+	if h := r.PathValue("host"); h != "" {
+		return h + "/" + r.PathValue("id")
+	}
+	return r.PathValue("id")
 }
 
 // filter is what the list shows: a text to find, a group, and whether
@@ -264,6 +275,9 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 	}
 	http.NewResponseController(w).Flush()
 	list, err := s.c.List(r.Context(), f.options())
+	// Over several hosts, those that do not answer are warnings; the
+	// list fails only when none answers, and still says which.
+	p.Warnings = list.Warnings
 	if err != nil {
 		p.Err = err.Error()
 	} else {
@@ -273,7 +287,7 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 		}
 		//nolint:gosec // rendered by the row template, which escapes
 		p.Waiting, p.Running, p.Ended = template.HTML(snap.Waiting), template.HTML(snap.Running), template.HTML(snap.Ended)
-		p.Count, p.Hash, p.Warnings = snap.Count, snap.Hash, list.Warnings
+		p.Count, p.Hash = snap.Count, snap.Hash
 		groups := map[string]bool{}
 		for _, x := range list.Sessions {
 			if x.Group != "" {
@@ -309,8 +323,7 @@ const outputLines = 200
 
 func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	id := r.PathValue("id")
-	sess, err := s.c.Get(ctx, id)
+	sess, err := s.c.Get(ctx, handle(r))
 	if err != nil {
 		s.fail(w, err)
 		return

@@ -60,7 +60,7 @@ func loadTLS(cfg Config) (*tls.Config, string, error) {
 	certFile, keyFile := cfg.TLSCert, cfg.TLSKey
 	if cfg.TLSGenerate {
 		if certFile != "" || keyFile != "" {
-			return nil, "", errors.New("--tls-generate makes its own certificate: give it or --tls-cert/--tls-key, not both")
+			return nil, "", fmt.Errorf("%s makes its own certificate: give it or %s/%s, not both", cfg.opt("--tls-generate"), cfg.opt("--tls-cert"), cfg.opt("--tls-key"))
 		}
 		dir := cfg.Home.WebTLS()
 		certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
@@ -70,7 +70,7 @@ func loadTLS(cfg Config) (*tls.Config, string, error) {
 			}
 		}
 	} else if certFile == "" || keyFile == "" {
-		return nil, "", errors.New("TLS needs both --tls-cert and --tls-key")
+		return nil, "", fmt.Errorf("TLS needs both %s and %s", cfg.opt("--tls-cert"), cfg.opt("--tls-key"))
 	}
 	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {

@@ -28,6 +28,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/client"
 	"github.com/agentctl/agentctl/home"
 )
@@ -35,10 +36,25 @@ import (
 // DefaultListen is where the dashboard listens unless told otherwise.
 const DefaultListen = "127.0.0.1:7387"
 
+// Service is what the dashboard shows and acts on: one host's service (a
+// *client.Client), or several hosts as one (a hosts.View, whose session ids
+// are HOST/ID handles and whose answers go to each session's host).
+type Service interface {
+	client.Sessions
+	Decide(ctx context.Context, id string, d api.Decision) (api.Session, error)
+	Explain(ctx context.Context, id string) (api.Explanation, error)
+	Restart(ctx context.Context, id string, req api.RestartRequest) (api.Session, error)
+	Attach(ctx context.Context, id string, rows, cols uint16) (*client.Attachment, error)
+	Events(ctx context.Context, o client.EventOptions, started func(after uint64), fn func(api.Event) error) error
+	// Remote reports whether the sessions are another machine's: the
+	// launch form then offers no directory of this one.
+	Remote() bool
+}
+
 // Config says where the dashboard listens and what it talks to.
 type Config struct {
 	// Client is the service the dashboard shows and acts on.
-	Client *client.Client
+	Client Service
 	// Home holds the token file and a generated certificate.
 	Home home.Home
 	// Listen is host:port; port 0 picks a free one.
@@ -59,12 +75,24 @@ type Config struct {
 	// Log receives one line per request (never its query: the token may
 	// be in it) and the server's errors.
 	Log *slog.Logger
+	// InConfig says the settings come from config.json's "web" (the
+	// service serves the dashboard): a refusal names its keys, not flags.
+	InConfig bool
+}
+
+// opt names a setting as the user gave it: a flag of `agentctl web`, or a
+// key of config.json's "web".
+func (c Config) opt(flag string) string {
+	if !c.InConfig {
+		return flag
+	}
+	return `"` + strings.ReplaceAll(strings.TrimPrefix(flag, "--"), "-", "_") + `"`
 }
 
 // Server is a configured, listening dashboard.
 type Server struct {
 	cfg         Config
-	c           *client.Client
+	c           Service
 	log         *slog.Logger
 	ln          net.Listener
 	tls         *tls.Config
@@ -92,15 +120,16 @@ func New(cfg Config) (*Server, error) {
 	}
 	host, _, err := net.SplitHostPort(cfg.Listen)
 	if err != nil {
-		return nil, fmt.Errorf("--listen %s: want host:port (127.0.0.1:7387): %w", cfg.Listen, err)
+		return nil, fmt.Errorf("%s %s: want host:port (127.0.0.1:7387): %w", cfg.opt("--listen"), cfg.Listen, err)
 	}
 	useTLS := cfg.TLSGenerate || cfg.TLSCert != "" || cfg.TLSKey != ""
 	if !loopback(host) {
 		if !useTLS {
-			return nil, fmt.Errorf("--listen %s is not a loopback address: serving beyond this machine needs TLS (--tls-cert and --tls-key, or --tls-generate) and --expose; or keep 127.0.0.1 and reach it over an SSH tunnel (ssh -L)", cfg.Listen)
+			return nil, fmt.Errorf("%s %s is not a loopback address: serving beyond this machine needs TLS (%s and %s, or %s) and %s; or keep 127.0.0.1 and reach it over an SSH tunnel (ssh -L)",
+				cfg.opt("--listen"), cfg.Listen, cfg.opt("--tls-cert"), cfg.opt("--tls-key"), cfg.opt("--tls-generate"), cfg.opt("--expose"))
 		}
 		if !cfg.Expose {
-			return nil, fmt.Errorf("--listen %s is not a loopback address: anyone who can reach it may try the token; add --expose to mean it", cfg.Listen)
+			return nil, fmt.Errorf("%s %s is not a loopback address: anyone who can reach it may try the token; add %s to mean it", cfg.opt("--listen"), cfg.Listen, cfg.opt("--expose"))
 		}
 	}
 	s := &Server{cfg: cfg, c: cfg.Client, log: cfg.Log}
@@ -204,7 +233,20 @@ func (s *Server) BaseURL() string {
 
 // URL is the address to open: BaseURL with the token, which the first
 // load trades for a cookie. Print it to the user; never log it.
-func (s *Server) URL() string { return s.BaseURL() + "?token=" + url.QueryEscape(s.token) }
+func (s *Server) URL() string { return withToken(s.BaseURL(), s.token) }
+
+// OpenURL is the address to open for a dashboard served at base (a
+// BaseURL, such as the service's, which `daemon status` shows) with the
+// token of home h. Print it to the user; never log it.
+func OpenURL(base string, h home.Home) (string, error) {
+	tok, err := loadToken(h)
+	if err != nil {
+		return "", err
+	}
+	return withToken(base, tok), nil
+}
+
+func withToken(base, token string) string { return base + "?token=" + url.QueryEscape(token) }
 
 // Fingerprint is the SHA-256 fingerprint of the served certificate ("" without TLS).
 func (s *Server) Fingerprint() string { return s.fingerprint }

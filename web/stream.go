@@ -81,6 +81,9 @@ type snapshot struct {
 	Ended   string `json:"ended"`
 	Count   int    `json:"count"`
 	Hash    string `json:"hash"`
+	// Warnings are the list's (a host that does not answer, over
+	// several): the page shows them as they are now.
+	Warnings []string `json:"warnings"`
 }
 
 // handleListEvents is the live list: a snapshot, then each session's
@@ -169,13 +172,16 @@ func (s *Server) rowEvent(sess *api.Session, f filter) rowEvent {
 
 func (s *Server) sendSnapshot(ctx context.Context, out *sse, f filter) error {
 	list, err := s.c.List(ctx, f.options())
-	if err != nil {
+	if err != nil && len(list.Warnings) == 0 {
 		return err
 	}
+	// Over several hosts, none answered: what is known of them (their
+	// sessions last seen, as unknown), and the warnings that say why.
 	snap, err := s.snapshot(list.Sessions, f)
 	if err != nil {
 		return err
 	}
+	snap.Warnings = list.Warnings
 	return out.send("snapshot", snap)
 }
 
@@ -216,7 +222,7 @@ type outputLine struct {
 func (s *Server) handleOutput(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	id := r.PathValue("id")
+	id := handle(r)
 	lines := make(chan api.LogChunk, streamBuffer)
 	done := make(chan error, 1)
 	go func() {

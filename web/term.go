@@ -13,7 +13,7 @@ import (
 )
 
 func (s *Server) handleTerm(w http.ResponseWriter, r *http.Request) {
-	sess, err := s.c.Get(r.Context(), r.PathValue("id"))
+	sess, err := s.c.Get(r.Context(), handle(r))
 	if err != nil {
 		s.fail(w, err)
 		return
@@ -49,7 +49,7 @@ func (s *Server) handleTermSocket(w http.ResponseWriter, r *http.Request) {
 	conn.SetReadLimit(64 << 10)
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	at, err := s.c.Attach(ctx, r.PathValue("id"), uint16(rows), uint16(cols))
+	at, err := s.c.Attach(ctx, handle(r), uint16(rows), uint16(cols))
 	if err != nil {
 		conn.Close(websocket.StatusTryAgainLater, trimReason(err.Error()))
 		return

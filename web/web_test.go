@@ -1,9 +1,11 @@
 package web
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -11,9 +13,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentctl/agentctl/client"
 	"github.com/agentctl/agentctl/home"
+	"github.com/agentctl/agentctl/hosts"
 )
 
 // syncBuffer is a log destination the server's goroutines share.
@@ -48,7 +52,9 @@ func serve(t *testing.T, cfg Config) *served {
 	h := home.Home(t.TempDir())
 	logs := &syncBuffer{}
 	cfg.Home = h
-	cfg.Client = client.New(h, "", false)
+	if cfg.Client == nil {
+		cfg.Client = client.New(h, "", false)
+	}
 	cfg.Log = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	if cfg.Listen == "" {
 		cfg.Listen = "127.0.0.1:0"
@@ -253,6 +259,11 @@ func TestBindRules(t *testing.T) {
 		{"an address, with TLS but not exposed", Config{Listen: "192.0.2.1:0", TLSGenerate: true}, "--expose"},
 		{"a name, plain", Config{Listen: "example.com:7387", Expose: true}, "needs TLS"},
 		{"no port", Config{Listen: "127.0.0.1"}, "host:port"},
+		// The service's dashboard, from config.json: the same rules, in
+		// the words of its keys.
+		{"config.json, plain", Config{Listen: "0.0.0.0:0", InConfig: true}, `"listen" 0.0.0.0:0 is not a loopback address: serving beyond this machine needs TLS ("tls_cert" and "tls_key", or "tls_generate") and "expose"`},
+		{"config.json, not exposed", Config{Listen: "192.0.2.1:0", TLSGenerate: true, InConfig: true}, `add "expose" to mean it`},
+		{"config.json, half a certificate", Config{Listen: "127.0.0.1:0", TLSCert: "c.pem", InConfig: true}, `TLS needs both "tls_cert" and "tls_key"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -266,6 +277,9 @@ func TestBindRules(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("New(%s): %v, want it to say %q", tc.cfg.Listen, err, tc.want)
+			}
+			if tc.cfg.InConfig && strings.Contains(err.Error(), "--") {
+				t.Fatalf("New(%s) from config.json: %v names a flag", tc.cfg.Listen, err)
 			}
 		})
 	}
@@ -342,4 +356,75 @@ func TestBack(t *testing.T) {
 			t.Errorf("back(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// Over several hosts a session's pages are /s/HOST/ID, and what they ask
+// goes to that host; a host that does not answer is a warning on a page
+// that still renders. The host here is a home with no service (no
+// autostart): every answer is its refusal, named by the view.
+func TestSeveralHosts(t *testing.T) {
+	t.Parallel()
+	far := home.Home(t.TempDir())
+	view := &hosts.View{Hosts: []hosts.Host{{Name: "far", API: client.New(far, "", false)}}}
+	sv := serve(t, Config{Client: view})
+	csrf := url.Values{"csrf": {sv.s.csrf}}
+	read := func(resp *http.Response) string {
+		var b bytes.Buffer
+		b.ReadFrom(resp.Body)
+		return b.String()
+	}
+	tests := []struct {
+		name, method, path string
+		form               url.Values
+		want               []string
+	}{
+		{"the list", "GET", "/", nil, []string{"host far did not answer", "no host answered"}},
+		{"a session's page", "GET", "/s/far/0123abcd", nil, []string{"host far:"}},
+		{"its terminal", "GET", "/s/far/0123abcd/term", nil, []string{"host far:"}},
+		{"an action", "POST", "/s/far/0123abcd/stop", csrf, []string{"host far:"}},
+		{"an answer", "POST", "/s/far/0123abcd/answer", url.Values{"csrf": {sv.s.csrf}, "text": {"yes"}}, []string{"host far:"}},
+		{"a handle of no host", "GET", "/s/0123abcd", nil, []string{"names no session of these hosts (far): give HOST/ID"}},
+		{"another host", "GET", "/s/near/0123abcd", nil, []string{"names no session of these hosts"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			page := read(sv.do(t, tc.method, tc.path, tc.form, true, map[string]string{"Origin": sv.base}))
+			for _, w := range tc.want {
+				if !strings.Contains(page, w) {
+					t.Errorf("%s %s: the page does not say %q:\n%s", tc.method, tc.path, w, page)
+				}
+			}
+		})
+	}
+	// The live list's snapshot carries the warnings too (a host that
+	// stops answering while the page is open is said on it), and the
+	// stream stays open.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", sv.base+"/events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.AddCookie(&http.Cookie{Name: sv.s.cookie, Value: sv.s.token})
+	resp, err := sv.hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if sc.Text() != "event: snapshot" {
+			continue
+		}
+		sc.Scan()
+		var snap snapshot
+		if err := json.Unmarshal([]byte(strings.TrimPrefix(sc.Text(), "data: ")), &snap); err != nil {
+			t.Fatalf("snapshot %q: %v", sc.Text(), err)
+		}
+		if len(snap.Warnings) != 1 || !strings.Contains(snap.Warnings[0], "host far did not answer") {
+			t.Fatalf("the snapshot's warnings are %q, want host far's", snap.Warnings)
+		}
+		return
+	}
+	t.Fatalf("the stream ended without a snapshot: %v (%s)", sc.Err(), resp.Status)
 }

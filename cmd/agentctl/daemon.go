@@ -187,11 +187,27 @@ func newDaemonStatusCmd(cli *cli) *cobra.Command {
 			if st.Cgroups != nil {
 				fmt.Fprintf(cli.out, "  per-session cgroups: %s\n", st.Cgroups.Summary)
 			}
+			printWebStatus(cli.out, st.Web)
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// printWebStatus says where the service serves the web dashboard (never
+// with its token: agentctl web prints the address to open), or why not.
+func printWebStatus(w io.Writer, st *api.WebStatus) {
+	switch {
+	case st == nil:
+	case st.URL != "":
+		fmt.Fprintf(w, "  web      %s (open it with: agentctl web)\n", st.URL)
+		if st.Fingerprint != "" {
+			fmt.Fprintf(w, "           certificate SHA-256 fingerprint %s\n", st.Fingerprint)
+		}
+	default:
+		fmt.Fprintf(w, "  web      not served: %s\n", st.Error)
+	}
 }
 
 // printWatchStatus says how the service follows the agents' stores, and

@@ -2,17 +2,23 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentctl/agentctl/client"
+	"github.com/agentctl/agentctl/home"
+	"github.com/agentctl/agentctl/hosts"
 	"github.com/agentctl/agentctl/web"
 )
 
 func newWebCmd(cli *cli) *cobra.Command {
 	cfg := web.Config{}
+	var printURL bool
+	var hostList string
 	cmd := &cobra.Command{
 		Use:   "web",
 		Short: "Serve a dashboard to a browser: sessions, output, answers, terminals",
@@ -28,23 +34,59 @@ session's decisions.jsonl as "web from ADDRESS" beside this process.
 
 From another device, tunnel to it (ssh -L 7387:127.0.0.1:7387 HOST) or, to bind
 beyond loopback, give TLS (--tls-cert/--tls-key, or --tls-generate, whose
-fingerprint is printed) and --expose.`,
+fingerprint is printed) and --expose.
+
+To keep it on, let the service serve it: "web": {"listen": "127.0.0.1:7387"}
+in config.json (with allow_hosts, tls_cert, tls_key, tls_generate, expose as
+the flags). 'agentctl web' then prints the address to open the service's
+dashboard and exits (--url prints just that), unless --listen or TLS flags ask
+for one of its own.
+
+--hosts all (or -H a,b,local) shows the sessions of several hosts in one list,
+each naming its host; a session's page is /s/HOST/ID and what is done there
+goes to its host; a host that does not answer is a warning.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := cli.newClient()
+			ctx := cmd.Context()
+			h, err := cli.userHome()
 			if err != nil {
 				return err
 			}
-			if cfg.Home, err = cli.userHome(); err != nil {
+			cfg.Home = h
+			hs, several, err := cli.targetHosts(hostList)
+			if err != nil {
 				return err
 			}
-			cfg.Client = c
-			if !c.Remote() {
-				// Sessions started from the page get this environment, as
-				// from `agentctl run`; another host's service uses its own.
+			svc, isService := hs[0].API.(hosts.Service)
+			if several || !isService {
+				// Several hosts as one: ids HOST/ID, each answer sent to
+				// its session's host, a host that does not answer a
+				// warning.
+				cfg.Client = &hosts.View{Hosts: hs, Cache: cli.lastSeen(), Timeout: hostTimeout}
+				// A view starts nothing; a restart from it carries this
+				// environment, as `agentctl restart` does to any host.
 				cfg.Env = cli.environ()
+				return serveWeb(ctx, cli.out, cli.errOut, cfg)
 			}
-			return serveWeb(cmd.Context(), cli.out, cli.errOut, cfg)
+			c := svc.ServiceClient()
+			cfg.Client = c
+			if c.Remote() {
+				if printURL {
+					return usageError{fmt.Errorf("--url prints this machine's service's dashboard; for host %s, run it there", hs[0].Name)}
+				}
+				return serveWeb(ctx, cli.out, cli.errOut, cfg)
+			}
+			// Sessions started from the page get this environment, as
+			// from `agentctl run`; another host's service uses its own.
+			cfg.Env = cli.environ()
+			own := cmd.Flags().Changed("listen") || cmd.Flags().Changed("tls-cert") || cmd.Flags().Changed("tls-generate") || cmd.Flags().Changed("expose")
+			if printURL || !own {
+				served, err := servedWeb(ctx, cli.out, cli.errOut, c, h, printURL)
+				if served || err != nil {
+					return err
+				}
+			}
+			return serveWeb(ctx, cli.out, cli.errOut, cfg)
 		},
 	}
 	f := cmd.Flags()
@@ -54,7 +96,49 @@ fingerprint is printed) and --expose.`,
 	f.StringVar(&cfg.TLSKey, "tls-key", "", "the certificate's key (PEM)")
 	f.BoolVar(&cfg.TLSGenerate, "tls-generate", false, "serve HTTPS with a self-signed certificate made once under $AGENTCTL_HOME")
 	f.BoolVar(&cfg.Expose, "expose", false, "allow --listen beyond loopback (needs TLS)")
+	f.BoolVar(&printURL, "url", false, "print the address to open the dashboard the service serves (config.json \"web\"), and exit")
+	f.StringVar(&hostList, "hosts", "", "show the sessions of several hosts: `all` (this machine and every named host) or a comma-separated list; ids are then HOST/ID")
 	return cmd
+}
+
+// servedWeb prints the address to open the dashboard the service of home h
+// serves (config.json's "web"), with the token: served says it does, and
+// nothing more is to be done. With only, that address is all that is
+// printed, and a service that serves none is an error.
+func servedWeb(ctx context.Context, out, errOut io.Writer, c *client.Client, h home.Home, only bool) (served bool, err error) {
+	st, err := c.DaemonStatus(ctx)
+	if err != nil {
+		if only {
+			return false, err
+		}
+		// No service to ask (AGENTCTL_NO_AUTOSTART): the pages say so.
+		return false, nil
+	}
+	switch {
+	case st.Web != nil && st.Web.URL != "":
+	case only && st.Web != nil:
+		return false, fmt.Errorf("the service does not serve the dashboard: %s", st.Web.Error)
+	case only:
+		return false, errors.New(`the service does not serve the dashboard: add "web": {"listen": "127.0.0.1:7387"} to config.json and restart it (agentctl daemon restart), or run agentctl web`)
+	default:
+		if st.Web != nil {
+			fmt.Fprintf(errOut, "agentctl web: the service's dashboard is not served (%s); serving one here\n", st.Web.Error)
+		}
+		return false, nil
+	}
+	u, err := web.OpenURL(st.Web.URL, h)
+	if err != nil {
+		return false, err
+	}
+	if only {
+		fmt.Fprintln(out, u)
+		return true, nil
+	}
+	fmt.Fprintf(out, "agentctl web: the service serves the dashboard: open %s\n", u)
+	if fp := st.Web.Fingerprint; fp != "" {
+		fmt.Fprintf(out, "agentctl web: certificate SHA-256 fingerprint %s\n", fp)
+	}
+	return true, nil
 }
 
 // serveWeb runs the dashboard until ctx ends, printing where to open it

@@ -51,6 +51,16 @@
     stream(list.getAttribute("data-events"), {snapshot: function (ev) {
       var d = JSON.parse(ev.data);
       window.agentctlSnapshot = (window.agentctlSnapshot || 0) + 1;
+      var warnings = document.getElementById("warnings");
+      if (warnings) {
+        warnings.textContent = "";
+        (d.warnings || []).forEach(function (w) {
+          var p = document.createElement("p");
+          p.className = "warn";
+          p.textContent = w;
+          warnings.appendChild(p);
+        });
+      }
       // The page was rendered from this very list: nothing to redo.
       if (d.hash && d.hash === list.getAttribute("data-hash")) { return; }
       list.setAttribute("data-hash", "");

@@ -18,11 +18,14 @@ import (
 	"github.com/agentctl/agentctl/adapters/registry"
 	"github.com/agentctl/agentctl/adapters/storeio"
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/client"
+	"github.com/agentctl/agentctl/config"
 	"github.com/agentctl/agentctl/home"
 	"github.com/agentctl/agentctl/internal/envvar"
 	"github.com/agentctl/agentctl/session"
 	"github.com/agentctl/agentctl/spawn"
 	"github.com/agentctl/agentctl/supervisor"
+	"github.com/agentctl/agentctl/web"
 )
 
 // Service runs the agentctl service for h in the foreground until ctx ends
@@ -48,7 +51,27 @@ func Service(ctx context.Context, h home.Home, version string, logger *slog.Logg
 		Logger:   logger,
 		Adapters: adapters.NewSet(registry.Local(string(h), nil, registry.Options{Watch: watch, Logger: logger})...),
 		Watch:    status,
+		Web:      func(cfg config.Web) (supervisor.Dashboard, error) { return dashboard(h, cfg, logger) },
 	})
+}
+
+// dashboard is the web dashboard config.json's "web" asks the service to
+// serve: a client of the service's own socket (never starting a service),
+// with the token file `agentctl web` shares. Sessions started from its
+// form get the service's environment, as it is the one launching them.
+func dashboard(h home.Home, cfg config.Web, logger *slog.Logger) (supervisor.Dashboard, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s, err := web.New(web.Config{
+		Client: client.New(h, "", false), Home: h, Listen: cfg.Listen, AllowHosts: cfg.AllowHosts,
+		TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey, TLSGenerate: cfg.TLSGenerate, Expose: cfg.Expose,
+		Env: os.Environ(), Log: logger.With("part", "web"), InConfig: true,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // watchStatus is a watcher's report on the wire.
