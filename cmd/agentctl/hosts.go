@@ -39,7 +39,7 @@ const hostTimeout = 10 * time.Second
 // the command and whatever it runs (top's attach, a pager's logs).
 func addHostFlag(cli *cli, root *cobra.Command) {
 	var host string
-	root.PersistentFlags().StringVarP(&host, "host", "H", "", "the host to act on: a name from 'agentctl host ls', ssh://[user@]host[:port], unix:///path or k8s://CONTEXT/NAMESPACE (default $"+hostEnv+", else this machine); list, events and top take several (a,b,local) or all")
+	root.PersistentFlags().StringVarP(&host, "host", "H", "", "the host to act on: a name from 'agentctl host ls', ssh://[user@]host[:port], unix:///path or k8s://CONTEXT/NAMESPACE (default $"+hostEnv+", else this machine); list, events, top and web take several (a,b,local) or all")
 	root.RegisterFlagCompletionFunc("host", cli.completeHosts)
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		if cmd.Flags().Changed("host") {
@@ -123,7 +123,7 @@ func (cli *cli) hostResolver() (hosts.Resolver, error) {
 func (cli *cli) targetHost() (hosts.Host, error) {
 	spec := cli.hostSpec()
 	if spec == hosts.All || strings.Contains(spec, ",") {
-		return hosts.Host{}, usageError{fmt.Errorf("--host %s names several hosts; this command acts on one (only list, events and top take several)", spec)}
+		return hosts.Host{}, usageError{fmt.Errorf("--host %s names several hosts; this command acts on one (only list, events, top and web take several)", spec)}
 	}
 	r, err := cli.hostResolver()
 	if err != nil {

@@ -43,7 +43,7 @@ after 'agentctl service install'. State lives in $AGENTCTL_HOME (default
 ~/.agentctl).
 
 Other hosts' services are reached over ssh: -H NAME or -H ssh://user@host
-(or AGENTCTL_HOST) on any command, --hosts all on list, events and top, and
+(or AGENTCTL_HOST) on any command, --hosts all on list, events, top and web, and
 HOST/ID handles; see 'agentctl host --help'.`,
 		Version:       buildVersion(),
 		SilenceUsage:  true,
