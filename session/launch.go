@@ -90,8 +90,13 @@ func (c *launcher) launch(ctx context.Context, req api.RunRequest) (api.Session,
 	if err := c.prepare(ctx, l, undo); err != nil {
 		return api.Session{}, err
 	}
+	// The command may ask the service something before its start is
+	// reported: it is known as the session's, with its lineage, from the
+	// moment its monitor is handed it.
+	c.mons.begin(l.id, lineage)
+	defer c.mons.end(l.id)
 	began := time.Now()
-	started, err := c.starter.Start(ctx, l.dir, l.spec)
+	started, err := c.starter.StartTelling(ctx, l.dir, l.spec, func(pid int) { c.mons.told(l.id, pid) })
 	if err != nil {
 		if !errors.Is(err, spawn.ErrStart) {
 			// The monitor may hold the folder: it stays.

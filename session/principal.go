@@ -54,6 +54,43 @@ type monitorIndex struct {
 	// sweepAt is the size at which add drops the entries of monitors that
 	// have exited: the index stays the size of what runs.
 	sweepAt int
+	// launching holds the lineage of each session being launched, until
+	// its record is on disk: its command runs, and may ask the service
+	// something, before its start is reported.
+	launching map[string][]string
+}
+
+// begin notes a launch of session id with its lineage; its monitor is
+// noted once the starter names it (told), and both stay known once the
+// launch is over (end) through the session's record and add.
+func (m *monitorIndex) begin(id string, lineage []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.launching == nil {
+		m.launching = map[string][]string{}
+	}
+	m.launching[id] = lineage
+}
+
+// told notes the monitor handed session id, before it starts the command.
+func (m *monitorIndex) told(id string, monitorPID int) {
+	if p, err := proc.Lookup(monitorPID); err == nil {
+		m.add(p.Identity, id)
+	}
+}
+
+func (m *monitorIndex) end(id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.launching, id)
+}
+
+// lineageOf is the lineage of session id while it is being launched.
+func (m *monitorIndex) lineageOf(id string) ([]string, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l, ok := m.launching[id]
+	return l, ok
 }
 
 type monitorEntry struct {
@@ -167,10 +204,14 @@ func (c *base) principal(caller *proc.Caller) ([]string, error) {
 		note(proc.EnvValue(p.PID, home.SessionEnv))
 	}
 	for _, id := range slices.Clone(out) {
+		from, launching := idx.lineageOf(id)
 		if s, err := c.records.get(id); err == nil {
-			for _, a := range s.LaunchedFrom {
-				note(a)
-			}
+			from = s.LaunchedFrom
+		} else if !launching {
+			continue
+		}
+		for _, a := range from {
+			note(a)
 		}
 	}
 	slices.Sort(out)

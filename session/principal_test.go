@@ -65,6 +65,12 @@ func TestPrincipal(t *testing.T) {
 	marked, _ := startProc(t, "echo; exec sleep 30", home.SessionEnv+"=s2")
 	junk, _ := startProc(t, "echo; exec sleep 30", home.SessionEnv+"=../x")
 	outside, _ := startProc(t, "echo; exec sleep 30")
+	// s3 is being launched from inside s0: its monitor was handed it and
+	// its command runs, but its record is not on disk yet.
+	launching, launchingChild := startProc(t, "sleep 30 & echo $!; wait")
+	c.mons.begin("s3", []string{"s0"})
+	c.mons.told("s3", launching.Process.Pid)
+	unmarkedChild, _ := strconv.Atoi(launchingChild)
 	for _, tc := range []struct {
 		name string
 		pid  int
@@ -75,6 +81,7 @@ func TestPrincipal(t *testing.T) {
 		{"a process with a session's marker, and what that one was started from", marked.Process.Pid, []string{"s0", "s2"}},
 		{"a marker that is no session id", junk.Process.Pid, nil},
 		{"a process outside", outside.Process.Pid, nil},
+		{"a process of a session being launched, before its record", unmarkedChild, []string{"s0", "s3"}},
 	} {
 		caller := proc.PinProcess(tc.pid, os.Getuid())
 		got, err := c.principal(caller)

@@ -45,11 +45,12 @@ type standbyRequest struct {
 // succeeded and launch.json is on disk) or failed. exe is the agentctl
 // binary; the monitor is `exe shim DIR` in its own session, so it outlives
 // the caller.
-func startFresh(ctx context.Context, exe, dir string, spec Spec) (Record, error) {
+func startFresh(ctx context.Context, exe, dir string, spec Spec, told func(monitorPID int)) (Record, error) {
 	m, err := startMonitor(exe, dir)
 	if err != nil {
 		return Record{}, err
 	}
+	told(m.pid)
 	go func() {
 		json.NewEncoder(m.stdin).Encode(spec)
 		m.stdin.Close()
@@ -107,18 +108,27 @@ func (s *Starter) Wait() { s.wg.Wait() }
 // launch.json is on disk) or failed: the standby when one is ready, else a
 // fresh one.
 func (s *Starter) Start(ctx context.Context, dir string, spec Spec) (Record, error) {
+	return s.StartTelling(ctx, dir, spec, func(int) {})
+}
+
+// StartTelling is Start that tells told the pid of the monitor that is
+// handed the session, before it starts the command: a process of the
+// session may ask the service something before the start is reported
+// (and launch.json written), and must be known as the session's then.
+func (s *Starter) StartTelling(ctx context.Context, dir string, spec Spec, told func(monitorPID int)) (Record, error) {
 	s.mu.Lock()
 	m := s.standby
 	s.standby = nil
 	s.mu.Unlock()
 	if m == nil {
-		return startFresh(ctx, s.exe, dir, spec)
+		return startFresh(ctx, s.exe, dir, spec, told)
 	}
 	// The next standby starts once this start is reported: started now,
 	// it would compete with this one for the CPU.
 	defer s.refill()
 	b, err := json.Marshal(standbyRequest{Dir: dir, Spec: spec})
 	if err == nil {
+		told(m.pid)
 		// A frozen standby does not hold the launch: a request it has
 		// not read whole in time is cut short, which it refuses.
 		m.stdin.SetWriteDeadline(time.Now().Add(5 * time.Second))
@@ -130,7 +140,7 @@ func (s *Starter) Start(ctx context.Context, dir string, spec Spec) (Record, err
 		// broke): nothing of it ran, so start afresh.
 		s.log.Warn("the standby session monitor could not be told; starting a new one", "err", err)
 		m.ready.Close()
-		return startFresh(ctx, s.exe, dir, spec)
+		return startFresh(ctx, s.exe, dir, spec, told)
 	}
 	rec, err := m.awaitReady(ctx, dir)
 	if errors.Is(err, errNoReport) {
@@ -139,7 +149,7 @@ func (s *Starter) Start(ctx context.Context, dir string, spec Spec) (Record, err
 		// took the session, and nothing of it ran.
 		if _, serr := os.Stat(filepath.Join(dir, home.ShimLog)); errors.Is(serr, os.ErrNotExist) {
 			s.log.Warn("the standby session monitor ended before it took the session; starting a new one", "err", err)
-			return startFresh(ctx, s.exe, dir, spec)
+			return startFresh(ctx, s.exe, dir, spec, told)
 		}
 	}
 	return rec, err
