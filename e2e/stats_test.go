@@ -12,30 +12,9 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/internal/testutil"
 	"github.com/agentctl/agentctl/proc"
 )
-
-// procStatus reads a kB or count field of /proc/PID/status: the kernel's
-// own figure.
-func procStatus(t *testing.T, pid int, key string) uint64 {
-	t.Helper()
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, key+":"); ok {
-			f := strings.Fields(v)
-			n, _ := strconv.ParseUint(f[0], 10, 64)
-			if len(f) > 1 && f[1] == "kB" {
-				n *= 1024
-			}
-			return n
-		}
-	}
-	t.Fatalf("no %s in /proc/%d/status", key, pid)
-	return 0
-}
 
 // monitorPID is the pid of a session's monitor, from its launch record.
 func monitorPID(t *testing.T, e *Env, id string) int {
@@ -71,7 +50,7 @@ func TestStatsOfAHog(t *testing.T) {
 		if err != nil || !strings.Contains(out, "held") {
 			return false
 		}
-		return len(proc.Descendants(table, mon)) == 1 && procStatus(t, hog.PID, "VmRSS") > 95_000_000
+		return len(proc.Descendants(table, mon)) == 1 && testutil.ProcStatus(t, hog.PID, "VmRSS") > 95_000_000
 	})
 	before, err := proc.Lookup(hog.PID)
 	if err != nil {
@@ -84,7 +63,7 @@ func TestStatsOfAHog(t *testing.T) {
 		t.Fatal(err)
 	}
 	kernelPct := 100 * (after.CPU - before.CPU).Seconds() / time.Since(at).Seconds()
-	rss := procStatus(t, hog.PID, "VmRSS")
+	rss := testutil.ProcStatus(t, hog.PID, "VmRSS")
 
 	// The shape, as a script reads it.
 	var raw map[string]any

@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/home"
+	"github.com/agentctl/agentctl/internal/testutil"
 	"github.com/agentctl/agentctl/proc"
 	"github.com/agentctl/agentctl/spawn"
 )
@@ -94,28 +95,6 @@ func target(t testing.TB, pid int, dir string) Target {
 	return Target{ID: "s" + strconv.Itoa(pid), Dir: dir, Started: info.StartTime, Members: tree.MembersIn}
 }
 
-// statusField reads a kB or count field of /proc/PID/status: the
-// kernel's own figure the sampler's is held against.
-func statusField(t *testing.T, pid int, key string) uint64 {
-	t.Helper()
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, key+":"); ok {
-			f := strings.Fields(v)
-			n, _ := strconv.ParseUint(f[0], 10, 64)
-			if len(f) > 1 && f[1] == "kB" {
-				n *= 1024
-			}
-			return n
-		}
-	}
-	t.Fatalf("no %s in /proc/%d/status", key, pid)
-	return 0
-}
-
 // kernelCPU is the CPU time /proc/PID/stat gives pid.
 func kernelCPU(t *testing.T, pid int) time.Duration {
 	t.Helper()
@@ -161,12 +140,12 @@ func TestSampleProcessTree(t *testing.T) {
 	time.Sleep(time.Second)
 	got := s.Sample(context.Background(), []Target{tg}, Options{IO: true})[tg.ID]
 	kernel := 100 * (kernelCPU(t, cmd.Process.Pid) - before).Seconds() / time.Since(at).Seconds()
-	rss := statusField(t, cmd.Process.Pid, "VmRSS")
+	rss := testutil.ProcStatus(t, cmd.Process.Pid, "VmRSS")
 	if got.Source != "processes" || got.MemoryBytes == nil || !within(*got.MemoryBytes, rss, 0.05) {
 		t.Errorf("memory %v (%s); the kernel says %d", deref(got.MemoryBytes), got.Source, rss)
 	}
 	checkCPU(t, got, kernel)
-	threads := statusField(t, cmd.Process.Pid, "Threads")
+	threads := testutil.ProcStatus(t, cmd.Process.Pid, "Threads")
 	if got.PIDs == nil || uint64(*got.PIDs) != threads || got.Processes == nil || *got.Processes != 1 {
 		t.Errorf("tasks %v, processes %v; want %d tasks of 1 process", deref(got.PIDs), deref(got.Processes), threads)
 	}
@@ -229,18 +208,18 @@ func TestSampleCgroupV1(t *testing.T) {
 	// The cgroup is charged what its processes took, not the pages of
 	// files cached before it (the test binary's own, read by whoever ran
 	// it first): its memory is the process's anonymous resident set.
-	anon := statusField(t, cmd.Process.Pid, "RssAnon") + statusField(t, cmd.Process.Pid, "RssShmem")
+	anon := testutil.ProcStatus(t, cmd.Process.Pid, "RssAnon") + testutil.ProcStatus(t, cmd.Process.Pid, "RssShmem")
 	if got.Source != "cgroup" {
 		t.Fatalf("source %q; want cgroup", got.Source)
 	}
 	if got.MemoryBytes == nil || !within(*got.MemoryBytes, anon, 0.05) {
-		t.Errorf("cgroup memory %v; the kernel says %d resident and anonymous (%d in all)", deref(got.MemoryBytes), anon, statusField(t, cmd.Process.Pid, "VmRSS"))
+		t.Errorf("cgroup memory %v; the kernel says %d resident and anonymous (%d in all)", deref(got.MemoryBytes), anon, testutil.ProcStatus(t, cmd.Process.Pid, "VmRSS"))
 	}
 	if got.MemoryPeakBytes == nil || *got.MemoryPeakBytes < *got.MemoryBytes {
 		t.Errorf("peak %v", deref(got.MemoryPeakBytes))
 	}
 	checkCPU(t, got, kernel)
-	threads := statusField(t, cmd.Process.Pid, "Threads")
+	threads := testutil.ProcStatus(t, cmd.Process.Pid, "Threads")
 	if got.PIDs == nil || uint64(*got.PIDs) != threads || got.Processes == nil || *got.Processes != 1 {
 		t.Errorf("tasks %v, processes %v; want %d tasks of 1 process", deref(got.PIDs), deref(got.Processes), threads)
 	}
