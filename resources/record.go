@@ -2,11 +2,7 @@ package resources
 
 import (
 	"encoding/json"
-	"fmt"
-	"io"
-	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/agentctl/agentctl/home"
@@ -57,23 +53,5 @@ func exitPeak(dir string) uint64 {
 	return e.MemoryPeakBytes
 }
 
-// readRecord reads a small JSON record, without following a symbolic
-// link, refusing one past maxRecordSize.
-func readRecord(path string, v any) error {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxRecordSize+1))
-	if err != nil {
-		return fmt.Errorf("read %s: %w", path, err)
-	}
-	if len(b) > maxRecordSize {
-		return fmt.Errorf("read %s: over the %d KiB a record may have", path, maxRecordSize>>10)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("parse %s: %w", path, err)
-	}
-	return nil
-}
+// readRecord reads a small JSON record, no more than maxRecordSize bytes.
+func readRecord(path string, v any) error { return atomicfile.ReadJSON(path, v, maxRecordSize) }

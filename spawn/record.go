@@ -9,10 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/agentctl/agentctl/cgroup"
@@ -94,26 +92,8 @@ func ReadExit(dir string) (*ExitRecord, error) {
 // make every list slow.
 const maxRecord = 1 << 20
 
-// readJSON reads a record, without following a symbolic link and no more
-// than maxRecord bytes of it.
-func readJSON(path string, v any) error {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", path, err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxRecord+1))
-	if err != nil {
-		return fmt.Errorf("read %s: %w", path, err)
-	}
-	if len(b) > maxRecord {
-		return fmt.Errorf("read %s: over the %d KiB a record may have", path, maxRecord>>10)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("parse %s: %w", path, err)
-	}
-	return nil
-}
+// readJSON reads a record, no more than maxRecord bytes of it.
+func readJSON(path string, v any) error { return atomicfile.ReadJSON(path, v, maxRecord) }
 
 // writeExit writes exit.json once, into slot (space reserved at the start)
 // when there is one.
