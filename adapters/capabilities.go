@@ -95,3 +95,43 @@ type AssistantReader interface {
 type OneReader interface {
 	DiscoverOne(ctx context.Context, nativeID string) (NativeSession, error)
 }
+
+// HookReader is an adapter whose agent can report its events to agentctl
+// through a user-level integration (`agentctl integrate`: Claude Code's
+// hooks, an OpenCode plugin, a Pi extension, Codex's notify program). Those
+// run `agentctl hook AGENT --event E` with the event's JSON on stdin; the
+// service proves which process of the agent sent it (the caller's peer
+// credentials and parentage, never the payload), then asks the adapter
+// what the payload says. ReadHook must refuse what it cannot read with an
+// error that says why; it never guesses a field.
+type HookReader interface {
+	ReadHook(event string, payload []byte) (HookFacts, error)
+}
+
+// HookFacts is what one integration report says of its session: every
+// field may be empty (not said).
+type HookFacts struct {
+	// Event is the agent's own name of the event ("PermissionRequest",
+	// "permission.asked", "agent-turn-complete", "tool_call").
+	Event string
+	// NativeID is the agent's session id the report is about.
+	NativeID string
+	// Cwd is the agent's working directory, as the report says.
+	Cwd string
+	// State is NativeBusy or NativeIdle when the report says which.
+	State NativeState
+	// WaitingFor is WaitingPermission, WaitingInput, "question" or
+	// "limit" (api.WaitingQuestion/WaitingLimit) when the agent now waits;
+	// Tool, Input and Text say what for.
+	WaitingFor string
+	Tool       string
+	Input      string
+	Text       string
+	// Request is the agent's own id of a pending permission request, when
+	// the integration can carry an answer back to the agent (Claude's
+	// PermissionRequest hook, OpenCode's permission event through the
+	// plugin); "" when it can only be answered at the agent's terminal.
+	Request string
+	// Ended says the session ended (Claude's SessionEnd).
+	Ended bool
+}

@@ -55,6 +55,8 @@ type Waiting struct {
 	// Text is the question, or the notification's text.
 	Text    string   `json:"text,omitempty"`
 	Options []string `json:"options,omitempty"`
+	// Limit is the usage limit that holds the session (For is WaitingLimit).
+	Limit *LimitHold `json:"limit,omitempty"`
 	// Kind is the evidence's own name: the hook event ("PermissionRequest",
 	// "Notification/permission_prompt", "Stop") or the terminal sequence
 	// ("osc9", "osc777", "osc99", "bel").
@@ -143,4 +145,26 @@ type HookReply struct {
 	// own terminal as usual).
 	Behavior string `json:"behavior,omitempty"`
 	Message  string `json:"message,omitempty"`
+}
+
+// WaitingLimit: a usage limit of the agent's provider holds the session
+// (Waiting.Limit says which window, and until when where the agent says).
+const WaitingLimit = "limit"
+
+// LimitHold is the usage limit a session is held by, as the agent's own
+// records or mechanisms said it.
+type LimitHold struct {
+	// Provider is the model provider whose limit it is: "anthropic",
+	// "openai", or the agent's own name for it.
+	Provider string `json:"provider"`
+	// Account names the provider account when the evidence does (an email,
+	// an organisation id); "" when not known.
+	Account string `json:"account,omitempty"`
+	// Window is the limit's window in the provider's words: "five_hour",
+	// "seven_day", "primary", "secondary"; "" when not known.
+	Window string `json:"window,omitempty"`
+	// ResetsAt is when the window resets, where the agent says.
+	ResetsAt *time.Time `json:"resets_at,omitempty"`
+	// Message is the agent's or provider's own text of the error.
+	Message string `json:"message,omitempty"`
 }

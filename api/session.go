@@ -28,6 +28,11 @@ const (
 	// StatusEnded: the agent's native store says the session is over, with no
 	// exit code known (discovered sessions).
 	StatusEnded Status = "ended"
+	// StatusQueued: a launch admission holds back (a cap on running
+	// sessions, the machine's memory, a provider's usage limit): its record
+	// is on disk and it starts, once, when admitted (Session.Queue says why
+	// and where). It is not ended.
+	StatusQueued Status = "queued"
 	// StatusUnknown: nobody can vouch for the session right now (an adapter
 	// failed, or the evidence is ambiguous).
 	StatusUnknown Status = "unknown"
@@ -133,8 +138,22 @@ type Session struct {
 	// StoppedProcesses is, in a stop's answer, how many processes the
 	// session had when the stop began: those it ended.
 	StoppedProcesses *int `json:"stopped_processes,omitempty"`
+	// Queue is, for a queued session, its place and why it waits.
+	Queue *QueuePlace `json:"queue,omitempty"`
 	// Warnings explains why a field is unknown or a record was odd.
 	Warnings []string `json:"warnings,omitempty"`
+}
+
+// QueuePlace is where a queued session stands and what holds it.
+type QueuePlace struct {
+	// Position is 1 for the next to start.
+	Position int `json:"position"`
+	// Reason says what holds it now, in words: "2 of 2 sessions run (cap
+	// \"global\")", "MemAvailable 1.2 GiB below the floor 4 GiB",
+	// "anthropic five_hour limit until 15:00".
+	Reason string `json:"reason,omitempty"`
+	// Since is when it was queued.
+	Since time.Time `json:"since"`
 }
 
 // Limits bound what a session may use, through its cgroup; zero fields
@@ -225,7 +244,20 @@ type RunRequest struct {
 	// the service's configuration. A service that cannot enforce a limit
 	// refuses the launch.
 	Limits *Limits `json:"limits,omitempty"`
+	// Queue asks that a launch admission holds back be queued (status
+	// queued, started in order when admitted) rather than refused.
+	Queue bool `json:"queue,omitempty"`
+	// OnLimit is what to do when a usage limit holds the session:
+	// OnLimitWait (the default: show it, notify) or OnLimitResume (resume
+	// the native session after the reset, staggered with the others).
+	OnLimit string `json:"on_limit,omitempty"`
 }
+
+// What a session does when a usage limit holds it (RunRequest.OnLimit).
+const (
+	OnLimitWait   = "wait"
+	OnLimitResume = "resume"
+)
 
 // StopRequest asks the service to stop a session.
 type StopRequest struct {

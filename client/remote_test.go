@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/internal/text"
 )
 
 // hostileSSH is a host whose `ssh … agentctl dial-stdio` is a script: it
@@ -62,7 +63,7 @@ long-line)
 	head -c 8388608 /dev/zero | tr '\0' a
 	exec sleep 60 ;;
 esac
-`, shellQuote(pids), api.Protocol)
+`, text.ShellQuote(pids), api.Protocol)
 	if err := os.WriteFile(script, []byte(body), 0o700); err != nil {
 		t.Fatal(err)
 	}

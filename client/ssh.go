@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/home"
+	"github.com/agentctl/agentctl/internal/text"
 )
 
 // SSH reaches another host's service through the system's ssh: each
@@ -82,7 +83,7 @@ func (s *SSH) Argv(autostart bool) []string {
 	}
 	remote := "agentctl"
 	if s.Agentctl != "" {
-		remote = shellQuote(s.Agentctl)
+		remote = text.ShellQuote(s.Agentctl)
 	}
 	remote += " dial-stdio"
 	if !autostart {
@@ -282,16 +283,6 @@ func readTail(f *os.File) string {
 		s = "…" + s[len(s)-2000:]
 	}
 	return s
-}
-
-// shellQuote quotes s for the remote user's shell.
-func shellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+=:,@%", r))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // sshConn is one ssh process's standard input and output as a connection.

@@ -19,6 +19,7 @@ import (
 	"github.com/agentctl/agentctl/adapters/openclaw"
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/internal/fakemodel"
+	"github.com/agentctl/agentctl/internal/text"
 	"github.com/agentctl/agentctl/proc"
 )
 
@@ -673,7 +674,7 @@ func TestOpenClawGateway(t *testing.T) {
 		needDirectives(t)
 		// The session runs until the test opens its gate (two minutes at most).
 		gate := filepath.Join(t.TempDir(), "gate")
-		cmdline := fmt.Sprintf("%s run --label via=openclaw-exec -- sh -c %s", agentctlBin, shellQuote(gatedScript(gate, 3)))
+		cmdline := fmt.Sprintf("%s run --label via=openclaw-exec -- sh -c %s", agentctlBin, text.ShellQuote(gatedScript(gate, 3)))
 		t0 := time.Now()
 		created := g.create(t, "exec", "[[bash: "+cmdline+"]] [[text: launched]]")
 		done := events.wait(t, 120*time.Second, "the exec run to finish", stateEvent(created.Key, adapters.NativeDone))

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/internal/text"
 	"github.com/agentctl/agentctl/proc"
 )
 
@@ -56,9 +57,9 @@ func startExec(t *testing.T, e *Env, shellPrefix, shellSuffix string, runArgs ..
 	if err := syscall.Fstat(int(r.Fd()), &st); err != nil {
 		t.Fatal(err)
 	}
-	quoted := []string{shellQuote(e.Bin), "run", "--wait"}
+	quoted := []string{text.ShellQuote(e.Bin), "run", "--wait"}
 	for _, a := range runArgs {
-		quoted = append(quoted, shellQuote(a))
+		quoted = append(quoted, text.ShellQuote(a))
 	}
 	script := shellPrefix + strings.Join(quoted, " ") + shellSuffix
 	cmd := exec.Command("/bin/sh", "-c", script)
@@ -96,8 +97,6 @@ func startExec(t *testing.T, e *Env, shellPrefix, shellSuffix string, runArgs ..
 	})
 	return c
 }
-
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 func (c *execCaller) output() string {
 	c.mu.Lock()
@@ -204,7 +203,7 @@ func checkDetached(t *testing.T, e *Env, c *execCaller, s api.Session) {
 // most), then exits with code: the test decides when the session ends, so a
 // slow machine cannot end it before the checks.
 func gatedScript(gate string, code int) string {
-	return fmt.Sprintf(`echo session-started; i=0; while [ ! -e %s ] && [ $i -lt 1200 ]; do echo tick $i; i=$((i+1)); sleep 0.1; done; echo session-ending; exit %d`, shellQuote(gate), code)
+	return fmt.Sprintf(`echo session-started; i=0; while [ ! -e %s ] && [ $i -lt 1200 ]; do echo tick $i; i=$((i+1)); sleep 0.1; done; echo session-ending; exit %d`, text.ShellQuote(gate), code)
 }
 
 func TestRunWaitFromExecSurvivesGroupKill(t *testing.T) {

@@ -2,7 +2,8 @@ package claude
 
 import (
 	"encoding/json"
-	"strings"
+
+	"github.com/agentctl/agentctl/internal/text"
 )
 
 // hookEvents are the Claude Code hook events agentctl listens to, and the
@@ -32,11 +33,7 @@ func hookSettings(hookCommand []string, interactive bool) (string, error) {
 		argv = append(argv, "--interactive")
 	}
 	argv = append(argv, Binary)
-	quoted := make([]string, len(argv))
-	for i, a := range argv {
-		quoted[i] = shellQuote(a)
-	}
-	command := strings.Join(quoted, " ")
+	command := text.ShellLine(argv)
 	type hook struct {
 		Type    string `json:"type"`
 		Command string `json:"command"`
@@ -51,14 +48,4 @@ func hookSettings(hookCommand []string, interactive bool) (string, error) {
 	}
 	b, err := json.Marshal(map[string]any{"hooks": hooks})
 	return string(b), err
-}
-
-// shellQuote quotes s for /bin/sh, which runs Claude's hook commands.
-func shellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:@", r))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
