@@ -49,7 +49,7 @@ func (c *Core) Stop(ctx context.Context, id string, req api.StopRequest) (api.Se
 		if sess.Origin == api.OriginLaunched && sess.Status == api.StatusLost {
 			n, err := c.endLeftovers(ctx, sess.ID)
 			if err != nil {
-				return sess, fmt.Errorf("stop %s: %w", sess.ID, err)
+				return sess, fmt.Errorf("end the processes left of a lost session: %w", err)
 			}
 			sess.StoppedProcesses = &n
 		}
@@ -64,7 +64,7 @@ func (c *Core) Stop(ctx context.Context, id string, req api.StopRequest) (api.Se
 	ierr := c.interruptTurn(ctx, sess)
 	got, err := c.stopLaunched(ctx, sess.ID, spawn.StopOptions{Grace: grace, Force: force})
 	if err == nil && ierr != nil {
-		err = fmt.Errorf("stop %s: %w", sess.ID, ierr)
+		err = fmt.Errorf("interrupt its turn: %w", ierr)
 	}
 	return got, err
 }
@@ -125,7 +125,7 @@ func (c *Core) stopLaunched(ctx context.Context, id string, opts spawn.StopOptio
 		// asked; a kill (forced) ends the session without it.
 		refused := errors.Is(err, spawn.ErrProtocol) && opts.Force
 		if !refused && !errors.Is(err, spawn.ErrShimGone) && !errors.Is(err, spawn.ErrShimNotAnswering) {
-			return api.Session{}, fmt.Errorf("stop %s: %w", id, err)
+			return api.Session{}, err
 		}
 		// The monitor is gone (killed), frozen or not spoken to: end the
 		// processes ourselves, from the identities recorded at the start.
@@ -135,7 +135,7 @@ func (c *Core) stopLaunched(ctx context.Context, id string, opts spawn.StopOptio
 		// monitor would have.
 		killed := opts.Force && proc.Alive(rec.Process)
 		if stopped.Processes, err = spawn.StopWithoutShim(ctx, dir, rec, opts); err != nil {
-			return api.Session{}, fmt.Errorf("stop %s: %w", id, err)
+			return api.Session{}, fmt.Errorf("end its processes without its monitor: %w", err)
 		}
 		if killed && !proc.Alive(rec.Process) {
 			if err := spawn.RecordKill(dir, "agentctl stop"); err != nil {
