@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"sync"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -269,9 +268,10 @@ func listenSocket(path string) (net.Listener, error) {
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("remove stale socket %s: %w", path, err)
 	}
-	old := syscall.Umask(0o177)
+	// No umask dance: the umask is the whole process's (a test's other
+	// goroutines, the web server) and the home is private (Home.Ensure
+	// made it 0700), so nobody else reaches the socket before the chmod.
 	ln, err := net.Listen("unix", path)
-	syscall.Umask(old)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", path, err)
 	}
