@@ -124,7 +124,9 @@ type cgroupFiles struct {
 	ioV2    bool
 	ioFound bool
 
-	// slowAt is when every figure was last read (slowRead: once).
+	// slowAt is when every figure was last read (slowRead: once), which
+	// they are again once every has passed.
+	every    time.Duration
 	slowAt   time.Time
 	slowRead bool
 	// inactive is memory.stat's inactive file pages and peakV the peak,
@@ -141,10 +143,11 @@ type cgroupFiles struct {
 	used time.Time
 }
 
-// openCgroup finds and opens the files of spec's cgroup; nil when it has
-// none of them (the cgroup is gone, or was never made).
-func openCgroup(spec cgroupSpec, d *descriptors) *cgroupFiles {
-	c := &cgroupFiles{spec: spec, cpu: cgroupFile{fd: -1}, mem: cgroupFile{fd: -1}, stat: cgroupFile{fd: -1},
+// openCgroup finds and opens the files of spec's cgroup, whose slow
+// figures are read again at least every so often; nil when it has none of
+// them (the cgroup is gone, or was never made).
+func openCgroup(spec cgroupSpec, d *descriptors, every time.Duration) *cgroupFiles {
+	c := &cgroupFiles{spec: spec, every: every, cpu: cgroupFile{fd: -1}, mem: cgroupFile{fd: -1}, stat: cgroupFile{fd: -1},
 		peak: cgroupFile{fd: -1}, tasks: cgroupFile{fd: -1}, procsFile: cgroupFile{fd: -1}, io: cgroupFile{fd: -1}}
 	found := false
 	// first opens the first of files that is there: a directory and a
@@ -221,7 +224,7 @@ func (c *cgroupFiles) read(buf []byte, o Options, d *descriptors, now time.Time)
 		}
 		return 0, false
 	}
-	slow := !c.slowRead || now.Sub(c.slowAt) >= slowEvery || now.Before(c.slowAt)
+	slow := !c.slowRead || now.Sub(c.slowAt) >= c.every || now.Before(c.slowAt)
 
 	if b, ok := get(c.cpu); ok {
 		if c.cpuV1 {

@@ -100,7 +100,7 @@ func TestReadCgroupFiles(t *testing.T) {
 // readOnce reads spec's cgroup files once; nil when it has none.
 func readOnce(spec cgroupSpec, o Options) *figures {
 	d := &descriptors{left: 100}
-	c := openCgroup(spec, d)
+	c := openCgroup(spec, d, slowEvery)
 	if c == nil {
 		return nil
 	}
@@ -135,7 +135,7 @@ func TestCgroupSlowFigures(t *testing.T) {
 	put("pids.current", "1\n")
 	put("cgroup.procs", "101\n")
 	d := &descriptors{left: 100}
-	c := openCgroup(cgroupSpec{V2: dir}, d)
+	c := openCgroup(cgroupSpec{V2: dir}, d, slowEvery)
 	if c == nil {
 		t.Fatal("no cgroup files found")
 	}
@@ -187,7 +187,7 @@ func TestCgroupDescriptors(t *testing.T) {
 	}
 	for _, budget := range []int{0, 3, 100} {
 		d := &descriptors{left: budget}
-		c := openCgroup(cgroupSpec{V2: dir}, d)
+		c := openCgroup(cgroupSpec{V2: dir}, d, slowEvery)
 		kept := 0
 		for _, f := range []cgroupFile{c.cpu, c.mem, c.stat, c.peak, c.tasks, c.procsFile} {
 			if f.fd >= 0 {

@@ -25,10 +25,13 @@ type reader struct {
 	// files are the cgroup files of each session that has a cgroup.
 	files map[string]*cgroupFiles
 	fds   *descriptors
+	// every is how often the figures read only when they may have moved
+	// are read anyway: slowEvery.
+	every time.Duration
 }
 
 func newReader() *reader {
-	return &reader{table: proc.NewTableReader(0), files: map[string]*cgroupFiles{}, fds: newDescriptors()}
+	return &reader{table: proc.NewTableReader(0), files: map[string]*cgroupFiles{}, fds: newDescriptors(), every: slowEvery}
 }
 
 // forget closes the cgroup files of session id.
@@ -83,7 +86,7 @@ func (s *Sampler) read(ctx context.Context, targets []Target, o Options) []*figu
 				files = nil
 			}
 			if files == nil {
-				files = openCgroup(spec, r.fds)
+				files = openCgroup(spec, r.fds, r.every)
 				r.files[t.ID] = files
 			}
 			if files != nil {
