@@ -38,8 +38,8 @@ func newReader() *reader {
 func (r *reader) forget(id string) {
 	if f := r.files[id]; f != nil {
 		f.close(r.fds)
-		delete(r.files, id)
 	}
+	delete(r.files, id)
 }
 
 // forgetIdle closes the cgroup files not read since before.
@@ -86,8 +86,9 @@ func (s *Sampler) read(ctx context.Context, targets []Target, o Options) []*figu
 				files = nil
 			}
 			if files == nil {
-				files = openCgroup(spec, r.fds, r.every)
-				r.files[t.ID] = files
+				if files = openCgroup(spec, r.fds, r.every); files != nil {
+					r.files[t.ID] = files
+				}
 			}
 			if files != nil {
 				if f := files.read(buf, o, r.fds, now); f != nil {

@@ -266,9 +266,20 @@ func TestSampleFallsBackAndSkipsTheGone(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, home.CgroupFile), []byte(`{"v2":"/sys/fs/cgroup/unified/agentctl-gone","v1":{"memory":"/sys/fs/cgroup/memory/agentctl-gone"}}`), 0o600)
 	tg := target(t, cmd.Process.Pid, dir)
-	got, ok := New().Sample(context.Background(), []Target{tg}, Options{IO: true})[tg.ID]
-	if !ok || got.Source != "processes" || got.MemoryBytes == nil || *got.MemoryBytes == 0 {
-		t.Errorf("sample %+v, %v; want the process tree's figures", got, ok)
+	s := New()
+	defer s.Close()
+	clock := time.Now()
+	s.now = func() time.Time { return clock }
+	// Twice: the second finds the cgroup gone as the first left it.
+	for range 2 {
+		got, ok := s.Sample(context.Background(), []Target{tg}, Options{IO: true})[tg.ID]
+		if !ok || got.Source != "processes" || got.MemoryBytes == nil || *got.MemoryBytes == 0 {
+			t.Errorf("sample %+v, %v; want the process tree's figures", got, ok)
+		}
+		clock = clock.Add(2 * time.Second)
+	}
+	if len(s.rd.files) != 0 {
+		t.Errorf("%d sessions' cgroup files kept for a cgroup that is gone", len(s.rd.files))
 	}
 
 	gone := exec.Command("true")
