@@ -12,6 +12,7 @@ package cgroup
 
 import (
 	"fmt"
+	"os"
 	"strings"
 )
 
@@ -33,6 +34,16 @@ type Paths struct {
 
 // Empty reports whether p names no directory.
 func (p Paths) Empty() bool { return p.V2 == "" && len(p.V1) == 0 }
+
+// Exists reports whether any directory of p is there.
+func (p Paths) Exists() bool {
+	for _, d := range p.dirs() {
+		if _, err := os.Stat(d); err == nil {
+			return true
+		}
+	}
+	return false
+}
 
 // dirs lists every directory of p, v2 first.
 func (p Paths) dirs() []string {

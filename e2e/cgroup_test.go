@@ -180,3 +180,26 @@ func TestLimitRefused(t *testing.T) {
 		t.Errorf("--pids-max without the controller: exit %d, %s", code, errOut)
 	}
 }
+
+// A monitor killed with SIGKILL while the service was down removes
+// nothing, and the service, which ends what a lost session left when it
+// sees it end, never sees this one end: its cgroup, empty once the agent
+// died with its terminal, is swept away when the service starts (and now
+// and then), though nobody stops or waits for the session.
+func TestCgroupLeftByAKilledMonitorIsRemoved(t *testing.T) {
+	e := cgroupEnv(t)
+	s := e.Start("--", "sleep", "1000")
+	var paths cgroup.Paths
+	b, err := os.ReadFile(filepath.Join(e.SessionDir(s.ID), home.CgroupFile))
+	if err != nil || json.Unmarshal(b, &paths) != nil || paths.Empty() {
+		t.Fatalf("cgroup.json: %q, %v", b, err)
+	}
+	e.MustRun("daemon", "stop")
+	killPID(t, monitorPID(t, e, s.ID), 9)
+	WaitFor(t, 10*time.Second, "the agent to end with its terminal", func() bool { return len(cgroup.Procs(paths)) == 0 })
+	if !paths.Exists() {
+		t.Fatal("the cgroup went with its monitor: nothing left to sweep")
+	}
+	e.MustRun("list")
+	WaitFor(t, 10*time.Second, "the service to remove the cgroup", func() bool { return !paths.Exists() })
+}

@@ -71,7 +71,7 @@ func TestReadCgroupFiles(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got := readCgroup(tc.spec, make([]byte, statBuf), Options{})
+			got := readOnce(tc.spec, Options{})
 			if (got == nil) != (tc.want == nil) {
 				t.Fatalf("readCgroup = %+v, want %+v", got, tc.want)
 			}
@@ -91,10 +91,21 @@ func TestReadCgroupFiles(t *testing.T) {
 		})
 	}
 	// I/O: v2's io.stat when asked for.
-	got := readCgroup(cgroupSpec{V2: v2}, make([]byte, statBuf), Options{IO: true})
+	got := readOnce(cgroupSpec{V2: v2}, Options{IO: true})
 	if show(got.ioRead) != "4096" || show(got.ioWrite) != "8192" {
 		t.Errorf("v2 I/O %s/%s, want 4096/8192", show(got.ioRead), show(got.ioWrite))
 	}
+}
+
+// readOnce reads spec's cgroup files once; nil when it has none.
+func readOnce(spec cgroupSpec, o Options) *figures {
+	d := &descriptors{left: 100}
+	c := openCgroup(spec, d, slowEvery)
+	if c == nil {
+		return nil
+	}
+	defer c.close(d)
+	return c.read(make([]byte, statBuf), o, d, time.Now())
 }
 
 // show prints a figure that may be unknown.
@@ -103,4 +114,96 @@ func show[T any](p *T) string {
 		return "unknown"
 	}
 	return fmt.Sprint(*p)
+}
+
+// What a sample does not read every time stays true enough: memory.stat's
+// inactive pages and the peak are read again once the usage moved by more
+// than a statDrift-th of itself, or slowEvery passed; the processes once
+// the count of tasks changed, or slowEvery passed, or I/O is asked for.
+func TestCgroupSlowFigures(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	put := func(name, content string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("cpu.stat", "usage_usec 1000000\n")
+	put("memory.current", "100000000\n")
+	put("memory.stat", "inactive_file 4000000\n")
+	put("memory.peak", "120000000\n")
+	put("pids.current", "1\n")
+	put("cgroup.procs", "101\n")
+	d := &descriptors{left: 100}
+	c := openCgroup(cgroupSpec{V2: dir}, d, slowEvery)
+	if c == nil {
+		t.Fatal("no cgroup files found")
+	}
+	defer c.close(d)
+	buf := make([]byte, statBuf)
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	steps := []struct {
+		name                      string
+		at                        time.Duration
+		current, stat, peak, pids string
+		procs                     string
+		io                        bool
+		mem, wantPeak             uint64
+		processes                 int
+	}{
+		{"first: all read", 0, "", "", "", "", "", false, 96000000, 120000000, 1},
+		{"usage within a 64th: the inactive pages and peak as read", 2 * time.Second, "101000000\n", "inactive_file 9000000\n", "130000000\n", "", "101\n102\n", false, 97000000, 120000000, 1},
+		{"tasks changed: the processes again", 4 * time.Second, "", "", "", "2\n", "", false, 97000000, 120000000, 2},
+		{"usage moved by more: read again", 6 * time.Second, "110000000\n", "", "", "", "101\n102\n103\n", false, 101000000, 130000000, 2},
+		{"I/O asked for: the processes again", 7 * time.Second, "", "", "", "", "", true, 101000000, 130000000, 3},
+		{"held still, slowEvery passed: all read", 6*time.Second + slowEvery, "", "inactive_file 1000000\n", "140000000\n", "", "101\n", false, 109000000, 140000000, 1},
+	}
+	for _, st := range steps {
+		for name, v := range map[string]string{"memory.current": st.current, "memory.stat": st.stat, "memory.peak": st.peak, "pids.current": st.pids, "cgroup.procs": st.procs} {
+			if v != "" {
+				put(name, v)
+			}
+		}
+		f := c.read(buf, Options{IO: st.io}, d, start.Add(st.at))
+		if f == nil {
+			t.Fatalf("%s: no figures", st.name)
+		}
+		if show(f.mem) != fmt.Sprint(st.mem) || show(f.peak) != fmt.Sprint(st.wantPeak) || show(f.processes) != fmt.Sprint(st.processes) {
+			t.Errorf("%s: memory %s, peak %s, processes %s; want %d, %d, %d", st.name, show(f.mem), show(f.peak), show(f.processes), st.mem, st.wantPeak, st.processes)
+		}
+	}
+}
+
+// A sampler keeps no more descriptors than it is given: the files beyond
+// are opened at each read and say the same; every descriptor is given
+// back when the files are closed.
+func TestCgroupDescriptors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for name, content := range map[string]string{"cpu.stat": "usage_usec 1000000\n", "memory.current": "5000\n", "memory.stat": "inactive_file 0\n", "memory.peak": "6000\n", "pids.current": "3\n", "cgroup.procs": "101\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, budget := range []int{0, 3, 100} {
+		d := &descriptors{left: budget}
+		c := openCgroup(cgroupSpec{V2: dir}, d, slowEvery)
+		kept := 0
+		for _, f := range []cgroupFile{c.cpu, c.mem, c.stat, c.peak, c.tasks, c.procsFile} {
+			if f.fd >= 0 {
+				kept++
+			}
+		}
+		if kept != min(budget, 6) || d.left != budget-kept {
+			t.Errorf("budget %d: %d kept open, %d left", budget, kept, d.left)
+		}
+		f := c.read(make([]byte, statBuf), Options{}, d, time.Now())
+		if f == nil || show(f.cpu) != "1s" || show(f.mem) != "5000" || show(f.peak) != "6000" || show(f.tasks) != "3" || show(f.processes) != "1" {
+			t.Errorf("budget %d: figures %+v", budget, f)
+		}
+		c.close(d)
+		if d.left != budget {
+			t.Errorf("budget %d: %d left once closed", budget, d.left)
+		}
+	}
 }

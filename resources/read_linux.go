@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"maps"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -17,6 +18,47 @@ import (
 // statBuf holds the largest file a sample reads (memory.stat).
 const statBuf = 16 << 10
 
+// reader keeps open, between samples, what they read: the processes'
+// stat files and the sessions' cgroup files.
+type reader struct {
+	table *proc.TableReader
+	// files are the cgroup files of each session that has a cgroup.
+	files map[string]*cgroupFiles
+	fds   *descriptors
+	// every is how often the figures read only when they may have moved
+	// are read anyway: slowEvery.
+	every time.Duration
+}
+
+func newReader() *reader {
+	return &reader{table: proc.NewTableReader(0), files: map[string]*cgroupFiles{}, fds: newDescriptors(), every: slowEvery}
+}
+
+// forget closes the cgroup files of session id.
+func (r *reader) forget(id string) {
+	if f := r.files[id]; f != nil {
+		f.close(r.fds)
+	}
+	delete(r.files, id)
+}
+
+// forgetIdle closes the cgroup files not read since before.
+func (r *reader) forgetIdle(before time.Time) {
+	for id, f := range r.files {
+		if f.used.Before(before) {
+			r.forget(id)
+		}
+	}
+}
+
+// close releases everything r keeps open.
+func (r *reader) close() {
+	r.table.Close()
+	for id := range r.files {
+		r.forget(id)
+	}
+}
+
 // read reads each target's figures: from its cgroup, else from one read
 // of the process table that the targets without a cgroup share.
 func (s *Sampler) read(ctx context.Context, targets []Target, o Options) []*figures {
@@ -24,6 +66,10 @@ func (s *Sampler) read(ctx context.Context, targets []Target, o Options) []*figu
 	buf := make([]byte, statBuf)
 	var ix *proc.Index
 	now := s.now()
+	s.readMu.Lock()
+	defer s.readMu.Unlock()
+	r := s.rd
+	r.forgetIdle(now.Add(-filesIdle))
 	for i, t := range targets {
 		if ctx.Err() != nil {
 			break
@@ -34,10 +80,23 @@ func (s *Sampler) read(ctx context.Context, targets []Target, o Options) []*figu
 			s.keepSpec(t.ID, spec, ok, now)
 		}
 		if ok {
-			if f := readCgroup(spec, buf, o); f != nil {
-				out[i] = f
-				continue
+			files := r.files[t.ID]
+			if files != nil && !sameSpec(files.spec, spec) {
+				r.forget(t.ID)
+				files = nil
 			}
+			if files == nil {
+				if files = openCgroup(spec, r.fds, r.every); files != nil {
+					r.files[t.ID] = files
+				}
+			}
+			if files != nil {
+				if f := files.read(buf, o, r.fds, now); f != nil {
+					out[i] = f
+					continue
+				}
+			}
+			r.forget(t.ID)
 			// The cgroup is gone (or was never made): read the file again
 			// next time, the process tree meanwhile.
 			s.keepSpec(t.ID, cgroupSpec{}, false, now)
@@ -46,17 +105,14 @@ func (s *Sampler) read(ctx context.Context, targets []Target, o Options) []*figu
 			continue
 		}
 		if ix == nil {
-			// Held until the members are read again: Refresh reads in the
-			// pass of this Shape.
-			s.tableMu.Lock()
-			defer s.tableMu.Unlock()
-			table, err := s.table.Shape()
+			// Refresh reads in the pass of this Shape.
+			table, err := r.table.Shape()
 			if err != nil {
 				return out
 			}
 			ix = proc.NewIndex(table)
 		}
-		out[i] = sumProcesses(live(s.table.Refresh(t.Members(ix))), buf, o)
+		out[i] = sumProcesses(live(r.table.Refresh(t.Members(ix))), buf, o)
 	}
 	return out
 }
@@ -137,115 +193,7 @@ func processIO(pids []int, buf []byte) (*uint64, *uint64) {
 	return &read, &write
 }
 
-// readCgroup reads a session's figures from its cgroup: each from cgroup
-// v2 where its file is there, else from the v1 controller's. nil when no
-// file could be read at all (the cgroup is gone).
-func readCgroup(spec cgroupSpec, buf []byte, o Options) *figures {
-	f := &figures{source: "cgroup"}
-	got := false
-	number := func(dir, name string) (uint64, bool) {
-		if dir == "" {
-			return 0, false
-		}
-		b, err := proc.ReadSmall(dir+"/"+name, buf)
-		if err != nil {
-			return 0, false
-		}
-		got = true
-		return parseUint(b)
-	}
-	keyed := func(dir, name, key string) (uint64, bool) {
-		if dir == "" {
-			return 0, false
-		}
-		b, err := proc.ReadSmall(dir+"/"+name, buf)
-		if err != nil {
-			return 0, false
-		}
-		got = true
-		return parseKeyed(b, key)
-	}
-	v1 := func(ctl string) string { return spec.V1[ctl] }
-
-	if us, ok := keyed(spec.V2, "cpu.stat", "usage_usec"); ok {
-		d := time.Duration(us) * time.Microsecond
-		f.cpu = &d
-	} else if ns, ok := number(v1("cpuacct"), "cpuacct.usage"); ok {
-		d := time.Duration(ns)
-		f.cpu = &d
-	}
-
-	if cur, ok := number(spec.V2, "memory.current"); ok {
-		if inactive, ok := keyed(spec.V2, "memory.stat", "inactive_file"); ok && inactive < cur {
-			cur -= inactive
-		}
-		f.mem = &cur
-		if peak, ok := number(spec.V2, "memory.peak"); ok {
-			f.peak = &peak
-		}
-	} else if cur, ok := number(v1("memory"), "memory.usage_in_bytes"); ok {
-		if inactive, ok := keyed(v1("memory"), "memory.stat", "total_inactive_file"); ok && inactive < cur {
-			cur -= inactive
-		}
-		f.mem = &cur
-		if peak, ok := number(v1("memory"), "memory.max_usage_in_bytes"); ok {
-			f.peak = &peak
-		}
-	}
-
-	if n, ok := number(spec.V2, "pids.current"); ok {
-		t := int(n)
-		f.tasks = &t
-	} else if n, ok := number(v1("pids"), "pids.current"); ok {
-		t := int(n)
-		f.tasks = &t
-	}
-
-	// The processes: cgroup.procs of any of its directories (in v1 each
-	// controller's holds the same).
-	var procs []int
-	procsRead := false
-	for _, dir := range []string{spec.V2, v1("pids"), v1("memory"), v1("cpuacct")} {
-		if dir == "" {
-			continue
-		}
-		if b, err := proc.ReadSmall(dir+"/cgroup.procs", buf); err == nil && len(b) < len(buf) {
-			got, procsRead = true, true
-			procs = pidsOf(b)
-			break
-		}
-	}
-	if procsRead {
-		n := len(procs)
-		f.processes = &n
-	}
-
-	if o.IO {
-		f.ioRead, f.ioWrite = cgroupIO(spec, procs, procsRead, buf)
-	}
-	if !got {
-		return nil
-	}
-	return f
-}
-
-// cgroupIO is a cgroup's storage I/O: v2's io.stat, v1's blkio, else its
-// processes' own counters added up.
-func cgroupIO(spec cgroupSpec, procs []int, procsRead bool, buf []byte) (*uint64, *uint64) {
-	if spec.V2 != "" {
-		if b, err := proc.ReadSmall(spec.V2+"/io.stat", buf); err == nil {
-			r, w := parseIOStat(b)
-			return &r, &w
-		}
-	}
-	if dir := spec.V1["blkio"]; dir != "" {
-		if b, err := proc.ReadSmall(dir+"/blkio.throttle.io_service_bytes", buf); err == nil {
-			r, w := parseBlkio(b)
-			return &r, &w
-		}
-	}
-	if procsRead {
-		return processIO(procs, buf)
-	}
-	return nil, nil
+// sameSpec reports whether a and b name the same directories.
+func sameSpec(a, b cgroupSpec) bool {
+	return a.V2 == b.V2 && maps.Equal(a.V1, b.V1)
 }

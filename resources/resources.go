@@ -62,10 +62,10 @@ type Sampler struct {
 	// now is the clock (tests).
 	now func() time.Time
 
-	// tableMu guards table, which keeps the processes' stat files open
-	// between samples.
-	tableMu sync.Mutex
-	table   *proc.TableReader
+	// readMu guards rd, which keeps files open between samples. It is
+	// taken before mu, never while mu is held.
+	readMu sync.Mutex
+	rd     *reader
 }
 
 // kept is what the sampler remembers of a session between samples.
@@ -100,14 +100,14 @@ const specRecheck = 30 * time.Second
 
 // New returns a sampler that has sampled nothing.
 func New() *Sampler {
-	return &Sampler{last: map[string]*kept{}, specs: map[string]specRead{}, now: time.Now, table: proc.NewTableReader(0)}
+	return &Sampler{last: map[string]*kept{}, specs: map[string]specRead{}, now: time.Now, rd: newReader()}
 }
 
 // Close releases what the sampler keeps open.
 func (s *Sampler) Close() {
-	s.tableMu.Lock()
-	s.table.Close()
-	s.tableMu.Unlock()
+	s.readMu.Lock()
+	s.rd.close()
+	s.readMu.Unlock()
 }
 
 // cachedSpec is what is known of id's cgroup: known says whether it need
@@ -268,6 +268,9 @@ func (s *Sampler) Forget(id string) {
 	delete(s.last, id)
 	delete(s.specs, id)
 	s.mu.Unlock()
+	s.readMu.Lock()
+	s.rd.forget(id)
+	s.readMu.Unlock()
 }
 
 // Ended is what an ended session's folder says of its cost: the peak

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/cgroup"
 	"github.com/agentctl/agentctl/home"
 	"github.com/agentctl/agentctl/internal/testutil"
 	"github.com/agentctl/agentctl/proc"
@@ -265,9 +266,20 @@ func TestSampleFallsBackAndSkipsTheGone(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, home.CgroupFile), []byte(`{"v2":"/sys/fs/cgroup/unified/agentctl-gone","v1":{"memory":"/sys/fs/cgroup/memory/agentctl-gone"}}`), 0o600)
 	tg := target(t, cmd.Process.Pid, dir)
-	got, ok := New().Sample(context.Background(), []Target{tg}, Options{IO: true})[tg.ID]
-	if !ok || got.Source != "processes" || got.MemoryBytes == nil || *got.MemoryBytes == 0 {
-		t.Errorf("sample %+v, %v; want the process tree's figures", got, ok)
+	s := New()
+	defer s.Close()
+	clock := time.Now()
+	s.now = func() time.Time { return clock }
+	// Twice: the second finds the cgroup gone as the first left it.
+	for range 2 {
+		got, ok := s.Sample(context.Background(), []Target{tg}, Options{IO: true})[tg.ID]
+		if !ok || got.Source != "processes" || got.MemoryBytes == nil || *got.MemoryBytes == 0 {
+			t.Errorf("sample %+v, %v; want the process tree's figures", got, ok)
+		}
+		clock = clock.Add(2 * time.Second)
+	}
+	if len(s.rd.files) != 0 {
+		t.Errorf("%d sessions' cgroup files kept for a cgroup that is gone", len(s.rd.files))
 	}
 
 	gone := exec.Command("true")
@@ -343,4 +355,99 @@ func deref[T any](p *T) any {
 		return "nil"
 	}
 	return *p
+}
+
+// A session's cgroup files, kept open between samples, say what is true at
+// each: a process that joins is counted; the cgroup can still be removed
+// once its processes ended, and the sampler then gives its descriptors
+// back. Both as the service makes cgroups here, and with v1's alone (whose
+// cgroup.procs, kept open, would go on listing what it first listed).
+func TestSampleKeptCgroupFiles(t *testing.T) {
+	m := cgroup.Detect(t.TempDir())
+	if !m.Status().Enabled {
+		t.Skipf("no cgroups here: %s", m.Status().Reason)
+	}
+	t.Cleanup(m.Close)
+	for i, tc := range []struct {
+		name string
+		v1   bool
+	}{{"as made here", false}, {"v1 alone", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := m.Paths(fmt.Sprintf("kept%d", i))
+			if err := cgroup.Create(p, cgroup.Limits{}); err != nil {
+				t.Skipf("cannot make a cgroup here: %v", err)
+			}
+			t.Cleanup(func() { cgroup.Remove(p) })
+			spec := p
+			if tc.v1 {
+				if len(p.V1) == 0 {
+					t.Skip("no v1 controllers in use here")
+				}
+				spec.V2 = ""
+			}
+			var procs []string
+			for _, d := range p.V1 {
+				procs = append(procs, filepath.Join(d, "cgroup.procs"))
+			}
+			if p.V2 != "" {
+				procs = append(procs, filepath.Join(p.V2, "cgroup.procs"))
+			}
+			start := func() *exec.Cmd {
+				cmd := exec.Command("/bin/sh", "-c", `for f in "$@"; do echo $$ > "$f" || exit 1; done; exec sleep 60`, "sh")
+				cmd.Args = append(cmd.Args, procs...)
+				cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+				return cmd
+			}
+			dir := t.TempDir()
+			b, _ := json.Marshal(spec)
+			if err := os.WriteFile(filepath.Join(dir, home.CgroupFile), b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			s := New()
+			defer s.Close()
+			clock := time.Now()
+			s.now = func() time.Time { return clock }
+			left := s.rd.fds.left
+			first := start()
+			tg := target(t, first.Process.Pid, dir)
+			count := func(want int) {
+				t.Helper()
+				// The sleeps are in once they run sleep, no longer sh.
+				var got api.Resources
+				for range 200 {
+					clock = clock.Add(time.Second)
+					got = s.Sample(context.Background(), []Target{tg}, Options{})[tg.ID]
+					if got.Source == "cgroup" && deref(got.Processes) == want && deref(got.PIDs) == want {
+						return
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+				t.Fatalf("%s: %v processes, %v tasks; want %d of each", got.Source, deref(got.Processes), deref(got.PIDs), want)
+			}
+			count(1)
+			second := start()
+			count(2)
+			if s.rd.fds.left >= left {
+				t.Errorf("%d descriptors left of %d: none kept open", s.rd.fds.left, left)
+			}
+			for _, cmd := range []*exec.Cmd{first, second} {
+				cmd.Process.Kill()
+				cmd.Wait()
+			}
+			if err := cgroup.Remove(p); err != nil {
+				t.Fatalf("remove the cgroup while its files are kept open: %v", err)
+			}
+			clock = clock.Add(time.Second)
+			if got, ok := s.Sample(context.Background(), []Target{tg}, Options{})[tg.ID]; ok && got.Source == "cgroup" {
+				t.Errorf("figures %+v of a removed cgroup", got)
+			}
+			if s.rd.fds.left != left || len(s.rd.files) != 0 {
+				t.Errorf("%d descriptors left of %d, %d sessions' files kept, once the cgroup is gone", s.rd.fds.left, left, len(s.rd.files))
+			}
+		})
+	}
 }

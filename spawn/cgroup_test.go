@@ -247,3 +247,32 @@ func TestCgroupLimitsApplied(t *testing.T) {
 		}
 	}
 }
+
+// A monitor killed with SIGKILL leaves its session's cgroup behind, empty
+// once the agent is gone: RemoveLeftCgroup removes it then, and not while
+// the session runs.
+func TestRemoveLeftCgroup(t *testing.T) {
+	m := cgroups(t)
+	rec, dir, paths := startInCgroup(t, m, cgroup.Limits{}, "sleep", "1000")
+	waitFor(t, "the agent in its cgroup", func() bool { return len(cgroup.Procs(paths)) == 1 })
+	if removed, err := RemoveLeftCgroup(dir); removed || err != nil || !paths.Exists() {
+		t.Fatalf("RemoveLeftCgroup of a running session = %v, %v; the cgroup there: %v", removed, err, paths.Exists())
+	}
+	unix.Kill(rec.Shim.PID, unix.SIGKILL)
+	WaitExitBounded(context.Background(), rec.Shim, 10*time.Second)
+	// The pty's hangup ends the agent; whatever it did, it is ended here.
+	unix.Kill(rec.Process.PID, unix.SIGKILL)
+	waitFor(t, "the agent's end", func() bool { return !proc.Alive(rec.Process) && len(cgroup.Procs(paths)) == 0 })
+	if !paths.Exists() {
+		t.Fatal("the cgroup went with its monitor: nothing left to test")
+	}
+	if removed, err := RemoveLeftCgroup(dir); !removed || err != nil {
+		t.Fatalf("RemoveLeftCgroup of an ended session = %v, %v; want it removed", removed, err)
+	}
+	if paths.Exists() {
+		t.Errorf("the session's cgroup %+v is still there", paths)
+	}
+	if removed, err := RemoveLeftCgroup(dir); removed || err != nil {
+		t.Errorf("RemoveLeftCgroup again = %v, %v; want nothing to do", removed, err)
+	}
+}

@@ -2,6 +2,7 @@ package spawn
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -75,6 +76,26 @@ func StopWithoutShim(ctx context.Context, dir string, rec Record, opts StopOptio
 	// Its monitor is gone: nobody else removes the session's cgroup.
 	cgroup.Remove(cg)
 	return len(count), nil
+}
+
+// RemoveLeftCgroup removes the cgroup of the ended session of folder dir,
+// where its monitor could not (it was killed) and no stop did, and says
+// whether there was one to remove. A session whose start is under way (no
+// launch record yet), whose monitor or agent still runs, or whose cgroup
+// still holds a process is left alone.
+func RemoveLeftCgroup(dir string) (bool, error) {
+	cg, err := ReadCgroup(dir)
+	if err != nil || cg.Empty() || !cg.Exists() {
+		return false, err
+	}
+	rec, err := ReadRecord(dir)
+	if err != nil || proc.Alive(rec.Shim) || proc.Alive(rec.Process) || len(cgroup.Procs(cg)) > 0 {
+		return false, nil
+	}
+	if err := cgroup.Remove(cg); err != nil {
+		return false, fmt.Errorf("session %s: %w", rec.ID, err)
+	}
+	return true, nil
 }
 
 // WaitExitBounded waits up to d for id's process to exit.

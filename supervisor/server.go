@@ -201,6 +201,7 @@ func Run(ctx context.Context, opts Options) error {
 	s.ops.start(s.running())
 	s.core.WatchAdapters(ctx)
 	s.core.WatchTransitions(ctx)
+	s.core.SweepCgroups(ctx)
 	// A first discovery in the background warms the adapters' caches, so
 	// the first list after a start does not pay for reading every store.
 	s.wg.Add(1)
