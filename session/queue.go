@@ -153,7 +153,7 @@ func (c *Core) admitLaunch(ctx context.Context, req api.RunRequest, pol api.Admi
 		return c.launchAs(ctx, req, "")
 	}
 	if !req.Queue {
-		return api.Session{}, faultf(ErrAdmission, "not started: %s; launch with --queue to queue it (it starts, in order, when admitted), or raise the cap in config.json's \"admission\"", place.Reason)
+		return api.Session{}, faultf(ErrAdmission, "not started: %s; launch with --queue to queue it (it starts, in order, when admitted), or change config.json's \"admission\"", place.Reason)
 	}
 	sess, err := c.enqueue(req, now)
 	if err != nil {
@@ -365,6 +365,41 @@ func (c *Core) cancelQueued(id string) (bool, error) {
 	}
 	c.records.forget(id)
 	return true, nil
+}
+
+// queueEvidence is what explain says of a session that has no launch
+// record but a queue record: which record, and why it waits or what became
+// of it. ok is false when it has none.
+func queueEvidence(dir string, sess api.Session) (ev api.Evidence, reason string, ok bool) {
+	for _, name := range []string{home.QueuedFile, home.ClaimedFile, home.CancelledFile} {
+		path := filepath.Join(dir, name)
+		if _, err := os.Lstat(path); err != nil {
+			continue
+		}
+		ev = api.Evidence{Kind: api.EvidenceQueueRecord, Source: path}
+		switch name {
+		case home.QueuedFile:
+			ev.Says = fmt.Sprintf("queued at %s; not started: nothing claimed its start", sess.CreatedAt.Format(time.RFC3339))
+			reason = "queued: admission holds it back"
+			if q := sess.Queue; q != nil {
+				reason = fmt.Sprintf("queued (#%d, since %s): it waits because %s", q.Position, q.Since.Format(time.RFC3339), q.Reason)
+				if q.Position == 0 {
+					reason = "queued: " + q.Reason
+				}
+			}
+		case home.ClaimedFile:
+			ev.Says = "its start was claimed (the queued record renamed), and no launch record is there"
+			reason = fmt.Sprintf("%s: ", sess.Status)
+			if len(sess.Warnings) > 0 {
+				reason += sess.Warnings[len(sess.Warnings)-1]
+			}
+		case home.CancelledFile:
+			ev.Says = "the queued record was cancelled (stop or rm) before any start claimed it"
+			reason = "ended: cancelled while queued; it never started"
+		}
+		return ev, reason, true
+	}
+	return ev, "", false
 }
 
 // queuedSession derives a session that has no launch record from its queue
