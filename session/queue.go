@@ -159,9 +159,9 @@ func (c *Core) admitLaunch(ctx context.Context, req api.RunRequest, pol api.Admi
 	if err != nil {
 		return api.Session{}, err
 	}
-	if len(plan.start) > 0 {
-		c.q.poke() // those before it that may start now
-	}
+	// The queue's loop looks again: at what it now holds (its poll), and
+	// at those before it that may start now.
+	c.q.poke()
 	c.q.setPlace(sess.ID, place, plan.kinds[newcomer])
 	sess.Queue = &place
 	if o := c.queueObservers(); len(o) > 0 {
