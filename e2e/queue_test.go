@@ -60,7 +60,13 @@ func TestQueueSixAgentsCapTwo(t *testing.T) {
 	writeConfig(t, c.Env, `{"admission": {"max_sessions": 2}}`)
 	var ids []string
 	for i := range 6 {
-		s := c.launch("queued run "+string(rune('a'+i))+" [[sleep: 3]]", "--queue")
+		// Each in a folder of its own: an agent locks its folder.
+		dir := filepath.Join(c.proj, string(rune('a'+i)))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var s api.Session
+		c.JSON(&s, "launch", "claude", "--json", "--queue", "--cwd", dir, "-p", "queued run "+string(rune('a'+i))+" [[sleep: 3]]")
 		ids = append(ids, s.ID)
 		if i >= 2 && s.Status != api.StatusQueued {
 			t.Fatalf("launch %d beyond the cap of 2: %s, want queued", i+1, s.Status)
