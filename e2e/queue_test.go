@@ -228,3 +228,39 @@ func TestQueueMemoryFloor(t *testing.T) {
 	writeConfig(t, e, `{"admission": {"memory_floor": "1M"}}`)
 	e.WaitStatus(s.ID, api.StatusExited, 30*time.Second)
 }
+
+// A queued session admitted while its folder is another session's (an
+// agent's, or --lock) is not lost: it waits for the folder, queued, and
+// starts once the folder is free.
+func TestQueueWaitsForLockedFolder(t *testing.T) {
+	t.Parallel()
+	e := NewEnv(t)
+	writeConfig(t, e, `{"admission": {"max_sessions": 2}}`)
+	dir := t.TempDir()
+	holder := e.Start("--lock", "--cwd", dir, "--", "sleep", "60")
+	other := e.Start("--", "sleep", "60")
+	var s api.Session
+	e.JSON(&s, "run", "--json", "--queue", "--lock", "--cwd", dir, "--", "true")
+	if s.Status != api.StatusQueued {
+		t.Fatalf("a launch beyond the cap: %s, want queued", s.Status)
+	}
+	// A slot frees; the folder is still held.
+	e.MustRun("stop", other.ID)
+	WaitFor(t, 30*time.Second, "the queue to find the folder locked", func() bool {
+		got := e.Session(s.ID)
+		return got.Queue != nil && strings.Contains(got.Queue.Reason, "in use by session "+holder.ID)
+	})
+	if got := e.Session(s.ID); got.Status != api.StatusQueued {
+		t.Fatalf("admitted into a locked folder: %s %q, want queued", got.Status, got.Warnings)
+	}
+	// A launch that asks to be queued into the held folder is queued
+	// (behind the one before it, or for the folder), never refused.
+	var direct api.Session
+	e.JSON(&direct, "run", "--json", "--queue", "--lock", "--cwd", dir, "--", "true")
+	if direct.Status != api.StatusQueued || direct.Queue == nil {
+		t.Fatalf("a launch into a held folder with --queue: %s, want queued", direct.Status)
+	}
+	e.MustRun("stop", holder.ID)
+	e.WaitStatus(s.ID, api.StatusExited, 30*time.Second)
+	e.WaitStatus(direct.ID, api.StatusExited, 30*time.Second)
+}

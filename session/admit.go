@@ -51,6 +51,8 @@ const (
 	QueueHeldCap    = "cap"
 	QueueHeldMemory = "memory"
 	QueueHeldLimit  = "limit"
+	// QueueHeldLock: admitted, but its folder is locked by another session.
+	QueueHeldLock = "lock"
 )
 
 // decide admits the waiting sessions, oldest first: each starts when no cap

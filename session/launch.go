@@ -53,7 +53,7 @@ type launcher struct {
 // A launch admission holds back (a cap, the memory floor, a provider's
 // limit) is refused, or queued when the request asks (api.RunRequest.Queue).
 func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, error) {
-	if pol := c.admission(); !pol.Zero() {
+	if pol := c.admission(); !pol.Zero() || req.Queue {
 		return c.admitLaunch(ctx, req, pol)
 	}
 	return c.launchAs(ctx, req, "")

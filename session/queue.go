@@ -149,10 +149,16 @@ func (c *Core) admitLaunch(ctx context.Context, req api.RunRequest, pol api.Admi
 	since[newcomer] = now
 	plan := decide(facts, append(waiting, slotOf(newcomer, req)), since)
 	place, waits := plan.places[newcomer]
+	kind := plan.kinds[newcomer]
 	if !waits {
-		return c.launchAs(ctx, req, "")
-	}
-	if !req.Queue {
+		sess, err := c.launchAs(ctx, req, "")
+		if !req.Queue || api.CodeOf(err) != api.CodeLocked {
+			return sess, err
+		}
+		// Admitted, but its folder is another session's: queued, it
+		// waits for the folder.
+		place, kind = api.QueuePlace{Reason: err.Error()}, QueueHeldLock
+	} else if !req.Queue {
 		return api.Session{}, faultf(ErrAdmission, "not started: %s; launch with --queue to queue it (it starts, in order, when admitted), or change config.json's \"admission\"", place.Reason)
 	}
 	sess, err := c.enqueue(req, now)
@@ -162,12 +168,11 @@ func (c *Core) admitLaunch(ctx context.Context, req api.RunRequest, pol api.Admi
 	// The queue's loop looks again: at what it now holds (its poll), and
 	// at those before it that may start now.
 	c.q.poke()
-	c.q.setPlace(sess.ID, place, plan.kinds[newcomer])
+	place.Since = now
+	c.q.setPlace(sess.ID, place, kind)
 	sess.Queue = &place
-	if o := c.queueObservers(); len(o) > 0 {
-		for _, qo := range o {
-			qo.Queued(sess)
-		}
+	for _, o := range c.queueObservers() {
+		o.Queued(sess)
 	}
 	c.log.Info("session queued", "session", sess.ID, "adapter", sess.Adapter, "position", place.Position, "reason", place.Reason)
 	return sess, nil
@@ -307,6 +312,17 @@ func (c *Core) startQueued(ctx context.Context, id string) {
 	// It starts now: what it asked for, not a queue again.
 	req.Queue = false
 	_, err = c.launchAs(context.WithoutCancel(ctx), req, id)
+	if api.CodeOf(err) == api.CodeLocked {
+		// Its folder is another session's now: the gate refused it
+		// before its monitor started, so nothing started, and it waits
+		// for the folder in its place, queued again.
+		uerr := unclaim(dir, rec)
+		if uerr == nil {
+			c.q.setPlace(id, api.QueuePlace{Reason: err.Error(), Since: rec.QueuedAt}, QueueHeldLock)
+			return
+		}
+		c.log.Warn("queue a session whose folder is locked again", "session", id, "err", uerr)
+	}
 	rec.Request.Env, rec.Request.EnvOverrides = nil, nil
 	if err != nil {
 		rec.Error = err.Error()
@@ -337,6 +353,17 @@ func claimQueued(dir string, now time.Time) (queuedRecord, error) {
 		return rec, fmt.Errorf("record the claim: %w", err)
 	}
 	return rec, nil
+}
+
+// unclaim queues again a session whose claimed start did not begin: its
+// claim, as it was queued, is renamed back.
+func unclaim(dir string, rec queuedRecord) error {
+	rec.ClaimedAt = nil
+	claimed := filepath.Join(dir, home.ClaimedFile)
+	if err := atomicfile.WriteJSON(claimed, rec, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(claimed, filepath.Join(dir, home.QueuedFile))
 }
 
 // cancelQueued cancels a queued session: it never starts. ok is false when

@@ -29,7 +29,9 @@ func (b heldBook) Held(provider string) (time.Time, bool) {
 // reading).
 func TestDecide(t *testing.T) {
 	t.Parallel()
-	claude := func(id, group string) slot { return slot{id: id, adapter: "claude", provider: "anthropic", group: group} }
+	claude := func(id, group string) slot {
+		return slot{id: id, adapter: "claude", provider: "anthropic", group: group}
+	}
 	codex := func(id string) slot { return slot{id: id, adapter: "codex", provider: "openai"} }
 	cases := []struct {
 		name    string

@@ -46,7 +46,7 @@ type Sources struct {
 	// Resources is what each running session costs now.
 	Resources func() []SessionResources
 	// Queued counts queued sessions by what holds them ("cap", "memory",
-	// "limit").
+	// "limit", "lock").
 	Queued func() map[string]int
 }
 
@@ -209,9 +209,9 @@ func stateFamilies(src Sources) []*family {
 		out = append(out, waiting)
 	}
 	if src.Queued != nil {
-		queued := newFamily("agentctl_sessions_queued", "gauge", "Queued sessions, by what holds them (cap, memory, limit).", nil, "reason")
+		queued := newFamily("agentctl_sessions_queued", "gauge", "Queued sessions, by what holds them (cap, memory, limit, lock).", nil, "reason")
 		counts := src.Queued()
-		for _, reason := range []string{"cap", "memory", "limit"} {
+		for _, reason := range []string{"cap", "memory", "limit", "lock"} {
 			queued.set(float64(counts[reason]), reason)
 		}
 		out = append(out, queued)
