@@ -301,7 +301,7 @@ func printGroupStatus(w io.Writer, group string, rows []orchestrate.MemberStatus
 		count[r.Session.Status]++
 	}
 	var parts []string
-	for _, st := range []api.Status{api.StatusRunning, api.StatusExited, api.StatusKilled, api.StatusLost, api.StatusEnded, api.StatusUnknown} {
+	for _, st := range []api.Status{api.StatusRunning, api.StatusQueued, api.StatusExited, api.StatusKilled, api.StatusLost, api.StatusEnded, api.StatusUnknown} {
 		if count[st] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", count[st], st))
 		}
