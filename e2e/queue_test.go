@@ -182,6 +182,14 @@ func TestQueueStopCancels(t *testing.T) {
 	}
 	e.MustRun("stop", first.ID)
 	e.WaitStatus(next.ID, api.StatusExited, 30*time.Second)
+	// Its events: queued, then started, then stopped.
+	var types []string
+	for _, ev := range e.events(t, next.ID) {
+		types = append(types, ev.Type)
+	}
+	if !slices.Equal(types, []string{api.EventSessionQueued, api.EventSessionStarted, api.EventSessionStopped}) {
+		t.Errorf("the queued session's events: %v", types)
+	}
 	if s := e.Session(cancelled.ID); s.Status != api.StatusEnded || s.PID != 0 {
 		t.Errorf("the cancelled session after the slot freed: %s pid %d, want ended, never started", s.Status, s.PID)
 	}
