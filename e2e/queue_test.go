@@ -1,11 +1,13 @@
 package e2e
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -271,4 +273,62 @@ func TestQueueWaitsForLockedFolder(t *testing.T) {
 	e.MustRun("stop", holder.ID)
 	e.WaitStatus(s.ID, api.StatusExited, 30*time.Second)
 	e.WaitStatus(direct.ID, api.StatusExited, 30*time.Second)
+}
+
+// A service that stopped between a queued session's claim and its start
+// (the claim on disk, no launch record) leaves it saying so: the service
+// started again reads it unknown, then lost, with the reason, and never
+// starts it.
+func TestQueueClaimWithoutStartIsNeverStarted(t *testing.T) {
+	t.Parallel()
+	e := NewEnv(t)
+	writeConfig(t, e, `{"admission": {"max_sessions": 1}}`)
+	first := e.Start("--", "sleep", "60")
+	var s api.Session
+	e.JSON(&s, "run", "--json", "--queue", "--", "sh", "-c", "echo started-twice")
+	e.MustRun("daemon", "stop")
+	// What the claim leaves: the record renamed, when it was claimed.
+	dir := e.SessionDir(s.ID)
+	b, err := os.ReadFile(filepath.Join(dir, "queued.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal(b, &rec); err != nil {
+		t.Fatal(err)
+	}
+	claim := func(at time.Time) {
+		t.Helper()
+		rec["claimed_at"] = at
+		b, _ := json.Marshal(rec)
+		if err := os.WriteFile(filepath.Join(dir, "claimed.json"), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claim(time.Now())
+	if err := os.Remove(filepath.Join(dir, "queued.json")); err != nil {
+		t.Fatal(err)
+	}
+	// The slot frees as the service starts again.
+	killPID(t, first.PID, syscall.SIGKILL)
+	got := e.Session(s.ID)
+	if got.Status != api.StatusUnknown || !strings.Contains(strings.Join(got.Warnings, " "), "never started twice") {
+		t.Fatalf("a claim without a start, just now: %s %q, want unknown, saying why", got.Status, got.Warnings)
+	}
+	e.WaitStatus(first.ID, api.StatusKilled, 10*time.Second)
+	// The queue has looked (a slot is free) and started nothing.
+	var other api.Session
+	e.JSON(&other, "run", "--json", "--queue", "--", "true")
+	e.WaitStatus(other.ID, api.StatusExited, 30*time.Second)
+	if _, err := os.Stat(filepath.Join(dir, "launch.json")); err == nil {
+		t.Fatal("the claimed session was started again")
+	}
+	if ex := e.MustRun("explain", s.ID); !strings.Contains(ex, "claimed") {
+		t.Errorf("explain does not name the claim:\n%s", ex)
+	}
+	claim(time.Now().Add(-time.Hour))
+	got = e.Session(s.ID)
+	if got.Status != api.StatusLost || !strings.Contains(strings.Join(got.Warnings, " "), "not started again") {
+		t.Errorf("a claim without a start, an hour ago: %s %q, want lost, saying why", got.Status, got.Warnings)
+	}
 }
