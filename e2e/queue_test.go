@@ -332,3 +332,39 @@ func TestQueueClaimWithoutStartIsNeverStarted(t *testing.T) {
 		t.Errorf("a claim without a start, an hour ago: %s %q, want lost, saying why", got.Status, got.Warnings)
 	}
 }
+
+// A matrix launch beyond the cap queues its excess: every member has its
+// session, those beyond the cap queued, and all of them run, in turn.
+func TestQueueMatrixBeyondTheCap(t *testing.T) {
+	t.Parallel()
+	e := NewEnv(t)
+	writeConfig(t, e, `{"admission": {"max_sessions": 1}}`)
+	repo := orchRepo(t)
+	mfile := filepath.Join(filepath.Dir(repo), "three.yaml")
+	matrix := "prompt: the task\ncwd: app\nmatrix:\n  - adapter: exec\n    model: [m1, m2, m3]\n"
+	if err := os.WriteFile(mfile, []byte(matrix), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, stderr, code := e.groupResult("run", "--json", "--matrix", mfile, "--", "sh", "-c", "sleep 1; echo done > done.txt")
+	if code != 0 || len(res.Members) != 3 {
+		t.Fatalf("a matrix beyond the cap: exit %d, %d members, stderr %s", code, len(res.Members), stderr)
+	}
+	queued := 0
+	for _, m := range res.Members {
+		if m.Session == nil {
+			t.Fatalf("member %s has no session: %s", m.Suffix, m.Error)
+		}
+		if m.Session.Status == api.StatusQueued {
+			queued++
+		}
+	}
+	if queued != 2 {
+		t.Errorf("%d members queued, want 2 beyond the cap of 1", queued)
+	}
+	for _, m := range res.Members {
+		e.WaitStatus(m.Session.ID, api.StatusExited, 60*time.Second)
+		if b, _ := os.ReadFile(filepath.Join(m.Cwd, "done.txt")); strings.TrimSpace(string(b)) != "done" {
+			t.Errorf("member %s did not run in its worktree", m.Suffix)
+		}
+	}
+}
