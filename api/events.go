@@ -13,6 +13,10 @@ import (
 // Event types. The session.* names and the event's JSON shape are those of
 // the tool agentctl replaces, so existing consumers keep working.
 const (
+	// EventSessionQueued: admission held a launch back and it was queued
+	// (status queued); its session object says where and why. Its
+	// session.started follows when it starts.
+	EventSessionQueued  = "session.queued"
 	EventSessionStarted = "session.started"
 	// EventSessionStopped: the session ended; its session object carries the
 	// exit code or signal.
@@ -54,7 +58,7 @@ const HeaderEventsAfter = "X-Agentctl-Events-After"
 // EventTypes lists every event type, in a stable order.
 func EventTypes() []string {
 	return []string{
-		EventSessionStarted, EventSessionStopped, EventSessionIdle, EventSessionBusy, EventSessionLost,
+		EventSessionQueued, EventSessionStarted, EventSessionStopped, EventSessionIdle, EventSessionBusy, EventSessionLost,
 		EventSessionWaiting, EventSessionResumed, EventSessionOOM,
 		EventLockAcquired, EventLockReleased,
 		EventFuseSet, EventFuseExtended, EventFuseCancelled, EventFuseExpired,

@@ -29,6 +29,9 @@ const (
 	EvidenceAdapter = "adapter"
 	// EvidenceActivity: the source of the busy/idle/waiting signal.
 	EvidenceActivity = "activity"
+	// EvidenceQueueRecord: a queued session's record (queued, its start
+	// claimed, or cancelled), and what holds it back.
+	EvidenceQueueRecord = "queue-record"
 )
 
 // Evidence is one fact behind a session's status: of what kind, from which

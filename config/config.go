@@ -59,6 +59,10 @@ type Config struct {
 	// run or launch wins.
 	Limits map[string]Limits `json:"limits,omitempty"`
 
+	// Admission caps how many sessions run at once and keeps a memory
+	// floor; a launch beyond it is refused, or queued (run --queue).
+	Admission Admission `json:"admission,omitzero"`
+
 	// Hosts names other hosts the CLI reaches: name → URL
 	// (ssh://[user@]host[:port], unix:///path). `agentctl host add|rm`
 	// edit it.
@@ -96,6 +100,53 @@ type Limits struct {
 	MemoryMax string  `json:"memory_max,omitempty"`
 	CPUs      float64 `json:"cpus,omitempty"`
 	PidsMax   int64   `json:"pids_max,omitempty"`
+}
+
+// Admission is config.json's "admission": caps on the sessions this
+// service runs at once, and a memory floor. Zero is no cap. In each map,
+// the key "*" caps every adapter, provider or group that has no key of
+// its own.
+type Admission struct {
+	// MaxSessions caps every session, whatever it runs.
+	MaxSessions int `json:"max_sessions,omitempty"`
+	// PerAdapter caps by adapter name ("claude", "exec").
+	PerAdapter map[string]int `json:"per_adapter,omitempty"`
+	// PerProvider caps by model provider account ("anthropic", "openai").
+	PerProvider map[string]int `json:"per_provider,omitempty"`
+	// PerGroup caps by group.
+	PerGroup map[string]int `json:"per_group,omitempty"`
+	// MemoryFloor is a size ("4G"): nothing starts while the machine's
+	// MemAvailable is below it.
+	MemoryFloor string `json:"memory_floor,omitempty"`
+}
+
+// Policy is the admission as the service applies it.
+func (a Admission) Policy() api.Admission {
+	floor, _ := text.ParseBytes(a.MemoryFloor) // checked by validate
+	if a.MemoryFloor == "" {
+		floor = 0
+	}
+	return api.Admission{MaxSessions: a.MaxSessions, PerAdapter: a.PerAdapter, PerProvider: a.PerProvider,
+		PerGroup: a.PerGroup, MemoryFloorBytes: floor}
+}
+
+func (a Admission) validate() error {
+	if a.MaxSessions < 0 {
+		return fmt.Errorf("admission: max_sessions %d cannot be negative", a.MaxSessions)
+	}
+	for key, m := range map[string]map[string]int{"per_adapter": a.PerAdapter, "per_provider": a.PerProvider, "per_group": a.PerGroup} {
+		for name, n := range m {
+			if n < 0 {
+				return fmt.Errorf("admission: %s: %q: %d cannot be negative", key, name, n)
+			}
+		}
+	}
+	if a.MemoryFloor != "" {
+		if _, err := text.ParseBytes(a.MemoryFloor); err != nil {
+			return fmt.Errorf("admission: memory_floor: %w", err)
+		}
+	}
+	return nil
 }
 
 // SessionLimits are the limits of each adapter's sessions, as the service
@@ -197,7 +248,7 @@ func Parse(path string, b []byte) (Config, []string, error) {
 				}
 				return Config{}, warnings, fmt.Errorf("%s:%d:%d: key %q: expected %s, found %s", path, line, col, key, goKind(field), jsonKindOf(value))
 			}
-			if key == "web" {
+			if key == "web" || key == "admission" {
 				// A misspelt option would leave the dashboard open
 				// otherwise than meant: said, not ignored silently.
 				warnings = append(warnings, unknownSubkeys(path, key, value, field)...)
@@ -263,6 +314,9 @@ func (c Config) validate() error {
 		if l.CPUs < 0 || l.PidsMax < 0 {
 			return fmt.Errorf("limits: %q: cpus and pids_max cannot be negative", name)
 		}
+	}
+	if err := c.Admission.validate(); err != nil {
+		return err
 	}
 	for name, u := range c.Hosts {
 		if !strings.Contains(u, "://") {

@@ -228,3 +228,33 @@ func TestSessionLimits(t *testing.T) {
 		t.Errorf("a bad size: %v", err)
 	}
 }
+
+// "admission" reads into the policy the service applies; a value that
+// cannot be a cap or a size is refused naming its key, and an unknown key
+// inside it is a warning.
+func TestAdmission(t *testing.T) {
+	t.Parallel()
+	c, warnings, err := Parse("config.json", []byte(`{"admission": {"max_sessions": 4, "per_adapter": {"claude": 2}, "per_provider": {"openai": 1}, "per_group": {"*": 2}, "memory_floor": "2G", "max_session": 3}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.Admission.Policy()
+	if p.MaxSessions != 4 || p.PerAdapter["claude"] != 2 || p.PerProvider["openai"] != 1 || p.PerGroup[api.AdmissionAny] != 2 || p.MemoryFloorBytes != 2<<30 {
+		t.Errorf("policy %+v", p)
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], `"max_session"`) {
+		t.Errorf("warnings %q, want the misspelt key named", warnings)
+	}
+	for _, tc := range []struct{ cfg, want string }{
+		{`{"admission": {"max_sessions": -1}}`, "max_sessions"},
+		{`{"admission": {"per_group": {"g": -2}}}`, `per_group: "g"`},
+		{`{"admission": {"memory_floor": "plenty"}}`, "memory_floor"},
+	} {
+		if _, _, err := Parse("config.json", []byte(tc.cfg)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error naming %s", tc.cfg, err, tc.want)
+		}
+	}
+	if !(Admission{}).Policy().Zero() {
+		t.Error("no admission key is a policy that admits everything")
+	}
+}

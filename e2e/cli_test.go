@@ -337,7 +337,7 @@ func TestListOutput(t *testing.T) {
 			t.Fatalf("%v: exit %d, %s", bad, code, errOut)
 		}
 	}
-	if _, errOut, _ := e.Run("list", "--status", "bogus"); !strings.Contains(errOut, "running, exited, killed, lost, ended, unknown") {
+	if _, errOut, _ := e.Run("list", "--status", "bogus"); !strings.Contains(errOut, "running, queued, exited, killed, lost, ended, unknown") {
 		t.Fatalf("--status bogus does not name the statuses: %s", errOut)
 	}
 	e.MustRun("stop", "--all", "--timeout", "0")

@@ -68,6 +68,13 @@ const (
 	// NameFile holds the name `agentctl rename` gave the session; it reads
 	// over LaunchFile's, which is written once.
 	NameFile = "name.txt"
+	// QueuedFile is a queued session's record: the launch it asks for,
+	// normalised, with the caller's environment (mode 0600). Its start
+	// is claimed by renaming it ClaimedFile, its cancel by renaming it
+	// CancelledFile: one rename, so it starts once or never.
+	QueuedFile    = "queued.json"
+	ClaimedFile   = "claimed.json"
+	CancelledFile = "cancelled.json"
 	// CgroupFile names the session's cgroup directories, written by its
 	// monitor once the cgroup exists; none when the session has no cgroup.
 	CgroupFile = "cgroup.json"

@@ -54,6 +54,12 @@ type Options struct {
 	// Limits are the limits of each adapter's sessions (configuration),
 	// under those a launch asks for.
 	Limits map[string]api.Limits
+	// Admission, when set, is the admission policy now (configuration,
+	// read again as it changes): caps and a memory floor (RunQueue).
+	Admission func() api.Admission
+	// Holds, when set, says which providers' usage limits hold their
+	// sessions: a queued session of such a provider waits.
+	Holds LimitBook
 }
 
 // Cgroups names each session's cgroup (cgroup.Manager), and says whether
@@ -115,6 +121,8 @@ type base struct {
 	mons monitorIndex
 	// acct samples what running sessions cost.
 	acct *accounting
+	// q is the admission queue's state (queue.go).
+	q *queueState
 
 	// ctx bounds background work (learning native ids); wg waits for it.
 	ctx context.Context
@@ -140,11 +148,13 @@ func New(ctx context.Context, opts Options) *Core {
 	if opts.DiscoveryTimeout <= 0 {
 		opts.DiscoveryTimeout = 3 * time.Second
 	}
+	q := newQueueState()
 	b := &base{
 		opts:     opts,
 		log:      opts.Logger,
 		adapters: opts.Adapters,
-		records:  newRecords(opts.Home),
+		q:        q,
+		records:  newRecords(opts.Home, q),
 		disc:     newDiscovery(opts.Adapters.All(), opts.DiscoveryTimeout),
 		moves:    newTransitions(),
 		acct:     newAccounting(),

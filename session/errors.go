@@ -21,6 +21,10 @@ var (
 	// (a symbolic link, another user's, one others may write into). Its
 	// records are not trusted, so nothing is done to what they name.
 	ErrUnsafeFolder = errors.New("the session's folder is not safe to read")
+	// ErrAdmission: admission holds the launch back (a cap on running
+	// sessions, the memory floor, a provider's limit) and it did not ask
+	// to be queued; the same launch may be admitted later.
+	ErrAdmission = errors.New("admission holds the launch back")
 )
 
 // fault is one of the kinds above with a message of its own: the message is

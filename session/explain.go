@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -33,6 +34,12 @@ func (c *reader) Explain(ctx context.Context, id string) (api.Explanation, error
 		ex.Rule = api.RuleLaunched
 		dir := c.opts.Home.SessionDir(sess.ID)
 		rec, err := spawn.ReadRecord(dir)
+		if errors.Is(err, os.ErrNotExist) {
+			if ev, reason, ok := queueEvidence(dir, sess); ok {
+				ex.Evidence, ex.Reason = append(ex.Evidence, ev), reason
+				return ex, nil
+			}
+		}
 		if err != nil {
 			return api.Explanation{}, fmt.Errorf("explain %s: %w", sess.ID, err)
 		}

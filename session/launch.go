@@ -50,8 +50,19 @@ type launcher struct {
 // Launch starts a session and returns it once the command is confirmed
 // started (the exec succeeded and launch.json is on disk), and follows the
 // agent's own server, if it has one (WatchAgentServer).
+// A launch admission holds back (a cap, the memory floor, a provider's
+// limit) is refused, or queued when the request asks (api.RunRequest.Queue).
 func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, error) {
-	sess, err := c.launch(ctx, req)
+	if pol := c.admission(); !pol.Zero() || req.Queue {
+		return c.admitLaunch(ctx, req, pol)
+	}
+	return c.launchAs(ctx, req, "")
+}
+
+// launchAs is Launch past admission; queuedID, when set, is the queued
+// session whose claimed start it is (its folder and id are kept).
+func (c *Core) launchAs(ctx context.Context, req api.RunRequest, queuedID string) (api.Session, error) {
+	sess, err := c.launch(ctx, req, queuedID)
 	if err != nil {
 		return api.Session{}, err
 	}
@@ -64,7 +75,7 @@ func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, err
 // The request is held to the launch contract (api.RunRequest.Normalize)
 // first; a launch that fails after its folder is made takes back what it
 // made, in one place (launchUndo).
-func (c *launcher) launch(ctx context.Context, req api.RunRequest) (api.Session, error) {
+func (c *launcher) launch(ctx context.Context, req api.RunRequest, queuedID string) (api.Session, error) {
 	ctx = context.WithoutCancel(ctx)
 	if err := req.Normalize(); err != nil {
 		return api.Session{}, invalid(err)
@@ -84,7 +95,7 @@ func (c *launcher) launch(ctx context.Context, req api.RunRequest) (api.Session,
 			return api.Session{}, err
 		}
 	}
-	l := c.newLaunch(req, lineage, limits)
+	l := c.newLaunch(req, lineage, limits, queuedID)
 	undo := &launchUndo{}
 	defer undo.run()
 	if err := c.prepare(ctx, l, undo); err != nil {
@@ -116,6 +127,9 @@ type launching struct {
 	dir  string
 	rec  spawn.Record
 	spec spawn.Spec
+	// queued says the folder is a queued session's, made before: a start
+	// that fails leaves it, with its claim, to say so.
+	queued bool
 	// finder looks for the native id the adapter could not pre-assign;
 	// hasServer says the agent has its own server (WatchAgentServer).
 	finder    adapters.NativeIDFinder
@@ -142,11 +156,14 @@ func (u *launchUndo) disarm() { *u = launchUndo{} }
 
 // newLaunch names the session and drafts its record, from the normalised
 // request; nothing is made yet.
-func (c *launcher) newLaunch(req api.RunRequest, lineage []string, limits cgroup.Limits) *launching {
+func (c *launcher) newLaunch(req api.RunRequest, lineage []string, limits cgroup.Limits, queuedID string) *launching {
 	// PWD follows the session's cwd, not the caller's: some agents
 	// (OpenCode) work in $PWD rather than in their real working directory.
 	now := time.Now().UTC()
 	id := home.NewID(now)
+	if queuedID != "" {
+		id = queuedID
+	}
 	env := envvar.Merge(envvar.Merge(req.Env, "PWD="+req.Cwd), req.EnvOverrides...)
 	env = envvar.Merge(env, home.SessionEnv+"="+id)
 	l := &launching{
@@ -159,7 +176,8 @@ func (c *launcher) newLaunch(req api.RunRequest, lineage []string, limits cgroup
 			CreatedAt: now, Rows: req.Rows, Cols: req.Cols,
 			StopSignal: "SIGTERM",
 		},
-		spec: spawn.Spec{Env: env, ServiceLock: c.opts.Home.LockFile()},
+		spec:   spawn.Spec{Env: env, ServiceLock: c.opts.Home.LockFile()},
+		queued: queuedID != "",
 	}
 	if c.opts.Cgroups != nil {
 		if paths := c.opts.Cgroups.Paths(id); !paths.Empty() {
@@ -176,10 +194,12 @@ func (c *launcher) newLaunch(req api.RunRequest, lineage []string, limits cgroup
 // asks the gate, and builds the command: everything before the monitor
 // starts. What it makes, undo takes back.
 func (c *launcher) prepare(ctx context.Context, l *launching, undo *launchUndo) error {
-	if err := os.Mkdir(l.dir, 0o700); err != nil {
-		return fmt.Errorf("create session folder: %w", err)
+	if !l.queued {
+		if err := os.Mkdir(l.dir, 0o700); err != nil {
+			return fmt.Errorf("create session folder: %w", err)
+		}
+		undo.dir = l.dir
 	}
-	undo.dir = l.dir
 	if err := c.keepRequest(l); err != nil {
 		return err
 	}

@@ -49,10 +49,15 @@ type records struct {
 	renames uint64
 	// bindMu makes each check-and-record of a learned native id one step.
 	bindMu sync.Mutex
+	// q says where queued sessions stand (queue.go).
+	q *queueState
 }
 
-func newRecords(h home.Home) *records {
-	return &records{home: h, ended: map[string]api.Session{}, unsettled: map[string]bool{}}
+func newRecords(h home.Home, q *queueState) *records {
+	if q == nil {
+		q = newQueueState()
+	}
+	return &records{home: h, ended: map[string]api.Session{}, unsettled: map[string]bool{}, q: q}
 }
 
 // settle waits for the exit record of a session whose agent has ended
@@ -116,6 +121,11 @@ func (r *records) get(id string) (api.Session, error) {
 	rec, err := spawn.ReadRecord(dir)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
+			// No launch record yet: maybe a queued session, or one whose
+			// queued start was claimed (queue.go).
+			if s, ok := r.queuedSession(id, dir); ok {
+				return s, nil
+			}
 			st, serr := os.Stat(dir)
 			if serr != nil {
 				return api.Session{}, faultf(ErrNotFound, "no session %s", id)

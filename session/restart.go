@@ -75,6 +75,12 @@ func (c *Core) Remove(ctx context.Context, id string, req api.RemoveRequest) (ap
 	if sess.Origin != api.OriginLaunched {
 		return sess, faultf(ErrInvalid, "session %s was not started by agentctl, so it has no folder here; its agent's own store keeps it", sess.ID)
 	}
+	if sess.Status == api.StatusQueued {
+		// Removing a queued session cancels it first: it never starts.
+		if sess, err = c.Stop(ctx, sess.ID, api.StopRequest{}); err != nil {
+			return sess, fmt.Errorf("remove %s: cancel it first: %w", sess.ID, err)
+		}
+	}
 	if !sess.Status.Ended() {
 		if !req.Force {
 			return sess, faultf(ErrRunning, "session %s is %s: stop it first, or use --force to stop and remove it", sess.ID, sess.Status)

@@ -231,7 +231,7 @@ func TestStuckMonitorIsWaitedForOnce(t *testing.T) {
 	if err := atomicfile.WriteJSON(filepath.Join(dir, home.LaunchFile), rec, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := newRecords(h)
+	r := newRecords(h, nil)
 	for range 2 {
 		s, err := r.get(id)
 		if err != nil {

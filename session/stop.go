@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,6 +45,20 @@ func (c *Core) Stop(ctx context.Context, id string, req api.StopRequest) (api.Se
 	sess, _, err := c.lookup(ctx, id)
 	if err != nil {
 		return api.Session{}, err
+	}
+	if sess.Status == api.StatusQueued {
+		// A queued session is cancelled: it never starts. One whose
+		// start was claimed first runs, and is stopped as it.
+		cancelled, err := c.cancelQueued(sess.ID)
+		if err != nil {
+			return sess, err
+		}
+		if cancelled {
+			return c.records.get(sess.ID)
+		}
+		if sess, _, err = c.lookup(ctx, sess.ID); err != nil {
+			return api.Session{}, err
+		}
 	}
 	if sess.Status.Ended() {
 		if sess.Origin == api.OriginLaunched && sess.Status == api.StatusLost {
@@ -165,6 +180,9 @@ func (c *Core) stopLaunched(ctx context.Context, id string, opts spawn.StopOptio
 func (c *Core) endLeftovers(ctx context.Context, id string) (int, error) {
 	dir := c.opts.Home.SessionDir(id)
 	rec, err := spawn.ReadRecord(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil // a queued start that never started: nothing runs
+	}
 	if err != nil {
 		return 0, err
 	}

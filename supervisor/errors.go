@@ -33,6 +33,7 @@ var codes = []struct {
 	{adapters.ErrForbidden, api.CodeForbidden},
 	{session.ErrUnsafeFolder, api.CodeForbidden},
 	{session.ErrSpawn, api.CodeSpawnFailed},
+	{session.ErrAdmission, api.CodeBusy},
 	{spawn.ErrProtocol, api.CodeUnsupported},
 }
 

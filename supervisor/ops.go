@@ -84,6 +84,8 @@ type launchedSessions interface {
 	Process(id string) (proc.Identity, error)
 	// Resources samples what the running sessions cost (metrics).
 	Resources(ctx context.Context) []api.SessionStats
+	// QueuedBy counts the queued sessions by what holds them (metrics).
+	QueuedBy() map[string]int
 }
 
 // loadConfig is the service's configuration: config.json under home, then
@@ -128,6 +130,7 @@ func newOps(ctx context.Context, h home.Home, log *slog.Logger, version string, 
 		EventsDropped: o.bus.Dropped,
 		Waiting:       o.waitingCounts,
 		Resources:     o.sessionResources,
+		Queued:        o.queuedCounts,
 	})
 	o.desktop = openDesktop(o.cfg.Notify, log)
 	o.webhooks = webhook.New(webhook.Options{
@@ -307,6 +310,20 @@ func (o *ops) watchOwner(id proc.Identity) {
 }
 
 // sessionStarted announces a start and runs the on-create hook.
+// sessionQueued announces a session admission queued.
+func (o *ops) sessionQueued(sess api.Session) {
+	s := sess
+	o.bus.Publish(api.Event{Type: api.EventSessionQueued, Adapter: sess.Adapter, SessionID: sess.ID, Session: &s})
+}
+
+// queuedCounts are the queued sessions by what holds them (metrics).
+func (o *ops) queuedCounts() map[string]int {
+	if o.sessions == nil {
+		return nil
+	}
+	return o.sessions.QueuedBy()
+}
+
 func (o *ops) sessionStarted(sess api.Session) {
 	s := sess
 	o.bus.Publish(api.Event{Type: api.EventSessionStarted, Adapter: sess.Adapter, SessionID: sess.ID, Session: &s})

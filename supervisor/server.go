@@ -94,9 +94,10 @@ type Server struct {
 // The server is the core's gate and observer, passing both on to the
 // operational layer; the layer reads the core.
 var (
-	_ session.Gate     = (*Server)(nil)
-	_ session.Observer = (*Server)(nil)
-	_ launchedSessions = (*session.Core)(nil)
+	_ session.Gate          = (*Server)(nil)
+	_ session.Observer      = (*Server)(nil)
+	_ session.QueueObserver = (*Server)(nil)
+	_ launchedSessions      = (*session.Core)(nil)
 )
 
 // ErrAlreadyRunning means another service holds the home's lock.
@@ -181,6 +182,9 @@ func Run(ctx context.Context, opts Options) error {
 		ObserveDiscovery: s.discovered,
 		Cgroups:          s.cgroups,
 		Limits:           cfg.SessionLimits(),
+		Admission:        newAdmissionConfig(opts.Home, cfg, s.log).policy,
+		// The limits book is not connected yet: no provider holds.
+		Holds: nil,
 	})
 	if s.ops, err = newOps(ctx, opts.Home, s.log, opts.Version, cfg, s.core); err != nil {
 		cancel()
@@ -202,6 +206,9 @@ func Run(ctx context.Context, opts Options) error {
 	s.core.WatchAdapters(ctx)
 	s.core.WatchTransitions(ctx)
 	s.core.SweepCgroups(ctx)
+	// After recover: the queue counts what runs, and takes up where a
+	// service before this one left it.
+	s.core.RunQueue(ctx)
 	// A first discovery in the background warms the adapters' caches, so
 	// the first list after a start does not pay for reading every store.
 	s.wg.Add(1)
@@ -364,6 +371,9 @@ func (s *Server) Launched(sess api.Session) {
 	s.watch(sess.ID)
 }
 
+// Queued hears of a session admission queued: it is announced.
+func (s *Server) Queued(sess api.Session) { s.ops.sessionQueued(sess) }
+
 // Changed hears of a transition the core saw in the adapters' answers.
 func (s *Server) Changed(ch session.Change) { s.ops.changed(ch) }
 
@@ -395,6 +405,8 @@ func (s *Server) notifyEnded(sess api.Session) {
 	}
 	s.log.Info("session ended", attrs...)
 	s.ops.sessionEnded(sess)
+	// A slot may have freed.
+	s.core.WakeQueue()
 }
 
 func (s *Server) pruneLoop() {

@@ -119,6 +119,11 @@ func (f *runFlags) dispatch(cli *cli, cmd *cobra.Command, cfg config.Config, pos
 	if err != nil {
 		return planError(err)
 	}
+	if plan.Group {
+		// A group beyond the service's caps queues its excess: members
+		// start as slots free, rather than fail.
+		oreq.Template.Queue = true
+	}
 	if !plan.Worktrees {
 		return start(cli, cmd, f, oreq.Template)
 	}
@@ -220,6 +225,9 @@ func printLaunchedGroup(w io.Writer, res orchestrate.Result) {
 		id := "failed"
 		if m.Session != nil {
 			id = m.Session.ID
+			if m.Session.Status == api.StatusQueued {
+				id += " (queued)"
+			}
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", m.Suffix, m.Adapter, dash(m.Model), id, dash(m.Branch), dash(m.Worktree))
 	}
@@ -293,7 +301,7 @@ func printGroupStatus(w io.Writer, group string, rows []orchestrate.MemberStatus
 		count[r.Session.Status]++
 	}
 	var parts []string
-	for _, st := range []api.Status{api.StatusRunning, api.StatusExited, api.StatusKilled, api.StatusLost, api.StatusEnded, api.StatusUnknown} {
+	for _, st := range []api.Status{api.StatusRunning, api.StatusQueued, api.StatusExited, api.StatusKilled, api.StatusLost, api.StatusEnded, api.StatusUnknown} {
 		if count[st] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", count[st], st))
 		}

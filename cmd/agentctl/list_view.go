@@ -48,7 +48,7 @@ func (o *outputFlags) check() error {
 }
 
 // statuses are the values --status accepts.
-var statuses = []api.Status{api.StatusRunning, api.StatusExited, api.StatusKilled, api.StatusLost, api.StatusEnded, api.StatusUnknown}
+var statuses = []api.Status{api.StatusRunning, api.StatusQueued, api.StatusExited, api.StatusKilled, api.StatusLost, api.StatusEnded, api.StatusUnknown}
 
 // checkStatus refuses a --status that no session can have.
 func checkStatus(s string) error {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -52,6 +53,8 @@ type runFlags struct {
 	remote bool
 	// image is a cluster session's container image.
 	image string
+	// queue asks that a launch admission holds back be queued.
+	queue bool
 	// memoryMax, cpus and pidsMax bound the session through its cgroup.
 	memoryMax string
 	cpus      float64
@@ -80,6 +83,7 @@ func (f *runFlags) register(cmd *cobra.Command, withPrompt bool) {
 	fl.StringVar(&f.memoryMax, "memory-max", "", "bound the session's memory to `SIZE` (512M, 4G) through a cgroup of its own; over it, the kernel's OOM killer ends it (status killed, oom)")
 	fl.Float64Var(&f.cpus, "cpus", 0, "bound the session to `N` CPUs' worth of time (1.5) through a cgroup of its own")
 	fl.Int64Var(&f.pidsMax, "pids-max", 0, "bound the session to `N` processes and threads at once through a cgroup of its own")
+	fl.BoolVar(&f.queue, "queue", false, "when a cap on running sessions or the memory floor (config.json's \"admission\") holds the launch back, queue it (status queued) rather than fail: it starts, in order, when admitted; stop or rm cancels it")
 	fl.StringVar(&f.image, "image", "", "on a Kubernetes cluster host: the session's container `IMAGE` (default: the host's image=; a resume: the image of the run it continues)")
 	if withPrompt {
 		fl.StringVarP(&f.prompt, "prompt", "p", "", "the prompt for the agent")
@@ -146,7 +150,7 @@ func (f *runFlags) request(cli *cli, cfg config.Config) (api.RunRequest, error) 
 		Env: cli.environ(), EnvOverrides: env, Name: f.name, Labels: labels,
 		Rows: rows, Cols: cols, Interactive: f.interactive, PermissionMode: f.permissionMode,
 		Lock: f.lock, Force: f.force, OnCreate: f.onCreate, OnComplete: f.onComplete, HookTimeout: f.hookTimeout,
-		Image: f.image, Limits: limits,
+		Image: f.image, Limits: limits, Queue: f.queue,
 	}, nil
 }
 
@@ -210,7 +214,7 @@ func (f *runFlags) remoteRequest(cli *cli) (api.RunRequest, error) {
 		EnvOverrides: env, Name: f.name, Labels: labels,
 		Rows: rows, Cols: cols, Interactive: f.interactive, PermissionMode: f.permissionMode,
 		Lock: f.lock, Force: f.force, OnCreate: f.onCreate, OnComplete: f.onComplete, HookTimeout: f.hookTimeout,
-		Image: f.image, Limits: limits,
+		Image: f.image, Limits: limits, Queue: f.queue,
 	}, nil
 }
 
@@ -351,6 +355,18 @@ func showStarted(cli *cli, cmd *cobra.Command, f *runFlags, h hosts.Host, sess a
 	} else if !f.wait && !f.attach {
 		fmt.Fprintln(cli.out, sess.ID)
 	}
+	if sess.Status == api.StatusQueued {
+		if q := sess.Queue; q != nil && !f.asJSON {
+			fmt.Fprintf(cli.errOut, "agentctl: session %s queued (#%d): %s\n", sess.ID, q.Position, q.Reason)
+		}
+		if !f.wait && !f.attach {
+			return nil
+		}
+		var err error
+		if sess, err = awaitStart(cmd.Context(), h.API, sess.ID); err != nil {
+			return err
+		}
+	}
 	if f.attach {
 		err := attachTo(cli, cmd, h, sess.ID)
 		if api.CodeOf(err) != api.CodeNotRunning {
@@ -372,6 +388,31 @@ func showStarted(cli *cli, cmd *cobra.Command, f *runFlags, h hosts.Host, sess a
 		}
 	}
 	return waitSession(cmd.Context(), h.API, sess.ID, cli.out)
+}
+
+// queuePollEvery is how often run --queue --wait looks whether its queued
+// session has started.
+const queuePollEvery = time.Second
+
+// awaitStart waits until a queued session is no longer queued (started,
+// cancelled, or its start failed) and returns it.
+func awaitStart(ctx context.Context, c client.Sessions, id string) (api.Session, error) {
+	t := time.NewTicker(queuePollEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return api.Session{}, ctx.Err()
+		case <-t.C:
+		}
+		sess, err := c.Get(ctx, id)
+		if err != nil {
+			return sess, err
+		}
+		if sess.Status != api.StatusQueued {
+			return sess, nil
+		}
+	}
 }
 
 // waitSession streams a session's output until it ends and returns an

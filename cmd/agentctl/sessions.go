@@ -23,7 +23,7 @@ import (
 func newListCmd(cli *cli) *cobra.Command {
 	var o api.ListOptions
 	var out outputFlags
-	var watch bool
+	var watch, queued bool
 	var hostList string
 	cmd := &cobra.Command{
 		Use:     "list",
@@ -71,6 +71,12 @@ not answer within 10s is a warning naming it, and the sessions it had running
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := out.check(); err != nil {
 				return err
+			}
+			if queued {
+				if o.Status != "" && o.Status != string(api.StatusQueued) {
+					return usageError{fmt.Errorf("--queued and --status %s: choose one", o.Status)}
+				}
+				o.Status = string(api.StatusQueued)
 			}
 			if err := checkStatus(o.Status); err != nil {
 				return err
@@ -120,7 +126,8 @@ not answer within 10s is a warning naming it, and the sessions it had running
 	}
 	fl := cmd.Flags()
 	fl.BoolVarP(&o.All, "all", "a", false, "include ended sessions")
-	fl.StringVar(&o.Status, "status", "", "only sessions with this status: running, exited, killed, lost, ended or unknown")
+	fl.StringVar(&o.Status, "status", "", "only sessions with this status: running, queued, exited, killed, lost, ended or unknown")
+	fl.BoolVar(&queued, "queued", false, "only queued sessions (the same as --status queued), with their place and why they wait")
 	fl.StringVar(&o.Adapter, "adapter", "", "only sessions of this adapter")
 	fl.StringVar(&o.Group, "group", "", "only sessions of this group")
 	fl.StringArrayVar(&o.Labels, "label", nil, "only sessions with label KEY=VALUE (repeatable)")
@@ -131,7 +138,7 @@ not answer within 10s is a warning naming it, and the sessions it had running
 	fl.BoolVarP(&watch, "watch", "w", false, "redraw the table on every change (in place on a terminal; a new table per change in a pipe)")
 	out.register(cmd)
 	cmd.RegisterFlagCompletionFunc("group", cli.completeGroups)
-	cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions([]string{"running", "exited", "killed", "lost", "ended", "unknown"}, cobra.ShellCompDirectiveNoFileComp))
+	cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions([]string{"running", "queued", "exited", "killed", "lost", "ended", "unknown"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
@@ -208,6 +215,8 @@ func statusText(s *api.Session) string {
 	case s.Status == api.StatusKilled && s.Signal != "":
 		// A cluster's stopped session whose pod is gone names no signal.
 		st = "killed(" + s.Signal + ")"
+	case s.Status == api.StatusQueued && s.Queue != nil && s.Queue.Position > 0:
+		st = fmt.Sprintf("queued(#%d)", s.Queue.Position)
 	}
 	return st
 }
@@ -391,6 +400,14 @@ func printSession(w io.Writer, s api.Session) {
 	row("adapter", s.Adapter)
 	row("origin", s.Origin)
 	row("status", statusText(&s))
+	if q := s.Queue; q != nil {
+		place := "starting"
+		if q.Position > 0 {
+			place = fmt.Sprintf("#%d", q.Position)
+		}
+		row("queue", fmt.Sprintf("%s, queued %s (%s ago)", place, q.Since.Local().Format(time.RFC3339), ago(time.Now(), q.Since)))
+		row("  waits for", q.Reason)
+	}
 	printActivity(row, s)
 	row("pid", pidText(s.PID))
 	row("pgid", pidText(s.PGID))

@@ -45,6 +45,9 @@ type Sources struct {
 	Waiting func() map[string]int
 	// Resources is what each running session costs now.
 	Resources func() []SessionResources
+	// Queued counts queued sessions by what holds them ("cap", "memory",
+	// "limit", "lock").
+	Queued func() map[string]int
 }
 
 // SessionResources is one running session's cost.
@@ -204,6 +207,14 @@ func stateFamilies(src Sources) []*family {
 			waiting.set(float64(counts[reason]), reason)
 		}
 		out = append(out, waiting)
+	}
+	if src.Queued != nil {
+		queued := newFamily("agentctl_sessions_queued", "gauge", "Queued sessions, by what holds them (cap, memory, limit, lock).", nil, "reason")
+		counts := src.Queued()
+		for _, reason := range []string{"cap", "memory", "limit", "lock"} {
+			queued.set(float64(counts[reason]), reason)
+		}
+		out = append(out, queued)
 	}
 	if src.Resources != nil {
 		out = append(out, resourceFamilies(src.Resources())...)

@@ -107,6 +107,7 @@ func TestScrape(t *testing.T) {
 		Locks:         func() map[string]int { return map[string]int{"auto": 3, "manual": 1} },
 		Fuses:         func() int { return 2 },
 		EventsDropped: func() uint64 { return 7 },
+		Queued:        func() map[string]int { return map[string]int{"cap": 3, "memory": 1} },
 	})
 	m.SessionEnded("exec", api.StatusExited, &code0, 90*time.Second)
 	m.SessionEnded("exec", api.StatusExited, &code2, 10*time.Second)
@@ -137,6 +138,9 @@ func TestScrape(t *testing.T) {
 		{"agentctl_locks_active", map[string]string{"type": "auto"}, 3},
 		{"agentctl_locks_active", map[string]string{"type": "manual"}, 1},
 		{"agentctl_fuses_active", nil, 2},
+		{"agentctl_sessions_queued", map[string]string{"reason": "cap"}, 3},
+		{"agentctl_sessions_queued", map[string]string{"reason": "memory"}, 1},
+		{"agentctl_sessions_queued", map[string]string{"reason": "limit"}, 0},
 	}
 	for _, g := range gauges {
 		if got := value(t, fams, g.name, g.labels).GetGauge().GetValue(); got != g.want {

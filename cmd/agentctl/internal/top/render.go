@@ -180,6 +180,9 @@ func Render(f Frame) string {
 func headerText(f Frame) string {
 	c := f.State.Count(f.Now)
 	parts := []string{"agentctl top", fmt.Sprintf("%d running", c.Running), fmt.Sprintf("%d waiting", c.Waiting)}
+	if c.Queued > 0 {
+		parts = append(parts, fmt.Sprintf("%d queued", c.Queued))
+	}
 	if c.Unknown > 0 {
 		parts = append(parts, fmt.Sprintf("%d unknown", c.Unknown))
 	}
@@ -544,6 +547,8 @@ func evidence(now time.Time, s api.Session) string {
 		p = append(p, "exit record: "+s.Signal)
 	case s.Status == api.StatusLost:
 		p = append(p, "no exit record, process gone")
+	case s.Status == api.StatusQueued && s.Queue != nil:
+		p = append(p, "queued: "+s.Queue.Reason)
 	case s.Status == api.StatusRunning && s.Origin == api.OriginLaunched:
 		p = append(p, "process alive")
 	}
@@ -575,6 +580,8 @@ func StatusText(s api.Session) string {
 		return fmt.Sprintf("exited(%d)", *s.ExitCode)
 	case s.Status == api.StatusKilled && s.Signal != "":
 		return "killed(" + s.Signal + ")"
+	case s.Status == api.StatusQueued && s.Queue != nil && s.Queue.Position > 0:
+		return fmt.Sprintf("queued(#%d)", s.Queue.Position)
 	}
 	return string(s.Status)
 }

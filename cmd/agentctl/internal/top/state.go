@@ -149,6 +149,8 @@ type Rank int
 const (
 	RankNeedsYou Rank = iota
 	RankRunning
+	// RankQueued: admission holds it back; it starts when admitted.
+	RankQueued
 	RankUnknown
 	RankEnded
 )
@@ -174,6 +176,8 @@ func rankOf(s api.Session) Rank {
 		return RankNeedsYou
 	case s.Status == api.StatusRunning:
 		return RankRunning
+	case s.Status == api.StatusQueued:
+		return RankQueued
 	case s.Status.Ended():
 		return RankEnded
 	}
@@ -294,7 +298,7 @@ func commonPrefix(a, b string) int {
 
 // Counts is what the header sums up.
 type Counts struct {
-	Running, Waiting, Unknown, EndedToday int
+	Running, Waiting, Queued, Unknown, EndedToday int
 	// CostToday sums the cost of the sessions active today; Costed says
 	// whether any of them reported one.
 	CostToday float64
@@ -318,6 +322,8 @@ func (s *State) Count(now time.Time) Counts {
 			c.Running++
 		case RankRunning:
 			c.Running++
+		case RankQueued:
+			c.Queued++
 		case RankUnknown:
 			c.Unknown++
 		case RankEnded:

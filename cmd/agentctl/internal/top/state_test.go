@@ -205,10 +205,16 @@ func TestCounts(t *testing.T) {
 		sess("01c", api.StatusExited, func(s *api.Session) { s.EndedAt = at(-time.Hour); s.CostUSD = f64(2) }),
 		sess("01d", api.StatusExited, func(s *api.Session) { s.EndedAt = at(-48 * time.Hour); s.CostUSD = f64(100) }),
 		sess("01e", api.StatusUnknown),
+		sess("01f", api.StatusQueued, func(s *api.Session) { s.Queue = &api.QueuePlace{Position: 1, Reason: "2 of 2 sessions run"} }),
 	}}, 0)
 	got := st.Count(t0)
-	want := Counts{Running: 2, Waiting: 1, Unknown: 1, EndedToday: 1, CostToday: 3.75, Costed: true}
+	want := Counts{Running: 2, Waiting: 1, Queued: 1, Unknown: 1, EndedToday: 1, CostToday: 3.75, Costed: true}
 	if got != want {
 		t.Errorf("counts = %+v, want %+v", got, want)
+	}
+	// A queued row shows its place, after the running ones.
+	rows := st.Rows(ViewOptions{})
+	if i := slices.IndexFunc(rows, func(r Row) bool { return r.ID == "01f" }); i < 0 || StatusText(rows[i].Session) != "queued(#1)" || rows[i].Rank != RankQueued {
+		t.Errorf("the queued row: %+v", rows)
 	}
 }

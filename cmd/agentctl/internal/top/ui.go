@@ -310,7 +310,7 @@ func (m *Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case "enter":
 		return m, m.attach(r)
 	case "s":
-		if r.Status != api.StatusRunning {
+		if r.Status != api.StatusRunning && r.Status != api.StatusQueued {
 			m.line = fmt.Sprintf("%s is %s: nothing to stop", r.Handle, StatusText(r.Session))
 			return m, nil
 		}
