@@ -28,10 +28,14 @@ func via(r *http.Request) string { return "web from " + r.RemoteAddr }
 // restart. Success goes back where the form came from (a new run: to its
 // page); failure shows why.
 func (s *Server) handleAction(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
+	ctx, err := s.relayed(r)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	r = r.WithContext(ctx)
 	id := handle(r)
 	to := back(r, "/s/"+id)
-	var err error
 	switch action := r.PathValue("action"); action {
 	case "approve":
 		_, err = s.c.Decide(ctx, id, api.Decision{Action: api.DecisionApprove, Request: r.PostFormValue("request"), Via: via(r)})
@@ -102,6 +106,12 @@ func (s *Server) handleNewForm(w http.ResponseWriter, r *http.Request) {
 // handleLaunch starts a session from the launch form: an agent with a
 // prompt, or a plain command (run by sh -c, as typed).
 func (s *Server) handleLaunch(w http.ResponseWriter, r *http.Request) {
+	ctx, err := s.relayed(r)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	r = r.WithContext(ctx)
 	f := func(k string) string { return strings.TrimSpace(r.PostFormValue(k)) }
 	req := api.RunRequest{
 		Adapter: f("adapter"), Prompt: f("prompt"), Cwd: f("cwd"), Group: f("group"), Name: f("name"),
