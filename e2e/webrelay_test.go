@@ -1,9 +1,9 @@
 package e2e
 
 import (
+	"html"
 	"net/http"
 	"net/url"
-	"html"
 	"os"
 	"path/filepath"
 	"regexp"
