@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"context"
 	"html"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -17,24 +19,28 @@ import (
 // webSelfAnswer is the shell a session runs to answer its own pending
 // request through the dashboard, as a page would: the token from its
 // file traded for the cookie, the session's page fetched for its CSRF
-// token and request, then approve and send posted. Each answer's status
-// goes to NAME.code, its page to NAME.out.
+// token and request, then approve and send posted, to the dashboard's
+// port and to its socket. Each answer's status goes to NAME.code, its
+// page to NAME.out.
 const webSelfAnswer = `base=$(cat web.base)
 curl -s -c jar -o /dev/null "$base/?token=$(cat "$AGENTCTL_HOME/web.token")"
 curl -s -b jar -o page.html "$base/s/$AGENTCTL_SESSION_ID"
 csrf=$(sed -n 's/.*name="csrf" value="\([0-9a-f]*\)".*/\1/p' page.html | head -n 1)
 req=$(sed -n 's/.*name="request" value="\([^"]*\)".*/\1/p' page.html | head -n 1)
-post() { a=$1; shift; curl -s -b jar -H "Origin: $base" -o "$a.out" -w '%{http_code}' --data-urlencode "csrf=$csrf" "$@" "$base/s/$AGENTCTL_SESSION_ID/$a" >"$a.tmp"; mv "$a.tmp" "$a.code"; }
+post() { a=$1; shift; curl -s -b jar -H "Origin: $base" -o "$a.out" -w '%{http_code}' --data-urlencode "csrf=$csrf" "$@" "$base/s/$AGENTCTL_SESSION_ID/${a%-sock}" >"$a.tmp"; mv "$a.tmp" "$a.code"; }
 post approve --data-urlencode "request=$req"
 post send --data-urlencode "text=1"
+post approve-sock --unix-socket "$AGENTCTL_HOME/web.sock" --data-urlencode "request=$req"
+post send-sock --unix-socket "$AGENTCTL_HOME/web.sock" --data-urlencode "text=1"
 cat >typed.out`
 
 // A session that reads the dashboard's token cannot answer its own
-// permission request through the dashboard (issue 27): the dashboard
-// relays the process that connected, and the service refuses it as it
-// refuses `agentctl approve` and `send` from inside the session. The
-// request stays pending; the owner's answer through the dashboard then
-// goes through, recorded with the process it was relayed for.
+// permission request through the dashboard (issue 27), over its port or
+// its socket: the dashboard relays the process that connected, and the
+// service refuses it as it refuses `agentctl approve` and `send` from
+// inside the session. The request stays pending; the owner's answer
+// through the dashboard then goes through, recorded with the process it
+// was relayed for, and the owner's keys reach the session over the socket.
 func TestWebRelayRefusesASessionAnsweringItself(t *testing.T) {
 	t.Parallel()
 	if _, err := os.Stat("/usr/bin/curl"); err != nil {
@@ -42,7 +48,7 @@ func TestWebRelayRefusesASessionAnsweringItself(t *testing.T) {
 	}
 	e := attentionEnv(t)
 	e.MustRun("daemon", "start")
-	w := e.startWeb(t)
+	w := e.startWeb(t, "--socket", filepath.Join(e.Home, "web.sock"))
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "web.base"), []byte(w.Base), 0o600); err != nil {
 		t.Fatal(err)
@@ -50,15 +56,17 @@ func TestWebRelayRefusesASessionAnsweringItself(t *testing.T) {
 	script := hookLine("rm -rf ~", "hook.out") + untilPending("rm -rf ~") + webSelfAnswer
 	s := e.Start("--cwd", dir, "--", "sh", "-c", script)
 	WaitFor(t, time.Minute, "the session's tries", func() bool {
-		_, err := os.Stat(filepath.Join(dir, "send.code"))
+		_, err := os.Stat(filepath.Join(dir, "send-sock.code"))
 		return err == nil
 	})
 	if m := regexp.MustCompile(`name="request" value="([^"]+)"`).FindStringSubmatch(readFile(dir, "page.html")); m == nil {
 		t.Fatalf("the session's page as the session fetched it has no request to approve (the test proves nothing):\n%s", readFile(dir, "page.html"))
 	}
 	for name, want := range map[string]string{
-		"approve": "a session cannot answer its own prompt",
-		"send":    "keys typed now would answer it",
+		"approve":      "a session cannot answer its own prompt",
+		"send":         "keys typed now would answer it",
+		"approve-sock": "a session cannot answer its own prompt",
+		"send-sock":    "keys typed now would answer it",
 	} {
 		code, page := readFile(dir, name+".code"), html.UnescapeString(readFile(dir, name+".out"))
 		if code != "403" || !strings.Contains(page, want) || !strings.Contains(page, "relayed for pid") {
@@ -93,6 +101,21 @@ func TestWebRelayRefusesASessionAnsweringItself(t *testing.T) {
 	if rec.Action != api.DecisionApprove || rec.PID != w.PID || rec.Relayed == nil || rec.Relayed.PID != os.Getpid() || rec.Relayed.Start == 0 || !strings.HasPrefix(rec.Relayed.Via, "web from 127.0.0.1:") {
 		t.Fatalf("recorded %+v (relayed %+v), want the approval by agentctl web (pid %d) relayed for this test (pid %d)", rec, rec.Relayed, w.PID, os.Getpid())
 	}
+
+	// The owner's keys over the socket, where the kernel names the
+	// process that connects.
+	sock := &http.Client{Timeout: time.Minute, CheckRedirect: hw.hc.CheckRedirect, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", filepath.Join(e.Home, "web.sock"))
+		},
+	}}
+	hw.hc = sock
+	if code, page := hw.do(t, "POST", "/s/"+s.ID+"/send", url.Values{"csrf": {m[1]}, "text": {"from the owner"}}); code != http.StatusSeeOther {
+		t.Fatalf("send over the socket from outside: %d:\n%s", code, page)
+	}
+	WaitFor(t, 10*time.Second, "the owner's keys to reach the terminal", func() bool {
+		return strings.Contains(readFile(dir, "typed.out"), "from the owner")
+	})
 	if typed := readFile(dir, "typed.out"); strings.Contains(typed, "1") {
 		t.Fatalf("keys sent from inside the session reached its terminal: %q", typed)
 	}

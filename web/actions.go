@@ -2,6 +2,7 @@ package web
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -21,7 +22,12 @@ func back(r *http.Request, fallback string) string {
 }
 
 // via names the web and the browser's address in a decision's record.
-func via(r *http.Request) string { return "web from " + r.RemoteAddr }
+func via(r *http.Request) string {
+	if _, ok := r.Context().Value(connKey{}).(*net.UnixConn); ok {
+		return "web over its socket"
+	}
+	return "web from " + r.RemoteAddr
+}
 
 // handleAction runs one of a session's actions, posted by a form: approve,
 // deny (with a reason), answer, send, stop, resume (with a message) and

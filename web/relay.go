@@ -3,9 +3,13 @@ package web
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
+	"time"
 
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/client"
@@ -23,6 +27,9 @@ import (
 // changes only: reading needs no relay.
 func (s *Server) relayed(r *http.Request) (context.Context, error) {
 	ctx := r.Context()
+	if uc, ok := ctx.Value(connKey{}).(*net.UnixConn); ok {
+		return s.relayedUnix(r, uc)
+	}
 	var local netip.AddrPort
 	if a, ok := ctx.Value(http.LocalAddrContextKey).(*net.TCPAddr); ok {
 		local = a.AddrPort()
@@ -43,4 +50,54 @@ func (s *Server) relayed(r *http.Request) (context.Context, error) {
 	// this pin need not outlive the request.
 	defer c.Close()
 	return client.WithRelay(ctx, api.Relayed{PID: c.PID, Start: c.Start, Via: via(r)}), nil
+}
+
+type connKey struct{}
+
+// withConn keeps a request's connection in its context: relayed asks a
+// unix socket's for its peer.
+func withConn(ctx context.Context, c net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, c)
+}
+
+// listenUnix listens on path, mode 0600, replacing a socket nobody serves
+// any more (a dashboard that was killed); one that answers is in use.
+func listenUnix(path string) (net.Listener, error) {
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode().Type() != fs.ModeSocket {
+			return nil, fmt.Errorf("%s is there and is not a socket", path)
+		}
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("a dashboard already serves %s", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, err
+		}
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, err
+	}
+	// Before the chmod the token alone guards it.
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return ln, nil
+}
+
+// relayedUnix is relayed for a request over Config.Socket, whose peer the
+// kernel names.
+func (s *Server) relayedUnix(r *http.Request, uc *net.UnixConn) (context.Context, error) {
+	c, err := proc.PinPeer(uc)
+	if err == nil {
+		defer c.Close()
+		err = c.Check()
+	}
+	if err != nil {
+		s.log.Warn("web change refused: its process is not found", "remote", "unix", "err", err)
+		return nil, api.Errorf(api.CodeForbidden, "agentctl web: the process that connected to %s: %v: changes are refused, since the service could not check that it is not a session answering itself", s.cfg.Socket, err)
+	}
+	return client.WithRelay(r.Context(), api.Relayed{PID: c.PID, Start: c.Start, Via: via(r)}), nil
 }
