@@ -818,6 +818,28 @@ func TestWebHosts(t *testing.T) {
 		t.Fatalf("stopping b's session touched this machine's: %s", s.Status)
 	}
 
+	// The launch form asks on which host: a session started there is b's.
+	if code, page := w.do(t, "GET", "/new", nil); code != http.StatusOK || !strings.Contains(page, `<select name="host"><option>local</option><option>b</option></select>`) {
+		t.Fatalf("the launch form over both hosts: %d, no choice of host:\n%s", code, page)
+	}
+	code, page = w.do(t, "POST", "/new", url.Values{"csrf": {m[1]}, "host": {"b"}, "adapter": {api.ExecAdapter}, "command": {"sleep 600"}, "name": {"from-the-form"}})
+	if code != http.StatusSeeOther {
+		t.Fatalf("launch on b from the form: %d:\n%s", code, page)
+	}
+	var started api.Session
+	WaitFor(t, 10*time.Second, "the session started from the form on b", func() bool {
+		for _, l := range b.Launched() {
+			if l.Name == "from-the-form" {
+				started = l
+				return true
+			}
+		}
+		return false
+	})
+	if started.Status != api.StatusRunning {
+		t.Fatalf("the session started from the form on b: %+v", started)
+	}
+
 	b.MustRun("daemon", "stop")
 	code, page = w.do(t, "GET", "/", nil)
 	if code != http.StatusOK || !strings.Contains(page, "host b did not answer") || !strings.Contains(page, `id="r-local/`+mine.ID+`"`) {

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -101,12 +102,23 @@ func (s *Server) resume(r *http.Request, id string) (api.Session, error) {
 // adapters the launch form offers.
 var launchAdapters = []string{"claude", "codex", "opencode", "pi", api.ExecAdapter}
 
+// hostLauncher is a Service over several hosts (a hosts.View): the launch
+// form asks on which to start.
+type hostLauncher interface {
+	HostNames() []string
+	LaunchOn(ctx context.Context, host string, req api.RunRequest) (api.Session, error)
+}
+
 func (s *Server) handleNewForm(w http.ResponseWriter, r *http.Request) {
 	cwd := ""
 	if !s.c.Remote() {
 		cwd, _ = os.UserHomeDir()
 	}
-	s.render(w, http.StatusOK, "new.html", map[string]any{"CSRF": s.csrf, "Adapters": launchAdapters, "Cwd": cwd, "Group": r.URL.Query().Get("group")})
+	var hosts []string
+	if hl, ok := s.c.(hostLauncher); ok {
+		hosts = hl.HostNames()
+	}
+	s.render(w, http.StatusOK, "new.html", map[string]any{"CSRF": s.csrf, "Adapters": launchAdapters, "Cwd": cwd, "Group": r.URL.Query().Get("group"), "Hosts": hosts})
 }
 
 // handleLaunch starts a session from the launch form: an agent with a
@@ -139,7 +151,12 @@ func (s *Server) handleLaunch(w http.ResponseWriter, r *http.Request) {
 		}
 		req.Adapter, req.Command, req.Prompt, req.Interactive = api.ExecAdapter, []string{"sh", "-c", cmd}, "", false
 	}
-	sess, err := s.c.Launch(r.Context(), req)
+	var sess api.Session
+	if hl, ok := s.c.(hostLauncher); ok {
+		sess, err = hl.LaunchOn(r.Context(), f("host"), req)
+	} else {
+		sess, err = s.c.Launch(r.Context(), req)
+	}
 	if err != nil {
 		s.fail(w, fmt.Errorf("launch: %w", err))
 		return

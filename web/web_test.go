@@ -383,6 +383,9 @@ func TestSeveralHosts(t *testing.T) {
 		{"its terminal", "GET", "/s/far/0123abcd/term", nil, []string{"host far:"}},
 		{"an action", "POST", "/s/far/0123abcd/stop", csrf, []string{"host far:"}},
 		{"an answer", "POST", "/s/far/0123abcd/answer", url.Values{"csrf": {sv.s.csrf}, "text": {"yes"}}, []string{"host far:"}},
+		{"the launch form asks on which host", "GET", "/new", nil, []string{`<select name="host"><option>far</option></select>`}},
+		{"a launch on a host", "POST", "/new", url.Values{"csrf": {sv.s.csrf}, "host": {"far"}, "command": {"true"}, "cwd": {"/"}}, []string{"host far:"}},
+		{"a launch on none of the hosts", "POST", "/new", url.Values{"csrf": {sv.s.csrf}, "host": {"near"}, "command": {"true"}, "cwd": {"/"}}, []string{"is none of these hosts (far)"}},
 		{"a handle of no host", "GET", "/s/0123abcd", nil, []string{"names no session of these hosts (far): give HOST/ID"}},
 		{"another host", "GET", "/s/near/0123abcd", nil, []string{"names no session of these hosts"}},
 	}
