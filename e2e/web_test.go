@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 
@@ -181,6 +182,15 @@ func insertText(s string) chromedp.Action[chromedp.Void] {
 	})
 }
 
+// background sets the colour a page without its own is drawn on (nil:
+// the browser's again).
+func background(c *cdp.RGBA) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, emulation.SetDefaultBackgroundColorOverride, emulation.SetDefaultBackgroundColorOverrideParams{Color: c})
+		return err
+	})
+}
+
 // termText is what a page's xterm.js shows, line by line.
 const termText = `(() => { const t = window.agentctlTerm; if (!t) return ""; const b = t.buffer.active; let s = ""; for (let i = 0; i < b.length; i++) { const l = b.getLine(i); if (l) s += l.translateToString(true) + "\n"; } return s; })()`
 
@@ -270,6 +280,25 @@ func TestWeb(t *testing.T) {
 		}
 		do(t, ctx, "back to a desktop", chromedp.EmulateViewport(1280, 900))
 	})
+
+	// The home-screen PNG icon (iOS takes no SVG) is the SVG as the
+	// browser draws it at 180×180, written with AGENTCTL_WEB_ICON=PATH
+	// (web/assets/icon-180.png).
+	if path := os.Getenv("AGENTCTL_WEB_ICON"); path != "" {
+		t.Run("the touch icon drawn from the SVG", func(t *testing.T) {
+			do(t, ctx, "draw the icon", chromedp.EmulateViewport(180, 180, chromedp.EmulateScale(1)),
+				background(&cdp.RGBA{R: 0x16, G: 0x1b, B: 0x22, A: 1}),
+				chromedp.Navigate(w.Base+"/assets/icon.svg"))
+			shot, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, shot, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			do(t, ctx, "back to a desktop", background(nil), chromedp.EmulateViewport(1280, 900))
+		})
+	}
 
 	t.Run("the terminal shows a bash session's screen and takes typing", func(t *testing.T) {
 		sh := e.Start("--name", "shell", "--", "env", "PS1=web$ ", "bash", "--norc", "--noprofile", "-i")
