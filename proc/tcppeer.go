@@ -30,6 +30,9 @@ func TCPPeer(ctx context.Context, local, remote netip.AddrPort) (*Caller, error)
 	return c, nil
 }
 
+// unmapPort is a as the socket tables print it: an IPv4 address rather
+// than v4-mapped, and no zone (else a link-local peer of this machine
+// would be taken for another machine's).
 func unmapPort(a netip.AddrPort) netip.AddrPort {
-	return netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
+	return netip.AddrPortFrom(a.Addr().Unmap().WithZone(""), a.Port())
 }

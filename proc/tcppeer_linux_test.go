@@ -179,11 +179,34 @@ func TestTCPPeer(t *testing.T) {
 	}
 }
 
-// An address that is not this machine's is another machine's peer.
+// An address that is not this machine's is another machine's peer; one
+// that is, with no socket connected from it, is not taken for one.
 func TestTCPPeerRemote(t *testing.T) {
 	t.Parallel()
 	_, err := TCPPeer(context.Background(), netip.MustParseAddrPort("127.0.0.1:7387"), netip.MustParseAddrPort("192.0.2.7:51234"))
 	if !errors.Is(err, ErrRemotePeer) {
 		t.Fatalf("a peer at 192.0.2.7: %v, want ErrRemotePeer", err)
+	}
+	for _, local := range []string{"127.0.0.2:1", "[::1]:1", "[::ffff:127.0.0.1]:1"} {
+		_, err := TCPPeer(context.Background(), netip.MustParseAddrPort("127.0.0.1:7387"), netip.MustParseAddrPort(local))
+		if !errors.Is(err, ErrUnproven) {
+			t.Errorf("a peer at %s with no socket: %v, want ErrUnproven", local, err)
+		}
+	}
+	// A link-local address of this machine, zone and all.
+	addrs, _ := net.Interfaces()
+	for _, ifc := range addrs {
+		as, _ := ifc.Addrs()
+		for _, a := range as {
+			n, ok := a.(*net.IPNet)
+			if !ok || !n.IP.IsLinkLocalUnicast() || n.IP.To4() != nil {
+				continue
+			}
+			ip, _ := netip.AddrFromSlice(n.IP)
+			peer := netip.AddrPortFrom(ip.WithZone(ifc.Name), 1)
+			if _, err := TCPPeer(context.Background(), netip.MustParseAddrPort("127.0.0.1:7387"), peer); !errors.Is(err, ErrUnproven) {
+				t.Errorf("a peer at this machine's %s: %v, want ErrUnproven", peer, err)
+			}
+		}
 	}
 }
