@@ -67,6 +67,22 @@ func TestSocket(t *testing.T) {
 		t.Fatalf("over the socket with the token: %d:\n%s", code, page)
 	}
 
+	// Beside TLS, the socket speaks plain HTTP (it stays on this machine)
+	// and the port HTTP/2.
+	tlsPath := filepath.Join(dir, "tls.sock")
+	tsv := serve(t, Config{Socket: tlsPath, TLSGenerate: true})
+	plain := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", tlsPath)
+	}}}
+	if resp, err := plain.Get("http://127.0.0.1:" + port(tsv) + "/"); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("plain HTTP over the socket of a TLS dashboard: %v %v, want 401", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	if resp := tsv.do(t, "GET", "/new", nil, true, nil); resp.StatusCode != http.StatusOK || resp.ProtoMajor != 2 {
+		t.Fatalf("the TLS port beside a socket: %s %s, want 200 over HTTP/2", resp.Status, resp.Proto)
+	}
+
 	cfg := Config{Home: sv.s.cfg.Home, Client: sv.s.c, Listen: "127.0.0.1:0", Socket: path}
 	if s, err := New(cfg); err == nil || !strings.Contains(err.Error(), "already serves") {
 		if s != nil {

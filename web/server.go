@@ -269,22 +269,20 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // Run serves until ctx ends, then shuts down, giving open requests a
 // moment (streams end with ctx).
 func (s *Server) Run(ctx context.Context) error {
-	srv := &http.Server{
-		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-		BaseContext:       func(net.Listener) context.Context { return ctx },
-		ConnContext:       withConn,
+	newServer := func() *http.Server {
+		return &http.Server{
+			Handler:           s.handler,
+			ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout:       2 * time.Minute,
+			MaxHeaderBytes:    64 << 10,
+			ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+			BaseContext:       func(net.Listener) context.Context { return ctx },
+			ConnContext:       withConn,
+		}
 	}
 	errc := make(chan error, 2)
-	if s.unix != nil {
-		go func() {
-			err := srv.Serve(s.unix)
-			errc <- fmt.Errorf("web: serve on %s: %w", s.unix.Addr(), err)
-		}()
-	}
+	srv := newServer()
+	servers := []*http.Server{srv}
 	go func() {
 		var err error
 		if s.tls == nil {
@@ -298,22 +296,30 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 		errc <- fmt.Errorf("web: serve on %s: %w", s.ln.Addr(), err)
 	}()
-	serving := 1
 	if s.unix != nil {
-		serving = 2
+		// A server of its own: plain HTTP, whatever the port speaks.
+		usrv := newServer()
+		servers = append(servers, usrv)
+		go func() {
+			err := usrv.Serve(s.unix)
+			errc <- fmt.Errorf("web: serve on %s: %w", s.unix.Addr(), err)
+		}()
 	}
 	var failed error
+	waiting := len(servers)
 	select {
 	case failed = <-errc:
-		serving--
+		waiting--
 	case <-ctx.Done():
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		srv.Close()
+	for _, srv := range servers {
+		if err := srv.Shutdown(sctx); err != nil {
+			srv.Close()
+		}
 	}
-	for ; serving > 0; serving-- {
+	for ; waiting > 0; waiting-- {
 		<-errc
 	}
 	return failed
