@@ -109,6 +109,25 @@ type Decision struct {
 	Via string `json:"via,omitempty"`
 }
 
+// RelayedHeader carries, as JSON, the Relayed a request is made for: a
+// relay (the web dashboard) names the process it acts for, and the service
+// holds that process to the rules its direct caller is held to (both must
+// pass). A request to another machine's service carries none: the pid is
+// this machine's.
+const RelayedHeader = "Agentctl-Relayed"
+
+// Relayed is a process of the service's machine a relay acts for.
+type Relayed struct {
+	PID int `json:"pid"`
+	// Start is the process's start stamp: a pid reused since is not it.
+	Start uint64 `json:"start"`
+	// UID is the process's user, as the service read it.
+	UID int `json:"uid"`
+	// Via names the relay and how the process reached it ("web from
+	// 127.0.0.1:51234").
+	Via string `json:"via,omitempty"`
+}
+
 // Decision actions.
 const (
 	DecisionApprove = "approve"
@@ -133,6 +152,9 @@ type DecisionRecord struct {
 	// Via is what the caller (UID, PID, proven) said it relayed for
 	// (Decision.Via): a claim of that caller's, not a proof.
 	Via string `json:"via,omitempty"`
+	// Relayed is the process the caller relayed for (the one at the other
+	// end of the dashboard's connection), held to the same rules.
+	Relayed *Relayed `json:"relayed,omitempty"`
 	// Delivered says how the answer reached the agent: "hook" (the
 	// waiting PermissionRequest hook took it) or "terminal" (typed in).
 	Delivered string `json:"delivered"`

@@ -409,6 +409,9 @@ func (c *Client) request(ctx context.Context, method, path string, body any) (*h
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	if err := c.setRelay(ctx, req); err != nil {
+		return nil, err
+	}
 	return req, nil
 }
 

@@ -89,6 +89,8 @@ type Web struct {
 	TLSGenerate bool   `json:"tls_generate,omitempty"`
 	// Expose allows a listen address beyond loopback (with TLS only).
 	Expose bool `json:"expose,omitempty"`
+	// Socket is a unix socket to serve it on as well, for an SSH tunnel.
+	Socket string `json:"socket,omitempty"`
 }
 
 // On reports whether the service is to serve the dashboard.

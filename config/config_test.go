@@ -57,14 +57,14 @@ func TestLoad(t *testing.T) {
 		{name: "webhook must be http", content: `{"webhook_url": "ftp://x"}`, err: `webhook_url (7 characters) must be an http or https URL`},
 		{
 			name:    "the service serves the dashboard",
-			content: `{"web": {"listen": "100.64.0.1:7387", "tls_generate": true, "expose": true, "allow_hosts": ["box.tailnet.ts.net"]}}`,
-			want:    Config{Web: Web{Listen: "100.64.0.1:7387", TLSGenerate: true, Expose: true, AllowHosts: []string{"box.tailnet.ts.net"}}},
+			content: `{"web": {"listen": "100.64.0.1:7387", "tls_generate": true, "expose": true, "allow_hosts": ["box.tailnet.ts.net"], "socket": "/run/user/1000/agentctl-web.sock"}}`,
+			want:    Config{Web: Web{Listen: "100.64.0.1:7387", TLSGenerate: true, Expose: true, AllowHosts: []string{"box.tailnet.ts.net"}, Socket: "/run/user/1000/agentctl-web.sock"}},
 		},
 		{
 			name:     "a misspelt dashboard option warns",
 			content:  `{"web": {"listen": "127.0.0.1:7387", "expos": true}}`,
 			want:     Config{Web: Web{Listen: "127.0.0.1:7387"}},
-			warnings: []string{`unknown key "expos" in "web" ignored (known keys: allow_hosts, expose, listen, tls_cert, tls_generate, tls_key)`},
+			warnings: []string{`unknown key "expos" in "web" ignored (known keys: allow_hosts, expose, listen, socket, tls_cert, tls_generate, tls_key)`},
 		},
 		{name: "a dashboard option's type", content: "{\"web\": {\n  \"listen\": 7387}}", err: `config.json:2:16: key "web.listen": expected a string, found a number`},
 		{name: "the dashboard is an object", content: `{"web": "127.0.0.1:7387"}`, err: `key "web": expected an object, found a string`},

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 
@@ -181,6 +182,15 @@ func insertText(s string) chromedp.Action[chromedp.Void] {
 	})
 }
 
+// background sets the colour a page without its own is drawn on (nil:
+// the browser's again).
+func background(c *cdp.RGBA) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, emulation.SetDefaultBackgroundColorOverride, emulation.SetDefaultBackgroundColorOverrideParams{Color: c})
+		return err
+	})
+}
+
 // termText is what a page's xterm.js shows, line by line.
 const termText = `(() => { const t = window.agentctlTerm; if (!t) return ""; const b = t.buffer.active; let s = ""; for (let i = 0; i < b.length; i++) { const l = b.getLine(i); if (l) s += l.translateToString(true) + "\n"; } return s; })()`
 
@@ -270,6 +280,25 @@ func TestWeb(t *testing.T) {
 		}
 		do(t, ctx, "back to a desktop", chromedp.EmulateViewport(1280, 900))
 	})
+
+	// The home-screen PNG icon (iOS takes no SVG) is the SVG as the
+	// browser draws it at 180×180, written with AGENTCTL_WEB_ICON=PATH
+	// (web/assets/icon-180.png).
+	if path := os.Getenv("AGENTCTL_WEB_ICON"); path != "" {
+		t.Run("the touch icon drawn from the SVG", func(t *testing.T) {
+			do(t, ctx, "draw the icon", chromedp.EmulateViewport(180, 180, chromedp.EmulateScale(1)),
+				background(&cdp.RGBA{R: 0x16, G: 0x1b, B: 0x22, A: 1}),
+				chromedp.Navigate(w.Base+"/assets/icon.svg"))
+			shot, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, shot, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			do(t, ctx, "back to a desktop", background(nil), chromedp.EmulateViewport(1280, 900))
+		})
+	}
 
 	t.Run("the terminal shows a bash session's screen and takes typing", func(t *testing.T) {
 		sh := e.Start("--name", "shell", "--", "env", "PS1=web$ ", "bash", "--norc", "--noprofile", "-i")
@@ -816,6 +845,28 @@ func TestWebHosts(t *testing.T) {
 	WaitFor(t, 20*time.Second, "b's session to end", func() bool { return b.Session(theirs.ID).Status.Ended() })
 	if s := e.Session(mine.ID); s.Status != api.StatusRunning {
 		t.Fatalf("stopping b's session touched this machine's: %s", s.Status)
+	}
+
+	// The launch form asks on which host: a session started there is b's.
+	if code, page := w.do(t, "GET", "/new", nil); code != http.StatusOK || !strings.Contains(page, `<select name="host"><option>local</option><option>b</option></select>`) {
+		t.Fatalf("the launch form over both hosts: %d, no choice of host:\n%s", code, page)
+	}
+	code, page = w.do(t, "POST", "/new", url.Values{"csrf": {m[1]}, "host": {"b"}, "adapter": {api.ExecAdapter}, "command": {"sleep 600"}, "name": {"from-the-form"}})
+	if code != http.StatusSeeOther {
+		t.Fatalf("launch on b from the form: %d:\n%s", code, page)
+	}
+	var started api.Session
+	WaitFor(t, 10*time.Second, "the session started from the form on b", func() bool {
+		for _, l := range b.Launched() {
+			if l.Name == "from-the-form" {
+				started = l
+				return true
+			}
+		}
+		return false
+	})
+	if started.Status != api.StatusRunning {
+		t.Fatalf("the session started from the form on b: %+v", started)
 	}
 
 	b.MustRun("daemon", "stop")

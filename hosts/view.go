@@ -65,10 +65,25 @@ func marked(h Host) func(api.Session, error) (api.Session, error) {
 	}
 }
 
-// Launch has no host to choose: a view over several hosts starts nothing.
+// Launch has no host to choose: a view over several hosts starts nothing
+// but on the host named (LaunchOn).
 func (v *View) Launch(context.Context, api.RunRequest) (api.Session, error) {
 	return api.Session{}, errors.New("start a session on one host (--host NAME)")
 }
+
+// LaunchOn starts a session on the view's host named host; its id is then
+// a handle (HOST/ID).
+func (v *View) LaunchOn(ctx context.Context, host string, req api.RunRequest) (api.Session, error) {
+	for _, h := range v.Hosts {
+		if h.Name == host {
+			return marked(h)(h.API.Launch(ctx, req))
+		}
+	}
+	return api.Session{}, fmt.Errorf("%q is none of these hosts (%s): start a session on one of them", host, strings.Join(Names(v.Hosts), ", "))
+}
+
+// HostNames names the view's hosts, in order.
+func (v *View) HostNames() []string { return Names(v.Hosts) }
 
 func (v *View) Get(ctx context.Context, id string) (api.Session, error) {
 	h, id, err := v.route(id)

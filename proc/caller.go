@@ -61,6 +61,24 @@ func PinProcess(pid, uid int) *Caller {
 	return c
 }
 
+// PinIdentity pins the process a relay names by its pid and start stamp,
+// as its user: one that is not that process any more (it exited, its pid
+// was reused) is pinned as gone, and Check refuses it.
+func PinIdentity(id Identity) *Caller {
+	if id.PID <= 0 {
+		return UnknownCaller()
+	}
+	uid, err := Owner(id.PID)
+	if err != nil {
+		uid = -1
+	}
+	c := PinProcess(id.PID, uid)
+	if c.Start != id.Start {
+		c.Start = 0
+	}
+	return c
+}
+
 // stamp reads the start stamp of the pinned pid, then checks that the pin
 // still holds a live process: the stamp was then read from that process.
 func (c *Caller) stamp() {

@@ -279,8 +279,9 @@ func (c *Core) observe(id string) {
 // of a session of its principal (started from it, or it from them), and
 // only while the caller still runs. An approval names the request it
 // answers (d.Request): a request that replaced the one the person saw is
-// not approved by that answer. Every decision is appended to the session's
-// decisions.jsonl.
+// not approved by that answer. A decision relayed for a process
+// (WithRelayed) is refused unless that process could make it too. Every
+// decision is appended to the session's decisions.jsonl.
 func (c *Core) Decide(ctx context.Context, prefix string, caller *proc.Caller, d api.Decision) (api.Session, error) {
 	if err := checkDecision(d); err != nil {
 		return api.Session{}, err
@@ -298,10 +299,13 @@ func (c *Core) Decide(ctx context.Context, prefix string, caller *proc.Caller, d
 	if !proc.OwnerOrRoot(caller.UID) {
 		return api.Session{}, api.Errorf(api.CodeForbidden, "uid %d may not answer session %s (only its owner, uid %d, or root)", caller.UID, sess.ID, os.Getuid())
 	}
-	if err := c.mayAnswer(caller, sess); err != nil {
+	if err := c.mayDecide(ctx, caller, sess); err != nil {
 		return api.Session{}, err
 	}
 	rec := api.DecisionRecord{Time: time.Now().UTC(), Action: d.Action, UID: caller.UID, PID: caller.PID, Reason: d.Reason, Text: d.Text, Via: d.Via}
+	if r := relayedOf(ctx); r != nil {
+		rec.Relayed = r.record()
+	}
 	if sess.Waiting != nil {
 		rec.For, rec.Tool, rec.Input, rec.Request = sess.Waiting.For, sess.Waiting.Tool, sess.Waiting.Input, sess.Waiting.Request
 	}
@@ -376,6 +380,26 @@ func (c *Core) Decide(ctx context.Context, prefix string, caller *proc.Caller, d
 	return c.records.get(sess.ID)
 }
 
+// mayDecide is mayAnswer for caller and, when the request is relayed
+// (WithRelayed), for the process it is relayed for, who must also be of
+// the owner or root: a relay can only add a refusal, never lift one.
+func (c *Core) mayDecide(ctx context.Context, caller *proc.Caller, target api.Session) error {
+	if err := c.mayAnswer(caller, target); err != nil {
+		return err
+	}
+	r := relayedOf(ctx)
+	if r == nil {
+		return nil
+	}
+	if err := c.mayAnswer(r.caller, target); err != nil {
+		return r.refusal(err)
+	}
+	if !proc.OwnerOrRoot(r.caller.UID) {
+		return r.refusal(api.Errorf(api.CodeForbidden, "uid %d may not answer session %s (only its owner, uid %d, or root)", r.caller.UID, target.ID, os.Getuid()))
+	}
+	return nil
+}
+
 // mayAnswer refuses a caller that cannot be proven (it exited since it
 // connected), or that is of target's principal: a process of target, of a
 // session started from it, or of one it was started from.
@@ -404,6 +428,15 @@ const maxRequestID = 128
 // maxVia bounds a decision's Via ("web from" and an address).
 const maxVia = 256
 
+// CheckVia refuses a relay's name (api.Decision.Via, api.Relayed.Via)
+// that is not one: too long, or with control characters.
+func CheckVia(via string) error {
+	if len(via) > maxVia || hasControl(via) {
+		return faultf(ErrInvalid, "via %q is not a relay's name (at most %d characters, no control characters)", text.Truncate(via, 32), maxVia)
+	}
+	return nil
+}
+
 // checkDecision refuses a decision that no session could take: an unknown
 // action, an answer without text, a request id that cannot be one.
 func checkDecision(d api.Decision) error {
@@ -415,8 +448,8 @@ func checkDecision(d api.Decision) error {
 	if len(d.Request) > maxRequestID || hasControl(d.Request) {
 		return faultf(ErrInvalid, "request %q is not a request id (at most %d characters, no control characters)", text.Truncate(d.Request, 32), maxRequestID)
 	}
-	if len(d.Via) > maxVia || hasControl(d.Via) {
-		return faultf(ErrInvalid, "via %q is not a relay's name (at most %d characters, no control characters)", text.Truncate(d.Via, 32), maxVia)
+	if err := CheckVia(d.Via); err != nil {
+		return err
 	}
 	if d.Action == api.DecisionAnswer && d.Text == "" {
 		return faultf(ErrInvalid, "an answer needs text")

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -41,6 +42,45 @@ func WithCaller(ctx context.Context, caller *proc.Caller) context.Context {
 func CallerOf(ctx context.Context) *proc.Caller {
 	c, _ := ctx.Value(callerKey{}).(*proc.Caller)
 	return c
+}
+
+type relayedKey struct{}
+
+// relayed is a process a relay (the web dashboard) acts for, pinned by the
+// service from what the relay said (api.Relayed).
+type relayed struct {
+	caller *proc.Caller
+	via    string
+}
+
+// WithRelayed marks ctx as a request relayed for caller, whom via names:
+// every rule that holds for the request's caller holds for it too, and a
+// launch in ctx records its principal as well.
+func WithRelayed(ctx context.Context, caller *proc.Caller, via string) context.Context {
+	return context.WithValue(ctx, relayedKey{}, &relayed{caller: caller, via: via})
+}
+
+func relayedOf(ctx context.Context) *relayed {
+	r, _ := ctx.Value(relayedKey{}).(*relayed)
+	return r
+}
+
+// record is what decisions.jsonl keeps of r.
+func (r *relayed) record() *api.Relayed {
+	return &api.Relayed{PID: r.caller.PID, Start: r.caller.Start, UID: r.caller.UID, Via: r.via}
+}
+
+// refusal says that err, a refusal, is about the process r relays for.
+func (r *relayed) refusal(err error) error {
+	var e *api.Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	via := r.via
+	if via == "" {
+		via = "a relay"
+	}
+	return &api.Error{Code: e.Code, Message: fmt.Sprintf("%s, relayed for pid %d: %s", via, r.caller.PID, e.Message), Err: err}
 }
 
 // monitorIndex maps the pid of every running session's monitor to its
@@ -256,6 +296,15 @@ func (c *base) lineage(ctx context.Context, req api.RunRequest) ([]string, error
 		}
 		out = p
 	}
+	// Started through a relay, the session is its process's too: else a
+	// session could start one through the dashboard and answer it.
+	if r := relayedOf(ctx); r != nil {
+		p, err := c.principal(r.caller)
+		if err != nil {
+			return nil, r.refusal(api.Errorf(api.CodeForbidden, "%v: a session is launched only for a process that can be told", err))
+		}
+		out = append(out, p...)
+	}
 	for _, prev := range []string{req.ResumeOf, req.RestartOf} {
 		if prev == "" {
 			continue
@@ -293,8 +342,22 @@ func sharedPrincipal(mine []string, target api.Session) string {
 // nothing (a session telling the one it started what to do next), and may
 // never attach (a terminal held open types at whatever is asked later).
 // A request with no caller is the service's own.
+//
+// A relayed request is held to the rule for the process it is relayed for
+// as well.
 func (c *Core) mayType(ctx context.Context, target api.Session, attach bool) error {
-	caller := CallerOf(ctx)
+	if err := c.mayTypeAs(CallerOf(ctx), target, attach); err != nil {
+		return err
+	}
+	if r := relayedOf(ctx); r != nil {
+		if err := c.mayTypeAs(r.caller, target, attach); err != nil {
+			return r.refusal(err)
+		}
+	}
+	return nil
+}
+
+func (c *Core) mayTypeAs(caller *proc.Caller, target api.Session, attach bool) error {
 	if caller == nil {
 		return nil
 	}

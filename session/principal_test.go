@@ -149,3 +149,86 @@ func TestMonitorIndexForgetsExitedMonitors(t *testing.T) {
 		t.Fatalf("the running monitor reads %q", got)
 	}
 }
+
+// A request relayed for a process (the web dashboard's) is held to the
+// rule for that process as well as for its caller: the relay adds a
+// refusal, never lifts one, and a relayed process that cannot be told is
+// refused. A launch through a relay is of the relayed process's principal.
+func TestRelayedIsHeldToTheRule(t *testing.T) {
+	t.Parallel()
+	h := home.Home(t.TempDir())
+	if err := h.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	c := New(context.Background(), Options{Home: h})
+	// A shell stands for s1's monitor; its child is a process of s1.
+	monitor, childPID := startProc(t, "sleep 30 & echo $!; wait")
+	m, err := proc.Lookup(monitor.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.mons.add(m.Identity, "s1")
+	inside, _ := strconv.Atoi(childPID)
+	outsider, _ := startProc(t, "echo; exec sleep 30")
+	gone, _ := startProc(t, "echo; exec sleep 30")
+	goneCaller := proc.PinProcess(gone.Process.Pid, os.Getuid())
+	defer goneCaller.Close()
+	gone.Process.Kill()
+	gone.Wait()
+	pin := func(pid int) *proc.Caller {
+		c := proc.PinProcess(pid, os.Getuid())
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	in, out := pin(inside), pin(outsider.Process.Pid)
+
+	asking := api.Session{ID: "s1", WaitingFor: api.WaitingPermission}
+	idle := api.Session{ID: "s1", WaitingFor: api.WaitingInput}
+	for _, tc := range []struct {
+		name            string
+		caller, relayed *proc.Caller
+		target          api.Session
+		attach          bool
+		want            string // in the refusal; "" when allowed
+	}{
+		{"outside, relayed for outside", out, out, asking, false, ""},
+		{"outside, relayed for the session itself", out, in, asking, false, "relayed for pid " + childPID + ": pid " + childPID + " is of session s1's principal"},
+		{"the service itself, relayed for the session", nil, in, asking, false, "keys typed now would answer it"},
+		{"relayed for the session, nothing asked", out, in, idle, false, ""},
+		{"relayed for the session, attach", out, in, idle, true, "may not attach to session s1"},
+		{"relayed for a process that exited", out, goneCaller, asking, false, "cannot prove who is asking"},
+		{"inside, relayed for outside: the relay lifts nothing", in, out, asking, false, "keys typed now would answer it"},
+		{"outside, no relay", out, nil, asking, false, ""},
+	} {
+		ctx := context.Background()
+		if tc.caller != nil {
+			ctx = WithCaller(ctx, tc.caller)
+		}
+		if tc.relayed != nil {
+			ctx = WithRelayed(ctx, tc.relayed, "web from 127.0.0.1:5")
+		}
+		err := c.mayType(ctx, tc.target, tc.attach)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: refused: %v", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || api.CodeOf(err) != api.CodeForbidden):
+			t.Errorf("%s: %v, want a refusal saying %q", tc.name, err, tc.want)
+		}
+		// Answering follows the same rule, whatever is asked.
+		if tc.caller == nil || tc.attach || tc.target.WaitingFor != api.WaitingPermission {
+			continue
+		}
+		if err := c.mayDecide(ctx, tc.caller, tc.target); (tc.want == "") != (err == nil) || (err != nil && api.CodeOf(err) != api.CodeForbidden) {
+			t.Errorf("%s: answering: %v", tc.name, err)
+		}
+	}
+
+	ctx := WithRelayed(WithCaller(context.Background(), out), in, "web from 127.0.0.1:5")
+	if got, err := c.lineage(ctx, api.RunRequest{}); err != nil || !slices.Equal(got, []string{"s1"}) {
+		t.Errorf("a launch relayed for a process of s1: launched_from %v (%v), want [s1]", got, err)
+	}
+	ctx = WithRelayed(WithCaller(context.Background(), out), goneCaller, "web from 127.0.0.1:5")
+	if got, err := c.lineage(ctx, api.RunRequest{}); err == nil {
+		t.Errorf("a launch relayed for a process that exited: launched_from %v, want a refusal", got)
+	}
+}

@@ -63,10 +63,11 @@ func (s *Server) handleDecide(w http.ResponseWriter, r *http.Request) {
 	}
 	caller := peerOf(r)
 	sess, err := s.core.Decide(r.Context(), r.PathValue("id"), caller, d)
+	relayed := r.Header.Get(api.RelayedHeader)
 	if err == nil {
-		s.log.Info("session answered", "session", sess.ID, "action", d.Action, "request", d.Request, "uid", caller.UID, "pid", caller.PID)
+		s.log.Info("session answered", "session", sess.ID, "action", d.Action, "request", d.Request, "uid", caller.UID, "pid", caller.PID, "relayed", relayed)
 	} else if api.CodeOf(apiError(err)) == api.CodeForbidden {
-		s.log.Warn("answer refused", "session", r.PathValue("id"), "action", d.Action, "uid", caller.UID, "pid", caller.PID, "why", err)
+		s.log.Warn("answer refused", "session", r.PathValue("id"), "action", d.Action, "uid", caller.UID, "pid", caller.PID, "relayed", relayed, "why", err)
 	}
 	answer(w, http.StatusOK, sess, err)
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/client"
 	"github.com/agentctl/agentctl/home"
+	"github.com/agentctl/agentctl/proc"
 )
 
 // permissionHook reports a Claude PermissionRequest for session id as its
@@ -285,5 +287,75 @@ func TestDecideRecordsVia(t *testing.T) {
 	}
 	if rec.Via != via || rec.PID != os.Getpid() || rec.UID != os.Getuid() {
 		t.Fatalf("recorded %+v, want via %q beside this process's pid %d and uid %d", rec, via, os.Getpid(), os.Getuid())
+	}
+}
+
+// A decision relayed for a process (Agentctl-Relayed, as the web dashboard
+// sends it) is decided for that process as well as for the caller: one
+// relayed for the session's own command, or for a process that is no
+// longer the one named, is refused and the request stays pending; one
+// relayed for a process outside is taken, and recorded with it.
+func TestDecideRelayed(t *testing.T) {
+	t.Parallel()
+	svc := startService(t, newHome(t))
+	sess, err := svc.run(api.RunRequest{Command: []string{"sleep", "600"}, Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside := exec.Command("sleep", "600")
+	if err := outside.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { outside.Process.Kill(); outside.Wait() })
+	stamp := func(pid int) uint64 {
+		p, err := proc.Lookup(pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Start
+	}
+	hook := permissionHook(svc.home, sess.ID, "ls")
+	req := svc.waitRequest(sess.ID, "ls")
+	approve := func(rel api.Relayed) error {
+		ctx := client.WithRelay(context.Background(), rel)
+		_, err := svc.client.Decide(ctx, sess.ID, api.Decision{Action: api.DecisionApprove, Request: req, Via: rel.Via})
+		return err
+	}
+	for _, tc := range []struct {
+		name string
+		rel  api.Relayed
+		code string
+		want string
+	}{
+		{"the session's own command", api.Relayed{PID: sess.PID, Start: stamp(sess.PID), Via: "web from 127.0.0.1:1"}, api.CodeForbidden, "web from 127.0.0.1:1, relayed for pid"},
+		{"a pid that is no longer the process named", api.Relayed{PID: outside.Process.Pid, Start: stamp(outside.Process.Pid) + 1}, api.CodeForbidden, "has exited"},
+		{"no pid", api.Relayed{PID: 0}, api.CodeInvalid, api.RelayedHeader},
+		{"a via with a line break", api.Relayed{PID: outside.Process.Pid, Start: stamp(outside.Process.Pid), Via: "web\nfrom x"}, api.CodeInvalid, "not a relay's name"},
+	} {
+		if err := approve(tc.rel); api.CodeOf(err) != tc.code || !strings.Contains(fmt.Sprint(err), tc.want) {
+			t.Errorf("relayed for %s: %v, want %s saying %q", tc.name, err, tc.code, tc.want)
+		}
+	}
+	if got, _ := svc.client.Get(context.Background(), sess.ID); got.Waiting == nil || got.Waiting.Request != req {
+		t.Fatalf("after the refusals the session shows %+v, want request %s pending", got.Waiting, req)
+	}
+	rel := api.Relayed{PID: outside.Process.Pid, Start: stamp(outside.Process.Pid), Via: "web from 127.0.0.1:2"}
+	if err := approve(rel); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-hook; r.Behavior != "allow" {
+		t.Fatalf("the hook got %+v, want allow", r)
+	}
+	b, err := os.ReadFile(filepath.Join(svc.home.SessionDir(sess.ID), home.DecisionsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec api.DecisionRecord
+	if err := json.Unmarshal(bytes.TrimSpace(b), &rec); err != nil {
+		t.Fatalf("decisions.jsonl %q: %v", b, err)
+	}
+	rel.UID = os.Getuid()
+	if rec.PID != os.Getpid() || rec.Relayed == nil || *rec.Relayed != rel {
+		t.Fatalf("recorded %+v relayed %+v, want this process relaying for %+v", rec, rec.Relayed, rel)
 	}
 }

@@ -2,6 +2,8 @@ package supervisor
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -69,5 +71,37 @@ func onlyOwner(next http.Handler) http.Handler {
 			return
 		}
 		next.ServeHTTP(w, r)
+	})
+}
+
+// withRelayed pins the process a relay (the web dashboard) says a request
+// is made for (api.RelayedHeader) and puts it in the request's context:
+// what the request may do is then decided for that process as well as for
+// the caller (session.WithRelayed). A process that is no longer the one
+// named is pinned as gone, and refused wherever who asks matters; one of
+// another user is refused here, as its caller would be.
+func withRelayed(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := r.Header.Get(api.RelayedHeader)
+		if h == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		var rel api.Relayed
+		if err := json.Unmarshal([]byte(h), &rel); err != nil || rel.PID <= 0 {
+			writeError(w, api.Errorf(api.CodeInvalid, "header %s: want {\"pid\": N, \"start\": N}", api.RelayedHeader))
+			return
+		}
+		if err := session.CheckVia(rel.Via); err != nil {
+			writeError(w, fmt.Errorf("header %s: %w", api.RelayedHeader, err))
+			return
+		}
+		caller := proc.PinIdentity(proc.Identity{PID: rel.PID, Start: rel.Start})
+		defer caller.Close()
+		if caller.Start != 0 && !proc.OwnerOrRoot(caller.UID) {
+			writeError(w, api.Errorf(api.CodeForbidden, "%s, relayed for pid %d: uid %d may not use the agentctl service of uid %d", rel.Via, rel.PID, caller.UID, os.Getuid()))
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(session.WithRelayed(r.Context(), caller, rel.Via)))
 	})
 }

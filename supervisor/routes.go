@@ -49,7 +49,7 @@ func (s *Server) routes() http.Handler {
 	s.opsRoutes(mux)
 	s.lifecycleRoutes(mux)
 	s.attentionRoutes(mux)
-	return withVersion(s.opts.Version, onlyOwner(s.boundBodies(mux)))
+	return withVersion(s.opts.Version, onlyOwner(withRelayed(s.boundBodies(mux))))
 }
 
 // withVersion names the service's version on every answer.

@@ -1,7 +1,9 @@
 package web
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -21,17 +23,26 @@ func back(r *http.Request, fallback string) string {
 }
 
 // via names the web and the browser's address in a decision's record.
-func via(r *http.Request) string { return "web from " + r.RemoteAddr }
+func via(r *http.Request) string {
+	if _, ok := r.Context().Value(connKey{}).(*net.UnixConn); ok {
+		return "web over its socket"
+	}
+	return "web from " + r.RemoteAddr
+}
 
 // handleAction runs one of a session's actions, posted by a form: approve,
 // deny (with a reason), answer, send, stop, resume (with a message) and
 // restart. Success goes back where the form came from (a new run: to its
 // page); failure shows why.
 func (s *Server) handleAction(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
+	ctx, err := s.relayed(r)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	r = r.WithContext(ctx)
 	id := handle(r)
 	to := back(r, "/s/"+id)
-	var err error
 	switch action := r.PathValue("action"); action {
 	case "approve":
 		_, err = s.c.Decide(ctx, id, api.Decision{Action: api.DecisionApprove, Request: r.PostFormValue("request"), Via: via(r)})
@@ -91,17 +102,34 @@ func (s *Server) resume(r *http.Request, id string) (api.Session, error) {
 // adapters the launch form offers.
 var launchAdapters = []string{"claude", "codex", "opencode", "pi", api.ExecAdapter}
 
+// hostLauncher is a Service over several hosts (a hosts.View): the launch
+// form asks on which to start.
+type hostLauncher interface {
+	HostNames() []string
+	LaunchOn(ctx context.Context, host string, req api.RunRequest) (api.Session, error)
+}
+
 func (s *Server) handleNewForm(w http.ResponseWriter, r *http.Request) {
 	cwd := ""
 	if !s.c.Remote() {
 		cwd, _ = os.UserHomeDir()
 	}
-	s.render(w, http.StatusOK, "new.html", map[string]any{"CSRF": s.csrf, "Adapters": launchAdapters, "Cwd": cwd, "Group": r.URL.Query().Get("group")})
+	var hosts []string
+	if hl, ok := s.c.(hostLauncher); ok {
+		hosts = hl.HostNames()
+	}
+	s.render(w, http.StatusOK, "new.html", map[string]any{"CSRF": s.csrf, "Adapters": launchAdapters, "Cwd": cwd, "Group": r.URL.Query().Get("group"), "Hosts": hosts})
 }
 
 // handleLaunch starts a session from the launch form: an agent with a
 // prompt, or a plain command (run by sh -c, as typed).
 func (s *Server) handleLaunch(w http.ResponseWriter, r *http.Request) {
+	ctx, err := s.relayed(r)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	r = r.WithContext(ctx)
 	f := func(k string) string { return strings.TrimSpace(r.PostFormValue(k)) }
 	req := api.RunRequest{
 		Adapter: f("adapter"), Prompt: f("prompt"), Cwd: f("cwd"), Group: f("group"), Name: f("name"),
@@ -123,7 +151,12 @@ func (s *Server) handleLaunch(w http.ResponseWriter, r *http.Request) {
 		}
 		req.Adapter, req.Command, req.Prompt, req.Interactive = api.ExecAdapter, []string{"sh", "-c", cmd}, "", false
 	}
-	sess, err := s.c.Launch(r.Context(), req)
+	var sess api.Session
+	if hl, ok := s.c.(hostLauncher); ok {
+		sess, err = hl.LaunchOn(r.Context(), f("host"), req)
+	} else {
+		sess, err = s.c.Launch(r.Context(), req)
+	}
 	if err != nil {
 		s.fail(w, fmt.Errorf("launch: %w", err))
 		return

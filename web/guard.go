@@ -14,7 +14,7 @@ const csp = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inl
 
 // public paths need no token: a phone's home screen fetches the manifest
 // and its icon without cookies, and they hold nothing of the user's.
-var public = map[string]bool{"/manifest.webmanifest": true, "/assets/icon.svg": true}
+var public = map[string]bool{"/manifest.webmanifest": true, "/assets/icon.svg": true, "/assets/icon-180.png": true}
 
 // guard is every check before a handler, in order: the Host (DNS
 // rebinding), the Origin and fetch site (another site's page), the token

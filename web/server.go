@@ -69,6 +69,11 @@ type Config struct {
 	TLSGenerate     bool
 	// Expose allows a bind beyond loopback (with TLS only).
 	Expose bool
+	// Socket is a unix socket to serve the dashboard on as well (plain
+	// HTTP, mode 0600), for an SSH tunnel to forward to (ssh -L
+	// 7387:SOCKET): the kernel names the process that connects, where
+	// over TCP the tunnel's end is sshd's, which the user cannot see.
+	Socket string
 	// Env is the environment sessions launched from the page get (the
 	// CLI gives its own, as `agentctl run` does).
 	Env []string
@@ -95,6 +100,7 @@ type Server struct {
 	c           Service
 	log         *slog.Logger
 	ln          net.Listener
+	unix        net.Listener // Config.Socket's, or nil
 	tls         *tls.Config
 	fingerprint string
 	token       string
@@ -150,6 +156,12 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("web: listen on %s: %w", cfg.Listen, err)
 	}
 	s.ln = ln
+	if cfg.Socket != "" {
+		if s.unix, err = listenUnix(cfg.Socket); err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("web: %s %s: %w", cfg.opt("--socket"), cfg.Socket, err)
+		}
+	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	s.cookie = "agentctl_web_" + strconv.Itoa(port)
 	s.hosts, s.origins = allowed(host, port, s.scheme(), cfg.AllowHosts)
@@ -257,37 +269,60 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // Run serves until ctx ends, then shuts down, giving open requests a
 // moment (streams end with ctx).
 func (s *Server) Run(ctx context.Context) error {
-	srv := &http.Server{
-		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-		BaseContext:       func(net.Listener) context.Context { return ctx },
-	}
-	errc := make(chan error, 1)
-	go func() {
-		if s.tls == nil {
-			errc <- srv.Serve(s.ln)
-			return
+	newServer := func() *http.Server {
+		return &http.Server{
+			Handler:           s.handler,
+			ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout:       2 * time.Minute,
+			MaxHeaderBytes:    64 << 10,
+			ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+			BaseContext:       func(net.Listener) context.Context { return ctx },
+			ConnContext:       withConn,
 		}
-		// ServeTLS offers HTTP/2, under which a browser's tabs share one
-		// connection rather than 6 per host, each page's stream holding one.
-		srv.TLSConfig = s.tls.Clone()
-		errc <- srv.ServeTLS(s.ln, "", "")
+	}
+	errc := make(chan error, 2)
+	srv := newServer()
+	servers := []*http.Server{srv}
+	go func() {
+		var err error
+		if s.tls == nil {
+			err = srv.Serve(s.ln)
+		} else {
+			// ServeTLS offers HTTP/2, under which a browser's tabs share
+			// one connection rather than 6 per host, each page's stream
+			// holding one.
+			srv.TLSConfig = s.tls.Clone()
+			err = srv.ServeTLS(s.ln, "", "")
+		}
+		errc <- fmt.Errorf("web: serve on %s: %w", s.ln.Addr(), err)
 	}()
+	if s.unix != nil {
+		// A server of its own: plain HTTP, whatever the port speaks.
+		usrv := newServer()
+		servers = append(servers, usrv)
+		go func() {
+			err := usrv.Serve(s.unix)
+			errc <- fmt.Errorf("web: serve on %s: %w", s.unix.Addr(), err)
+		}()
+	}
+	var failed error
+	waiting := len(servers)
 	select {
-	case err := <-errc:
-		return fmt.Errorf("web: serve on %s: %w", s.ln.Addr(), err)
+	case failed = <-errc:
+		waiting--
 	case <-ctx.Done():
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		srv.Close()
+	for _, srv := range servers {
+		if err := srv.Shutdown(sctx); err != nil {
+			srv.Close()
+		}
 	}
-	<-errc
-	return nil
+	for ; waiting > 0; waiting-- {
+		<-errc
+	}
+	return failed
 }
 
 // derive is a value bound to the token that does not reveal it: what the

@@ -47,7 +47,13 @@ func (s *Server) handleTermSocket(w http.ResponseWriter, r *http.Request) {
 	}
 	defer conn.CloseNow()
 	conn.SetReadLimit(64 << 10)
-	ctx, cancel := context.WithCancel(r.Context())
+	// A refusal is a close reason, which the page shows.
+	rctx, err := s.relayed(r)
+	if err != nil {
+		conn.Close(websocket.StatusPolicyViolation, trimReason(err.Error()))
+		return
+	}
+	ctx, cancel := context.WithCancel(rctx)
 	defer cancel()
 	at, err := s.c.Attach(ctx, handle(r), uint16(rows), uint16(cols))
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"image/png"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -383,6 +385,9 @@ func TestSeveralHosts(t *testing.T) {
 		{"its terminal", "GET", "/s/far/0123abcd/term", nil, []string{"host far:"}},
 		{"an action", "POST", "/s/far/0123abcd/stop", csrf, []string{"host far:"}},
 		{"an answer", "POST", "/s/far/0123abcd/answer", url.Values{"csrf": {sv.s.csrf}, "text": {"yes"}}, []string{"host far:"}},
+		{"the launch form asks on which host", "GET", "/new", nil, []string{`<select name="host"><option>far</option></select>`}},
+		{"a launch on a host", "POST", "/new", url.Values{"csrf": {sv.s.csrf}, "host": {"far"}, "command": {"true"}, "cwd": {"/"}}, []string{"host far:"}},
+		{"a launch on none of the hosts", "POST", "/new", url.Values{"csrf": {sv.s.csrf}, "host": {"near"}, "command": {"true"}, "cwd": {"/"}}, []string{"is none of these hosts (far)"}},
 		{"a handle of no host", "GET", "/s/0123abcd", nil, []string{"names no session of these hosts (far): give HOST/ID"}},
 		{"another host", "GET", "/s/near/0123abcd", nil, []string{"names no session of these hosts"}},
 	}
@@ -427,4 +432,30 @@ func TestSeveralHosts(t *testing.T) {
 		return
 	}
 	t.Fatalf("the stream ended without a snapshot: %v (%s)", sc.Err(), resp.Status)
+}
+
+// The home-screen icon iOS takes (a PNG; it takes no SVG) is served
+// without the token, as the manifest and the SVG are, is 180×180, and the
+// pages and the manifest name it.
+func TestTouchIcon(t *testing.T) {
+	t.Parallel()
+	sv := serve(t, Config{})
+	resp := sv.do(t, "GET", "/assets/icon-180.png", nil, false, nil)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "image/png" {
+		t.Fatalf("the touch icon without the token: %s %q", resp.Status, resp.Header.Get("Content-Type"))
+	}
+	img, err := png.Decode(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := img.Bounds(); b.Dx() != 180 || b.Dy() != 180 {
+		t.Fatalf("the touch icon is %v, want 180×180", b)
+	}
+	read := func(r *http.Response) string { b, _ := io.ReadAll(r.Body); return string(b) }
+	if m := read(sv.do(t, "GET", "/manifest.webmanifest", nil, false, nil)); !strings.Contains(m, `"src": "/assets/icon-180.png", "sizes": "180x180", "type": "image/png"`) {
+		t.Fatalf("the manifest does not name the PNG icon:\n%s", m)
+	}
+	if page := read(sv.do(t, "GET", "/new", nil, true, nil)); !strings.Contains(page, `<link rel="apple-touch-icon" href="/assets/icon-180.png">`) {
+		t.Fatalf("the page does not link the touch icon:\n%s", page)
+	}
 }

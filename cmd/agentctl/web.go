@@ -30,15 +30,20 @@ Open the address it prints: it carries a random token (kept in
 $AGENTCTL_HOME/web.token, mode 0600) that the first load trades for a cookie
 and removes from the address bar. Every request's Host and Origin are checked,
 every change is a POST with a CSRF token, and answers are recorded in the
-session's decisions.jsonl as "web from ADDRESS" beside this process.
+session's decisions.jsonl as "web from ADDRESS" beside this process. A change
+from a process of this machine is relayed to the service with that process,
+held to the rules of approve, send and attach: a session that reads the token
+still cannot answer itself through the dashboard. One whose process this user
+cannot see (another user's, or sshd's at an SSH tunnel's end) is refused.
 
-From another device, tunnel to it (ssh -L 7387:127.0.0.1:7387 HOST) or, to bind
-beyond loopback, give TLS (--tls-cert/--tls-key, or --tls-generate, whose
-fingerprint is printed) and --expose.
+From another device, tunnel to its socket (--socket PATH, then
+ssh -L 7387:PATH HOST; a tunnel to its port shows everything but changes
+nothing) or, to bind beyond loopback, give TLS (--tls-cert/--tls-key, or
+--tls-generate, whose fingerprint is printed) and --expose.
 
 To keep it on, let the service serve it: "web": {"listen": "127.0.0.1:7387"}
-in config.json (with allow_hosts, tls_cert, tls_key, tls_generate, expose as
-the flags). 'agentctl web' then prints the address to open the service's
+in config.json (with allow_hosts, tls_cert, tls_key, tls_generate, expose,
+socket as the flags). 'agentctl web' then prints the address to open the service's
 dashboard and exits (--url prints just that), unless --listen or TLS flags ask
 for one of its own.
 
@@ -79,7 +84,7 @@ goes to its host; a host that does not answer is a warning.`,
 			// Sessions started from the page get this environment, as
 			// from `agentctl run`; another host's service uses its own.
 			cfg.Env = cli.environ()
-			own := cmd.Flags().Changed("listen") || cmd.Flags().Changed("tls-cert") || cmd.Flags().Changed("tls-generate") || cmd.Flags().Changed("expose")
+			own := cmd.Flags().Changed("listen") || cmd.Flags().Changed("tls-cert") || cmd.Flags().Changed("tls-generate") || cmd.Flags().Changed("expose") || cmd.Flags().Changed("socket")
 			if printURL || !own {
 				served, err := servedWeb(ctx, cli.out, cli.errOut, c, h, printURL)
 				if served || err != nil {
@@ -96,6 +101,7 @@ goes to its host; a host that does not answer is a warning.`,
 	f.StringVar(&cfg.TLSKey, "tls-key", "", "the certificate's key (PEM)")
 	f.BoolVar(&cfg.TLSGenerate, "tls-generate", false, "serve HTTPS with a self-signed certificate made once under $AGENTCTL_HOME")
 	f.BoolVar(&cfg.Expose, "expose", false, "allow --listen beyond loopback (needs TLS)")
+	f.StringVar(&cfg.Socket, "socket", "", "serve it on this unix socket too, for an SSH tunnel to forward to (ssh -L 7387:SOCKET HOST)")
 	f.BoolVar(&printURL, "url", false, "print the address to open the dashboard the service serves (config.json \"web\"), and exit")
 	f.StringVar(&hostList, "hosts", "", "show the sessions of several hosts: `all` (this machine and every named host) or a comma-separated list; ids are then HOST/ID")
 	return cmd

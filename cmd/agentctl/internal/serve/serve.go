@@ -66,7 +66,7 @@ func dashboard(h home.Home, cfg config.Web, logger *slog.Logger) (supervisor.Das
 	s, err := web.New(web.Config{
 		Client: client.New(h, "", false), Home: h, Listen: cfg.Listen, AllowHosts: cfg.AllowHosts,
 		TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey, TLSGenerate: cfg.TLSGenerate, Expose: cfg.Expose,
-		Env: os.Environ(), Log: logger.With("part", "web"), InConfig: true,
+		Socket: cfg.Socket, Env: os.Environ(), Log: logger.With("part", "web"), InConfig: true,
 	})
 	if err != nil {
 		return nil, err
