@@ -38,6 +38,9 @@ const (
 	SourceTerminal = "terminal"
 	// SourceNative: the agent's own records or server.
 	SourceNative = "native"
+	// SourceIntegration: the agent's user-level integration (`agentctl
+	// integrate`) reported it, for a session started by hand.
+	SourceIntegration = "integration"
 )
 
 // Waiting is what a waiting session waits for, as first-hand evidence said.

@@ -54,6 +54,10 @@ type Options struct {
 	// Limits are the limits of each adapter's sessions (configuration),
 	// under those a launch asks for.
 	Limits map[string]api.Limits
+	// Book keeps the integrations' evidence (IntegrationHook); the
+	// adapters read it as their adapters.Env.Hooks. Nil: a book of the
+	// core's own, which no adapter reads.
+	Book *Book
 }
 
 // Cgroups names each session's cgroup (cgroup.Manager), and says whether
@@ -115,6 +119,8 @@ type base struct {
 	mons monitorIndex
 	// acct samples what running sessions cost.
 	acct *accounting
+	// book is the integrations' evidence.
+	book *Book
 
 	// ctx bounds background work (learning native ids); wg waits for it.
 	ctx context.Context
@@ -148,7 +154,11 @@ func New(ctx context.Context, opts Options) *Core {
 		disc:     newDiscovery(opts.Adapters.All(), opts.DiscoveryTimeout),
 		moves:    newTransitions(),
 		acct:     newAccounting(),
+		book:     opts.Book,
 		ctx:      ctx,
+	}
+	if b.book == nil {
+		b.book = NewBook()
 	}
 	b.disc.observe = opts.ObserveDiscovery
 	r := &reader{base: b}
