@@ -171,3 +171,15 @@ type LimitHold struct {
 	// Message is the agent's or provider's own text of the error.
 	Message string `json:"message,omitempty"`
 }
+
+// MaxHookReport bounds one integration report (`agentctl hook` without a
+// session: POST /v1/hooks/{agent}): the hook sends nothing larger, and the
+// service refuses it.
+const MaxHookReport = 1 << 20
+
+// IntegrationStatus is what the service knows of the integrations (GET
+// /v1/hooks): when each agent's last report arrived (none since the
+// service started: absent).
+type IntegrationStatus struct {
+	LastReport map[string]time.Time `json:"last_report,omitempty"`
+}

@@ -151,6 +151,9 @@ func (b *Book) tieOf(nativeID string) (adapters.HookTie, string, bool) {
 	return adapters.HookTie{}, "", false
 }
 
+// IntegrationReports says when each agent's integration last reported.
+func (c *Core) IntegrationReports() map[string]time.Time { return c.book.LastReports() }
+
 // HookRefusal is a report the service refused for what it claimed (not
 // for a fault of the service): the supervisor logs it with its reason.
 type HookRefusal struct {
@@ -169,8 +172,10 @@ func (r *HookRefusal) Unwrap() error { return r.Err }
 // the payload's own pid is never read. A permission request the hook can
 // answer waits here until the person decides (approve, deny), the agent
 // moves on, or ctx ends: without a decision the agent asks in its own
-// terminal as usual. Refused reports are *HookRefusal errors.
-func (c *Core) IntegrationHook(ctx context.Context, caller *proc.Caller, agent, event string, payload []byte) (api.HookReply, error) {
+// terminal as usual; taken, when not nil, is called before it waits (the
+// service then tells the hook its report was taken). Refused reports are
+// *HookRefusal errors.
+func (c *Core) IntegrationHook(ctx context.Context, caller *proc.Caller, agent, event string, payload []byte, taken func()) (api.HookReply, error) {
 	refuse := func(err error) (api.HookReply, error) {
 		pid := 0
 		if caller != nil {
@@ -273,6 +278,9 @@ func (c *Core) IntegrationHook(ctx context.Context, caller *proc.Caller, agent, 
 	}
 	if pending == nil || next.NativeID == "" {
 		return api.HookReply{}, nil
+	}
+	if taken != nil {
+		taken()
 	}
 	select {
 	case r := <-pending.reply:

@@ -239,7 +239,7 @@ func enrich(s *api.Session, ns *adapters.NativeSession) {
 // process waits for (Claude's registry: a permission prompt, a dialog),
 // where no hook or terminal notification decided its activity.
 func nativeWaiting(s *api.Session, ns *adapters.NativeSession) {
-	if s.Status != api.StatusRunning || ns.WaitingFor == "" || (s.ActivitySource != "" && s.ActivitySource != api.SourceNative) {
+	if s.Status != api.StatusRunning || ns.WaitingFor == "" || (s.ActivitySource != "" && s.ActivitySource != api.SourceNative && s.ActivitySource != api.SourceIntegration) {
 		return
 	}
 	s.Activity, s.ActivitySource, s.WaitingFor = api.ActivityWaiting, api.SourceNative, ns.WaitingFor

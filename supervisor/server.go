@@ -64,6 +64,9 @@ type Options struct {
 	// service then serves while it runs (checked against the same rules
 	// as `agentctl web`'s flags); nil serves none.
 	Web func(config.Web) (Dashboard, error)
+	// Book keeps the integrations' reports (session.Options.Book): the
+	// same the adapters were given as their adapters.Env.Hooks.
+	Book *session.Book
 }
 
 // Server is the running service.
@@ -89,6 +92,9 @@ type Server struct {
 	watching map[string]bool
 	// web is where the dashboard is served, or why not (nil: not asked).
 	web *api.WebStatus
+	// refusals* bound the log lines of refused integration reports.
+	refusalsAt                      time.Time
+	refusalsLogged, refusalsDropped int
 	wg  sync.WaitGroup
 }
 
@@ -182,6 +188,7 @@ func Run(ctx context.Context, opts Options) error {
 		ObserveDiscovery: s.discovered,
 		Cgroups:          s.cgroups,
 		Limits:           cfg.SessionLimits(),
+		Book:             opts.Book,
 	})
 	if s.ops, err = newOps(ctx, opts.Home, s.log, opts.Version, cfg, s.core); err != nil {
 		cancel()
