@@ -95,7 +95,7 @@ type Server struct {
 	// refusals* bound the log lines of refused integration reports.
 	refusalsAt                      time.Time
 	refusalsLogged, refusalsDropped int
-	wg  sync.WaitGroup
+	wg                              sync.WaitGroup
 }
 
 // The server is the core's gate and observer, passing both on to the
