@@ -50,6 +50,9 @@ type Book struct {
 	mu    sync.Mutex
 	procs map[proc.Identity]*bookEntry
 	last  map[string]time.Time
+	// observing are the sessions whose transition is being derived, true
+	// when a report asked for one more since (observeNative).
+	observing map[string]bool
 }
 
 type bookEntry struct {
@@ -62,7 +65,7 @@ type bookEntry struct {
 
 // NewBook returns an empty book.
 func NewBook() *Book {
-	return &Book{procs: map[proc.Identity]*bookEntry{}, last: map[string]time.Time{}}
+	return &Book{procs: map[proc.Identity]*bookEntry{}, last: map[string]time.Time{}, observing: map[string]bool{}}
 }
 
 var _ adapters.HookTies = (*Book)(nil)
@@ -363,18 +366,41 @@ func realPath(p string) string {
 
 // observeNative announces a transition of the hand-started session id, in
 // the background: deriving it runs the adapters' discovery, and the hook
-// that reported waits for nobody.
+// that reported waits for nobody. One derivation runs per session at a
+// time; reports meanwhile ask for one more after it (a burst costs two).
 func (c *Core) observeNative(id string) {
+	c.book.mu.Lock()
+	if c.ctx.Err() != nil {
+		c.book.mu.Unlock()
+		return
+	}
+	if _, running := c.book.observing[id]; running {
+		c.book.observing[id] = true // once more, after this one
+		c.book.mu.Unlock()
+		return
+	}
+	c.book.observing[id] = false
+	c.book.mu.Unlock()
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
-		defer cancel()
-		s, err := c.get(ctx, id)
-		if err != nil || s.Origin == api.OriginLaunched {
-			return
+		for {
+			ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
+			s, err := c.get(ctx, id)
+			cancel()
+			if err == nil && s.Origin != api.OriginLaunched {
+				c.notify(c.moves.observe(&s))
+			}
+			c.book.mu.Lock()
+			again := c.book.observing[id]
+			if !again || c.ctx.Err() != nil {
+				delete(c.book.observing, id)
+				c.book.mu.Unlock()
+				return
+			}
+			c.book.observing[id] = false
+			c.book.mu.Unlock()
 		}
-		c.notify(c.moves.observe(&s))
 	}()
 }
 
