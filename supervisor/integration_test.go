@@ -27,13 +27,23 @@ import (
 
 // hookReport is the test binary as an integration's hook (`agentctl hook
 // claude` without a session): it sends its stdin as one report of event
-// to the service at socket, n times (args[0], default 1), and prints each
-// answer as a JSON line {"behavior":…,"err":…}.
+// to the service at socket, n times (args[0]), and writes each answer as a
+// JSON line {"behavior":…,"err":…} to the file args[1] once done, else to
+// stdout.
 func hookReport(socket, event string, args []string) int {
 	n := 1
 	if len(args) > 0 {
 		n, _ = strconv.Atoi(args[0])
 	}
+	var out bytes.Buffer
+	defer func() {
+		if len(args) < 2 {
+			os.Stdout.Write(out.Bytes())
+			return
+		}
+		os.WriteFile(args[1]+".part", out.Bytes(), 0o600)
+		os.Rename(args[1]+".part", args[1])
+	}()
 	payload, _ := io.ReadAll(os.Stdin)
 	for range n {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -44,7 +54,7 @@ func hookReport(socket, event string, args []string) int {
 			line["err"] = err.Error()
 		}
 		b, _ := json.Marshal(line)
-		fmt.Println(string(b))
+		fmt.Fprintln(&out, string(b))
 	}
 	return 0
 }
@@ -90,9 +100,11 @@ func startFakeClaude(t *testing.T, socket, dir string) *fakeClaude {
 	if err := unix.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// Each hook is a child of this very process (a simple command, forked
+	// and exec'd), as Claude's hooks are Claude's.
 	script := `while read -r ev file n bg; do
-  if [ -n "$bg" ]; then "$0" hook-report "$1" "$ev" "$n" <"$file" >"$file.part" 2>&1 && mv "$file.part" "$file.out" &
-  else "$0" hook-report "$1" "$ev" "$n" <"$file" >"$file.part" 2>&1; mv "$file.part" "$file.out"; fi
+  if [ -n "$bg" ]; then "$0" hook-report "$1" "$ev" "$n" "$file.out" <"$file" &
+  else "$0" hook-report "$1" "$ev" "$n" "$file.out" <"$file"; fi
 done <"$2"; true`
 	cmd := exec.Command("/bin/sh", "-c", script, exe, socket, fifo)
 	cmd.Args[0] = "claude"
@@ -199,6 +211,12 @@ func TestIntegrationPermissionIsAnsweredForASessionStartedByHand(t *testing.T) {
 	}
 	out := fc.report("PermissionRequest", hookPayload("PermissionRequest", sessA, dir, map[string]any{"tool_name": "Bash", "tool_input": map[string]string{"command": "make deploy"}}), 1, true)
 	var req string
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := os.ReadFile(out + "")
+			t.Logf("last seen: %s %s/%s %q from %q %+v warnings %q; hook: %s\nlog:\n%s", s.Status, s.ID, s.Activity, s.WaitingFor, s.ActivitySource, s.Waiting, s.Warnings, out, log.String())
+		}
+	})
 	eventually(t, 10*time.Second, "the session to wait for a permission", func() bool {
 		s, err = svc.client.Get(ctx, sessA)
 		if err == nil && s.Waiting != nil && s.Waiting.Request != "" {
