@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/agentctl/agentctl/home"
 	"github.com/agentctl/agentctl/hosts"
 	"github.com/agentctl/agentctl/internal/text"
+	"github.com/agentctl/agentctl/proc"
 )
 
 func newApproveCmd(cli *cli) *cobra.Command {
@@ -211,6 +214,10 @@ func runHook(ctx context.Context, cli *cli, r hookRun) {
 		ctx, cancel = context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 	case id == "":
+		if pid, stopped := serviceStopped(h); stopped {
+			fmt.Fprintf(cli.errOut, "agentctl hook: the service (pid %d) is stopped: nothing reported\n", pid)
+			return
+		}
 		wait := time.Duration(0)
 		if permission {
 			if wait, err = loadConfig(cli).Integrate.Wait(); err != nil {
@@ -242,6 +249,22 @@ func runHook(ctx context.Context, cli *cli, r hookRun) {
 		return
 	}
 	json.NewEncoder(cli.out).Encode(reply)
+}
+
+// serviceStopped says whether the service of h is stopped by a signal
+// (SIGSTOP, SIGTSTP: frozen, it would accept the report and never answer),
+// as its lock file names it: a hook then need not wait to learn it.
+func serviceStopped(h home.Home) (int, bool) {
+	b, err := os.ReadFile(h.LockFile())
+	if err != nil || len(b) > 32 {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return 0, false
+	}
+	p, err := proc.Lookup(pid)
+	return pid, err == nil && p.Stopped
 }
 
 // activityText is the activity cell: busy, idle, "waiting: permission".

@@ -6,13 +6,17 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/home"
+	"github.com/agentctl/agentctl/proc"
 )
 
 // noHang bounds a hook run that must not wait for the service: far above
@@ -95,6 +99,42 @@ func TestHookFailsOpenFast(t *testing.T) {
 		}
 		t.Logf("%s: returned in %s (%s)", c.name, took.Round(100*time.Microsecond), strings.TrimSpace(errOut))
 	}
+}
+
+// A service stopped by a signal (SIGSTOP), as its lock file names it, is
+// not even asked: the hook says so and returns.
+func TestHookSkipsAStoppedService(t *testing.T) {
+	t.Parallel()
+	h := shortHome(t)
+	l, err := net.Listen("unix", h.Socket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() }) // never accepts
+	svc := exec.Command("sleep", "600")
+	if err := svc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Process.Kill(); svc.Wait() })
+	if err := svc.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(noHang); ; time.Sleep(time.Millisecond) {
+		if p, err := proc.Lookup(svc.Process.Pid); err == nil && p.Stopped {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the stand-in service did not stop")
+		}
+	}
+	if err := os.WriteFile(h.LockFile(), []byte(strconv.Itoa(svc.Process.Pid)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, took := runHookCLI(t, h, nil, claudePermission(), "claude", "--integration", "--event", "PermissionRequest")
+	if out != "" || !strings.Contains(errOut, "is stopped: nothing reported") {
+		t.Errorf("stdout %q, stderr %q", out, errOut)
+	}
+	t.Logf("returned in %s", took.Round(100*time.Microsecond))
 }
 
 // fakeHookService answers integration reports on h's socket with reply, and
