@@ -48,12 +48,21 @@ type processMatcher interface {
 // is the adapters' adapters.HookTies. It is safe for concurrent use.
 type Book struct {
 	mu    sync.Mutex
-	procs map[proc.Identity]*bookEntry
+	procs map[bookKey]*bookEntry
 	last  map[string]time.Time
 	// observing are the sessions whose transition is being derived, true
 	// when a report asked for one more since (observeNative).
 	observing map[string]bool
 }
+
+// bookKey names an agent process: its pid and start stamp (not the wall
+// time of its start, which is derived and may differ between reads).
+type bookKey struct {
+	pid   int
+	start uint64
+}
+
+func (k bookKey) alive() bool { return proc.Alive(proc.Identity{PID: k.pid, Start: k.start}) }
 
 type bookEntry struct {
 	agent string
@@ -65,7 +74,7 @@ type bookEntry struct {
 
 // NewBook returns an empty book.
 func NewBook() *Book {
-	return &Book{procs: map[proc.Identity]*bookEntry{}, last: map[string]time.Time{}, observing: map[string]bool{}}
+	return &Book{procs: map[bookKey]*bookEntry{}, last: map[string]time.Time{}, observing: map[string]bool{}}
 }
 
 var _ adapters.HookTies = (*Book)(nil)
@@ -77,7 +86,7 @@ func (b *Book) HookTies(agent string) []adapters.HookTie {
 	defer b.mu.Unlock()
 	var out []adapters.HookTie
 	for id, e := range b.procs {
-		if !proc.Alive(id) {
+		if !id.alive() {
 			delete(b.procs, id)
 			continue
 		}
@@ -103,12 +112,12 @@ func (b *Book) LastReports() map[string]time.Time {
 // admit takes one report of the agent process id from its rate bucket,
 // making room for it in the book; false when the process sent too many,
 // or the book is full of live processes.
-func (b *Book) admit(id proc.Identity, agent string, now time.Time) (*bookEntry, error) {
+func (b *Book) admit(id bookKey, agent string, now time.Time) (*bookEntry, error) {
 	e := b.procs[id]
 	if e == nil {
 		if len(b.procs) >= maxBook {
 			for k := range b.procs {
-				if !proc.Alive(k) {
+				if !k.alive() {
 					delete(b.procs, k)
 				}
 			}
@@ -116,16 +125,16 @@ func (b *Book) admit(id proc.Identity, agent string, now time.Time) (*bookEntry,
 		if len(b.procs) >= maxBook {
 			return nil, api.Errorf(api.CodeTooMany, "the service keeps the evidence of %d agent processes, the most it keeps: report refused", maxBook)
 		}
-		e = &bookEntry{agent: agent, tokens: hookBurst, refill: now, tie: adapters.HookTie{PID: id.PID, Start: id.Start}}
+		e = &bookEntry{agent: agent, tokens: hookBurst, refill: now, tie: adapters.HookTie{PID: id.pid, Start: id.start}}
 		b.procs[id] = e
 	}
 	if e.agent != agent {
-		return nil, api.Errorf(api.CodeForbidden, "pid %d reported as %s before, now as %s", id.PID, e.agent, text.Quote(agent))
+		return nil, api.Errorf(api.CodeForbidden, "pid %d reported as %s before, now as %s", id.pid, e.agent, text.Quote(agent))
 	}
 	e.tokens = min(hookBurst, e.tokens+now.Sub(e.refill).Seconds()*hookRate)
 	e.refill = now
 	if e.tokens < 1 {
-		return nil, api.Errorf(api.CodeTooMany, "pid %d sent more than %.0f reports a second: report refused", id.PID, hookRate)
+		return nil, api.Errorf(api.CodeTooMany, "pid %d sent more than %.0f reports a second: report refused", id.pid, hookRate)
 	}
 	e.tokens--
 	return e, nil
@@ -133,10 +142,10 @@ func (b *Book) admit(id proc.Identity, agent string, now time.Time) (*bookEntry,
 
 // holder is the live process other than id whose reports named session
 // nativeID of agent, if any.
-func (b *Book) holder(agent, nativeID string, id proc.Identity) (int, bool) {
+func (b *Book) holder(agent, nativeID string, id bookKey) (int, bool) {
 	for k, e := range b.procs {
-		if k != id && e.agent == agent && e.tie.NativeID == nativeID && proc.Alive(k) {
-			return k.PID, true
+		if k != id && e.agent == agent && e.tie.NativeID == nativeID && k.alive() {
+			return k.pid, true
 		}
 	}
 	return 0, false
@@ -147,7 +156,7 @@ func (b *Book) tieOf(nativeID string) (adapters.HookTie, string, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for k, e := range b.procs {
-		if e.tie.NativeID == nativeID && proc.Alive(k) {
+		if e.tie.NativeID == nativeID && k.alive() {
 			return e.tie, e.agent, true
 		}
 	}
@@ -205,7 +214,8 @@ func (c *Core) IntegrationHook(ctx context.Context, caller *proc.Caller, agent, 
 	}
 	now := time.Now().UTC()
 	c.book.mu.Lock()
-	entry, err := c.book.admit(agentProc.Identity, agent, now)
+	key := bookKey{agentProc.PID, agentProc.Start}
+	entry, err := c.book.admit(key, agent, now)
 	c.book.mu.Unlock()
 	if err != nil {
 		return refuse(err)
@@ -219,7 +229,7 @@ func (c *Core) IntegrationHook(ctx context.Context, caller *proc.Caller, agent, 
 	}
 	c.book.mu.Lock()
 	if facts.NativeID != "" {
-		if pid, held := c.book.holder(agent, facts.NativeID, agentProc.Identity); held {
+		if pid, held := c.book.holder(agent, facts.NativeID, key); held {
 			c.book.mu.Unlock()
 			return refuse(api.Errorf(api.CodeForbidden, "%s pid %d's report names session %s, which pid %d's reports hold", agent, agentProc.PID, facts.NativeID, pid))
 		}
