@@ -209,6 +209,21 @@ func TestIntegrationPermissionIsAnsweredForASessionStartedByHand(t *testing.T) {
 	if s.Status != api.StatusRunning || s.PID != fc.cmd.Process.Pid || s.Activity != api.ActivityIdle || s.ActivitySource != api.SourceIntegration {
 		t.Fatalf("after SessionStart: %s pid %d (the agent is %d), activity %q from %q", s.Status, s.PID, fc.cmd.Process.Pid, s.Activity, s.ActivitySource)
 	}
+	waiting := make(chan api.Event, 8)
+	ectx, ecancel := context.WithCancel(ctx)
+	t.Cleanup(ecancel)
+	streaming := make(chan struct{})
+	go svc.client.Events(ectx, client.EventOptions{Types: []string{api.EventSessionWaiting}}, func(uint64) { close(streaming) }, func(e api.Event) error {
+		if e.SessionID == sessA {
+			waiting <- e
+		}
+		return nil
+	})
+	select {
+	case <-streaming:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the event stream did not open")
+	}
 	out := fc.report("PermissionRequest", hookPayload("PermissionRequest", sessA, dir, map[string]any{"tool_name": "Bash", "tool_input": map[string]string{"command": "make deploy"}}), 1, true)
 	var req string
 	t.Cleanup(func() {
@@ -227,6 +242,14 @@ func TestIntegrationPermissionIsAnsweredForASessionStartedByHand(t *testing.T) {
 	})
 	if s.WaitingFor != api.WaitingPermission || s.ActivitySource != api.SourceIntegration || s.Waiting.Tool != "Bash" || s.Waiting.Input != "make deploy" {
 		t.Fatalf("waiting: %q from %q, %+v", s.WaitingFor, s.ActivitySource, s.Waiting)
+	}
+	select {
+	case e := <-waiting:
+		if e.Meta["reason"] != api.WaitingPermission || e.Meta["source"] != api.SourceIntegration {
+			t.Errorf("session.waiting of the hand-started session: %+v", e.Meta)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("no session.waiting event for the hand-started session")
 	}
 	if _, err := svc.client.Decide(ctx, sessA, api.Decision{Action: api.DecisionApprove, Request: req}); err != nil {
 		t.Fatalf("approve: %v", err)
