@@ -28,8 +28,10 @@ func newApproveCmd(cli *cli) *cobra.Command {
 		Long: `Allow the tool a waiting session asks permission for, without attaching.
 
 Works where the agent's own mechanism waits for agentctl's answer: Claude Code
-sessions agentctl launched (their PermissionRequest hook waits for it). Other
-prompts are answered in the session's terminal (agentctl attach ID).
+sessions agentctl launched (their PermissionRequest hook waits for it), and
+those started by hand once 'agentctl integrate claude' is installed. Other
+prompts are answered in the session's terminal (agentctl attach ID, or the
+terminal it was started in).
 
 An approval names the request it answers: --request REQUEST (agentctl status
 ID shows it). Without --request, the session is read first, the request it
