@@ -22,6 +22,7 @@ import (
 	"github.com/agentctl/agentctl/adapters/claude"
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/client"
+	"github.com/agentctl/agentctl/home"
 	"github.com/agentctl/agentctl/session"
 )
 
@@ -56,6 +57,24 @@ func hookReport(socket, event string, args []string) int {
 		b, _ := json.Marshal(line)
 		fmt.Fprintln(&out, string(b))
 	}
+	return 0
+}
+
+// hookApprove is the test binary as `agentctl approve` run by a process
+// below the agent: it approves the session and request named on its stdin
+// ("ID REQUEST"), and writes what the service said to the file out.
+func hookApprove(socket, out string) int {
+	var id, req string
+	fmt.Fscan(os.Stdin, &id, &req)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := client.New(home.Home(filepath.Dir(socket)), "", false).Decide(ctx, id, api.Decision{Action: api.DecisionApprove, Request: req})
+	res := "approved"
+	if err != nil {
+		res = err.Error()
+	}
+	os.WriteFile(out+".part", []byte(res), 0o600)
+	os.Rename(out+".part", out)
 	return 0
 }
 
@@ -103,7 +122,8 @@ func startFakeClaude(t *testing.T, socket, dir string) *fakeClaude {
 	// Each hook is a child of this very process (a simple command, forked
 	// and exec'd), as Claude's hooks are Claude's.
 	script := `while read -r ev file n bg; do
-  if [ -n "$bg" ]; then "$0" hook-report "$1" "$ev" "$n" "$file.out" <"$file" &
+  if [ "$ev" = APPROVE ]; then "$0" hook-approve "$1" "$file.out" <"$file"
+  elif [ -n "$bg" ]; then "$0" hook-report "$1" "$ev" "$n" "$file.out" <"$file" &
   else "$0" hook-report "$1" "$ev" "$n" "$file.out" <"$file"; fi
 done <"$2"; true`
 	cmd := exec.Command("/bin/sh", "-c", script, exe, socket, fifo)
@@ -250,6 +270,15 @@ func TestIntegrationPermissionIsAnsweredForASessionStartedByHand(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Error("no session.waiting event for the hand-started session")
+	}
+	// A process of the session itself (below its agent) may not answer.
+	self := fc.report("APPROVE", []byte(sessA+" "+req), 1, false)
+	eventually(t, 30*time.Second, "the session's own approval to be answered", func() bool {
+		_, err := os.Stat(self)
+		return err == nil
+	})
+	if b, _ := os.ReadFile(self); !strings.Contains(string(b), "a session cannot answer its own prompt") {
+		t.Errorf("an approval from below the session's agent: %s", b)
 	}
 	if _, err := svc.client.Decide(ctx, sessA, api.Decision{Action: api.DecisionApprove, Request: req}); err != nil {
 		t.Fatalf("approve: %v", err)

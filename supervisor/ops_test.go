@@ -36,6 +36,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) == 3 && os.Args[1] == "shim" {
 		os.Exit(spawn.RunShim(os.Args[2]))
 	}
+	if len(os.Args) == 4 && os.Args[1] == "hook-approve" {
+		os.Exit(hookApprove(os.Args[2], os.Args[3]))
+	}
 	if len(os.Args) >= 4 && os.Args[1] == "hook-report" {
 		os.Exit(hookReport(os.Args[2], os.Args[3], os.Args[4:]))
 	}
