@@ -47,8 +47,13 @@ func TestClaudeIntegrationByHand(t *testing.T) {
 	}
 	logRows(t, c.Env, "claude", c.proj)
 	h := newHandTerm(t, c.Env)
+	var tuis []int
+	// Before the terminal goes (and the folders with it): Claude writes
+	// its files as it exits.
+	t.Cleanup(func() { endAll(tuis) })
 	wa, pa := h.start(c.proj, bin, "--permission-mode", "default")
 	wb, pb := h.start(c.proj, bin, "--permission-mode", "default")
+	tuis = append(tuis, pa, pb)
 	h.drawn(wa)
 	h.drawn(wb)
 
@@ -144,8 +149,26 @@ func TestClaudeIntegrationByHand(t *testing.T) {
 	if got, _ := os.ReadFile(settings); string(got) != userClaudeSettings {
 		t.Errorf("settings.json after --remove:\n%s\nwant as it was:\n%s", got, userClaudeSettings)
 	}
-	wc, _ := h.start(c.proj, bin, "--permission-mode", "default")
+	wc, pc := h.start(c.proj, bin, "--permission-mode", "default")
+	tuis = append(tuis, pc)
 	h.drawn(wc)
 	turn(wc, "without the integration")
 	turn(wc, "without the integration")
+}
+
+// endAll ends the processes pids (SIGTERM, then SIGKILL) and waits until
+// they are gone.
+func endAll(pids []int) {
+	for _, pid := range pids {
+		syscall.Kill(pid, syscall.SIGTERM)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, pid := range pids {
+		for alive(pid) {
+			if time.Now().After(deadline) {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 }
