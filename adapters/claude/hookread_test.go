@@ -162,7 +162,7 @@ func TestIsAgentProcess(t *testing.T) {
 	t.Parallel()
 	a := New(adapters.Env{Home: os.TempDir()})
 	for argv, want := range map[string]bool{
-		"/home/u/.local/bin/claude --permission-mode default": true,
+		"/home/u/.local/bin/claude --permission-mode default":         true,
 		"node /usr/lib/node_modules/@anthropic-ai/claude-code/cli.js": true,
 		"/bin/sh -c claude": false,
 		"codex":             false,
