@@ -75,6 +75,9 @@ type NativeSession struct {
 	// (the agent's own registry, its argv, an open file); nil when none or
 	// when the evidence is ambiguous.
 	Process *ProcessRef
+	// Hook, when set, is the integration evidence of Process (its reports
+	// decided State and WaitingFor).
+	Hook *HookTie
 	// Path is the native file or database the session was read from.
 	Path     string
 	Warnings []string
@@ -244,6 +247,19 @@ type Env struct {
 	// Logf, when set, hears what is worth a line in the service's log but
 	// is no warning of a session (a cache file ignored).
 	Logf func(format string, args ...any)
+	// Hooks, when set, is the service's book of integration evidence
+	// (`agentctl integrate`): an adapter that reads it ties the processes
+	// it names first-hand.
+	Hooks HookTies
+}
+
+// HookTiesOf lists what the book says of agent's live processes (none
+// without a book).
+func (e Env) HookTiesOf(agent string) []HookTie {
+	if e.Hooks == nil {
+		return nil
+	}
+	return e.Hooks.HookTies(agent)
 }
 
 // CachePath is the file named name under CacheDir, "" without one.

@@ -135,3 +135,44 @@ type HookFacts struct {
 	// Ended says the session ended (Claude's SessionEnd).
 	Ended bool
 }
+
+// HookTies is the service's book of integration evidence: what the
+// integrations' reports proved of the agents' live processes. An adapter
+// that has it (Env.Hooks) ties each such process to the session its
+// reports name at once, before the agent's store says anything, and takes
+// its state from the reports.
+type HookTies interface {
+	// HookTies lists the live processes of agent with evidence, as of now.
+	HookTies(agent string) []HookTie
+}
+
+// HookTie is what the reports of one live process of an agent proved: the
+// process (its pid, proven by the reporting hook's parentage, with its
+// start stamp), the session it works on, and its last state.
+type HookTie struct {
+	PID   int
+	Start uint64
+	// NativeID and Cwd are the session and folder its reports name.
+	NativeID string
+	Cwd      string
+	// Event and At are the last report's event and time.
+	Event string
+	At    time.Time
+	// State is NativeBusy or NativeIdle when a report said which, and
+	// WaitingFor what it waits for (with Tool, Input, Text) since
+	// WaitingSince; Request is the service's id of a permission request
+	// the service can answer for it ("" when none).
+	State        NativeState
+	WaitingFor   string
+	WaitingSince time.Time
+	Tool         string
+	Input        string
+	Text         string
+	Request      string
+}
+
+// Source is how `explain` names the evidence: "integration (hook
+// PermissionRequest at 15:04:05)".
+func (t HookTie) Source() string {
+	return "integration (hook " + t.Event + " at " + t.At.Local().Format("15:04:05") + ")"
+}

@@ -38,6 +38,9 @@ const (
 	SourceTerminal = "terminal"
 	// SourceNative: the agent's own records or server.
 	SourceNative = "native"
+	// SourceIntegration: the agent's user-level integration (`agentctl
+	// integrate`) reported it, for a session started by hand.
+	SourceIntegration = "integration"
 )
 
 // Waiting is what a waiting session waits for, as first-hand evidence said.
@@ -189,4 +192,16 @@ type LimitHold struct {
 	ResetsAt *time.Time `json:"resets_at,omitempty"`
 	// Message is the agent's or provider's own text of the error.
 	Message string `json:"message,omitempty"`
+}
+
+// MaxHookReport bounds one integration report (`agentctl hook` without a
+// session: POST /v1/hooks/{agent}): the hook sends nothing larger, and the
+// service refuses it.
+const MaxHookReport = 1 << 20
+
+// IntegrationStatus is what the service knows of the integrations (GET
+// /v1/hooks): when each agent's last report arrived (none since the
+// service started: absent).
+type IntegrationStatus struct {
+	LastReport map[string]time.Time `json:"last_report,omitempty"`
 }

@@ -24,6 +24,9 @@ const (
 	// CodeBusy: the service cannot take the request now (its limits are
 	// reached); the same request may succeed later.
 	CodeBusy = "busy"
+	// CodeTooMany: one client sent more than its rate (an integration's
+	// reports from one agent process); later ones are taken again.
+	CodeTooMany = "too_many"
 	// CodeUnsupported: the session's monitor speaks a version of the
 	// monitor protocol this service does not (the message says what to do).
 	CodeUnsupported = "unsupported"
@@ -63,6 +66,8 @@ func HTTPStatus(code string) int {
 		return http.StatusUnprocessableEntity
 	case CodeBusy:
 		return http.StatusServiceUnavailable
+	case CodeTooMany:
+		return http.StatusTooManyRequests
 	}
 	return http.StatusInternalServerError
 }

@@ -72,6 +72,9 @@ type Config struct {
 	// runs: {"listen": "127.0.0.1:7387"}, with the options of `agentctl
 	// web`.
 	Web Web `json:"web,omitzero"`
+
+	// Integrate says how the hooks `agentctl integrate` installs behave.
+	Integrate Integrate `json:"integrate,omitzero"`
 }
 
 // Web is config.json's "web": where the service serves the dashboard, with

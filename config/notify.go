@@ -33,3 +33,29 @@ func (n Notify) Delay() (time.Duration, error) {
 	}
 	return d, nil
 }
+
+// DefaultPermissionWait is how long a permission prompt of an agent
+// started by hand waits for an answer through agentctl by default.
+const DefaultPermissionWait = 10 * time.Minute
+
+// Integrate is config.json's "integrate": {"permission_wait": "10m"}.
+type Integrate struct {
+	// PermissionWait is how long the hook of a permission prompt (Claude
+	// Code's PermissionRequest) of an agent started by hand waits for
+	// `agentctl approve`/`deny` before the agent asks in its own terminal
+	// as usual: a Go duration; "" means DefaultPermissionWait, "0s" does
+	// not wait.
+	PermissionWait string `json:"permission_wait,omitempty"`
+}
+
+// Wait is PermissionWait parsed.
+func (i Integrate) Wait() (time.Duration, error) {
+	if i.PermissionWait == "" {
+		return DefaultPermissionWait, nil
+	}
+	d, err := time.ParseDuration(i.PermissionWait)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("integrate.permission_wait %q: want a duration such as 10m (0s: do not wait)", i.PermissionWait)
+	}
+	return d, nil
+}

@@ -95,7 +95,7 @@ func approveThroughADeadConnector() int {
 // permissionRequest is what Claude Code gives its PermissionRequest hook
 // on stdin when it asks to run command.
 func permissionRequest(command string) string {
-	b, _ := json.Marshal(map[string]any{"hook_event_name": "PermissionRequest", "session_id": "x", "tool_name": "Bash", "tool_input": map[string]string{"command": command}})
+	b, _ := json.Marshal(map[string]any{"hook_event_name": "PermissionRequest", "session_id": "00000000-0000-4000-8000-000000000001", "tool_name": "Bash", "tool_input": map[string]string{"command": command}})
 	return string(b)
 }
 

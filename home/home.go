@@ -107,6 +107,17 @@ func LockHolder(lockFile string) int {
 	return pid
 }
 
+// IntegrationsDir holds what `agentctl integrate` installed (backups of
+// the files it changed, their records) and the decisions taken for sessions
+// started by hand (IntegrationDecisions).
+func (h Home) IntegrationsDir() string { return filepath.Join(string(h), "integrations") }
+
+// IntegrationDecisions is the decisions.jsonl of the sessions started by
+// hand, which have no folder of their own.
+func (h Home) IntegrationDecisions() string {
+	return filepath.Join(h.IntegrationsDir(), DecisionsFile)
+}
+
 // CacheDir holds what the adapters keep of their reads across restarts of
 // the service (discovery caches): deleting it costs only speed.
 func (h Home) CacheDir() string { return filepath.Join(string(h), "cache") }

@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/home"
 	"github.com/agentctl/agentctl/internal/atomicfile"
@@ -144,17 +145,9 @@ type HookEvent struct {
 	Payload json.RawMessage
 }
 
-// claudeHook is the part of Claude Code's hook input agentctl reads.
-type claudeHook struct {
-	Event            string          `json:"hook_event_name"`
-	Tool             string          `json:"tool_name"`
-	ToolInput        json.RawMessage `json:"tool_input"`
-	NotificationType string          `json:"notification_type"`
-	Message          string          `json:"message"`
-}
-
 // Hook takes one hook report for session id and returns what the hook
-// answers the agent. A permission request waits here until the person
+// answers the agent. The session's adapter reads the payload
+// (adapters.HookReader). A permission request waits here until the person
 // decides (approve, deny), the agent moves on, or ctx ends (the hook was
 // killed or timed out): without a decision the agent asks in its own
 // terminal as usual.
@@ -166,59 +159,51 @@ func (c *Core) Hook(ctx context.Context, id string, ev HookEvent) (api.HookReply
 	if sess.Status != api.StatusRunning {
 		return api.HookReply{}, faultf(ErrNotRunning, "session %s is %s", id, sess.Status)
 	}
-	if ev.Agent != "claude" {
+	reader, ok := c.adapters.Get(ev.Agent).(adapters.HookReader)
+	if !ok {
 		return api.HookReply{}, faultf(ErrInvalid, "hooks of agent %s are not known", text.Quote(ev.Agent))
 	}
-	var h claudeHook
-	if err := json.Unmarshal(ev.Payload, &h); err != nil {
+	f, err := reader.ReadHook(ev.Event, ev.Payload)
+	if err != nil {
 		return api.HookReply{}, faultf(ErrInvalid, "hook input: %v", err)
 	}
-	if h.Event == "" {
-		h.Event = ev.Event
-	}
 	now := time.Now().UTC()
-	next := hookEvidence{Since: now, Event: h.Event}
+	next := hookEvidence{Since: now, Event: f.Event}
 	var pending *pendingRequest
-	switch h.Event {
-	case "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionDenied":
+	switch {
+	case f.Ended:
+		return api.HookReply{}, nil // the session's end is its monitor's to tell
+	case f.WaitingFor != "" && f.Request != "":
 		c.attn.release(id)
-		next.Activity = api.ActivityBusy
-	case "PermissionRequest":
-		c.attn.release(id)
-		w := api.Waiting{For: api.WaitingPermission, Request: newRequestID(), Tool: h.Tool, Input: toolInput(h.Tool, h.ToolInput), Kind: h.Event}
+		w := api.Waiting{For: f.WaitingFor, Request: newRequestID(), Tool: f.Tool, Input: f.Input, Text: f.Text, Kind: f.Event}
 		next.Activity, next.Waiting = api.ActivityWaiting, &w
 		pending = &pendingRequest{id: w.Request, waiting: w, reply: make(chan api.HookReply, 1)}
 		c.attn.mu.Lock()
 		c.attn.pending[id] = pending
 		c.attn.mu.Unlock()
-	case "Notification":
-		w := api.Waiting{Text: text.Truncate(h.Message, 300), Kind: h.Event + "/" + h.NotificationType}
-		switch h.NotificationType {
-		case "permission_prompt":
-			w.For = api.WaitingPermission
+	case f.WaitingFor != "":
+		w := api.Waiting{For: f.WaitingFor, Text: f.Text, Kind: f.Event}
+		if w.For == api.WaitingPermission {
 			// The request the hook waits on says more (tool, input).
 			c.attn.mu.Lock()
 			if p := c.attn.pending[id]; p != nil {
 				w = p.waiting
 			}
 			c.attn.mu.Unlock()
-		case "idle_prompt":
-			w.For = api.WaitingInput
-		case "elicitation_dialog":
-			w.For = api.WaitingQuestion
-		default:
-			return api.HookReply{}, nil // says nothing about waiting
 		}
 		next.Activity, next.Waiting = api.ActivityWaiting, &w
 		if prev, _ := readHookEvidence(c.opts.Home.SessionDir(id)); prev != nil && prev.Activity == api.ActivityWaiting && prev.Waiting != nil && prev.Waiting.For == w.For {
 			next.Since = prev.Since // the same wait, reminded
 		}
-	case "Stop":
+	case f.State == adapters.NativeBusy:
+		c.attn.release(id)
+		next.Activity = api.ActivityBusy
+	case f.State == adapters.NativeIdle:
 		c.attn.release(id)
 		next.Activity = api.ActivityIdle
 		if ev.Interactive {
 			next.Activity = api.ActivityWaiting
-			next.Waiting = &api.Waiting{For: api.WaitingInput, Kind: h.Event}
+			next.Waiting = &api.Waiting{For: api.WaitingInput, Kind: f.Event}
 		}
 	default:
 		return api.HookReply{}, nil
@@ -286,10 +271,14 @@ func (c *Core) Decide(ctx context.Context, prefix string, caller *proc.Caller, d
 	if err := checkDecision(d); err != nil {
 		return api.Session{}, err
 	}
-	sess, dir, err := c.launchedDir(ctx, prefix)
+	sess, _, err := c.lookup(ctx, prefix)
 	if err != nil {
 		return api.Session{}, err
 	}
+	if sess.Origin != api.OriginLaunched {
+		return c.decideNative(ctx, sess, caller, d)
+	}
+	dir := c.opts.Home.SessionDir(sess.ID)
 	if sess.Status != api.StatusRunning {
 		return api.Session{}, faultf(ErrNotRunning, "session %s is %s: there is nothing to answer", sess.ID, sess.Status)
 	}
@@ -482,11 +471,24 @@ func sameRequest(id string, d api.Decision, now api.Waiting) error {
 
 // appendDecision adds one line to the session's decisions.jsonl, synced.
 func appendDecision(dir string, rec api.DecisionRecord) error {
+	return appendRecord(filepath.Join(dir, home.DecisionsFile), rec)
+}
+
+// appendDecisionTo adds the decision on session id to the decisions.jsonl
+// at path, which holds those of several sessions.
+func appendDecisionTo(path, id string, rec api.DecisionRecord) error {
+	return appendRecord(path, struct {
+		Session string `json:"session"`
+		api.DecisionRecord
+	}{id, rec})
+}
+
+// appendRecord adds one JSON line to the file at path, synced.
+func appendRecord(path string, rec any) error {
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(dir, home.DecisionsFile)
 	f, err := logs.OpenAppend(path)
 	if err != nil {
 		return fmt.Errorf("record decision: %w", err)
@@ -497,20 +499,6 @@ func appendDecision(dir string, rec api.DecisionRecord) error {
 		return fmt.Errorf("record decision in %s: %w", path, err)
 	}
 	return nil
-}
-
-// toolInput is the short form of a tool's input a person reads: a
-// command, a file, else the JSON.
-func toolInput(tool string, raw json.RawMessage) string {
-	var m map[string]any
-	if json.Unmarshal(raw, &m) == nil {
-		for _, k := range []string{"command", "file_path", "path", "url", "pattern"} {
-			if v, ok := m[k].(string); ok && v != "" {
-				return text.Truncate(v, 300)
-			}
-		}
-	}
-	return text.Truncate(string(raw), 300)
 }
 
 func newRequestID() string {

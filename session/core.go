@@ -60,6 +60,10 @@ type Options struct {
 	// Holds, when set, says which providers' usage limits hold their
 	// sessions: a queued session of such a provider waits.
 	Holds LimitBook
+	// Book keeps the integrations' evidence (IntegrationHook); the
+	// adapters read it as their adapters.Env.Hooks. Nil: a book of the
+	// core's own, which no adapter reads.
+	Book *Book
 }
 
 // Cgroups names each session's cgroup (cgroup.Manager), and says whether
@@ -123,6 +127,8 @@ type base struct {
 	acct *accounting
 	// q is the admission queue's state (queue.go).
 	q *queueState
+	// book is the integrations' evidence.
+	book *Book
 
 	// ctx bounds background work (learning native ids); wg waits for it.
 	ctx context.Context
@@ -158,7 +164,11 @@ func New(ctx context.Context, opts Options) *Core {
 		disc:     newDiscovery(opts.Adapters.All(), opts.DiscoveryTimeout),
 		moves:    newTransitions(),
 		acct:     newAccounting(),
+		book:     opts.Book,
 		ctx:      ctx,
+	}
+	if b.book == nil {
+		b.book = NewBook()
 	}
 	b.disc.observe = opts.ObserveDiscovery
 	r := &reader{base: b}

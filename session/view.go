@@ -226,6 +226,10 @@ func enrich(s *api.Session, ns *adapters.NativeSession) {
 	// First-hand evidence (hooks, the terminal) outranks the store's.
 	if a := nativeActivity(s.Status, ns.State); a != "" && s.ActivitySource == "" {
 		s.Activity, s.ActivitySource = a, api.SourceNative
+		if ns.Hook != nil {
+			at := ns.Hook.At
+			s.ActivitySource, s.ActivitySince = api.SourceIntegration, &at
+		}
 	}
 	nativeWaiting(s, ns)
 	s.Warnings = append(s.Warnings, ns.Warnings...)
@@ -235,11 +239,17 @@ func enrich(s *api.Session, ns *adapters.NativeSession) {
 // process waits for (Claude's registry: a permission prompt, a dialog),
 // where no hook or terminal notification decided its activity.
 func nativeWaiting(s *api.Session, ns *adapters.NativeSession) {
-	if s.Status != api.StatusRunning || ns.WaitingFor == "" || (s.ActivitySource != "" && s.ActivitySource != api.SourceNative) {
+	if s.Status != api.StatusRunning || ns.WaitingFor == "" || (s.ActivitySource != "" && s.ActivitySource != api.SourceNative && s.ActivitySource != api.SourceIntegration) {
 		return
 	}
 	s.Activity, s.ActivitySource, s.WaitingFor = api.ActivityWaiting, api.SourceNative, ns.WaitingFor
 	s.Waiting = &api.Waiting{For: ns.WaitingFor, Kind: "native"}
+	if h := ns.Hook; h != nil && h.WaitingFor == ns.WaitingFor {
+		// The integration's report says more: what for, and the request
+		// `approve` answers.
+		s.ActivitySource = api.SourceIntegration
+		s.Waiting = &api.Waiting{For: h.WaitingFor, Request: h.Request, Tool: h.Tool, Input: h.Input, Text: h.Text, Kind: h.Event}
+	}
 	if !ns.WaitingSince.IsZero() {
 		at := ns.WaitingSince
 		s.ActivitySince = &at
@@ -263,6 +273,10 @@ func fromNative(ns *adapters.NativeSession, vouched bool) api.Session {
 		s.PID = ns.Process.PID
 	}
 	s.Status, s.Activity = nativeStatus(ns.State, alive, vouched)
+	if s.Activity != "" && ns.Hook != nil {
+		at := ns.Hook.At
+		s.ActivitySource, s.ActivitySince = api.SourceIntegration, &at
+	}
 	nativeWaiting(&s, ns)
 	return s
 }

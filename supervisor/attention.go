@@ -2,6 +2,7 @@ package supervisor
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/config"
+	"github.com/agentctl/agentctl/proc"
 	"github.com/agentctl/agentctl/session"
 	"github.com/agentctl/agentctl/supervisor/desktop"
 	"github.com/agentctl/agentctl/supervisor/webhook"
@@ -21,6 +23,82 @@ func (s *Server) attentionRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/sessions/{id}/attention", s.handleAttention)
 	mux.HandleFunc("POST /v1/sessions/{id}/hooks/{agent}", s.handleHook)
 	mux.HandleFunc("POST /v1/sessions/{id}/decide", s.handleDecide)
+	mux.HandleFunc("POST /v1/hooks/{agent}", s.handleIntegrationHook)
+	mux.HandleFunc("GET /v1/hooks", s.handleIntegrationStatus)
+}
+
+// handleIntegrationHook takes one report of an agent's user-level
+// integration (a session started by hand). The core proves which agent
+// process sent it; a refused report is answered with why and logged, at
+// most refusalLogs lines a second (a flood writes one summary).
+func (s *Server) handleIntegrationHook(w http.ResponseWriter, r *http.Request) {
+	stream(w)
+	caller := peerOf(r)
+	agent, event := r.PathValue("agent"), r.URL.Query().Get("event")
+	payload, err := io.ReadAll(io.LimitReader(r.Body, api.MaxHookReport+1))
+	if err != nil {
+		writeError(w, api.Errorf(api.CodeInvalid, "read the report: %v", err))
+		return
+	}
+	if len(payload) > api.MaxHookReport {
+		err := api.Errorf(api.CodeInvalid, "a report of more than %d bytes from pid %d: refused", api.MaxHookReport, caller.PID)
+		s.refused(agent, event, caller, err)
+		writeError(w, err)
+		return
+	}
+	// A report that waits for a person's decision is answered at once
+	// with its headers: the hook then knows the service is alive, and
+	// waits for the decision rather than failing fast.
+	begun := false
+	taken := func() {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		http.NewResponseController(w).Flush()
+		begun = true
+	}
+	reply, err := s.core.IntegrationHook(r.Context(), caller, agent, event, payload, taken)
+	if err != nil && r.Context().Err() != nil {
+		return // the hook went away (killed, timed out): nobody to answer
+	}
+	if begun {
+		json.NewEncoder(w).Encode(reply) // no decision on an error: the agent asks
+		return
+	}
+	var refusal *session.HookRefusal
+	if errors.As(err, &refusal) {
+		s.refused(agent, event, caller, refusal.Err)
+	}
+	answer(w, http.StatusOK, reply, err)
+}
+
+// refusalLogs bounds the log lines of refused reports, per second.
+const refusalLogs = 10
+
+// refused logs a refused integration report.
+func (s *Server) refused(agent, event string, caller *proc.Caller, why error) {
+	s.mu.Lock()
+	now := time.Now()
+	if now.Sub(s.refusalsAt) >= time.Second {
+		if s.refusalsDropped > 0 {
+			s.log.Warn("integration reports refused and not logged", "count", s.refusalsDropped)
+		}
+		s.refusalsAt, s.refusalsLogged, s.refusalsDropped = now, 0, 0
+	}
+	s.refusalsLogged++
+	log := s.refusalsLogged <= refusalLogs
+	if !log {
+		s.refusalsDropped++
+	}
+	s.mu.Unlock()
+	if log {
+		s.log.Warn("integration report refused", "agent", agent, "event", event, "pid", caller.PID, "uid", caller.UID, "why", why)
+	}
+}
+
+// handleIntegrationStatus says when each agent's integration last
+// reported.
+func (s *Server) handleIntegrationStatus(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, api.IntegrationStatus{LastReport: s.core.IntegrationReports()})
 }
 
 // handleAttention: a session's monitor says its terminal evidence changed.

@@ -17,6 +17,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/adapters/claude"
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/client"
 	"github.com/agentctl/agentctl/home"
@@ -38,6 +40,13 @@ func permissionHook(h home.Home, id, command string) <-chan api.HookReply {
 		out <- r
 	}()
 	return out
+}
+
+// startHookService starts a service whose adapters read Claude Code's
+// hooks (from a store of its own).
+func startHookService(t *testing.T) *service {
+	t.Helper()
+	return startServiceWith(t, newHome(t), []adapters.Adapter{claude.New(adapters.Env{Home: t.TempDir()})})
 }
 
 // waitRequest waits until session id asks permission for command, and
@@ -62,7 +71,7 @@ func (s *service) waitRequest(id, command string) string {
 // refused; a denial that names none denies what is pending.
 func TestDecideNamesTheRequest(t *testing.T) {
 	t.Parallel()
-	svc := startService(t, newHome(t))
+	svc := startHookService(t)
 	sess, err := svc.run(api.RunRequest{Command: []string{"sleep", "600"}, Cwd: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -179,7 +188,7 @@ func post(t *testing.T, conn net.Conn, path string, v any) (int, api.Error) {
 // cannot be told).
 func TestDecideFromADeadConnectorIsRefused(t *testing.T) {
 	t.Parallel()
-	svc := startService(t, newHome(t))
+	svc := startHookService(t)
 	sess, err := svc.run(api.RunRequest{Command: []string{"sleep", "600"}, Cwd: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -230,7 +239,7 @@ func pidfds(t *testing.T) int {
 // connections leave no pidfd open. (Not parallel: it counts the process's
 // pidfds.)
 func TestConnectionsLetTheirPeerGo(t *testing.T) {
-	svc := startService(t, newHome(t))
+	svc := startHookService(t)
 	before := pidfds(t)
 	for range 200 {
 		conn, err := net.Dial("unix", svc.home.Socket())
@@ -259,7 +268,7 @@ func TestConnectionsLetTheirPeerGo(t *testing.T) {
 // be a relay's name is refused.
 func TestDecideRecordsVia(t *testing.T) {
 	t.Parallel()
-	svc := startService(t, newHome(t))
+	svc := startHookService(t)
 	sess, err := svc.run(api.RunRequest{Command: []string{"sleep", "600"}, Cwd: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)

@@ -36,6 +36,12 @@ func TestMain(m *testing.M) {
 	if len(os.Args) == 3 && os.Args[1] == "shim" {
 		os.Exit(spawn.RunShim(os.Args[2]))
 	}
+	if len(os.Args) == 4 && os.Args[1] == "hook-approve" {
+		os.Exit(hookApprove(os.Args[2], os.Args[3]))
+	}
+	if len(os.Args) >= 4 && os.Args[1] == "hook-report" {
+		os.Exit(hookReport(os.Args[2], os.Args[3], os.Args[4:]))
+	}
 	os.Exit(m.Run())
 }
 
@@ -84,7 +90,10 @@ func startServiceOpts(t *testing.T, opts Options) *service {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &service{t: t, home: home, client: client.New(home, "", false), cancel: cancel, done: make(chan error, 1)}
 	go func() {
-		opts.Exe, opts.Version, opts.Logger = exe, "test", slog.New(slog.DiscardHandler)
+		opts.Exe, opts.Version = exe, "test"
+		if opts.Logger == nil {
+			opts.Logger = slog.New(slog.DiscardHandler)
+		}
 		s.done <- Run(ctx, opts)
 	}()
 	deadline := time.Now().Add(10 * time.Second)

@@ -63,6 +63,9 @@ type Options struct {
 	// service then serves while it runs (checked against the same rules
 	// as `agentctl web`'s flags); nil serves none.
 	Web func(config.Web) (Dashboard, error)
+	// Book keeps the integrations' reports (session.Options.Book): the
+	// same the adapters were given as their adapters.Env.Hooks.
+	Book *session.Book
 }
 
 // Server is the running service.
@@ -88,7 +91,10 @@ type Server struct {
 	watching map[string]bool
 	// web is where the dashboard is served, or why not (nil: not asked).
 	web *api.WebStatus
-	wg  sync.WaitGroup
+	// refusals* bound the log lines of refused integration reports.
+	refusalsAt                      time.Time
+	refusalsLogged, refusalsDropped int
+	wg                              sync.WaitGroup
 }
 
 // The server is the core's gate and observer, passing both on to the
@@ -185,6 +191,7 @@ func Run(ctx context.Context, opts Options) error {
 		Admission:        newAdmissionConfig(opts.Home, cfg, s.log).policy,
 		// The limits book is not connected yet: no provider holds.
 		Holds: nil,
+		Book:  opts.Book,
 	})
 	if s.ops, err = newOps(ctx, opts.Home, s.log, opts.Version, cfg, s.core); err != nil {
 		cancel()

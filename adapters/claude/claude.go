@@ -235,7 +235,7 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 		return nil, fmt.Errorf("discover claude sessions: %w", err)
 	}
 	files, results := scan.files, scan.results
-	live, unmatchedCwds, rejected, liveErr := liveProcesses(a.configDir(), proc.SnapshotFrom(ctx))
+	live, unmatchedCwds, rejected, liveErr := liveProcesses(a.configDir(), proc.SnapshotFrom(ctx), a.env.HookTiesOf(Name))
 	hist, histKey := a.historyIndex()
 	type inputs struct {
 		live          map[string]liveSession
@@ -337,7 +337,7 @@ func nativeOf(f transcriptFile, r readResult, live map[string]liveSession, unmat
 // this store runs. With one running, its registry and folder are weighed
 // against the whole store, as Discover does.
 func (a *Adapter) DiscoverOne(ctx context.Context, id string) (adapters.NativeSession, error) {
-	live, unmatchedCwds, rejected, liveErr := liveProcesses(a.configDir(), proc.SnapshotFrom(ctx))
+	live, unmatchedCwds, rejected, liveErr := liveProcesses(a.configDir(), proc.SnapshotFrom(ctx), a.env.HookTiesOf(Name))
 	last, ok := a.scans.Last()
 	i := slices.IndexFunc(last.files, func(f transcriptFile) bool { return f.id == id })
 	if liveErr != nil || len(live) > 0 || len(unmatchedCwds) > 0 || !ok || i < 0 {
@@ -359,6 +359,7 @@ func (a *Adapter) DiscoverOne(ctx context.Context, id string) (adapters.NativeSe
 
 func attachLive(ns *adapters.NativeSession, ls liveSession) {
 	ns.Process = &adapters.ProcessRef{PID: ls.proc.PID, Start: ls.proc.Start, Evidence: ls.evidence}
+	ns.Hook = ls.hook
 	ns.State = ls.state
 	ns.WaitingFor, ns.WaitingSince = ls.waitingFor, ls.waitingSince
 	if ns.Cwd == "" {

@@ -47,6 +47,8 @@ type liveSession struct {
 	// answer in its terminal (adapters.NativeSession.WaitingFor), since when.
 	waitingFor   string
 	waitingSince time.Time
+	// hook is the integration evidence that tied the process, when it did.
+	hook *adapters.HookTie
 }
 
 // startSlack is how far apart a process's kernel start time and the
@@ -211,9 +213,10 @@ func containsFlag(argv []string, flag string) bool {
 // said to have ended.
 // rejected holds, by session id, the processes and registry entries that
 // named a session and were turned down, with why.
-func liveProcesses(configDir string, snap *proc.Snapshot) (bySession map[string]liveSession, unmatched map[string][]int, rejected map[string][]adapters.Evidence, err error) {
+func liveProcesses(configDir string, snap *proc.Snapshot, ties []adapters.HookTie) (bySession map[string]liveSession, unmatched map[string][]int, rejected map[string][]adapters.Evidence, err error) {
 	bySession, rejected, err = readRegistry(filepath.Join(configDir, "sessions"))
 	unmatched = map[string][]int{}
+	applyTies(bySession, ties, snap)
 	claimed := map[int]bool{}
 	for _, ls := range bySession {
 		claimed[ls.proc.PID] = true
@@ -358,5 +361,48 @@ func (t *trustedFolders) trusted(dir string) bool {
 		if d == filepath.Dir(d) {
 			return false
 		}
+	}
+}
+
+// applyTies adds what the integration's reports proved (adapters.HookTie):
+// the process that reported is tied to the session it named, at once,
+// which its registry entry (when it has one) only confirms; its state is
+// the reports' where they said one. A tie whose process is gone, or that
+// another process's registry entry contradicts, is left out.
+func applyTies(bySession map[string]liveSession, ties []adapters.HookTie, snap *proc.Snapshot) {
+	for i := range ties {
+		t := &ties[i]
+		if !validID(t.NativeID) {
+			continue
+		}
+		info, err := snap.Lookup(t.PID)
+		if err != nil || info.Zombie || info.Start != t.Start {
+			continue
+		}
+		ls, ok := bySession[t.NativeID]
+		switch {
+		case ok && ls.proc.PID != t.PID:
+			continue // the registry names another live process
+		case !ok:
+			// The registry may still name this process under the
+			// session it held before (/clear, /resume): the report is
+			// newer.
+			for id, other := range bySession {
+				if other.proc.PID == t.PID {
+					delete(bySession, id)
+				}
+			}
+			ls = liveSession{proc: info, cwd: t.Cwd, state: adapters.NativeRunning}
+		}
+		ls.evidence, ls.hook = t.Source(), t
+		if t.State != "" {
+			ls.state = t.State
+		}
+		if t.WaitingFor != "" {
+			ls.waitingFor, ls.waitingSince = t.WaitingFor, t.WaitingSince
+		} else if t.State != "" {
+			ls.waitingFor, ls.waitingSince = "", time.Time{}
+		}
+		bySession[t.NativeID] = ls
 	}
 }

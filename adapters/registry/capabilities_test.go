@@ -22,6 +22,7 @@ func capabilities(a adapters.Adapter) []string {
 	_, has["NativeIDChecker"] = a.(adapters.NativeIDChecker)
 	_, has["AssistantReader"] = a.(adapters.AssistantReader)
 	_, has["OneReader"] = a.(adapters.OneReader)
+	_, has["HookReader"] = a.(adapters.HookReader)
 	var out []string
 	for _, name := range slices.Sorted(maps.Keys(has)) {
 		if has[name] {
@@ -38,7 +39,7 @@ func capabilities(a adapters.Adapter) []string {
 func TestCapabilities(t *testing.T) {
 	t.Parallel()
 	want := map[string]string{
-		"claude":   "AssistantReader Launcher OneReader",
+		"claude":   "AssistantReader HookReader Launcher OneReader",
 		"codex":    "AssistantReader Launcher NativeIDFinder OneReader Stopper TurnInterrupter",
 		"opencode": "Launcher NativeIDFinder OneReader",
 		"pi":       "AssistantReader Launcher NativeIDFinder OneReader",

@@ -24,6 +24,9 @@ type Options struct {
 	// Logger, when not nil, hears what the adapters log (a discovery
 	// cache file ignored).
 	Logger *slog.Logger
+	// Hooks, when not nil, is the service's book of integration evidence
+	// (adapters.Env.Hooks).
+	Hooks adapters.HookTies
 }
 
 // Local returns the adapters for the agents on this machine, reading their
@@ -40,7 +43,7 @@ func Local(agentctlHome string, getenv func(string) string, o Options) []adapter
 	if h := getenv("HOME"); h != "" {
 		userHome = h
 	}
-	env := adapters.Env{Home: userHome, Getenv: getenv, Folders: o.Watch, CacheDir: home.Home(agentctlHome).CacheDir()}
+	env := adapters.Env{Home: userHome, Getenv: getenv, Folders: o.Watch, CacheDir: home.Home(agentctlHome).CacheDir(), Hooks: o.Hooks}
 	if o.Logger != nil {
 		env.Logf = func(format string, args ...any) { o.Logger.Warn(fmt.Sprintf(format, args...)) }
 	}

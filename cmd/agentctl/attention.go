@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/agentctl/agentctl/home"
 	"github.com/agentctl/agentctl/hosts"
 	"github.com/agentctl/agentctl/internal/text"
+	"github.com/agentctl/agentctl/proc"
 )
 
 func newApproveCmd(cli *cli) *cobra.Command {
@@ -25,8 +28,10 @@ func newApproveCmd(cli *cli) *cobra.Command {
 		Long: `Allow the tool a waiting session asks permission for, without attaching.
 
 Works where the agent's own mechanism waits for agentctl's answer: Claude Code
-sessions agentctl launched (their PermissionRequest hook waits for it). Other
-prompts are answered in the session's terminal (agentctl attach ID).
+sessions agentctl launched (their PermissionRequest hook waits for it), and
+those started by hand once 'agentctl integrate claude' is installed. Other
+prompts are answered in the session's terminal (agentctl attach ID, or the
+terminal it was started in).
 
 An approval names the request it answers: --request REQUEST (agentctl status
 ID shows it). Without --request, the session is read first, the request it
@@ -119,23 +124,32 @@ func decide(ctx context.Context, cli *cli, id string, d api.Decision) error {
 	return nil
 }
 
-// newHookCmd is what an agent's hooks run (agentctl writes them into the
-// agent's settings when it launches it). It must be fast: the agent waits.
+// newHookCmd is what an agent's hooks run: those agentctl writes into the
+// agent's settings when it launches it, and those `agentctl integrate`
+// installs for the agents started by hand. It must be fast: the agent
+// waits.
 func newHookCmd(cli *cli) *cobra.Command {
 	var homeDir, event string
-	var interactive bool
+	var interactive, integration bool
 	cmd := &cobra.Command{
 		Use:    "hook AGENT",
 		Short:  "Report an agent's hook to the service (run by the agent's hooks)",
 		Hidden: true,
-		Long: `Read the hook's JSON input on stdin and report it to the agentctl service for
-the session named by $AGENTCTL_SESSION_ID. For a Claude Code PermissionRequest
-it waits for the person's answer (agentctl approve / deny) and prints the
-decision for Claude. Any failure exits 0 with nothing on stdout: the agent then
-asks in its own terminal as usual.`,
+		Long: `Read the hook's JSON input on stdin and report it to the agentctl service:
+for the session named by $AGENTCTL_SESSION_ID (one agentctl launched), else as
+the report of an agent started by hand (agentctl integrate), whose process the
+service proves from this hook's parents.
+
+For a permission request the service can answer (Claude Code's
+PermissionRequest) it waits for the person's answer (agentctl approve / deny)
+and prints the decision: for Claude, Claude's decision JSON; for the other
+agents one line {"behavior":"allow"|"deny","message":...}. An agent started by
+hand waits at most config.json's integrate.permission_wait (default 10m; 0s:
+no wait). Any failure exits 0 with nothing on stdout, within milliseconds when
+the service is down or does not answer: the agent then goes on as usual.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			runHook(cmd.Context(), cli, a[0], homeDir, event, interactive)
+			runHook(cmd.Context(), cli, hookRun{agent: a[0], homeDir: homeDir, event: event, interactive: interactive, integration: integration})
 			return nil
 		},
 	}
@@ -143,17 +157,46 @@ asks in its own terminal as usual.`,
 	fl.StringVar(&homeDir, "home", "", "the agentctl home of the service (default $AGENTCTL_HOME)")
 	fl.StringVar(&event, "event", "", "the hook event, when the input does not name it")
 	fl.BoolVar(&interactive, "interactive", false, "the session has a person at its prompt between turns")
+	fl.BoolVar(&integration, "integration", false, "run by the user-level integration (agentctl integrate): quiet within a session agentctl launched, whose own hooks report")
 	return cmd
 }
 
-func runHook(ctx context.Context, cli *cli, agent, homeDir, event string, interactive bool) {
+// hookRun is one run of `agentctl hook`.
+type hookRun struct {
+	agent, homeDir, event    string
+	interactive, integration bool
+}
+
+// The bounds of an integration's report of an agent started by hand: the
+// agent waits for its hook, and must not pay for a service that is down
+// (the connection fails at once) or frozen (it accepts into its backlog
+// and says nothing).
+const (
+	hookConnect = 20 * time.Millisecond
+	hookAnswer  = 150 * time.Millisecond
+)
+
+// permissionEvents are the agents' events whose hook can carry a decision
+// back (the service holds them until a person answers).
+var permissionEvents = map[string]bool{"PermissionRequest": true, "permission.asked": true}
+
+func runHook(ctx context.Context, cli *cli, r hookRun) {
 	id := cli.getenv(home.SessionEnv)
-	payload, err := io.ReadAll(io.LimitReader(cli.in, 4<<20))
-	if err != nil || id == "" {
+	if r.integration && id != "" {
+		// An agent agentctl launched: its own hooks (--settings) report,
+		// and the user's integration would count everything twice.
 		return
 	}
-	h := home.Home(homeDir)
-	if homeDir == "" {
+	payload, err := io.ReadAll(io.LimitReader(cli.in, api.MaxHookReport+1))
+	if err != nil {
+		return
+	}
+	if len(payload) > api.MaxHookReport {
+		fmt.Fprintf(cli.errOut, "agentctl hook: a report of more than %d bytes is not sent\n", api.MaxHookReport)
+		return
+	}
+	h := home.Home(r.homeDir)
+	if r.homeDir == "" {
 		if h, err = cli.home(); err != nil {
 			return
 		}
@@ -163,25 +206,67 @@ func runHook(ctx context.Context, cli *cli, agent, homeDir, event string, intera
 	}
 	json.Unmarshal(payload, &probe)
 	if probe.Event == "" {
-		probe.Event = event
+		probe.Event = r.event
 	}
-	if probe.Event != "PermissionRequest" {
+	permission := permissionEvents[probe.Event]
+	rep := client.HookReport{Socket: h.Socket(), SessionID: id, Agent: r.agent, Event: r.event, Interactive: r.interactive, Payload: payload}
+	switch {
+	case id != "" && !permission:
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
+	case id == "":
+		if pid, stopped := serviceStopped(h); stopped {
+			fmt.Fprintf(cli.errOut, "agentctl hook: the service (pid %d) is stopped: nothing reported\n", pid)
+			return
+		}
+		wait := time.Duration(0)
+		if permission {
+			if wait, err = loadConfig(cli).Integrate.Wait(); err != nil {
+				fmt.Fprintln(cli.errOut, "agentctl hook:", err)
+				wait = 0
+			}
+		}
+		rep.Connect, rep.Answer = hookConnect, hookAnswer
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, max(wait, hookAnswer))
+		defer cancel()
 	}
-	reply, err := client.ReportHook(ctx, client.HookReport{Socket: h.Socket(), SessionID: id, Agent: agent, Event: event, Interactive: interactive, Payload: payload})
+	reply, err := client.ReportHook(ctx, rep)
 	if err != nil {
 		fmt.Fprintln(cli.errOut, "agentctl hook:", err)
 		return
 	}
-	if agent == "claude" && probe.Event == "PermissionRequest" && reply.Behavior != "" {
-		decision := map[string]any{"behavior": reply.Behavior}
-		if reply.Message != "" {
-			decision["message"] = reply.Message
-		}
-		json.NewEncoder(cli.out).Encode(map[string]any{"hookSpecificOutput": map[string]any{"hookEventName": "PermissionRequest", "decision": decision}})
+	if reply.Behavior == "" {
+		return
 	}
+	if r.agent == "claude" {
+		if probe.Event == "PermissionRequest" {
+			decision := map[string]any{"behavior": reply.Behavior}
+			if reply.Message != "" {
+				decision["message"] = reply.Message
+			}
+			json.NewEncoder(cli.out).Encode(map[string]any{"hookSpecificOutput": map[string]any{"hookEventName": "PermissionRequest", "decision": decision}})
+		}
+		return
+	}
+	json.NewEncoder(cli.out).Encode(reply)
+}
+
+// serviceStopped says whether the service of h is stopped by a signal
+// (SIGSTOP, SIGTSTP: frozen, it would accept the report and never answer),
+// as its lock file names it: a hook then need not wait to learn it.
+func serviceStopped(h home.Home) (int, bool) {
+	b, err := os.ReadFile(h.LockFile())
+	if err != nil || len(b) > 32 {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return 0, false
+	}
+	p, err := proc.Lookup(pid)
+	return pid, err == nil && p.Stopped
 }
 
 // activityText is the activity cell: busy, idle, "waiting: permission".

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -58,6 +59,7 @@ func TestCommandsInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	userHome := map[string]string{"HOME": t.TempDir()}
 
 	// In order: rm removes what the cases before it list.
 	for _, tc := range []struct {
@@ -68,6 +70,7 @@ func TestCommandsInProcess(t *testing.T) {
 		out, errOut []string // what each must hold
 		notOut      []string
 		check       func(t *testing.T, out string)
+		env         map[string]string
 	}{
 		{name: "version", args: []string{"version"},
 			out: []string{"agentctl " + buildVersion(), "service:  " + status.Version + " (pid "}},
@@ -98,9 +101,18 @@ func TestCommandsInProcess(t *testing.T) {
 		{name: "rm of a group asks, and yes removes it", args: []string{"rm", "--group", "g"}, answer: "y\n",
 			out: []string{group[1], group[2]}, errOut: []string{"Remove the folders and logs of 2 sessions? [y/N]"}},
 		{name: "list -a after the group's rm", args: []string{"list", "-a"}, out: []string{"busy-one"}, notOut: []string{"g-one", "g-two"}},
+		{name: "integrate claude", args: []string{"integrate", "claude"}, env: userHome,
+			out: []string{"claude: installed in " + filepath.Join(userHome["HOME"], ".claude", "settings.json")}},
+		{name: "integrate claude again", args: []string{"integrate", "claude"}, env: userHome, out: []string{"claude: already installed"}},
+		{name: "integrate --status", args: []string{"integrate", "--status"}, env: userHome,
+			out: []string{"claude: installed (", "last report: none (no report since the service started)"}},
+		{name: "integrate --remove", args: []string{"integrate", "--remove", "all"}, env: userHome,
+			out: []string{"claude: removed from ", "removed (agentctl had created it)"}},
+		{name: "integrate of an agent without one", args: []string{"integrate", "nope"}, env: userHome, code: 1,
+			errOut: []string{`no integration for "nope" (there are: claude`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFakeCLI(t, h, nil)
+			f := newFakeCLI(t, h, tc.env)
 			if tc.answer != "" {
 				f.answering(tc.answer)
 			}

@@ -49,13 +49,14 @@ var commandHelp = map[string]struct{ group, example string }{
 	"launch": {"agents", `  agentctl launch claude -p 'fix the failing test'
   agentctl launch codex -p 'add a changelog entry' --name notes
   agentctl launch pi -t                 # Pi's own interface, attached`},
-	"resume":  {"agents", "  agentctl resume k3x9 'now run the tests'"},
-	"peek":    {"agents", "  agentctl peek k3x9\n  agentctl peek -n 3 web"},
-	"approve": {"agents", "  agentctl list --waiting\n  agentctl approve k3x9"},
-	"deny":    {"agents", "  agentctl deny k3x9 --reason 'not on main'"},
-	"answer":  {"agents", "  agentctl answer k3x9 'use the staging database'"},
-	"web":     {"agents", "  agentctl web\n  agentctl web --listen 127.0.0.1:0"},
-	"group":   {"directories", `  agentctl group status review`},
+	"resume":    {"agents", "  agentctl resume k3x9 'now run the tests'"},
+	"peek":      {"agents", "  agentctl peek k3x9\n  agentctl peek -n 3 web"},
+	"approve":   {"agents", "  agentctl list --waiting\n  agentctl approve k3x9"},
+	"deny":      {"agents", "  agentctl deny k3x9 --reason 'not on main'"},
+	"answer":    {"agents", "  agentctl answer k3x9 'use the staging database'"},
+	"web":       {"agents", "  agentctl web\n  agentctl web --listen 127.0.0.1:0"},
+	"integrate": {"agents", "  agentctl integrate claude\n  agentctl integrate --status\n  agentctl integrate --remove"},
+	"group":     {"directories", `  agentctl group status review`},
 	"worktree": {"directories", `  agentctl worktree list
   agentctl worktree clean --group review`},
 	"lock":       {"directories", "  agentctl lock . --by 'release in progress'"},

@@ -63,7 +63,7 @@ HOST/ID handles; see 'agentctl host --help'.`,
 		newGroupCmd(cli), newWorktreeCmd(cli),
 		newLockCmd(cli), newUnlockCmd(cli), newLocksCmd(cli), newFuseCmd(cli), newFusesCmd(cli, "fuses"), newEventsCmd(cli),
 		newServiceCmd(cli), newVersionCmd(cli),
-		newApproveCmd(cli), newDenyCmd(cli), newAnswerCmd(cli), newHookCmd(cli),
+		newApproveCmd(cli), newDenyCmd(cli), newAnswerCmd(cli), newHookCmd(cli), newIntegrateCmd(cli),
 		newHostCmd(cli), newDialStdioCmd(cli), newWebCmd(cli),
 	)
 	root.AddCommand(buildCommands(cli)...)

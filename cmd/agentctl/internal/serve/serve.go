@@ -45,11 +45,13 @@ func Service(ctx context.Context, h home.Home, version string, logger *slog.Logg
 		watch = w
 		status = func() api.WatchStatus { return watchStatus(w.Report()) }
 	}
+	book := session.NewBook()
 	return supervisor.Run(ctx, supervisor.Options{
 		Home:     h,
 		Version:  version,
 		Logger:   logger,
-		Adapters: adapters.NewSet(registry.Local(string(h), nil, registry.Options{Watch: watch, Logger: logger})...),
+		Book:     book,
+		Adapters: adapters.NewSet(registry.Local(string(h), nil, registry.Options{Watch: watch, Logger: logger, Hooks: book})...),
 		Watch:    status,
 		Web:      func(cfg config.Web) (supervisor.Dashboard, error) { return dashboard(h, cfg, logger) },
 	})
