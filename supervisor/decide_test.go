@@ -306,7 +306,7 @@ func TestDecideRecordsVia(t *testing.T) {
 // relayed for a process outside is taken, and recorded with it.
 func TestDecideRelayed(t *testing.T) {
 	t.Parallel()
-	svc := startService(t, newHome(t))
+	svc := startHookService(t)
 	sess, err := svc.run(api.RunRequest{Command: []string{"sleep", "600"}, Cwd: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
