@@ -83,8 +83,8 @@ type payload struct {
 	// CodexErrorInfo classifies an error event ("usage_limit_exceeded");
 	// a task_complete carries it inside Error.
 	CodexErrorInfo json.RawMessage `json:"codex_error_info"`
-	Item             *eventItem      `json:"item"`
-	ThreadSettings   *struct {
+	Item           *eventItem      `json:"item"`
+	ThreadSettings *struct {
 		Model string `json:"model"`
 	} `json:"thread_settings"`
 }
