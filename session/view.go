@@ -235,6 +235,9 @@ func enrich(s *api.Session, ns *adapters.NativeSession) {
 // process waits for (Claude's registry: a permission prompt, a dialog),
 // where no hook or terminal notification decided its activity.
 func nativeWaiting(s *api.Session, ns *adapters.NativeSession) {
+	if nativeLimit(s, ns.Limit) {
+		return
+	}
 	if s.Status != api.StatusRunning || ns.WaitingFor == "" || (s.ActivitySource != "" && s.ActivitySource != api.SourceNative) {
 		return
 	}
@@ -244,6 +247,35 @@ func nativeWaiting(s *api.Session, ns *adapters.NativeSession) {
 		at := ns.WaitingSince
 		s.ActivitySince = &at
 	}
+}
+
+// nativeLimit marks a session whose last turn a usage limit ended, as the
+// agent's own records say: held, waiting for the limit (a running session
+// reads activity waiting; an ended one keeps no activity but says what
+// holds it, for a resume after the reset). Evidence from hooks or the
+// terminal newer than the limit's record outranks it: a turn began since.
+func nativeLimit(s *api.Session, l *adapters.LimitHit) bool {
+	if l == nil {
+		return false
+	}
+	if s.ActivitySource != "" && s.ActivitySource != api.SourceNative && s.ActivitySince != nil && s.ActivitySince.After(l.At) {
+		return false
+	}
+	hold := api.LimitHold{Provider: l.Provider, Window: l.Window, Message: l.Message}
+	if !l.ResetsAt.IsZero() {
+		t := l.ResetsAt
+		hold.ResetsAt = &t
+	}
+	s.WaitingFor = api.WaitingLimit
+	s.Waiting = &api.Waiting{For: api.WaitingLimit, Text: l.Message, Limit: &hold, Kind: "native"}
+	if s.Status == api.StatusRunning {
+		s.Activity, s.ActivitySource, s.ActivitySince = api.ActivityWaiting, api.SourceNative, nil
+		if !l.At.IsZero() {
+			at := l.At
+			s.ActivitySince = &at
+		}
+	}
+	return true
 }
 
 // fromNative is the session object for a session only an adapter knows.

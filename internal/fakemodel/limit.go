@@ -31,9 +31,9 @@ func writeLimit(w http.ResponseWriter, a api, l limitAnswer, now time.Time) {
 	reset := l.resetsAt.Unix()
 	in := max(int64(l.resetsAt.Sub(now).Round(time.Second).Seconds()), 0)
 	h := w.Header()
-	h.Set("retry-after", strconv.FormatInt(in, 10))
 	switch a.(type) {
 	case anthropicAPI:
+		h.Set("retry-after", strconv.FormatInt(in, 10))
 		h.Set("x-should-retry", "false")
 		h.Set("anthropic-ratelimit-unified-status", "rejected")
 		h.Set("anthropic-ratelimit-unified-reset", strconv.FormatInt(reset, 10))
@@ -49,6 +49,7 @@ func writeLimit(w http.ResponseWriter, a api, l limitAnswer, now time.Time) {
 			"error": map[string]any{"type": "rate_limit_error", "message": LimitMessage},
 		})
 	case responsesAPI:
+		h.Set("retry-after", strconv.FormatInt(in, 10))
 		h.Set("x-codex-primary-used-percent", "100")
 		h.Set("x-codex-primary-window-minutes", strconv.Itoa(limitWindowMinutes))
 		h.Set("x-codex-primary-reset-at", strconv.FormatInt(reset, 10))
@@ -62,6 +63,8 @@ func writeLimit(w http.ResponseWriter, a api, l limitAnswer, now time.Time) {
 			},
 		})
 	default:
+		// No retry-after: OpenAI-compatible clients (the openai SDK) wait
+		// out whatever it says before their next try, silently.
 		writeJSON(w, http.StatusTooManyRequests, map[string]any{
 			"error": map[string]any{
 				"type": "rate_limit_exceeded", "code": "rate_limit_exceeded",

@@ -1,0 +1,97 @@
+package session
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/proc"
+)
+
+// A usage limit the agent's records say ended the last turn holds the
+// session: a running one reads waiting for the limit, with the provider,
+// window and reset; an ended one says what holds it without an activity;
+// a hook's evidence newer than the limit's record outranks it.
+func TestNativeLimitHoldsTheSession(t *testing.T) {
+	t.Parallel()
+	self, err := proc.Lookup(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := &adapters.ProcessRef{PID: self.PID, Start: self.Start, Evidence: "registry"}
+	at := time.Now().Add(-time.Minute).UTC()
+	resets := at.Add(5 * time.Hour)
+	later := at.Add(30 * time.Second)
+	limit := &adapters.LimitHit{Provider: "openai", Window: "primary", ResetsAt: resets, Message: "You've hit your usage limit.", At: at}
+	launched := []api.Session{
+		{ID: "01a", Adapter: "codex", Origin: api.OriginLaunched, Status: api.StatusRunning, NativeID: "n1"},
+		{ID: "01b", Adapter: "codex", Origin: api.OriginLaunched, Status: api.StatusExited, NativeID: "n2"},
+		{ID: "01c", Adapter: "claude", Origin: api.OriginLaunched, Status: api.StatusRunning, NativeID: "n3",
+			Activity: api.ActivityBusy, ActivitySource: api.SourceHook, ActivitySince: &later},
+		{ID: "01d", Adapter: "claude", Origin: api.OriginLaunched, Status: api.StatusRunning, NativeID: "n4",
+			Activity: api.ActivityIdle, ActivitySource: api.SourceHook, ActivitySince: &at},
+	}
+	disc := discovered{sessions: [][]adapters.NativeSession{
+		{
+			{Adapter: "codex", NativeID: "n1", State: adapters.NativeIdle, Process: live, Limit: limit},
+			{Adapter: "codex", NativeID: "n2", State: adapters.NativeFailed, Limit: limit},
+			{Adapter: "codex", NativeID: "n5", State: adapters.NativeDone},
+		},
+		{
+			{Adapter: "claude", NativeID: "n3", State: adapters.NativeRunning, Process: live, Limit: &adapters.LimitHit{Provider: "anthropic", At: at}},
+			{Adapter: "claude", NativeID: "n4", State: adapters.NativeRunning, Process: live, Limit: &adapters.LimitHit{Provider: "anthropic", At: later}},
+		},
+	}, failed: map[string]bool{}}
+	byID := map[string]api.Session{}
+	for _, s := range merge(launched, disc, nil) {
+		byID[s.ID] = s
+	}
+	for _, tc := range []struct {
+		id, activity, waitingFor, provider string
+	}{
+		{"01a", api.ActivityWaiting, api.WaitingLimit, "openai"},
+		{"01b", "", api.WaitingLimit, "openai"},
+		{"01c", api.ActivityBusy, "", ""},
+		{"01d", api.ActivityWaiting, api.WaitingLimit, "anthropic"},
+		{"n5", "", "", ""},
+	} {
+		s := byID[tc.id]
+		if s.Activity != tc.activity || s.WaitingFor != tc.waitingFor {
+			t.Errorf("%s: activity %q waiting for %q; want %q waiting for %q", tc.id, s.Activity, s.WaitingFor, tc.activity, tc.waitingFor)
+			continue
+		}
+		if tc.provider == "" {
+			continue
+		}
+		if s.Waiting == nil || s.Waiting.Limit == nil || s.Waiting.Limit.Provider != tc.provider {
+			t.Errorf("%s: waiting %+v, want a limit of %s", tc.id, s.Waiting, tc.provider)
+		}
+	}
+	s := byID["01a"]
+	if h := s.Waiting.Limit; h.Window != "primary" || h.ResetsAt == nil || !h.ResetsAt.Equal(resets) || h.Message != limit.Message ||
+		s.ActivitySource != api.SourceNative || s.ActivitySince == nil || !s.ActivitySince.Equal(at) {
+		t.Errorf("01a: %+v since %v source %q", h, s.ActivitySince, s.ActivitySource)
+	}
+}
+
+// A followed session that ends held by a usage limit is announced once, as
+// a session that waits (the service sends it as session.limited).
+func TestEndedOnALimitIsAnnouncedOnce(t *testing.T) {
+	t.Parallel()
+	tr := newTransitions()
+	running := api.Session{ID: "01a", Status: api.StatusRunning, Activity: api.ActivityBusy}
+	if ch := tr.compare([]api.Session{running}); len(ch) != 0 {
+		t.Fatalf("first view: %+v", ch)
+	}
+	ended := api.Session{ID: "01a", Status: api.StatusExited, WaitingFor: api.WaitingLimit,
+		Waiting: &api.Waiting{For: api.WaitingLimit, Limit: &api.LimitHold{Provider: "anthropic"}}}
+	ch := tr.compare([]api.Session{ended})
+	if len(ch) != 1 || ch[0].Kind != ChangeWaiting || ch[0].Session.WaitingFor != api.WaitingLimit {
+		t.Fatalf("ended on a limit: %+v", ch)
+	}
+	if ch := tr.compare([]api.Session{ended}); len(ch) != 0 {
+		t.Errorf("announced again: %+v", ch)
+	}
+}
