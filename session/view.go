@@ -266,6 +266,10 @@ func nativeLimit(s *api.Session, l *adapters.LimitHit) bool {
 		t := l.ResetsAt
 		hold.ResetsAt = &t
 	}
+	if !l.At.IsZero() {
+		t := l.At
+		hold.Since = &t
+	}
 	s.WaitingFor = api.WaitingLimit
 	s.Waiting = &api.Waiting{For: api.WaitingLimit, Text: l.Message, Limit: &hold, Kind: "native"}
 	if s.Status == api.StatusRunning {
