@@ -92,6 +92,10 @@ type Session struct {
 	CostUSD   *float64 `json:"cost_usd,omitempty"`
 	// ResumeOf is the session whose native session this run continues.
 	ResumeOf string `json:"resume_of,omitempty"`
+	// OnLimit is what the session does when a usage limit holds it
+	// (OnLimitWait, OnLimitResume), as its launch asked; "" follows the
+	// service's configuration.
+	OnLimit string `json:"on_limit,omitempty"`
 	// Baseline is what the native session had counted when this run
 	// began (a resume), recorded at launch.
 	Baseline *Usage `json:"baseline,omitempty"`

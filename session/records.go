@@ -316,6 +316,7 @@ func sessionFromState(st spawn.State) api.Session {
 		EnvSet:    rec.EnvSet,
 		RestartOf: rec.RestartOf,
 		ResumeOf:  rec.ResumeOf,
+		OnLimit:   rec.OnLimit,
 		Baseline:  rec.Baseline,
 
 		LaunchedFrom: rec.LaunchedFrom,

@@ -48,6 +48,7 @@ func (c *Core) Restart(ctx context.Context, id string, req api.RestartRequest) (
 		Adapter: rec.Adapter, Prompt: prompt, Model: rec.Model, Cwd: rec.Cwd, Env: req.Env, EnvOverrides: kept,
 		Name: sess.Name, Group: rec.Group, Labels: rec.Labels, Rows: rec.Rows, Cols: rec.Cols,
 		ResumeOf: rec.ResumeOf, RestartOf: rec.ID, PermissionMode: rec.PermissionMode, AgentArgs: rec.AgentArgs,
+		OnLimit: rec.OnLimit,
 	}
 	if api.CanonicalAdapter(rec.Adapter) == api.ExecAdapter {
 		run.Command = rec.Argv
