@@ -40,8 +40,8 @@ type runFlags struct {
 	permissionMode string
 	// onLimit is --on-limit.
 	onLimit string
-	rows           uint16
-	cols           uint16
+	rows    uint16
+	cols    uint16
 	// lock, force and the hooks: the operational layer.
 	lock        bool
 	force       bool
