@@ -89,6 +89,8 @@ type Server struct {
 	watching map[string]bool
 	// web is where the dashboard is served, or why not (nil: not asked).
 	web *api.WebStatus
+	// limits keeps the book of usage limits and resumes held sessions.
+	limits *limitKeeper
 	wg  sync.WaitGroup
 }
 
@@ -188,6 +190,7 @@ func Run(ctx context.Context, opts Options) error {
 		s.core.Wait() // its standby monitor, already started
 		return err
 	}
+	s.startLimits(cfg)
 	srv := &http.Server{
 		Handler:           s.routes(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -216,6 +219,8 @@ func Run(ctx context.Context, opts Options) error {
 	}()
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.pruneLoop() }()
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); s.limits.loop(s.ctx) }()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	s.log.Info("agentctl service started", "pid", os.Getpid(), "version", opts.Version, "socket", opts.Home.Socket())
