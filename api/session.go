@@ -74,8 +74,11 @@ type Session struct {
 	EndedAt   *time.Time `json:"ended_at,omitempty"`
 	ExitCode  *int       `json:"exit_code,omitempty"`
 	Signal    string     `json:"signal,omitempty"`
-	Cwd       string     `json:"cwd,omitempty"`
-	Command   []string   `json:"command,omitempty"`
+	// StoppedBy says a stop was asked for ("agentctl stop"): the session
+	// did not end by itself.
+	StoppedBy string   `json:"stopped_by,omitempty"`
+	Cwd       string   `json:"cwd,omitempty"`
+	Command   []string `json:"command,omitempty"`
 
 	// Facts from the agent's own records, where known.
 	NativeID string `json:"native_id,omitempty"`

@@ -333,6 +333,7 @@ func sessionFromState(st spawn.State) api.Session {
 		s.EndedAt = &t
 		s.ExitCode = st.Exit.ExitCode
 		s.Signal = st.Exit.Signal
+		s.StoppedBy = st.Exit.StoppedBy
 		s.OOM = st.Exit.OOM
 	}
 	if l := rec.Limits; l != nil {

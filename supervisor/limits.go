@@ -25,7 +25,7 @@ const limitsWindow = 8 * 24 * time.Hour
 // limitKeeper keeps the book of usage limits and resumes, after the reset,
 // the sessions a limit ended whose on_limit is resume: staggered, one of a
 // provider per interval, never while the provider's window is still used
-// up, never one the user stopped (it ended by a signal, not by itself),
+// up, never one the user stopped (it did not end by itself),
 // never twice (a run that resumes it is on disk, ResumeOf it).
 type limitKeeper struct {
 	book    *session.LimitBook
@@ -164,7 +164,7 @@ func dueResumes(view []api.Session, now time.Time, book *session.LimitBook, p co
 		// Ended by itself on the limit: a session killed by a signal was
 		// stopped (by the user, or on purpose), and a running one is
 		// still its agent's.
-		if s.Status != api.StatusExited {
+		if s.Status != api.StatusExited || s.StoppedBy != "" {
 			continue
 		}
 		until := session.HoldUntil(s.Waiting.Limit, s.EndedAt, p.UnknownReset)

@@ -50,6 +50,7 @@ func TestDueResumes(t *testing.T) {
 		{"an interval later", []api.Session{held("a", 0, "openai", &past, nil)}, "",
 			map[string]time.Time{"openai": now.Add(-3 * time.Minute)}, []string{"a"}},
 		{"stopped by the user", []api.Session{held("a", 0, "openai", &past, func(s *api.Session) { s.Status = api.StatusKilled })}, "", nil, nil},
+		{"stopped by the user, and ended with a code of its own", []api.Session{held("a", 0, "openai", &past, func(s *api.Session) { s.StoppedBy = "agentctl stop" })}, "", nil, nil},
 		{"still running", []api.Session{held("a", 0, "openai", &past, func(s *api.Session) { s.Status = api.StatusRunning })}, "", nil, nil},
 		{"already resumed", []api.Session{held("a", 0, "openai", &past, nil), {ID: "r", ResumeOf: "a", Status: api.StatusRunning}}, "", nil, nil},
 		{"on_limit wait", []api.Session{held("a", 0, "openai", &past, func(s *api.Session) { s.OnLimit = api.OnLimitWait })}, api.OnLimitResume, nil, nil},

@@ -91,7 +91,7 @@ type Server struct {
 	web *api.WebStatus
 	// limits keeps the book of usage limits and resumes held sessions.
 	limits *limitKeeper
-	wg  sync.WaitGroup
+	wg     sync.WaitGroup
 }
 
 // The server is the core's gate and observer, passing both on to the
