@@ -2,6 +2,7 @@ package session
 
 import (
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,5 +94,28 @@ func TestEndedOnALimitIsAnnouncedOnce(t *testing.T) {
 	}
 	if ch := tr.compare([]api.Session{ended}); len(ch) != 0 {
 		t.Errorf("announced again: %+v", ch)
+	}
+}
+
+func TestLimitSays(t *testing.T) {
+	t.Parallel()
+	resets := time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
+	tests := []struct {
+		l       api.LimitHold
+		onLimit string
+		want    []string
+	}{
+		{api.LimitHold{Provider: "openai", Window: "primary", ResetsAt: &resets, Message: "You've hit your usage limit."}, api.OnLimitResume,
+			[]string{"held by the usage limit of openai (primary) until 2026-11-27T03:00:00Z: You've hit your usage limit.", "the service resumes it after the reset"}},
+		{api.LimitHold{Provider: "anthropic"}, api.OnLimitWait, []string{"anthropic, its reset time not given", "resume it by hand"}},
+		{api.LimitHold{Provider: "anthropic"}, "", []string{"as the service's configuration says"}},
+	}
+	for _, tt := range tests {
+		got := limitSays(&tt.l, tt.onLimit)
+		for _, w := range tt.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("limitSays(%+v, %q) = %q, want it to hold %q", tt.l, tt.onLimit, got, w)
+			}
+		}
 	}
 }
