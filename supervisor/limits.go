@@ -227,5 +227,5 @@ func (s *Server) startLimits(cfg config.Config) {
 		return s.core.ResumeAfterLimit(ctx, id, prompt, os.Environ())
 	}
 	k.publish = func(e api.Event) { s.ops.bus.Publish(e) }
-	s.limits = k
+	s.limits, s.ops.limits = k, k
 }

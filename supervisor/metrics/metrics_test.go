@@ -107,6 +107,7 @@ func TestScrape(t *testing.T) {
 		Locks:         func() map[string]int { return map[string]int{"auto": 3, "manual": 1} },
 		Fuses:         func() int { return 2 },
 		EventsDropped: func() uint64 { return 7 },
+		HeldByLimit:   func() map[string]int { return map[string]int{"anthropic": 3, "openai": 1} },
 	})
 	m.SessionEnded("exec", api.StatusExited, &code0, 90*time.Second)
 	m.SessionEnded("exec", api.StatusExited, &code2, 10*time.Second)
@@ -137,6 +138,8 @@ func TestScrape(t *testing.T) {
 		{"agentctl_locks_active", map[string]string{"type": "auto"}, 3},
 		{"agentctl_locks_active", map[string]string{"type": "manual"}, 1},
 		{"agentctl_fuses_active", nil, 2},
+		{"agentctl_sessions_held_by_limit", map[string]string{"provider": "anthropic"}, 3},
+		{"agentctl_sessions_held_by_limit", map[string]string{"provider": "openai"}, 1},
 	}
 	for _, g := range gauges {
 		if got := value(t, fams, g.name, g.labels).GetGauge().GetValue(); got != g.want {
