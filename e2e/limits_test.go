@@ -1,6 +1,9 @@
 package e2e
 
 import (
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -67,5 +70,96 @@ func TestAgentUsageLimit(t *testing.T) {
 				t.Errorf("status does not show the limit:\n%s", out)
 			}
 		})
+	}
+}
+
+// Three Pi sessions a usage limit ends (the fake's window resets 3 s after
+// each try) are resumed by the service after the reset, one per interval,
+// each run continuing its native session with a new turn; a fourth, held
+// while Pi still retried and stopped by the user then, is not resumed.
+// `agentctl limits` shows the provider's held sessions meanwhile.
+func TestResumeAfterTheLimit(t *testing.T) {
+	t.Parallel()
+	p := newPiEnv(t)
+	const interval = 5 * time.Second
+	if err := os.WriteFile(filepath.Join(p.Home, "config.json"), []byte(`{"limit_resume": {"margin": "1s", "interval": "5s"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var held []api.Session
+	for range 4 {
+		// A folder each: an agent locks its folder while it runs.
+		dir, err := filepath.EvalSymlinks(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, p.launch("work [[limit: 3]]", "--on-limit", "resume", "--cwd", dir))
+	}
+	stopped := held[3]
+	WaitFor(t, 120*time.Second, "the fourth session to be held while Pi retries", func() bool {
+		s := p.Session(stopped.ID)
+		return s.Status == api.StatusRunning && s.WaitingFor == api.WaitingLimit
+	})
+	p.MustRun("stop", stopped.ID)
+	if s := p.Session(stopped.ID); s.StoppedBy == "" {
+		t.Fatalf("the stopped session: %+v", s)
+	}
+	WaitFor(t, 120*time.Second, "agentctl limits to show the held sessions", func() bool {
+		var out struct {
+			Limits []api.ProviderLimits `json:"limits"`
+		}
+		p.JSON(&out, "limits", "--json")
+		return len(out.Limits) == 1 && out.Limits[0].Provider == "fakeopenai" && len(out.Limits[0].Sessions) >= 3
+	})
+	runs := map[string]api.Session{} // held id → the run that resumed it
+	WaitFor(t, 240*time.Second, "the three held sessions to be resumed, each with a new turn", func() bool {
+		for _, s := range p.List("-a").Sessions {
+			if s.ResumeOf != "" {
+				runs[s.ResumeOf] = s
+			}
+		}
+		for _, h := range held[:3] {
+			r, ok := runs[h.ID]
+			if !ok || p.Session(r.ID).Status != api.StatusExited {
+				return false
+			}
+		}
+		return true
+	})
+	var starts []time.Time
+	for _, h := range held[:3] {
+		r := p.Session(runs[h.ID].ID)
+		if r.ExitCode == nil || *r.ExitCode != 0 || r.NativeID != h.NativeID || r.Prompt != "continue" || r.WaitingFor != "" {
+			t.Errorf("the run that resumed %s: %+v", h.ID, r)
+		}
+		var tr api.Transcript
+		p.JSON(&tr, "peek", "--json", r.ID)
+		if got := texts(tr); len(got) == 0 || got[len(got)-1] != "hi from fakellm" {
+			t.Errorf("the resumed run's transcript does not end with the new turn's answer: %q", got)
+		}
+		starts = append(starts, r.CreatedAt)
+	}
+	slices.SortFunc(starts, time.Time.Compare)
+	for i := 1; i < len(starts); i++ {
+		if gap := starts[i].Sub(starts[i-1]); gap < interval-time.Second {
+			t.Errorf("resumes %s apart, want one per %s: %v", gap, interval, starts)
+		}
+	}
+	// A tick past the last resume: the stopped one is still not resumed.
+	time.Sleep(2 * interval)
+	for _, s := range p.List("-a").Sessions {
+		if s.ResumeOf == stopped.ID {
+			t.Errorf("the session the user stopped was resumed by %s", s.ID)
+		}
+	}
+	resumed := 0
+	for _, h := range held[:3] {
+		for _, ev := range p.events(t, h.ID) {
+			if ev.Type == api.EventSessionResumed && ev.Meta["reason"] == api.WaitingLimit {
+				resumed++
+			}
+		}
+	}
+	if resumed != 3 {
+		t.Errorf("%d session.resumed events of a limit, want 3", resumed)
 	}
 }

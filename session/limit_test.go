@@ -33,6 +33,10 @@ func TestNativeLimitHoldsTheSession(t *testing.T) {
 			Activity: api.ActivityBusy, ActivitySource: api.SourceHook, ActivitySince: &later},
 		{ID: "01d", Adapter: "claude", Origin: api.OriginLaunched, Status: api.StatusRunning, NativeID: "n4",
 			Activity: api.ActivityIdle, ActivitySource: api.SourceHook, ActivitySince: &at},
+		{ID: "01e", Adapter: "claude", Origin: api.OriginLaunched, Status: api.StatusRunning, NativeID: "n6",
+			Activity: api.ActivityWaiting, WaitingFor: api.WaitingInput, ActivitySource: api.SourceTerminal, ActivitySince: &later},
+		{ID: "01f", Adapter: "claude", Origin: api.OriginLaunched, Status: api.StatusRunning, NativeID: "n7",
+			Activity: api.ActivityWaiting, WaitingFor: api.WaitingPermission, ActivitySource: api.SourceHook, ActivitySince: &later},
 	}
 	disc := discovered{sessions: [][]adapters.NativeSession{
 		{
@@ -43,6 +47,8 @@ func TestNativeLimitHoldsTheSession(t *testing.T) {
 		{
 			{Adapter: "claude", NativeID: "n3", State: adapters.NativeRunning, Process: live, Limit: &adapters.LimitHit{Provider: "anthropic", At: at}},
 			{Adapter: "claude", NativeID: "n4", State: adapters.NativeRunning, Process: live, Limit: &adapters.LimitHit{Provider: "anthropic", At: later}},
+			{Adapter: "claude", NativeID: "n6", State: adapters.NativeIdle, Process: live, Limit: &adapters.LimitHit{Provider: "anthropic", At: at}},
+			{Adapter: "claude", NativeID: "n7", State: adapters.NativeIdle, Process: live, Limit: &adapters.LimitHit{Provider: "anthropic", At: at}},
 		},
 	}, failed: map[string]bool{}}
 	byID := map[string]api.Session{}
@@ -56,6 +62,8 @@ func TestNativeLimitHoldsTheSession(t *testing.T) {
 		{"01b", "", api.WaitingLimit, "openai"},
 		{"01c", api.ActivityBusy, "", ""},
 		{"01d", api.ActivityWaiting, api.WaitingLimit, "anthropic"},
+		{"01e", api.ActivityWaiting, api.WaitingLimit, "anthropic"},
+		{"01f", api.ActivityWaiting, api.WaitingPermission, ""},
 		{"n5", "", "", ""},
 	} {
 		s := byID[tc.id]

@@ -253,12 +253,15 @@ func nativeWaiting(s *api.Session, ns *adapters.NativeSession) {
 // agent's own records say: held, waiting for the limit (a running session
 // reads activity waiting; an ended one keeps no activity but says what
 // holds it, for a resume after the reset). Evidence from hooks or the
-// terminal newer than the limit's record outranks it: a turn began since.
+// terminal newer than the limit's record outranks it when it says a turn
+// began since (busy) or a person is asked something; that the agent is
+// idle or waits for input is what the limit explains.
 func nativeLimit(s *api.Session, l *adapters.LimitHit) bool {
 	if l == nil {
 		return false
 	}
-	if s.ActivitySource != "" && s.ActivitySource != api.SourceNative && s.ActivitySince != nil && s.ActivitySince.After(l.At) {
+	newer := s.ActivitySource != "" && s.ActivitySource != api.SourceNative && s.ActivitySince != nil && s.ActivitySince.After(l.At)
+	if newer && (s.Activity == api.ActivityBusy || s.Activity == api.ActivityWaiting && s.WaitingFor != api.WaitingInput) {
 		return false
 	}
 	hold := api.LimitHold{Provider: l.Provider, Window: l.Window, Message: l.Message}
