@@ -73,8 +73,9 @@ func TestAgentUsageLimit(t *testing.T) {
 	}
 }
 
-// Three Pi sessions a usage limit ends (the fake's window resets 3 s after
-// each try) are resumed by the service after the reset, one per interval,
+// Three Pi sessions a usage limit ends (the fake model answers every
+// request with the limit until its window resets, after Pi has given up)
+// are resumed by the service after the reset, one per interval,
 // each run continuing its native session with a new turn; a fourth, held
 // while Pi still retried and stopped by the user then, is not resumed.
 // `agentctl limits` shows the provider's held sessions meanwhile.
@@ -85,6 +86,14 @@ func TestResumeAfterTheLimit(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(p.Home, "config.json"), []byte(`{"limit_resume": {"margin": "1s", "interval": "5s"}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// Pi retries a 429 (backing off 2 s, 4 s, 8 s...) before it gives up:
+	// once here, 15 s later, so that it is held while it waits, and has
+	// given up well before the window resets.
+	settings := filepath.Join(p.home, ".pi", "agent", "settings.json")
+	if err := os.WriteFile(settings, []byte(`{"retry": {"maxRetries": 1, "baseDelayMs": 15000}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.srv.LimitUntil(time.Now().Add(60 * time.Second))
 	var held []api.Session
 	for range 4 {
 		// A folder each: an agent locks its folder while it runs.
@@ -92,7 +101,7 @@ func TestResumeAfterTheLimit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		held = append(held, p.launch("work [[limit: 3]]", "--on-limit", "resume", "--cwd", dir))
+		held = append(held, p.launch("work", "--on-limit", "resume", "--cwd", dir))
 	}
 	stopped := held[3]
 	WaitFor(t, 120*time.Second, "the fourth session to be held while Pi retries", func() bool {
