@@ -32,7 +32,7 @@ const Name = "claude"
 
 // Provider is the model provider Claude Code answers from, as limits name
 // it.
-const Provider = "anthropic"
+const Provider = adapters.ProviderAnthropic
 
 // maxCached bounds the transcripts whose summaries are kept in memory.
 const maxCached = 50000

@@ -29,7 +29,7 @@ const Name = "codex"
 
 // Provider is the model provider whose usage limits Codex reports, as
 // limits name it.
-const Provider = "openai"
+const Provider = adapters.ProviderOpenAI
 
 // maxCachedFiles bounds the rollout cache.
 const maxCachedFiles = 200_000
