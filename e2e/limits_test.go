@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -171,4 +172,37 @@ func TestResumeAfterTheLimit(t *testing.T) {
 	if resumed != 3 {
 		t.Errorf("%d session.resumed events of a limit, want 3", resumed)
 	}
+}
+
+// An interactive Claude Code whose API answers a usage limit stays at its
+// prompt: the session reads running, waiting for the limit (not busy, as it
+// did), and session.limited goes out with the provider.
+func TestClaudeInteractiveUsageLimit(t *testing.T) {
+	t.Parallel()
+	c := newClaudeEnv(t)
+	c.Setenv("CLAUDE_CODE_MAX_RETRIES", "0")
+	key := "sk-ant-fake"
+	seed := fmt.Sprintf(`{"hasCompletedOnboarding": true, "projects": {%q: {"hasTrustDialogAccepted": true}},
+		"customApiKeyResponses": {"approved": [%q], "rejected": []}}`, c.proj, key[len(key)-min(20, len(key)):])
+	if err := os.WriteFile(filepath.Join(c.home, ".claude.json"), []byte(seed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stream := c.follow(t)
+	s := c.launch("work [[limit: 600]]", "-i")
+	var got api.Session
+	WaitFor(t, 90*time.Second, "the session to wait for the limit", func() bool {
+		got = c.Session(s.ID)
+		return got.Activity == api.ActivityWaiting && got.WaitingFor == api.WaitingLimit
+	})
+	if got.Status != api.StatusRunning || got.Waiting.Limit == nil || got.Waiting.Limit.Provider != "anthropic" || got.ActivitySource != api.SourceNative {
+		t.Fatalf("held session: status %s source %q waiting %+v", got.Status, got.ActivitySource, got.Waiting)
+	}
+	ev, _ := stream.wait(t, api.EventSessionLimited, 20*time.Second)
+	if ev.SessionID != s.ID || ev.Meta["provider"] != "anthropic" || ev.Meta["reason"] != api.WaitingLimit {
+		t.Errorf("session.limited: %+v", ev)
+	}
+	if out := c.MustRun("explain", s.ID); !strings.Contains(out, "held by the usage limit of anthropic") {
+		t.Errorf("explain does not say which limit holds it:\n%s", out)
+	}
+	c.MustRun("stop", s.ID)
 }
