@@ -25,25 +25,8 @@ func TryAgainAt(text string, at time.Time) time.Time {
 }
 
 // The providers whose usage limits agents with a fixed provider meet, as
-// limits name them.
+// limits name them (the names api.Provider gives a launch's).
 const (
 	ProviderAnthropic = "anthropic" // Claude Code
 	ProviderOpenAI    = "openai"    // Codex
 )
-
-// ProviderOf is the provider whose usage limits hold a session of adapter
-// with model, as LimitHit names it: Claude Code's and Codex's own, else
-// the provider part of a provider/model name (OpenCode, Pi); "" when not
-// known.
-func ProviderOf(adapter, model string) string {
-	switch adapter {
-	case "claude":
-		return ProviderAnthropic
-	case "codex":
-		return ProviderOpenAI
-	}
-	if p, _, ok := strings.Cut(model, "/"); ok && p != "" {
-		return p
-	}
-	return ""
-}

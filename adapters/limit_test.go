@@ -25,19 +25,3 @@ func TestTryAgainAt(t *testing.T) {
 		}
 	}
 }
-
-func TestProviderOf(t *testing.T) {
-	t.Parallel()
-	for _, tt := range []struct{ adapter, model, want string }{
-		{"claude", "claude-opus-5-5", ProviderAnthropic},
-		{"codex", "", ProviderOpenAI},
-		{"opencode", "fake/fake-model", "fake"},
-		{"pi", "fakeopenai/fake-model", "fakeopenai"},
-		{"pi", "", ""},
-		{"exec", "", ""},
-	} {
-		if got := ProviderOf(tt.adapter, tt.model); got != tt.want {
-			t.Errorf("ProviderOf(%q, %q) = %q, want %q", tt.adapter, tt.model, got, tt.want)
-		}
-	}
-}
