@@ -15,8 +15,13 @@ import (
 )
 
 // limitsEvery is how often the service looks at the sessions usage limits
-// hold: the book's update, and the resumes that are due.
-const limitsEvery = 5 * time.Second
+// hold (the book's update, and the resumes that are due) while sessions
+// run or wait to be resumed; limitsIdleEvery while none does, when a look
+// (a whole list) would find nothing new.
+const (
+	limitsEvery     = 5 * time.Second
+	limitsIdleEvery = time.Minute
+)
 
 // limitsWindow is how far back ended sessions count as evidence of a
 // limit (the longest window providers have is a week).
@@ -36,6 +41,10 @@ type limitKeeper struct {
 	publish func(api.Event)
 	log     *slog.Logger
 
+	// woken makes the loop look now (a session started: something to
+	// follow); buffered 1.
+	woken chan struct{}
+
 	mu sync.Mutex
 	// released is when each provider's last held session was resumed.
 	released map[string]time.Time
@@ -51,21 +60,41 @@ func newLimitKeeper(cfg config.Config, log *slog.Logger) *limitKeeper {
 	}
 	return &limitKeeper{
 		book: session.NewLimitBook(policy.UnknownReset), policy: policy, onLimit: cfg.OnLimit, log: log,
-		released: map[string]time.Time{}, checking: map[string]string{},
+		released: map[string]time.Time{}, checking: map[string]string{}, woken: make(chan struct{}, 1),
 	}
 }
 
-// loop looks every limitsEvery until ctx ends.
+// wake makes the loop look now, without waiting.
+func (k *limitKeeper) wake() {
+	select {
+	case k.woken <- struct{}{}:
+	default:
+	}
+}
+
+// loop looks until ctx ends: every limitsEvery while there is something
+// to follow, else every limitsIdleEvery.
 func (k *limitKeeper) loop(ctx context.Context) {
-	t := time.NewTicker(limitsEvery)
+	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
-		k.tick(ctx, time.Now())
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-k.woken:
+			if !t.Stop() {
+				select {
+				case <-t.C:
+				default:
+				}
+			}
 		}
+		every := limitsIdleEvery
+		if k.tick(ctx, time.Now()) {
+			every = limitsEvery
+		}
+		t.Reset(every)
 	}
 }
 
@@ -80,13 +109,24 @@ func (k *limitKeeper) refresh(ctx context.Context, now time.Time) ([]api.Session
 }
 
 // tick updates the book, checks the runs resumes started, and resumes
-// what is due.
-func (k *limitKeeper) tick(ctx context.Context, now time.Time) {
+// what is due. busy says there is something to follow: a session runs, or
+// a held one waits for its resume.
+func (k *limitKeeper) tick(ctx context.Context, now time.Time) (busy bool) {
 	view, err := k.refresh(ctx, now)
 	if err != nil {
 		k.log.Warn("usage limits: list the sessions", "err", err)
-		return
+		return true
 	}
+	resumed := map[string]bool{}
+	for i := range view {
+		if view[i].ResumeOf != "" {
+			resumed[view[i].ResumeOf] = true
+		}
+	}
+	busy = slices.ContainsFunc(view, func(s api.Session) bool {
+		return s.Status == api.StatusRunning || s.Status == api.StatusQueued ||
+			s.Waiting != nil && s.Waiting.Limit != nil && s.Status == api.StatusExited && s.OnLimit != api.OnLimitWait && !resumed[s.ID]
+	})
 	k.check(view)
 	k.mu.Lock()
 	due := dueResumes(view, now, k.book, k.policy, k.onLimit, k.released)
@@ -111,6 +151,7 @@ func (k *limitKeeper) tick(ctx context.Context, now time.Time) {
 		k.publish(api.Event{Type: api.EventSessionResumed, Adapter: s.Adapter, SessionID: s.ID, Session: &held,
 			Meta: map[string]any{"reason": api.WaitingLimit, "provider": provider, "run": run.ID}})
 	}
+	return busy
 }
 
 // check follows the runs resumes started: a turn recorded after the run

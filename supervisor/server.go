@@ -366,6 +366,9 @@ func (s *Server) Launched(sess api.Session) {
 	s.log.Info("session started", "session", sess.ID, "adapter", sess.Adapter, "pid", sess.PID)
 	s.ops.sessionStarted(sess)
 	s.watch(sess.ID)
+	if s.limits != nil {
+		s.limits.wake()
+	}
 }
 
 // Changed hears of a transition the core saw in the adapters' answers.
