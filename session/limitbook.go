@@ -9,12 +9,12 @@ import (
 	"github.com/agentctl/agentctl/api"
 )
 
-// LimitBook is the one book of the model providers' usage limits: which
+// UsageLimits is the one book of the model providers' usage limits: which
 // windows are used up until when, and which sessions a limit holds, from
 // the freshest first-hand evidence (the sessions' Waiting.Limit, which the
 // agents' own records gave). Observe rebuilds it from a whole view; Held
 // is what admission and the resumer ask.
-type LimitBook struct {
+type UsageLimits struct {
 	// unknownFor is how long a limit whose reset time no evidence gives
 	// holds its provider, from when it was recorded.
 	unknownFor time.Duration
@@ -28,10 +28,10 @@ type providerLimits struct {
 	until  time.Time // the hold's end; zero when not held
 }
 
-// NewLimitBook returns an empty book; a limit without a reset time holds
+// NewUsageLimits returns an empty book; a limit without a reset time holds
 // its provider for unknownFor after it was recorded.
-func NewLimitBook(unknownFor time.Duration) *LimitBook {
-	return &LimitBook{unknownFor: unknownFor, providers: map[string]providerLimits{}}
+func NewUsageLimits(unknownFor time.Duration) *UsageLimits {
+	return &UsageLimits{unknownFor: unknownFor, providers: map[string]providerLimits{}}
 }
 
 // HoldUntil is when a limit stops holding: its reset, or, when no evidence
@@ -51,7 +51,7 @@ func HoldUntil(l *api.LimitHold, at *time.Time, unknownFor time.Duration) time.T
 
 // Observe rebuilds the book from a whole view of the sessions at now. A
 // session a later run resumed no longer counts: the run carries on.
-func (b *LimitBook) Observe(view []api.Session, now time.Time) {
+func (b *UsageLimits) Observe(view []api.Session, now time.Time) {
 	resumed := map[string]bool{}
 	for i := range view {
 		if view[i].ResumeOf != "" {
@@ -102,12 +102,12 @@ func (b *LimitBook) Observe(view []api.Session, now time.Time) {
 	b.mu.Unlock()
 }
 
-// full is a used-up window's share.
-const full = 100.0
+// usedUp is a used-up window's share.
+const usedUp = 100.0
 
 // freshest keeps in ws the freshest evidence of l's window.
 func freshest(ws []api.LimitWindow, l *api.LimitHold, at time.Time, session string) []api.LimitWindow {
-	used := full
+	used := usedUp
 	w := api.LimitWindow{Name: l.Window, UsedPercent: &used, ResetsAt: l.ResetsAt, At: &at, Session: session}
 	i := slices.IndexFunc(ws, func(o api.LimitWindow) bool { return o.Name == l.Window })
 	switch {
@@ -121,7 +121,7 @@ func freshest(ws []api.LimitWindow, l *api.LimitHold, at time.Time, session stri
 
 // Held says whether a usage limit of provider holds it now, and until when
 // (zero when the end is not known).
-func (b *LimitBook) Held(provider string) (until time.Time, held bool) {
+func (b *UsageLimits) Held(provider string) (until time.Time, held bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p, ok := b.providers[provider]
@@ -133,7 +133,7 @@ func (b *LimitBook) Held(provider string) (until time.Time, held bool) {
 
 // Report is the book as GET /v1/limits answers it, by provider; Held is
 // judged at now.
-func (b *LimitBook) Report(now time.Time) []api.ProviderLimits {
+func (b *UsageLimits) Report(now time.Time) []api.ProviderLimits {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	out := make([]api.ProviderLimits, 0, len(b.providers))

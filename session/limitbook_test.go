@@ -16,7 +16,7 @@ func heldSession(id string, created time.Time, l api.LimitHold) api.Session {
 // (or, without one, for a while after the limit was recorded); a session a
 // later run resumed no longer counts; the freshest evidence of a window
 // wins.
-func TestLimitBook(t *testing.T) {
+func TestUsageLimits(t *testing.T) {
 	t.Parallel()
 	now := time.Now()
 	t0 := now.Add(-10 * time.Minute)
@@ -31,7 +31,7 @@ func TestLimitBook(t *testing.T) {
 		{ID: "d2", CreatedAt: t0.Add(time.Minute), ResumeOf: "d1", Status: api.StatusRunning},
 		{ID: "e1", CreatedAt: t0, Status: api.StatusRunning},
 	}
-	b := NewLimitBook(30 * time.Minute)
+	b := NewUsageLimits(30 * time.Minute)
 	b.Observe(view, now)
 	for _, tc := range []struct {
 		provider string

@@ -33,7 +33,7 @@ const limitsWindow = 8 * 24 * time.Hour
 // up, never one the user stopped (it did not end by itself),
 // never twice (a run that resumes it is on disk, ResumeOf it).
 type limitKeeper struct {
-	book    *session.LimitBook
+	book    *session.UsageLimits
 	policy  config.ResumePolicy
 	onLimit string // the configuration's default
 	list    func(ctx context.Context) ([]api.Session, error)
@@ -59,7 +59,7 @@ func newLimitKeeper(cfg config.Config, log *slog.Logger) *limitKeeper {
 		policy, _ = config.LimitResume{}.Policy()
 	}
 	return &limitKeeper{
-		book: session.NewLimitBook(policy.UnknownReset), policy: policy, onLimit: cfg.OnLimit, log: log,
+		book: session.NewUsageLimits(policy.UnknownReset), policy: policy, onLimit: cfg.OnLimit, log: log,
 		released: map[string]time.Time{}, checking: map[string]string{}, woken: make(chan struct{}, 1),
 	}
 }
@@ -185,7 +185,7 @@ func (k *limitKeeper) check(view []api.Session) {
 // on_limit (or the configuration's) is resume, that no run resumed yet,
 // whose reset plus the margin has passed, of a provider the book does not
 // hold and whose last resume is an interval old.
-func dueResumes(view []api.Session, now time.Time, book *session.LimitBook, p config.ResumePolicy, onLimit string, released map[string]time.Time) []api.Session {
+func dueResumes(view []api.Session, now time.Time, book *session.UsageLimits, p config.ResumePolicy, onLimit string, released map[string]time.Time) []api.Session {
 	resumed := map[string]bool{}
 	for i := range view {
 		if view[i].ResumeOf != "" {

@@ -64,7 +64,7 @@ func TestDueResumes(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			book := session.NewLimitBook(policy.UnknownReset)
+			book := session.NewUsageLimits(policy.UnknownReset)
 			book.Observe(tc.view, now)
 			released := tc.released
 			if released == nil {
