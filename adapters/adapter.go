@@ -72,6 +72,19 @@ type LimitHit struct {
 	At time.Time
 }
 
+// LimitWindow is one of a provider account's usage windows as the agent's
+// own records last saw it (Codex's rate-limit snapshot).
+type LimitWindow struct {
+	Provider string
+	// Name is the window in the provider's words ("primary").
+	Name        string
+	UsedPercent float64
+	// ResetsAt is zero when the records do not say.
+	ResetsAt time.Time
+	// At is when the agent recorded it.
+	At time.Time
+}
+
 // LimitStatus is the HTTP status a provider answers a usage or rate limit
 // with.
 const LimitStatus = 429
@@ -99,6 +112,9 @@ type NativeSession struct {
 	// Limit, when set, is the usage limit that ended the last turn; a
 	// later turn that went through clears it.
 	Limit *LimitHit
+	// Windows are the provider account's usage windows as the session's
+	// records last gave them, where the agent records them.
+	Windows []LimitWindow
 	// Process is the live process matched to this session with evidence
 	// (the agent's own registry, its argv, an open file); nil when none or
 	// when the evidence is ambiguous.

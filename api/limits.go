@@ -24,6 +24,9 @@ type ProviderLimits struct {
 // LimitWindow is one usage window of a provider, as its freshest evidence
 // says.
 type LimitWindow struct {
+	// Provider is the window's provider (in a session's LimitWindows;
+	// a report groups them by provider).
+	Provider string `json:"provider,omitempty"`
 	// Name is the window in the provider's words ("five_hour",
 	// "primary"); "" when the evidence does not name it.
 	Name string `json:"name"`

@@ -118,6 +118,9 @@ type Session struct {
 	// WaitingQuestion, WaitingInput), and Waiting the details.
 	WaitingFor string   `json:"waiting_for,omitempty"`
 	Waiting    *Waiting `json:"waiting,omitempty"`
+	// LimitWindows are the provider account's usage windows as the
+	// session's records last gave them (Codex's rate-limit snapshot).
+	LimitWindows []LimitWindow `json:"limit_windows,omitempty"`
 	// Title is the window title the program last set (OSC 0/2), as seen by
 	// the session's monitor.
 	Title string `json:"title,omitempty"`

@@ -87,8 +87,25 @@ func (b *UsageLimits) Observe(view []api.Session, now time.Time) {
 			latest[l.Provider] = at
 			p.report.Message = l.Message
 		}
-		p.report.Windows = freshest(p.report.Windows, l, at, s.ID)
+		used := usedUp
+		p.report.Windows = freshest(p.report.Windows, api.LimitWindow{Name: l.Window, UsedPercent: &used, ResetsAt: l.ResetsAt, At: &at, Session: s.ID})
 		next[l.Provider] = p
+	}
+	// The windows the agents' records give, held or not (Codex's
+	// snapshot of the account's windows).
+	for i := range view {
+		s := &view[i]
+		for _, w := range s.LimitWindows {
+			if w.Provider == "" {
+				continue
+			}
+			provider := w.Provider
+			p := next[provider]
+			p.report.Provider = provider
+			w.Provider, w.Session = "", s.ID
+			p.report.Windows = freshest(p.report.Windows, w)
+			next[provider] = p
+		}
 	}
 	for k, p := range next {
 		if !p.until.IsZero() {
@@ -105,15 +122,14 @@ func (b *UsageLimits) Observe(view []api.Session, now time.Time) {
 // usedUp is a used-up window's share.
 const usedUp = 100.0
 
-// freshest keeps in ws the freshest evidence of l's window.
-func freshest(ws []api.LimitWindow, l *api.LimitHold, at time.Time, session string) []api.LimitWindow {
-	used := usedUp
-	w := api.LimitWindow{Name: l.Window, UsedPercent: &used, ResetsAt: l.ResetsAt, At: &at, Session: session}
-	i := slices.IndexFunc(ws, func(o api.LimitWindow) bool { return o.Name == l.Window })
+// freshest keeps in ws the freshest evidence of w's window (by name): a
+// window without a time of its own is older than any that has one.
+func freshest(ws []api.LimitWindow, w api.LimitWindow) []api.LimitWindow {
+	i := slices.IndexFunc(ws, func(o api.LimitWindow) bool { return o.Name == w.Name })
 	switch {
 	case i < 0:
 		return append(ws, w)
-	case ws[i].At == nil || !at.Before(*ws[i].At):
+	case w.At != nil && (ws[i].At == nil || !w.At.Before(*ws[i].At)):
 		ws[i] = w
 	}
 	return ws

@@ -30,6 +30,15 @@ func TestUsageLimits(t *testing.T) {
 		heldSession("d1", t0, api.LimitHold{Provider: "gone", ResetsAt: &later}),
 		{ID: "d2", CreatedAt: t0.Add(time.Minute), ResumeOf: "d1", Status: api.StatusRunning},
 		{ID: "e1", CreatedAt: t0, Status: api.StatusRunning},
+		// A snapshot of the windows, older for primary than a2's limit,
+		// and the only word on secondary.
+		{ID: "f1", CreatedAt: t0, Status: api.StatusExited, LimitWindows: []api.LimitWindow{
+			{Provider: "openai", Name: "primary", UsedPercent: ptrF(80), At: since(30 * time.Second)},
+			{Provider: "openai", Name: "secondary", UsedPercent: ptrF(42), At: since(30 * time.Second)},
+		}},
+		{ID: "f2", CreatedAt: t0, Status: api.StatusRunning, LimitWindows: []api.LimitWindow{
+			{Provider: "quiet", Name: "primary", UsedPercent: ptrF(10), At: since(0)},
+		}},
 	}
 	b := NewUsageLimits(30 * time.Minute)
 	b.Observe(view, now)
@@ -50,13 +59,20 @@ func TestUsageLimits(t *testing.T) {
 		}
 	}
 	rep := b.Report(now)
-	if len(rep) != 3 || rep[0].Provider != "anthropic" || rep[1].Provider != "fake" || rep[2].Provider != "openai" {
+	if len(rep) != 4 || rep[0].Provider != "anthropic" || rep[1].Provider != "fake" || rep[2].Provider != "openai" || rep[3].Provider != "quiet" {
 		t.Fatalf("report %+v", rep)
 	}
 	o := rep[2]
 	if !o.Held || o.HeldUntil == nil || !o.HeldUntil.Equal(later) || o.Message != "new" || len(o.Sessions) != 2 ||
-		len(o.Windows) != 1 || o.Windows[0].Session != "a2" || *o.Windows[0].UsedPercent != 100 {
+		len(o.Windows) != 2 || o.Windows[0].Session != "a2" || *o.Windows[0].UsedPercent != 100 ||
+		o.Windows[1].Name != "secondary" || o.Windows[1].Session != "f1" || *o.Windows[1].UsedPercent != 42 || o.Windows[1].Provider != "" {
 		t.Errorf("openai: %+v", o)
+	}
+	if q := rep[3]; q.Held || len(q.Sessions) != 0 || len(q.Windows) != 1 || *q.Windows[0].UsedPercent != 10 {
+		t.Errorf("a provider no limit holds, with a window's use: %+v", q)
+	}
+	if _, held := b.Held("quiet"); held {
+		t.Error("quiet held")
 	}
 	if rep[1].Held || rep[1].HeldUntil != nil {
 		t.Errorf("fake, past its reset: %+v", rep[1])
@@ -66,3 +82,5 @@ func TestUsageLimits(t *testing.T) {
 		t.Errorf("after the reset: %+v", r[2])
 	}
 }
+
+func ptrF(f float64) *float64 { return &f }

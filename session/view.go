@@ -228,6 +228,7 @@ func enrich(s *api.Session, ns *adapters.NativeSession) {
 		s.Activity, s.ActivitySource = a, api.SourceNative
 	}
 	nativeWaiting(s, ns)
+	s.LimitWindows = limitWindows(ns.Windows)
 	s.Warnings = append(s.Warnings, ns.Warnings...)
 }
 
@@ -283,6 +284,28 @@ func nativeLimit(s *api.Session, l *adapters.LimitHit) bool {
 		}
 	}
 	return true
+}
+
+// limitWindows are an agent's usage windows as the API gives them.
+func limitWindows(ws []adapters.LimitWindow) []api.LimitWindow {
+	if len(ws) == 0 {
+		return nil
+	}
+	out := make([]api.LimitWindow, 0, len(ws))
+	for _, w := range ws {
+		used := w.UsedPercent
+		lw := api.LimitWindow{Provider: w.Provider, Name: w.Name, UsedPercent: &used}
+		if !w.ResetsAt.IsZero() {
+			t := w.ResetsAt
+			lw.ResetsAt = &t
+		}
+		if !w.At.IsZero() {
+			t := w.At
+			lw.At = &t
+		}
+		out = append(out, lw)
+	}
+	return out
 }
 
 // fromNative is the session object for a session only an adapter knows.

@@ -206,6 +206,12 @@ func TestFactsFromLines(t *testing.T) {
 			if h == nil || *h != want {
 				t.Fatalf("limit %+v, want %+v", h, want)
 			}
+			snap := time.Date(2026, 11, 26, 22, 5, 57, 336e6, time.UTC)
+			ws := x.native("/r.jsonl", time.Time{}, nil, false).Windows
+			if len(ws) != 2 || ws[0] != (adapters.LimitWindow{Provider: Provider, Name: "primary", UsedPercent: 100, ResetsAt: time.Unix(1795731357, 0).UTC(), At: snap}) ||
+				ws[1] != (adapters.LimitWindow{Provider: Provider, Name: "secondary", UsedPercent: 42, At: snap}) {
+				t.Errorf("windows %+v", ws)
+			}
 			// A turn that goes through clears it.
 			x.apply([]byte(`{"type":"event_msg","payload":{"type":"task_started"}}`))
 			x.apply([]byte(`{"type":"event_msg","payload":{"type":"task_complete","last_agent_message":"ok"}}`))

@@ -71,9 +71,10 @@ type facts struct {
 	// limited says a usage limit ended the last turn, at limitAt;
 	// windows are the account's usage windows as the latest token_count
 	// gave them (primary, secondary).
-	limited bool
-	limitAt time.Time
-	windows [2]usageWindow
+	limited   bool
+	limitAt   time.Time
+	windows   [2]usageWindow
+	windowsAt time.Time // when the snapshot was recorded
 
 	// badLines counts lines that were not JSON objects.
 	badLines int
@@ -244,6 +245,7 @@ func (x *facts) applyEvent(p payload, at time.Time) {
 	case eventTokenCount:
 		if p.RateLimits != nil {
 			x.windows = [2]usageWindow{windowOf(p.RateLimits.Primary), windowOf(p.RateLimits.Secondary)}
+			x.windowsAt = at
 		}
 		if p.Info != nil && p.Info.Total != nil {
 			in, okIn := count(p.Info.Total.Input)
@@ -476,6 +478,11 @@ func (x *facts) native(path string, mtime time.Time, ref *adapters.ProcessRef, a
 		s.TokensIn, s.TokensOut = &in, &out
 	}
 	s.Limit = x.limit()
+	for i, w := range x.windows {
+		if w.known {
+			s.Windows = append(s.Windows, adapters.LimitWindow{Provider: Provider, Name: windowNames[i], UsedPercent: w.used, ResetsAt: w.resetsAt, At: x.windowsAt})
+		}
+	}
 	if x.turn == turnFailed && x.turnError != "" {
 		s.Warnings = append(s.Warnings, "last turn failed: "+text.Ellipsis(x.turnError, messageRunes))
 	}

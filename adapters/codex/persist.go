@@ -8,7 +8,7 @@ import (
 
 // factsKind names the facts a cache file holds; change it when the fields
 // written below, their order or their meaning change.
-const factsKind = "codex-facts-2"
+const factsKind = "codex-facts-3"
 
 // MarshalBinary is the facts as the cache file keeps them (encoding.BinaryMarshaler,
 // which the DiskCache's gob uses). The offset and fingerprint are left out:
@@ -30,6 +30,7 @@ func (x *facts) MarshalBinary() ([]byte, error) {
 	w.Bool(x.tailOnly)
 	w.Bool(x.limited)
 	w.Time(x.limitAt)
+	w.Time(x.windowsAt)
 	for _, u := range x.windows {
 		w.Bool(u.known)
 		w.Int(int64(u.used * 100))
@@ -57,6 +58,7 @@ func (x *facts) UnmarshalBinary(b []byte) error {
 	y.tailOnly = r.Bool()
 	y.limited = r.Bool()
 	y.limitAt = r.Time()
+	y.windowsAt = r.Time()
 	for i := range y.windows {
 		u := &y.windows[i]
 		u.known = r.Bool()
