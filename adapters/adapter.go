@@ -49,7 +49,45 @@ const (
 	WaitingPermission = "permission" // a prompt to allow a tool
 	WaitingDialog     = "dialog"     // a dialog in its terminal (trust a folder, a setting)
 	WaitingInput      = "input"      // the next instruction
+	// WaitingLimit: a usage limit of the model provider ended the last
+	// turn (NativeSession.Limit says which).
+	WaitingLimit = "limit"
 )
+
+// LimitHit is a usage limit of the model provider that ended a session's
+// last turn, as the agent's own records say it.
+type LimitHit struct {
+	// Provider is the model provider whose limit it is: "anthropic",
+	// "openai", or the agent's own id of it.
+	Provider string
+	// Window is the limit's window in the provider's words ("five_hour",
+	// "primary"); "" when the records do not say.
+	Window string
+	// ResetsAt is when the window resets; zero when the records do not
+	// say.
+	ResetsAt time.Time
+	// Message is the error's text as the agent recorded it.
+	Message string
+	// At is when the agent recorded it.
+	At time.Time
+}
+
+// LimitWindow is one of a provider account's usage windows as the agent's
+// own records last saw it (Codex's rate-limit snapshot).
+type LimitWindow struct {
+	Provider string
+	// Name is the window in the provider's words ("primary").
+	Name        string
+	UsedPercent float64
+	// ResetsAt is zero when the records do not say.
+	ResetsAt time.Time
+	// At is when the agent recorded it.
+	At time.Time
+}
+
+// LimitStatus is the HTTP status a provider answers a usage or rate limit
+// with.
+const LimitStatus = 429
 
 // NativeSession is what an agent's own store says about one session.
 type NativeSession struct {
@@ -71,6 +109,12 @@ type NativeSession struct {
 	// known).
 	WaitingFor   string
 	WaitingSince time.Time
+	// Limit, when set, is the usage limit that ended the last turn; a
+	// later turn that went through clears it.
+	Limit *LimitHit
+	// Windows are the provider account's usage windows as the session's
+	// records last gave them, where the agent records them.
+	Windows []LimitWindow
 	// Process is the live process matched to this session with evidence
 	// (the agent's own registry, its argv, an open file); nil when none or
 	// when the evidence is ambiguous.

@@ -192,6 +192,8 @@ type LimitHold struct {
 	ResetsAt *time.Time `json:"resets_at,omitempty"`
 	// Message is the agent's or provider's own text of the error.
 	Message string `json:"message,omitempty"`
+	// Since is when the agent recorded the limit, where known.
+	Since *time.Time `json:"since,omitempty"`
 }
 
 // MaxHookReport bounds one integration report (`agentctl hook` without a

@@ -30,6 +30,11 @@ const (
 	EventSessionWaiting = "session.waiting"
 	// EventSessionResumed: a waiting session no longer waits.
 	EventSessionResumed = "session.resumed"
+	// EventSessionLimited: a usage limit of the agent's provider ended the
+	// session's last turn (its Waiting.Limit says which, and until when):
+	// the session.waiting of a limit, for a running session or one that
+	// ended on it.
+	EventSessionLimited = "session.limited"
 	// EventSessionOOM: the kernel's OOM killer ended a process of the
 	// session at its memory limit (after its session.stopped when that
 	// ended it); meta holds the limit.
@@ -59,7 +64,7 @@ const HeaderEventsAfter = "X-Agentctl-Events-After"
 func EventTypes() []string {
 	return []string{
 		EventSessionQueued, EventSessionStarted, EventSessionStopped, EventSessionIdle, EventSessionBusy, EventSessionLost,
-		EventSessionWaiting, EventSessionResumed, EventSessionOOM,
+		EventSessionWaiting, EventSessionResumed, EventSessionLimited, EventSessionOOM,
 		EventLockAcquired, EventLockReleased,
 		EventFuseSet, EventFuseExtended, EventFuseCancelled, EventFuseExpired,
 		EventHookFailed,

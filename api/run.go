@@ -48,6 +48,11 @@ func (r *RunRequest) Normalize() error {
 			return Errorf(CodeInvalid, "no command given: agentctl run -- COMMAND [ARGS...]")
 		}
 	}
+	switch r.OnLimit {
+	case "", OnLimitWait, OnLimitResume:
+	default:
+		return Errorf(CodeInvalid, "on-limit %s: want %s or %s", text.Quote(r.OnLimit), OnLimitWait, OnLimitResume)
+	}
 	if r.HookTimeout != "" {
 		if d, err := time.ParseDuration(r.HookTimeout); err != nil || d <= 0 {
 			return Errorf(CodeInvalid, "hook timeout %q: want a positive duration such as 5m", r.HookTimeout)

@@ -49,6 +49,7 @@ func TestRunRequestNormalize(t *testing.T) {
 		{"a command without its command", ok(func(r *RunRequest) { r.Adapter = ExecAdapter }), "", "no command given"},
 		{"a hook timeout that is no duration", ok(func(r *RunRequest) { r.HookTimeout = "soon" }), "", "hook timeout"},
 		{"a hook timeout of zero", ok(func(r *RunRequest) { r.HookTimeout = "0s" }), "", "hook timeout"},
+		{"an on-limit action it does not know", ok(func(r *RunRequest) { r.OnLimit = "retry" }), "", "on-limit"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -74,8 +74,11 @@ type Session struct {
 	EndedAt   *time.Time `json:"ended_at,omitempty"`
 	ExitCode  *int       `json:"exit_code,omitempty"`
 	Signal    string     `json:"signal,omitempty"`
-	Cwd       string     `json:"cwd,omitempty"`
-	Command   []string   `json:"command,omitempty"`
+	// StoppedBy says a stop was asked for ("agentctl stop"): the session
+	// did not end by itself.
+	StoppedBy string   `json:"stopped_by,omitempty"`
+	Cwd       string   `json:"cwd,omitempty"`
+	Command   []string `json:"command,omitempty"`
 
 	// Facts from the agent's own records, where known.
 	NativeID string `json:"native_id,omitempty"`
@@ -92,6 +95,10 @@ type Session struct {
 	CostUSD   *float64 `json:"cost_usd,omitempty"`
 	// ResumeOf is the session whose native session this run continues.
 	ResumeOf string `json:"resume_of,omitempty"`
+	// OnLimit is what the session does when a usage limit holds it
+	// (OnLimitWait, OnLimitResume), as its launch asked; "" follows the
+	// service's configuration.
+	OnLimit string `json:"on_limit,omitempty"`
 	// Baseline is what the native session had counted when this run
 	// began (a resume), recorded at launch.
 	Baseline *Usage `json:"baseline,omitempty"`
@@ -111,6 +118,9 @@ type Session struct {
 	// WaitingQuestion, WaitingInput), and Waiting the details.
 	WaitingFor string   `json:"waiting_for,omitempty"`
 	Waiting    *Waiting `json:"waiting,omitempty"`
+	// LimitWindows are the provider account's usage windows as the
+	// session's records last gave them (Codex's rate-limit snapshot).
+	LimitWindows []LimitWindow `json:"limit_windows,omitempty"`
 	// Title is the window title the program last set (OSC 0/2), as seen by
 	// the session's monitor.
 	Title string `json:"title,omitempty"`

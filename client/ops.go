@@ -108,3 +108,10 @@ func (c *Client) Events(ctx context.Context, o EventOptions, started func(after 
 	}
 	return fmt.Errorf("the event stream ended (the service stopped?)")
 }
+
+// Limits is the service's book of usage limits, by provider.
+func (c *Client) Limits(ctx context.Context) ([]api.ProviderLimits, error) {
+	var out []api.ProviderLimits
+	err := c.do(ctx, http.MethodGet, "/v1/limits", nil, &out)
+	return out, err
+}

@@ -75,6 +75,12 @@ type Config struct {
 
 	// Integrate says how the hooks `agentctl integrate` installs behave.
 	Integrate Integrate `json:"integrate,omitzero"`
+	// OnLimit is what a launched session does when a usage limit holds
+	// it, unless run/launch --on-limit says: api.OnLimitWait (the
+	// default) or api.OnLimitResume.
+	OnLimit string `json:"on_limit,omitempty"`
+	// LimitResume says when and how held sessions are resumed.
+	LimitResume LimitResume `json:"limit_resume,omitzero"`
 }
 
 // Web is config.json's "web": where the service serves the dashboard, with
@@ -253,7 +259,7 @@ func Parse(path string, b []byte) (Config, []string, error) {
 				}
 				return Config{}, warnings, fmt.Errorf("%s:%d:%d: key %q: expected %s, found %s", path, line, col, key, goKind(field), jsonKindOf(value))
 			}
-			if key == "web" || key == "admission" {
+			if key == "web" || key == "admission" || key == "limit_resume" {
 				// A misspelt option would leave the dashboard open
 				// otherwise than meant: said, not ignored silently.
 				warnings = append(warnings, unknownSubkeys(path, key, value, field)...)
@@ -308,6 +314,12 @@ func (c Config) validate() error {
 		return fmt.Errorf("metrics_port %d: must be between 0 (off) and 65535", c.MetricsPort)
 	}
 	if _, err := c.Notify.Delay(); err != nil {
+		return err
+	}
+	if err := ValidOnLimit(c.OnLimit); err != nil {
+		return err
+	}
+	if _, err := c.LimitResume.Policy(); err != nil {
 		return err
 	}
 	for name, l := range c.Limits {

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentctl/agentctl/api"
 )
@@ -54,6 +55,13 @@ func TestLoad(t *testing.T) {
 		{name: "array is not a configuration", content: "[1]", err: "config.json:1:1: the configuration must be a JSON object, found an array"},
 		{name: "null is not a configuration", content: "null", err: "found null"},
 		{name: "port out of range", content: `{"metrics_port": 70000}`, err: "metrics_port 70000"},
+		{
+			name:    "resume after a usage limit",
+			content: `{"on_limit": "resume", "limit_resume": {"margin": "30s", "interval": "2m", "prompt": "go on"}}`,
+			want:    Config{OnLimit: "resume", LimitResume: LimitResume{Margin: "30s", Interval: "2m", Prompt: "go on"}},
+		},
+		{name: "on_limit is wait or resume", content: `{"on_limit": "retry"}`, err: `on_limit "retry": want wait or resume`},
+		{name: "limit_resume durations", content: `{"limit_resume": {"interval": "soon"}}`, err: `limit_resume.interval "soon"`},
 		{name: "webhook must be http", content: `{"webhook_url": "ftp://x"}`, err: `webhook_url (7 characters) must be an http or https URL`},
 		{
 			name:    "the service serves the dashboard",
@@ -256,5 +264,17 @@ func TestAdmission(t *testing.T) {
 	}
 	if !(Admission{}).Policy().Zero() {
 		t.Error("no admission key is a policy that admits everything")
+	}
+}
+
+func TestLimitResumePolicy(t *testing.T) {
+	t.Parallel()
+	p, err := LimitResume{}.Policy()
+	if err != nil || p != (ResumePolicy{Margin: DefaultResumeMargin, Interval: DefaultResumeInterval, UnknownReset: DefaultUnknownReset, Prompt: DefaultResumePrompt}) {
+		t.Errorf("defaults: %+v, %v", p, err)
+	}
+	p, err = LimitResume{Margin: "0s", UnknownReset: "3h"}.Policy()
+	if err != nil || p.Margin != 0 || p.UnknownReset != 3*time.Hour {
+		t.Errorf("given: %+v, %v", p, err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/home"
+	"github.com/agentctl/agentctl/internal/text"
 	"github.com/agentctl/agentctl/proc"
 	"github.com/agentctl/agentctl/spawn"
 )
@@ -69,7 +70,37 @@ func (c *reader) Explain(ctx context.Context, id string) (api.Explanation, error
 		}
 		ex.Evidence = append(ex.Evidence, api.Evidence{Kind: api.EvidenceActivity, Source: activitySource(sess.ActivitySource), Says: says})
 	}
+	if w := sess.Waiting; w != nil && w.Limit != nil {
+		ex.Evidence = append(ex.Evidence, api.Evidence{Kind: api.EvidenceActivity, Source: activitySource(api.SourceNative), Says: limitSays(w.Limit, sess.OnLimit)})
+	}
 	return ex, nil
+}
+
+// limitSays is why a session a usage limit holds waits, and what happens
+// next: "held by the usage limit of anthropic (five_hour) until …;
+// on_limit resume: the service resumes it after the reset".
+func limitSays(l *api.LimitHold, onLimit string) string {
+	says := "held by the usage limit of " + l.Provider
+	if l.Window != "" {
+		says += " (" + l.Window + ")"
+	}
+	if l.ResetsAt != nil {
+		says += " until " + l.ResetsAt.Format(time.RFC3339)
+	} else {
+		says += ", its reset time not given"
+	}
+	if l.Message != "" {
+		says += ": " + text.Truncate(l.Message, 200)
+	}
+	switch onLimit {
+	case api.OnLimitResume:
+		says += "; on_limit resume: the service resumes it after the reset, one session of the provider per interval"
+	case api.OnLimitWait:
+		says += "; on_limit wait: resume it by hand (agentctl resume)"
+	default:
+		says += "; on_limit as the service's configuration says (default wait)"
+	}
+	return says
 }
 
 // findNative is the native session id of adapter in found, nil when the

@@ -171,7 +171,7 @@ func (c *launcher) newLaunch(req api.RunRequest, lineage []string, limits cgroup
 		rec: spawn.Record{
 			ID: id, Adapter: req.Adapter, Name: req.Name, Group: req.Group, Labels: req.Labels,
 			Cwd: req.Cwd, Prompt: req.Prompt, Model: req.Model, ResumeOf: req.ResumeOf,
-			PermissionMode: req.PermissionMode, AgentArgs: req.AgentArgs,
+			PermissionMode: req.PermissionMode, AgentArgs: req.AgentArgs, OnLimit: req.OnLimit,
 			RestartOf: req.RestartOf, LaunchedFrom: lineage,
 			CreatedAt: now, Rows: req.Rows, Cols: req.Cols,
 			StopSignal: "SIGTERM",

@@ -326,6 +326,7 @@ func sessionFromState(st spawn.State) api.Session {
 		EnvSet:    rec.EnvSet,
 		RestartOf: rec.RestartOf,
 		ResumeOf:  rec.ResumeOf,
+		OnLimit:   rec.OnLimit,
 		Baseline:  rec.Baseline,
 
 		LaunchedFrom: rec.LaunchedFrom,
@@ -342,6 +343,7 @@ func sessionFromState(st spawn.State) api.Session {
 		s.EndedAt = &t
 		s.ExitCode = st.Exit.ExitCode
 		s.Signal = st.Exit.Signal
+		s.StoppedBy = st.Exit.StoppedBy
 		s.OOM = st.Exit.OOM
 	}
 	if l := rec.Limits; l != nil {

@@ -48,6 +48,7 @@ func (c *Core) Restart(ctx context.Context, id string, req api.RestartRequest) (
 		Adapter: rec.Adapter, Prompt: prompt, Model: rec.Model, Cwd: rec.Cwd, Env: req.Env, EnvOverrides: kept,
 		Name: sess.Name, Group: rec.Group, Labels: rec.Labels, Rows: rec.Rows, Cols: rec.Cols,
 		ResumeOf: rec.ResumeOf, RestartOf: rec.ID, PermissionMode: rec.PermissionMode, AgentArgs: rec.AgentArgs,
+		OnLimit: rec.OnLimit,
 	}
 	if api.CanonicalAdapter(rec.Adapter) == api.ExecAdapter {
 		run.Command = rec.Argv
@@ -124,4 +125,35 @@ func removeAllSettled(dir string) error {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return err
+}
+
+// ResumeAfterLimit starts a new run that continues the native session of
+// id, a launched agent session a usage limit ended, with prompt: the
+// agent's own resume (adapters.Launcher.Resume), as `agentctl resume`
+// does, with the session's model, group, labels, options and --env values
+// kept, in env (the service's: no caller is there). The new run keeps its
+// on_limit, so a limit hit again holds and resumes it in turn.
+func (c *Core) ResumeAfterLimit(ctx context.Context, id, prompt string, env []string) (api.Session, error) {
+	ctx = context.WithoutCancel(ctx)
+	dir := c.opts.Home.SessionDir(id)
+	rec, err := spawn.ReadRecord(dir)
+	if err != nil {
+		return api.Session{}, fmt.Errorf("resume %s after its limit: %w", id, err)
+	}
+	if api.CanonicalAdapter(rec.Adapter) == api.ExecAdapter || rec.NativeID == "" {
+		return api.Session{}, faultf(ErrInvalid, "resume %s after its limit: not an agent session with a native session to continue", id)
+	}
+	kept, err := keptEnv(dir)
+	if err != nil {
+		return api.Session{}, fmt.Errorf("resume %s after its limit: %w", id, err)
+	}
+	run := api.RunRequest{
+		Adapter: rec.Adapter, Prompt: prompt, Model: rec.Model, Cwd: rec.Cwd, Env: env, EnvOverrides: kept,
+		Group: rec.Group, Labels: rec.Labels, Rows: rec.Rows, Cols: rec.Cols,
+		ResumeOf: rec.ID, PermissionMode: rec.PermissionMode, AgentArgs: rec.AgentArgs, OnLimit: rec.OnLimit,
+	}
+	if l := rec.Limits; l != nil {
+		run.Limits = &api.Limits{MemoryMaxBytes: l.MemoryMax, CPUs: l.CPUs, PidsMax: l.PidsMax}
+	}
+	return c.Launch(ctx, run)
 }

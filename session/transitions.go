@@ -21,7 +21,8 @@ const (
 	ChangeBusy
 	ChangeIdle
 	// ChangeWaiting: a running session began waiting for a person (or
-	// waits for something else now); ChangeResumed: it no longer waits.
+	// waits for something else now), or a session ended held by a usage
+	// limit; ChangeResumed: it no longer waits.
 	ChangeWaiting
 	ChangeResumed
 )
@@ -214,6 +215,19 @@ func (st *seenState) step(s *api.Session, seen bool) []Change {
 // running session that waited no longer does.
 func (st *seenState) unknown(s *api.Session) []Change {
 	var out []Change
+	if s.Status != api.StatusRunning && s.Waiting != nil && s.Waiting.For == api.WaitingLimit {
+		// It ended on a usage limit (a headless run gives up at once):
+		// held, announced once.
+		key := "limit"
+		if s.Waiting.Limit != nil {
+			key += ":" + s.Waiting.Limit.Provider
+		}
+		if st.waiting != key {
+			out = append(out, Change{Kind: ChangeWaiting, Session: *s})
+		}
+		st.waiting = key
+		return out
+	}
 	if st.waiting != "" && s.Status == api.StatusRunning {
 		out = append(out, Change{Kind: ChangeResumed, Session: *s})
 	}

@@ -232,6 +232,7 @@ func enrich(s *api.Session, ns *adapters.NativeSession) {
 		}
 	}
 	nativeWaiting(s, ns)
+	s.LimitWindows = limitWindows(ns.Windows)
 	s.Warnings = append(s.Warnings, ns.Warnings...)
 }
 
@@ -239,6 +240,9 @@ func enrich(s *api.Session, ns *adapters.NativeSession) {
 // process waits for (Claude's registry: a permission prompt, a dialog),
 // where no hook or terminal notification decided its activity.
 func nativeWaiting(s *api.Session, ns *adapters.NativeSession) {
+	if nativeLimit(s, ns.Limit) {
+		return
+	}
 	if s.Status != api.StatusRunning || ns.WaitingFor == "" || (s.ActivitySource != "" && s.ActivitySource != api.SourceNative && s.ActivitySource != api.SourceIntegration) {
 		return
 	}
@@ -254,6 +258,64 @@ func nativeWaiting(s *api.Session, ns *adapters.NativeSession) {
 		at := ns.WaitingSince
 		s.ActivitySince = &at
 	}
+}
+
+// nativeLimit marks a session whose last turn a usage limit ended, as the
+// agent's own records say: held, waiting for the limit (a running session
+// reads activity waiting; an ended one keeps no activity but says what
+// holds it, for a resume after the reset). Evidence from hooks or the
+// terminal newer than the limit's record outranks it when it says a turn
+// began since (busy) or a person is asked something; that the agent is
+// idle or waits for input is what the limit explains.
+func nativeLimit(s *api.Session, l *adapters.LimitHit) bool {
+	if l == nil {
+		return false
+	}
+	newer := s.ActivitySource != "" && s.ActivitySource != api.SourceNative && s.ActivitySince != nil && s.ActivitySince.After(l.At)
+	if newer && (s.Activity == api.ActivityBusy || s.Activity == api.ActivityWaiting && s.WaitingFor != api.WaitingInput) {
+		return false
+	}
+	hold := api.LimitHold{Provider: l.Provider, Window: l.Window, Message: l.Message}
+	if !l.ResetsAt.IsZero() {
+		t := l.ResetsAt
+		hold.ResetsAt = &t
+	}
+	if !l.At.IsZero() {
+		t := l.At
+		hold.Since = &t
+	}
+	s.WaitingFor = api.WaitingLimit
+	s.Waiting = &api.Waiting{For: api.WaitingLimit, Text: l.Message, Limit: &hold, Kind: "native"}
+	if s.Status == api.StatusRunning {
+		s.Activity, s.ActivitySource, s.ActivitySince = api.ActivityWaiting, api.SourceNative, nil
+		if !l.At.IsZero() {
+			at := l.At
+			s.ActivitySince = &at
+		}
+	}
+	return true
+}
+
+// limitWindows are an agent's usage windows as the API gives them.
+func limitWindows(ws []adapters.LimitWindow) []api.LimitWindow {
+	if len(ws) == 0 {
+		return nil
+	}
+	out := make([]api.LimitWindow, 0, len(ws))
+	for _, w := range ws {
+		used := w.UsedPercent
+		lw := api.LimitWindow{Provider: w.Provider, Name: w.Name, UsedPercent: &used}
+		if !w.ResetsAt.IsZero() {
+			t := w.ResetsAt
+			lw.ResetsAt = &t
+		}
+		if !w.At.IsZero() {
+			t := w.At
+			lw.At = &t
+		}
+		out = append(out, lw)
+	}
+	return out
 }
 
 // fromNative is the session object for a session only an adapter knows.

@@ -173,14 +173,23 @@ func openDesktop(cfg config.Notify, log *slog.Logger) *desktop.Notifier {
 func (o *ops) attentionChanged(ch session.Change) {
 	s := ch.Session
 	typ := api.EventSessionWaiting
-	if ch.Kind == session.ChangeResumed {
+	switch {
+	case ch.Kind == session.ChangeResumed:
 		typ = api.EventSessionResumed
+	case s.WaitingFor == api.WaitingLimit:
+		typ = api.EventSessionLimited
 	}
 	var meta map[string]any
 	if ch.Kind == session.ChangeWaiting {
 		meta = map[string]any{"reason": s.WaitingFor, "source": s.ActivitySource}
 		if s.Waiting != nil {
 			meta["summary"] = s.Waiting.Summary()
+			if l := s.Waiting.Limit; l != nil {
+				meta["provider"], meta["window"] = l.Provider, l.Window
+				if l.ResetsAt != nil {
+					meta["resets_at"] = l.ResetsAt.UTC().Format(time.RFC3339)
+				}
+			}
 		}
 	}
 	o.bus.Publish(api.Event{Type: typ, Adapter: s.Adapter, SessionID: s.ID, Session: &s, Meta: meta})

@@ -74,6 +74,16 @@ type ops struct {
 
 	mu      sync.Mutex
 	watched map[proc.Identity]bool
+	// limits keeps the book of usage limits; set before the layer starts.
+	limits *limitKeeper
+}
+
+// heldByLimit counts the sessions usage limits hold, by provider.
+func (o *ops) heldByLimit() map[string]int {
+	if o.limits == nil {
+		return nil
+	}
+	return o.limits.heldCounts()
 }
 
 // launchedSessions is what the operational layer reads of the session
@@ -129,6 +139,7 @@ func newOps(ctx context.Context, h home.Home, log *slog.Logger, version string, 
 		Fuses:         func() int { return o.fuses.Count() },
 		EventsDropped: o.bus.Dropped,
 		Waiting:       o.waitingCounts,
+		HeldByLimit:   o.heldByLimit,
 		Resources:     o.sessionResources,
 		Queued:        o.queuedCounts,
 	})

@@ -49,6 +49,7 @@ func (s *Server) routes() http.Handler {
 	s.opsRoutes(mux)
 	s.lifecycleRoutes(mux)
 	s.attentionRoutes(mux)
+	s.limitsRoutes(mux)
 	return withVersion(s.opts.Version, onlyOwner(withRelayed(s.boundBodies(mux))))
 }
 

@@ -94,7 +94,9 @@ type Server struct {
 	// refusals* bound the log lines of refused integration reports.
 	refusalsAt                      time.Time
 	refusalsLogged, refusalsDropped int
-	wg                              sync.WaitGroup
+	// limits keeps the book of usage limits and resumes held sessions.
+	limits *limitKeeper
+	wg     sync.WaitGroup
 }
 
 // The server is the core's gate and observer, passing both on to the
@@ -176,6 +178,7 @@ func Run(ctx context.Context, opts Options) error {
 	// The core first, then the operational layer over it: what the core
 	// tells (launches, transitions, discovery times) and asks (the gate)
 	// reaches the layer through the server (Reserve, Launched, ...).
+	limits := newLimitKeeper(cfg, s.log)
 	s.core = session.New(ctx, session.Options{
 		Home:             opts.Home,
 		Exe:              opts.Exe,
@@ -189,8 +192,8 @@ func Run(ctx context.Context, opts Options) error {
 		Cgroups:          s.cgroups,
 		Limits:           cfg.SessionLimits(),
 		Admission:        newAdmissionConfig(opts.Home, cfg, s.log).policy,
-		// The limits book is not connected yet: no provider holds.
-		Holds: nil,
+		// A queued session waits while its provider's usage limit holds.
+		Holds: limits.book,
 		Book:  opts.Book,
 	})
 	if s.ops, err = newOps(ctx, opts.Home, s.log, opts.Version, cfg, s.core); err != nil {
@@ -198,6 +201,7 @@ func Run(ctx context.Context, opts Options) error {
 		s.core.Wait() // its standby monitor, already started
 		return err
 	}
+	s.startLimits(limits)
 	srv := &http.Server{
 		Handler:           s.routes(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -230,6 +234,8 @@ func Run(ctx context.Context, opts Options) error {
 	}()
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.pruneLoop() }()
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); s.limits.loop(s.ctx) }()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	s.log.Info("agentctl service started", "pid", os.Getpid(), "version", opts.Version, "socket", opts.Home.Socket())
@@ -376,6 +382,9 @@ func (s *Server) Launched(sess api.Session) {
 	s.log.Info("session started", "session", sess.ID, "adapter", sess.Adapter, "pid", sess.PID)
 	s.ops.sessionStarted(sess)
 	s.watch(sess.ID)
+	if s.limits != nil {
+		s.limits.wake()
+	}
 }
 
 // Queued hears of a session admission queued: it is announced.

@@ -30,6 +30,10 @@ import (
 // Name is the adapter's name.
 const Name = "claude"
 
+// Provider is the model provider Claude Code answers from, as limits name
+// it.
+const Provider = adapters.ProviderAnthropic
+
 // maxCached bounds the transcripts whose summaries are kept in memory.
 const maxCached = 50000
 
@@ -80,7 +84,7 @@ func New(env adapters.Env) *Adapter {
 
 // summaryKind names the summary a cache file holds; change it when the
 // summary's fields or their meaning change.
-const summaryKind = "claude-summary-2"
+const summaryKind = "claude-summary-3"
 
 // persistable is s as a cache file keeps it: without the offset and
 // fingerprint, which an incremental read would continue from with fields
@@ -315,6 +319,7 @@ func nativeOf(f transcriptFile, r readResult, live map[string]liveSession, unmat
 		ns.FirstPrompt = hist[f.id].prompt
 	}
 	ns.Warnings = append([]string(nil), s.Warnings...)
+	ns.Limit = s.Limit
 	if ls, ok := live[f.id]; ok {
 		attachLive(&ns, ls)
 	} else if pids := unmatchedCwds[s.Cwd]; len(pids) > 0 {

@@ -74,6 +74,8 @@ func FuzzParseRecord(f *testing.F) {
 		f.Add(l)
 	}
 	f.Add([]byte(`{"type":"assistant","message":{"content":5}}`))
+	f.Add([]byte(limitRec("Claude AI usage limit reached|1795748400")))
+	f.Add([]byte(`{"type":"assistant","isApiErrorMessage":true,"error":{"x":1},"apiErrorStatus":"429","message":{"content":[]}}`))
 	f.Add([]byte(`{"a":{"type":"x"},"type":"user"}`))
 	f.Add([]byte(`{"typ\u0065":"cost-state"}`))
 	f.Add([]byte(`{"k":"a\"b","type" : "user"}`))
@@ -107,6 +109,7 @@ func FuzzSummaryBackwards(f *testing.F) {
 	}
 	f.Add([]byte(lines(userRec("a"), assistantRec("m1", "x", "end_turn", 1, 2), costRec(0.5, 3, 4), assistantRec("m1", "y", "tool_use", 5, 6))))
 	f.Add([]byte(lines(assistantRec("", "x", "", 1, 1), assistantRec("", "y", "", 1, 1), userRec("[Request interrupted by user]"))))
+	f.Add([]byte(lines(userRec("go"), limitRec("limit"), userRec("continue"), limitRec("API Error: Request rejected (429)|1795748400"))))
 	// Keys match case-insensitively when decoding; two records of one
 	// message with different usage: the last one counts.
 	f.Add([]byte("{\"messAge\":{\"id\":\"m1\",\"usAge\":{}},\"tYpe\":\"assistant\"}\n{\"messAge\":{\"id\":\"m1\",\"usAge\":{\"output_tokens\":1}},\"tYpe\":\"assistant\"}"))

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +30,11 @@ type record struct {
 	// when the model API failed for good.
 	IsAPIErrorMessage bool     `json:"isApiErrorMessage"`
 	Message           *message `json:"message"`
+	// Error and APIErrorStatus say, on an API error message, what failed:
+	// "rate_limit" and 429 for a usage or rate limit. Raw, so that a
+	// shape other than the one read never makes the line unreadable.
+	Error          json.RawMessage `json:"error"`
+	APIErrorStatus json.RawMessage `json:"apiErrorStatus"`
 
 	// queue-operation
 	Operation string          `json:"operation"`
@@ -262,6 +269,8 @@ type summary struct {
 	Created     time.Time
 	Updated     time.Time
 	Turn        turnState
+	// Limit is the usage limit that ended the last turn, if one did.
+	Limit *adapters.LimitHit
 
 	// Cost and tokens: Claude's cumulative cost-state, plus the assistant
 	// usage after it (a turn still running has no cost-state yet).
@@ -365,16 +374,17 @@ func (s *summary) apply(r record) {
 		}
 		switch {
 		case r.IsAPIErrorMessage:
-			s.Turn = turnFailed
+			s.Turn, s.Limit = turnFailed, limitOf(r)
 		case m.StopReason == "tool_use":
-			s.Turn = turnInProgress
+			s.Turn, s.Limit = turnInProgress, nil
 		case m.StopReason != "":
-			s.Turn = turnDone
+			s.Turn, s.Limit = turnDone, nil
 		}
 	case "user":
 		if r.Message == nil || r.IsMeta {
 			return
 		}
+		s.Limit = nil
 		text, _ := userText(r.Message.Content)
 		if strings.HasPrefix(text, interruptedPrefix) {
 			s.Turn = turnInterrupted
@@ -533,7 +543,7 @@ func (s *summary) applyBackwards(r record, f *tailFacts) bool {
 		if !f.turn {
 			switch {
 			case r.IsAPIErrorMessage:
-				s.Turn, f.turn = turnFailed, true
+				s.Turn, s.Limit, f.turn = turnFailed, limitOf(r), true
 			case m.StopReason == "tool_use":
 				s.Turn, f.turn = turnInProgress, true
 			case m.StopReason != "":
@@ -579,4 +589,40 @@ func (s *summary) cost() *float64 {
 	}
 	c := s.CostUSD
 	return &c
+}
+
+// rateLimitError is the error Claude Code records on an API error message
+// when the API answered with a usage or rate limit.
+const rateLimitError = "rate_limit"
+
+// resetSuffixRE is the reset time (epoch seconds) Claude Code's usage-limit
+// text ends with for subscribers: "Claude AI usage limit reached|1767225600".
+var resetSuffixRE = regexp.MustCompile(`\|(\d{9,11})\s*$`)
+
+// limitOf is the usage limit an API error message records, or nil when
+// the error was another. Claude gives up on a limit at once (the API says
+// not to retry), so the record is the turn's end.
+func limitOf(r record) *adapters.LimitHit {
+	if !r.IsAPIErrorMessage || r.Message == nil {
+		return nil
+	}
+	var errName string
+	var status int
+	json.Unmarshal(r.Error, &errName)         //nolint:errcheck // another shape is not a limit
+	json.Unmarshal(r.APIErrorStatus, &status) //nolint:errcheck // likewise
+	if errName != rateLimitError && status != adapters.LimitStatus {
+		return nil
+	}
+	h := &adapters.LimitHit{Provider: Provider, At: r.Timestamp}
+	for _, b := range decodeBlocks(r.Message.Content) {
+		if b.Type == "text" && strings.TrimSpace(b.Text) != "" {
+			h.Message = keep(b.Text)
+		}
+	}
+	if m := resetSuffixRE.FindStringSubmatch(h.Message); m != nil {
+		if sec, err := strconv.ParseInt(m[1], 10, 64); err == nil {
+			h.ResetsAt = time.Unix(sec, 0).UTC()
+		}
+	}
+	return h
 }

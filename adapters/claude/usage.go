@@ -23,7 +23,7 @@ import (
 // recordKeys and messageKeys are the JSON names of record's and message's
 // fields (TestRecordKeys keeps them so).
 var (
-	recordKeys  = []string{"type", "sessionId", "cwd", "timestamp", "isMeta", "isSidechain", "isApiErrorMessage", "message", "operation", "content", "totalCostUSD", "modelUsage", "startTime"}
+	recordKeys  = []string{"type", "sessionId", "cwd", "timestamp", "isMeta", "isSidechain", "isApiErrorMessage", "message", "operation", "content", "totalCostUSD", "modelUsage", "startTime", "error", "apiErrorStatus"}
 	messageKeys = []string{"id", "role", "model", "content", "stop_reason", "usage"}
 )
 

@@ -27,6 +27,10 @@ import (
 // Name is the adapter's name.
 const Name = "codex"
 
+// Provider is the model provider whose usage limits Codex reports, as
+// limits name it.
+const Provider = adapters.ProviderOpenAI
+
 // maxCachedFiles bounds the rollout cache.
 const maxCachedFiles = 200_000
 

@@ -196,6 +196,40 @@ func TestFactsFromLines(t *testing.T) {
 				t.Errorf("after task_started: turn=%d err=%q", x.turn, x.turnError)
 			}
 		}},
+		{"usage limit: task_complete's UsageLimitExceeded, the window from the token_count before it", []string{
+			`{"timestamp":"2026-11-26T22:05:57.242Z","type":"event_msg","payload":{"type":"task_started"}}`,
+			codexLimitSnapshot, codexLimitComplete,
+		}, func(t *testing.T, x *facts) {
+			h := x.limit()
+			want := adapters.LimitHit{Provider: Provider, Window: "primary", ResetsAt: time.Unix(1795731357, 0).UTC(),
+				Message: "You’ve hit your usage limit. Try again at 10:15 PM.", At: time.Date(2026, 11, 26, 22, 5, 57, 344e6, time.UTC)}
+			if h == nil || *h != want {
+				t.Fatalf("limit %+v, want %+v", h, want)
+			}
+			snap := time.Date(2026, 11, 26, 22, 5, 57, 336e6, time.UTC)
+			ws := x.native("/r.jsonl", time.Time{}, nil, false).Windows
+			if len(ws) != 2 || ws[0] != (adapters.LimitWindow{Provider: Provider, Name: "primary", UsedPercent: 100, ResetsAt: time.Unix(1795731357, 0).UTC(), At: snap}) ||
+				ws[1] != (adapters.LimitWindow{Provider: Provider, Name: "secondary", UsedPercent: 42, At: snap}) {
+				t.Errorf("windows %+v", ws)
+			}
+			// A turn that goes through clears it.
+			x.apply([]byte(`{"type":"event_msg","payload":{"type":"task_started"}}`))
+			x.apply([]byte(`{"type":"event_msg","payload":{"type":"task_complete","last_agent_message":"ok"}}`))
+			if h := x.limit(); h != nil {
+				t.Errorf("after a turn that went through: limit %+v", h)
+			}
+		}},
+		{"usage limit as an error event; other errors are not limits", []string{
+			`{"type":"event_msg","payload":{"type":"error","message":"You've hit your usage limit.","codex_error_info":"usage_limit_exceeded"}}`,
+		}, func(t *testing.T, x *facts) {
+			if h := x.limit(); h == nil || h.Window != "" || !h.ResetsAt.IsZero() {
+				t.Errorf("limit %+v, want one without a window", h)
+			}
+			x.apply([]byte(`{"type":"event_msg","payload":{"type":"task_complete","error":{"message":"stream disconnected","codex_error_info":{"response_stream_disconnected":{}}}}}`))
+			if h := x.limit(); h != nil || x.turn != turnFailed {
+				t.Errorf("another error: limit %+v turn %d", h, x.turn)
+			}
+		}},
 		{"long texts are shortened", []string{
 			`{"type":"event_msg","payload":{"type":"user_message","message":"` + strings.Repeat("é", 500) + `"}}`,
 		}, func(t *testing.T, x *facts) {
@@ -600,3 +634,11 @@ func TestDiscoverReadsOnlyWhatChanged(t *testing.T) {
 	storeiotest.CheckMemo(t, store)
 	t.Run("one", func(t *testing.T) { storeiotest.CheckDiscoverOne(t, store) })
 }
+
+// codexLimitSnapshot and codexLimitComplete are what Codex 0.169 writes
+// when the Responses API answers 429 usage_limit_reached (from a real run
+// against the fake model).
+const (
+	codexLimitSnapshot = `{"timestamp":"2026-11-26T22:05:57.336Z","ordinal":9,"type":"event_msg","payload":{"type":"token_count","info":null,"rate_limits":{"limit_id":"codex","limit_name":null,"primary":{"used_percent":100.0,"window_minutes":300,"resets_at":1795731357},"secondary":{"used_percent":42.0,"window_minutes":10080,"resets_at":null},"credits":null,"plan_type":null,"rate_limit_reached_type":null}}}`
+	codexLimitComplete = `{"timestamp":"2026-11-26T22:05:57.344Z","ordinal":10,"type":"event_msg","payload":{"type":"task_complete","turn_id":"01a2","last_agent_message":null,"error":{"message":"You’ve hit your usage limit. Try again at 10:15 PM.","codex_error_info":"usage_limit_exceeded"},"started_at":1795730757,"completed_at":1795730757,"duration_ms":164}}`
+)

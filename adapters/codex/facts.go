@@ -68,6 +68,13 @@ type facts struct {
 	hasTokens   bool
 	turn        turnState
 	turnError   string
+	// limited says a usage limit ended the last turn, at limitAt;
+	// windows are the account's usage windows as the latest token_count
+	// gave them (primary, secondary).
+	limited   bool
+	limitAt   time.Time
+	windows   [2]usageWindow
+	windowsAt time.Time // when the snapshot was recorded
 
 	// badLines counts lines that were not JSON objects.
 	badLines int
@@ -151,7 +158,7 @@ func (x *facts) applyDecoded(line []byte) {
 			}
 		}
 	case typeEventMsg:
-		x.applyEvent(p)
+		x.applyEvent(p, parseTime(r.Timestamp))
 	}
 }
 
@@ -172,13 +179,55 @@ func (x *facts) skimmed(line []byte) {
 	}
 }
 
-func (x *facts) applyEvent(p payload) {
+// usageWindow is one of the account's usage windows.
+type usageWindow struct {
+	known    bool
+	used     float64 // percent
+	minutes  int64
+	resetsAt time.Time // zero when not said
+}
+
+func windowOf(w *rateWindow) usageWindow {
+	if w == nil {
+		return usageWindow{}
+	}
+	u := usageWindow{known: true, used: w.UsedPercent, minutes: w.WindowMinutes}
+	if w.ResetsAt != nil && *w.ResetsAt > 0 {
+		u.resetsAt = time.Unix(*w.ResetsAt, 0).UTC()
+	}
+	return u
+}
+
+// windowNames are Codex's names of its two usage windows.
+var windowNames = [2]string{"primary", "secondary"}
+
+// limit is the usage limit that ended the last turn, nil when none did:
+// its window is the one the latest snapshot shows used up.
+func (x *facts) limit() *adapters.LimitHit {
+	if !x.limited {
+		return nil
+	}
+	h := &adapters.LimitHit{Provider: Provider, Message: x.turnError, At: x.limitAt}
+	for i, w := range x.windows {
+		if w.known && w.used >= 100 {
+			h.Window, h.ResetsAt = windowNames[i], w.resetsAt
+			break
+		}
+	}
+	return h
+}
+
+func (x *facts) applyEvent(p payload, at time.Time) {
 	switch p.Type {
 	case eventTaskStarted:
-		x.turn, x.turnError = turnStarted, ""
+		x.turn, x.turnError, x.limited = turnStarted, "", false
 	case eventTaskComplete:
+		x.limited = false
 		if msg := errorText(p.Error); msg != "" {
 			x.turn, x.turnError = turnFailed, msg
+			if isUsageLimit(p.Error, nil) {
+				x.limited, x.limitAt = true, at
+			}
 		} else {
 			x.turn, x.turnError = turnComplete, ""
 		}
@@ -186,10 +235,18 @@ func (x *facts) applyEvent(p payload) {
 			x.lastMessage = text.Ellipsis(*p.LastAgentMessage, messageRunes)
 		}
 	case eventTurnAborted:
-		x.turn, x.turnError = turnAborted, p.Reason
+		x.turn, x.turnError, x.limited = turnAborted, p.Reason, false
 	case eventError:
 		x.turn, x.turnError = turnFailed, stringOf(p.Message)
+		x.limited = isUsageLimit(nil, p.CodexErrorInfo)
+		if x.limited {
+			x.limitAt = at
+		}
 	case eventTokenCount:
+		if p.RateLimits != nil {
+			x.windows = [2]usageWindow{windowOf(p.RateLimits.Primary), windowOf(p.RateLimits.Secondary)}
+			x.windowsAt = at
+		}
 		if p.Info != nil && p.Info.Total != nil {
 			in, okIn := count(p.Info.Total.Input)
 			out, okOut := count(p.Info.Total.Output)
@@ -419,6 +476,12 @@ func (x *facts) native(path string, mtime time.Time, ref *adapters.ProcessRef, a
 	if x.hasTokens {
 		in, out := x.tokensIn, x.tokensOut
 		s.TokensIn, s.TokensOut = &in, &out
+	}
+	s.Limit = x.limit()
+	for i, w := range x.windows {
+		if w.known {
+			s.Windows = append(s.Windows, adapters.LimitWindow{Provider: Provider, Name: windowNames[i], UsedPercent: w.used, ResetsAt: w.resetsAt, At: x.windowsAt})
+		}
 	}
 	if x.turn == turnFailed && x.turnError != "" {
 		s.Warnings = append(s.Warnings, "last turn failed: "+text.Ellipsis(x.turnError, messageRunes))

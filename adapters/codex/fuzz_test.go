@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/agentctl/agentctl/adapters/storeio"
@@ -48,6 +49,9 @@ func FuzzRolloutLine(f *testing.F) {
 	}
 	f.Add([]byte(`{"type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":-1,"output_tokens":1e300}}}}`))
 	f.Add([]byte(`{"type":"response_item","payload":{"type":"message","role":"user","content":"plain string"}}`))
+	f.Add([]byte(codexLimitSnapshot))
+	f.Add([]byte(codexLimitComplete))
+	f.Add([]byte(`{"type":"event_msg","payload":{"type":"error","message":"x","codex_error_info":{"a":1}}}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		var x, full facts
 		x.apply(line)
@@ -176,5 +180,6 @@ func FuzzStringHead(f *testing.F) {
 // facts that read back to the same record (times compare as instants, so
 // the bytes are compared).
 func FuzzFactsDiskForm(f *testing.F) {
-	storeiotest.FuzzDiskForm(f, &facts{id: "i", cwd: "/w", firstPrompt: "p", turn: turnComplete, tokensIn: 9, hasTokens: true})
+	storeiotest.FuzzDiskForm(f, &facts{id: "i", cwd: "/w", firstPrompt: "p", turn: turnComplete, tokensIn: 9, hasTokens: true,
+		limited: true, limitAt: time.Unix(1795731357, 0).UTC(), windows: [2]usageWindow{{known: true, used: 100, minutes: 300, resetsAt: time.Unix(1795731357, 0).UTC()}}})
 }

@@ -8,7 +8,7 @@ import (
 
 // factsKind names the facts a cache file holds; change it when the fields
 // written below, their order or their meaning change.
-const factsKind = "codex-facts-1"
+const factsKind = "codex-facts-3"
 
 // MarshalBinary is the facts as the cache file keeps them (encoding.BinaryMarshaler,
 // which the DiskCache's gob uses). The offset and fingerprint are left out:
@@ -28,6 +28,15 @@ func (x *facts) MarshalBinary() ([]byte, error) {
 	w.Int(int64(x.badLines))
 	w.Int(int64(x.skipped))
 	w.Bool(x.tailOnly)
+	w.Bool(x.limited)
+	w.Time(x.limitAt)
+	w.Time(x.windowsAt)
+	for _, u := range x.windows {
+		w.Bool(u.known)
+		w.Int(int64(u.used * 100))
+		w.Int(u.minutes)
+		w.Time(u.resetsAt)
+	}
 	return w.Bytes(), nil
 }
 
@@ -47,6 +56,16 @@ func (x *facts) UnmarshalBinary(b []byte) error {
 	y.badLines = int(r.Int())
 	y.skipped = int(r.Int())
 	y.tailOnly = r.Bool()
+	y.limited = r.Bool()
+	y.limitAt = r.Time()
+	y.windowsAt = r.Time()
+	for i := range y.windows {
+		u := &y.windows[i]
+		u.known = r.Bool()
+		u.used = float64(r.Int()) / 100
+		u.minutes = r.Int()
+		u.resetsAt = r.Time()
+	}
 	if err := r.Err(); err != nil {
 		return fmt.Errorf("codex facts: %w", err)
 	}

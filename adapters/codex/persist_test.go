@@ -81,7 +81,8 @@ func TestFactsDiskFormKeepsEveryField(t *testing.T) {
 	x := facts{id: "i", cwd: "/w", model: "m", cliVersion: "1", originator: "o", firstPrompt: "p", weakPrompt: "w",
 		lastMessage: "l", created: time.Date(2026, 1, 2, 3, 4, 5, 6, time.FixedZone("", 3600)), lastTime: time.Date(2026, 1, 2, 3, 4, 5, 7, time.UTC),
 		tokensIn: 1, tokensOut: 2, hasTokens: true, turn: turnAborted, turnError: "e", badLines: 3, skipped: 4, tailOnly: true,
-		offset: 5, fingerprint: []byte{1}}
+		offset: 5, fingerprint: []byte{1}, limited: true, limitAt: time.Date(2026, 1, 2, 3, 4, 6, 0, time.UTC), windowsAt: time.Date(2026, 1, 2, 3, 4, 7, 0, time.UTC),
+		windows: [2]usageWindow{{known: true, used: 99.5, minutes: 300, resetsAt: time.Unix(1795731357, 0).UTC()}, {known: true, used: 42}}}
 	v := reflect.ValueOf(x)
 	for i := range v.NumField() {
 		if v.Field(i).IsZero() {

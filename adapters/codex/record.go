@@ -79,10 +79,48 @@ type payload struct {
 	Error            json.RawMessage `json:"error"`
 	Reason           string          `json:"reason"`
 	Info             *tokenInfo      `json:"info"`
-	Item             *eventItem      `json:"item"`
-	ThreadSettings   *struct {
+	RateLimits       *rateLimits     `json:"rate_limits"`
+	// CodexErrorInfo classifies an error event ("usage_limit_exceeded");
+	// a task_complete carries it inside Error.
+	CodexErrorInfo json.RawMessage `json:"codex_error_info"`
+	Item           *eventItem      `json:"item"`
+	ThreadSettings *struct {
 		Model string `json:"model"`
 	} `json:"thread_settings"`
+}
+
+// rateLimits is a token_count's snapshot of the account's usage windows.
+type rateLimits struct {
+	Primary   *rateWindow `json:"primary"`
+	Secondary *rateWindow `json:"secondary"`
+}
+
+type rateWindow struct {
+	UsedPercent   float64 `json:"used_percent"`
+	WindowMinutes int64   `json:"window_minutes"`
+	ResetsAt      *int64  `json:"resets_at"`
+}
+
+// usageLimitExceeded is Codex's codex_error_info of a turn a usage limit
+// ended (its UsageLimitExceeded error).
+const usageLimitExceeded = "usage_limit_exceeded"
+
+// isUsageLimit reports whether a task_complete's error (or an error
+// event's codex_error_info, given as info) is Codex's usage-limit error.
+func isUsageLimit(errRaw, info json.RawMessage) bool {
+	var s string
+	if json.Unmarshal(info, &s) == nil && s == usageLimitExceeded {
+		return true
+	}
+	var e struct {
+		Info json.RawMessage `json:"codex_error_info"`
+	}
+	if bytes.HasPrefix(bytes.TrimSpace(errRaw), []byte("{")) {
+		if err := json.Unmarshal(errRaw, &e); err == nil || isTypeError(err) {
+			return json.Unmarshal(e.Info, &s) == nil && s == usageLimitExceeded
+		}
+	}
+	return false
 }
 
 type tokenInfo struct {

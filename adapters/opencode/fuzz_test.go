@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/agentctl/agentctl/adapters"
@@ -42,6 +43,7 @@ func FuzzMessageAndPart(f *testing.F) {
 		f.Add([]byte(msgs[i%len(msgs)]), []byte(parts[i%len(parts)]))
 	}
 	f.Add([]byte(`{"role":"assistant","error":{"name":"MessageAbortedError"},"tokens":{"input":-5,"output":1e308}}`), []byte(`{"type":"tool","state":{"input":"x","output":{"a":1}}}`))
+	f.Add([]byte(limitMessage), []byte(`{"type":"text","text":"x"}`))
 	f.Fuzz(func(t *testing.T, msg, part []byte) {
 		var m messageData
 		_ = decodeJSON(msg, &m)
@@ -158,6 +160,7 @@ func FuzzDatabaseRows(f *testing.F) {
 // a snapshot that reads back to the same record (times compare as
 // instants, so the bytes are compared).
 func FuzzSnapshotDiskForm(f *testing.F) {
-	x := session{id: "ses_1", firstPrompt: "p", warnings: []string{"w"}}
+	x := session{id: "ses_1", firstPrompt: "p", warnings: []string{"w"},
+		last: lastMessage{role: "assistant", errText: "limit", errStatus: 429, provider: "fake", at: time.UnixMilli(1795731020286)}}
 	storeiotest.FuzzDiskForm(f, &dbSnapshot{sessions: map[string]*session{x.id: &x}, stamps: map[string]stamp{x.id: {updated: 1}}})
 }

@@ -10,7 +10,7 @@ import (
 
 // snapshotKind names what a cache file holds; change it when the fields
 // written below, their order or their meaning change.
-const snapshotKind = "opencode-db-1"
+const snapshotKind = "opencode-db-2"
 
 // dbSnapshot is what a dbStore read from one database, kept across
 // restarts: used as it is while the database and its WAL are unchanged
@@ -67,9 +67,11 @@ func (s *dbSnapshot) MarshalBinary() ([]byte, error) {
 	for _, id := range ids {
 		x, st := s.sessions[id], s.stamps[id]
 		for _, v := range []string{x.id, x.parentID, x.directory, x.model, x.firstPrompt, x.lastMessage, x.path,
-			x.last.role, x.last.finish, x.last.errText, x.last.errName} {
+			x.last.role, x.last.finish, x.last.errText, x.last.errName, x.last.provider} {
 			w.String(v)
 		}
+		w.Int(x.last.errStatus)
+		w.Time(x.last.at)
 		w.Time(x.created)
 		w.Time(x.updated)
 		w.Int(x.tokensIn)
@@ -100,9 +102,11 @@ func (s *dbSnapshot) UnmarshalBinary(b []byte) error {
 	for range n {
 		var x session
 		for _, p := range []*string{&x.id, &x.parentID, &x.directory, &x.model, &x.firstPrompt, &x.lastMessage, &x.path,
-			&x.last.role, &x.last.finish, &x.last.errText, &x.last.errName} {
+			&x.last.role, &x.last.finish, &x.last.errText, &x.last.errName, &x.last.provider} {
 			*p = r.String()
 		}
+		x.last.errStatus = r.Int()
+		x.last.at = r.Time()
 		x.created = r.Time()
 		x.updated = r.Time()
 		x.tokensIn = r.Int()

@@ -79,7 +79,7 @@ func TestSnapshotDiskFormKeepsEveryField(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
 	x := session{id: "ses_1", parentID: "p", directory: "/w", model: "m", created: at, updated: at.Add(1), tokensIn: 1, tokensOut: 2,
 		hasTokens: true, cost: 0.5, hasCost: true, firstPrompt: "fp", lastMessage: "lm",
-		last: lastMessage{role: "assistant", completed: true, finish: "stop", errText: "e", errName: "n"}, path: "/db", warnings: []string{"w"}}
+		last: lastMessage{role: "assistant", completed: true, finish: "stop", errText: "e", errName: "n", errStatus: 429, provider: "pv", at: at}, path: "/db", warnings: []string{"w"}}
 	for _, v := range []reflect.Value{reflect.ValueOf(x), reflect.ValueOf(x.last)} {
 		for i := range v.NumField() {
 			if v.Field(i).IsZero() {

@@ -154,6 +154,24 @@ func errorText(raw json.RawMessage) (text, name string) {
 	return "error", ""
 }
 
+// errorStatus returns an API error's HTTP status (data.statusCode), 0
+// when it has none.
+func errorStatus(raw json.RawMessage) int64 {
+	var e struct {
+		Data struct {
+			StatusCode json.RawMessage `json:"statusCode"`
+		} `json:"data"`
+	}
+	if decodeJSON(raw, &e) != nil {
+		return 0
+	}
+	var n int64
+	if json.Unmarshal(e.Data.StatusCode, &n) != nil {
+		return 0
+	}
+	return n
+}
+
 // abortedError is the error name OpenCode gives a message the user
 // interrupted.
 const abortedError = "MessageAbortedError"

@@ -39,12 +39,32 @@ type lastMessage struct {
 	finish    string
 	errText   string
 	errName   string
+	// errStatus is the HTTP status of an API error, provider the message's
+	// provider id, and at when the message was written.
+	errStatus int64
+	provider  string
+	at        time.Time
+}
+
+// limit is the usage limit that ended the last turn, nil when none did:
+// the API answered 429 and OpenCode gave up retrying.
+func (l lastMessage) limit() *adapters.LimitHit {
+	if l.role != "assistant" || l.errText == "" || l.errStatus != adapters.LimitStatus {
+		return nil
+	}
+	return &adapters.LimitHit{Provider: l.provider, Message: l.errText, At: l.at, ResetsAt: adapters.TryAgainAt(l.errText, l.at)}
 }
 
 // lastOf describes m as the latest message.
 func lastOf(m messageData) lastMessage {
 	l := lastMessage{role: m.Role, finish: m.Finish, completed: !timeOf(m.Time.Completed).IsZero()}
 	l.errText, l.errName = errorText(m.Error)
+	if l.errText != "" {
+		l.errStatus, l.provider = errorStatus(m.Error), m.ProviderID
+		if l.at = timeOf(m.Time.Completed); l.at.IsZero() {
+			l.at = timeOf(m.Time.Created)
+		}
+	}
 	return l
 }
 
@@ -115,6 +135,7 @@ func (s *session) native(at attribute.Attribution) adapters.NativeSession {
 		c := s.cost
 		ns.CostUSD = &c
 	}
+	ns.Limit = s.last.limit()
 	if s.last.errText != "" && s.last.errName != abortedError {
 		ns.Warnings = append(ns.Warnings, "last message failed: "+text.Ellipsis(s.last.errText, messageRunes))
 	}

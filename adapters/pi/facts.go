@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -68,7 +69,11 @@ type facts struct {
 	lastModel   string
 	lastRole    string
 	lastStop    string
-	lastTime    time.Time
+	// lastError and lastProvider are the last message's error and
+	// provider, when it failed.
+	lastError    string
+	lastProvider string
+	lastTime     time.Time
 
 	warnings []string
 }
@@ -297,6 +302,7 @@ func (x *facts) readTail(f readerAt, size int64) error {
 // assistant message. It reports whether it found a message record.
 func (x *facts) tailRecords(lines [][]byte) bool {
 	x.lastModel, x.lastMessage, x.lastRole, x.lastStop, x.lastTime = "", "", "", "", time.Time{}
+	x.lastError, x.lastProvider = "", ""
 	want := "" // the next record of the active branch, walking back
 	started := false
 	for i := len(lines) - 1; i >= 0; i-- {
@@ -340,6 +346,9 @@ func (x *facts) tailRecords(lines [][]byte) bool {
 			}
 			if x.lastRole == "" {
 				x.lastRole, x.lastStop = m.Role, m.StopReason
+				if m.StopReason == stopError {
+					x.lastError, x.lastProvider = clip(m.ErrorMessage, messageRunes), m.Provider
+				}
 			}
 			if m.Role != roleAssistant {
 				break
@@ -428,6 +437,7 @@ func (x *facts) native(adapter, path string, m match) adapters.NativeSession {
 		c := x.cost
 		s.CostUSD = &c
 	}
+	s.Limit = x.limit()
 	if len(x.warnings) > 0 {
 		s.Warnings = append([]string(nil), x.warnings...)
 	}
@@ -439,4 +449,18 @@ func (x *facts) native(adapter, path string, m match) adapters.NativeSession {
 	}
 	s.Evidence = append(s.Evidence, m.evidence...)
 	return s
+}
+
+// limitErrorRE tells a provider's usage or rate limit in Pi's error text:
+// the SDKs put the HTTP status first ("429 …"), and the providers' error
+// types name it.
+var limitErrorRE = regexp.MustCompile(`^429\b|rate_limit_error|rate_limit_exceeded|usage_limit_reached`)
+
+// limit is the usage limit that ended the last turn, nil when none did. Pi
+// retries a limit a few times, writing each failure; the last one stands.
+func (x *facts) limit() *adapters.LimitHit {
+	if x.lastRole != roleAssistant || x.lastStop != stopError || !limitErrorRE.MatchString(x.lastError) {
+		return nil
+	}
+	return &adapters.LimitHit{Provider: x.lastProvider, Message: x.lastError, At: x.lastTime, ResetsAt: adapters.TryAgainAt(x.lastError, x.lastTime)}
 }

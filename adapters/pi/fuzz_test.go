@@ -47,6 +47,7 @@ func FuzzRecord(f *testing.F) {
 	seedLines(f, true)
 	f.Add([]byte(`{"type":"message","message":{"role":"assistant","content":"x","usage":{"cost":1}}}`))
 	f.Add([]byte(`{"type":"message","message":{"role":"toolResult","content":[{"type":"text"},7,null]}}`))
+	f.Add([]byte(piLimitRecord))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		r, ok, _ := parseRecord(line)
 		if !ok {
@@ -140,5 +141,6 @@ func summary(x *facts) string {
 // facts that read back to the same record (times compare as instants, so
 // the bytes are compared).
 func FuzzFactsDiskForm(f *testing.F) {
-	storeiotest.FuzzDiskForm(f, &facts{id: "i", cwd: "/w", firstPrompt: "p", tokensIn: 9, cost: 0.25, hasUsage: true, warnings: []string{"head: w"}})
+	storeiotest.FuzzDiskForm(f, &facts{id: "i", cwd: "/w", firstPrompt: "p", tokensIn: 9, cost: 0.25, hasUsage: true, warnings: []string{"head: w"},
+		lastRole: roleAssistant, lastStop: stopError, lastError: "429 limit", lastProvider: "fakeopenai"})
 }

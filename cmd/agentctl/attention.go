@@ -277,10 +277,34 @@ func activityText(s *api.Session) string {
 	return s.Activity
 }
 
+// limitText says which usage limit holds a session and until when:
+// "limit anthropic five_hour, resets 15:04 (in 2h3m)".
+func limitText(l *api.LimitHold, now time.Time) string {
+	s := "limit " + l.Provider
+	if l.Account != "" {
+		s += " (" + l.Account + ")"
+	}
+	if l.Window != "" {
+		s += " " + l.Window
+	}
+	if l.ResetsAt != nil {
+		s += ", resets " + l.ResetsAt.Local().Format(time.RFC3339)
+		if d := l.ResetsAt.Sub(now); d > 0 {
+			s += " (in " + d.Round(time.Second).String() + ")"
+		}
+	} else {
+		s += ", reset time not given"
+	}
+	return s
+}
+
 // printActivity adds the attention rows of status.
 func printActivity(row func(k, v string), s api.Session) {
 	row("activity", activityText(&s))
 	row("title", s.Title)
+	if w := s.Waiting; w != nil && w.Limit != nil {
+		row("held by", limitText(w.Limit, time.Now()))
+	}
 	if s.Activity == "" {
 		return
 	}

@@ -92,6 +92,8 @@ func TestCommandsInProcess(t *testing.T) {
 			}},
 		{name: "status by name", args: []string{"status", "busy-one"}, out: []string{running.ID, "running"}},
 		{name: "status of no session", args: []string{"status", "nosuch"}, code: 1, errOut: []string{"agentctl: ", "nosuch"}},
+		{name: "limits with none seen", args: []string{"limits"}, out: []string{"No usage limit seen"}},
+		{name: "limits --json", args: []string{"limits", "--json"}, out: []string{`"limits": []`}},
 		{name: "web --url with no dashboard served", args: []string{"web", "--url"}, code: 1, errOut: []string{`the service does not serve the dashboard: add "web"`}},
 		{name: "rm of a running session refuses", args: []string{"rm", running.ID}, code: 1, errOut: []string{"agentctl: rm " + running.ID}},
 		{name: "rm of an ended session", args: []string{"rm", ended.ID}, out: []string{ended.ID}},

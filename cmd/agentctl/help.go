@@ -46,6 +46,7 @@ var commandHelp = map[string]struct{ group, example string }{
 	"rm":      {"sessions", ""},
 	"prune":   {"sessions", ""},
 	"events":  {"sessions", "  agentctl events\n  agentctl events --type 'session.*' | jq .type"},
+	"limits":  {"agents", "  agentctl limits\n  agentctl limits --json"},
 	"launch": {"agents", `  agentctl launch claude -p 'fix the failing test'
   agentctl launch codex -p 'add a changelog entry' --name notes
   agentctl launch pi -t                 # Pi's own interface, attached`},

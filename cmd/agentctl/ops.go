@@ -316,7 +316,8 @@ func newEventsCmd(cli *cli) *cobra.Command {
 session.started, session.stopped (with the exit code or signal in its session
 object), session.lost, session.idle and session.busy (where an agent reports
 it), session.waiting (a session waits for a person; meta says why),
-session.resumed, session.oom (the OOM killer ended a process of a session at
+session.resumed, session.limited (a usage limit ended a session's turn; meta
+names the provider, window and resets_at), session.oom (the OOM killer ended a process of a session at
 its --memory-max), lock.acquired, lock.released, fuse.set, fuse.extended, fuse.cancelled,
 fuse.expired and hook.failed. Each has a seq number; --since SEQ replays the
 events after it from the service's journal, --since 10m those of the last ten

@@ -39,8 +39,10 @@ type runFlags struct {
 	interactive bool
 	// permissionMode is --permission-mode.
 	permissionMode string
-	rows           uint16
-	cols           uint16
+	// onLimit is --on-limit.
+	onLimit string
+	rows    uint16
+	cols    uint16
 	// lock, force and the hooks: the operational layer.
 	lock        bool
 	force       bool
@@ -84,6 +86,8 @@ func (f *runFlags) register(cmd *cobra.Command, withPrompt bool) {
 	fl.Float64Var(&f.cpus, "cpus", 0, "bound the session to `N` CPUs' worth of time (1.5) through a cgroup of its own")
 	fl.Int64Var(&f.pidsMax, "pids-max", 0, "bound the session to `N` processes and threads at once through a cgroup of its own")
 	fl.BoolVar(&f.queue, "queue", false, "when a cap on running sessions or the memory floor (config.json's \"admission\") holds the launch back, queue it (status queued) rather than fail: it starts, in order, when admitted; stop or rm cancels it")
+	fl.StringVar(&f.onLimit, "on-limit", "", "what the session does when its provider's usage limit stops it: `ACTION` wait (show it, notify) or resume (resume it with \"continue\" once the limit resets, one session of a provider at a time; config on_limit and limit_resume)")
+	cmd.RegisterFlagCompletionFunc("on-limit", cobra.FixedCompletions([]string{api.OnLimitWait, api.OnLimitResume}, cobra.ShellCompDirectiveNoFileComp))
 	fl.StringVar(&f.image, "image", "", "on a Kubernetes cluster host: the session's container `IMAGE` (default: the host's image=; a resume: the image of the run it continues)")
 	if withPrompt {
 		fl.StringVarP(&f.prompt, "prompt", "p", "", "the prompt for the agent")
@@ -145,7 +149,11 @@ func (f *runFlags) request(cli *cli, cfg config.Config) (api.RunRequest, error) 
 	if err != nil {
 		return api.RunRequest{}, err
 	}
+	if err := config.ValidOnLimit(f.onLimit); err != nil {
+		return api.RunRequest{}, usageError{fmt.Errorf("--%w", err)}
+	}
 	return api.RunRequest{
+		OnLimit: f.onLimit,
 		Adapter: f.adapter, Prompt: f.prompt, Model: model, Cwd: abs,
 		Env: cli.environ(), EnvOverrides: env, Name: f.name, Labels: labels,
 		Rows: rows, Cols: cols, Interactive: f.interactive, PermissionMode: f.permissionMode,
@@ -209,7 +217,11 @@ func (f *runFlags) remoteRequest(cli *cli) (api.RunRequest, error) {
 	if err != nil {
 		return api.RunRequest{}, err
 	}
+	if err := config.ValidOnLimit(f.onLimit); err != nil {
+		return api.RunRequest{}, usageError{fmt.Errorf("--%w", err)}
+	}
 	return api.RunRequest{
+		OnLimit: f.onLimit,
 		Adapter: f.adapter, Prompt: f.prompt, Model: f.model, Cwd: f.cwd,
 		EnvOverrides: env, Name: f.name, Labels: labels,
 		Rows: rows, Cols: cols, Interactive: f.interactive, PermissionMode: f.permissionMode,

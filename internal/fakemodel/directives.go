@@ -15,7 +15,10 @@ const DefaultText = "hi from fakellm"
 // maxDelay bounds [[delay: S]], so a typo cannot park a request for days.
 const maxDelay = time.Hour
 
-var directiveRE = regexp.MustCompile(`(?s)\[\[(sleep|bash|text|delay|error):\s*(.*?)\s*\]\]`)
+// maxLimit bounds [[limit: S]]: a week, the longest window providers have.
+const maxLimit = 7 * 24 * time.Hour
+
+var directiveRE = regexp.MustCompile(`(?s)\[\[(sleep|bash|text|delay|error|limit):\s*(.*?)\s*\]\]`)
 
 // directives is what a prompt asks of the fake model.
 type directives struct {
@@ -23,6 +26,9 @@ type directives struct {
 	text      string
 	delay     time.Duration
 	errorCode int
+	// limit, when set, answers with a usage-limit error whose window
+	// resets that long after the request.
+	limit time.Duration
 }
 
 func parseDirectives(prompt string) directives {
@@ -43,6 +49,10 @@ func parseDirectives(prompt string) directives {
 		case "delay":
 			if s, err := strconv.ParseFloat(strings.TrimSpace(val), 64); err == nil && s > 0 {
 				d.delay = min(time.Duration(s*float64(time.Second)), maxDelay)
+			}
+		case "limit":
+			if s, err := strconv.ParseFloat(strings.TrimSpace(val), 64); err == nil && s > 0 {
+				d.limit = min(time.Duration(s*float64(time.Second)), maxLimit)
 			}
 		case "error":
 			if c, err := strconv.Atoi(strings.TrimSpace(val)); err == nil && c >= 400 && c <= 599 {

@@ -126,11 +126,13 @@ func TestParseDirectives(t *testing.T) {
 		{"[[bash: printf 'a\nb'\n]] x", directives{text: DefaultText, commands: []string{"printf 'a\nb'"}}},
 		{"[[delay: 1.5]] [[error: 529]]", directives{text: DefaultText, delay: 1500 * time.Millisecond, errorCode: 529}},
 		{"[[error: 42]] [[sleep: soon]] [[delay: -1]]", directives{text: DefaultText}},
+		{"[[limit: 90]]", directives{text: DefaultText, limit: 90 * time.Second}},
+		{"[[limit: never]]", directives{text: DefaultText}},
 		{"[[delay: 99999999]]", directives{text: DefaultText, delay: maxDelay}},
 	}
 	for _, tt := range tests {
 		got := parseDirectives(tt.prompt)
-		if got.text != tt.want.text || got.delay != tt.want.delay || got.errorCode != tt.want.errorCode ||
+		if got.text != tt.want.text || got.delay != tt.want.delay || got.errorCode != tt.want.errorCode || got.limit != tt.want.limit ||
 			strings.Join(got.commands, "|") != strings.Join(tt.want.commands, "|") {
 			t.Errorf("parseDirectives(%q) = %+v, want %+v", tt.prompt, got, tt.want)
 		}

@@ -9,6 +9,8 @@
 //	[[text: WORDS]] the final answer (default "hi from fakellm")
 //	[[delay: S]]   wait S seconds before answering (a slow model)
 //	[[error: CODE]] answer every model call with HTTP CODE
+//	[[limit: S]]   answer every model call with the provider's usage-limit
+//	               error, its window resetting S seconds from now
 //
 // The directives are read from the latest plain user text of the request, so
 // a resumed session's new prompt brings its own. Tool results after that text
@@ -66,7 +68,7 @@ type Request struct {
 	// Step is the number of tool results since that text.
 	Step int `json:"step"`
 	// Reply says what was answered: "text: WORDS", "tool: NAME CMD",
-	// "error: CODE", ...
+	// "error: CODE", "limit: RESET-EPOCH", ...
 	Reply string `json:"reply"`
 	// Body is the raw request body, kept for the latest 100 requests only
 	// and not written to the log file.
@@ -100,6 +102,9 @@ type Server struct {
 	seq      int
 	requests []Request
 	logFile  *os.File
+	// limitUntil, when set, answers every model request before it with a
+	// usage-limit error (LimitUntil).
+	limitUntil time.Time
 }
 
 // Start listens on 127.0.0.1 (a free port unless WithPort) and serves until
@@ -304,6 +309,18 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, rec *Request, bo
 			rec.Reply = "server closed during delay"
 			return
 		}
+	}
+	now := time.Now()
+	if l, ok := s.limited(now); ok {
+		rec.Reply = "limit: " + strconv.FormatInt(l.resetsAt.Unix(), 10)
+		writeLimit(w, a, l, now)
+		return
+	}
+	if d.limit > 0 {
+		l := limitAnswer{resetsAt: now.Add(d.limit)}
+		rec.Reply = "limit: " + strconv.FormatInt(l.resetsAt.Unix(), 10)
+		writeLimit(w, a, l, now)
+		return
 	}
 	if d.errorCode != 0 {
 		rec.Reply = "error: " + strconv.Itoa(d.errorCode)

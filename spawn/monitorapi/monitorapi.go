@@ -68,6 +68,10 @@ type Record struct {
 	// (a restart asks the same).
 	PermissionMode string   `json:"permission_mode,omitempty"`
 	AgentArgs      []string `json:"agent_args,omitempty"`
+	// OnLimit is what the session does when a usage limit holds it
+	// (api.OnLimitWait, api.OnLimitResume); "" follows the service's
+	// configuration.
+	OnLimit string `json:"on_limit,omitempty"`
 	// NativeID is the agent's own session id when known at launch.
 	NativeID string `json:"native_id,omitempty"`
 	// ResumeOf is the agentctl id whose native session this run continues.

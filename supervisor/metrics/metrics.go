@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -43,6 +44,8 @@ type Sources struct {
 	// Waiting counts running sessions waiting for a person, by what they
 	// wait for ("permission", "question", "input").
 	Waiting func() map[string]int
+	// HeldByLimit counts the sessions a usage limit holds, by provider.
+	HeldByLimit func() map[string]int
 	// Resources is what each running session costs now.
 	Resources func() []SessionResources
 	// Queued counts queued sessions by what holds them ("cap", "memory",
@@ -215,6 +218,14 @@ func stateFamilies(src Sources) []*family {
 			queued.set(float64(counts[reason]), reason)
 		}
 		out = append(out, queued)
+	}
+	if src.HeldByLimit != nil {
+		held := newFamily("agentctl_sessions_held_by_limit", "gauge", "Sessions a usage limit of their model provider holds, by provider.", nil, "provider")
+		counts := src.HeldByLimit()
+		for _, p := range slices.Sorted(maps.Keys(counts)) {
+			held.set(float64(counts[p]), p)
+		}
+		out = append(out, held)
 	}
 	if src.Resources != nil {
 		out = append(out, resourceFamilies(src.Resources())...)

@@ -108,6 +108,7 @@ func TestScrape(t *testing.T) {
 		Fuses:         func() int { return 2 },
 		EventsDropped: func() uint64 { return 7 },
 		Queued:        func() map[string]int { return map[string]int{"cap": 3, "memory": 1} },
+		HeldByLimit:   func() map[string]int { return map[string]int{"anthropic": 3, "openai": 1} },
 	})
 	m.SessionEnded("exec", api.StatusExited, &code0, 90*time.Second)
 	m.SessionEnded("exec", api.StatusExited, &code2, 10*time.Second)
@@ -141,6 +142,8 @@ func TestScrape(t *testing.T) {
 		{"agentctl_sessions_queued", map[string]string{"reason": "cap"}, 3},
 		{"agentctl_sessions_queued", map[string]string{"reason": "memory"}, 1},
 		{"agentctl_sessions_queued", map[string]string{"reason": "limit"}, 0},
+		{"agentctl_sessions_held_by_limit", map[string]string{"provider": "anthropic"}, 3},
+		{"agentctl_sessions_held_by_limit", map[string]string{"provider": "openai"}, 1},
 	}
 	for _, g := range gauges {
 		if got := value(t, fams, g.name, g.labels).GetGauge().GetValue(); got != g.want {

@@ -11,6 +11,7 @@ import (
 const (
 	HookSessionWaiting = api.EventSessionWaiting
 	HookSessionResumed = api.EventSessionResumed
+	HookSessionLimited = api.EventSessionLimited
 )
 
 // SessionAttention builds the payload for a session that began waiting for
@@ -40,7 +41,7 @@ func SessionAttention(hookType string, s api.Session, now time.Time) Payload {
 	if s.ActivitySource != "" {
 		p.Meta["source"] = s.ActivitySource
 	}
-	if hookType == HookSessionWaiting {
+	if hookType == HookSessionWaiting || hookType == HookSessionLimited {
 		p.Meta["reason"] = s.WaitingFor
 		if w := s.Waiting; w != nil {
 			p.Meta["waiting"] = w.Summary()
@@ -49,6 +50,12 @@ func SessionAttention(hookType string, s api.Session, now time.Time) Payload {
 			}
 			if w.Text != "" {
 				p.Meta["text"] = w.Text
+			}
+			if l := w.Limit; l != nil {
+				p.Meta["provider"], p.Meta["window"] = l.Provider, l.Window
+				if l.ResetsAt != nil {
+					p.Meta["resets_at"] = l.ResetsAt.UTC().Format(time.RFC3339)
+				}
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package top
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -190,6 +191,9 @@ func headerText(f Frame) string {
 	if c.Costed {
 		parts = append(parts, fmt.Sprintf("$%.2f today", c.CostToday))
 	}
+	if l := limitsText(f.State, f.Now); l != "" {
+		parts = append(parts, l)
+	}
 	var view []string
 	if !f.Opts.ShowEnded {
 		view = append(view, "ended hidden")
@@ -205,6 +209,24 @@ func headerText(f Frame) string {
 		s += "  [" + strings.Join(view, ", ") + "]"
 	}
 	return s
+}
+
+// limitsText sums up the sessions usage limits hold: "limit: anthropic 3
+// until 15:04"; "" when none.
+func limitsText(st *State, now time.Time) string {
+	held, resets := st.Limited()
+	if len(held) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, p := range slices.Sorted(maps.Keys(held)) {
+		s := fmt.Sprintf("%s %d", p, held[p])
+		if r, ok := resets[p]; ok && r.After(now) {
+			s += " until " + r.Local().Format("15:04")
+		}
+		parts = append(parts, s)
+	}
+	return "limit: " + strings.Join(parts, ", ")
 }
 
 // machineText is the machine's load and memory and what the running

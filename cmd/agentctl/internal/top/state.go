@@ -310,6 +310,25 @@ type Counts struct {
 	Sampled    bool
 }
 
+// Limited counts the sessions a usage limit holds, by provider, with the
+// latest reset each provider's limits give (zero when none does).
+func (s *State) Limited() (held map[string]int, resets map[string]time.Time) {
+	for _, v := range s.sessions {
+		w := v.Waiting
+		if w == nil || w.Limit == nil {
+			continue
+		}
+		if held == nil {
+			held, resets = map[string]int{}, map[string]time.Time{}
+		}
+		held[w.Limit.Provider]++
+		if r := w.Limit.ResetsAt; r != nil && r.After(resets[w.Limit.Provider]) {
+			resets[w.Limit.Provider] = *r
+		}
+	}
+	return held, resets
+}
+
 // Count sums up every session known (not only the rows shown).
 func (s *State) Count(now time.Time) Counts {
 	var c Counts

@@ -218,3 +218,29 @@ func TestCounts(t *testing.T) {
 		t.Errorf("the queued row: %+v", rows)
 	}
 }
+
+// The header sums up the sessions usage limits hold, by provider, with
+// the latest reset.
+func TestLimitsText(t *testing.T) {
+	st := NewState()
+	reset := t0.Add(2 * time.Hour)
+	hold := func(provider string, resets *time.Time) func(*api.Session) {
+		return func(s *api.Session) {
+			s.WaitingFor = api.WaitingLimit
+			s.Waiting = &api.Waiting{For: api.WaitingLimit, Limit: &api.LimitHold{Provider: provider, ResetsAt: resets}}
+		}
+	}
+	if got := limitsText(st, t0); got != "" {
+		t.Errorf("with no session: %q", got)
+	}
+	st.Snapshot(api.SessionList{Sessions: []api.Session{
+		sess("01a", api.StatusExited, hold("openai", &reset)),
+		sess("01b", api.StatusExited, hold("openai", nil)),
+		sess("01c", api.StatusRunning, hold("anthropic", nil)),
+		sess("01d", api.StatusRunning),
+	}}, 0)
+	want := "limit: anthropic 1, openai 2 until " + reset.Local().Format("15:04")
+	if got := limitsText(st, t0); got != want {
+		t.Errorf("limitsText = %q, want %q", got, want)
+	}
+}
