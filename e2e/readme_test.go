@@ -46,6 +46,7 @@ var readmeSkips = map[string]string{
 	`agentctl launch --adapter claude --adapter codex -p "fix #123" --worktree . --group cmp`: skipAgent,
 	`agentctl launch claude -p "review the diff" --permission-mode plan`:                      skipAgent,
 	`agentctl launch codex -p "tidy the imports" -- --sandbox workspace-write`:                skipAgent,
+	`agentctl launch codex -p "long refactor" --on-limit resume`:                              skipAgent,
 	`agentctl approve tidy`:                               skipWaiting,
 	`agentctl deny tidy --reason "not here"`:              skipWaiting,
 	`agentctl answer tidy "use the staging db"`:           skipWaiting,
