@@ -86,7 +86,7 @@ func TestOpenCodePluginReports(t *testing.T) {
 	if !strings.HasPrefix(sid, "ses_") {
 		t.Fatalf("report without an OpenCode session id: %s", busy.Body)
 	}
-	if !descends(busy.PID, pid) {
+	if !busy.descends(pid) {
 		t.Errorf("report from pid %d, not a descendant of OpenCode's %d", busy.PID, pid)
 	}
 	idle := svc.waitReport("session.idle", 60*time.Second, func(r report) bool {

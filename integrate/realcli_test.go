@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -73,9 +74,11 @@ func TestHookStub(t *testing.T) {
 type report struct {
 	Agent, Event string
 	Body         []byte
-	// PID is the peer's pid, as the kernel says.
-	PID int
-	At  time.Time
+	// PID is the peer's pid, as the kernel says; Ancestors are its
+	// parent, grandparent… read while it waited for the answer.
+	PID       int
+	Ancestors []int
+	At        time.Time
 }
 
 // service stands in for agentctl's service at a home's socket.
@@ -133,6 +136,7 @@ func serve(t *testing.T, home string, mode int) *service {
 			body, _ := io.ReadAll(io.LimitReader(r.Body, 4<<20))
 			rep := report{Agent: strings.TrimPrefix(r.URL.Path, "/v1/hooks/"), Event: r.URL.Query().Get("event"), Body: body, At: time.Now()}
 			rep.PID, _ = r.Context().Value(peerKey{}).(int)
+			rep.Ancestors = ancestors(rep.PID)
 			s.mu.Lock()
 			s.seen = append(s.seen, rep)
 			decide := s.decide
@@ -196,29 +200,31 @@ func (s *service) waitReport(what string, limit time.Duration, ok func(report) b
 	}
 }
 
-// descends says whether pid is a descendant of ancestor.
-func descends(pid, ancestor int) bool {
+// ancestors are pid's parent, its parent's parent… up to init.
+func ancestors(pid int) []int {
+	var out []int
 	for range 64 {
-		if pid == ancestor {
-			return true
-		}
 		if pid <= 1 {
-			return false
+			break
 		}
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		if err != nil {
-			return false
+			break
 		}
 		rest := string(b[strings.LastIndexByte(string(b), ')')+2:])
 		var state string
 		var ppid int
 		if _, err := fmt.Sscanf(rest, "%s %d", &state, &ppid); err != nil {
-			return false
+			break
 		}
+		out = append(out, ppid)
 		pid = ppid
 	}
-	return false
+	return out
 }
+
+// descends says whether the report came from a descendant of pid.
+func (r report) descends(pid int) bool { return slices.Contains(r.Ancestors, pid) }
 
 // term is a tmux server of the test's own: each agent runs in a window.
 type term struct {
