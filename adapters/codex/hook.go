@@ -1,6 +1,7 @@
 package codex
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,11 @@ var _ adapters.HookReader = (*Adapter)(nil)
 // HookTurnComplete is the one notification Codex's notify program gets:
 // the end of a turn.
 const HookTurnComplete = "agent-turn-complete"
+
+// titleTurnPrompt opens the prompt of the turn Codex 0.169's TUI runs, in a
+// thread of its own, to name a new thread; its end is notified like a
+// session's turn.
+const titleTurnPrompt = "Generate a concise, single-line task title"
 
 // notifyReport is the JSON Codex gives its notify program (the last
 // argument), which agentctl's entry passes on as it is.
@@ -41,6 +47,9 @@ func (a *Adapter) ReadHook(event string, payload []byte) (adapters.HookFacts, er
 	}
 	if !uuidOnly().MatchString(r.ThreadID) {
 		return adapters.HookFacts{}, fmt.Errorf("notification's thread id %q is not a Codex thread id", text.Ellipsis(r.ThreadID, 60))
+	}
+	if len(r.InputMessages) == 1 && strings.HasPrefix(r.InputMessages[0], titleTurnPrompt) {
+		return adapters.HookFacts{}, errors.New("a turn of Codex's own title generation (a thread of its own), not of a session")
 	}
 	if !filepath.IsAbs(r.Cwd) || strings.ContainsRune(r.Cwd, 0) {
 		return adapters.HookFacts{}, fmt.Errorf("notification's cwd %q is not an absolute path", text.Ellipsis(r.Cwd, 200))
