@@ -22,6 +22,7 @@ func capabilities(a adapters.Adapter) []string {
 	_, has["NativeIDChecker"] = a.(adapters.NativeIDChecker)
 	_, has["AssistantReader"] = a.(adapters.AssistantReader)
 	_, has["OneReader"] = a.(adapters.OneReader)
+	_, has["HookReader"] = a.(adapters.HookReader)
 	var out []string
 	for _, name := range slices.Sorted(maps.Keys(has)) {
 		if has[name] {
@@ -39,10 +40,10 @@ func TestCapabilities(t *testing.T) {
 	t.Parallel()
 	want := map[string]string{
 		"claude":   "AssistantReader Launcher OneReader",
-		"codex":    "AssistantReader Launcher NativeIDFinder OneReader Stopper TurnInterrupter",
-		"opencode": "Launcher NativeIDFinder OneReader",
-		"pi":       "AssistantReader Launcher NativeIDFinder OneReader",
-		"pi-rust":  "AssistantReader Launcher NativeIDFinder OneReader",
+		"codex":    "AssistantReader HookReader Launcher NativeIDFinder OneReader Stopper TurnInterrupter",
+		"opencode": "HookReader Launcher NativeIDFinder OneReader",
+		"pi":       "AssistantReader HookReader Launcher NativeIDFinder OneReader",
+		"pi-rust":  "AssistantReader HookReader Launcher NativeIDFinder OneReader",
 		"openclaw": "ChangeWatcher NativeIDChecker Stopper",
 	}
 	// A gateway configured, so the registry holds every adapter.
