@@ -18,8 +18,8 @@ import (
 
 // codexScratch configures Codex in s for the fake model, with a user's
 // own notify program and comments in its config.toml, and returns Codex's
-// binary and the file the user's program writes its argument to.
-func codexScratch(t *testing.T, s *scratch) (string, string, *fakemodel.Server) {
+// argv and the file the user's program writes its argument to.
+func codexScratch(t *testing.T, s *scratch) ([]string, string, *fakemodel.Server) {
 	t.Helper()
 	bin := agenttest.Bin(t, "codex")
 	srv := agenttest.FakeModel(t)
@@ -85,7 +85,7 @@ trust_level = "trusted"
 			syscall.Kill(p.PID, syscall.SIGTERM)
 		}
 	})
-	return bin, got, srv
+	return []string{bin}, got, srv
 }
 
 // The notify entry in a real Codex TUI: the end of its turn reaches the
@@ -94,13 +94,13 @@ trust_level = "trusted"
 func TestCodexNotifyReports(t *testing.T) {
 	t.Parallel()
 	s := newScratch(t)
-	bin, userGot, srv := codexScratch(t, s)
+	argv, userGot, srv := codexScratch(t, s)
 	if _, err := codex().Install(context.Background(), s.hookEnv()); err != nil {
 		t.Fatal(err)
 	}
 	svc := serve(t, s.agentctlHome, serveAnswer)
 	tm := newTerm(t, s.env)
-	win, pid := tm.start(s.proj, bin)
+	win, pid := tm.start(s.proj, argv...)
 	tm.waitDrawn(win)
 	tm.typeLine(win, "hello [[text: codex-integ-answer]]")
 	for i := 0; i < 30 && len(srv.Requests()) == 0; i++ {

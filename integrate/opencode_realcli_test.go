@@ -9,12 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentctl/agentctl/internal/fakemodel"
 	"github.com/agentctl/agentctl/internal/testutil/agenttest"
 )
 
 // opencodeScratch configures OpenCode in s for the fake model, asking
 // before each bash command.
-func opencodeScratch(t *testing.T, s *scratch) string {
+func opencodeScratch(t *testing.T, s *scratch) ([]string, *fakemodel.Server) {
 	t.Helper()
 	bin := agenttest.Bin(t, "opencode")
 	srv := agenttest.FakeModel(t)
@@ -43,7 +44,7 @@ func opencodeScratch(t *testing.T, s *scratch) string {
 		"XDG_STATE_HOME="+filepath.Join(s.home, ".local", "state"),
 		"XDG_CACHE_HOME="+filepath.Join(s.home, ".cache"),
 		"OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_SHARE=1")
-	return bin
+	return []string{bin, "--model", "fake/fake-model"}, srv
 }
 
 // The OpenCode plugin in a real OpenCode TUI: its session's status
@@ -54,7 +55,7 @@ func opencodeScratch(t *testing.T, s *scratch) string {
 func TestOpenCodePluginReports(t *testing.T) {
 	t.Parallel()
 	s := newScratch(t)
-	bin := opencodeScratch(t, s)
+	argv, _ := opencodeScratch(t, s)
 	env := s.hookEnv()
 	if _, err := opencode().Install(context.Background(), env); err != nil {
 		t.Fatal(err)
@@ -67,7 +68,7 @@ func TestOpenCodePluginReports(t *testing.T) {
 		return "{}"
 	}
 	tm := newTerm(t, s.env)
-	win, pid := tm.start(s.proj, bin, "--model", "fake/fake-model")
+	win, pid := tm.start(s.proj, argv...)
 	tm.waitDrawn(win)
 	typed := time.Now()
 	tm.typeLine(win, "hello [[text: first answer]]")

@@ -9,11 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentctl/agentctl/internal/fakemodel"
 	"github.com/agentctl/agentctl/internal/testutil/agenttest"
 )
 
 // piScratch configures Pi in s for the fake model and returns its argv.
-func piScratch(t *testing.T, s *scratch) []string {
+func piScratch(t *testing.T, s *scratch) ([]string, *fakemodel.Server) {
 	t.Helper()
 	bin := agenttest.Bin(t, "pi")
 	srv := agenttest.FakeModel(t)
@@ -27,7 +28,7 @@ func piScratch(t *testing.T, s *scratch) []string {
 		t.Fatal(err)
 	}
 	s.env = append(s.env, "PI_OFFLINE=1")
-	return []string{bin, "--provider", "fakeopenai", "--model", "fake-model"}
+	return []string{bin, "--provider", "fakeopenai", "--model", "fake-model"}, srv
 }
 
 // The Pi extension in a real Pi TUI: session start, the agent's start and
@@ -40,7 +41,7 @@ func TestPiExtensionReports(t *testing.T) {
 		t.Run(fmt.Sprintf("ask=%v", ask), func(t *testing.T) {
 			t.Parallel()
 			s := newScratch(t)
-			argv := piScratch(t, s)
+			argv, _ := piScratch(t, s)
 			if ask {
 				s.env = append(s.env, "AGENTCTL_PI_ASK_SECONDS=20")
 			}
