@@ -126,6 +126,19 @@ func TestCodexNotifyReports(t *testing.T) {
 	if !done.descends(pid) {
 		t.Errorf("report from pid %d (ancestors %v), not a descendant of Codex's %d", done.PID, done.Ancestors, pid)
 	}
+	// Codex wrote to config.toml itself meanwhile (its [tui] state):
+	// remove takes out agentctl's entry and gives back the user's program.
+	if _, err := codex().Remove(context.Background(), s.hookEnv()); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := os.ReadFile(filepath.Join(s.home, ".codex", "config.toml"))
+	n, err := findNotify(cfg)
+	if err != nil || !n.found {
+		t.Fatalf("no notify after remove (%v):\n%s", err, cfg)
+	}
+	if user, ours := userNotify(n.argv); ours || len(user) != 2 || user[1] != userGot || !strings.Contains(string(cfg), "# my codex settings\n") {
+		t.Errorf("after remove notify is %q:\n%s", n.argv, cfg)
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		b, err := os.ReadFile(userGot)

@@ -90,6 +90,19 @@ func TestOpenCodePluginReports(t *testing.T) {
 	if !busy.descends(pid) {
 		t.Errorf("report from pid %d, not a descendant of OpenCode's %d", busy.PID, pid)
 	}
+	// A second TUI in the same folder: its first prompt ties its own
+	// session to its own process.
+	win2, pid2 := tm.start(s.proj, argv...)
+	tm.waitDrawn(win2)
+	typed2 := time.Now()
+	tm.typeLine(win2, "hello [[text: second answer]]")
+	busy2 := svc.waitReport("the second TUI's session.status busy", 60*time.Second, func(r report) bool {
+		return r.Event == "session.status" && strings.Contains(string(r.Body), `"busy"`) && !strings.Contains(string(r.Body), sid)
+	})
+	t.Logf("the second TUI's busy reported %s after its prompt was typed", busy2.At.Sub(typed2).Round(time.Millisecond))
+	if !busy2.descends(pid2) || busy2.descends(pid) {
+		t.Errorf("the second TUI's report from pid %d (ancestors %v), want a descendant of %d only", busy2.PID, busy2.Ancestors, pid2)
+	}
 	idle := svc.waitReport("session.idle", 60*time.Second, func(r report) bool {
 		return r.Event == "session.idle" && strings.Contains(string(r.Body), sid)
 	})
@@ -114,4 +127,16 @@ func TestOpenCodePluginReports(t *testing.T) {
 		return r.Event == "permission.replied" && strings.Contains(string(r.Body), sid)
 	})
 	saveCapture(t, replied)
+
+	// Removed while OpenCode runs: the file goes, the user's config stays.
+	cfg, _ := os.ReadFile(filepath.Join(s.home, ".config", "opencode", "opencode.json"))
+	if _, err := opencode().Remove(context.Background(), env); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(s.home, ".config", "opencode", "plugin", "agentctl.js")); err == nil {
+		t.Error("remove left the plugin")
+	}
+	if after, _ := os.ReadFile(filepath.Join(s.home, ".config", "opencode", "opencode.json")); string(after) != string(cfg) {
+		t.Error("remove changed opencode.json")
+	}
 }

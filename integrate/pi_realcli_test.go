@@ -66,6 +66,15 @@ func TestPiExtensionReports(t *testing.T) {
 			if !start.descends(pid) {
 				t.Errorf("report from pid %d, not a descendant of Pi's %d", start.PID, pid)
 			}
+			// A second TUI in the same folder is told apart at its start:
+			// its own session id, from its own process.
+			_, pid2 := tm.start(s.proj, argv...)
+			start2 := svc.waitReport("the second TUI's session_start", 120*time.Second, func(r report) bool {
+				return r.Event == "session_start" && !strings.Contains(string(r.Body), sid)
+			})
+			if !start2.descends(pid2) || start2.descends(pid) {
+				t.Errorf("the second TUI's report from pid %d (ancestors %v), want a descendant of %d only", start2.PID, start2.Ancestors, pid2)
+			}
 			saveCapture(t, start)
 			tm.waitDrawn(win)
 			tm.typeLine(win, "run it [[bash: echo integ > tool.txt]]")
