@@ -280,18 +280,6 @@ func (tm *term) start(dir string, argv ...string) (string, int) {
 
 func (tm *term) screen(win string) string { return tm.tmux("capture-pane", "-p", "-t", win) }
 
-// waitScreen waits until the window shows want.
-func (tm *term) waitScreen(win, want string, limit time.Duration) {
-	tm.t.Helper()
-	deadline := time.Now().Add(limit)
-	for !strings.Contains(tm.screen(win), want) {
-		if time.Now().After(deadline) {
-			tm.t.Fatalf("%s never showed %q; it shows:\n%s", win, want, tm.screen(win))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 func (tm *term) waitDrawn(win string) {
 	tm.t.Helper()
 	deadline := time.Now().Add(120 * time.Second)
