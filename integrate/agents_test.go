@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // testEnv is an Env in scratch folders whose hook is bin.
@@ -177,28 +178,30 @@ func TestCodexInstallRefusesWhatItCannotRead(t *testing.T) {
 // agentctl's notify entry, run as Codex runs it (the JSON as its last
 // argument): the hook gets the JSON on stdin with the agent and event, and
 // the user's program then runs with its own arguments and the JSON; a
-// missing hook binary changes nothing for the user's program.
+// missing hook binary, or one that never returns, changes nothing for the
+// user's program.
 func TestCodexEntryRuns(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	hook := executable(t, dir, "agentctl", "cat > \"$0.stdin\"; echo \"$@\" > \"$0.args\"; echo '{\"behavior\":\"allow\"}'\n")
+	hung := executable(t, dir, "hung-agentctl", "exec sleep 3600\n")
 	user := executable(t, dir, "user-notify", "printf '%s|' \"$@\" > \""+dir+"/user.args\"\n")
 	const payload = `{"type":"agent-turn-complete","thread-id":"x y","cwd":"/p"}`
-	for _, missing := range []bool{false, true} {
-		env := testEnv(t, hook)
-		if missing {
-			env.Hook[0] = filepath.Join(dir, "gone")
-		}
+	for _, bin := range []string{hook, filepath.Join(dir, "gone"), hung} {
+		env := testEnv(t, bin)
 		argv, err := codexEntry(env, []string{user, "--flag", "a b"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		os.Remove(filepath.Join(dir, "user.args"))
-		out, err := exec.Command(argv[0], append(argv[1:], payload)...).CombinedOutput()
+		// Bounded, so that a wedged entry fails the test rather than hangs it.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		out, err := exec.CommandContext(ctx, argv[0], append(argv[1:], payload)...).CombinedOutput()
+		cancel()
 		if err != nil || len(out) != 0 {
-			t.Fatalf("entry: %v: %q", err, out)
+			t.Fatalf("entry with %s: %v: %q", bin, err, out)
 		}
-		if !missing {
+		if bin == hook {
 			if got, _ := os.ReadFile(hook + ".stdin"); string(got) != payload {
 				t.Errorf("hook's stdin %q", got)
 			}
@@ -207,7 +210,7 @@ func TestCodexEntryRuns(t *testing.T) {
 			}
 		}
 		if got, _ := os.ReadFile(filepath.Join(dir, "user.args")); string(got) != "--flag|a b|"+payload+"|" {
-			t.Errorf("missing hook %v: the user's program got %q", missing, got)
+			t.Errorf("hook %s: the user's program got %q", bin, got)
 		}
 	}
 }

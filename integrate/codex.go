@@ -22,6 +22,10 @@ type codexIntegration struct{}
 // codex is Codex's integration.
 func codex() Integration { return codexIntegration{} }
 
+// codexHookBound is how long, in seconds, the notify entry lets the hook
+// run.
+const codexHookBound = "5"
+
 // codexNotifyMark opens the script of agentctl's notify entry: what tells
 // the entry apart from a user's program.
 const codexNotifyMark = ": agentctl-notify;"
@@ -42,8 +46,11 @@ func codexEntry(env Env, user []string) ([]string, error) {
 	if rest := env.Hook[1:]; len(rest) > 0 {
 		hook += " " + text.ShellLine(rest)
 	}
+	// The hook runs as the shell's child (the service proves the agent by
+	// parentage) and is killed after codexHookBound: a broken binary must
+	// not hold up the user's program, nor stay.
 	script := codexNotifyMark + ` for j; do :; done; printf '%s' "$j" | ` + hook +
-		` codex --event agent-turn-complete >/dev/null 2>&1; [ "$#" -gt 1 ] && exec "$@"; exit 0`
+		` codex --event agent-turn-complete >/dev/null 2>&1 & h=$!; (sleep ` + codexHookBound + `; kill -9 $h) >/dev/null 2>&1 & w=$!; wait $h 2>/dev/null; kill $w 2>/dev/null; [ "$#" -gt 1 ] && exec "$@"; exit 0`
 	return append([]string{"/bin/sh", "-c", script, env.Hook[0]}, user...), nil
 }
 
