@@ -23,11 +23,6 @@ const userSettings = `{
 }
 `
 
-func testEnv(t *testing.T) Env {
-	t.Helper()
-	return Env{UserHome: t.TempDir(), StateDir: filepath.Join(t.TempDir(), "integrations"), Hook: []string{"/opt/agent ctl/agentctl", "hook", "--home", "/h"}}
-}
-
 func writeSettings(t *testing.T, env Env, content string) string {
 	t.Helper()
 	path := claudeSettings(env)
@@ -75,7 +70,7 @@ func commands(m map[string]any, event string) []string {
 func TestClaudeInstallKeepsTheUsersSettingsAndRemoveRestoresThem(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	env := testEnv(t)
+	env := testEnv(t, "/opt/agent ctl/agentctl")
 	path := writeSettings(t, env, userSettings)
 	ch, err := Claude{}.Install(ctx, env)
 	if err != nil {
@@ -88,7 +83,7 @@ func TestClaudeInstallKeepsTheUsersSettingsAndRemoveRestoresThem(t *testing.T) {
 	if m["model"] != "opus" || m["cleanupPeriodDays"] != float64(30) || m["permissions"] == nil {
 		t.Errorf("the user's keys: %v", m)
 	}
-	want := "'/opt/agent ctl/agentctl' hook --home /h claude --integration --event "
+	want := "'/opt/agent ctl/agentctl' hook --home '/some where' claude --integration --event "
 	for _, ev := range claudeEvents {
 		cmds := commands(m, ev.name)
 		n := 0
@@ -144,7 +139,7 @@ func TestClaudeInstallKeepsTheUsersSettingsAndRemoveRestoresThem(t *testing.T) {
 func TestClaudeRemoveAfterTheUserChangedTheFile(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	env := testEnv(t)
+	env := testEnv(t, "/opt/agent ctl/agentctl")
 	path := writeSettings(t, env, userSettings)
 	if _, err := (Claude{}).Install(ctx, env); err != nil {
 		t.Fatal(err)
@@ -185,7 +180,7 @@ func TestClaudeRemoveAfterTheUserChangedTheFile(t *testing.T) {
 func TestClaudeInstallWithoutSettingsAndOnBrokenOnes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	env := testEnv(t)
+	env := testEnv(t, "/opt/agent ctl/agentctl")
 	if _, err := (Claude{}).Install(ctx, env); err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,9 @@ package integrate
 func All() []Integration {
 	return []Integration{
 		Claude{},
+		opencode(),
+		pi(),
+		codex(),
 	}
 }
 

@@ -40,10 +40,10 @@ func TestCapabilities(t *testing.T) {
 	t.Parallel()
 	want := map[string]string{
 		"claude":   "AssistantReader HookReader Launcher OneReader",
-		"codex":    "AssistantReader Launcher NativeIDFinder OneReader Stopper TurnInterrupter",
-		"opencode": "Launcher NativeIDFinder OneReader",
-		"pi":       "AssistantReader Launcher NativeIDFinder OneReader",
-		"pi-rust":  "AssistantReader Launcher NativeIDFinder OneReader",
+		"codex":    "AssistantReader HookReader Launcher NativeIDFinder OneReader Stopper TurnInterrupter",
+		"opencode": "HookReader Launcher NativeIDFinder OneReader",
+		"pi":       "AssistantReader HookReader Launcher NativeIDFinder OneReader",
+		"pi-rust":  "AssistantReader HookReader Launcher NativeIDFinder OneReader",
 		"openclaw": "ChangeWatcher NativeIDChecker Stopper",
 	}
 	// A gateway configured, so the registry holds every adapter.

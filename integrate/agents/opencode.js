@@ -1,0 +1,126 @@
+// agentctl's OpenCode plugin, installed by `agentctl integrate opencode`
+// (`agentctl integrate --remove opencode` deletes this file). It reports
+// this OpenCode's session events to agentctl by running `agentctl hook
+// opencode --event E` with the event's JSON on stdin, and gives OpenCode
+// the answer to a permission when one was decided through agentctl. It
+// never throws into OpenCode and never holds it up: OpenCode does not
+// wait for event hooks, and without an answer it asks as usual.
+import { spawn } from "node:child_process";
+
+const HOOK = [];
+
+// A report's hook is killed after REPORT_MS; a permission's waits for the
+// person's answer up to AGENTCTL_PERMISSION_WAIT seconds (OpenCode shows
+// its own prompt meanwhile: whichever answers first wins).
+const REPORT_MS = 3000;
+const ASK_MS = (() => {
+  const s = Number(process.env.AGENTCTL_PERMISSION_WAIT);
+  return Number.isFinite(s) && s >= 0 && process.env.AGENTCTL_PERMISSION_WAIT !== "" ? s * 1000 : 600000;
+})();
+const MAX_REPORT = 256 * 1024;
+const MAX_REPLY = 64 * 1024;
+const REPORTED = new Set([
+  "session.status",
+  "session.idle",
+  "session.error",
+  "permission.asked",
+  "permission.replied",
+  "question.asked",
+]);
+
+function runHook(event, payload, limitMs) {
+  return new Promise((resolve) => {
+    let out = "";
+    let done = false;
+    let timer;
+    const finish = () => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      resolve(out);
+    };
+    let child;
+    try {
+      child = spawn(HOOK[0], [...HOOK.slice(1), "opencode", "--integration", "--event", event], {
+        stdio: ["pipe", "pipe", "ignore"],
+      });
+    } catch {
+      return resolve("");
+    }
+    timer = setTimeout(() => {
+      try { child.kill("SIGKILL"); } catch {}
+      finish();
+    }, limitMs);
+    child.on("error", finish);
+    child.on("close", finish);
+    child.stdout.on("data", (b) => {
+      if (out.length < MAX_REPLY) out += b;
+    });
+    child.stdin.on("error", () => {});
+    child.stdin.end(payload);
+    try { child.unref(); } catch {}
+  });
+}
+
+function decision(out) {
+  for (const line of out.split("\n").reverse()) {
+    const t = line.trim();
+    if (!t.startsWith("{")) continue;
+    try {
+      const d = JSON.parse(t);
+      if (d && (d.behavior === "allow" || d.behavior === "deny")) return d;
+    } catch {}
+  }
+  return undefined;
+}
+
+async function answer(client, props, d) {
+  const allow = d.behavior === "allow";
+  const message = typeof d.message === "string" && d.message ? d.message : undefined;
+  if (client?.permission?.reply) {
+    await client.permission.reply({ requestID: props.id, reply: allow ? "once" : "reject", ...(allow || !message ? {} : { message }) });
+    return;
+  }
+  if (client?.postSessionIdPermissionsPermissionId) {
+    await client.postSessionIdPermissionsPermissionId({
+      path: { id: props.sessionID, permissionID: props.id },
+      body: { response: allow ? "once" : "reject" },
+    });
+  }
+}
+
+export const AgentctlPlugin = async (input) => {
+  const directory = String(input?.directory ?? process.cwd());
+  const client = input?.client;
+  const status = new Map();
+  return {
+    event: async ({ event }) => {
+      try {
+        if (!event || !REPORTED.has(event.type) || HOOK.length === 0) return;
+        const props = event.properties ?? {};
+        if (typeof props.sessionID !== "string") return;
+        if (event.type === "session.status") {
+          // One report per change, not per repeat.
+          const t = props.status?.type;
+          if (status.get(props.sessionID) === t) return;
+          status.set(props.sessionID, t);
+          if (status.size > 1000) status.clear();
+        }
+        let payload = JSON.stringify({ directory, event: { id: event.id, type: event.type, properties: props } });
+        if (payload.length > MAX_REPORT) {
+          const { metadata, ...rest } = props;
+          payload = JSON.stringify({ directory, event: { id: event.id, type: event.type, properties: rest } });
+          if (payload.length > MAX_REPORT) return;
+        }
+        if (event.type !== "permission.asked") {
+          await runHook(event.type, payload, REPORT_MS);
+          return;
+        }
+        const d = decision(await runHook(event.type, payload, ASK_MS));
+        if (d) await answer(client, props, d);
+      } catch {
+        // Never into OpenCode.
+      }
+    },
+  };
+};
