@@ -242,7 +242,8 @@ type RunRequest struct {
 
 	// Lock asks a plain command for the directory lock agents always take.
 	Lock bool `json:"lock,omitempty"`
-	// Force starts even in a locked directory.
+	// Force starts even in a locked directory, or while a usage limit of
+	// the provider holds.
 	Force bool `json:"force,omitempty"`
 	// OnCreate and OnComplete are lifecycle hooks, run by /bin/sh -c in the
 	// session's directory; HookTimeout bounds each (Go duration, default 5m).

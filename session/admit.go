@@ -17,11 +17,13 @@ type LimitBook interface {
 // slot is a session as admission counts it: what caps it.
 type slot struct {
 	id, adapter, provider, group string
+	// force starts it whatever its provider's usage limit says.
+	force bool
 }
 
 // slotOf is the slot of a launch request (normalised).
 func slotOf(id string, req api.RunRequest) slot {
-	return slot{id: id, adapter: req.Adapter, provider: api.Provider(req.Adapter, req.Model), group: req.Group}
+	return slot{id: id, adapter: req.Adapter, provider: api.Provider(req.Adapter, req.Model), group: req.Group, force: req.Force}
 }
 
 // admitFacts are what one admission decides on.
@@ -80,7 +82,7 @@ func decide(f admitFacts, waiting []slot, since map[string]time.Time) admitPlan 
 		if reason == "" && startedUnderFloor {
 			reason = "the memory floor is read again after the session started before it"
 		}
-		if reason == "" && f.held != nil && w.provider != "" {
+		if reason == "" && f.held != nil && w.provider != "" && !w.force {
 			if until, held := f.held.Held(w.provider); held {
 				reason, kind = fmt.Sprintf("%s usage limit", w.provider), QueueHeldLimit
 				if !until.IsZero() {

@@ -53,10 +53,26 @@ type launcher struct {
 // A launch admission holds back (a cap, the memory floor, a provider's
 // limit) is refused, or queued when the request asks (api.RunRequest.Queue).
 func (c *Core) Launch(ctx context.Context, req api.RunRequest) (api.Session, error) {
-	if pol := c.admission(); !pol.Zero() || req.Queue {
+	if pol := c.admission(); !pol.Zero() || req.Queue || c.providerHeld(req) {
 		return c.admitLaunch(ctx, req, pol)
 	}
 	return c.launchAs(ctx, req, "")
+}
+
+// providerHeld reports whether a usage limit of the launch's provider
+// holds now: such a launch would only meet the limit again, so it goes
+// through admission (refused, or queued with --queue) even when no cap is
+// set. --force starts it anyway (the book may know of one account only).
+func (c *base) providerHeld(req api.RunRequest) bool {
+	if req.Force || c.opts.Holds == nil {
+		return false
+	}
+	p := api.Provider(req.Adapter, req.Model)
+	if p == "" {
+		return false
+	}
+	_, held := c.opts.Holds.Held(p)
+	return held
 }
 
 // launchAs is Launch past admission; queuedID, when set, is the queued

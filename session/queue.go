@@ -159,6 +159,9 @@ func (c *Core) admitLaunch(ctx context.Context, req api.RunRequest, pol api.Admi
 		// waits for the folder.
 		place, kind = api.QueuePlace{Reason: err.Error()}, QueueHeldLock
 	} else if !req.Queue {
+		if kind == QueueHeldLimit {
+			return api.Session{}, faultf(ErrAdmission, "not started: %s; launch with --queue to start it after the reset, or --force to start it now", place.Reason)
+		}
 		return api.Session{}, faultf(ErrAdmission, "not started: %s; launch with --queue to queue it (it starts, in order, when admitted), or change config.json's \"admission\"", place.Reason)
 	}
 	sess, err := c.enqueue(req, now)

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/home"
 	"github.com/agentctl/agentctl/internal/atomicfile"
@@ -87,6 +89,13 @@ func TestDecide(t *testing.T) {
 			waiting: []slot{claude("a", ""), codex("b"), {id: "x", adapter: "exec"}},
 			start:   []string{"b", "x"},
 			reasons: map[string]string{"a": "anthropic usage limit"},
+		},
+		{
+			name:    "a forced launch starts whatever its provider's limit says",
+			facts:   admitFacts{held: heldBook{"anthropic": {}}},
+			waiting: []slot{{id: "a", adapter: "claude", provider: "anthropic", force: true}, claude("b", "")},
+			start:   []string{"a"},
+			reasons: map[string]string{"b": "anthropic usage limit"},
 		},
 		{
 			name:    "below the memory floor nothing starts",
@@ -247,5 +256,37 @@ func TestQueuedSessionStatus(t *testing.T) {
 				t.Errorf("warnings %q, want one saying %q", s.Warnings, tc.warning)
 			}
 		})
+	}
+}
+
+// A launch whose provider a usage limit holds goes through admission even
+// with no cap set: refused, saying why and how to start it anyway; queued
+// with --queue; started with --force.
+func TestLaunchWhileTheProviderIsHeld(t *testing.T) {
+	t.Parallel()
+	h := home.Home(t.TempDir())
+	if err := h.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	c := New(context.Background(), Options{Home: h, Adapters: adapters.NewSet(), Holds: heldBook{"openai": {}}})
+	t.Cleanup(c.Wait)
+	req := api.RunRequest{Adapter: "codex", Cwd: t.TempDir(), Prompt: "hi"}
+	if c.providerHeld(api.RunRequest{Adapter: "claude"}) || !c.providerHeld(req) {
+		t.Fatal("providerHeld does not follow the book")
+	}
+	forced := req
+	forced.Force = true
+	if c.providerHeld(forced) {
+		t.Error("a forced launch is held")
+	}
+	_, err := c.Launch(context.Background(), req)
+	if !errors.Is(err, ErrAdmission) || !strings.Contains(err.Error(), "openai usage limit") || !strings.Contains(err.Error(), "--force") {
+		t.Fatalf("launch while openai is held: %v; want it refused naming the limit and --force", err)
+	}
+	queued := req
+	queued.Queue = true
+	sess, err := c.Launch(context.Background(), queued)
+	if err != nil || sess.Status != api.StatusQueued || sess.Queue == nil || !strings.Contains(sess.Queue.Reason, "openai usage limit") {
+		t.Fatalf("queued launch: %+v, %v; want it queued behind the limit", sess.Queue, err)
 	}
 }

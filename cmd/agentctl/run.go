@@ -78,7 +78,7 @@ func (f *runFlags) register(cmd *cobra.Command, withPrompt bool) {
 	fl.Uint16Var(&f.rows, "rows", 0, "terminal rows (default 40)")
 	fl.Uint16Var(&f.cols, "cols", 0, "terminal columns (default 120)")
 	fl.BoolVar(&f.lock, "lock", false, "lock the directory while a plain command runs (agents always do)")
-	fl.BoolVar(&f.force, "force", false, "start even if the directory is locked")
+	fl.BoolVar(&f.force, "force", false, "start even if the directory is locked, or while a usage limit of the agent's provider holds")
 	fl.StringVar(&f.onCreate, "on-create", "", "command run by /bin/sh -c in the session's directory once it has started (AGENTCTL_* variables describe it)")
 	fl.StringVar(&f.onComplete, "on-complete", "", "command run by the service once the session has ended, exactly once, also if it ends while the service is down (AGENTCTL_EXIT_CODE and others describe it)")
 	fl.StringVar(&f.hookTimeout, "hook-timeout", "", "time limit for each hook (default 5m)")
