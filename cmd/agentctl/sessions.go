@@ -239,7 +239,24 @@ func pidText(pid int) string {
 
 func ago(now, t time.Time) string { return text.Ago(now, t) }
 
-func tokensText(s *api.Session) string { return text.Tokens(s.TokensIn, s.TokensOut) }
+// totalsPending is the tokens and cost of a session whose totals the
+// service is still counting (api.Session.TotalsPending): not a zero.
+const totalsPending = "…"
+
+func tokensText(s *api.Session) string {
+	if s.TotalsPending {
+		return totalsPending
+	}
+	return text.Tokens(s.TokensIn, s.TokensOut)
+}
+
+// sessionCostText is a session's cost, pending while its totals are.
+func sessionCostText(s *api.Session) string {
+	if s.TotalsPending {
+		return totalsPending
+	}
+	return costText(s.CostUSD)
+}
 
 func costText(c *float64) string { return text.Cost(c) }
 
@@ -417,8 +434,12 @@ func printSession(w io.Writer, s api.Session) {
 	row("group", s.Group)
 	row("native id", s.NativeID)
 	row("model", s.Model)
-	row("tokens", tokensText(&s))
-	row("cost", costText(s.CostUSD))
+	if s.TotalsPending {
+		row("tokens", "being counted")
+	} else {
+		row("tokens", tokensText(&s))
+		row("cost", costText(s.CostUSD))
+	}
 	if t := s.NativeTotal; t != nil {
 		// The native session's, which several runs share: not this run's.
 		row("native total", strings.Trim(text.Tokens(t.TokensIn, t.TokensOut)+", "+costText(t.CostUSD), ", -"))
