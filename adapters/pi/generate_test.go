@@ -132,6 +132,7 @@ func TestTotalsLater(t *testing.T) {
 	if pending == 0 {
 		t.Fatal("no file of the store was large enough to be counted later")
 	}
+	a.Settled()
 	if err := a.WaitTotals(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -38,6 +38,7 @@ var (
 	_ adapters.NativeIDFinder  = (*Adapter)(nil)
 	_ adapters.AssistantReader = (*Adapter)(nil)
 	_ adapters.OneReader       = (*Adapter)(nil)
+	_ adapters.Settler         = (*Adapter)(nil)
 )
 
 // Adapter reads Pi's store and launches Pi (or pi-rust).
@@ -73,13 +74,14 @@ type Adapter struct {
 	// paths maps native ids to files, from the last scan.
 	paths map[string]string
 
-	// sumMu guards summing, the files whose usage sums are being counted
-	// in the background (Env.TotalsLater), and idle, closed while there
-	// are none. sums counts the batches done: the kept scan and sessions
-	// are kept for one count, so the next query after a batch has its
-	// totals.
+	// sumMu guards summing, the files whose usage sums are put off
+	// (Env.TotalsLater) until Settled or being counted, queued, those of
+	// them not started yet, and idle, closed while there are none. sums
+	// counts the batches done: the kept scan and sessions are kept for
+	// one count, so the next query after a batch has its totals.
 	sumMu   sync.Mutex
 	summing map[string]bool
+	queued  []storeio.FileKey
 	idle    chan struct{}
 	sums    atomic.Uint64
 }
@@ -197,28 +199,34 @@ func (a *Adapter) scan(ctx context.Context) (files []scanned, version uint64, ke
 	return out, version, true, nil
 }
 
-// sumLater counts the usage sums of the files whose first read left them
-// (Env.TotalsLater) in the background, as many at once as there are
-// cores, those not being counted already; each is cached when done and
-// the next query has it. The cache file is written once they are all
-// counted.
+// sumLater queues the files whose first read left their usage sums
+// (Env.TotalsLater), those not queued or counted already, for Settled.
 func (a *Adapter) sumLater(keys []storeio.FileKey) {
 	a.sumMu.Lock()
-	todo := keys[:0:0]
+	defer a.sumMu.Unlock()
 	for _, k := range keys {
 		if !a.summing[k.Path] {
+			if len(a.summing) == 0 {
+				a.idle = make(chan struct{})
+			}
 			a.summing[k.Path] = true
-			todo = append(todo, k)
+			a.queued = append(a.queued, k)
 		}
 	}
+}
+
+// Settled implements adapters.Settler: the usage sums queued are counted
+// in the background, as many files at once as there are cores; each is
+// cached when done and the next query has it. The cache file is written
+// once they are all counted.
+func (a *Adapter) Settled() {
+	a.sumMu.Lock()
+	todo := a.queued
+	a.queued = nil
+	a.sumMu.Unlock()
 	if len(todo) == 0 {
-		a.sumMu.Unlock()
 		return
 	}
-	if len(a.summing) == len(todo) {
-		a.idle = make(chan struct{})
-	}
-	a.sumMu.Unlock()
 	go func() {
 		// Nothing cancels it: the work is bounded (the files listed)
 		// and each file read once.
@@ -242,8 +250,8 @@ func (a *Adapter) sumLater(keys []storeio.FileKey) {
 	}()
 }
 
-// WaitTotals waits until no usage sums are being counted in the
-// background (Env.TotalsLater), or ctx ends.
+// WaitTotals waits until no usage sums are queued or being counted
+// (Env.TotalsLater), or ctx ends: after Settled, until they are counted.
 func (a *Adapter) WaitTotals(ctx context.Context) error {
 	a.sumMu.Lock()
 	idle := a.idle
@@ -384,6 +392,7 @@ func (a *Adapter) DiscoverOne(ctx context.Context, id string) (adapters.NativeSe
 	s := a.readOne(key)
 	if s.facts != nil && s.facts.sumsPending {
 		a.sumLater([]storeio.FileKey{key})
+		a.Settled()
 	}
 	ns, ok := a.nativeOf(s, match{})
 	if !ok || ns.NativeID != id {

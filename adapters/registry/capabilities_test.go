@@ -22,6 +22,7 @@ func capabilities(a adapters.Adapter) []string {
 	_, has["NativeIDChecker"] = a.(adapters.NativeIDChecker)
 	_, has["AssistantReader"] = a.(adapters.AssistantReader)
 	_, has["OneReader"] = a.(adapters.OneReader)
+	_, has["Settler"] = a.(adapters.Settler)
 	var out []string
 	for _, name := range slices.Sorted(maps.Keys(has)) {
 		if has[name] {
@@ -41,8 +42,8 @@ func TestCapabilities(t *testing.T) {
 		"claude":   "AssistantReader Launcher OneReader",
 		"codex":    "AssistantReader Launcher NativeIDFinder OneReader Stopper TurnInterrupter",
 		"opencode": "Launcher NativeIDFinder OneReader",
-		"pi":       "AssistantReader Launcher NativeIDFinder OneReader",
-		"pi-rust":  "AssistantReader Launcher NativeIDFinder OneReader",
+		"pi":       "AssistantReader Launcher NativeIDFinder OneReader Settler",
+		"pi-rust":  "AssistantReader Launcher NativeIDFinder OneReader Settler",
 		"openclaw": "ChangeWatcher NativeIDChecker Stopper",
 	}
 	// A gateway configured, so the registry holds every adapter.
