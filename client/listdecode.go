@@ -275,6 +275,9 @@ func (s *splitter) cut() (value []byte, done bool, err error) {
 		if c, err = s.peek(); err != nil {
 			return nil, false, err
 		}
+		if c == ']' {
+			return nil, false, errors.New("invalid character ']' after a ',' in an array")
+		}
 	}
 	s.more = true
 	s.start = s.pos
