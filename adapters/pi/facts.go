@@ -34,6 +34,12 @@ const (
 // smallFile is the size up to which a session file is read in one go.
 const smallFile = 256 << 10
 
+// sumLaterOver is the size above which readFactsLater leaves a file's
+// usage sums for later: a file larger than the head window is most of a
+// store's bytes (at 7,000 sessions, a fifth of the files held 85% of
+// them), and its row needs only its head and tail.
+const sumLaterOver = headWindow
+
 // readerAt is what the readers need of a file.
 type readerAt interface {
 	io.ReaderAt
@@ -86,8 +92,8 @@ func readFacts(file *os.File, key storeio.FileKey, prev *storeio.Entry[*facts]) 
 }
 
 // readFactsLater is readFacts that leaves the usage sums of a file read
-// for the first time, when it is larger than one read, for sumPending:
-// its row comes from its head and tail alone.
+// for the first time, when it is larger than sumLaterOver, for
+// sumPending: its row comes from its head and tail alone.
 func readFactsLater(file *os.File, key storeio.FileKey, prev *storeio.Entry[*facts]) (*facts, error) {
 	return readFactsMode(file, key, prev, true)
 }
@@ -143,7 +149,7 @@ func readFactsMode(file *os.File, key storeio.FileKey, prev *storeio.Entry[*fact
 			return out, nil
 		}
 		out.sumsKnown = key.Size <= maxSumBytes
-		out.sumsPending = later && out.sumsKnown && key.Size > smallFile
+		out.sumsPending = later && out.sumsKnown && key.Size > sumLaterOver
 		if !out.sumsKnown {
 			out.warnings = append(out.warnings, fmt.Sprintf("tokens and cost not summed: the transcript is %d MB (over %d MB)", key.Size>>20, maxSumBytes>>20))
 		}

@@ -116,7 +116,7 @@ func TestTotalsLater(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if big := fi.Size() > smallFile; s.TotalsPending != big {
+		if big := fi.Size() > sumLaterOver; s.TotalsPending != big {
 			t.Errorf("%s (%d bytes): totals pending %v", s.NativeID, fi.Size(), s.TotalsPending)
 		}
 		if s.TotalsPending {
