@@ -100,9 +100,12 @@ type NativeSession struct {
 	TokensIn    *int64
 	TokensOut   *int64
 	CostUSD     *float64
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
-	State       NativeState
+	// TotalsPending says TokensIn, TokensOut and CostUSD are being counted
+	// in the background (Env.TotalsLater): unknown for now, not zero.
+	TotalsPending bool
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	State         NativeState
 	// WaitingFor, when set, is what the agent's own records say its live
 	// process waits for a person to answer (WaitingPermission,
 	// WaitingDialog, WaitingInput), since WaitingSince (zero when not
@@ -295,6 +298,11 @@ type Env struct {
 	// (`agentctl integrate`): an adapter that reads it ties the processes
 	// it names first-hand.
 	Hooks HookTies
+	// TotalsLater lets an adapter answer a first read of a large
+	// transcript without its token and cost totals (NativeSession's
+	// TotalsPending) and count them in the background: the first list of
+	// a big store need not wait for what only the totals need.
+	TotalsLater bool
 }
 
 // HookTiesOf lists what the book says of agent's live processes (none

@@ -32,6 +32,15 @@ type Launcher interface {
 	InstallHint() string
 }
 
+// Settler is an adapter that puts work off while a discovery is under way
+// (Env.TotalsLater: the totals of large transcripts): the session core
+// calls Settled when every adapter's discovery of a round has ended, and
+// the work put off starts then, rather than competing with the other
+// adapters' reads for the first answer. Settled must not block.
+type Settler interface {
+	Settled()
+}
+
 // NativeIDFinder learns the native id of a session it could not pre-assign,
 // from the agent's own store or output, for the agent started at pid in cwd
 // after since. The session core calls it after a launch whose LaunchSpec

@@ -93,6 +93,11 @@ type Session struct {
 	TokensIn  *int64   `json:"tokens_in,omitempty"`
 	TokensOut *int64   `json:"tokens_out,omitempty"`
 	CostUSD   *float64 `json:"cost_usd,omitempty"`
+	// TotalsPending says the token and cost totals are still being
+	// counted (a first read of a large transcript answers without them
+	// and counts them in the background): they are absent, not zero, and
+	// a later answer has them.
+	TotalsPending bool `json:"totals_pending,omitempty"`
 	// ResumeOf is the session whose native session this run continues.
 	ResumeOf string `json:"resume_of,omitempty"`
 	// OnLimit is what the session does when a usage limit holds it

@@ -1,16 +1,20 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/agentctl/agentctl/api"
@@ -150,6 +154,51 @@ func killNoted(file string) {
 		// Still the far end's sleep, not a process that took its pid.
 		if cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && pid > 0 && strings.HasPrefix(string(cmd), "sleep\x00") {
 			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// A list cut apart as it arrives, whatever the reads hand over (a byte at
+// a time, or all at once), and decoded in batches across the cores, is
+// the list json.Unmarshal makes of the whole answer: every session in
+// order, strings with escapes, brackets and quotes inside them, and the
+// fields after the sessions.
+func TestDecodeListCutsAnywhere(t *testing.T) {
+	t.Parallel()
+	tricky := []string{`plain`, `a "quoted" ] } word`, `back\slash\`, "tab\tnew\nline", `{"not":"json"}`, "ünï€ode 😀", `\u0000`, ``}
+	var want api.SessionList
+	for i := range 1000 {
+		code := i
+		want.Sessions = append(want.Sessions, api.Session{ID: fmt.Sprintf("s%04d", i), Adapter: "exec", Status: api.StatusExited,
+			Prompt: tricky[i%len(tricky)], Labels: map[string]string{"k": tricky[(i+3)%len(tricky)]}, ExitCode: &code,
+			Command: []string{"sh", "-c", tricky[(i+5)%len(tricky)]}})
+	}
+	want.Warnings = []string{"one", `two "2"`}
+	b, err := json.MarshalIndent(want, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var whole api.SessionList
+	if err := json.Unmarshal(b, &whole); err != nil {
+		t.Fatal(err)
+	}
+	for name, r := range map[string]func() io.Reader{
+		"whole":      func() io.Reader { return bytes.NewReader(b) },
+		"byte-wise":  func() io.Reader { return iotest.OneByteReader(bytes.NewReader(b)) },
+		"half-reads": func() io.Reader { return iotest.HalfReader(bytes.NewReader(b)) },
+	} {
+		var got api.SessionList
+		if err := decodeList(r(), &got, 5000, 1<<20, "test"); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !reflect.DeepEqual(got, whole) {
+			t.Errorf("%s: the list decoded differs from the whole answer's", name)
+		}
+	}
+	for _, bad := range []string{`{"sessions":[{"id":"a"} {"id":"b"}]}`, `{"sessions":[{"id":"a"},]}`, `{"sessions":[{"id":"a"}}`, `{"sessions":[{"id":"a"`, `{"sessions":[{"id":"a\"}]}`, `{"sessions":[]]}`, `{"sessions":[] "x":1}`} {
+		var got api.SessionList
+		if err := decodeList(strings.NewReader(bad), &got, 10, 1024, "test"); err == nil {
+			t.Errorf("%s: decoded", bad)
 		}
 	}
 }

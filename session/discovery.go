@@ -184,8 +184,18 @@ func (d *discovery) join(ctx context.Context, a adapters.Adapter) *flight {
 		}
 		d.firstEnded[name] = true
 		delete(d.inflight, name)
+		settled := len(d.inflight) == 0
 		d.mu.Unlock()
 		close(f.done)
+		if settled {
+			// The round is over: the work the adapters put off for it
+			// (adapters.Settler) may start.
+			for _, a := range d.adapters {
+				if s, ok := a.(adapters.Settler); ok {
+					s.Settled()
+				}
+			}
+		}
 	}()
 	return f
 }

@@ -216,6 +216,7 @@ func enrich(s *api.Session, ns *adapters.NativeSession) {
 		s.Model = ns.Model
 	}
 	s.TokensIn, s.TokensOut, s.CostUSD = ns.TokensIn, ns.TokensOut, ns.CostUSD
+	s.TotalsPending = ns.TotalsPending
 	if !ns.UpdatedAt.IsZero() {
 		t := ns.UpdatedAt
 		s.LastActivity = &t

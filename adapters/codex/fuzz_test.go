@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -182,4 +184,83 @@ func FuzzStringHead(f *testing.F) {
 func FuzzFactsDiskForm(f *testing.F) {
 	storeiotest.FuzzDiskForm(f, &facts{id: "i", cwd: "/w", firstPrompt: "p", turn: turnComplete, tokensIn: 9, hasTokens: true,
 		limited: true, limitAt: time.Unix(1795731357, 0).UTC(), windows: [2]usageWindow{{known: true, used: 100, minutes: 300, resetsAt: time.Unix(1795731357, 0).UTC()}}})
+}
+
+// decodeWhole is decode without slim: the decoder over the whole line.
+func decodeWhole(line []byte) (rolloutLine, error) {
+	var l rolloutLine
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 || line[0] != '{' {
+		return l, errBadLine
+	}
+	err := json.Unmarshal(line, &l)
+	if isTypeError(err) {
+		err = nil
+	}
+	return l, err
+}
+
+// FuzzSlim holds decode, which drops what the decoder would ignore before
+// decoding a long line, to the decoder over the whole line: the same
+// record and payload, and an error where it fails.
+func FuzzSlim(f *testing.F) {
+	pad := strings.Repeat("instructions \\\"quoted\\\" ", 300)
+	for _, l := range seedLines(f) {
+		f.Add(l)
+	}
+	f.Add([]byte(`{"timestamp":"2026-11-22T06:26:06.000Z","type":"session_meta","payload":{"id":"x","base_instructions":{"text":"` + pad + `"},"cwd":"/w"}}`))
+	f.Add([]byte(`{"type":"session_meta","payload":{"ID":"x","Base_Instructions":"` + pad + `","cwd":"/w"},"extra":"` + pad + `"}`))
+	f.Add([]byte(`{"type":"session_meta","payload":{"id":"x","notes":"` + pad + `"},"payload":{"cwd":"/w","more":[` + strings.Repeat(`"`+pad[:40]+`",`, 200) + `1]}}`))
+	f.Add([]byte(`{"type":"session_meta","payload":{"id":"x","b\u0061se":"` + pad + `"}}`))
+	f.Add([]byte(`{"type":"session_meta","payload":{"id":"x","notes":"` + pad + `"}} trailing`))
+	f.Add([]byte(`{"type":"session_meta","payload":{"id":"x","notes":"` + pad + `"`))
+	f.Add([]byte(`{"type":"session_meta","payload":{"id":7,"notes":"` + pad + `","cwd":"/w"}}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		r, p, err := decode(line)
+		want, werr := decodeWhole(line)
+		if (err != nil) != (werr != nil) {
+			t.Fatalf("decode: %v, the whole line: %v", err, werr)
+		}
+		if err == nil && (r != want.record || !reflect.DeepEqual(p, want.Payload)) {
+			t.Errorf("decode:\n%+v %+v\nthe whole line:\n%+v %+v", r, p, want.record, want.Payload)
+		}
+	})
+}
+
+// TestSlimKeys holds slim's lists to the fields the decoder fills: a field
+// added to rolloutLine or payload and not to them would be dropped.
+func TestSlimKeys(t *testing.T) {
+	t.Parallel()
+	names := func(typ reflect.Type) []string {
+		var out []string
+		for f := range typ.Fields() {
+			if f.Anonymous {
+				continue
+			}
+			out = append(out, strings.Split(f.Tag.Get("json"), ",")[0])
+		}
+		return out
+	}
+	top := append(names(reflect.TypeFor[record]()), names(reflect.TypeFor[rolloutLine]())...)
+	slices.Sort(top)
+	want := slices.Sorted(slices.Values(lineKeys[:]))
+	if !slices.Equal(top, want) {
+		t.Errorf("rolloutLine decodes %q, slim keeps %q", top, want)
+	}
+	pk := names(reflect.TypeFor[payload]())
+	slices.Sort(pk)
+	if want := slices.Sorted(slices.Values(payloadKeys[:])); !slices.Equal(pk, want) {
+		t.Errorf("payload decodes %q, slim keeps %q", pk, want)
+	}
+}
+
+// TestSlimDropsBaseInstructions: the base instructions of a session_meta
+// line are not handed to the decoder.
+func TestSlimDropsBaseInstructions(t *testing.T) {
+	t.Parallel()
+	line := []byte(`{"timestamp":"t","type":"session_meta","payload":{"id":"x","base_instructions":{"text":"` + strings.Repeat("x", 20000) + `"},"cwd":"/w"}}`)
+	got := slim(line)
+	if len(got) > 200 || !bytes.Contains(got, []byte(`"base_instructions":null`)) {
+		t.Errorf("slim left %d bytes: %.200s", len(got), got)
+	}
 }

@@ -35,6 +35,12 @@ const (
 // smallFile is the size up to which a session file is read in one go.
 const smallFile = 256 << 10
 
+// sumLaterOver is the size above which readFactsLater leaves a file's
+// usage sums for later: a file larger than the head window is most of a
+// store's bytes (at 7,000 sessions, a fifth of the files held 85% of
+// them), and its row needs only its head and tail.
+const sumLaterOver = headWindow
+
 // readerAt is what the readers need of a file.
 type readerAt interface {
 	io.ReaderAt
@@ -64,6 +70,9 @@ type facts struct {
 	hasUsage    bool
 	hasCost     bool
 	sumsKnown   bool
+	// sumsPending says the sums were left for later (readFactsLater): a
+	// first read answers a large file's row without them.
+	sumsPending bool
 
 	lastMessage string
 	lastModel   string
@@ -84,6 +93,33 @@ var errNoHeader = errors.New("no session header on the first line")
 // earlier version, lets the usage sums continue where they stopped when the
 // file only grew.
 func readFacts(file *os.File, key storeio.FileKey, prev *storeio.Entry[*facts]) (*facts, error) {
+	return readFactsMode(file, key, prev, false)
+}
+
+// readFactsLater is readFacts that leaves the usage sums of a file read
+// for the first time, when it is larger than sumLaterOver, for
+// sumPending: its row comes from its head and tail alone.
+func readFactsLater(file *os.File, key storeio.FileKey, prev *storeio.Entry[*facts]) (*facts, error) {
+	return readFactsMode(file, key, prev, true)
+}
+
+// sumPending completes facts readFactsLater left without their sums: for
+// the same version it adds the sums alone, else it reads the file whole
+// as readFacts does.
+func sumPending(file *os.File, key storeio.FileKey, prev *storeio.Entry[*facts]) (*facts, error) {
+	if prev == nil || prev.Value == nil || !prev.Value.sumsPending || !prev.Key.Same(key) {
+		return readFacts(file, key, prev)
+	}
+	out := *prev.Value
+	out.sumsPending, out.summedTo, out.fingerprint = false, 0, nil
+	out.tokensIn, out.tokensOut, out.cost, out.hasUsage, out.hasCost = 0, 0, 0, false, false
+	if err := out.sum(file, key.Size); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+func readFactsMode(file *os.File, key storeio.FileKey, prev *storeio.Entry[*facts], later bool) (*facts, error) {
 	out := &facts{mtime: key.ModTime}
 	// Most sessions are small: one read serves the head, the sums and the
 	// tail.
@@ -118,11 +154,12 @@ func readFacts(file *os.File, key storeio.FileKey, prev *storeio.Entry[*facts]) 
 			return out, nil
 		}
 		out.sumsKnown = key.Size <= maxSumBytes
+		out.sumsPending = later && out.sumsKnown && key.Size > sumLaterOver
 		if !out.sumsKnown {
 			out.warnings = append(out.warnings, fmt.Sprintf("tokens and cost not summed: the transcript is %d MB (over %d MB)", key.Size>>20, maxSumBytes>>20))
 		}
 	}
-	if out.sumsKnown && out.summedTo < key.Size {
+	if out.sumsKnown && !out.sumsPending && out.summedTo < key.Size {
 		if err := out.sum(f, key.Size); err != nil {
 			return nil, err
 		}
@@ -429,11 +466,12 @@ func (x *facts) native(adapter, path string, m match) adapters.NativeSession {
 	if s.Model == "" {
 		s.Model = x.headerModel
 	}
-	if x.sumsKnown && x.hasUsage {
+	s.TotalsPending = x.sumsPending
+	if x.sumsKnown && !x.sumsPending && x.hasUsage {
 		in, out := x.tokensIn, x.tokensOut
 		s.TokensIn, s.TokensOut = &in, &out
 	}
-	if x.sumsKnown && x.hasCost {
+	if x.sumsKnown && !x.sumsPending && x.hasCost {
 		c := x.cost
 		s.CostUSD = &c
 	}

@@ -7,8 +7,10 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/agentctl/agentctl/adapters"
 )
@@ -88,5 +90,71 @@ func TestGenerateStore(t *testing.T) {
 	}
 	if !maps.Equal(sizes(home), sizes(other)) {
 		t.Error("two stores from the same seed differ")
+	}
+}
+
+// TestTotalsLater: with Env.TotalsLater a first read answers the rows of
+// the files larger than one read without their usage sums, saying they are
+// pending (never a zero), counts them in the background, and the next
+// query has them, equal to what a read that sums in line gives.
+func TestTotalsLater(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	if err := pisynth.GenerateStore(home, 120, 11); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	a := New(adapters.Env{Home: home, TotalsLater: true})
+	first, err := a.Discover(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := 0
+	for _, s := range first {
+		fi, err := os.Stat(s.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if big := fi.Size() > sumLaterOver; s.TotalsPending != big {
+			t.Errorf("%s (%d bytes): totals pending %v", s.NativeID, fi.Size(), s.TotalsPending)
+		}
+		if s.TotalsPending {
+			pending++
+			if s.TokensIn != nil || s.TokensOut != nil || s.CostUSD != nil {
+				t.Errorf("%s: pending totals carry figures: %v %v %v", s.NativeID, s.TokensIn, s.TokensOut, s.CostUSD)
+			}
+		}
+		if s.FirstPrompt == "" || s.Cwd == "" || s.UpdatedAt.IsZero() {
+			t.Errorf("%s: the row is incomplete without its totals: %+v", s.NativeID, s)
+		}
+	}
+	if pending == 0 {
+		t.Fatal("no file of the store was large enough to be counted later")
+	}
+	a.Settled()
+	if err := a.WaitTotals(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after, err := a.Discover(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := New(adapters.Env{Home: home}).Discover(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]adapters.NativeSession{}
+	for _, s := range want {
+		byID[s.NativeID] = s
+	}
+	if len(after) != len(want) {
+		t.Fatalf("%d sessions after the sums, %d read in line", len(after), len(want))
+	}
+	for _, s := range after {
+		w := byID[s.NativeID]
+		if s.TotalsPending || !reflect.DeepEqual(s, w) {
+			t.Errorf("%s after the background sums:\n%+v\nread in line:\n%+v", s.NativeID, s, w)
+		}
 	}
 }

@@ -9,7 +9,7 @@ import (
 
 // factsKind names the facts a cache file holds; change it when the fields
 // written below, their order or their meaning change.
-const factsKind = "pi-facts-2"
+const factsKind = "pi-facts-3"
 
 // MarshalBinary is the facts as the cache file keeps them (encoding.BinaryMarshaler,
 // which the DiskCache's gob uses). Where the usage sums stopped is left out:
@@ -34,6 +34,7 @@ func (x *facts) MarshalBinary() ([]byte, error) {
 	w.Bool(x.hasCost)
 	w.Bool(x.sumsKnown)
 	w.Strings(x.warnings)
+	w.Bool(x.sumsPending)
 	return w.Bytes(), nil
 }
 
@@ -55,6 +56,7 @@ func (x *facts) UnmarshalBinary(b []byte) error {
 	y.hasCost = r.Bool()
 	y.sumsKnown = r.Bool()
 	y.warnings = r.Strings()
+	y.sumsPending = r.Bool()
 	if err := r.Err(); err != nil {
 		return fmt.Errorf("pi facts: %w", err)
 	}

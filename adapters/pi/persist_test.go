@@ -91,7 +91,7 @@ func TestFactsDiskFormKeepsEveryField(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
 	x := facts{id: "i", cwd: "/w", created: at, mtime: at.Add(1), headerModel: "h", firstPrompt: "p", headModel: "m", bad: errNoHeader,
-		summedTo: 9, fingerprint: []byte{1}, tokensIn: 1, tokensOut: 2, cost: 0.5, hasUsage: true, hasCost: true, sumsKnown: true,
+		summedTo: 9, fingerprint: []byte{1}, tokensIn: 1, tokensOut: 2, cost: 0.5, hasUsage: true, hasCost: true, sumsKnown: true, sumsPending: true,
 		lastMessage: "l", lastModel: "lm", lastRole: "r", lastStop: "s", lastError: "429 e", lastProvider: "pv", lastTime: at.Add(2), warnings: []string{"head: w", ""}}
 	v := reflect.ValueOf(x)
 	for i := range v.NumField() {

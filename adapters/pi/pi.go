@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentctl/agentctl/adapters"
@@ -37,6 +38,7 @@ var (
 	_ adapters.NativeIDFinder  = (*Adapter)(nil)
 	_ adapters.AssistantReader = (*Adapter)(nil)
 	_ adapters.OneReader       = (*Adapter)(nil)
+	_ adapters.Settler         = (*Adapter)(nil)
 )
 
 // Adapter reads Pi's store and launches Pi (or pi-rust).
@@ -71,6 +73,17 @@ type Adapter struct {
 	mu sync.Mutex
 	// paths maps native ids to files, from the last scan.
 	paths map[string]string
+
+	// sumMu guards summing, the files whose usage sums are put off
+	// (Env.TotalsLater) until Settled or being counted, queued, those of
+	// them not started yet, and idle, closed while there are none. sums
+	// counts the batches done: the kept scan and sessions are kept for
+	// one count, so the next query after a batch has its totals.
+	sumMu   sync.Mutex
+	summing map[string]bool
+	queued  []storeio.FileKey
+	idle    chan struct{}
+	sums    atomic.Uint64
 }
 
 // maxCachedFiles bounds the cache: far more sessions than a user keeps.
@@ -86,7 +99,9 @@ func New(env adapters.Env) *Adapter { return newAdapter(NamePi, env) }
 func NewRust(env adapters.Env) *Adapter { return newAdapter(NamePiRust, env) }
 
 func newAdapter(name string, env adapters.Env) *Adapter {
-	a := &Adapter{name: name, env: env, files: storeio.NewFileCache[*facts](maxCachedFiles), folders: storeio.NewLister(env.Folders), paths: map[string]string{}}
+	a := &Adapter{name: name, env: env, files: storeio.NewFileCache[*facts](maxCachedFiles), folders: storeio.NewLister(env.Folders), paths: map[string]string{},
+		summing: map[string]bool{}, idle: make(chan struct{})}
+	close(a.idle)
 	// One file per adapter: pi and pi-rust read the same store, each
 	// with its own cache.
 	if path := env.CachePath(name + "-facts.gob"); path != "" {
@@ -127,7 +142,8 @@ func (a *Adapter) scan(ctx context.Context) (files []scanned, version uint64, ke
 		return nil, 0, false, fmt.Errorf("scan pi sessions: %w", err)
 	}
 	version = a.folders.Version()
-	if last, ok := a.scans.Get(version, nil); ok {
+	sums := a.sums.Load()
+	if last, ok := a.scans.Get(version, sums); ok {
 		return last, version, true, nil
 	}
 	if a.saved != nil {
@@ -144,6 +160,14 @@ func (a *Adapter) scan(ctx context.Context) (files []scanned, version uint64, ke
 		a.scans.Drop()
 		return nil, 0, false, fmt.Errorf("scan pi sessions: %w", err)
 	}
+
+	var later []storeio.FileKey
+	for i, s := range read {
+		if s.facts != nil && s.facts.sumsPending {
+			later = append(later, keys[i])
+		}
+	}
+	a.sumLater(later)
 
 	var out []scanned
 	listed := map[string]bool{}
@@ -171,14 +195,83 @@ func (a *Adapter) scan(ctx context.Context) (files []scanned, version uint64, ke
 		a.scans.Drop()
 		return out, version, false, nil
 	}
-	a.scans.Put(version, nil, out)
+	a.scans.Put(version, sums, out)
 	return out, version, true, nil
+}
+
+// sumLater queues the files whose first read left their usage sums
+// (Env.TotalsLater), those not queued or counted already, for Settled.
+func (a *Adapter) sumLater(keys []storeio.FileKey) {
+	a.sumMu.Lock()
+	defer a.sumMu.Unlock()
+	for _, k := range keys {
+		if !a.summing[k.Path] {
+			if len(a.summing) == 0 {
+				a.idle = make(chan struct{})
+			}
+			a.summing[k.Path] = true
+			a.queued = append(a.queued, k)
+		}
+	}
+}
+
+// Settled implements adapters.Settler: the usage sums queued are counted
+// in the background, as many files at once as there are cores; each is
+// cached when done and the next query has it. The cache file is written
+// once they are all counted.
+func (a *Adapter) Settled() {
+	a.sumMu.Lock()
+	todo := a.queued
+	a.queued = nil
+	a.sumMu.Unlock()
+	if len(todo) == 0 {
+		return
+	}
+	go func() {
+		// Nothing cancels it: the work is bounded (the files listed)
+		// and each file read once.
+		storeio.Parallel(context.Background(), len(todo), func(i int) {
+			if _, _, err := a.files.Refresh(todo[i], sumPending); err != nil && a.env.Logf != nil {
+				a.env.Logf("pi: count the usage of %s: %v", todo[i].Path, err)
+			}
+		})
+		a.sums.Add(1)
+		if a.saved != nil {
+			a.saved.Save(true)
+		}
+		a.sumMu.Lock()
+		defer a.sumMu.Unlock()
+		for _, k := range todo {
+			delete(a.summing, k.Path)
+		}
+		if len(a.summing) == 0 {
+			close(a.idle)
+		}
+	}()
+}
+
+// WaitTotals waits until no usage sums are queued or being counted
+// (Env.TotalsLater), or ctx ends: after Settled, until they are counted.
+func (a *Adapter) WaitTotals(ctx context.Context) error {
+	a.sumMu.Lock()
+	idle := a.idle
+	a.sumMu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // readOne returns the cached facts when the listing's stat shows the file
 // unchanged, and reads it otherwise.
 func (a *Adapter) readOne(key storeio.FileKey) scanned {
-	f, _, err := a.files.GetKey(key, readFacts)
+	fill := readFacts
+	if a.env.TotalsLater {
+		fill = readFactsLater
+	}
+	f, _, err := a.files.GetKey(key, fill)
 	if err != nil {
 		return scanned{path: key.Path, err: err}
 	}
@@ -201,6 +294,9 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 			return []adapters.NativeSession{}, nil
 		}
 	}
+	// Read before the scan: sessions built while a batch of sums
+	// completes are kept for the count before it.
+	sums := a.sums.Load()
 	files, version, kept, err := a.scan(ctx)
 	if err != nil {
 		return nil, err
@@ -213,8 +309,9 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 	type inputs struct {
 		refs map[string]match
 		perr string
+		sums uint64
 	}
-	in := inputs{refs: refs}
+	in := inputs{refs: refs, sums: sums}
 	if perr != nil {
 		in.perr = perr.Error()
 	}
@@ -291,7 +388,13 @@ func (a *Adapter) DiscoverOne(ctx context.Context, id string) (adapters.NativeSe
 	if err != nil {
 		return adapters.DiscoverOneOf(ctx, a, id) // moved or gone: the store says
 	}
-	ns, ok := a.nativeOf(a.readOne(storeio.KeyOf(path, fi)), match{})
+	key := storeio.KeyOf(path, fi)
+	s := a.readOne(key)
+	if s.facts != nil && s.facts.sumsPending {
+		a.sumLater([]storeio.FileKey{key})
+		a.Settled()
+	}
+	ns, ok := a.nativeOf(s, match{})
 	if !ok || ns.NativeID != id {
 		return adapters.DiscoverOneOf(ctx, a, id)
 	}

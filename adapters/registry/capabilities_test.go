@@ -23,6 +23,7 @@ func capabilities(a adapters.Adapter) []string {
 	_, has["AssistantReader"] = a.(adapters.AssistantReader)
 	_, has["OneReader"] = a.(adapters.OneReader)
 	_, has["HookReader"] = a.(adapters.HookReader)
+	_, has["Settler"] = a.(adapters.Settler)
 	var out []string
 	for _, name := range slices.Sorted(maps.Keys(has)) {
 		if has[name] {
@@ -42,8 +43,8 @@ func TestCapabilities(t *testing.T) {
 		"claude":   "AssistantReader HookReader Launcher OneReader",
 		"codex":    "AssistantReader HookReader Launcher NativeIDFinder OneReader Stopper TurnInterrupter",
 		"opencode": "HookReader Launcher NativeIDFinder OneReader",
-		"pi":       "AssistantReader HookReader Launcher NativeIDFinder OneReader",
-		"pi-rust":  "AssistantReader HookReader Launcher NativeIDFinder OneReader",
+		"pi":       "AssistantReader HookReader Launcher NativeIDFinder OneReader Settler",
+		"pi-rust":  "AssistantReader HookReader Launcher NativeIDFinder OneReader Settler",
 		"openclaw": "ChangeWatcher NativeIDChecker Stopper",
 	}
 	// A gateway configured, so the registry holds every adapter.

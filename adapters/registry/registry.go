@@ -43,7 +43,7 @@ func Local(agentctlHome string, getenv func(string) string, o Options) []adapter
 	if h := getenv("HOME"); h != "" {
 		userHome = h
 	}
-	env := adapters.Env{Home: userHome, Getenv: getenv, Folders: o.Watch, CacheDir: home.Home(agentctlHome).CacheDir(), Hooks: o.Hooks}
+	env := adapters.Env{Home: userHome, Getenv: getenv, Folders: o.Watch, CacheDir: home.Home(agentctlHome).CacheDir(), Hooks: o.Hooks, TotalsLater: true}
 	if o.Logger != nil {
 		env.Logf = func(format string, args ...any) { o.Logger.Warn(fmt.Sprintf(format, args...)) }
 	}

@@ -146,6 +146,22 @@ func (c *FileCache[V]) GetKey(key FileKey, fill FillFunc[V]) (V, FileKey, error)
 	return p.value, p.got, p.err
 }
 
+// Refresh reads key's file again whatever the cache holds, handing fill
+// the entry cached for its path (of any version) as prev, and caches the
+// result: a value a first read left unfinished (totals counted in the
+// background) is completed in place.
+func (c *FileCache[V]) Refresh(key FileKey, fill FillFunc[V]) (V, FileKey, error) {
+	c.mu.Lock()
+	var prev *Entry[V]
+	if el, ok := c.entries[key.Path]; ok {
+		e := *el.Value.(*Entry[V])
+		prev = &e
+	}
+	c.misses++
+	c.mu.Unlock()
+	return c.fill(key, prev, fill)
+}
+
 // fill reads the file at key and caches the result.
 func (c *FileCache[V]) fill(key FileKey, prev *Entry[V], fill FillFunc[V]) (V, FileKey, error) {
 	var zero V

@@ -212,7 +212,7 @@ type ScanResult struct {
 // scan and is returned.
 func ScanLines(r io.Reader, maxLine int, fn func(line []byte) error) (ScanResult, error) {
 	var res ScanResult
-	br := bufio.NewReaderSize(r, 64<<10)
+	br := bufio.NewReaderSize(r, scanBufferSize(r))
 	var pending []byte  // the start of a line longer than br's buffer
 	var lineBytes int64 // bytes of the current line before this chunk
 	over := false       // the current line is longer than maxLine
@@ -251,6 +251,21 @@ func ScanLines(r io.Reader, maxLine int, fn func(line []byte) error) (ScanResult
 			return res, fmt.Errorf("scan lines: %w", err)
 		}
 	}
+}
+
+// scanBuffer is ScanLines' read buffer: a longer line is gathered in
+// pieces.
+const scanBuffer = 64 << 10
+
+// scanBufferSize is the read buffer for r: no larger than what r holds
+// when it says (an io.SectionReader does), since a first read scans
+// thousands of small files and zeroing 64 KB for each was a tenth of it.
+func scanBufferSize(r io.Reader) int {
+	s, ok := r.(interface{ Size() int64 })
+	if !ok || s.Size() >= scanBuffer {
+		return scanBuffer
+	}
+	return max(int(s.Size())+1, 16) // bufio's least
 }
 
 // fingerprintLen is how many bytes Fingerprint keeps.

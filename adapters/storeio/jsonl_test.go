@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -153,26 +155,62 @@ func TestScanLines(t *testing.T) {
 		{"long line over limit", "a\n" + long + "\nb\n", 100 << 10, "a|b", int64(len(long)) + 5, 1, ""},
 		{"long partial over limit", "a\n" + long, 100 << 10, "a", 2, 0, ""},
 		{"long partial within limit", "a\n" + long, 300 << 10, "a", 2, 0, long},
+		{"one line without a newline", "abcdefghijklmnopqrstuvwxyz", 100, "", 0, 0, "abcdefghijklmnopqrstuvwxyz"},
+		{"one line with its newline", "abcdefghijklmnopqrstuvwxyz\n", 100, "abcdefghijklmnopqrstuvwxyz", 27, 0, ""},
+		{"tiny", "a", 10, "", 0, 0, "a"},
+		{"empty", "", 10, "", 0, 0, ""},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var got []string
-			res, err := ScanLines(strings.NewReader(tt.data), tt.maxLine, func(l []byte) error {
-				got = append(got, string(l))
-				return nil
+		// A reader that says its size gets a buffer of that size: the
+		// lines must come out the same.
+		readers := map[string]func() io.Reader{
+			"unsized": func() io.Reader { return strings.NewReader(tt.data) },
+			"sized":   func() io.Reader { return io.NewSectionReader(strings.NewReader(tt.data), 0, int64(len(tt.data))) },
+		}
+		for kind, r := range readers {
+			t.Run(tt.name+"/"+kind, func(t *testing.T) {
+				var got []string
+				res, err := ScanLines(r(), tt.maxLine, func(l []byte) error {
+					got = append(got, string(l))
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if strings.Join(got, "|") != tt.want || res.Consumed != tt.consumed || res.Skipped != tt.skipped || string(res.Partial) != tt.partial {
+					t.Errorf("got %.40q consumed %d skipped %d partial %.20q", strings.Join(got, "|"), res.Consumed, res.Skipped, res.Partial)
+				}
 			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if strings.Join(got, "|") != tt.want || res.Consumed != tt.consumed || res.Skipped != tt.skipped || string(res.Partial) != tt.partial {
-				t.Errorf("got %.40q consumed %d skipped %d partial %.20q", strings.Join(got, "|"), res.Consumed, res.Skipped, res.Partial)
-			}
-		})
+		}
 	}
 	stop := errors.New("stop")
 	_, err := ScanLines(strings.NewReader("a\nb\n"), 10, func([]byte) error { return stop })
 	if !errors.Is(err, stop) {
 		t.Errorf("callback error not returned: %v", err)
+	}
+}
+
+// TestScanLinesSmallSection holds the read buffer to what a small input
+// holds: a first read scans thousands of small files, and a 64 KB buffer
+// zeroed for each was a tenth of its CPU. Not parallel: it reads the
+// process's allocation count.
+func TestScanLinesSmallSection(t *testing.T) {
+	data := strings.Repeat(`{"type":"message","role":"assistant"}`+"\n", 20)
+	r := strings.NewReader(data)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	n := 0
+	for range 10 {
+		if _, err := ScanLines(io.NewSectionReader(r, 0, int64(len(data))), 1<<20, func([]byte) error { n++; return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if n != 200 {
+		t.Fatalf("%d lines, want 200", n)
+	}
+	if per := (after.TotalAlloc - before.TotalAlloc) / 10; per > 8<<10 {
+		t.Errorf("a scan of %d bytes allocated %d bytes", len(data), per)
 	}
 }
 

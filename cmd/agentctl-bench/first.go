@@ -57,7 +57,11 @@ type firstRow struct {
 	api      time.Duration
 	apiBytes int
 	ts       time.Duration
+	tsCPU    time.Duration
 	tsNote   string
+	// hwmMB is the service's peak resident set (VmHWM) after the warm
+	// lists: what reading the whole store took.
+	hwmMB float64
 }
 
 // measureFirst times the first answers over mixed stores of each size.
@@ -169,7 +173,7 @@ func firstOver(ctx context.Context, o options, work string, n int) (firstRow, er
 		}
 	}
 	var first, cold, restart, warmJSON, warmTable, apiAlone, ts []time.Duration
-	var firstCPU, jsonCPU, tableCPU []time.Duration
+	var firstCPU, jsonCPU, tableCPU, tsCPU []time.Duration
 	for range o.runs {
 		d, rows, cpu, err := firstEver(false)
 		if err != nil {
@@ -223,24 +227,26 @@ func firstOver(ctx context.Context, o options, work string, n int) (firstRow, er
 		}
 		apiAlone, row.apiBytes = append(apiAlone, d), size
 	}
+	if row.hwmMB, err = b.serviceHWM(ctx); err != nil {
+		return row, err
+	}
 	if o.tsBin != "" {
 		for range o.runs {
-			d, note, err := b.tsList(ctx, o.tsBin)
+			d, cpu, note, err := b.tsList(ctx, o.tsBin)
 			if err != nil {
 				return row, err
 			}
-			ts, row.tsNote = append(ts, d), note
+			ts, tsCPU, row.tsNote = append(ts, d), append(tsCPU, cpu), note
 		}
 	}
 	row.first, row.firstCold, row.restart = median(first), median(cold), median(restart)
 	row.firstCPU, row.warmJSONCPU, row.warmTableCPU = median(firstCPU), median(jsonCPU), median(tableCPU)
-	row.warmJSON, row.warmTable, row.api, row.ts = median(warmJSON), median(warmTable), median(apiAlone), median(ts)
+	row.warmJSON, row.warmTable, row.api, row.ts, row.tsCPU = median(warmJSON), median(warmTable), median(apiAlone), median(ts), median(tsCPU)
 	return row, nil
 }
 
-// serviceCPU is the CPU time (user and system) the service used since it
-// started, from /proc (0 where there is none).
-func (b *bench) serviceCPU(ctx context.Context) (time.Duration, error) {
+// servicePID is the running service's process id.
+func (b *bench) servicePID(ctx context.Context) (int, error) {
 	out, err := b.agentctl(ctx, "daemon", "status", "--json")
 	if err != nil {
 		return 0, err
@@ -249,7 +255,37 @@ func (b *bench) serviceCPU(ctx context.Context) (time.Duration, error) {
 	if err := json.Unmarshal(out, &st); err != nil || st.PID <= 0 {
 		return 0, fmt.Errorf("daemon status: no pid in %q", out)
 	}
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", st.PID))
+	return st.PID, nil
+}
+
+// serviceHWM is the service's peak resident set in MB, from
+// /proc/PID/status (0 where there is none).
+func (b *bench) serviceHWM(ctx context.Context) (float64, error) {
+	pid, err := b.servicePID(ctx)
+	if err != nil {
+		return 0, err
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, nil
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
+			return kb / 1024, nil
+		}
+	}
+	return 0, nil
+}
+
+// serviceCPU is the CPU time (user and system) the service used since it
+// started, from /proc (0 where there is none).
+func (b *bench) serviceCPU(ctx context.Context) (time.Duration, error) {
+	pid, err := b.servicePID(ctx)
+	if err != nil {
+		return 0, err
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, nil
 	}
@@ -257,7 +293,7 @@ func (b *bench) serviceCPU(ctx context.Context) (time.Duration, error) {
 	// stime are the 12th and 13th, in clock ticks (100 a second).
 	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
 	if len(f) < 13 {
-		return 0, fmt.Errorf("/proc/%d/stat: %q", st.PID, data)
+		return 0, fmt.Errorf("/proc/%d/stat: %q", pid, data)
 	}
 	ut, _ := strconv.ParseInt(f[11], 10, 64)
 	stm, _ := strconv.ParseInt(f[12], 10, 64)
@@ -280,10 +316,22 @@ func (b *bench) timedCPU(ctx context.Context, args ...string) (time.Duration, ti
 }
 
 // tsList times the predecessor's `list -a` over the same store, in its
-// direct mode (no daemon of its own): its home is a fresh folder each run.
-func (b *bench) tsList(ctx context.Context, bin string) (time.Duration, string, error) {
-	cmd := exec.CommandContext(ctx, bin, "list", "-a")
-	cmd.Env = b.env
+// direct mode (AGENTCTL_NO_DAEMON=1, no daemon of its own), with its CPU
+// time (its children's, the ps it runs, included). bin is its
+// executable, or its built cli.js, run with node. What it keeps under
+// HOME (~/.agentctl) is removed before each run, so every run is its
+// first.
+func (b *bench) tsList(ctx context.Context, bin string) (time.Duration, time.Duration, string, error) {
+	if err := os.RemoveAll(filepath.Join(b.home, ".agentctl")); err != nil {
+		return 0, 0, "", err
+	}
+	args := []string{"list", "-a"}
+	if strings.HasSuffix(bin, ".js") {
+		args = append([]string{bin}, args...)
+		bin = "node"
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(slices.Clone(b.env), "AGENTCTL_NO_DAEMON=1")
 	var stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
 	t := time.Now()
@@ -292,11 +340,12 @@ func (b *bench) tsList(ctx context.Context, bin string) (time.Duration, string, 
 	var ee *exec.ExitError
 	switch {
 	case errors.As(err, &ee):
-		return d, "failed: " + firstLine(stderr.String()), nil
+		return d, 0, "failed: " + firstLine(stderr.String()), nil
 	case err != nil:
-		return 0, "", fmt.Errorf("%s list -a: %w", bin, err)
+		return 0, 0, "", fmt.Errorf("%s list -a: %w", bin, err)
 	}
-	return d, "", nil
+	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	return d, cpu, "", nil
 }
 
 // apiList reads the service's answer to GET /v1/sessions (every session)
@@ -353,7 +402,7 @@ func loadAverage() string {
 func printFirst(w io.Writer, rows []firstRow, runs int) {
 	fmt.Fprintf(w, "First answers (list -a, wall time end to end, medians of %d):\n", runs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "sessions\tMB\tload\tTS list -a (ms)\tfirst ever (ms)\tits service CPU (ms)\tfirst ever, cold cache (ms)\tafter restart (ms)\twarm --json (ms)\tits CLI CPU (ms)\twarm table (ms)\tits CLI CPU (ms)\tAPI alone (ms)\tAPI KB\t")
+	fmt.Fprintln(tw, "sessions\tMB\tload\tTS list -a (ms)\tits CPU (ms)\tfirst ever (ms)\tits service CPU (ms)\tfirst ever, cold cache (ms)\tafter restart (ms)\twarm --json (ms)\tits CLI CPU (ms)\twarm table (ms)\tits CLI CPU (ms)\tAPI alone (ms)\tAPI KB\tservice VmHWM (MB)\t")
 	var notes []string
 	dash := func(d time.Duration) string {
 		if d == 0 {
@@ -362,8 +411,8 @@ func printFirst(w io.Writer, rows []firstRow, runs int) {
 		return ms(d)
 	}
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", r.firstRows, r.storeMB, r.load, dash(r.ts), ms(r.first), ms(r.firstCPU), dash(r.firstCold),
-			ms(r.restart), ms(r.warmJSON), ms(r.warmJSONCPU), ms(r.warmTable), ms(r.warmTableCPU), ms(r.api), r.apiBytes>>10)
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%.0f\t\n", r.firstRows, r.storeMB, r.load, dash(r.ts), dash(r.tsCPU), ms(r.first), ms(r.firstCPU), dash(r.firstCold),
+			ms(r.restart), ms(r.warmJSON), ms(r.warmJSONCPU), ms(r.warmTable), ms(r.warmTableCPU), ms(r.api), r.apiBytes>>10, r.hwmMB)
 		for _, n := range []string{r.coldNote, r.restartNote, r.tsNote} {
 			if n != "" {
 				notes = append(notes, fmt.Sprintf("%d sessions: %s", r.sessions, n))

@@ -118,7 +118,7 @@ func parseFlags(args []string) (options, error) {
 	fl.IntVar(&o.soakShort, "soak-short", 10000, "with --soak: then this many short sessions, each exit code checked")
 	fl.IntVar(&o.hosts, "hosts", 0, "instead: time list on this machine, over ssh on one host and over this many hosts at once (sshd instances on 127.0.0.1)")
 	first := fl.String("first", "", "instead: measure the first answers (first list ever, after daemon restart, warm) over mixed stores of these comma-separated sizes")
-	fl.StringVar(&o.tsBin, "ts-bin", os.Getenv("AGENTCTL_BENCH_TS_BIN"), "with --first: the predecessor's agentctl build, whose `list -a` is timed beside (env: $AGENTCTL_BENCH_TS_BIN)")
+	fl.StringVar(&o.tsBin, "ts-bin", os.Getenv("AGENTCTL_BENCH_TS_BIN"), "with --first: the predecessor's agentctl build (its executable, or its dist/cli.js, run with node), whose `list -a` in its direct mode is timed beside (env: $AGENTCTL_BENCH_TS_BIN)")
 	fl.StringVar(&o.stores, "stores", "", "with --first: keep the generated stores in `DIR` and reuse them")
 	fl.StringVar(&o.cluster, "cluster", "", "instead: time a Kubernetes cluster as a host, the test cluster whose harness folder is `DIR` (env: $AGENTCTL_TEST_K8S)")
 	fl.IntVar(&o.clusterSessions, "cluster-sessions", 50, "with --cluster: Jobs running on the cluster for the lists")

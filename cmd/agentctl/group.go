@@ -315,7 +315,7 @@ func printGroupStatus(w io.Writer, group string, rows []orchestrate.MemberStatus
 		s := r.Session
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 			dash(r.Member), shortID(s.ID), s.Adapter, dash(s.Model), statusText(&s),
-			dash(durationText(r.DurationS)), dash(tokensText(&s)), dash(costText(s.CostUSD)),
+			dash(durationText(r.DurationS)), dash(tokensText(&s)), dash(sessionCostText(&s)),
 			diffText(r), dash(r.Worktree))
 	}
 	tw.Flush()

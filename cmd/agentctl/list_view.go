@@ -122,7 +122,7 @@ func sessionColumns(now time.Time, wide bool) []column {
 		{head: "LAST", cell: func(s *api.Session) string { return ago(now, s.ActiveAt()) }},
 		{head: "MODEL", cell: func(s *api.Session) string { return text.Clean(s.Model) }},
 		{head: "TOKENS", cell: tokensText},
-		{head: "COST", cell: func(s *api.Session) string { return costText(s.CostUSD) }},
+		{head: "COST", cell: sessionCostText},
 		{head: "GROUP", cell: func(s *api.Session) string { return s.Group }},
 		{head: "LABELS", cell: labelsText, wideOnly: true},
 		{head: "CWD", cell: func(s *api.Session) string { return text.Clean(tildePath(s.Cwd, homeDir)) }, flex: true, cut: cutLeft},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +55,35 @@ func TestSessionTableFitsTheWidth(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPendingTotalsAreNotZero: a session whose totals the service is still
+// counting shows them as pending in the table and in status, never as a
+// zero or as nothing known.
+func TestPendingTotalsAreNotZero(t *testing.T) {
+	t.Parallel()
+	zero, none := int64(0), 0.0
+	sessions := []api.Session{
+		{ID: "p1", Adapter: "pi", Status: api.StatusEnded, TotalsPending: true, TokensIn: &zero, TokensOut: &zero, CostUSD: &none},
+		{ID: "p2", Adapter: "pi", Status: api.StatusEnded},
+	}
+	var b bytes.Buffer
+	printSessionTable(&b, sessions, 0, false, true)
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[0], "TOKENS") || !strings.Contains(lines[0], "COST") {
+		t.Fatalf("table:\n%s", b.String())
+	}
+	if f := strings.Fields(lines[1]); !slices.Contains(f, totalsPending) || slices.Contains(f, "0") || slices.Contains(f, "$0.00") {
+		t.Errorf("pending totals shown as %q", lines[1])
+	}
+	if strings.Contains(lines[2], totalsPending) {
+		t.Errorf("a session without pending totals shows them pending: %q", lines[2])
+	}
+	b.Reset()
+	printSession(&b, sessions[0])
+	if !strings.Contains(b.String(), "being counted") || strings.Contains(b.String(), "$") {
+		t.Errorf("status of pending totals:\n%s", b.String())
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 
@@ -18,9 +19,36 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	endProfile := startCPUProfile(os.Getenv("AGENTCTL_CPUPROFILE"))
 	code := run(ctx, newCLI(), os.Args[1:])
 	stop()
+	endProfile()
 	os.Exit(code)
+}
+
+// startCPUProfile writes a CPU profile of this process to prefix.PID (the
+// CLI and the service it starts each write their own) until the returned
+// func is called; with no prefix it does nothing. It is how a slow list is
+// taken apart: AGENTCTL_CPUPROFILE=/tmp/ac agentctl list -a, then
+// go tool pprof on /tmp/ac.*.
+func startCPUProfile(prefix string) func() {
+	if prefix == "" {
+		return func() {}
+	}
+	f, err := os.Create(fmt.Sprintf("%s.%d", prefix, os.Getpid()))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "agentctl: cpu profile:", err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fmt.Fprintln(os.Stderr, "agentctl: cpu profile:", err)
+		f.Close()
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }
 
 // run executes the CLI and returns the process exit code: 0 ok, 1 failure,

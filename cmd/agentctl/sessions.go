@@ -248,7 +248,24 @@ func pidText(pid int) string {
 
 func ago(now, t time.Time) string { return text.Ago(now, t) }
 
-func tokensText(s *api.Session) string { return text.Tokens(s.TokensIn, s.TokensOut) }
+// totalsPending is the tokens and cost of a session whose totals the
+// service is still counting (api.Session.TotalsPending): not a zero.
+const totalsPending = "…"
+
+func tokensText(s *api.Session) string {
+	if s.TotalsPending {
+		return totalsPending
+	}
+	return text.Tokens(s.TokensIn, s.TokensOut)
+}
+
+// sessionCostText is a session's cost, pending while its totals are.
+func sessionCostText(s *api.Session) string {
+	if s.TotalsPending {
+		return totalsPending
+	}
+	return costText(s.CostUSD)
+}
 
 func costText(c *float64) string { return text.Cost(c) }
 
@@ -266,6 +283,35 @@ func label(s *api.Session) string {
 // with an ellipsis. It stops reading s once past n runes: a list shows
 // thousands of long prompts.
 func oneLine(s string, n int) string {
+	// ASCII, the most of what a list shows, byte by byte: the runes'
+	// way took a fifth of a large table's layout.
+	t := strings.TrimSpace(s)
+	out := make([]byte, 0, min(n, len(t))+1)
+	space := false
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		switch c {
+		case ' ', '\t', '\n', '\v', '\f', '\r':
+			space = true
+			continue
+		}
+		if c >= 0x80 { // not ASCII
+			return oneLineRunes(s, n)
+		}
+		if space {
+			out = append(out, ' ')
+			space = false
+		}
+		out = append(out, c)
+		if len(out) > n {
+			return string(out[:n-1]) + "…"
+		}
+	}
+	return string(out)
+}
+
+// oneLineRunes is oneLine for any text.
+func oneLineRunes(s string, n int) string {
 	out := make([]rune, 0, min(n, len(s))+1)
 	space := false
 	for _, r := range strings.TrimSpace(s) {
@@ -434,8 +480,12 @@ func printSession(w io.Writer, s api.Session) {
 	row("group", s.Group)
 	row("native id", s.NativeID)
 	row("model", s.Model)
-	row("tokens", tokensText(&s))
-	row("cost", costText(s.CostUSD))
+	if s.TotalsPending {
+		row("tokens", "being counted")
+	} else {
+		row("tokens", tokensText(&s))
+		row("cost", costText(s.CostUSD))
+	}
 	if t := s.NativeTotal; t != nil {
 		// The native session's, which several runs share: not this run's.
 		row("native total", strings.Trim(text.Tokens(t.TokensIn, t.TokensOut)+", "+costText(t.CostUSD), ", -"))

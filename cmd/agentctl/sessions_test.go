@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -23,6 +24,23 @@ func TestOneLine(t *testing.T) {
 	} {
 		if got := oneLine(tc.in, tc.n); got != tc.want {
 			t.Errorf("oneLine(%.20q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}
+
+// oneLine's ASCII way gives what the runes' way gives.
+func TestOneLineASCIIAsRunes(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(3, 4))
+	alphabet := []string{"a", "b", " ", "  ", "\t", "\n", "\v", "\f", "\r", "x", ".", "é", "\u00a0", "\u0085", "\u2028"}
+	for range 5000 {
+		var b strings.Builder
+		for range r.IntN(40) {
+			b.WriteString(alphabet[r.IntN(len(alphabet))])
+		}
+		s, n := b.String(), 1+r.IntN(30)
+		if got, want := oneLine(s, n), oneLineRunes(s, n); got != want {
+			t.Fatalf("oneLine(%q, %d) = %q, the runes' way %q", s, n, got, want)
 		}
 	}
 }
