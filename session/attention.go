@@ -300,16 +300,10 @@ func (c *Core) Decide(ctx context.Context, prefix string, caller *proc.Caller, d
 	}
 	switch d.Action {
 	case api.DecisionApprove, api.DecisionDeny:
-		c.attn.mu.Lock()
-		p := c.attn.pending[sess.ID]
-		if p != nil {
-			if err := sameRequest(sess.ID, d, p.waiting); err != nil {
-				c.attn.mu.Unlock()
-				return api.Session{}, err
-			}
-			delete(c.attn.pending, sess.ID)
+		p, err := c.attn.take(sess.ID, sess.ID, d)
+		if err != nil {
+			return api.Session{}, err
 		}
-		c.attn.mu.Unlock()
 		if p == nil && sess.Waiting != nil && sess.Waiting.Kind == "permission.asked" {
 			if err := sameRequest(sess.ID, d, *sess.Waiting); err != nil {
 				return api.Session{}, err
@@ -444,6 +438,22 @@ func checkDecision(d api.Decision) error {
 		return faultf(ErrInvalid, "an answer needs text")
 	}
 	return nil
+}
+
+// take removes and returns the request pending under key (nil when none)
+// if d answers that very request; session id names it in the error.
+func (a *attention) take(key, id string, d api.Decision) (*pendingRequest, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	p := a.pending[key]
+	if p == nil {
+		return nil, nil
+	}
+	if err := sameRequest(id, d, p.waiting); err != nil {
+		return nil, err
+	}
+	delete(a.pending, key)
+	return p, nil
 }
 
 // sameRequest refuses an approval or denial of a request that is not the

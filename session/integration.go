@@ -442,16 +442,10 @@ func (c *Core) decideNative(ctx context.Context, sess api.Session, caller *proc.
 	if d.Action == api.DecisionAnswer {
 		return api.Session{}, faultf(ErrInvalid, "session %s was started by hand: agentctl has no terminal of it to type into (answer in its own terminal)", sess.ID)
 	}
-	c.attn.mu.Lock()
-	p := c.attn.pending[sess.NativeID]
-	if p != nil {
-		if err := sameRequest(sess.ID, d, p.waiting); err != nil {
-			c.attn.mu.Unlock()
-			return api.Session{}, err
-		}
-		delete(c.attn.pending, sess.NativeID)
+	p, err := c.attn.take(sess.NativeID, sess.ID, d)
+	if err != nil {
+		return api.Session{}, err
 	}
-	c.attn.mu.Unlock()
 	if p == nil {
 		why := "it is not waiting for a permission"
 		if sess.WaitingFor == api.WaitingPermission {
