@@ -15,7 +15,7 @@ build:
 # End-to-end tests of real agent CLIs skip (loudly) unless they are
 # installed; `make check` installs them first.
 test:
-	$(GO) test -race -timeout 20m ./...
+	$(GO) test -race -timeout 30m ./...
 
 lint:
 	test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
