@@ -305,7 +305,7 @@ func TestMatchByArgvAndRustSplit(t *testing.T) {
 	for i := range procs {
 		procs[i].info.PID = 100 + i
 	}
-	m := matchProcesses(sessions, procs, nil, time.Now())
+	m := matchProcesses(sessions, procs, nil, nil, time.Now())
 	if r := m["/s/a.jsonl"].ref; r == nil || r.PID != 100 || r.Evidence != "argv" {
 		t.Errorf("path argument: %+v", r)
 	}
@@ -317,7 +317,7 @@ func TestMatchByArgvAndRustSplit(t *testing.T) {
 	}
 	// Two processes claiming one session: neither is trusted.
 	procs = append(procs, liveProc{argv: []string{"pi", "--session", "/s/a.jsonl"}, info: proc.Info{Identity: proc.Identity{PID: 200}}})
-	if r := matchProcesses(sessions, procs, nil, time.Now())["/s/a.jsonl"].ref; r != nil {
+	if r := matchProcesses(sessions, procs, nil, nil, time.Now())["/s/a.jsonl"].ref; r != nil {
 		t.Errorf("doubly claimed session matched: %+v", r)
 	}
 	for _, tc := range []struct {
@@ -424,7 +424,7 @@ func TestPiTUIsInOneFolderAreAttributedNotLeftUnknown(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := matchProcesses(sessions, tt.procs, nil, t0)
+			m := matchProcesses(sessions, tt.procs, nil, nil, t0)
 			for _, s := range sessions {
 				got := want{holders: m[s.path].holders}
 				if r := m[s.path].ref; r != nil {
