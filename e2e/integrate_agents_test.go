@@ -26,6 +26,9 @@ type integratedAgent struct {
 	// permission is a prompt that makes the agent wait for a permission
 	// to run `touch made-by-hand`.
 	permission string
+	// deny says the test denies it (Pi's extension blocks a tool on a
+	// deny, and without a decision lets it run), else approves it.
+	deny bool
 }
 
 // Issue 25 with the real OpenCode and Pi TUIs in a real terminal (tmux),
@@ -76,6 +79,7 @@ func TestPiIntegrationByHand(t *testing.T) {
 		},
 		tui:        func(bin string) []string { return []string{bin, "--provider", "fakeopenai", "--model", "fake-model"} },
 		permission: "make it [[bash: touch made-by-hand]]",
+		deny:       true,
 	})
 }
 
@@ -146,13 +150,26 @@ func integrationByHand(t *testing.T, ag integratedAgent) {
 	if _, err := os.Stat(made); err == nil {
 		t.Fatal("the tool ran before it was approved")
 	}
-	if out := e.MustRun("approve", ra.ID); !strings.Contains(out, "approved") {
-		t.Fatalf("approve: %s", out)
+	if ag.deny {
+		if out := e.MustRun("deny", ra.ID, "--reason", "not by hand"); !strings.Contains(out, "denied") {
+			t.Fatalf("deny: %s", out)
+		}
+		WaitFor(t, 60*time.Second, "a's turn to end after the denied tool", func() bool {
+			ra, _ = rowOfPID(e, ag.name, proj, pa)
+			return ra.WaitingFor != api.WaitingPermission && (ra.Activity == api.ActivityIdle || ra.WaitingFor == api.WaitingInput)
+		})
+		if _, err := os.Stat(made); err == nil {
+			t.Fatal("the denied tool ran")
+		}
+	} else {
+		if out := e.MustRun("approve", ra.ID); !strings.Contains(out, "approved") {
+			t.Fatalf("approve: %s", out)
+		}
+		WaitFor(t, 60*time.Second, "the approved tool to run", func() bool {
+			_, err := os.Stat(made)
+			return err == nil
+		})
 	}
-	WaitFor(t, 60*time.Second, "the approved tool to run", func() bool {
-		_, err := os.Stat(made)
-		return err == nil
-	})
 
 	// A turn's time, from Enter to its answer on the screen.
 	n := 0
