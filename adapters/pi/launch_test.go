@@ -519,3 +519,32 @@ func TestInteractiveLaunch(t *testing.T) {
 		t.Error("pi-rust interactive: no error")
 	}
 }
+
+// Issue 25: two Pis in one folder, each with a session begun after both
+// started: an integration's report of one (its tie names the session's
+// id, which the store keys by its file) ties it, and the other Pi the
+// other session.
+func TestIntegrationTiesTwoPisInOneFolder(t *testing.T) {
+	now := time.Now()
+	sessions := []candidate{
+		{path: "/s/a.jsonl", id: "01aa0000-1", cwd: "/w", created: now.Add(-time.Minute), updated: now},
+		{path: "/s/b.jsonl", id: "01bb0000-1", cwd: "/w", created: now.Add(-time.Minute), updated: now},
+	}
+	var procs []liveProc
+	for i := range 2 {
+		p := liveProc{argv: []string{"pi"}, cwd: "/w"}
+		p.info.PID, p.info.Start, p.info.StartTime = 100+i, uint64(1000+i), now.Add(-time.Hour)
+		procs = append(procs, p)
+	}
+	if m := matchProcesses(sessions, procs, nil, nil, now); m["/s/a.jsonl"].ref != nil || m["/s/b.jsonl"].ref != nil {
+		t.Fatalf("tied without a report: %+v", m)
+	}
+	ties := []adapters.HookTie{{PID: 101, Start: 1001, NativeID: "01aa0000-1", Event: "agent_start", At: now}}
+	m := matchProcesses(sessions, procs, ties, nil, now)
+	if r := m["/s/a.jsonl"].ref; r == nil || r.PID != 101 || !strings.HasPrefix(r.Evidence, "integration (hook agent_start") {
+		t.Errorf("the reported session: %+v, want pid 101 by the integration", r)
+	}
+	if r := m["/s/b.jsonl"].ref; r == nil || r.PID != 100 {
+		t.Errorf("the other session: %+v, want pid 100", r)
+	}
+}
