@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -128,11 +129,19 @@ func integrationByHand(t *testing.T, ag integratedAgent) {
 		out, _, _ := e.Run("explain", r.ID)
 		return strings.Contains(out, "integration (hook ")
 	}
+	// The bound is generous for a loaded machine; the time is logged
+	// (under a second on a quiet one).
+	var seen []string
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("rows of a and b after their first prompt:\n%s", strings.Join(seen, "\n"))
+		}
+	})
 	WaitFor(t, 30*time.Second, "both TUIs tied to sessions of their own by their integration", func() bool {
 		var oka, okb bool
 		ra, oka = rowOfPID(e, ag.name, proj, pa)
 		rb, okb = rowOfPID(e, ag.name, proj, pb)
-		t.Logf("%s: a %v %s %s, b %v %s %s", time.Since(typed).Round(time.Millisecond), oka, ra.NativeID, ra.Status, okb, rb.NativeID, rb.Status)
+		seen = append(seen, fmt.Sprintf("%s: a %v %s %s, b %v %s %s", time.Since(typed).Round(time.Millisecond), oka, ra.NativeID, ra.Status, okb, rb.NativeID, rb.Status))
 		return oka && okb && ra.Status == api.StatusRunning && rb.Status == api.StatusRunning &&
 			ra.NativeID != "" && rb.NativeID != "" && ra.NativeID != rb.NativeID && byHook(ra) && byHook(rb)
 	})
