@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/agentctl/agentctl/adapters"
 )
 
 var t0 = time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
@@ -530,5 +532,54 @@ func TestMemoryOfTwoUntiedTUIs(t *testing.T) {
 	}
 	if o := res.Sessions["b"]; o.Verdict != Ended {
 		t.Fatalf("b, which b took with it: %+v", o)
+	}
+}
+
+// Issue 25: an integration's report (adapters.HookTie) pins its process to
+// the session it names, first-hand: two TUIs in one folder, each with a
+// session begun after both started, are each tied (the other by proof);
+// a report naming a session the store does not have yet says its process
+// holds none of the store's; a tie of another process, or of a process
+// started again under the same pid, pins nothing.
+func TestPinTies(t *testing.T) {
+	t.Parallel()
+	tie := func(pid int, stamp uint64, id string) adapters.HookTie {
+		return adapters.HookTie{PID: pid, Start: stamp, NativeID: id, Event: "session.status", At: t0}
+	}
+	by := tie(0, 0, "").Source()
+	two := []Session{sess("a", 2, 5), sess("b", 3, 6)}
+	cases := []struct {
+		name string
+		ties []adapters.HookTie
+		key  func(string) string
+		want map[string]want
+	}{
+		{"no report: which TUI holds which is open", nil, nil,
+			map[string]want{"a": {Running, []int{1, 2}, ""}, "b": {Running, []int{1, 2}, ""}}},
+		{"a report of pid 1 ties both", []adapters.HookTie{tie(1, 1, "a")}, nil,
+			map[string]want{"a": {Running, []int{1}, by}, "b": {Running, []int{2}, ByProof}}},
+		{"through the adapter's key", []adapters.HookTie{tie(2, 2, "B")}, func(id string) string { return map[string]string{"B": "b"}[id] },
+			map[string]want{"a": {Running, []int{1}, ByProof}, "b": {Running, []int{2}, by}}},
+		{"a session not in the store yet", []adapters.HookTie{tie(2, 2, "c")}, func(string) string { return "" },
+			map[string]want{"a": {Ended, nil, ""}, "b": {Running, []int{1}, ByProof}}},
+		{"another start of pid 1", []adapters.HookTie{tie(1, 99, "a")}, nil,
+			map[string]want{"a": {Running, []int{1, 2}, ""}, "b": {Running, []int{1, 2}, ""}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			procs := []Proc{tui(1, 0), tui(2, 1)}
+			PinTies(procs, tc.ties, tc.key)
+			res := Solve(procs, two)
+			for id, w := range tc.want {
+				o, ok := res.Sessions[id]
+				if !ok {
+					o.Verdict = Ended
+				}
+				if o.Verdict != w.verdict || !slices.Equal(PIDs(procs, o.Holders), w.pids) || (o.Tied() && o.By != w.by) {
+					t.Errorf("%s: %s by %q holders %v, want %s by %q holders %v", id, o.Verdict, o.By, PIDs(procs, o.Holders), w.verdict, w.by, w.pids)
+				}
+			}
+		})
 	}
 }

@@ -52,3 +52,28 @@ func Of(agent string, procs []Proc, res Result, id string) Attribution {
 	}
 	return a
 }
+
+// PinTies pins each of procs that an integration's reports tied to a
+// session (ties: adapters.HookTie, first-hand) to that session, whose ID
+// in the solver key gives (nil: the native id itself; "" when the store
+// has no such session yet: the pin then says the process holds none of
+// the store's). It runs before Solve: the pin also settles the sessions
+// the others in the folder may hold.
+func PinTies(procs []Proc, ties []adapters.HookTie, key func(nativeID string) string) {
+	if len(ties) == 0 {
+		return
+	}
+	for i := range procs {
+		t := adapters.TieOf(ties, procs[i].PID, procs[i].Stamp)
+		if t == nil || procs[i].gone() {
+			continue
+		}
+		id := t.NativeID
+		if key != nil {
+			if id = key(t.NativeID); id == "" {
+				id = "integration:" + t.NativeID
+			}
+		}
+		procs[i].Pin, procs[i].PinBy = id, t.Source()
+	}
+}

@@ -197,8 +197,10 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 	}
 	procs, perr := liveOpencodes(proc.SnapshotFrom(ctx), a.dataDir())
 	var atts map[string]attribute.Attribution
+	var ties []adapters.HookTie
 	if perr == nil && len(procs) > 0 {
-		atts = matchProcesses(ss, procs, adapters.LaunchedFrom(ctx, Name), &a.attributed, time.Now())
+		ties = a.env.HookTiesOf(Name)
+		atts = matchProcesses(ss, procs, adapters.LaunchedFrom(ctx, Name), ties, &a.attributed, time.Now())
 	}
 	type inputs struct {
 		dbs  []dbGen
@@ -210,7 +212,7 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 		in.perr = perr.Error()
 	}
 	if out, ok := a.found.Get(0, in); ok && key != nil {
-		return out, nil
+		return adapters.WithHookTies(out, ties), nil
 	}
 	out := make([]adapters.NativeSession, 0, len(ss))
 	for _, s := range ss {
@@ -230,7 +232,7 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 	} else {
 		a.found.Drop()
 	}
-	return out, nil
+	return adapters.WithHookTies(out, ties), nil
 }
 
 // DiscoverOne implements adapters.OneReader: what Discover says of the

@@ -208,9 +208,10 @@ func describe(info proc.Info, inv invocation) liveProc {
 // its stdin) is the first prompt of the session it holds; a process holds
 // a root session of its folder begun after it started (with --continue,
 // or written since), one at a time, the latest written it can; mem adds
-// the pairs proven before (nil: none). A subagent's session (one with a
-// parent) runs while its parent's does and its own turn is unfinished.
-func matchProcesses(ss []*session, procs []liveProc, launched map[int]string, mem *attribute.Memory, now time.Time) map[string]attribute.Attribution {
+// the pairs proven before (nil: none); an integration's reports (ties) pin
+// the process that sent them. A subagent's session (one with a parent)
+// runs while its parent's does and its own turn is unfinished.
+func matchProcesses(ss []*session, procs []liveProc, launched map[int]string, ties []adapters.HookTie, mem *attribute.Memory, now time.Time) map[string]attribute.Attribution {
 	var roots []attribute.Session
 	byID := make(map[string]*session, len(ss))
 	for _, s := range ss {
@@ -246,6 +247,7 @@ func matchProcesses(ss []*session, procs []liveProc, launched map[int]string, me
 		}
 		ps[i] = ap
 	}
+	attribute.PinTies(ps, ties, nil)
 	ps, res := mem.Solve(now, ps, roots)
 	out := map[string]attribute.Attribution{}
 	for _, s := range roots {

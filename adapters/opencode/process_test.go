@@ -522,3 +522,49 @@ func hasEvidence(es []adapters.Evidence, kind adapters.EvidenceKind, pid int) bo
 	}
 	return false
 }
+
+// tieBook is an integration book that names its ties as given.
+type tieBook []adapters.HookTie
+
+func (b tieBook) HookTies(agent string) []adapters.HookTie {
+	if agent != Name {
+		return nil
+	}
+	return b
+}
+
+// Issue 25: two TUIs in one folder, each with a session begun after both
+// started, read unknown; an integration's report of one (its process
+// proven by the service) ties it to its session first-hand, which leaves
+// the other session to the other TUI, and the report's state and waiting
+// are the session's.
+func TestIntegrationTiesTwoTUIsInOneFolder(t *testing.T) {
+	data, a := testData(t)
+	db := loadFixture(t, data)
+	dir := t.TempDir()
+	tui1 := fakeOpencode(t, data, dir, "")
+	tui2 := fakeOpencode(t, data, dir, "")
+	s1, s2 := "ses_cccc00000001ffTiedByHookXxx", "ses_cccc00000002ffTheOtherOneXx"
+	addSession(t, db, s1, dir, "one", time.Now().Add(time.Second))
+	addSession(t, db, s2, dir, "two", time.Now().Add(time.Second))
+	info, err := proc.Lookup(tui1.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now()
+	a.env.Hooks = tieBook{{PID: info.PID, Start: info.Start, NativeID: s1, Cwd: dir, Event: "permission.asked", At: at,
+		State: adapters.NativeBusy, WaitingFor: adapters.WaitingPermission, WaitingSince: at, Tool: "bash", Request: "per_1"}}
+	got := discoverByID(t, a)
+	if p := got[s1].Process; p == nil || p.PID != tui1.Process.Pid || !strings.HasPrefix(p.Evidence, "integration (hook permission.asked") {
+		t.Fatalf("%s: process %+v, want pid %d by the integration", s1, p, tui1.Process.Pid)
+	}
+	if h := got[s1].Hook; h == nil || got[s1].WaitingFor != adapters.WaitingPermission || got[s1].State != adapters.NativeBusy {
+		t.Errorf("%s: hook %+v waiting %q state %q, want the report's", s1, h, got[s1].WaitingFor, got[s1].State)
+	}
+	if p := got[s2].Process; p == nil || p.PID != tui2.Process.Pid {
+		t.Errorf("%s: process %+v, want pid %d (the other TUI)", s2, p, tui2.Process.Pid)
+	}
+	if got[s2].Hook != nil {
+		t.Errorf("%s has the other process's integration evidence", s2)
+	}
+}

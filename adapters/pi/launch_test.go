@@ -305,7 +305,7 @@ func TestMatchByArgvAndRustSplit(t *testing.T) {
 	for i := range procs {
 		procs[i].info.PID = 100 + i
 	}
-	m := matchProcesses(sessions, procs, nil, time.Now())
+	m := matchProcesses(sessions, procs, nil, nil, time.Now())
 	if r := m["/s/a.jsonl"].ref; r == nil || r.PID != 100 || r.Evidence != "argv" {
 		t.Errorf("path argument: %+v", r)
 	}
@@ -317,7 +317,7 @@ func TestMatchByArgvAndRustSplit(t *testing.T) {
 	}
 	// Two processes claiming one session: neither is trusted.
 	procs = append(procs, liveProc{argv: []string{"pi", "--session", "/s/a.jsonl"}, info: proc.Info{Identity: proc.Identity{PID: 200}}})
-	if r := matchProcesses(sessions, procs, nil, time.Now())["/s/a.jsonl"].ref; r != nil {
+	if r := matchProcesses(sessions, procs, nil, nil, time.Now())["/s/a.jsonl"].ref; r != nil {
 		t.Errorf("doubly claimed session matched: %+v", r)
 	}
 	for _, tc := range []struct {
@@ -424,7 +424,7 @@ func TestPiTUIsInOneFolderAreAttributedNotLeftUnknown(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := matchProcesses(sessions, tt.procs, nil, t0)
+			m := matchProcesses(sessions, tt.procs, nil, nil, t0)
 			for _, s := range sessions {
 				got := want{holders: m[s.path].holders}
 				if r := m[s.path].ref; r != nil {
@@ -517,5 +517,34 @@ func TestInteractiveLaunch(t *testing.T) {
 	rust := NewRust(adapters.Env{Home: t.TempDir()})
 	if _, err := rust.Launch(adapters.LaunchRequest{Interactive: true, Cwd: cwd}); err == nil {
 		t.Error("pi-rust interactive: no error")
+	}
+}
+
+// Issue 25: two Pis in one folder, each with a session begun after both
+// started: an integration's report of one (its tie names the session's
+// id, which the store keys by its file) ties it, and the other Pi the
+// other session.
+func TestIntegrationTiesTwoPisInOneFolder(t *testing.T) {
+	now := time.Now()
+	sessions := []candidate{
+		{path: "/s/a.jsonl", id: "01aa0000-1", cwd: "/w", created: now.Add(-time.Minute), updated: now},
+		{path: "/s/b.jsonl", id: "01bb0000-1", cwd: "/w", created: now.Add(-time.Minute), updated: now},
+	}
+	var procs []liveProc
+	for i := range 2 {
+		p := liveProc{argv: []string{"pi"}, cwd: "/w"}
+		p.info.PID, p.info.Start, p.info.StartTime = 100+i, uint64(1000+i), now.Add(-time.Hour)
+		procs = append(procs, p)
+	}
+	if m := matchProcesses(sessions, procs, nil, nil, now); m["/s/a.jsonl"].ref != nil || m["/s/b.jsonl"].ref != nil {
+		t.Fatalf("tied without a report: %+v", m)
+	}
+	ties := []adapters.HookTie{{PID: 101, Start: 1001, NativeID: "01aa0000-1", Event: "agent_start", At: now}}
+	m := matchProcesses(sessions, procs, ties, nil, now)
+	if r := m["/s/a.jsonl"].ref; r == nil || r.PID != 101 || !strings.HasPrefix(r.Evidence, "integration (hook agent_start") {
+		t.Errorf("the reported session: %+v, want pid 101 by the integration", r)
+	}
+	if r := m["/s/b.jsonl"].ref; r == nil || r.PID != 100 {
+		t.Errorf("the other session: %+v, want pid 100", r)
 	}
 }

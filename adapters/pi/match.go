@@ -123,8 +123,9 @@ func (m match) running() bool { return m.ref != nil || len(m.holders) > 0 }
 // agentctl set and a --session argument pin a pair; a Pi holds a session
 // of its folder begun or (as its title hides -c and --session) written
 // since it started, one at a time, the latest written it can; mem adds the
-// pairs proven before (nil: none).
-func matchProcesses(sessions []candidate, procs []liveProc, mem *attribute.Memory, now time.Time) map[string]match {
+// pairs proven before (nil: none); an integration's reports (ties) pin the
+// process that sent them.
+func matchProcesses(sessions []candidate, procs []liveProc, ties []adapters.HookTie, mem *attribute.Memory, now time.Time) map[string]match {
 	ss := make([]attribute.Session, len(sessions))
 	for i, s := range sessions {
 		ss[i] = attribute.Session{ID: s.path, Dir: s.cwd, Created: s.created, Updated: s.updated}
@@ -145,6 +146,14 @@ func matchProcesses(sessions []candidate, procs []liveProc, mem *attribute.Memor
 		}
 		ps[i] = ap
 	}
+	attribute.PinTies(ps, ties, func(id string) string {
+		for _, s := range sessions {
+			if s.id == id {
+				return s.path
+			}
+		}
+		return ""
+	})
 	ps, res := mem.Solve(now, ps, ss)
 	out := make(map[string]match, len(res.Sessions))
 	for _, s := range sessions {

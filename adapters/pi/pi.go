@@ -303,8 +303,10 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 	}
 	// No process, no match: the sessions need not be walked for one.
 	var refs map[string]match
+	var ties []adapters.HookTie
 	if len(procs) > 0 {
-		refs = matchProcesses(candidatesOf(files), procs, &a.attributed, time.Now())
+		ties = a.env.HookTiesOf(a.name)
+		refs = matchProcesses(candidatesOf(files), procs, ties, &a.attributed, time.Now())
 	}
 	type inputs struct {
 		refs map[string]match
@@ -316,7 +318,7 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 		in.perr = perr.Error()
 	}
 	if out, ok := a.found.Get(version, in); ok && kept {
-		return out, nil
+		return adapters.WithHookTies(out, ties), nil
 	}
 
 	out := make([]adapters.NativeSession, 0, len(files))
@@ -340,7 +342,7 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 	} else {
 		a.found.Drop()
 	}
-	return out, nil
+	return adapters.WithHookTies(out, ties), nil
 }
 
 // nativeOf is the native session of one file, given the process matched

@@ -177,7 +177,8 @@ const (
 )
 
 // permissionEvents are the agents' events whose hook can carry a decision
-// back (the service holds them until a person answers).
+// back (the service holds them until a person answers); Pi's tool_call
+// does when its extension says it waits for one ("ask").
 var permissionEvents = map[string]bool{"PermissionRequest": true, "permission.asked": true}
 
 func runHook(ctx context.Context, cli *cli, r hookRun) {
@@ -203,12 +204,13 @@ func runHook(ctx context.Context, cli *cli, r hookRun) {
 	}
 	var probe struct {
 		Event string `json:"hook_event_name"`
+		Ask   bool   `json:"ask"`
 	}
 	json.Unmarshal(payload, &probe)
 	if probe.Event == "" {
 		probe.Event = r.event
 	}
-	permission := permissionEvents[probe.Event]
+	permission := permissionEvents[probe.Event] || (r.agent == "pi" && probe.Event == "tool_call" && probe.Ask)
 	rep := client.HookReport{Socket: h.Socket(), SessionID: id, Agent: r.agent, Event: r.event, Interactive: r.interactive, Payload: payload}
 	switch {
 	case id != "" && !permission:

@@ -211,3 +211,45 @@ func TestHookSendsNothingTwiceNorTooMuch(t *testing.T) {
 		t.Errorf("the launched session's own hook made %d connections, want 1", n)
 	}
 }
+
+// Pi's tool_call waits for a decision when the extension says it asks
+// (AGENTCTL_PI_ASK_SECONDS): the service holds such a report until a
+// person decides, beyond the bound of a plain report, and the hook waits
+// for it as for any permission request; a tool_call that does not ask
+// stays bounded (no decision).
+func TestHookWaitsForPiToolCallThatAsks(t *testing.T) {
+	t.Parallel()
+	h := shortHome(t)
+	l, err := net.Listen("unix", h.Socket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The service's way: the headers at once (the report is taken), the
+	// decision well after a plain report's bound.
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		http.NewResponseController(w).Flush()
+		select {
+		case <-time.After(4 * hookAnswer):
+		case <-r.Context().Done():
+			return
+		}
+		w.Write([]byte(`{"behavior":"deny","message":"not by hand"}`))
+	})}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	for _, tt := range []struct {
+		ask  bool
+		want string
+	}{
+		{true, `{"behavior":"deny","message":"not by hand"}` + "\n"},
+		{false, ""},
+	} {
+		payload := `{"type":"tool_call","sessionId":"01a21a2d-4f43-77b5-a098-e609ead05832","cwd":"/","toolName":"bash","toolCallId":"call_1","input":{"command":"ls"},"ask":` + strconv.FormatBool(tt.ask) + `}`
+		out, _, _ := runHookCLI(t, h, nil, []byte(payload), "pi", "--integration", "--event", "tool_call")
+		if out != tt.want {
+			t.Errorf("ask %v: %q, want %q", tt.ask, out, tt.want)
+		}
+	}
+}
