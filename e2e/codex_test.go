@@ -103,7 +103,10 @@ func TestCodexInteractiveSendSubmits(t *testing.T) {
 	})
 	time.Sleep(2 * time.Second) // the composer takes keys once drawn
 	c.MustRun("send", s.ID, "hello [[text: codex-interactive-answer]]")
-	deadline := time.Now().Add(60 * time.Second)
+	// A message sent before the TUI's thread has loaded from the app-server
+	// daemon is queued ("tab to queue message") and goes once it has: on
+	// a busy machine that takes long.
+	deadline := time.Now().Add(150 * time.Second)
 	for len(c.srv.Requests()) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("the message was not submitted: the model was never asked; the screen:\n%s", screen())
