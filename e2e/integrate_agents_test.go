@@ -30,6 +30,13 @@ type integratedAgent struct {
 	// deny says the test denies it (Pi's extension blocks a tool on a
 	// deny, and without a decision lets it run), else approves it.
 	deny bool
+	// endWaitsInput says the end of a turn reads waiting: input from the
+	// integration (Codex's notify), and the agent has no permission the
+	// integration reports (permission is then "").
+	endWaitsInput bool
+	// rewritten checks userFile after --remove when the agent itself
+	// rewrote it meanwhile (nil: it must be as it was, byte for byte).
+	rewritten func(t *testing.T, after []byte)
 }
 
 // Issue 25 with the real OpenCode and Pi TUIs in a real terminal (tmux),
@@ -95,8 +102,10 @@ func integrationByHand(t *testing.T, ag integratedAgent) {
 	if out := e.MustRun("integrate", ag.name); !strings.Contains(out, ag.name+": installed in ") {
 		t.Fatalf("integrate %s: %s", ag.name, out)
 	}
-	if _, err := os.Stat(ours); err != nil {
-		t.Fatalf("integrate %s installed no %s: %v", ag.name, ours, err)
+	if ours != "" {
+		if _, err := os.Stat(ours); err != nil {
+			t.Fatalf("integrate %s installed no %s: %v", ag.name, ours, err)
+		}
 	}
 	logRows(t, e, ag.name, proj)
 	h := newHandTerm(t, e)
@@ -142,14 +151,37 @@ func integrationByHand(t *testing.T, ag integratedAgent) {
 		ra, oka = rowOfPID(e, ag.name, proj, pa)
 		rb, okb = rowOfPID(e, ag.name, proj, pb)
 		seen = append(seen, fmt.Sprintf("%s: a %v %s %s, b %v %s %s", time.Since(typed).Round(time.Millisecond), oka, ra.NativeID, ra.Status, okb, rb.NativeID, rb.Status))
+		waits := func(r api.Session) bool {
+			return !ag.endWaitsInput || r.WaitingFor == api.WaitingInput && r.ActivitySource == api.SourceIntegration
+		}
 		return oka && okb && ra.Status == api.StatusRunning && rb.Status == api.StatusRunning &&
-			ra.NativeID != "" && rb.NativeID != "" && ra.NativeID != rb.NativeID && byHook(ra) && byHook(rb)
+			ra.NativeID != "" && rb.NativeID != "" && ra.NativeID != rb.NativeID && byHook(ra) && byHook(rb) &&
+			waits(ra) && waits(rb)
 	})
 	t.Logf("both tied by their integration %s after their first prompt", time.Since(typed).Round(time.Millisecond))
-	if st := e.MustRun("integrate", "--status"); !strings.Contains(st, ag.name+": installed") || strings.Contains(st, ag.name+": installed in "+ours+", last report: none") {
-		t.Errorf("integrate --status:\n%s", st)
+	st := e.MustRun("integrate", "--status")
+	// The agent's line, then its detail and last report, indented.
+	reported, mine := false, false
+	for _, line := range strings.Split(st, "\n") {
+		if !strings.HasPrefix(line, " ") {
+			mine = strings.HasPrefix(line, ag.name+": installed (")
+		} else if mine && strings.HasPrefix(strings.TrimSpace(line), "last report: ") {
+			reported = !strings.HasPrefix(strings.TrimSpace(line), "last report: none")
+		}
 	}
+	if !reported {
+		t.Errorf("integrate --status, want %s installed and reported:\n%s", ag.name, st)
+	}
+	if ag.permission != "" {
+		permissionByHand(t, e, h, ag, proj, wa, pa)
+	}
+	turnsTimed(t, e, h, ag, proj, bin, userFile, ours, before, wb, &tuis)
+}
 
+// permissionByHand: a asks permission for a tool, reads waiting:
+// permission from its integration, and is answered with approve or deny.
+func permissionByHand(t *testing.T, e *Env, h *handTerm, ag integratedAgent, proj, wa string, pa int) {
+	var ra api.Session
 	h.typeLine(wa, ag.permission)
 	WaitFor(t, 60*time.Second, "a to read waiting: permission from its integration", func() bool {
 		ra, _ = rowOfPID(e, ag.name, proj, pa)
@@ -179,7 +211,12 @@ func integrationByHand(t *testing.T, ag integratedAgent) {
 			return err == nil
 		})
 	}
+}
 
+// turnsTimed logs a turn's time in b with the service up, SIGSTOPped and
+// stopped, then, after --remove (checked against the user's file as it
+// was before), in a TUI without the integration.
+func turnsTimed(t *testing.T, e *Env, h *handTerm, ag integratedAgent, proj, bin, userFile, ours string, before []byte, wb string, tuis *[]int) {
 	// A turn's time, from Enter to its answer on the screen.
 	n := 0
 	turn := func(win, what string) time.Duration {
@@ -227,15 +264,56 @@ func integrationByHand(t *testing.T, ag integratedAgent) {
 	if !strings.Contains(out, ag.name) {
 		t.Errorf("integrate --remove %s: %s", ag.name, out)
 	}
-	if _, err := os.Stat(ours); !os.IsNotExist(err) {
-		t.Errorf("%s after --remove: %v, want it gone", ours, err)
+	if ours != "" {
+		if _, err := os.Stat(ours); !os.IsNotExist(err) {
+			t.Errorf("%s after --remove: %v, want it gone", ours, err)
+		}
 	}
 	if got, _ := os.ReadFile(userFile); string(got) != string(before) {
-		t.Errorf("%s after --remove:\n%s\nwant as it was:\n%s", userFile, got, before)
+		if ag.rewritten == nil {
+			t.Errorf("%s after --remove:\n%s\nwant as it was:\n%s", userFile, got, before)
+		} else {
+			t.Logf("%s was rewritten by %s itself meanwhile", userFile, ag.name)
+			ag.rewritten(t, got)
+		}
 	}
 	wc, pc := h.start(proj, ag.tui(bin)...)
-	tuis = append(tuis, pc)
+	*tuis = append(*tuis, pc)
 	h.drawn(wc)
 	turn(wc, "without the integration")
 	turn(wc, "without the integration")
+}
+
+// Codex's notify in the real TUI: two TUIs by hand in one folder, each's
+// end of turn reads waiting: input from its integration, on its own
+// session. The notify program runs in the store's shared app-server, so a
+// report ties no process: it speaks of the thread it names once the store
+// ties that thread's TUI (see codex.withNotifies).
+func TestCodexIntegrationByHand(t *testing.T) {
+	t.Parallel()
+	integrationByHand(t, integratedAgent{
+		name: "codex",
+		setup: func(t *testing.T) (*Env, string, string, string) {
+			c := newCodexEnv(t)
+			cfg := filepath.Join(c.codexHome, "config.toml")
+			b, err := os.ReadFile(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The user's own notify program, and the folder trusted.
+			b = []byte(fmt.Sprintf("# mine\nnotify = [\"/bin/true\", \"mine\"]  # my notifier\n%s\n[projects.%q]\ntrust_level = \"trusted\"\n", b, c.proj))
+			if err := os.WriteFile(cfg, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return c.Env, c.proj, cfg, ""
+		},
+		tui:           func(bin string) []string { return []string{bin} },
+		endWaitsInput: true,
+		rewritten: func(t *testing.T, after []byte) {
+			s := string(after)
+			if strings.Contains(s, "agentctl") || !strings.Contains(s, `notify = ["/bin/true", "mine"]  # my notifier`) || !strings.HasPrefix(s, "# mine\n") {
+				t.Errorf("config.toml after --remove, want the user's notify back and no agentctl:\n%s", s)
+			}
+		},
+	})
 }
