@@ -30,10 +30,6 @@ type integratedAgent struct {
 	// deny says the test denies it (Pi's extension blocks a tool on a
 	// deny, and without a decision lets it run), else approves it.
 	deny bool
-	// endWaitsInput says the end of a turn reads waiting: input from the
-	// integration (Codex's notify), and the agent has no permission the
-	// integration reports (permission is then "").
-	endWaitsInput bool
 	// rewritten checks userFile after --remove when the agent itself
 	// rewrote it meanwhile (nil: it must be as it was, byte for byte).
 	rewritten func(t *testing.T, after []byte)
@@ -151,12 +147,8 @@ func integrationByHand(t *testing.T, ag integratedAgent) {
 		ra, oka = rowOfPID(e, ag.name, proj, pa)
 		rb, okb = rowOfPID(e, ag.name, proj, pb)
 		seen = append(seen, fmt.Sprintf("%s: a %v %s %s, b %v %s %s", time.Since(typed).Round(time.Millisecond), oka, ra.NativeID, ra.Status, okb, rb.NativeID, rb.Status))
-		waits := func(r api.Session) bool {
-			return !ag.endWaitsInput || r.WaitingFor == api.WaitingInput && r.ActivitySource == api.SourceIntegration
-		}
 		return oka && okb && ra.Status == api.StatusRunning && rb.Status == api.StatusRunning &&
-			ra.NativeID != "" && rb.NativeID != "" && ra.NativeID != rb.NativeID && byHook(ra) && byHook(rb) &&
-			waits(ra) && waits(rb)
+			ra.NativeID != "" && rb.NativeID != "" && ra.NativeID != rb.NativeID && byHook(ra) && byHook(rb)
 	})
 	t.Logf("both tied by their integration %s after their first prompt", time.Since(typed).Round(time.Millisecond))
 	st := e.MustRun("integrate", "--status")
@@ -172,9 +164,7 @@ func integrationByHand(t *testing.T, ag integratedAgent) {
 	if !reported {
 		t.Errorf("integrate --status, want %s installed and reported:\n%s", ag.name, st)
 	}
-	if ag.permission != "" {
-		permissionByHand(t, e, h, ag, proj, wa, pa)
-	}
+	permissionByHand(t, e, h, ag, proj, wa, pa)
 	turnsTimed(t, e, h, ag, proj, bin, userFile, ours, before, wb, &tuis)
 }
 
@@ -284,36 +274,123 @@ func turnsTimed(t *testing.T, e *Env, h *handTerm, ag integratedAgent, proj, bin
 	turn(wc, "without the integration")
 }
 
-// Codex's notify in the real TUI: two TUIs by hand in one folder, each's
-// end of turn reads waiting: input from its integration, on its own
-// session. The notify program runs in the store's shared app-server, so a
-// report ties no process: it speaks of the thread it names once the store
-// ties that thread's TUI (see codex.withNotifies).
+// Issue 25 with the real Codex TUI (0.169) in a real terminal (tmux).
+// Codex runs its notify program from the store's shared app-server daemon,
+// a child of the first TUI that needed it, for the turns of every TUI: a
+// report's parentage names the daemon, never the TUI whose turn ended. So
+// the integration ties no process (see codex.withNotifies): its end of
+// turn reads waiting: input on the session the thread id names once the
+// store ties that thread to its TUI (a and b, each alone in its folder),
+// and two TUIs in one folder (c and d) are not tied to the first TUI for
+// being the daemon's parent. A turn's time with the service up,
+// SIGSTOPped, stopped, and without the integration is logged; `--remove`
+// gives back the user's notify (Codex rewrites config.toml itself, its
+// [tui] state: then only agentctl's entry must be gone).
 func TestCodexIntegrationByHand(t *testing.T) {
 	t.Parallel()
-	integrationByHand(t, integratedAgent{
+	c := newCodexEnv(t)
+	e, proj := c.Env, c.proj
+	bin := codexBin(t)
+	projB, _ := filepath.EvalSymlinks(t.TempDir())
+	projCD, _ := filepath.EvalSymlinks(t.TempDir())
+	cfg := filepath.Join(c.codexHome, "config.toml")
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The user's own notify program, and the folders trusted.
+	const userNotify = `notify = ["/bin/true", "mine"]  # my notifier`
+	b = []byte("# mine\n" + userNotify + "\n" + string(b))
+	for _, d := range []string{proj, projB, projCD} {
+		b = fmt.Appendf(b, "\n[projects.%q]\ntrust_level = \"trusted\"\n", d)
+	}
+	if err := os.WriteFile(cfg, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before := b
+	ag := integratedAgent{
 		name: "codex",
-		setup: func(t *testing.T) (*Env, string, string, string) {
-			c := newCodexEnv(t)
-			cfg := filepath.Join(c.codexHome, "config.toml")
-			b, err := os.ReadFile(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			// The user's own notify program, and the folder trusted.
-			b = []byte(fmt.Sprintf("# mine\nnotify = [\"/bin/true\", \"mine\"]  # my notifier\n%s\n[projects.%q]\ntrust_level = \"trusted\"\n", b, c.proj))
-			if err := os.WriteFile(cfg, b, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			return c.Env, c.proj, cfg, ""
-		},
-		tui:           func(bin string) []string { return []string{bin} },
-		endWaitsInput: true,
+		tui:  func(bin string) []string { return []string{bin} },
 		rewritten: func(t *testing.T, after []byte) {
 			s := string(after)
-			if strings.Contains(s, "agentctl") || !strings.Contains(s, `notify = ["/bin/true", "mine"]  # my notifier`) || !strings.HasPrefix(s, "# mine\n") {
+			if strings.Contains(s, "agentctl") || !strings.Contains(s, userNotify) || !strings.HasPrefix(s, "# mine\n") {
 				t.Errorf("config.toml after --remove, want the user's notify back and no agentctl:\n%s", s)
 			}
 		},
+	}
+	e.List() // the service runs: hooks never start it
+	if out := e.MustRun("integrate", "codex"); !strings.Contains(out, "codex: installed in ") {
+		t.Fatalf("integrate codex: %s", out)
+	}
+	for _, d := range []string{proj, projB, projCD} {
+		logRows(t, e, "codex", d)
+	}
+	h := newHandTerm(t, e)
+	var tuis []int
+	t.Cleanup(func() { endAll(tuis) })
+	start := func(dir string) (string, int) {
+		w, p := h.start(dir, bin)
+		tuis = append(tuis, p)
+		h.drawn(w)
+		return w, p
+	}
+	// One after the other: two starting at once in a fresh store may race
+	// for its creation.
+	wa, pa := start(proj)
+	wb, pb := start(projB)
+	h.typeLine(wa, "hello [[text: from a]]")
+	h.typeLine(wb, "hello [[text: from b]]")
+	typed := time.Now()
+	var seen []string
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("rows of a and b after their first prompt:\n%s", strings.Join(seen, "\n"))
+		}
 	})
+	WaitFor(t, 90*time.Second, "a and b, each on its own session, to read waiting: input from their integration", func() bool {
+		ra, oka := rowOfPID(e, "codex", proj, pa)
+		rb, okb := rowOfPID(e, "codex", projB, pb)
+		seen = append(seen, fmt.Sprintf("%s: a %v %s %s %q %q, b %v %s %s %q %q", time.Since(typed).Round(time.Millisecond),
+			oka, ra.NativeID, ra.Status, ra.WaitingFor, ra.ActivitySource, okb, rb.NativeID, rb.Status, rb.WaitingFor, rb.ActivitySource))
+		ok := func(r api.Session) bool {
+			if r.Status != api.StatusRunning || r.WaitingFor != api.WaitingInput || r.ActivitySource != api.SourceIntegration {
+				return false
+			}
+			out, _, _ := e.Run("explain", r.ID)
+			return strings.Contains(out, "integration (hook agent-turn-complete")
+		}
+		return oka && okb && ra.NativeID != rb.NativeID && ok(ra) && ok(rb)
+	})
+	t.Logf("a and b read waiting: input from their integration %s after their first prompt", time.Since(typed).Round(time.Millisecond))
+	st := e.MustRun("integrate", "--status")
+	if !strings.Contains(st, "codex: installed (") || strings.Contains(st, "last report: none") {
+		t.Errorf("integrate --status, want codex installed and reported:\n%s", st)
+	}
+
+	// Two TUIs in one folder, begun before either thread: the daemon's
+	// reports cannot tell them apart, and must not give either's thread to
+	// the daemon's parent.
+	wc, pc := start(projCD)
+	wd, pd := start(projCD)
+	h.typeLine(wc, "hello [[text: from c]]")
+	h.typeLine(wd, "hello [[text: from d]]")
+	owner := map[string]int{"hello [[text: from c]]": pc, "hello [[text: from d]]": pd}
+	var rows []api.Session
+	WaitFor(t, 90*time.Second, "c's and d's sessions running, their turns ended", func() bool {
+		rows = handRows(e, "codex", projCD)
+		n := 0
+		for _, r := range rows {
+			if _, ok := owner[r.Prompt]; ok && r.Status == api.StatusRunning && r.Activity == api.ActivityIdle {
+				n++
+			}
+		}
+		return n == 2
+	})
+	for _, r := range rows {
+		if want, ok := owner[r.Prompt]; ok && r.PID != 0 && r.PID != want {
+			t.Errorf("%s's session %s tied to pid %d (c %d, d %d, a %d)", r.Prompt, r.ID, r.PID, pc, pd, pa)
+		}
+		t.Logf("two in one folder: %q reads pid %d, waiting %q from %q", r.Prompt, r.PID, r.WaitingFor, r.ActivitySource)
+	}
+	turnsTimed(t, e, h, ag, proj, bin, cfg, "", before, wb, &tuis)
 }

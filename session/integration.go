@@ -259,16 +259,23 @@ func (c *Core) IntegrationHook(ctx context.Context, caller *proc.Caller, agent, 
 	if err != nil {
 		return refuse(faultf(ErrInvalid, "pid %d's report: %v", caller.PID, err))
 	}
-	if err := sameFolder(facts.Cwd, agentProc.PID, caller.PID); err != nil {
-		return refuse(api.Errorf(api.CodeForbidden, "%s pid %d's report names folder %s: %v", agent, agentProc.PID, text.Quote(facts.Cwd), err))
+	shared := false
+	if sp, ok := a.(sharedProcess); ok {
+		argv, err := proc.Cmdline(agentProc.PID)
+		shared = err == nil && sp.SharedProcess(argv)
+	}
+	// A shared process works for sessions in any folder: its own folder
+	// (and its hook's) says nothing of a report's.
+	if !shared {
+		if err := sameFolder(facts.Cwd, agentProc.PID, caller.PID); err != nil {
+			return refuse(api.Errorf(api.CodeForbidden, "%s pid %d's report names folder %s: %v", agent, agentProc.PID, text.Quote(facts.Cwd), err))
+		}
 	}
 	c.book.mu.Lock()
-	if sp, ok := a.(sharedProcess); ok && facts.NativeID != "" {
-		if argv, err := proc.Cmdline(agentProc.PID); err == nil && sp.SharedProcess(argv) {
-			if entry, key, err = c.book.perSession(key, agent, facts.NativeID); err != nil {
-				c.book.mu.Unlock()
-				return refuse(err)
-			}
+	if shared && facts.NativeID != "" {
+		if entry, key, err = c.book.perSession(key, agent, facts.NativeID); err != nil {
+			c.book.mu.Unlock()
+			return refuse(err)
 		}
 	}
 	if facts.NativeID != "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,14 +29,16 @@ func (threadAgent) Transcript(context.Context, string, int) ([]adapters.Message,
 	return nil, nil
 }
 func (threadAgent) ReadHook(event string, payload []byte) (adapters.HookFacts, error) {
-	return adapters.HookFacts{Event: event, NativeID: string(payload), State: adapters.NativeIdle, WaitingFor: adapters.WaitingInput}, nil
+	id, cwd, _ := strings.Cut(string(payload), " ")
+	return adapters.HookFacts{Event: event, NativeID: id, Cwd: cwd, State: adapters.NativeIdle, WaitingFor: adapters.WaitingInput}, nil
 }
 func (threadAgent) IsAgentProcess(argv []string) bool  { return true }
 func (a threadAgent) SharedProcess(argv []string) bool { return a.shared }
 
 // A process that reports for many sessions keeps what it said of each: two
-// threads' ends of turn from one shared process are both in the book; from
-// an agent's own process, a second session replaces the first (/clear).
+// threads' ends of turn from one shared process, in folders other than its
+// own, are both in the book; from an agent's own process, a second session
+// replaces the first (/clear), and a folder not its own is refused.
 func TestIntegrationHookSharedProcessKeepsEachSession(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -51,9 +54,18 @@ func TestIntegrationHookSharedProcessKeepsEachSession(t *testing.T) {
 			c := New(context.Background(), Options{Home: home.Home(t.TempDir()), Adapters: adapters.NewSet(threadAgent{shared: tc.shared}), DiscoveryTimeout: time.Second})
 			// The hook is a child of this test, which plays the agent.
 			hook := proc.PinProcess(liveProcess(t).PID, os.Getuid())
-			for _, thread := range []string{"t1", "t2"} {
-				if _, err := c.IntegrationHook(context.Background(), hook, "threads", "turn", []byte(thread), nil); err != nil {
-					t.Fatalf("report of %s: %v", thread, err)
+			reports := []string{"t1", "t2"}
+			if tc.shared {
+				reports = []string{"t1 /", "t2 /"}
+			} else {
+				_, err := c.IntegrationHook(context.Background(), hook, "threads", "turn", []byte("t3 /"), nil)
+				if err == nil || !strings.Contains(err.Error(), "names folder") {
+					t.Errorf("an agent's own process reporting another folder: %v", err)
+				}
+			}
+			for _, r := range reports {
+				if _, err := c.IntegrationHook(context.Background(), hook, "threads", "turn", []byte(r), nil); err != nil {
+					t.Fatalf("report %q: %v", r, err)
 				}
 			}
 			var got []string
