@@ -353,11 +353,9 @@ func TestCodexIntegrationByHand(t *testing.T) {
 		seen = append(seen, fmt.Sprintf("%s: a %v %s %s %q %q, b %v %s %s %q %q", time.Since(typed).Round(time.Millisecond),
 			oka, ra.NativeID, ra.Status, ra.WaitingFor, ra.ActivitySource, okb, rb.NativeID, rb.Status, rb.WaitingFor, rb.ActivitySource))
 		ok := func(r api.Session) bool {
-			if r.Status != api.StatusRunning || r.WaitingFor != api.WaitingInput || r.ActivitySource != api.SourceIntegration {
-				return false
-			}
-			out, _, _ := e.Run("explain", r.ID)
-			return strings.Contains(out, "integration (hook agent-turn-complete")
+			// The waiting is the notify's own (its kind is the event).
+			return r.Status == api.StatusRunning && r.WaitingFor == api.WaitingInput && r.ActivitySource == api.SourceIntegration &&
+				r.Waiting != nil && r.Waiting.Kind == "agent-turn-complete"
 		}
 		return oka && okb && ra.NativeID != rb.NativeID && ok(ra) && ok(rb)
 	})
