@@ -30,6 +30,9 @@ type integratedAgent struct {
 	// deny says the test denies it (Pi's extension blocks a tool on a
 	// deny, and without a decision lets it run), else approves it.
 	deny bool
+	// rewritten checks userFile after --remove when the agent itself
+	// rewrote it meanwhile (nil: it must be as it was, byte for byte).
+	rewritten func(t *testing.T, after []byte)
 }
 
 // Issue 25 with the real OpenCode and Pi TUIs in a real terminal (tmux),
@@ -95,8 +98,10 @@ func integrationByHand(t *testing.T, ag integratedAgent) {
 	if out := e.MustRun("integrate", ag.name); !strings.Contains(out, ag.name+": installed in ") {
 		t.Fatalf("integrate %s: %s", ag.name, out)
 	}
-	if _, err := os.Stat(ours); err != nil {
-		t.Fatalf("integrate %s installed no %s: %v", ag.name, ours, err)
+	if ours != "" {
+		if _, err := os.Stat(ours); err != nil {
+			t.Fatalf("integrate %s installed no %s: %v", ag.name, ours, err)
+		}
 	}
 	logRows(t, e, ag.name, proj)
 	h := newHandTerm(t, e)
@@ -134,7 +139,7 @@ func integrationByHand(t *testing.T, ag integratedAgent) {
 	var seen []string
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("rows of a and b after their first prompt:\n%s", strings.Join(seen, "\n"))
+			t.Logf("rows after the first prompts:\n%s", strings.Join(seen, "\n"))
 		}
 	})
 	WaitFor(t, 30*time.Second, "both TUIs tied to sessions of their own by their integration", func() bool {
@@ -146,10 +151,27 @@ func integrationByHand(t *testing.T, ag integratedAgent) {
 			ra.NativeID != "" && rb.NativeID != "" && ra.NativeID != rb.NativeID && byHook(ra) && byHook(rb)
 	})
 	t.Logf("both tied by their integration %s after their first prompt", time.Since(typed).Round(time.Millisecond))
-	if st := e.MustRun("integrate", "--status"); !strings.Contains(st, ag.name+": installed") || strings.Contains(st, ag.name+": installed in "+ours+", last report: none") {
-		t.Errorf("integrate --status:\n%s", st)
+	st := e.MustRun("integrate", "--status")
+	// The agent's line, then its detail and last report, indented.
+	reported, mine := false, false
+	for _, line := range strings.Split(st, "\n") {
+		if !strings.HasPrefix(line, " ") {
+			mine = strings.HasPrefix(line, ag.name+": installed (")
+		} else if mine && strings.HasPrefix(strings.TrimSpace(line), "last report: ") {
+			reported = !strings.HasPrefix(strings.TrimSpace(line), "last report: none")
+		}
 	}
+	if !reported {
+		t.Errorf("integrate --status, want %s installed and reported:\n%s", ag.name, st)
+	}
+	permissionByHand(t, e, h, ag, proj, wa, pa)
+	turnsTimed(t, e, h, ag, proj, bin, userFile, ours, before, wb, &tuis)
+}
 
+// permissionByHand: a asks permission for a tool, reads waiting:
+// permission from its integration, and is answered with approve or deny.
+func permissionByHand(t *testing.T, e *Env, h *handTerm, ag integratedAgent, proj, wa string, pa int) {
+	var ra api.Session
 	h.typeLine(wa, ag.permission)
 	WaitFor(t, 60*time.Second, "a to read waiting: permission from its integration", func() bool {
 		ra, _ = rowOfPID(e, ag.name, proj, pa)
@@ -179,7 +201,12 @@ func integrationByHand(t *testing.T, ag integratedAgent) {
 			return err == nil
 		})
 	}
+}
 
+// turnsTimed logs a turn's time in b with the service up, SIGSTOPped and
+// stopped, then, after --remove (checked against the user's file as it
+// was before), in a TUI without the integration.
+func turnsTimed(t *testing.T, e *Env, h *handTerm, ag integratedAgent, proj, bin, userFile, ours string, before []byte, wb string, tuis *[]int) {
 	// A turn's time, from Enter to its answer on the screen.
 	n := 0
 	turn := func(win, what string) time.Duration {
@@ -227,15 +254,152 @@ func integrationByHand(t *testing.T, ag integratedAgent) {
 	if !strings.Contains(out, ag.name) {
 		t.Errorf("integrate --remove %s: %s", ag.name, out)
 	}
-	if _, err := os.Stat(ours); !os.IsNotExist(err) {
-		t.Errorf("%s after --remove: %v, want it gone", ours, err)
+	if ours != "" {
+		if _, err := os.Stat(ours); !os.IsNotExist(err) {
+			t.Errorf("%s after --remove: %v, want it gone", ours, err)
+		}
 	}
 	if got, _ := os.ReadFile(userFile); string(got) != string(before) {
-		t.Errorf("%s after --remove:\n%s\nwant as it was:\n%s", userFile, got, before)
+		if ag.rewritten == nil {
+			t.Errorf("%s after --remove:\n%s\nwant as it was:\n%s", userFile, got, before)
+		} else {
+			t.Logf("%s was rewritten by %s itself meanwhile", userFile, ag.name)
+			ag.rewritten(t, got)
+		}
 	}
 	wc, pc := h.start(proj, ag.tui(bin)...)
-	tuis = append(tuis, pc)
+	*tuis = append(*tuis, pc)
 	h.drawn(wc)
 	turn(wc, "without the integration")
 	turn(wc, "without the integration")
+}
+
+// Issue 25 with the real Codex TUI (0.169) in a real terminal (tmux).
+// Codex runs its notify program from the store's shared app-server daemon,
+// a child of the first TUI that needed it, for the turns of every TUI: a
+// report's parentage names the daemon, never the TUI whose turn ended. So
+// the integration ties no process (see codex.withNotifies): its end of
+// turn reads waiting: input on the session the thread id names once the
+// store ties that thread to its TUI (a and b, each alone in its folder),
+// and two TUIs in one folder (c and d) are not tied to the first TUI for
+// being the daemon's parent. A turn's time with the service up,
+// SIGSTOPped, stopped, and without the integration is logged; `--remove`
+// gives back the user's notify (Codex rewrites config.toml itself, its
+// [tui] state: then only agentctl's entry must be gone).
+func TestCodexIntegrationByHand(t *testing.T) {
+	t.Parallel()
+	c := newCodexEnv(t)
+	e, proj := c.Env, c.proj
+	bin := codexBin(t)
+	projB, _ := filepath.EvalSymlinks(t.TempDir())
+	projCD, _ := filepath.EvalSymlinks(t.TempDir())
+	cfg := filepath.Join(c.codexHome, "config.toml")
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The user's own notify program, and the folders trusted.
+	const userNotify = `notify = ["/bin/true", "mine"]  # my notifier`
+	b = []byte("# mine\n" + userNotify + "\n" + string(b))
+	for _, d := range []string{proj, projB, projCD} {
+		b = fmt.Appendf(b, "\n[projects.%q]\ntrust_level = \"trusted\"\n", d)
+	}
+	if err := os.WriteFile(cfg, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before := b
+	ag := integratedAgent{
+		name: "codex",
+		tui:  func(bin string) []string { return []string{bin} },
+		rewritten: func(t *testing.T, after []byte) {
+			// Codex rewrites the file in its own layout (it drops blank
+			// lines and the notify's comment): the user's argv is what
+			// must be back.
+			s := string(after)
+			back := false
+			for _, line := range strings.Split(s, "\n") {
+				line = strings.ReplaceAll(line, " ", "")
+				back = back || strings.HasPrefix(line, `notify=["/bin/true","mine"]`)
+			}
+			if strings.Contains(s, "agentctl") || !back {
+				t.Errorf("config.toml after --remove, want the user's notify back and no agentctl:\n%s", s)
+			}
+		},
+	}
+	e.List() // the service runs: hooks never start it
+	if out := e.MustRun("integrate", "codex"); !strings.Contains(out, "codex: installed in ") {
+		t.Fatalf("integrate codex: %s", out)
+	}
+	for _, d := range []string{proj, projB, projCD} {
+		logRows(t, e, "codex", d)
+	}
+	h := newHandTerm(t, e)
+	var tuis []int
+	t.Cleanup(func() { endAll(tuis) })
+	start := func(dir string) (string, int) {
+		w, p := h.start(dir, bin)
+		tuis = append(tuis, p)
+		h.drawn(w)
+		return w, p
+	}
+	// One after the other: two starting at once in a fresh store may race
+	// for its creation.
+	wa, pa := start(proj)
+	wb, pb := start(projB)
+	h.typeLine(wa, "hello [[text: from a]]")
+	h.typeLine(wb, "hello [[text: from b]]")
+	typed := time.Now()
+	var seen []string
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("rows after the first prompts:\n%s", strings.Join(seen, "\n"))
+		}
+	})
+	WaitFor(t, 90*time.Second, "a and b, each on its own session, to read waiting: input from their integration", func() bool {
+		ra, oka := rowOfPID(e, "codex", proj, pa)
+		rb, okb := rowOfPID(e, "codex", projB, pb)
+		seen = append(seen, fmt.Sprintf("%s: a %v %s %s %q %q, b %v %s %s %q %q", time.Since(typed).Round(time.Millisecond),
+			oka, ra.NativeID, ra.Status, ra.WaitingFor, ra.ActivitySource, okb, rb.NativeID, rb.Status, rb.WaitingFor, rb.ActivitySource))
+		ok := func(r api.Session) bool {
+			// The waiting is the notify's own (its kind is the event).
+			return r.Status == api.StatusRunning && r.WaitingFor == api.WaitingInput && r.ActivitySource == api.SourceIntegration &&
+				r.Waiting != nil && r.Waiting.Kind == "agent-turn-complete"
+		}
+		return oka && okb && ra.NativeID != rb.NativeID && ok(ra) && ok(rb)
+	})
+	t.Logf("a and b read waiting: input from their integration %s after their first prompt", time.Since(typed).Round(time.Millisecond))
+	st := e.MustRun("integrate", "--status")
+	if !strings.Contains(st, "codex: installed (") || strings.Contains(st, "last report: none") {
+		t.Errorf("integrate --status, want codex installed and reported:\n%s", st)
+	}
+
+	// Two TUIs in one folder, begun before either thread: the daemon's
+	// reports cannot tell them apart, and must not give either's thread to
+	// the daemon's parent.
+	wc, pc := start(projCD)
+	wd, pd := start(projCD)
+	h.typeLine(wc, "hello [[text: from c]]")
+	h.typeLine(wd, "hello [[text: from d]]")
+	owner := map[string]int{"hello [[text: from c]]": pc, "hello [[text: from d]]": pd}
+	var rows []api.Session
+	WaitFor(t, 90*time.Second, "c's and d's sessions running, their turns ended", func() bool {
+		rows = handRows(e, "codex", projCD)
+		n := 0
+		for _, r := range rows {
+			if _, ok := owner[r.Prompt]; ok && r.Status == api.StatusRunning && r.Activity != api.ActivityBusy {
+				n++
+			}
+		}
+		if n != 2 {
+			seen = append(seen, fmt.Sprintf("c and d: %+v", rows))
+		}
+		return n == 2
+	})
+	for _, r := range rows {
+		if want, ok := owner[r.Prompt]; ok && r.PID != 0 && r.PID != want {
+			t.Errorf("%s's session %s tied to pid %d (c %d, d %d, a %d)", r.Prompt, r.ID, r.PID, pc, pd, pa)
+		}
+		t.Logf("two in one folder: %q reads pid %d, waiting %q from %q", r.Prompt, r.PID, r.WaitingFor, r.ActivitySource)
+	}
+	turnsTimed(t, e, h, ag, proj, bin, cfg, "", before, wb, &tuis)
 }

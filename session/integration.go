@@ -36,6 +36,14 @@ const (
 	hookBurst = 100.0
 )
 
+// sharedProcess is an adapter one of whose processes may report for
+// many sessions (Codex's app-server daemon runs the turns, and so the
+// notify program, of every TUI of its store): the book keeps what such a
+// process says per session, and its parentage ties none of them to a TUI.
+type sharedProcess interface {
+	SharedProcess(argv []string) bool
+}
+
 // processMatcher is an adapter that recognises its agent's processes by
 // their argv (the same test its discovery uses).
 type processMatcher interface {
@@ -56,10 +64,13 @@ type Book struct {
 }
 
 // bookKey names an agent process: its pid and start stamp (not the wall
-// time of its start, which is derived and may differ between reads).
+// time of its start, which is derived and may differ between reads); and,
+// for a process that reports for many sessions (sharedProcess), the
+// session an entry speaks of ("" for its rate bucket).
 type bookKey struct {
-	pid   int
-	start uint64
+	pid    int
+	start  uint64
+	native string
 }
 
 func (k bookKey) alive() bool { return proc.Alive(proc.Identity{PID: k.pid, Start: k.start}) }
@@ -115,15 +126,8 @@ func (b *Book) LastReports() map[string]time.Time {
 func (b *Book) admit(id bookKey, agent string, now time.Time) (*bookEntry, error) {
 	e := b.procs[id]
 	if e == nil {
-		if len(b.procs) >= maxBook {
-			for k := range b.procs {
-				if !k.alive() {
-					delete(b.procs, k)
-				}
-			}
-		}
-		if len(b.procs) >= maxBook {
-			return nil, api.Errorf(api.CodeTooMany, "the service keeps the evidence of %d agent processes, the most it keeps: report refused", maxBook)
+		if err := b.room(); err != nil {
+			return nil, err
 		}
 		e = &bookEntry{agent: agent, tokens: hookBurst, refill: now, tie: adapters.HookTie{PID: id.pid, Start: id.start}}
 		b.procs[id] = e
@@ -138,6 +142,37 @@ func (b *Book) admit(id bookKey, agent string, now time.Time) (*bookEntry, error
 	}
 	e.tokens--
 	return e, nil
+}
+
+// room makes room for one more entry, dropping those of processes that
+// ended; an error when the book is full of live ones.
+func (b *Book) room() error {
+	if len(b.procs) >= maxBook {
+		for k := range b.procs {
+			if !k.alive() {
+				delete(b.procs, k)
+			}
+		}
+	}
+	if len(b.procs) >= maxBook {
+		return api.Errorf(api.CodeTooMany, "the service keeps the evidence of %d agent processes, the most it keeps: report refused", maxBook)
+	}
+	return nil
+}
+
+// perSession is the entry of what the shared process id (admitted
+// already) says of session nativeID of agent, made when new.
+func (b *Book) perSession(id bookKey, agent, nativeID string) (*bookEntry, bookKey, error) {
+	id.native = nativeID
+	e := b.procs[id]
+	if e == nil {
+		if err := b.room(); err != nil {
+			return nil, id, err
+		}
+		e = &bookEntry{agent: agent, tie: adapters.HookTie{PID: id.pid, Start: id.start}}
+		b.procs[id] = e
+	}
+	return e, id, nil
 }
 
 // holder is the live process other than id whose reports named session
@@ -214,7 +249,7 @@ func (c *Core) IntegrationHook(ctx context.Context, caller *proc.Caller, agent, 
 	}
 	now := time.Now().UTC()
 	c.book.mu.Lock()
-	key := bookKey{agentProc.PID, agentProc.Start}
+	key := bookKey{pid: agentProc.PID, start: agentProc.Start}
 	entry, err := c.book.admit(key, agent, now)
 	c.book.mu.Unlock()
 	if err != nil {
@@ -224,10 +259,25 @@ func (c *Core) IntegrationHook(ctx context.Context, caller *proc.Caller, agent, 
 	if err != nil {
 		return refuse(faultf(ErrInvalid, "pid %d's report: %v", caller.PID, err))
 	}
-	if err := sameFolder(facts.Cwd, agentProc.PID, caller.PID); err != nil {
-		return refuse(api.Errorf(api.CodeForbidden, "%s pid %d's report names folder %s: %v", agent, agentProc.PID, text.Quote(facts.Cwd), err))
+	shared := false
+	if sp, ok := a.(sharedProcess); ok {
+		argv, err := proc.Cmdline(agentProc.PID)
+		shared = err == nil && sp.SharedProcess(argv)
+	}
+	// A shared process works for sessions in any folder: its own folder
+	// (and its hook's) says nothing of a report's.
+	if !shared {
+		if err := sameFolder(facts.Cwd, agentProc.PID, caller.PID); err != nil {
+			return refuse(api.Errorf(api.CodeForbidden, "%s pid %d's report names folder %s: %v", agent, agentProc.PID, text.Quote(facts.Cwd), err))
+		}
 	}
 	c.book.mu.Lock()
+	if shared && facts.NativeID != "" {
+		if entry, key, err = c.book.perSession(key, agent, facts.NativeID); err != nil {
+			c.book.mu.Unlock()
+			return refuse(err)
+		}
+	}
 	if facts.NativeID != "" {
 		if pid, held := c.book.holder(agent, facts.NativeID, key); held {
 			c.book.mu.Unlock()

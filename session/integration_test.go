@@ -32,7 +32,7 @@ func TestBookRateIsPerProcess(t *testing.T) {
 	b := NewBook()
 	p, q := liveProcess(t), liveProcess(t)
 	now := time.Now()
-	kp := bookKey{p.PID, p.Start}
+	kp := bookKey{pid: p.PID, start: p.Start}
 	first, err := b.admit(kp, "claude", now)
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +57,7 @@ func TestBookRateIsPerProcess(t *testing.T) {
 	if _, err := b.admit(kp, "claude", now.Add(time.Second)); err != nil {
 		t.Errorf("a second later: %v", err)
 	}
-	if _, err := b.admit(bookKey{q.PID, q.Start}, "claude", now); err != nil {
+	if _, err := b.admit(bookKey{pid: q.PID, start: q.Start}, "claude", now); err != nil {
 		t.Errorf("another process: %v", err)
 	}
 	if _, err := b.admit(kp, "codex", now.Add(time.Hour)); err == nil {
@@ -76,7 +76,7 @@ func TestBookForgetsEndedProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	for _, k := range []bookKey{{live.PID, live.Start}, {ended.Process.Pid, 1}} {
+	for _, k := range []bookKey{{pid: live.PID, start: live.Start}, {pid: ended.Process.Pid, start: 1}} {
 		e, err := b.admit(k, "claude", now)
 		if err != nil {
 			t.Fatal(err)
@@ -86,7 +86,7 @@ func TestBookForgetsEndedProcesses(t *testing.T) {
 			e.tie.NativeID = "1b4c3a8e-2f1d-4e5a-9c7b-6d8e9f0a1b2c"
 		}
 	}
-	if _, held := b.holder("claude", "0b4c3a8e-2f1d-4e5a-9c7b-6d8e9f0a1b2c", bookKey{live.PID, live.Start}); held {
+	if _, held := b.holder("claude", "0b4c3a8e-2f1d-4e5a-9c7b-6d8e9f0a1b2c", bookKey{pid: live.PID, start: live.Start}); held {
 		t.Error("an ended process holds its session still")
 	}
 	ties := b.HookTies("claude")

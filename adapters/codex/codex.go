@@ -222,6 +222,10 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 	var contenders map[string][]int
 	var shared map[string]attribute.Attribution
 	procs, perr := liveCodexes(proc.SnapshotFrom(ctx), a.home())
+	var ties []adapters.HookTie
+	if perr == nil && len(procs) > 0 {
+		ties = a.env.HookTiesOf(Name)
+	}
 	if perr == nil {
 		var held map[string]int
 		refs, contenders, held = matchProcesses(procs)
@@ -267,7 +271,7 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 		in.perr = perr.Error()
 	}
 	if out, ok := a.found.Get(scan.version, in); ok && scan.kept {
-		return out, nil
+		return withNotifies(out, ties), nil
 	}
 	out := make([]adapters.NativeSession, 0, len(files))
 	for _, s := range files {
@@ -281,7 +285,39 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 	} else {
 		a.found.Drop()
 	}
-	return out, nil
+	return withNotifies(out, ties), nil
+}
+
+// withNotifies gives each session of out that a live process was tied to
+// (by the store's evidence) the state its integration's last notify said
+// (ties: the book's, per thread). The notify program runs in the shared
+// app-server daemon (or, with --no-daemon, in the TUI's native binary
+// under its Node wrapper), so the process that reported is not the
+// session's: a report ties no process to a thread, it only speaks of the
+// thread it names, once that thread's process is known, until a later
+// turn begins.
+func withNotifies(out []adapters.NativeSession, ties []adapters.HookTie) []adapters.NativeSession {
+	if len(ties) == 0 {
+		return out
+	}
+	byThread := make(map[string]adapters.HookTie, len(ties))
+	for _, t := range ties {
+		if old, ok := byThread[t.NativeID]; !ok || t.At.After(old.At) {
+			byThread[t.NativeID] = t
+		}
+	}
+	var mapped []adapters.HookTie
+	for _, ns := range out {
+		t, ok := byThread[ns.NativeID]
+		// Codex notifies the end of a turn only: a turn the store shows
+		// begun since is the store's to tell.
+		if !ok || ns.Process == nil || ns.State == adapters.NativeBusy && ns.UpdatedAt.After(t.At) {
+			continue
+		}
+		t.PID, t.Start = ns.Process.PID, ns.Process.Start
+		mapped = append(mapped, t)
+	}
+	return adapters.WithHookTies(out, mapped)
 }
 
 // nativeOf is the native session of one rollout, given Codex's index
