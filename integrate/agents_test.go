@@ -297,3 +297,16 @@ func TestInstallRefusesARelativeHook(t *testing.T) {
 		}
 	}
 }
+
+// A status of an integration not installed names the file it would go in,
+// as Claude's does: the user sees where to look.
+func TestStatusNamesTheFileWhenNotInstalled(t *testing.T) {
+	t.Parallel()
+	env := testEnv(t, "/usr/bin/agentctl")
+	for _, in := range All() {
+		st, err := in.Status(context.Background(), env)
+		if err != nil || st.Installed || len(st.Files) != 1 || !strings.HasPrefix(st.Files[0], env.UserHome) {
+			t.Errorf("%s: %+v, %v; want not installed, naming its file under %s", in.Agent(), st, err, env.UserHome)
+		}
+	}
+}

@@ -119,14 +119,14 @@ func (c codexIntegration) Status(ctx context.Context, env Env) (State, error) {
 	path := codexConfig(env)
 	cur, existed, _, err := readConfig(path)
 	if err != nil || !existed {
-		return State{}, err
+		return State{Files: []string{path}}, err
 	}
 	n, err := findNotify(cur)
 	if err != nil {
 		return State{Files: []string{path}, Detail: err.Error()}, nil
 	}
 	if !n.found {
-		return State{}, nil
+		return State{Files: []string{path}}, nil
 	}
 	user, ours := userNotify(n.argv)
 	if !ours {

@@ -102,7 +102,7 @@ func (p pluginFile) Status(ctx context.Context, env Env) (State, error) {
 	path := p.path(env)
 	cur, existed, _, err := readConfig(path)
 	if err != nil || !existed {
-		return State{}, err
+		return State{Files: []string{path}}, err
 	}
 	if !bytes.Contains(cur, []byte(pluginMarker)) {
 		return State{Files: []string{path}, Detail: path + " is not agentctl's"}, nil
