@@ -38,29 +38,7 @@ func newCodexEnv(t *testing.T) *codexEnv {
 	if err := os.MkdirAll(c.codexHome, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	// Offline: a provider on the fake server, no retries, and none of the
-	// analytics, feedback or plugin lookups that reach the network.
-	config := fmt.Sprintf(`model = "fake-model"
-model_provider = "fake"
-check_for_update_on_startup = false
-
-[model_providers.fake]
-name = "Fake"
-base_url = "%s/v1"
-wire_api = "responses"
-env_key = "FAKE_API_KEY"
-request_max_retries = 0
-stream_max_retries = 0
-
-[analytics]
-enabled = false
-[feedback]
-enabled = false
-[features]
-plugins = false
-remote_plugin = false
-apps = false
-`, srv.URL())
+	config := agenttest.CodexConfig(srv.URL())
 	if err := os.WriteFile(filepath.Join(c.codexHome, "config.toml"), []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}

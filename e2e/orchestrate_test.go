@@ -408,25 +408,7 @@ var realAgents = []realAgent{
 		}},
 	{adapter: "codex", bin: "codex", models: []string{"fake-model"},
 		setup: func(t *testing.T, e *Env, home, url string) {
-			orchWrite(t, filepath.Join(home, ".codex", "config.toml"), fmt.Sprintf(`model = "fake-model"
-model_provider = "fake"
-check_for_update_on_startup = false
-[model_providers.fake]
-name = "Fake"
-base_url = "%s/v1"
-wire_api = "responses"
-env_key = "FAKE_API_KEY"
-request_max_retries = 0
-stream_max_retries = 0
-[analytics]
-enabled = false
-[feedback]
-enabled = false
-[features]
-plugins = false
-remote_plugin = false
-apps = false
-`, url))
+			orchWrite(t, filepath.Join(home, ".codex", "config.toml"), agenttest.CodexConfig(url))
 			e.Setenv("CODEX_HOME", filepath.Join(home, ".codex"))
 			e.Setenv("FAKE_API_KEY", "sk-fake")
 		}},

@@ -41,26 +41,10 @@ notify = [
   %q,
 ]
 
-[model_providers.fake]
-name = "Fake"
-base_url = "%s/v1"
-wire_api = "responses"
-env_key = "FAKE_API_KEY"
-request_max_retries = 0
-stream_max_retries = 0
-
-[analytics]
-enabled = false
-[feedback]
-enabled = false
-[features]
-plugins = false
-remote_plugin = false
-apps = false
-
+%s
 [projects.%q]
 trust_level = "trusted"
-`, userProg, got, srv.URL(), s.proj)
+`, userProg, got, agenttest.CodexProvider(srv.URL()), s.proj)
 	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package codex
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,30 +57,7 @@ func newRealEnv(t *testing.T) *realEnv {
 			t.Fatal(err)
 		}
 	}
-	// Offline configuration (see the reference notes): a provider on the
-	// fake server, no retries, and no analytics, feedback or plugin
-	// lookups, which would reach the network.
-	config := fmt.Sprintf(`model = "fake-model"
-model_provider = "fake"
-check_for_update_on_startup = false
-
-[model_providers.fake]
-name = "Fake"
-base_url = "%s/v1"
-wire_api = "responses"
-env_key = "FAKE_API_KEY"
-request_max_retries = 0
-stream_max_retries = 0
-
-[analytics]
-enabled = false
-[feedback]
-enabled = false
-[features]
-plugins = false
-remote_plugin = false
-apps = false
-`, srv.URL())
+	config := agenttest.CodexConfig(srv.URL())
 	if err := os.WriteFile(filepath.Join(e.codexHome, "config.toml"), []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
