@@ -206,32 +206,44 @@ func permissionByHand(t *testing.T, e *Env, h *handTerm, ag integratedAgent, pro
 // turnsTimed logs a turn's time in b with the service up, SIGSTOPped and
 // stopped, then, after --remove (checked against the user's file as it
 // was before), in a TUI without the integration.
-func turnsTimed(t *testing.T, e *Env, h *handTerm, ag integratedAgent, proj, bin, userFile, ours string, before []byte, wb string, tuis *[]int) {
-	// A turn's time, from Enter to its answer on the screen.
-	n := 0
-	turn := func(win, what string) time.Duration {
-		t.Helper()
-		n++
-		answer := "turn-" + strconv.Itoa(n) + "-done"
-		h.tmux("send-keys", "-t", win, "-l", "go [[text: "+answer+"]]")
-		time.Sleep(300 * time.Millisecond)
-		begun := time.Now()
-		h.tmux("send-keys", "-t", win, "Enter")
-		WaitFor(t, 60*time.Second, what+": the turn's answer", func() bool {
-			// The answer's own line; the prompt's shows it inside [[…]].
-			for _, line := range strings.Split(h.tmux("capture-pane", "-p", "-t", win), "\n") {
-				if strings.Contains(line, answer) && !strings.Contains(line, answer+"]]") {
-					return true
-				}
+// turnTimer times turns of TUIs in a terminal, each with an answer of
+// its own.
+type turnTimer struct {
+	t *testing.T
+	h *handTerm
+	n int
+}
+
+// turn times one turn of the TUI in win, from Enter to its answer on the
+// screen, and logs it as what.
+func (tt *turnTimer) turn(win, what string) time.Duration {
+	tt.t.Helper()
+	tt.n++
+	answer := "turn-" + strconv.Itoa(tt.n) + "-done"
+	tt.h.tmux("send-keys", "-t", win, "-l", "go [[text: "+answer+"]]")
+	time.Sleep(300 * time.Millisecond)
+	begun := time.Now()
+	tt.h.tmux("send-keys", "-t", win, "Enter")
+	WaitFor(tt.t, 60*time.Second, what+": the turn's answer", func() bool {
+		// The answer's own line; the prompt's shows it inside [[…]].
+		for _, line := range strings.Split(tt.h.tmux("capture-pane", "-p", "-t", win), "\n") {
+			if strings.Contains(line, answer) && !strings.Contains(line, answer+"]]") {
+				return true
 			}
-			return false
-		})
-		took := time.Since(begun)
-		t.Logf("%s: a turn took %s", what, took.Round(time.Millisecond))
-		return took
-	}
-	turn(wb, "service up, integration installed")
-	turn(wb, "service up, integration installed")
+		}
+		return false
+	})
+	took := time.Since(begun)
+	tt.t.Logf("%s: a turn took %s", what, took.Round(time.Millisecond))
+	return took
+}
+
+// turnsAroundTheService times two turns of the TUI in win with the
+// service up, two with it SIGSTOPped, and two with it stopped (as it is
+// left): an integration's hook must never hold the agent up.
+func turnsAroundTheService(t *testing.T, e *Env, tt *turnTimer, win string) {
+	tt.turn(win, "service up, integration installed")
+	tt.turn(win, "service up, integration installed")
 	svc := e.DaemonPID()
 	if err := syscall.Kill(svc, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -242,13 +254,19 @@ func turnsTimed(t *testing.T, e *Env, h *handTerm, ag integratedAgent, proj, bin
 			syscall.Kill(svc, syscall.SIGCONT)
 		}
 	})
-	turn(wb, "service SIGSTOPped")
-	turn(wb, "service SIGSTOPped")
+	tt.turn(win, "service SIGSTOPped")
+	tt.turn(win, "service SIGSTOPped")
 	syscall.Kill(svc, syscall.SIGCONT)
 	resumed = true
 	e.MustRun("daemon", "stop")
-	turn(wb, "service stopped")
-	turn(wb, "service stopped")
+	tt.turn(win, "service stopped")
+	tt.turn(win, "service stopped")
+}
+
+func turnsTimed(t *testing.T, e *Env, h *handTerm, ag integratedAgent, proj, bin, userFile, ours string, before []byte, wb string, tuis *[]int) {
+	tt := &turnTimer{t: t, h: h}
+	turn := tt.turn
+	turnsAroundTheService(t, e, tt, wb)
 
 	out := e.MustRun("integrate", "--remove", ag.name)
 	if !strings.Contains(out, ag.name) {

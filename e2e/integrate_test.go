@@ -3,7 +3,6 @@ package e2e
 import (
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -92,55 +91,9 @@ func TestClaudeIntegrationByHand(t *testing.T) {
 		return err == nil
 	})
 
-	// A turn's time, from Enter to its answer on the screen.
-	n := 0
-	turn := func(win, what string) time.Duration {
-		t.Helper()
-		n++
-		answer := "turn-" + strconv.Itoa(n) + "-done"
-		h.tmux("send-keys", "-t", win, "-l", "go [[text: "+answer+"]]")
-		time.Sleep(300 * time.Millisecond)
-		begun := time.Now()
-		h.tmux("send-keys", "-t", win, "Enter")
-		WaitFor(t, 60*time.Second, what+": the turn's answer", func() bool {
-			// The answer's own line; the prompt's shows it inside [[…]].
-			for _, line := range strings.Split(h.tmux("capture-pane", "-p", "-t", win), "\n") {
-				if strings.HasSuffix(strings.TrimSpace(line), answer) {
-					return true
-				}
-			}
-			return false
-		})
-		took := time.Since(begun)
-		t.Logf("%s: a turn took %s", what, took.Round(time.Millisecond))
-		return took
-	}
-	turn(wb, "service up, integration installed")
-	turn(wb, "service up, integration installed")
-	b, err := os.ReadFile(filepath.Join(c.Home, "daemon.lock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Kill(svc, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	resumed := false
-	t.Cleanup(func() {
-		if !resumed {
-			syscall.Kill(svc, syscall.SIGCONT)
-		}
-	})
-	turn(wb, "service SIGSTOPped")
-	turn(wb, "service SIGSTOPped")
-	syscall.Kill(svc, syscall.SIGCONT)
-	resumed = true
-	c.MustRun("daemon", "stop")
-	turn(wb, "service stopped")
-	turn(wb, "service stopped")
+	tt := &turnTimer{t: t, h: h}
+	turn := tt.turn
+	turnsAroundTheService(t, c.Env, tt, wb)
 
 	out := c.MustRun("integrate", "--remove")
 	if !strings.Contains(out, "restored byte for byte") {
