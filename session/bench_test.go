@@ -11,9 +11,10 @@ import (
 	"github.com/agentctl/agentctl/home"
 )
 
-// BenchmarkList measures the service's side of a warm `list`, `list -a`
-// and `status` of one whole native id over 10,000 and 50,000 native
-// sessions that did not change since the last query: the adapter answers
+// BenchmarkList measures the service's side of a warm `list`, `list -a`,
+// `status` of one whole native id and the usage-limits loop's view over
+// 10,000 and 50,000 native sessions that did not change since the last
+// query: the adapter answers
 // with the slice it answered before, as a kept discovery does. Their
 // activity spans 30 days, so `list -a` (7 days) shows about a quarter.
 //
@@ -42,6 +43,15 @@ func BenchmarkList(b *testing.B) {
 				}
 			})
 		}
+		// What the usage-limits loop asks every few seconds while a
+		// session runs (8 days back): compare with list-a.
+		b.Run(fmt.Sprintf("%d/limits", n), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := c.LimitsView(ctx, 8*24*time.Hour); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 		b.Run(fmt.Sprintf("%d/status", n), func(b *testing.B) {
 			id := sessions[n/2].NativeID
 			for b.Loop() {

@@ -281,6 +281,26 @@ func (c *reader) lookAtRunning(ctx context.Context) ([]api.Session, error) {
 	return seen, err
 }
 
+// LimitsView is what the usage-limits book needs of the sessions active
+// since then: every launched one, and those only an adapter knows that may
+// run or whose agent recorded a limit or its account's windows. The rest
+// of a big store is never built, so the book's loop costs what the few
+// sessions that matter cost.
+func (c *reader) LimitsView(ctx context.Context, since time.Duration) ([]api.Session, error) {
+	f, err := newFilter(api.ListOptions{All: true, Since: since}, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	running := filter{status: api.StatusRunning}
+	kept, _, err := c.view(ctx, f.keep, func(ns *adapters.NativeSession, failed bool) bool {
+		if !f.mayKeepNative(ns, !failed) {
+			return true
+		}
+		return ns.Limit == nil && len(ns.Windows) == 0 && !running.mayKeepNative(ns, !failed)
+	})
+	return kept, err
+}
+
 // maxUnknownReasons bounds the warnings that explain unknown rows one by
 // one; past it, one warning counts them.
 const maxUnknownReasons = 10

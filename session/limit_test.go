@@ -2,12 +2,15 @@ package session
 
 import (
 	"os"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/home"
 	"github.com/agentctl/agentctl/proc"
 )
 
@@ -125,5 +128,56 @@ func TestLimitSays(t *testing.T) {
 				t.Errorf("limitSays(%+v, %q) = %q, want it to hold %q", tt.l, tt.onLimit, got, w)
 			}
 		}
+	}
+}
+
+// The limits book's view builds only what the book needs, and the book it
+// makes is the one a whole list makes: held and windowed sessions and
+// running ones are in it, a finished session without either is not built.
+func TestLimitsViewMakesTheBookAListMakes(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	self, err := proc.Lookup(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := &adapters.ProcessRef{PID: self.PID, Start: self.Start, Evidence: "registry"}
+	now := time.Now()
+	at := now.Add(-time.Hour)
+	old := now.Add(-10 * 24 * time.Hour)
+	resets := now.Add(3 * time.Hour)
+	store := &fixed{name: "fixed", sessions: []adapters.NativeSession{
+		{Adapter: "fixed", NativeID: "done1", State: adapters.NativeDone, CreatedAt: at, UpdatedAt: at},
+		{Adapter: "fixed", NativeID: "done2", State: adapters.NativeDone, CreatedAt: at, UpdatedAt: at},
+		{Adapter: "fixed", NativeID: "held1", State: adapters.NativeFailed, CreatedAt: at, UpdatedAt: at,
+			Limit: &adapters.LimitHit{Provider: "openai", Window: "primary", ResetsAt: resets, At: at}},
+		{Adapter: "fixed", NativeID: "windows1", State: adapters.NativeDone, CreatedAt: at, UpdatedAt: at,
+			Windows: []adapters.LimitWindow{{Provider: "openai", Name: "secondary", UsedPercent: 40, ResetsAt: resets, At: at}}},
+		{Adapter: "fixed", NativeID: "live1", State: adapters.NativeIdle, CreatedAt: at, UpdatedAt: at, Process: live},
+		{Adapter: "fixed", NativeID: "oldheld", State: adapters.NativeFailed, CreatedAt: old, UpdatedAt: old,
+			Limit: &adapters.LimitHit{Provider: "anthropic", At: old}},
+	}}
+	c := New(ctx, Options{Home: home.Home(t.TempDir()), Adapters: adapters.NewSet(store), DiscoveryTimeout: time.Minute})
+	view, err := c.LimitsView(ctx, 8*24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range view {
+		got = append(got, s.ID)
+	}
+	slices.Sort(got)
+	if want := []string{"held1", "live1", "windows1"}; !slices.Equal(got, want) {
+		t.Errorf("limits view %v, want %v", got, want)
+	}
+	whole, err := c.List(ctx, api.ListOptions{All: true, Since: 8 * 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromView, fromList := NewUsageLimits(time.Hour), NewUsageLimits(time.Hour)
+	fromView.Observe(view, now)
+	fromList.Observe(whole.Sessions, now)
+	if a, b := fromView.Report(now), fromList.Report(now); !reflect.DeepEqual(a, b) {
+		t.Errorf("book from the limits view %+v\nbook from the list %+v", a, b)
 	}
 }

@@ -261,8 +261,7 @@ func (s *Server) handleLimits(w http.ResponseWriter, r *http.Request) {
 // asks, over the core.
 func (s *Server) startLimits(k *limitKeeper) {
 	k.list = func(ctx context.Context) ([]api.Session, error) {
-		l, err := s.core.List(ctx, api.ListOptions{All: true, Since: limitsWindow})
-		return l.Sessions, err
+		return s.core.LimitsView(ctx, limitsWindow)
 	}
 	k.resume = func(ctx context.Context, id, prompt string) (api.Session, error) {
 		return s.core.ResumeAfterLimit(ctx, id, prompt, os.Environ())
