@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -21,46 +20,21 @@ import (
 // watches. What list says of each is checked against the pid of the
 // process in each window.
 
-// handTerm is a tmux server of its own, where each process a person starts
-// runs in a window of its own.
+// handTerm is a terminal where each process a person starts runs in a
+// window of its own, with the installation's environment.
 type handTerm struct {
-	t    *testing.T
-	sock string
-	mu   sync.Mutex
-	n    int
+	*tmuxServer
+	mu sync.Mutex
+	n  int
 }
 
 func newHandTerm(t *testing.T, e *Env) *handTerm {
 	t.Helper()
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux is not installed (.ci/run installs it): the scenarios by hand need a terminal")
-	}
-	dir, err := os.MkdirTemp("", "hand")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &handTerm{t: t, sock: filepath.Join(dir, "s")}
-	t.Cleanup(func() {
-		exec.Command("tmux", "-S", h.sock, "kill-server").Run()
-		os.RemoveAll(dir)
-	})
+	h := &handTerm{tmuxServer: newTmuxServer(t, append(append([]string{}, e.Vars...), "PI_OFFLINE=1"), "the scenarios by hand need a terminal")}
 	// The server's environment is the installation's: every window
 	// inherits it.
-	cmd := exec.Command("tmux", "-S", h.sock, "-f", "/dev/null", "new-session", "-d", "-x", "160", "-y", "50", "-s", "hand", "sleep", "3600")
-	cmd.Env = append(append([]string{}, e.Vars...), "TERM=xterm-256color", "PI_OFFLINE=1")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("start tmux: %v: %s", err, out)
-	}
+	h.tmux("new-session", "-d", "-x", "160", "-y", "50", "-s", "hand", "sleep", "3600")
 	return h
-}
-
-func (h *handTerm) tmux(args ...string) string {
-	h.t.Helper()
-	out, err := exec.Command("tmux", append([]string{"-S", h.sock}, args...)...).CombinedOutput()
-	if err != nil {
-		h.t.Fatalf("tmux %v: %v: %s", args, err, out)
-	}
-	return string(out)
 }
 
 // start runs argv in dir, in a new window, and returns the window and the
@@ -85,17 +59,9 @@ func (h *handTerm) start(dir string, argv ...string) (string, int) {
 func (h *handTerm) drawn(win string) {
 	h.t.Helper()
 	WaitFor(h.t, 120*time.Second, win+" to be drawn", func() bool {
-		return strings.TrimSpace(h.tmux("capture-pane", "-p", "-t", win)) != ""
+		return strings.TrimSpace(h.capture(win)) != ""
 	})
 	time.Sleep(3 * time.Second)
-}
-
-// typeLine types text and Enter, as a person does.
-func (h *handTerm) typeLine(win, text string) {
-	h.t.Helper()
-	h.tmux("send-keys", "-t", win, "-l", text)
-	time.Sleep(300 * time.Millisecond)
-	h.tmux("send-keys", "-t", win, "Enter")
 }
 
 // handAgent is how a person runs one agent: its TUI, its TUI continuing the

@@ -19,77 +19,25 @@ import (
 // Codex sessions as people run them: TUIs started by hand in real
 // terminals (tmux), next to sessions agentctl launched.
 
-// term is a real terminal: a tmux server of the test's own, whose panes run
-// with the environment given, ended with the test.
-type term struct {
-	t    *testing.T
-	sock string
-	env  []string
-}
+// term is a terminal where each process runs in a tmux session of its
+// own, named.
+type term struct{ *tmuxServer }
 
 func newTerm(t *testing.T, env []string) *term {
 	t.Helper()
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("SKIP: tmux is not installed: these scenarios run in a real terminal")
-	}
-	// A short folder: a socket's path is limited to about 100 bytes.
-	dir, err := os.MkdirTemp("", "tm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tm := &term{t: t, sock: filepath.Join(dir, "s"), env: append(append([]string(nil), env...), "TERM=xterm-256color")}
-	t.Cleanup(func() {
-		tm.run("kill-server")
-		os.RemoveAll(dir)
-	})
-	return tm
-}
-
-func (tm *term) run(args ...string) (string, error) {
-	cmd := exec.Command("tmux", append([]string{"-S", tm.sock, "-f", "/dev/null"}, args...)...)
-	cmd.Env = tm.env
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return string(out), fmt.Errorf("tmux %s: %w: %s", args[0], err, out)
-	}
-	return string(out), nil
-}
-
-func (tm *term) must(args ...string) string {
-	tm.t.Helper()
-	out, err := tm.run(args...)
-	if err != nil {
-		tm.t.Fatal(err)
-	}
-	return out
+	return &term{newTmuxServer(t, env, "these scenarios run in a real terminal")}
 }
 
 // open runs argv in a new terminal named name, in dir, and returns the pid
 // of the process it runs.
 func (tm *term) open(name, dir string, argv ...string) int {
 	tm.t.Helper()
-	tm.must(append([]string{"new-session", "-d", "-x", "160", "-y", "45", "-s", name, "-c", dir, "--"}, argv...)...)
-	var pid int
-	if _, err := fmt.Sscanf(tm.must("display-message", "-p", "-t", name, "#{pane_pid}"), "%d", &pid); err != nil {
-		tm.t.Fatalf("pid of terminal %s: %v", name, err)
-	}
-	return pid
+	tm.tmux(append([]string{"new-session", "-d", "-x", "160", "-y", "45", "-s", name, "-c", dir, "--"}, argv...)...)
+	return tm.panePID(name)
 }
 
 // screen is what terminal name shows.
-func (tm *term) screen(name string) string {
-	out, _ := tm.run("capture-pane", "-p", "-t", name)
-	return out
-}
-
-// typeLine types text as a person would, then Enter: the Codex TUI takes a
-// burst of keys as a paste, in which an Enter is a newline.
-func (tm *term) typeLine(name, text string) {
-	tm.t.Helper()
-	tm.must("send-keys", "-t", name, "-l", text)
-	time.Sleep(500 * time.Millisecond)
-	tm.must("send-keys", "-t", name, "Enter")
-}
+func (tm *term) screen(name string) string { return tm.capture(name) }
 
 // openCodexTUI starts Codex's TUI by hand in terminal name, in the project,
 // with args, and waits until it takes keys: its writer lock is held (by
@@ -308,7 +256,7 @@ func TestHandCodexTUIKilledMidToolReadsEndedWhileItsTurnRuns(t *testing.T) {
 		}
 		return false
 	})
-	tm.must("kill-session", "-t", "tui")
+	tm.tmux("kill-session", "-t", "tui")
 	waitGone(t, pid, 30*time.Second)
 	killed := time.Now()
 	asked := len(c.srv.Requests())

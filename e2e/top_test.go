@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -12,43 +11,15 @@ import (
 	"time"
 )
 
-// tmuxTerm is a real terminal: a tmux server on a socket of its own,
-// one window running a shell, driven with send-keys and read with
-// capture-pane. The test kills its server.
-type tmuxTerm struct {
-	t    *testing.T
-	sock string
-}
+// tmuxTerm is the live view's terminal: one window running a shell,
+// driven with send-keys and read with capture-pane.
+type tmuxTerm struct{ *tmuxServer }
 
 func newTmux(t *testing.T, e *Env, width, height int) *tmuxTerm {
 	t.Helper()
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux is not installed (.ci/run installs it): the live view's terminal tests need it")
-	}
-	dir, err := os.MkdirTemp("", "tm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tm := &tmuxTerm{t: t, sock: filepath.Join(dir, "s")}
-	t.Cleanup(func() {
-		tm.tmux("kill-server")
-		os.RemoveAll(dir)
-	})
-	cmd := exec.Command("tmux", "-S", tm.sock, "-f", "/dev/null", "new-session", "-d",
-		"-x", fmt.Sprint(width), "-y", fmt.Sprint(height), "-s", "top", "sh")
-	cmd.Env = append(append([]string{}, e.Vars...), "PS1=$ ", "TERM=xterm-256color")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("start tmux: %v: %s", err, out)
-	}
+	tm := &tmuxTerm{newTmuxServer(t, append(append([]string{}, e.Vars...), "PS1=$ "), "the live view's terminal tests need it")}
+	tm.tmux("new-session", "-d", "-x", fmt.Sprint(width), "-y", fmt.Sprint(height), "-s", "top", "sh")
 	return tm
-}
-
-func (tm *tmuxTerm) tmux(args ...string) string {
-	out, err := exec.Command("tmux", append([]string{"-S", tm.sock}, args...)...).CombinedOutput()
-	if err != nil && args[0] != "kill-server" {
-		tm.t.Fatalf("tmux %v: %v: %s", args, err, out)
-	}
-	return string(out)
 }
 
 // keys sends key names (Enter, Escape, C-]); text sends literal text.
