@@ -160,11 +160,18 @@ func TestQueueStopCancels(t *testing.T) {
 	var cancelled, removed, next api.Session
 	e.JSON(&cancelled, "run", "--json", "--queue", "--", "sh", "-c", "echo cancelled-ran")
 	e.JSON(&removed, "run", "--json", "--queue", "--", "sh", "-c", "echo removed-ran")
-	e.JSON(&next, "run", "--json", "--queue", "--", "true")
+	e.JSON(&next, "run", "--json", "--queue", "--name", "after", "--", "true")
 	for _, s := range []api.Session{cancelled, removed, next} {
 		if s.Status != api.StatusQueued || s.Queue == nil {
 			t.Fatalf("launch beyond the cap: %+v, want queued with its place", s)
 		}
+	}
+	// A queued session holds its name, and has nothing to restart.
+	if _, errOut, code := e.Run("run", "--queue", "--name", "after", "--", "true"); code == 0 || !strings.Contains(errOut, "taken by queued session "+next.ID) {
+		t.Errorf("a second session named as a queued one: exit %d, %q; want refused, naming the queued one", code, errOut)
+	}
+	if _, errOut, code := e.Run("restart", next.ID); code == 0 || !strings.Contains(errOut, "is queued and has not started") {
+		t.Errorf("restart of a queued session: exit %d, %q; want a refusal saying it has not started", code, errOut)
 	}
 	if next.Queue.Position != 3 {
 		t.Errorf("the third queued is #%d, want #3", next.Queue.Position)

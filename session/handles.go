@@ -66,18 +66,19 @@ func (r *records) byName(name string) (string, error) {
 	return latest.ID, nil
 }
 
-// runningNamed is the running session called name, if any.
-func (r *records) runningNamed(name string) (string, bool) {
+// holdingName is the session other than self that holds name: a running
+// one, or a queued one, which will run under it.
+func (r *records) holdingName(name, self string) (api.Session, bool) {
 	all, _, err := r.all()
 	if err != nil {
-		return "", false
+		return api.Session{}, false
 	}
 	for _, s := range all {
-		if s.Name == name && s.Status == api.StatusRunning {
-			return s.ID, true
+		if s.Name == name && s.ID != self && (s.Status == api.StatusRunning || s.Status == api.StatusQueued) {
+			return s, true
 		}
 	}
-	return "", false
+	return api.Session{}, false
 }
 
 // idStartingWith is a launched session whose id begins with name (any

@@ -107,7 +107,7 @@ func (c *launcher) launch(ctx context.Context, req api.RunRequest, queuedID stri
 	if req.Name != "" {
 		c.naming.Lock()
 		defer c.naming.Unlock()
-		if err := c.nameFree(req.Name); err != nil {
+		if err := c.nameFree(req.Name, queuedID); err != nil {
 			return api.Session{}, err
 		}
 	}
@@ -337,12 +337,12 @@ func (c *launcher) limits(req api.RunRequest) (cgroup.Limits, error) {
 	return out, nil
 }
 
-// nameFree refuses a name a running session has, or that is how another
-// session's id begins (its handle in a list). Hold c.naming from this check
-// until the name is recorded.
-func (c *launcher) nameFree(name string) error {
-	if other, taken := c.records.runningNamed(name); taken {
-		return faultf(ErrInvalid, "name %s is taken by running session %s: stop it, or choose another name", text.Quote(name), other)
+// nameFree refuses a name a running or queued session other than self
+// has, or that is how another session's id begins (its handle in a list).
+// Hold c.naming from this check until the name is recorded.
+func (c *launcher) nameFree(name, self string) error {
+	if other, taken := c.records.holdingName(name, self); taken {
+		return faultf(ErrInvalid, "name %s is taken by %s session %s: stop it, or choose another name", text.Quote(name), other.Status, other.ID)
 	}
 	if other, ok := c.records.idStartingWith(name); ok {
 		return faultf(ErrInvalid, "name %q is how session %s's id begins (its handle in a list): a command given %q would reach the wrong one; choose another name", name, other, name)

@@ -197,7 +197,7 @@ func (c *Core) enqueue(req api.RunRequest, now time.Time) (api.Session, error) {
 	if req.Name != "" {
 		c.naming.Lock()
 		defer c.naming.Unlock()
-		if err := c.nameFree(req.Name); err != nil {
+		if err := c.nameFree(req.Name, ""); err != nil {
 			return api.Session{}, err
 		}
 	}

@@ -27,7 +27,7 @@ func (c *launcher) Rename(ctx context.Context, id, name string) (api.Session, er
 	}
 	c.naming.Lock()
 	defer c.naming.Unlock()
-	if err := c.nameFree(name); err != nil {
+	if err := c.nameFree(name, sess.ID); err != nil {
 		return api.Session{}, err
 	}
 	if err := c.records.setName(sess.ID, name); err != nil {

@@ -27,6 +27,9 @@ func (c *Core) Restart(ctx context.Context, id string, req api.RestartRequest) (
 	if sess.Origin != api.OriginLaunched {
 		return api.Session{}, faultf(ErrInvalid, "session %s was not started by agentctl; restart it with its own CLI", sess.ID)
 	}
+	if sess.Status == api.StatusQueued {
+		return api.Session{}, faultf(ErrInvalid, "session %s is queued and has not started: there is nothing to restart (it starts when admission lets it; `agentctl stop %s` cancels it)", sess.ID, sess.Handle)
+	}
 	dir := c.opts.Home.SessionDir(sess.ID)
 	rec, err := spawn.ReadRecord(dir)
 	if err != nil {
