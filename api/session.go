@@ -336,6 +336,16 @@ type DaemonStatus struct {
 	// Web says where the service serves the web dashboard (config.json's
 	// "web"), or why it does not; absent when it is not asked to.
 	Web *WebStatus `json:"web,omitempty"`
+	// Admission is the admission policy in force (config.json's
+	// "admission") and how many sessions wait in its queue; absent when
+	// it admits everything and nothing waits.
+	Admission *AdmissionStatus `json:"admission,omitempty"`
+}
+
+// AdmissionStatus is the admission policy in force and its queue.
+type AdmissionStatus struct {
+	Policy Admission `json:"policy"`
+	Queued int       `json:"queued"`
 }
 
 // WebStatus says where the service serves the web dashboard. It never

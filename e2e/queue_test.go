@@ -166,6 +166,9 @@ func TestQueueStopCancels(t *testing.T) {
 			t.Fatalf("launch beyond the cap: %+v, want queued with its place", s)
 		}
 	}
+	if out := e.MustRun("daemon", "status"); !strings.Contains(out, "admission at most 1 running; 3 queued") {
+		t.Errorf("daemon status with three queued under a cap of one:\n%s", out)
+	}
 	// A queued session holds its name, and has nothing to restart.
 	if _, errOut, code := e.Run("run", "--queue", "--name", "after", "--", "true"); code == 0 || !strings.Contains(errOut, "taken by queued session "+next.ID) {
 		t.Errorf("a second session named as a queued one: exit %d, %q; want refused, naming the queued one", code, errOut)

@@ -122,6 +122,9 @@ func (q *queueState) poke() {
 // WakeQueue asks the queue to look again at once: a slot may have freed.
 func (c *Core) WakeQueue() { c.q.poke() }
 
+// Admission is the admission policy now; zero admits everything.
+func (c *Core) Admission() api.Admission { return c.admission() }
+
 // admission is the admission policy now; zero admits everything.
 func (c *base) admission() api.Admission {
 	if c.opts.Admission == nil {

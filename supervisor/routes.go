@@ -252,6 +252,13 @@ func (s *Server) handleDaemonStatus(w http.ResponseWriter, r *http.Request) {
 	}
 	st.Reading = s.core.Reading()
 	st.Web = s.webStatus()
+	queued := 0
+	for _, n := range s.core.QueuedBy() {
+		queued += n
+	}
+	if pol := s.core.Admission(); !pol.Zero() || queued > 0 {
+		st.Admission = &api.AdmissionStatus{Policy: pol, Queued: queued}
+	}
 	writeJSON(w, http.StatusOK, st)
 }
 

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,6 +17,7 @@ import (
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/client"
 	"github.com/agentctl/agentctl/cmd/agentctl/internal/serve"
+	"github.com/agentctl/agentctl/internal/text"
 	"github.com/agentctl/agentctl/proc"
 )
 
@@ -188,11 +192,45 @@ func newDaemonStatusCmd(cli *cli) *cobra.Command {
 				fmt.Fprintf(cli.out, "  per-session cgroups: %s\n", st.Cgroups.Summary)
 			}
 			printWebStatus(cli.out, st.Web)
+			printAdmission(cli.out, st.Admission)
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// printAdmission says which caps and memory floor admit launches
+// (config.json's "admission") and how many sessions wait in the queue.
+func printAdmission(w io.Writer, st *api.AdmissionStatus) {
+	if st == nil {
+		return
+	}
+	p := st.Policy
+	var parts []string
+	if p.MaxSessions > 0 {
+		parts = append(parts, fmt.Sprintf("at most %d running", p.MaxSessions))
+	}
+	for _, per := range []struct {
+		what string
+		caps map[string]int
+	}{{"adapter", p.PerAdapter}, {"provider", p.PerProvider}, {"group", p.PerGroup}} {
+		for _, name := range slices.Sorted(maps.Keys(per.caps)) {
+			if name == api.AdmissionAny {
+				parts = append(parts, fmt.Sprintf("at most %d per %s", per.caps[name], per.what))
+				continue
+			}
+			parts = append(parts, fmt.Sprintf("at most %d of %s %s", per.caps[name], per.what, name))
+		}
+	}
+	if p.MemoryFloorBytes > 0 {
+		parts = append(parts, "memory floor "+text.Bytes(p.MemoryFloorBytes))
+	}
+	policy := "admits every launch"
+	if len(parts) > 0 {
+		policy = strings.Join(parts, ", ")
+	}
+	fmt.Fprintf(w, "  admission %s; %d queued\n", policy, st.Queued)
 }
 
 // printWebStatus says where the service serves the web dashboard (never
