@@ -12,11 +12,11 @@ import (
 )
 
 // BenchmarkList measures the service's side of a warm `list`, `list -a`,
-// `status` of one whole native id and the usage-limits loop's view over
-// 10,000 and 50,000 native sessions that did not change since the last
-// query: the adapter answers
-// with the slice it answered before, as a kept discovery does. Their
-// activity spans 30 days, so `list -a` (7 days) shows about a quarter.
+// `status` of one whole native id, and the looks of the usage-limits loop
+// and of the transitions detector, over 10,000 and 50,000 native sessions
+// that did not change since the last query: the adapter answers with the
+// slice it answered before, as a kept discovery does. Their activity spans
+// 30 days, so `list -a` (7 days) shows about a quarter.
 //
 //	go test ./session -run '^$' -bench List -benchmem
 func BenchmarkList(b *testing.B) {
@@ -48,6 +48,15 @@ func BenchmarkList(b *testing.B) {
 		b.Run(fmt.Sprintf("%d/limits", n), func(b *testing.B) {
 			for b.Loop() {
 				if _, err := c.LimitsView(ctx, 8*24*time.Hour); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		// The transitions detector's own look, every 2 s while a
+		// session runs.
+		b.Run(fmt.Sprintf("%d/follow", n), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := c.lookAtRunning(ctx); err != nil {
 					b.Fatal(err)
 				}
 			}
