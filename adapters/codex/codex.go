@@ -298,8 +298,10 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 // the thread it names, once that thread's process is known. A state the
 // store shows changed since the report (a turn begun after an end of turn
 // reported, or ended after its prompt was) is the store's to tell; a
-// permission request stands until a report or a decision ends it (the
-// rollout may be written while Codex waits).
+// permission request stands while the turn runs (the rollout is written
+// while Codex waits), until a report or a decision ends it, or the store
+// shows the turn ended (the user refused at the terminal: Codex reports
+// no end of that turn).
 func withNotifies(out []adapters.NativeSession, ties []adapters.HookTie) []adapters.NativeSession {
 	if len(ties) == 0 {
 		return out
@@ -316,8 +318,11 @@ func withNotifies(out []adapters.NativeSession, ties []adapters.HookTie) []adapt
 		if !ok || ns.Process == nil {
 			continue
 		}
-		if t.WaitingFor != adapters.WaitingPermission && t.State != "" && ns.State != t.State && ns.UpdatedAt.After(t.At) {
-			continue
+		if ns.UpdatedAt.After(t.At) {
+			if t.WaitingFor == adapters.WaitingPermission && ns.State == adapters.NativeIdle ||
+				t.WaitingFor != adapters.WaitingPermission && t.State != "" && ns.State != t.State {
+				continue
+			}
 		}
 		t.PID, t.Start = ns.Process.PID, ns.Process.Start
 		mapped = append(mapped, t)

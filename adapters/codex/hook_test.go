@@ -42,7 +42,7 @@ func TestReadHook(t *testing.T) {
 		{name: "huge", event: HookTurnComplete, payload: `{"x":"` + strings.Repeat("a", adapters.MaxHookPayload) + `"}`, err: "more than"},
 
 		// Codex's hooks (hooks.json), as Codex 0.169's app-server daemon ran
-		// them for a TUI (PermissionRequest: its input schema's shape).
+		// them for a TUI.
 		{name: "session start", event: HookSessionStart, payload: seed(HookSessionStart),
 			want: adapters.HookFacts{Event: HookSessionStart, NativeID: hid, Cwd: "/home/user/proj", State: adapters.NativeIdle}},
 		{name: "prompt", event: HookUserPromptSubmit, payload: seed(HookUserPromptSubmit),
@@ -50,8 +50,8 @@ func TestReadHook(t *testing.T) {
 		{name: "tool ran", event: HookPostToolUse, payload: seed(HookPostToolUse),
 			want: adapters.HookFacts{Event: HookPostToolUse, NativeID: hid, Cwd: "/home/user/proj", State: adapters.NativeBusy}},
 		{name: "permission", event: HookPermissionRequest, payload: seed(HookPermissionRequest),
-			want: adapters.HookFacts{Event: HookPermissionRequest, NativeID: hid, Cwd: "/home/user/proj", WaitingFor: adapters.WaitingPermission,
-				Tool: "Bash", Input: "touch made-by-hand", Request: "01a21a8e-5b22-7531-a76d-9dcde5099c9a"}},
+			want: adapters.HookFacts{Event: HookPermissionRequest, NativeID: "01a21a9a-8533-7361-932b-fc0103325315", Cwd: "/home/user/proj", WaitingFor: adapters.WaitingPermission,
+				Tool: "Bash", Input: "touch made-by-hand", Request: "01a21a9a-998d-7843-8159-ffac5a2cfe56"}},
 		{name: "end of turn", event: HookStop, payload: seed(HookStop),
 			want: adapters.HookFacts{Event: HookStop, NativeID: hid, Cwd: "/home/user/proj", State: adapters.NativeIdle,
 				WaitingFor: adapters.WaitingInput, Text: "hi from fakellm (after 1 tool calls)"}},

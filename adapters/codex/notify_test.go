@@ -11,7 +11,7 @@ import (
 // the TUI's): it speaks of the thread it names once the store tied that
 // thread's process, and not of a state the store shows changed since
 // (a turn begun after its end, ended after its prompt); a permission
-// request stands while the rollout is written.
+// request stands while the turn runs, not once it ended.
 func TestWithNotifies(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
@@ -32,7 +32,8 @@ func TestWithNotifies(t *testing.T) {
 		{"no ties", adapters.NativeSession{NativeID: "th-1", Process: tui, State: adapters.NativeBusy}, nil, false},
 		{"a prompt's turn", adapters.NativeSession{NativeID: "th-1", Process: tui, State: adapters.NativeBusy, UpdatedAt: at.Add(time.Second)}, []adapters.HookTie{prompt}, true},
 		{"a prompt's turn ended since", adapters.NativeSession{NativeID: "th-1", Process: tui, State: adapters.NativeIdle, UpdatedAt: at.Add(time.Second)}, []adapters.HookTie{prompt}, false},
-		{"a permission asked, the rollout written since", adapters.NativeSession{NativeID: "th-1", Process: tui, State: adapters.NativeIdle, UpdatedAt: at.Add(time.Second)}, []adapters.HookTie{asked}, true},
+		{"a permission asked, the rollout written since", adapters.NativeSession{NativeID: "th-1", Process: tui, State: adapters.NativeBusy, UpdatedAt: at.Add(time.Second)}, []adapters.HookTie{asked}, true},
+		{"a permission asked, the turn ended since", adapters.NativeSession{NativeID: "th-1", Process: tui, State: adapters.NativeIdle, UpdatedAt: at.Add(time.Second)}, []adapters.HookTie{asked}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
