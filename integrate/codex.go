@@ -12,8 +12,8 @@ import (
 	"github.com/agentctl/agentctl/internal/text"
 )
 
-// codexIntegration is Codex's: its own hooks (SessionStart,
-// UserPromptSubmit, PermissionRequest, PostToolUse, Stop) in
+// codexIntegration is Codex's: its own hooks (UserPromptSubmit,
+// PermissionRequest, PostToolUse, Stop) in
 // $CODEX_HOME/hooks.json, trusted in config.toml, and its `notify`
 // program, which Codex runs at the end of each turn with the turn's JSON
 // as its last argument, and which needs no trust (it reports the end of a

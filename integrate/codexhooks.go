@@ -26,12 +26,14 @@ import (
 // trust table, and the time limit (seconds) Codex gives the hook. A
 // permission request waits for a person as long as config.json's
 // integrate.permission_wait says (the hook itself keeps to it); the others
-// return within milliseconds.
+// return within milliseconds. Codex waits for each (run asynchronously,
+// a turn's start could reach the service after its end), so only the
+// events that say something are installed: SessionStart comes with the
+// first prompt from the shared daemon, and says no more than it.
 var codexHookEvents = []struct {
 	name, label string
 	timeout     int
 }{
-	{"SessionStart", "session_start", 5},
 	{"UserPromptSubmit", "user_prompt_submit", 5},
 	{"PermissionRequest", "permission_request", 86400},
 	{"PostToolUse", "post_tool_use", 5},

@@ -118,7 +118,7 @@ func TestCodexHooksInstallRemove(t *testing.T) {
 	// Take a hook out by hand: the status says which.
 	installedHooks := hooks
 	os.WriteFile(hooksPath, []byte(userHooks), 0o600)
-	if st, _ := codex().Status(ctx, env); !st.Installed || !strings.Contains(st.Detail, "no hook for SessionStart, UserPromptSubmit, PermissionRequest, PostToolUse, Stop") {
+	if st, _ := codex().Status(ctx, env); !st.Installed || !strings.Contains(st.Detail, "no hook for UserPromptSubmit, PermissionRequest, PostToolUse, Stop") {
 		t.Errorf("status without the hooks: %+v", st)
 	}
 	os.WriteFile(hooksPath, installedHooks, 0o600)

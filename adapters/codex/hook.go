@@ -34,8 +34,9 @@ type notifyReport struct {
 	LastAssistantMessage *string  `json:"last-assistant-message"`
 }
 
-// Hook events: those of Codex's own hooks engine (hooks.json) that
-// `agentctl integrate codex` installs. Codex 0.169 runs them, like its
+// Hook events: those of Codex's own hooks engine (hooks.json) agentctl
+// reads (`agentctl integrate codex` installs all but SessionStart, which
+// the daemon runs with the first prompt). Codex 0.169 runs them, like its
 // notify program, from the store's shared app-server daemon (or from the
 // TUI itself under --no-daemon), with a JSON object on stdin.
 const (
@@ -114,7 +115,7 @@ func readCodexHook(event string, payload []byte) (adapters.HookFacts, error) {
 	switch event {
 	case HookSessionStart, HookUserPromptSubmit, HookPostToolUse, HookPermissionRequest, HookStop:
 	default:
-		return adapters.HookFacts{}, fmt.Errorf("hook event %q is not one agentctl installs for Codex", text.Ellipsis(event, 60))
+		return adapters.HookFacts{}, fmt.Errorf("hook event %q is not one agentctl reads for Codex", text.Ellipsis(event, 60))
 	}
 	if h.Event != event {
 		return adapters.HookFacts{}, fmt.Errorf("hook input of event %q sent as %q", text.Ellipsis(h.Event, 60), text.Ellipsis(event, 60))

@@ -58,7 +58,7 @@ func TestReadHook(t *testing.T) {
 		{name: "title generation's prompt", event: HookUserPromptSubmit,
 			payload: `{"session_id":"` + hid + `","cwd":"/p","hook_event_name":"UserPromptSubmit","prompt":"` + titleTurnPrompt + ` of at most"}`, err: "title generation"},
 		{name: "hook sent as another event", event: HookStop, payload: seed(HookUserPromptSubmit), err: "sent as"},
-		{name: "hook not installed", event: "PreCompact", payload: `{"session_id":"` + hid + `","cwd":"/p","hook_event_name":"PreCompact"}`, err: "not one agentctl installs"},
+		{name: "hook not installed", event: "PreCompact", payload: `{"session_id":"` + hid + `","cwd":"/p","hook_event_name":"PreCompact"}`, err: "not one agentctl reads"},
 		{name: "hook without a thread", event: HookStop, payload: `{"session_id":"../../etc","cwd":"/p","hook_event_name":"Stop"}`, err: "not a Codex thread id"},
 		{name: "hook in a relative folder", event: HookStop, payload: `{"session_id":"` + hid + `","cwd":"p","hook_event_name":"Stop"}`, err: "absolute"},
 		{name: "hook with a NUL in its folder", event: HookStop, payload: `{"session_id":"` + hid + `","cwd":"/p\u0000x","hook_event_name":"Stop"}`, err: "absolute"},
