@@ -26,18 +26,20 @@ import (
 // trust table, and the time limit (seconds) Codex gives the hook. A
 // permission request waits for a person as long as config.json's
 // integrate.permission_wait says (the hook itself keeps to it); the others
-// return within milliseconds. Codex waits for each (run asynchronously,
-// a turn's start could reach the service after its end), so only the
-// events that say something are installed: SessionStart comes with the
-// first prompt from the shared daemon, and says no more than it.
+// return within milliseconds, and Codex cuts a broken binary's after 2 s
+// (it shows "hook failed" and goes on). Codex waits for each (run
+// asynchronously, a turn's start could reach the service after its end),
+// so only the events that say something are installed: SessionStart
+// comes with the first prompt from the shared daemon, and says no more
+// than that prompt's report.
 var codexHookEvents = []struct {
 	name, label string
 	timeout     int
 }{
-	{"UserPromptSubmit", "user_prompt_submit", 5},
+	{"UserPromptSubmit", "user_prompt_submit", 2},
 	{"PermissionRequest", "permission_request", 86400},
-	{"PostToolUse", "post_tool_use", 5},
-	{"Stop", "stop", 5},
+	{"PostToolUse", "post_tool_use", 2},
+	{"Stop", "stop", 2},
 }
 
 // codexHome is $CODEX_HOME, else ~/.codex: where Codex keeps its
