@@ -293,17 +293,21 @@ func turnsTimed(t *testing.T, e *Env, h *handTerm, ag integratedAgent, proj, bin
 }
 
 // Issue 25 with the real Codex TUI (0.169) in a real terminal (tmux).
-// Codex runs its notify program from the store's shared app-server daemon,
-// a child of the first TUI that needed it, for the turns of every TUI: a
-// report's parentage names the daemon, never the TUI whose turn ended. So
-// the integration ties no process (see codex.withNotifies): its end of
-// turn reads waiting: input on the session the thread id names once the
-// store ties that thread to its TUI (a and b, each alone in its folder),
-// and two TUIs in one folder (c and d) are not tied to the first TUI for
-// being the daemon's parent. A turn's time with the service up,
-// SIGSTOPped, stopped, and without the integration is logged; `--remove`
-// gives back the user's notify (Codex rewrites config.toml itself, its
-// [tui] state: then only agentctl's entry must be gone).
+// Codex runs its notify program and its hooks (hooks.json, which integrate
+// installs and trusts) from the store's shared app-server daemon, a child
+// of the first TUI that needed it, for the turns of every TUI: a report's
+// parentage names the daemon, never the TUI whose turn ended. So the
+// integration ties no process (see codex.withNotifies): its reports speak
+// of the session the thread id names once the store ties that thread to
+// its TUI (a and b, each alone in its folder): the end of a turn reads
+// waiting: input, a permission Codex asks (a command to run outside the
+// sandbox) reads waiting: permission and `agentctl approve` lets it run.
+// Two TUIs in one folder (c and d) are not tied to the first TUI for being
+// the daemon's parent. A turn's time with the service up, SIGSTOPped,
+// stopped, and without the integration is logged; `--remove` gives back
+// the user's notify and takes hooks.json and its trust entries out (Codex
+// rewrites config.toml itself, its [tui] state: then only agentctl's
+// entries must be gone).
 func TestCodexIntegrationByHand(t *testing.T) {
 	t.Parallel()
 	c := newCodexEnv(t)
@@ -318,7 +322,8 @@ func TestCodexIntegrationByHand(t *testing.T) {
 	}
 	// The user's own notify program, and the folders trusted.
 	const userNotify = `notify = ["/bin/true", "mine"]  # my notifier`
-	b = []byte("# mine\n" + userNotify + "\n" + string(b))
+	// Codex asks before a command runs outside its sandbox.
+	b = []byte("# mine\n" + userNotify + "\napproval_policy = \"on-request\"\n" + string(b))
 	for _, d := range []string{proj, projB, projCD} {
 		b = fmt.Appendf(b, "\n[projects.%q]\ntrust_level = \"trusted\"\n", d)
 	}
@@ -327,8 +332,9 @@ func TestCodexIntegrationByHand(t *testing.T) {
 	}
 	before := b
 	ag := integratedAgent{
-		name: "codex",
-		tui:  func(bin string) []string { return []string{bin} },
+		name:       "codex",
+		tui:        func(bin string) []string { return []string{bin} },
+		permission: "make it [[escalate: touch made-by-hand]]",
 		rewritten: func(t *testing.T, after []byte) {
 			// Codex rewrites the file in its own layout (it drops blank
 			// lines and the notify's comment): the user's argv is what
@@ -364,6 +370,13 @@ func TestCodexIntegrationByHand(t *testing.T) {
 	// for its creation.
 	wa, pa := start(proj)
 	wb, pb := start(projB)
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, w := range []string{wa, wb} {
+				t.Logf("screen of %s:\n%s", w, h.tmux("capture-pane", "-p", "-t", w))
+			}
+		}
+	})
 	h.typeLine(wa, "hello [[text: from a]]")
 	h.typeLine(wb, "hello [[text: from b]]")
 	typed := time.Now()
@@ -379,17 +392,19 @@ func TestCodexIntegrationByHand(t *testing.T) {
 		seen = append(seen, fmt.Sprintf("%s: a %v %s %s %q %q, b %v %s %s %q %q", time.Since(typed).Round(time.Millisecond),
 			oka, ra.NativeID, ra.Status, ra.WaitingFor, ra.ActivitySource, okb, rb.NativeID, rb.Status, rb.WaitingFor, rb.ActivitySource))
 		ok := func(r api.Session) bool {
-			// The waiting is the notify's own (its kind is the event).
+			// The waiting is the integration's own (its kind is the
+			// event: notify's, or the Stop hook's).
 			return r.Status == api.StatusRunning && r.WaitingFor == api.WaitingInput && r.ActivitySource == api.SourceIntegration &&
-				r.Waiting != nil && r.Waiting.Kind == "agent-turn-complete"
+				r.Waiting != nil && (r.Waiting.Kind == "agent-turn-complete" || r.Waiting.Kind == "Stop")
 		}
 		return oka && okb && ra.NativeID != rb.NativeID && ok(ra) && ok(rb)
 	})
 	t.Logf("a and b read waiting: input from their integration %s after their first prompt", time.Since(typed).Round(time.Millisecond))
 	st := e.MustRun("integrate", "--status")
-	if !strings.Contains(st, "codex: installed (") || strings.Contains(st, "last report: none") {
+	if !strings.Contains(st, "codex: installed (") || strings.Contains(st, "last report: none") || strings.Contains(st, "in part") {
 		t.Errorf("integrate --status, want codex installed and reported:\n%s", st)
 	}
+	permissionByHand(t, e, h, ag, proj, wa, pa)
 
 	// Two TUIs in one folder, begun before either thread: the daemon's
 	// reports cannot tell them apart, and must not give either's thread to
@@ -419,5 +434,5 @@ func TestCodexIntegrationByHand(t *testing.T) {
 		}
 		t.Logf("two in one folder: %q reads pid %d, waiting %q from %q", r.Prompt, r.PID, r.WaitingFor, r.ActivitySource)
 	}
-	turnsTimed(t, e, h, ag, proj, bin, cfg, "", before, wb, &tuis)
+	turnsTimed(t, e, h, ag, proj, bin, cfg, filepath.Join(c.codexHome, "hooks.json"), before, wb, &tuis)
 }

@@ -214,7 +214,13 @@ func addClaudeHooks(old []byte, env Env) ([]byte, error) {
 
 // takeOutOurs removes agentctl's hooks from root, with the groups and
 // event lists they leave empty; it reports whether it removed any.
-func takeOutOurs(root *object) bool {
+func takeOutOurs(root *object) bool { return takeOutHooks(root, isOurs) }
+
+// takeOutHooks removes the hooks whose command ours says is agentctl's
+// from root's "hooks" (Claude's settings, Codex's hooks.json: the same
+// shape), with the groups and event lists they leave empty; it reports
+// whether it removed any.
+func takeOutHooks(root *object, ours func(command string) bool) bool {
 	hv, _ := root.get("hooks")
 	hooks, ok := hv.(*object)
 	if !ok {
@@ -231,7 +237,7 @@ func takeOutOurs(root *object) bool {
 			hs := hooksOf(g)
 			var left []any
 			for _, h := range hs {
-				if isOurs(commandOf(h)) {
+				if ours(commandOf(h)) {
 					removed = true
 					continue
 				}

@@ -12,11 +12,15 @@ import (
 	"github.com/agentctl/agentctl/internal/text"
 )
 
-// codexIntegration is Codex's: its `notify` program, which Codex runs at
-// the end of each turn with the turn's JSON as its last argument. The
-// top-level `notify` key of ~/.codex/config.toml is edited as lines, so
-// comments and formatting stay; a notify program the user had is kept,
-// run by agentctl's entry after it reported.
+// codexIntegration is Codex's: its own hooks (UserPromptSubmit,
+// PermissionRequest, PostToolUse, Stop) in
+// $CODEX_HOME/hooks.json, trusted in config.toml, and its `notify`
+// program, which Codex runs at the end of each turn with the turn's JSON
+// as its last argument, and which needs no trust (it reports the end of a
+// turn should the user turn hooks off). The top-level `notify` key of
+// config.toml is edited as lines, so comments and formatting stay; a
+// notify program the user had is kept, run by agentctl's entry after it
+// reported.
 type codexIntegration struct{}
 
 // codex is Codex's integration.
@@ -32,7 +36,7 @@ const codexNotifyMark = ": agentctl-notify;"
 
 func (codexIntegration) Agent() string { return "codex" }
 
-func codexConfig(env Env) string { return filepath.Join(env.UserHome, ".codex", "config.toml") }
+func codexConfig(env Env) string { return filepath.Join(codexHome(env), "config.toml") }
 
 // codexEntry is agentctl's notify argv: a /bin/sh script (Codex gives the
 // JSON as an argument; the hook reads it on stdin) whose $0 is the
@@ -67,7 +71,24 @@ func (c codexIntegration) Install(ctx context.Context, env Env) (Change, error) 
 	if err := ctx.Err(); err != nil {
 		return Change{}, err
 	}
-	return EditFile(env, c.Agent(), codexConfig(env), func(old []byte) ([]byte, error) {
+	if _, err := codexEntry(env, nil); err != nil {
+		return Change{}, err
+	}
+	hooksPath := codexHooksFile(env)
+	var hooksJSON []byte
+	hooksCh, err := EditFile(env, c.Agent(), hooksPath, func(old []byte) ([]byte, error) {
+		b, err := addCodexHooks(old, env)
+		hooksJSON = b
+		return b, err
+	})
+	if err != nil {
+		return Change{}, err
+	}
+	trusts, _, err := codexTrusts(hooksJSON, codexKeyPath(env))
+	if err != nil {
+		return Change{}, fmt.Errorf("read %s: %w", hooksPath, err)
+	}
+	cfgCh, err := EditFile(env, c.Agent(), codexConfig(env), func(old []byte) ([]byte, error) {
 		n, err := findNotify(old)
 		if err != nil {
 			return nil, err
@@ -84,15 +105,32 @@ func (c codexIntegration) Install(ctx context.Context, env Env) (Change, error) 
 		if err != nil {
 			return nil, err
 		}
-		return n.replace(old, line), nil
+		return withTrusts(n.replace(old, line), trusts, ourCodexHashes(env))
 	})
+	return mergeChanges(cfgCh, hooksCh), err
+}
+
+// mergeChanges is what two edits did.
+func mergeChanges(a, b Change) Change {
+	return Change{Files: append(a.Files, b.Files...), Backups: append(a.Backups, b.Backups...), Notes: append(a.Notes, b.Notes...)}
 }
 
 func (c codexIntegration) Remove(ctx context.Context, env Env) (Change, error) {
 	if err := ctx.Err(); err != nil {
 		return Change{}, err
 	}
-	return RestoreFile(env, c.Agent(), codexConfig(env), func(cur []byte) ([]byte, error) {
+	// The trust entries of agentctl's hooks, where they are now.
+	keys := map[string]bool{}
+	if cur, existed, _, err := readConfig(codexHooksFile(env)); err == nil && existed {
+		if trusts, _, err := codexTrusts(cur, codexKeyPath(env)); err == nil {
+			for _, t := range trusts {
+				keys[t.key] = true
+			}
+		}
+	}
+	hashes := ourCodexHashes(env)
+	cfgCh, err := RestoreFile(env, c.Agent(), codexConfig(env), func(cur []byte) ([]byte, error) {
+		cur = withoutTrusts(cur, keys, hashes)
 		n, err := findNotify(cur)
 		if err != nil || !n.found {
 			return cur, err
@@ -110,29 +148,69 @@ func (c codexIntegration) Remove(ctx context.Context, env Env) (Change, error) {
 		}
 		return n.replace(cur, line), nil
 	})
+	if err != nil {
+		return cfgCh, err
+	}
+	hooksCh, err := RestoreFile(env, c.Agent(), codexHooksFile(env), removeCodexHooks)
+	return mergeChanges(cfgCh, hooksCh), err
 }
 
 func (c codexIntegration) Status(ctx context.Context, env Env) (State, error) {
 	if err := ctx.Err(); err != nil {
 		return State{}, err
 	}
-	path := codexConfig(env)
+	path, hooksPath := codexConfig(env), codexHooksFile(env)
+	files := []string{path, hooksPath}
+	notify, err := codexNotifyStatus(path)
+	if err != nil {
+		return State{Files: files}, err
+	}
+	var missing []string
+	hooks, existed, _, err := readConfig(hooksPath)
+	if err != nil {
+		return State{Files: files}, err
+	}
+	found := map[string]bool{}
+	if existed {
+		if _, found, err = codexTrusts(hooks, codexKeyPath(env)); err != nil {
+			return State{Files: files, Detail: fmt.Sprintf("%s: %v", hooksPath, err)}, nil
+		}
+	}
+	for _, ev := range codexHookEvents {
+		if !found[ev.name] {
+			missing = append(missing, ev.name)
+		}
+	}
+	st := State{Files: files, Installed: notify.Installed || len(found) > 0, Detail: notify.Detail}
+	switch {
+	case !st.Installed:
+	case !notify.Installed:
+		st.Detail = "installed in part: no notify entry in " + path + " (agentctl integrate codex adds it)"
+	case len(missing) > 0:
+		st.Detail = "installed in part: no hook for " + strings.Join(missing, ", ") + " in " + hooksPath + " (agentctl integrate codex adds them)"
+	}
+	return st, nil
+}
+
+// codexNotifyStatus says whether config.toml at path runs agentctl's
+// notify entry.
+func codexNotifyStatus(path string) (State, error) {
 	cur, existed, _, err := readConfig(path)
 	if err != nil || !existed {
-		return State{Files: []string{path}}, err
+		return State{}, err
 	}
 	n, err := findNotify(cur)
 	if err != nil {
-		return State{Files: []string{path}, Detail: err.Error()}, nil
+		return State{Detail: err.Error()}, nil
 	}
 	if !n.found {
-		return State{Files: []string{path}}, nil
+		return State{}, nil
 	}
 	user, ours := userNotify(n.argv)
 	if !ours {
-		return State{Files: []string{path}, Detail: "notify runs " + text.ShellLine(n.argv) + ", not agentctl"}, nil
+		return State{Detail: "notify runs " + text.ShellLine(n.argv) + ", not agentctl"}, nil
 	}
-	st := State{Installed: true, Files: []string{path}, Detail: binaryProblem(n.argv[3])}
+	st := State{Installed: true, Detail: binaryProblem(n.argv[3])}
 	if len(user) > 0 && st.Detail == "" {
 		st.Detail = "then runs the notify program that was there: " + text.ShellLine(user)
 	}

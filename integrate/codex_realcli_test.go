@@ -72,9 +72,12 @@ trust_level = "trusted"
 	return []string{bin}, got, srv
 }
 
-// The notify entry in a real Codex TUI: the end of its turn reaches the
-// service with the thread id and folder, from a child of the Codex
-// process, and the user's own notify program still runs with the JSON.
+// The notify entry and the hooks in a real Codex TUI: the end of its turn
+// reaches the service with the thread id and folder, from a child of the
+// Codex process, and the user's own notify program still runs with the
+// JSON; the hooks run without Codex asking the user to trust them (the
+// install trusted them as Codex hashes them), and report the prompt and
+// the end of the turn of the same thread.
 func TestCodexNotifyReports(t *testing.T) {
 	t.Parallel()
 	s := newScratch(t)
@@ -97,6 +100,18 @@ func TestCodexNotifyReports(t *testing.T) {
 	done := svc.waitReport("agent-turn-complete", 90*time.Second, func(r report) bool {
 		return r.Agent == "codex" && r.Event == "agent-turn-complete" && strings.Contains(string(r.Body), `"input-messages":["hello [[text: codex-integ-answer]]"]`)
 	})
+	var thread struct {
+		ID string `json:"thread-id"`
+	}
+	json.Unmarshal(done.Body, &thread)
+	for _, ev := range []string{"UserPromptSubmit", "Stop"} {
+		r := svc.waitReport(ev, 30*time.Second, func(r report) bool {
+			return r.Agent == "codex" && r.Event == ev && strings.Contains(string(r.Body), `"session_id":"`+thread.ID+`"`)
+		})
+		if !r.descends(pid) {
+			t.Errorf("%s from pid %d (ancestors %v), not a descendant of Codex's %d", ev, r.PID, r.Ancestors, pid)
+		}
+	}
 	for _, r := range svc.reports() {
 		saveCapture(t, r)
 	}

@@ -41,6 +41,8 @@ type Env struct {
 	// UserHome is the user's home ($HOME), under which the agents keep
 	// their configuration.
 	UserHome string
+	// CodexHome is $CODEX_HOME ("": ~/.codex), Codex's configuration.
+	CodexHome string
 	// StateDir is agentctl's folder for what it installed: the backups of
 	// the files it changed and their records (one subfolder per agent).
 	StateDir string

@@ -289,13 +289,19 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 }
 
 // withNotifies gives each session of out that a live process was tied to
-// (by the store's evidence) the state its integration's last notify said
-// (ties: the book's, per thread). The notify program runs in the shared
-// app-server daemon (or, with --no-daemon, in the TUI's native binary
-// under its Node wrapper), so the process that reported is not the
-// session's: a report ties no process to a thread, it only speaks of the
-// thread it names, once that thread's process is known, until a later
-// turn begins.
+// (by the store's evidence) the state its integration last reported
+// (ties: the book's, per thread): Codex's notify program and its hooks.
+// Both run in the shared app-server daemon (or, with --no-daemon, in the
+// TUI's native binary under its Node wrapper, which the store's open
+// rollout ties first-hand already), so the process that reported is not
+// the session's: a report ties no process to a thread, it only speaks of
+// the thread it names, once that thread's process is known. A state the
+// store shows changed since the report (a turn begun after an end of turn
+// reported, or ended after its prompt was) is the store's to tell; a
+// permission request stands while the turn runs (the rollout is written
+// while Codex waits), until a report or a decision ends it, or the store
+// shows the turn ended (the user refused at the terminal: Codex reports
+// no end of that turn).
 func withNotifies(out []adapters.NativeSession, ties []adapters.HookTie) []adapters.NativeSession {
 	if len(ties) == 0 {
 		return out
@@ -309,10 +315,14 @@ func withNotifies(out []adapters.NativeSession, ties []adapters.HookTie) []adapt
 	var mapped []adapters.HookTie
 	for _, ns := range out {
 		t, ok := byThread[ns.NativeID]
-		// Codex notifies the end of a turn only: a turn the store shows
-		// begun since is the store's to tell.
-		if !ok || ns.Process == nil || ns.State == adapters.NativeBusy && ns.UpdatedAt.After(t.At) {
+		if !ok || ns.Process == nil {
 			continue
+		}
+		if ns.UpdatedAt.After(t.At) {
+			if t.WaitingFor == adapters.WaitingPermission && ns.State == adapters.NativeIdle ||
+				t.WaitingFor != adapters.WaitingPermission && t.State != "" && ns.State != t.State {
+				continue
+			}
 		}
 		t.PID, t.Start = ns.Process.PID, ns.Process.Start
 		mapped = append(mapped, t)

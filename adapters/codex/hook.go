@@ -1,6 +1,7 @@
 package codex
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -33,8 +34,42 @@ type notifyReport struct {
 	LastAssistantMessage *string  `json:"last-assistant-message"`
 }
 
-// ReadHook reads one notification of Codex's notify program.
+// Hook events: those of Codex's own hooks engine (hooks.json) agentctl
+// reads (`agentctl integrate codex` installs all but SessionStart, which
+// the daemon runs with the first prompt). Codex 0.169 runs them, like its
+// notify program, from the store's shared app-server daemon (or from the
+// TUI itself under --no-daemon), with a JSON object on stdin.
+const (
+	HookSessionStart      = "SessionStart"
+	HookUserPromptSubmit  = "UserPromptSubmit"
+	HookPermissionRequest = "PermissionRequest"
+	HookPostToolUse       = "PostToolUse"
+	HookStop              = "Stop"
+)
+
+// hookInput is the part of a Codex hook's JSON input agentctl reads.
+type hookInput struct {
+	Event     string          `json:"hook_event_name"`
+	SessionID string          `json:"session_id"`
+	TurnID    string          `json:"turn_id"`
+	Cwd       string          `json:"cwd"`
+	Prompt    string          `json:"prompt"`
+	Tool      string          `json:"tool_name"`
+	ToolInput json.RawMessage `json:"tool_input"`
+	LastText  *string         `json:"last_assistant_message"`
+}
+
+// maxHookInput bounds the tool input a report carries (a whole patch may
+// be one).
+const maxHookInput = 300
+
+// ReadHook reads one report of agentctl's integration: a notification of
+// Codex's notify program (event agent-turn-complete), or the input of one
+// of Codex's hooks.
 func (a *Adapter) ReadHook(event string, payload []byte) (adapters.HookFacts, error) {
+	if event != HookTurnComplete {
+		return readCodexHook(event, payload)
+	}
 	var r notifyReport
 	if err := adapters.DecodeHookPayload(payload, &r); err != nil {
 		return adapters.HookFacts{}, err
@@ -69,4 +104,72 @@ func (a *Adapter) ReadHook(event string, payload []byte) (adapters.HookFacts, er
 		f.WaitingFor = adapters.WaitingInput
 	}
 	return f, nil
+}
+
+// readCodexHook reads the input of one of Codex's hooks, run for event.
+func readCodexHook(event string, payload []byte) (adapters.HookFacts, error) {
+	var h hookInput
+	if err := adapters.DecodeHookPayload(payload, &h); err != nil {
+		return adapters.HookFacts{}, err
+	}
+	switch event {
+	case HookSessionStart, HookUserPromptSubmit, HookPostToolUse, HookPermissionRequest, HookStop:
+	default:
+		return adapters.HookFacts{}, fmt.Errorf("hook event %q is not one agentctl reads for Codex", text.Ellipsis(event, 60))
+	}
+	if h.Event != event {
+		return adapters.HookFacts{}, fmt.Errorf("hook input of event %q sent as %q", text.Ellipsis(h.Event, 60), text.Ellipsis(event, 60))
+	}
+	if !uuidOnly().MatchString(h.SessionID) {
+		return adapters.HookFacts{}, fmt.Errorf("hook input's session id %q is not a Codex thread id", text.Ellipsis(h.SessionID, 60))
+	}
+	if !filepath.IsAbs(h.Cwd) || strings.ContainsRune(h.Cwd, 0) {
+		return adapters.HookFacts{}, fmt.Errorf("hook input's cwd %q is not an absolute path", text.Ellipsis(h.Cwd, 200))
+	}
+	f := adapters.HookFacts{Event: event, NativeID: strings.ToLower(h.SessionID), Cwd: filepath.Clean(h.Cwd)}
+	switch event {
+	case HookSessionStart:
+		f.State = adapters.NativeIdle
+	case HookUserPromptSubmit:
+		if strings.HasPrefix(h.Prompt, titleTurnPrompt) {
+			return adapters.HookFacts{}, errors.New("a turn of Codex's own title generation (a thread of its own), not of a session")
+		}
+		f.State = adapters.NativeBusy
+	case HookPostToolUse:
+		f.State = adapters.NativeBusy
+	case HookPermissionRequest:
+		if h.Tool == "" {
+			return adapters.HookFacts{}, errors.New("a permission request without its tool")
+		}
+		f.WaitingFor, f.Tool, f.Input = adapters.WaitingPermission, text.Truncate(h.Tool, maxHookInput), toolInput(h.ToolInput)
+		// Codex waits for this hook's decision: agentctl can carry one.
+		// One request at a time per turn: the turn names it.
+		f.Request = h.TurnID
+		if f.Request == "" {
+			f.Request = event
+		}
+	case HookStop:
+		f.State = adapters.NativeIdle
+		if h.LastText != nil {
+			f.Text = text.Truncate(*h.LastText, adapters.MaxHookText)
+		}
+		// The end of a turn: the TUI waits at its prompt.
+		f.WaitingFor = adapters.WaitingInput
+	}
+	return f, nil
+}
+
+// toolInput is the short form of a tool's input a person reads: its
+// command, else its JSON.
+func toolInput(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var in struct {
+		Command string `json:"command"`
+	}
+	if json.Unmarshal(raw, &in) == nil && in.Command != "" {
+		return text.Truncate(in.Command, maxHookInput)
+	}
+	return text.Truncate(string(raw), maxHookInput)
 }

@@ -142,7 +142,7 @@ service proves from this hook's parents.
 
 For a permission request the service can answer (Claude Code's
 PermissionRequest) it waits for the person's answer (agentctl approve / deny)
-and prints the decision: for Claude, Claude's decision JSON; for the other
+and prints the decision: for Claude and Codex, their decision JSON; for the other
 agents one line {"behavior":"allow"|"deny","message":...}. An agent started by
 hand waits at most config.json's integrate.permission_wait (default 10m; 0s:
 no wait). Any failure exits 0 with nothing on stdout, within milliseconds when
@@ -242,7 +242,8 @@ func runHook(ctx context.Context, cli *cli, r hookRun) {
 	if reply.Behavior == "" {
 		return
 	}
-	if r.agent == "claude" {
+	// Codex's PermissionRequest hook reads Claude's decision JSON.
+	if r.agent == "claude" || r.agent == "codex" {
 		if probe.Event == "PermissionRequest" {
 			decision := map[string]any{"behavior": reply.Behavior}
 			if reply.Message != "" {

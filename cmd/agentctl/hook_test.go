@@ -167,7 +167,7 @@ func fakeHookService(t *testing.T, h home.Home, reply string) *atomic.Int64 {
 }
 
 // What the hook prints of a decision: Claude's decision JSON for Claude's
-// PermissionRequest, one line {"behavior":…} for any other agent, nothing
+// and Codex's PermissionRequest (Codex reads Claude's shape), one line {"behavior":…} for any other agent, nothing
 // without a decision.
 func TestHookPrintsTheDecision(t *testing.T) {
 	t.Parallel()
@@ -176,6 +176,11 @@ func TestHookPrintsTheDecision(t *testing.T) {
 	out, _, _ := runHookCLI(t, h, nil, claudePermission(), "claude", "--integration", "--event", "PermissionRequest")
 	if want := `{"hookSpecificOutput":{"decision":{"behavior":"deny","message":"not on main"},"hookEventName":"PermissionRequest"}}` + "\n"; out != want {
 		t.Errorf("claude: %q, want %q", out, want)
+	}
+	codexAsks := []byte(`{"hook_event_name":"PermissionRequest","session_id":"01a21a8e-4a49-7e53-8d8e-e66c61baddd2","turn_id":"t","cwd":"/","tool_name":"Bash","tool_input":{"command":"ls"}}`)
+	out, _, _ = runHookCLI(t, h, nil, codexAsks, "codex", "--integration", "--event", "PermissionRequest")
+	if want := `{"hookSpecificOutput":{"decision":{"behavior":"deny","message":"not on main"},"hookEventName":"PermissionRequest"}}` + "\n"; out != want {
+		t.Errorf("codex: %q, want %q", out, want)
 	}
 	out, _, _ = runHookCLI(t, h, nil, []byte(`{"id":"per_1","type":"bash"}`), "opencode", "--event", "permission.asked")
 	if want := `{"behavior":"deny","message":"not on main"}` + "\n"; out != want {

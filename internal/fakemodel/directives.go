@@ -18,11 +18,13 @@ const maxDelay = time.Hour
 // maxLimit bounds [[limit: S]]: a week, the longest window providers have.
 const maxLimit = 7 * 24 * time.Hour
 
-var directiveRE = regexp.MustCompile(`(?s)\[\[(sleep|bash|text|delay|error|limit):\s*(.*?)\s*\]\]`)
+var directiveRE = regexp.MustCompile(`(?s)\[\[(sleep|bash|escalate|text|delay|error|limit):\s*(.*?)\s*\]\]`)
 
 // directives is what a prompt asks of the fake model.
 type directives struct {
-	commands  []string // one tool call per entry, in order
+	commands []string // one tool call per entry, in order
+	// escalate are the commands (by index) that ask to run unsandboxed.
+	escalate  map[int]bool
 	text      string
 	delay     time.Duration
 	errorCode int
@@ -43,6 +45,12 @@ func parseDirectives(prompt string) directives {
 			}
 			d.commands = append(d.commands, fmt.Sprintf("echo sleeping %s; sleep %s; echo slept %s", n, n, n))
 		case "bash":
+			d.commands = append(d.commands, val)
+		case "escalate":
+			if d.escalate == nil {
+				d.escalate = map[int]bool{}
+			}
+			d.escalate[len(d.commands)] = true
 			d.commands = append(d.commands, val)
 		case "text":
 			d.text = val
@@ -173,7 +181,11 @@ func decide(c *conversation, d directives) reply {
 	step := c.step()
 	if ok && step < len(d.commands) {
 		cmd := d.commands[step]
-		return reply{toolName: sh.name, toolInput: shellInput(sh, cmd), command: cmd}
+		in := shellInput(sh, cmd)
+		if props, _ := sh.schema["properties"].(map[string]any); d.escalate[step] && props["sandbox_permissions"] != nil {
+			in["sandbox_permissions"], in["justification"] = "require_escalated", "fakellm: "+cmd
+		}
+		return reply{toolName: sh.name, toolInput: in, command: cmd}
 	}
 	text := d.text
 	if len(d.commands) > 0 {

@@ -502,3 +502,25 @@ func TestDirectivesFromEveryUserMessageOfTheTurn(t *testing.T) {
 		t.Errorf("messages answered %v", v)
 	}
 }
+
+// [[escalate: CMD]] asks Codex's exec_command to run CMD outside the
+// sandbox (Codex then asks the user's permission); the next [[bash: …]]
+// does not, nor does a tool without that option.
+func TestEscalate(t *testing.T) {
+	t.Parallel()
+	d := parseDirectives("go [[escalate: touch x]] [[bash: ls]]")
+	codexExec := tool{name: "exec_command", schema: map[string]any{"properties": map[string]any{
+		"cmd": map[string]any{"type": "string"}, "sandbox_permissions": map[string]any{"type": "string"}}}}
+	c := &conversation{tools: []tool{codexExec}}
+	if r := decide(c, d); r.command != "touch x" || r.toolInput["sandbox_permissions"] != "require_escalated" || r.toolInput["justification"] == nil {
+		t.Errorf("first step: %+v", r)
+	}
+	c.results = []toolResult{{callName: "exec_command", output: "ok"}}
+	if r := decide(c, d); r.command != "ls" || r.toolInput["sandbox_permissions"] != nil {
+		t.Errorf("second step: %+v", r)
+	}
+	c = &conversation{tools: []tool{{name: "Bash"}}}
+	if r := decide(c, d); r.command != "touch x" || r.toolInput["sandbox_permissions"] != nil {
+		t.Errorf("a tool without the option: %+v", r)
+	}
+}

@@ -6,6 +6,9 @@
 //
 //	[[sleep: N]]   one tool call running `echo sleeping N; sleep N; echo slept N`
 //	[[bash: CMD]]  one tool call running CMD (several directives run in order, one per turn)
+//	[[escalate: CMD]] as bash, asking to run outside the sandbox where the
+//	               tool offers that (Codex's exec_command): the agent asks
+//	               the user's permission first, as its approval policy says
 //	[[text: WORDS]] the final answer (default "hi from fakellm")
 //	[[delay: S]]   wait S seconds before answering (a slow model)
 //	[[error: CODE]] answer every model call with HTTP CODE
