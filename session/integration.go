@@ -243,7 +243,9 @@ func (c *Core) IntegrationHook(ctx context.Context, caller *proc.Caller, agent, 
 		}
 		return refuse(api.Errorf(api.CodeForbidden, "a report from uid %d: only the service's own user (uid %d) reports its agents", uid, os.Getuid()))
 	}
+	proving := time.Now()
 	agentProc, err := agentOf(caller, matcher)
+	proved := time.Since(proving)
 	if err != nil {
 		return refuse(api.Errorf(api.CodeForbidden, "%v", err))
 	}
@@ -328,6 +330,11 @@ func (c *Core) IntegrationHook(ctx context.Context, caller *proc.Caller, agent, 
 	}
 	entry.tie = next
 	c.book.mu.Unlock()
+	if next.NativeID != prev.NativeID {
+		// One line per process and session: when a tie began, and what the
+		// proof of its process cost (the figures of a tie's latency).
+		c.log.Info("integration tie", "agent", agent, "event", facts.Event, "pid", agentProc.PID, "session", next.NativeID, "proof", proved.Round(time.Microsecond))
+	}
 	if release && prev.NativeID != "" {
 		c.attn.release(prev.NativeID)
 	}
