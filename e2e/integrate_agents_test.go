@@ -148,6 +148,16 @@ func integrationByHand(t *testing.T, ag integratedAgent) {
 			t.Logf("rows after the first prompts:\n%s", strings.Join(seen, "\n"))
 		}
 	})
+	t.Cleanup(func() {
+		if t.Failed() {
+			b, _ := os.ReadFile(filepath.Join(e.Home, "daemon.log"))
+			for _, line := range strings.Split(string(b), "\n") {
+				if strings.Contains(line, "integration") {
+					t.Logf("daemon.log: %s", line)
+				}
+			}
+		}
+	})
 	var listedA, listedB time.Time
 	// The bound is generous for a loaded machine; the times are logged
 	// (under a second after each prompt on a quiet one).

@@ -333,7 +333,13 @@ func (c *Core) IntegrationHook(ctx context.Context, caller *proc.Caller, agent, 
 	if next.NativeID != prev.NativeID {
 		// One line per process and session: when a tie began, and what the
 		// proof of its process cost (the figures of a tie's latency).
-		c.log.Info("integration tie", "agent", agent, "event", facts.Event, "pid", agentProc.PID, "session", next.NativeID, "proof", proved.Round(time.Microsecond))
+		args := []any{"agent", agent, "event", facts.Event, "pid", agentProc.PID, "session", next.NativeID, "proof", proved.Round(time.Microsecond)}
+		if !facts.Sent.IsZero() {
+			// From the agent's event to here: its plugin's spawn of the
+			// hook, the hook's start and dial, the proof.
+			args = append(args, "since_event", now.Sub(facts.Sent).Round(time.Millisecond))
+		}
+		c.log.Info("integration tie", args...)
 	}
 	if release && prev.NativeID != "" {
 		c.attn.release(prev.NativeID)

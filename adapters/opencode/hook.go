@@ -19,6 +19,8 @@ var _ adapters.HookReader = (*Adapter)(nil)
 type hookReport struct {
 	Directory string    `json:"directory"`
 	Event     *busEvent `json:"event"`
+	// Sent is when the plugin saw the event (ms since the epoch).
+	Sent int64 `json:"sent"`
 }
 
 type busEvent struct {
@@ -52,7 +54,7 @@ func (a *Adapter) ReadHook(event string, payload []byte) (adapters.HookFacts, er
 	if !filepath.IsAbs(r.Directory) || strings.ContainsRune(r.Directory, 0) {
 		return adapters.HookFacts{}, fmt.Errorf("report's directory %q is not an absolute path", r.Directory)
 	}
-	f := adapters.HookFacts{Event: event, Cwd: filepath.Clean(r.Directory)}
+	f := adapters.HookFacts{Event: event, Cwd: filepath.Clean(r.Directory), Sent: adapters.SentAt(r.Sent)}
 	var p struct {
 		SessionID string `json:"sessionID"`
 		ID        string `json:"id"`

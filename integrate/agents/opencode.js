@@ -106,10 +106,11 @@ export const AgentctlPlugin = async (input) => {
           status.set(props.sessionID, t);
           if (status.size > 1000) status.clear();
         }
-        let payload = JSON.stringify({ directory, event: { id: event.id, type: event.type, properties: props } });
+        const sent = Date.now();
+        let payload = JSON.stringify({ directory, sent, event: { id: event.id, type: event.type, properties: props } });
         if (payload.length > MAX_REPORT) {
           const { metadata, ...rest } = props;
-          payload = JSON.stringify({ directory, event: { id: event.id, type: event.type, properties: rest } });
+          payload = JSON.stringify({ directory, sent, event: { id: event.id, type: event.type, properties: rest } });
           if (payload.length > MAX_REPORT) return;
         }
         if (event.type !== "permission.asked") {

@@ -69,6 +69,7 @@ function payloadOf(type, ctx, extra) {
     sessionId: String(ctx?.sessionManager?.getSessionId?.() ?? ""),
     cwd: String(ctx?.cwd ?? process.cwd()),
     hasUI: Boolean(ctx?.hasUI),
+    sent: Date.now(),
   };
   let p = JSON.stringify({ ...base, ...extra });
   if (p.length > MAX_REPORT) p = JSON.stringify({ ...base, ...extra, input: undefined });
