@@ -44,6 +44,14 @@ type sharedProcess interface {
 	SharedProcess(argv []string) bool
 }
 
+// promptWaiter is an adapter whose process, when argv runs its TUI, waits
+// at its prompt for a person once a turn ends (Claude Code without -p):
+// the end of a turn its integration reports then reads waiting for input,
+// as a launched interactive session's does (HookEvent.Interactive).
+type promptWaiter interface {
+	WaitsAtPrompt(event string, argv []string) bool
+}
+
 // processMatcher is an adapter that recognises its agent's processes by
 // their argv (the same test its discovery uses).
 type processMatcher interface {
@@ -266,6 +274,11 @@ func (c *Core) IntegrationHook(ctx context.Context, caller *proc.Caller, agent, 
 		argv, err := proc.Cmdline(agentProc.PID)
 		shared = err == nil && sp.SharedProcess(argv)
 	}
+	if pw, ok := a.(promptWaiter); ok && facts.State == adapters.NativeIdle && facts.WaitingFor == "" && !facts.Ended {
+		if argv, err := proc.Cmdline(agentProc.PID); err == nil && pw.WaitsAtPrompt(facts.Event, argv) {
+			facts.WaitingFor = adapters.WaitingInput
+		}
+	}
 	// A shared process works for sessions in any folder: its own folder
 	// (and its hook's) says nothing of a report's.
 	if !shared {
@@ -324,6 +337,9 @@ func (c *Core) IntegrationHook(ctx context.Context, caller *proc.Caller, agent, 
 			next.WaitingSince = now
 		}
 		next.WaitingFor = facts.WaitingFor
+		if facts.State != "" {
+			next.State = facts.State
+		}
 	case facts.State != "":
 		release = true
 		next.State, next.WaitingFor, next.WaitingSince, next.Request, next.Tool, next.Input, next.Text = facts.State, "", time.Time{}, "", "", "", ""
