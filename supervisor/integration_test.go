@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -390,7 +392,19 @@ func TestIntegrationClaudeEndOfTurnWaitsForInput(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var log lockedLog
-			svc := integrationService(t, &log)
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			port := ln.Addr().(*net.TCPAddr).Port
+			ln.Close()
+			h := newHome(t)
+			if err := os.WriteFile(filepath.Join(string(h), "config.json"), []byte(fmt.Sprintf(`{"metrics_port": %d}`, port)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			book := session.NewBook()
+			svc := startServiceOpts(t, Options{Home: h, Adapters: adapters.NewSet(claude.New(adapters.Env{Home: t.TempDir(), Hooks: book})), Book: book,
+				Logger: slog.New(slog.NewTextHandler(&log, nil))})
 			dir, _ := filepath.EvalSymlinks(t.TempDir())
 			fc := startFakeClaude(t, svc.home.Socket(), dir, tc.args...)
 			ctx := context.Background()
@@ -413,6 +427,20 @@ func TestIntegrationClaudeEndOfTurnWaitsForInput(t *testing.T) {
 			if tc.waiting != "" && (s.Waiting == nil || s.Waiting.Kind != "Stop") {
 				t.Errorf("waiting %+v, want of the Stop hook", s.Waiting)
 			}
+			// The waiting gauge counts it, though agentctl did not launch it.
+			want := `agentctl_sessions_waiting{reason="input"} 0`
+			if tc.waiting != "" {
+				want = `agentctl_sessions_waiting{reason="input"} 1`
+			}
+			eventually(t, 10*time.Second, "the waiting gauge to say "+want, func() bool {
+				resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+				if err != nil {
+					return false
+				}
+				defer resp.Body.Close()
+				b, _ := io.ReadAll(resp.Body)
+				return strings.Contains(string(b), want)
+			})
 		})
 	}
 }
