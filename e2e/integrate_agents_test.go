@@ -116,6 +116,13 @@ func integrationByHand(t *testing.T, ag integratedAgent) {
 	tuis = append(tuis, pb)
 	h.drawn(wb)
 
+	// Pi's extension reports its session at its start: it may be tied
+	// before its first prompt.
+	for _, r := range handRows(e, ag.name, proj) {
+		if (r.PID == pa || r.PID == pb) && r.Status == api.StatusRunning && r.NativeID != "" {
+			t.Logf("pid %d tied to %s before its first prompt", r.PID, r.NativeID)
+		}
+	}
 	h.typeLine(wa, "hello [[text: from a]]")
 	typedA := time.Now()
 	h.typeLine(wb, "hello [[text: from b]]")
@@ -173,14 +180,14 @@ func integrationByHand(t *testing.T, ag integratedAgent) {
 			}
 		}
 		now := time.Now()
-		if listedA.IsZero() && oka && ra.Status == api.StatusRunning && ra.NativeID != "" {
+		if listedA.IsZero() && oka && ra.Status == api.StatusRunning && ra.NativeID != "" && byHook(ra) {
 			listedA = now
 		}
-		if listedB.IsZero() && okb && rb.Status == api.StatusRunning && rb.NativeID != "" {
+		if listedB.IsZero() && okb && rb.Status == api.StatusRunning && rb.NativeID != "" && byHook(rb) {
 			listedB = now
 		}
 		seen = append(seen, fmt.Sprintf("%s: a %v %s %s, b %v %s %s", time.Since(typedB).Round(time.Millisecond), oka, ra.NativeID, ra.Status, okb, rb.NativeID, rb.Status))
-		return !listedA.IsZero() && !listedB.IsZero() && ra.NativeID != rb.NativeID && byHook(ra) && byHook(rb)
+		return !listedA.IsZero() && !listedB.IsZero() && ra.NativeID != rb.NativeID
 	})
 	// Where a tie's time goes: the report's arrival (the agent's event,
 	// node spawning the hook, the hook's dial, the service's proof walk,
@@ -192,7 +199,7 @@ func integrationByHand(t *testing.T, ag integratedAgent) {
 		listed time.Time
 	}{{"a", pa, typedA, listedA}, {"b", pb, typedB, listedB}} {
 		at, line := tieLogged(e, w.pid)
-		t.Logf("%s: tied in the list %s after its prompt; the service logged its tie %s after it: %s",
+		t.Logf("%s: tied in the list %s after its prompt (the first list after it); the service logged its first tie %s after it: %s",
 			w.name, w.listed.Sub(w.typed).Round(time.Millisecond), at.Sub(w.typed).Round(time.Millisecond), line)
 	}
 	st := e.MustRun("integrate", "--status")

@@ -30,6 +30,7 @@ type busEvent struct {
 
 // The events the plugin reports, as OpenCode 1.18 names them.
 const (
+	hookCreated           = "session.created"
 	hookStatus            = "session.status"
 	hookIdle              = "session.idle"
 	hookError             = "session.error"
@@ -85,6 +86,9 @@ func (a *Adapter) ReadHook(event string, payload []byte) (adapters.HookFacts, er
 	}
 	f.NativeID = p.SessionID
 	switch event {
+	case hookCreated:
+		// The session and its process, no state: the plugin reports a
+		// root session's creation (its first prompt) before its status.
 	case hookStatus:
 		if p.Status == nil {
 			return adapters.HookFacts{}, errors.New("session.status event without its status")

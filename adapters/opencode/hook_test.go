@@ -27,6 +27,8 @@ func TestReadHook(t *testing.T) {
 		want                 adapters.HookFacts
 		err                  string
 	}{
+		{name: "created", event: "session.created", payload: seed("session.created"),
+			want: adapters.HookFacts{Event: "session.created", NativeID: sid, Cwd: "/home/user/proj", Sent: time.UnixMilli(1790000000123).UTC()}},
 		{name: "busy", event: "session.status", payload: seed("session.status"),
 			want: adapters.HookFacts{Event: "session.status", NativeID: sid, Cwd: "/home/user/proj", State: adapters.NativeBusy}},
 		{name: "idle", event: "session.idle", payload: seed("session.idle"),

@@ -20,6 +20,7 @@ const ASK_MS = (() => {
 const MAX_REPORT = 256 * 1024;
 const MAX_REPLY = 64 * 1024;
 const REPORTED = new Set([
+  "session.created",
   "session.status",
   "session.idle",
   "session.error",
@@ -97,8 +98,16 @@ export const AgentctlPlugin = async (input) => {
     event: async ({ event }) => {
       try {
         if (!event || !REPORTED.has(event.type) || HOOK.length === 0) return;
-        const props = event.properties ?? {};
+        let props = event.properties ?? {};
         if (typeof props.sessionID !== "string") return;
+        if (event.type === "session.created") {
+          // The first sign of a session (at its first prompt, before its
+          // status): the process is tied to it at once. A subagent's
+          // session is its parent's process's business; the session's
+          // own record stays in OpenCode.
+          if (props.info?.parentID) return;
+          props = { sessionID: props.sessionID };
+        }
         if (event.type === "session.status") {
           // One report per change, not per repeat.
           const t = props.status?.type;
