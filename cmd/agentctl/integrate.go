@@ -35,6 +35,10 @@ milliseconds and change nothing. A permission prompt waits for an answer
 through agentctl at most config.json's integrate.permission_wait (default
 10m; "0s" does not wait), while the agent's own prompt stays answerable.
 
+Each goes where its agent reads it in this environment: CLAUDE_CONFIG_DIR
+(else ~/.claude), XDG_CONFIG_HOME/opencode (else ~/.config/opencode),
+PI_CODING_AGENT_DIR (else ~/.pi/agent). Set them as the agents see them.
+
 With no agent, all of them. --status says what is installed, where, and when
 the service last heard from each.`,
 		Args: args(cobra.MaximumNArgs(1)),
