@@ -202,6 +202,9 @@ func integrationByHand(t *testing.T, ag integratedAgent) {
 		t.Logf("%s: tied in the list %s after its prompt (the first list after it); the service logged its first tie %s after it: %s",
 			w.name, w.listed.Sub(w.typed).Round(time.Millisecond), at.Sub(w.typed).Round(time.Millisecond), line)
 	}
+	for _, line := range refusedLogged(e) {
+		t.Logf("daemon.log: %s", line)
+	}
 	st := e.MustRun("integrate", "--status")
 	// The agent's line, then its detail and last report, indented.
 	reported, mine := false, false
@@ -217,6 +220,19 @@ func integrationByHand(t *testing.T, ag integratedAgent) {
 	}
 	permissionByHand(t, e, h, ag, proj, wa, pa)
 	turnsTimed(t, e, h, ag, proj, bin, userFile, ours, before, wb, &tuis)
+}
+
+// refusedLogged are the service's log lines of refused integration
+// reports (none is expected from the agents' own integrations).
+func refusedLogged(e *Env) []string {
+	b, _ := os.ReadFile(filepath.Join(e.Home, "daemon.log"))
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.Contains(line, `msg="integration report refused"`) {
+			out = append(out, line)
+		}
+	}
+	return out
 }
 
 // tieLogged is the service's log line of the first tie of the agent

@@ -17,6 +17,7 @@ const ASK_MS = (() => {
   const s = Number(process.env.AGENTCTL_PERMISSION_WAIT);
   return Number.isFinite(s) && s >= 0 && process.env.AGENTCTL_PERMISSION_WAIT !== "" ? s * 1000 : 600000;
 })();
+const BACKSTOP_MS = 30000;
 const MAX_REPORT = 256 * 1024;
 const MAX_REPLY = 64 * 1024;
 const REPORTED = new Set([
@@ -48,17 +49,25 @@ function runHook(event, payload, limitMs) {
     } catch {
       return resolve("");
     }
-    timer = setTimeout(() => {
+    const kill = () => {
       try { child.kill("SIGKILL"); } catch {}
       finish();
-    }, limitMs);
+    };
+    // The hook's time counts from when it has its report: a busy event
+    // loop that writes it late must not kill it before it could send it.
+    // Until then, a backstop (a hook that never reads its input).
+    timer = setTimeout(kill, limitMs + BACKSTOP_MS);
     child.on("error", finish);
     child.on("close", finish);
     child.stdout.on("data", (b) => {
       if (out.length < MAX_REPLY) out += b;
     });
     child.stdin.on("error", () => {});
-    child.stdin.end(payload);
+    child.stdin.end(payload, () => {
+      if (done) return;
+      clearTimeout(timer);
+      timer = setTimeout(kill, limitMs);
+    });
     try { child.unref(); } catch {}
   });
 }
