@@ -143,6 +143,10 @@ type HookFacts struct {
 	Request string
 	// Ended says the session ended (Claude's SessionEnd).
 	Ended bool
+	// Sent is when the integration saw the event, by its own clock (zero
+	// when it does not say): what the report took to arrive is measured
+	// from it.
+	Sent time.Time
 }
 
 // HookTies is the service's book of integration evidence: what the

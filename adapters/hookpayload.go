@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 )
 
 // MaxHookPayload bounds one integration report an adapter reads: an
@@ -14,6 +15,17 @@ const MaxHookPayload = 1 << 20
 
 // MaxHookText bounds the tool input and text a HookFacts carries.
 const MaxHookText = 4 << 10
+
+// SentAt is the time of a report's "sent" field (ms since the epoch, by
+// the integration's clock), zero when it says none or one out of reason
+// (before 2020 or a day ahead): it is only ever a measure.
+func SentAt(ms int64) time.Time {
+	t := time.UnixMilli(ms)
+	if ms <= 0 || t.Year() < 2020 || t.After(time.Now().Add(24*time.Hour)) {
+		return time.Time{}
+	}
+	return t.UTC()
+}
 
 // DecodeHookPayload reads one integration report into v: a single JSON
 // object, no larger than MaxHookPayload, with nothing after it. Fields v

@@ -25,7 +25,8 @@ const userClaudeSettings = `{
 // by hand in one folder are each tied to their own session, on the
 // integration's evidence, within 1 s of their first prompt; one asking
 // permission reads waiting: permission and `agentctl approve` lets the
-// tool run. With the service SIGSTOPped, then stopped, a turn still ends
+// tool run; a turn's end reads waiting: input, as a launched Claude's
+// does. With the service SIGSTOPped, then stopped, a turn still ends
 // (its time is logged beside one with the service up, and one without the
 // integration); `--remove` leaves settings.json as it was, byte for byte.
 func TestClaudeIntegrationByHand(t *testing.T) {
@@ -75,6 +76,13 @@ func TestClaudeIntegrationByHand(t *testing.T) {
 		t.Errorf("integrate --status:\n%s", st)
 	}
 
+	// b's first turn ends: its TUI waits for the next instruction, as a
+	// launched Claude's does after its Stop hook.
+	WaitFor(t, 60*time.Second, "b to read waiting: input from its integration after its turn", func() bool {
+		rb, _ = rowOfPID(c.Env, "claude", c.proj, pb)
+		return rb.Activity == api.ActivityWaiting && rb.WaitingFor == api.WaitingInput && rb.ActivitySource == api.SourceIntegration &&
+			rb.Waiting != nil && rb.Waiting.Kind == "Stop"
+	})
 	h.typeLine(wa, "make it [[bash: touch made-by-hand]]")
 	WaitFor(t, 60*time.Second, "a to read waiting: permission from its integration", func() bool {
 		ra, _ = rowOfPID(c.Env, "claude", c.proj, pa)

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/agentctl/agentctl/adapters/claude"
 )
 
 // Claude is Claude Code's integration: a hook for each event agentctl
@@ -40,7 +42,11 @@ var claudeEvents = []struct {
 // Agent implements Integration.
 func (Claude) Agent() string { return "claude" }
 
-func claudeSettings(env Env) string { return filepath.Join(env.UserHome, ".claude", "settings.json") }
+// claudeSettings is the user's settings file, in the folder Claude reads
+// ($CLAUDE_CONFIG_DIR, else ~/.claude).
+func claudeSettings(env Env) string {
+	return filepath.Join(claude.ConfigDir(env.UserHome, env.getenv), "settings.json")
+}
 
 // Install implements Integration: merges agentctl's hooks into the user's
 // settings, keeping their keys (in their order) and their own hooks.

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	codexadapter "github.com/agentctl/agentctl/adapters/codex"
 )
 
 // Codex's own hooks: agentctl's entries in $CODEX_HOME/hooks.json, one
@@ -43,13 +45,8 @@ var codexHookEvents = []struct {
 }
 
 // codexHome is $CODEX_HOME, else ~/.codex: where Codex keeps its
-// configuration (the codex adapter reads its store by the same rule).
-func codexHome(env Env) string {
-	if env.CodexHome != "" {
-		return env.CodexHome
-	}
-	return filepath.Join(env.UserHome, ".codex")
-}
+// configuration, by the codex adapter's rule.
+func codexHome(env Env) string { return codexadapter.Home(env.UserHome, env.getenv) }
 
 func codexHooksFile(env Env) string { return filepath.Join(codexHome(env), "hooks.json") }
 

@@ -43,8 +43,14 @@ func TestCodexHookHash(t *testing.T) {
 func TestCodexHooksInstallRemove(t *testing.T) {
 	t.Parallel()
 	env := testEnv(t, "/usr/bin/agentctl")
-	env.CodexHome = filepath.Join(t.TempDir(), "codex home")
-	if err := os.MkdirAll(env.CodexHome, 0o755); err != nil {
+	codexHome := filepath.Join(t.TempDir(), "codex home")
+	env.Getenv = func(k string) string {
+		if k == "CODEX_HOME" {
+			return codexHome
+		}
+		return ""
+	}
+	if err := os.MkdirAll(codexHome, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	keyPath := codexKeyPath(env)
@@ -58,7 +64,7 @@ func TestCodexHooksInstallRemove(t *testing.T) {
 `
 	userTrust := `[hooks.state."` + keyPath + `:stop:0:0"]` + "\ntrusted_hash = \"sha256:" + strings.Repeat("a", 64) + "\"\n"
 	userConfig := "model = \"o4\"\n\n[hooks.state]\n\n" + userTrust
-	cfg, hooksPath := filepath.Join(env.CodexHome, "config.toml"), filepath.Join(env.CodexHome, "hooks.json")
+	cfg, hooksPath := filepath.Join(codexHome, "config.toml"), filepath.Join(codexHome, "hooks.json")
 	for p, b := range map[string]string{cfg: userConfig, hooksPath: userHooks} {
 		if err := os.WriteFile(p, []byte(b), 0o600); err != nil {
 			t.Fatal(err)

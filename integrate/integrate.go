@@ -41,8 +41,6 @@ type Env struct {
 	// UserHome is the user's home ($HOME), under which the agents keep
 	// their configuration.
 	UserHome string
-	// CodexHome is $CODEX_HOME ("": ~/.codex), Codex's configuration.
-	CodexHome string
 	// StateDir is agentctl's folder for what it installed: the backups of
 	// the files it changed and their records (one subfolder per agent).
 	StateDir string
@@ -50,6 +48,19 @@ type Env struct {
 	// agentctl binary, then "hook" and any --home); the integration adds
 	// the agent's name and its flags.
 	Hook []string
+	// Getenv reads the user's environment, where the agents find their
+	// folders (CLAUDE_CONFIG_DIR, CODEX_HOME, XDG_CONFIG_HOME,
+	// PI_CODING_AGENT_DIR);
+	// nil reads none of them set.
+	Getenv func(string) string
+}
+
+// getenv is the user's variable k, "" when unset or without Getenv.
+func (e Env) getenv(k string) string {
+	if e.Getenv == nil {
+		return ""
+	}
+	return e.Getenv(k)
 }
 
 // Change says what Install or Remove did.

@@ -90,6 +90,17 @@ func TestOpenCodePluginReports(t *testing.T) {
 	if !busy.descends(pid) {
 		t.Errorf("report from pid %d, not a descendant of OpenCode's %d", busy.PID, pid)
 	}
+	// The session's creation is reported too, with its id alone: the
+	// first sign of it, which ties the process as soon as OpenCode makes
+	// the session.
+	created := svc.waitReport("session.created", 60*time.Second, func(r report) bool {
+		return r.Agent == "opencode" && r.Event == "session.created" && strings.Contains(string(r.Body), sid)
+	})
+	t.Logf("session.created reported %s after the prompt was typed", created.At.Sub(typed).Round(time.Millisecond))
+	saveCapture(t, created)
+	if !created.descends(pid) || strings.Contains(string(created.Body), `"info"`) {
+		t.Errorf("session.created from pid %d: %s; want from OpenCode's %d, without the session's record", created.PID, created.Body, pid)
+	}
 	// A second TUI in the same folder: its first prompt ties its own
 	// session to its own process.
 	win2, pid2 := tm.start(s.proj, argv...)

@@ -19,8 +19,8 @@ import (
 // plugins are never touched.
 type pluginFile struct {
 	agent string
-	// rel is the file's path under the user's home.
-	rel string
+	// at is the file's path for the user of env.
+	at func(env Env) string
 	// script is the embedded file, with the line hookLine in it.
 	script []byte
 }
@@ -35,7 +35,7 @@ const pluginMarker = "agentctl integrate"
 
 func (p pluginFile) Agent() string { return p.agent }
 
-func (p pluginFile) path(env Env) string { return filepath.Join(env.UserHome, p.rel) }
+func (p pluginFile) path(env Env) string { return p.at(env) }
 
 // render is the script with env's hook argv in it.
 func (p pluginFile) render(env Env) ([]byte, error) {

@@ -610,6 +610,11 @@ func resolvePrefix(prefix string, ids []string) (string, error) {
 	return "", &AmbiguousError{Prefix: prefix, Candidates: matches}
 }
 
+// WaitingByHand counts the running sessions agentctl did not launch (started
+// by hand, seen in the agents' stores and integrations) that wait for a
+// person, by what for, as the transitions detector last saw them.
+func (c *Core) WaitingByHand() map[string]int { return c.moves.waitingByHand() }
+
 // WatchTransitions runs the transitions detector as a loop of its own
 // until ctx ends (Wait waits for it): it compares the views reads offer,
 // and, while sessions run, looks at the view itself; the transitions it

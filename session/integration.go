@@ -44,6 +44,14 @@ type sharedProcess interface {
 	SharedProcess(argv []string) bool
 }
 
+// promptWaiter is an adapter whose process, when argv runs its TUI, waits
+// at its prompt for a person once a turn ends (Claude Code without -p):
+// the end of a turn its integration reports then reads waiting for input,
+// as a launched interactive session's does (HookEvent.Interactive).
+type promptWaiter interface {
+	WaitsAtPrompt(event string, argv []string) bool
+}
+
 // processMatcher is an adapter that recognises its agent's processes by
 // their argv (the same test its discovery uses).
 type processMatcher interface {
@@ -243,7 +251,9 @@ func (c *Core) IntegrationHook(ctx context.Context, caller *proc.Caller, agent, 
 		}
 		return refuse(api.Errorf(api.CodeForbidden, "a report from uid %d: only the service's own user (uid %d) reports its agents", uid, os.Getuid()))
 	}
+	proving := time.Now()
 	agentProc, err := agentOf(caller, matcher)
+	proved := time.Since(proving)
 	if err != nil {
 		return refuse(api.Errorf(api.CodeForbidden, "%v", err))
 	}
@@ -263,6 +273,11 @@ func (c *Core) IntegrationHook(ctx context.Context, caller *proc.Caller, agent, 
 	if sp, ok := a.(sharedProcess); ok {
 		argv, err := proc.Cmdline(agentProc.PID)
 		shared = err == nil && sp.SharedProcess(argv)
+	}
+	if pw, ok := a.(promptWaiter); ok && facts.State == adapters.NativeIdle && facts.WaitingFor == "" && !facts.Ended {
+		if argv, err := proc.Cmdline(agentProc.PID); err == nil && pw.WaitsAtPrompt(facts.Event, argv) {
+			facts.WaitingFor = adapters.WaitingInput
+		}
 	}
 	// A shared process works for sessions in any folder: its own folder
 	// (and its hook's) says nothing of a report's.
@@ -322,12 +337,26 @@ func (c *Core) IntegrationHook(ctx context.Context, caller *proc.Caller, agent, 
 			next.WaitingSince = now
 		}
 		next.WaitingFor = facts.WaitingFor
+		if facts.State != "" {
+			next.State = facts.State
+		}
 	case facts.State != "":
 		release = true
 		next.State, next.WaitingFor, next.WaitingSince, next.Request, next.Tool, next.Input, next.Text = facts.State, "", time.Time{}, "", "", "", ""
 	}
 	entry.tie = next
 	c.book.mu.Unlock()
+	if next.NativeID != prev.NativeID {
+		// One line per process and session: when a tie began, and what the
+		// proof of its process cost (the figures of a tie's latency).
+		args := []any{"agent", agent, "event", facts.Event, "pid", agentProc.PID, "session", next.NativeID, "proof", proved.Round(time.Microsecond)}
+		if !facts.Sent.IsZero() {
+			// From the agent's event to here: its plugin's spawn of the
+			// hook, the hook's start and dial, the proof.
+			args = append(args, "since_event", now.Sub(facts.Sent).Round(time.Millisecond))
+		}
+		c.log.Info("integration tie", args...)
+	}
 	if release && prev.NativeID != "" {
 		c.attn.release(prev.NativeID)
 	}

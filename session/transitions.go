@@ -52,7 +52,12 @@ type seenState struct {
 	activity string
 	// waiting is what a waiting session waits for ("" when not waiting).
 	waiting string
-	gen     uint64 // the last full view that held the session
+	// waitingFor is a running session's api.Session.WaitingFor while it
+	// waits, and byHand says agentctl did not launch it (the metrics'
+	// count of the sessions started by hand that wait).
+	waitingFor string
+	byHand     bool
+	gen        uint64 // the last full view that held the session
 }
 
 func newTransitions() *transitions {
@@ -208,6 +213,10 @@ func (st *seenState) step(s *api.Session, seen bool) []Change {
 		out = append(out, Change{Kind: activityChange(s.Activity), Session: *s})
 	}
 	st.activity, st.waiting = s.Activity, key
+	st.waitingFor, st.byHand = "", s.Origin != api.OriginLaunched
+	if key != "" {
+		st.waitingFor = s.WaitingFor
+	}
 	return out
 }
 
@@ -225,13 +234,13 @@ func (st *seenState) unknown(s *api.Session) []Change {
 		if st.waiting != key {
 			out = append(out, Change{Kind: ChangeWaiting, Session: *s})
 		}
-		st.waiting = key
+		st.waiting, st.waitingFor = key, "" // ended: no longer counted
 		return out
 	}
 	if st.waiting != "" && s.Status == api.StatusRunning {
 		out = append(out, Change{Kind: ChangeResumed, Session: *s})
 	}
-	st.waiting = "" // what was known of busy/idle is kept
+	st.waiting, st.waitingFor = "", "" // what was known of busy/idle is kept
 	return out
 }
 
@@ -245,6 +254,21 @@ func waitingKey(s *api.Session) string {
 		k += ":" + s.Waiting.Request + ":" + s.Waiting.Kind
 	}
 	return k
+}
+
+// waitingByHand counts the running sessions agentctl did not launch that
+// wait for a person now, by what for, as the detector last saw them (its
+// look follows them every followEvery).
+func (t *transitions) waitingByHand() map[string]int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := map[string]int{}
+	for _, st := range t.last {
+		if st.byHand && st.waitingFor != "" {
+			out[st.waitingFor]++
+		}
+	}
+	return out
 }
 
 // end forgets the sessions the view no longer holds and returns the pass's

@@ -225,16 +225,18 @@ func desktopSummary(s api.Session) string {
 	return who + " waits for " + s.WaitingFor
 }
 
-// waitingCounts counts the launched sessions waiting now, by reason.
+// waitingCounts counts the running sessions waiting now, by reason: the
+// launched ones as they are now, those started by hand as the transitions
+// detector last saw them.
 func (o *ops) waitingCounts() map[string]int {
 	if o.sessions == nil {
 		return nil
 	}
+	out := o.sessions.WaitingByHand()
 	all, _, err := o.sessions.AllLaunched()
 	if err != nil {
-		return nil
+		return out
 	}
-	out := map[string]int{}
 	for _, s := range all {
 		if s.Status == api.StatusRunning && s.Activity == api.ActivityWaiting {
 			out[s.WaitingFor]++

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -108,7 +110,7 @@ type fakeClaude struct {
 	n    int
 }
 
-func startFakeClaude(t *testing.T, socket, dir string) *fakeClaude {
+func startFakeClaude(t *testing.T, socket, dir string, args ...string) *fakeClaude {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -126,7 +128,8 @@ func startFakeClaude(t *testing.T, socket, dir string) *fakeClaude {
   elif [ -n "$bg" ]; then "$0" hook-report "$1" "$ev" "$n" "$file.out" <"$file" &
   else "$0" hook-report "$1" "$ev" "$n" "$file.out" <"$file"; fi
 done <"$2"; true`
-	cmd := exec.Command("/bin/sh", "-c", script, exe, socket, fifo)
+	// args go after the script's own ($3 on): only its argv shows them.
+	cmd := exec.Command("/bin/sh", append([]string{"-c", script, exe, socket, fifo}, args...)...)
 	cmd.Args[0] = "claude"
 	cmd.Dir = dir
 	if err := cmd.Start(); err != nil {
@@ -369,4 +372,75 @@ func TestIntegrationRefusesHostileReports(t *testing.T) {
 func readAnswers(t *testing.T, out string) string {
 	b, _ := json.Marshal(answers(t, out))
 	return string(b)
+}
+
+// A hand-started Claude's end of turn reads what a launched one's does:
+// its TUI waits for the next instruction (waiting: input, from the
+// integration, on the Stop hook); a `claude -p` is idle, nobody being at
+// its prompt.
+func TestIntegrationClaudeEndOfTurnWaitsForInput(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		activity string
+		waiting  string
+	}{
+		{"TUI", nil, api.ActivityWaiting, api.WaitingInput},
+		{"print", []string{"-p"}, api.ActivityIdle, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var log lockedLog
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			port := ln.Addr().(*net.TCPAddr).Port
+			ln.Close()
+			h := newHome(t)
+			if err := os.WriteFile(filepath.Join(string(h), "config.json"), []byte(fmt.Sprintf(`{"metrics_port": %d}`, port)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			book := session.NewBook()
+			svc := startServiceOpts(t, Options{Home: h, Adapters: adapters.NewSet(claude.New(adapters.Env{Home: t.TempDir(), Hooks: book})), Book: book,
+				Logger: slog.New(slog.NewTextHandler(&log, nil))})
+			dir, _ := filepath.EvalSymlinks(t.TempDir())
+			fc := startFakeClaude(t, svc.home.Socket(), dir, tc.args...)
+			ctx := context.Background()
+			var s api.Session
+			for _, ev := range []string{"SessionStart", "UserPromptSubmit", "Stop"} {
+				if got := answers(t, fc.report(ev, hookPayload(ev, sessA, dir, nil), 1, false)); got[0]["err"] != "" {
+					t.Fatalf("%s: %v\n%s", ev, got, log.String())
+				}
+				var err error
+				if s, err = svc.client.Get(ctx, sessA); err != nil {
+					t.Fatal(err)
+				}
+				if ev == "UserPromptSubmit" && s.Activity != api.ActivityBusy {
+					t.Errorf("after %s: activity %q, want busy", ev, s.Activity)
+				}
+			}
+			if s.Status != api.StatusRunning || s.Activity != tc.activity || s.WaitingFor != tc.waiting || s.ActivitySource != api.SourceIntegration {
+				t.Errorf("after Stop: %s, activity %q waiting %q from %q; want %q waiting %q from the integration", s.Status, s.Activity, s.WaitingFor, s.ActivitySource, tc.activity, tc.waiting)
+			}
+			if tc.waiting != "" && (s.Waiting == nil || s.Waiting.Kind != "Stop") {
+				t.Errorf("waiting %+v, want of the Stop hook", s.Waiting)
+			}
+			// The waiting gauge counts it, though agentctl did not launch it.
+			want := `agentctl_sessions_waiting{reason="input"} 0`
+			if tc.waiting != "" {
+				want = `agentctl_sessions_waiting{reason="input"} 1`
+			}
+			eventually(t, 10*time.Second, "the waiting gauge to say "+want, func() bool {
+				resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+				if err != nil {
+					return false
+				}
+				defer resp.Body.Close()
+				b, _ := io.ReadAll(resp.Body)
+				return strings.Contains(string(b), want)
+			})
+		})
+	}
 }

@@ -96,6 +96,9 @@ type launchedSessions interface {
 	Resources(ctx context.Context) []api.SessionStats
 	// QueuedBy counts the queued sessions by what holds them (metrics).
 	QueuedBy() map[string]int
+	// WaitingByHand counts the running sessions it did not launch that
+	// wait for a person, by what for (metrics).
+	WaitingByHand() map[string]int
 }
 
 // loadConfig is the service's configuration: config.json under home, then

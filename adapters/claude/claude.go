@@ -101,6 +101,11 @@ func (a *Adapter) Name() string { return Name }
 // configDir is Claude's folder: $CLAUDE_CONFIG_DIR, else ~/.claude.
 func (a *Adapter) configDir() string { return configDirOf(a.env.Home, a.env.Lookup) }
 
+// ConfigDir is Claude's folder for a user whose home is home and whose
+// environment getenv reads: $CLAUDE_CONFIG_DIR, else ~/.claude. Its
+// settings.json is the user's settings, its projects/ the store.
+func ConfigDir(home string, getenv func(string) string) string { return configDirOf(home, getenv) }
+
 // configDirOf is Claude's rule for its folder, for any environment: its
 // own, or a process's (storeio.StoreOf).
 func configDirOf(home string, getenv func(string) string) string {

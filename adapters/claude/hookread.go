@@ -123,6 +123,14 @@ func hookToolInput(raw json.RawMessage) string {
 
 func trunc(s string) string { return text.Truncate(s, maxHookText) }
 
+// WaitsAtPrompt says whether event ends a turn (Stop, StopFailure) of a
+// Claude Code running its TUI (argv without -p): a person's turn then,
+// waiting for input, as a launched interactive session reads after its
+// Stop hook.
+func (a *Adapter) WaitsAtPrompt(event string, argv []string) bool {
+	return (event == "Stop" || event == "StopFailure") && len(argv) > 0 && interactiveArgv(argv)
+}
+
 // IsAgentProcess says whether argv runs Claude Code: the service walks a
 // hook's parents to the first such process, the agent the hook speaks for.
 func (a *Adapter) IsAgentProcess(argv []string) bool { return claudeArgv(argv) }

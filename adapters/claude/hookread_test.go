@@ -172,3 +172,27 @@ func TestIsAgentProcess(t *testing.T) {
 		}
 	}
 }
+
+// A turn's end in Claude's TUI leaves a person at its prompt; in -p, or at
+// any other event, it does not.
+func TestWaitsAtPrompt(t *testing.T) {
+	t.Parallel()
+	a := New(adapters.Env{})
+	for _, tc := range []struct {
+		event string
+		argv  []string
+		want  bool
+	}{
+		{"Stop", []string{"claude"}, true},
+		{"StopFailure", []string{"node", "/usr/lib/claude/cli.js", "--resume", "x"}, true},
+		{"Stop", []string{"claude", "-p", "hi"}, false},
+		{"Stop", []string{"claude", "--print", "hi"}, false},
+		{"SessionStart", []string{"claude"}, false},
+		{"UserPromptSubmit", []string{"claude"}, false},
+		{"Stop", nil, false},
+	} {
+		if got := a.WaitsAtPrompt(tc.event, tc.argv); got != tc.want {
+			t.Errorf("WaitsAtPrompt(%s, %q) = %v, want %v", tc.event, tc.argv, got, tc.want)
+		}
+	}
+}

@@ -97,6 +97,10 @@ func (a *Adapter) Name() string { return Name }
 // home is $CODEX_HOME, else ~/.codex.
 func (a *Adapter) home() string { return homeOf(a.env.Home, a.env.Lookup) }
 
+// Home is Codex's folder for a user whose home is home and whose
+// environment getenv reads: $CODEX_HOME, else ~/.codex.
+func Home(home string, getenv func(string) string) string { return homeOf(home, getenv) }
+
 // homeOf is Codex's rule for its folder, for any environment: its own, or
 // a process's (storeio.StoreOf).
 func homeOf(home string, getenv func(string) string) string {

@@ -19,6 +19,8 @@ var _ adapters.HookReader = (*Adapter)(nil)
 type hookReport struct {
 	Directory string    `json:"directory"`
 	Event     *busEvent `json:"event"`
+	// Sent is when the plugin saw the event (ms since the epoch).
+	Sent int64 `json:"sent"`
 }
 
 type busEvent struct {
@@ -28,6 +30,7 @@ type busEvent struct {
 
 // The events the plugin reports, as OpenCode 1.18 names them.
 const (
+	hookCreated           = "session.created"
 	hookStatus            = "session.status"
 	hookIdle              = "session.idle"
 	hookError             = "session.error"
@@ -52,7 +55,7 @@ func (a *Adapter) ReadHook(event string, payload []byte) (adapters.HookFacts, er
 	if !filepath.IsAbs(r.Directory) || strings.ContainsRune(r.Directory, 0) {
 		return adapters.HookFacts{}, fmt.Errorf("report's directory %q is not an absolute path", r.Directory)
 	}
-	f := adapters.HookFacts{Event: event, Cwd: filepath.Clean(r.Directory)}
+	f := adapters.HookFacts{Event: event, Cwd: filepath.Clean(r.Directory), Sent: adapters.SentAt(r.Sent)}
 	var p struct {
 		SessionID string `json:"sessionID"`
 		ID        string `json:"id"`
@@ -83,6 +86,9 @@ func (a *Adapter) ReadHook(event string, payload []byte) (adapters.HookFacts, er
 	}
 	f.NativeID = p.SessionID
 	switch event {
+	case hookCreated:
+		// The session and its process, no state: the plugin reports a
+		// root session's creation (its first prompt) before its status.
 	case hookStatus:
 		if p.Status == nil {
 			return adapters.HookFacts{}, errors.New("session.status event without its status")

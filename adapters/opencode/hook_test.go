@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentctl/agentctl/adapters"
 )
@@ -26,6 +27,8 @@ func TestReadHook(t *testing.T) {
 		want                 adapters.HookFacts
 		err                  string
 	}{
+		{name: "created", event: "session.created", payload: seed("session.created"),
+			want: adapters.HookFacts{Event: "session.created", NativeID: sid, Cwd: "/home/user/proj", Sent: time.UnixMilli(1790000000123).UTC()}},
 		{name: "busy", event: "session.status", payload: seed("session.status"),
 			want: adapters.HookFacts{Event: "session.status", NativeID: sid, Cwd: "/home/user/proj", State: adapters.NativeBusy}},
 		{name: "idle", event: "session.idle", payload: seed("session.idle"),
@@ -41,6 +44,9 @@ func TestReadHook(t *testing.T) {
 		{name: "question", event: "question.asked",
 			payload: `{"directory":"/p","event":{"type":"question.asked","properties":{"id":"que_1","sessionID":"` + sid + `","questions":[{"question":"Which one?"}]}}}`,
 			want:    adapters.HookFacts{Event: "question.asked", NativeID: sid, Cwd: "/p", WaitingFor: "question", Text: "Which one?"}},
+		{name: "with the time the plugin saw it", event: "session.idle",
+			payload: `{"directory":"/p","sent":1790000000123,"event":{"type":"session.idle","properties":{"sessionID":"` + sid + `"}}}`,
+			want:    adapters.HookFacts{Event: "session.idle", NativeID: sid, Cwd: "/p", State: adapters.NativeIdle, Sent: time.UnixMilli(1790000000123).UTC()}},
 		{name: "event named otherwise", event: "session.idle", payload: seed("session.status"), err: "sent as"},
 		{name: "not an id", event: "session.idle", payload: `{"directory":"/p","event":{"type":"session.idle","properties":{"sessionID":"../../x"}}}`, err: "not an OpenCode session id"},
 		{name: "relative directory", event: "session.idle", payload: `{"directory":"p","event":{"type":"session.idle","properties":{"sessionID":"` + sid + `"}}}`, err: "absolute"},

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -212,7 +213,7 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 		in.perr = perr.Error()
 	}
 	if out, ok := a.found.Get(0, in); ok && key != nil {
-		return adapters.WithHookTies(out, ties), nil
+		return withTies(out, ties, procs), nil
 	}
 	out := make([]adapters.NativeSession, 0, len(ss))
 	for _, s := range ss {
@@ -232,7 +233,17 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 	} else {
 		a.found.Drop()
 	}
-	return adapters.WithHookTies(out, ties), nil
+	return withTies(out, ties, procs), nil
+}
+
+// withTies adds to out what the integration's reports (ties) say of the
+// live processes procs: the state of the sessions they tied, and the
+// sessions OpenCode has not written yet (it writes one at its first
+// prompt, its plugin reports it then).
+func withTies(out []adapters.NativeSession, ties []adapters.HookTie, procs []liveProc) []adapters.NativeSession {
+	return adapters.WithUnwritten(adapters.WithHookTies(out, ties), ties, Name, func(pid int, start uint64) bool {
+		return slices.ContainsFunc(procs, func(p liveProc) bool { return p.info.PID == pid && p.info.Start == start })
+	})
 }
 
 // DiscoverOne implements adapters.OneReader: what Discover says of the

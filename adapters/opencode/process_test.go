@@ -568,3 +568,50 @@ func TestIntegrationTiesTwoTUIsInOneFolder(t *testing.T) {
 		t.Errorf("%s has the other process's integration evidence", s2)
 	}
 }
+
+// Issue 25: OpenCode writes a session at its first prompt, and its plugin
+// reports it then too; a report naming a session the store has not
+// written yet shows that session, running in the process that reported
+// it (the other TUI keeps the store's session), while a report of an
+// OpenCode of another store shows nothing here.
+func TestIntegrationShowsASessionNotWrittenYet(t *testing.T) {
+	data, a := testData(t)
+	db := loadFixture(t, data)
+	dir := t.TempDir()
+	tui1 := fakeOpencode(t, data, dir, "")
+	tui2 := fakeOpencode(t, data, dir, "")
+	other := fakeOpencode(t, t.TempDir(), dir, "")
+	written, unwritten, elsewhere := "ses_cccc00000002ffTheOtherOneXx", "ses_cccc00000001ffNotWrittenYet", "ses_cccc00000003ffAnotherStoreX"
+	addSession(t, db, written, dir, "two", time.Now().Add(time.Second))
+	var book tieBook
+	for _, c := range []struct {
+		cmd *exec.Cmd
+		id  string
+	}{{tui1, unwritten}, {other, elsewhere}} {
+		info, err := proc.Lookup(c.cmd.Process.Pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		book = append(book, adapters.HookTie{PID: info.PID, Start: info.Start, NativeID: c.id, Cwd: dir, Event: "session.status", At: time.Now(), State: adapters.NativeBusy})
+	}
+	a.env.Hooks = book
+	got := discoverByID(t, a)
+	s, ok := got[unwritten]
+	if !ok {
+		t.Fatalf("the reported session not written yet is not discovered: %v", got)
+	}
+	if p := s.Process; p == nil || p.PID != tui1.Process.Pid || !strings.HasPrefix(p.Evidence, "integration (hook session.status") ||
+		s.State != adapters.NativeBusy || s.Hook == nil || s.Cwd != dir || s.Adapter != Name {
+		t.Errorf("%s: %+v process %+v, want busy in %s, pid %d by the integration", unwritten, s, s.Process, dir, tui1.Process.Pid)
+	}
+	if p := got[written].Process; p == nil || p.PID != tui2.Process.Pid {
+		t.Errorf("%s: process %+v, want pid %d (the other TUI)", written, p, tui2.Process.Pid)
+	}
+	if _, ok := got[elsewhere]; ok {
+		t.Errorf("a session of another store's OpenCode is discovered")
+	}
+	// DiscoverOne finds it too (status ID).
+	if one, err := a.DiscoverOne(context.Background(), unwritten); err != nil || one.Process == nil || one.Process.PID != tui1.Process.Pid {
+		t.Errorf("DiscoverOne(%s) = %+v, %v", unwritten, one, err)
+	}
+}

@@ -31,6 +31,8 @@ type hookReport struct {
 	Input      json.RawMessage `json:"input"`
 	// Ask says the extension waits for a decision before the tool runs.
 	Ask bool `json:"ask"`
+	// Sent is when the extension saw the event (ms since the epoch).
+	Sent int64 `json:"sent"`
 }
 
 // ReadHook reads one report of agentctl's Pi extension: event is Pi's own
@@ -49,7 +51,7 @@ func (a *Adapter) ReadHook(event string, payload []byte) (adapters.HookFacts, er
 	if !filepath.IsAbs(r.Cwd) || strings.ContainsRune(r.Cwd, 0) {
 		return adapters.HookFacts{}, fmt.Errorf("%s report's cwd %q is not an absolute path", event, text.Ellipsis(r.Cwd, 200))
 	}
-	f := adapters.HookFacts{Event: event, NativeID: strings.ToLower(r.SessionID), Cwd: filepath.Clean(r.Cwd)}
+	f := adapters.HookFacts{Event: event, NativeID: strings.ToLower(r.SessionID), Cwd: filepath.Clean(r.Cwd), Sent: adapters.SentAt(r.Sent)}
 	switch event {
 	case "session_start", "turn_end":
 		// The session and its process, no state: reports run in parallel

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentctl/agentctl/adapters"
 )
@@ -44,6 +45,12 @@ func TestReadHook(t *testing.T) {
 		{name: "tool call asked", event: "tool_call", payload: seed("tool_call-ask"),
 			want: adapters.HookFacts{Event: "tool_call", NativeID: "01a219eb-0041-756d-93ea-ba539bf72772", Cwd: "/home/user/proj",
 				State: adapters.NativeBusy, Tool: "bash", Input: "echo integ > tool.txt", WaitingFor: adapters.WaitingPermission, Request: "call_fake_ae57f13a1ea7"}},
+		{name: "with the time the extension saw it", event: "agent_start", payload: `{"type":"agent_start","sessionId":"` + sid + `","cwd":"/home/user/proj","sent":1790000000123}`,
+			want: with(func(h *adapters.HookFacts) {
+				h.Event, h.State, h.Sent = "agent_start", adapters.NativeBusy, time.UnixMilli(1790000000123).UTC()
+			})},
+		{name: "a time out of reason is none", event: "agent_start", payload: `{"type":"agent_start","sessionId":"` + sid + `","cwd":"/home/user/proj","sent":12}`,
+			want: with(func(h *adapters.HookFacts) { h.Event, h.State = "agent_start", adapters.NativeBusy })},
 		{name: "shutdown", event: "session_shutdown", payload: `{"type":"session_shutdown","sessionId":"` + sid + `","cwd":"/home/user/proj"}`,
 			want: with(func(h *adapters.HookFacts) { h.Event, h.Ended = "session_shutdown", true })},
 		{name: "event named otherwise", event: "agent_end", payload: seed("agent_start"), err: "sent as"},

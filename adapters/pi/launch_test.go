@@ -548,3 +548,63 @@ func TestIntegrationTiesTwoPisInOneFolder(t *testing.T) {
 		t.Errorf("the other session: %+v, want pid 100", r)
 	}
 }
+
+// piTies is an integration book that names its ties as given, for Pi.
+type piTies []adapters.HookTie
+
+func (b piTies) HookTies(agent string) []adapters.HookTie {
+	if agent != NamePi {
+		return nil
+	}
+	return b
+}
+
+// Issue 25: Pi writes nothing until its first answer, while its extension
+// reports the session at Pi's start: a report naming a session the store
+// has not written shows that session, running in the process that
+// reported it; a report of a Pi of another store shows nothing here.
+func TestIntegrationShowsASessionNotWrittenYet(t *testing.T) {
+	if _, err := proc.Table(); err != nil {
+		t.Skipf("no process table: %v", err)
+	}
+	a, home := testStore(t, nil)
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	ours := startFakePi(t, "pi", dir, []string{"PATH=/bin", "HOME=" + home})
+	other := startFakePi(t, "pi", dir, []string{"PATH=/bin", "HOME=" + t.TempDir()})
+	unwritten, elsewhere := "019a0000-0000-7000-8000-000000000001", "019a0000-0000-7000-8000-000000000002"
+	var book piTies
+	for _, c := range []struct {
+		cmd *exec.Cmd
+		id  string
+	}{{ours, unwritten}, {other, elsewhere}} {
+		info, err := proc.Lookup(c.cmd.Process.Pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		book = append(book, adapters.HookTie{PID: info.PID, Start: info.Start, NativeID: c.id, Cwd: dir, Event: "session_start", At: time.Now()})
+	}
+	a.env.Hooks = book
+	got, err := a.Discover(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found *adapters.NativeSession
+	for i := range got {
+		switch got[i].NativeID {
+		case unwritten:
+			found = &got[i]
+		case elsewhere:
+			t.Errorf("a session of another store's Pi is discovered")
+		}
+	}
+	if found == nil {
+		t.Fatalf("the reported session not written yet is not discovered: %+v", got)
+	}
+	if p := found.Process; p == nil || p.PID != ours.Process.Pid || !strings.HasPrefix(p.Evidence, "integration (hook session_start") ||
+		found.State != adapters.NativeRunning || found.Hook == nil || found.Cwd != dir || found.Adapter != NamePi {
+		t.Errorf("%+v process %+v, want running in %s, pid %d by the integration", found, found.Process, dir, ours.Process.Pid)
+	}
+	if one, err := a.DiscoverOne(context.Background(), unwritten); err != nil || one.Process == nil || one.Process.PID != ours.Process.Pid {
+		t.Errorf("DiscoverOne(%s) = %+v, %v", unwritten, one, err)
+	}
+}

@@ -25,6 +25,12 @@ type layout struct {
 	flatDir string
 }
 
+// AgentDir is Pi's agent folder for a user whose home is home and whose
+// environment getenv reads: $PI_CODING_AGENT_DIR (a leading ~ is the
+// home, as Pi reads it), else ~/.pi/agent. It holds Pi's settings, its
+// extensions/ and, by default, its sessions/.
+func AgentDir(home string, getenv func(string) string) string { return agentDirOf(home, getenv) }
+
 // agentDirOf is Pi's rule for its agent folder, for any environment: its
 // own, or a process's (storeio.StoreOf).
 func agentDirOf(home string, getenv func(string) string) string {

@@ -318,7 +318,7 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 		in.perr = perr.Error()
 	}
 	if out, ok := a.found.Get(version, in); ok && kept {
-		return adapters.WithHookTies(out, ties), nil
+		return a.withTies(out, ties, procs), nil
 	}
 
 	out := make([]adapters.NativeSession, 0, len(files))
@@ -342,7 +342,20 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 	} else {
 		a.found.Drop()
 	}
-	return adapters.WithHookTies(out, ties), nil
+	return a.withTies(out, ties, procs), nil
+}
+
+// withTies adds to out what the integration's reports (ties) say of the
+// live processes procs: the state of the sessions they tied, and the
+// sessions Pi has not written yet (it writes one at its first answer; its
+// extension reports it at its start), each by the adapter of its process
+// (pi-rust's or Pi's).
+func (a *Adapter) withTies(out []adapters.NativeSession, ties []adapters.HookTie, procs []liveProc) []adapters.NativeSession {
+	return adapters.WithUnwritten(adapters.WithHookTies(out, ties), ties, a.name, func(pid int, start uint64) bool {
+		return slices.ContainsFunc(procs, func(p liveProc) bool {
+			return p.info.PID == pid && p.info.Start == start && p.rust == (a.name == NamePiRust)
+		})
+	})
 }
 
 // nativeOf is the native session of one file, given the process matched

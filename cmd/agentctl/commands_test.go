@@ -60,6 +60,7 @@ func TestCommandsInProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	userHome := map[string]string{"HOME": t.TempDir()}
+	piDir := map[string]string{"HOME": t.TempDir(), "PI_CODING_AGENT_DIR": filepath.Join(t.TempDir(), "pi")}
 
 	// In order: rm removes what the cases before it list.
 	for _, tc := range []struct {
@@ -110,6 +111,10 @@ func TestCommandsInProcess(t *testing.T) {
 			out: []string{"claude: installed (", "last report: none (no report since the service started)"}},
 		{name: "integrate --remove", args: []string{"integrate", "--remove", "all"}, env: userHome,
 			out: []string{"claude: removed from ", "removed (agentctl had created it)"}},
+		{name: "integrate pi where PI_CODING_AGENT_DIR says", args: []string{"integrate", "pi"}, env: piDir,
+			out: []string{"pi: installed in " + filepath.Join(piDir["PI_CODING_AGENT_DIR"], "extensions", "agentctl.js")}},
+		{name: "integrate --remove pi where PI_CODING_AGENT_DIR says", args: []string{"integrate", "--remove", "pi"}, env: piDir,
+			out: []string{"pi: removed from " + filepath.Join(piDir["PI_CODING_AGENT_DIR"], "extensions", "agentctl.js")}},
 		{name: "integrate of an agent without one", args: []string{"integrate", "nope"}, env: userHome, code: 1,
 			errOut: []string{`no integration for "nope" (there are: claude`}},
 	} {

@@ -35,6 +35,10 @@ milliseconds and change nothing. A permission prompt waits for an answer
 through agentctl at most config.json's integrate.permission_wait (default
 10m; "0s" does not wait), while the agent's own prompt stays answerable.
 
+Each goes where its agent reads it in this environment: CLAUDE_CONFIG_DIR
+(else ~/.claude), XDG_CONFIG_HOME/opencode (else ~/.config/opencode),
+PI_CODING_AGENT_DIR (else ~/.pi/agent). Set them as the agents see them.
+
 With no agent, all of them. --status says what is installed, where, and when
 the service last heard from each.`,
 		Args: args(cobra.MaximumNArgs(1)),
@@ -140,7 +144,7 @@ func integrationEnv(cli *cli) (integrate.Env, error) {
 	if userHome == "" {
 		return integrate.Env{}, fmt.Errorf("HOME is not set: the agents' settings are under it")
 	}
-	return integrate.Env{UserHome: userHome, CodexHome: cli.getenv("CODEX_HOME"), StateDir: h.IntegrationsDir(), Hook: []string{exe, "hook", "--home", string(h)}}, nil
+	return integrate.Env{UserHome: userHome, StateDir: h.IntegrationsDir(), Hook: []string{exe, "hook", "--home", string(h)}, Getenv: cli.getenv}, nil
 }
 
 func integrationStatus(ctx context.Context, cli *cli, env integrate.Env, chosen []integrate.Integration) error {

@@ -17,9 +17,11 @@ const ASK_MS = (() => {
   const s = Number(process.env.AGENTCTL_PERMISSION_WAIT);
   return Number.isFinite(s) && s >= 0 && process.env.AGENTCTL_PERMISSION_WAIT !== "" ? s * 1000 : 600000;
 })();
+const BACKSTOP_MS = 30000;
 const MAX_REPORT = 256 * 1024;
 const MAX_REPLY = 64 * 1024;
 const REPORTED = new Set([
+  "session.created",
   "session.status",
   "session.idle",
   "session.error",
@@ -47,17 +49,25 @@ function runHook(event, payload, limitMs) {
     } catch {
       return resolve("");
     }
-    timer = setTimeout(() => {
+    const kill = () => {
       try { child.kill("SIGKILL"); } catch {}
       finish();
-    }, limitMs);
+    };
+    // The hook's time counts from when it has its report: a busy event
+    // loop that writes it late must not kill it before it could send it.
+    // Until then, a backstop (a hook that never reads its input).
+    timer = setTimeout(kill, limitMs + BACKSTOP_MS);
     child.on("error", finish);
     child.on("close", finish);
     child.stdout.on("data", (b) => {
       if (out.length < MAX_REPLY) out += b;
     });
     child.stdin.on("error", () => {});
-    child.stdin.end(payload);
+    child.stdin.end(payload, () => {
+      if (done) return;
+      clearTimeout(timer);
+      timer = setTimeout(kill, limitMs);
+    });
     try { child.unref(); } catch {}
   });
 }
@@ -97,8 +107,16 @@ export const AgentctlPlugin = async (input) => {
     event: async ({ event }) => {
       try {
         if (!event || !REPORTED.has(event.type) || HOOK.length === 0) return;
-        const props = event.properties ?? {};
+        let props = event.properties ?? {};
         if (typeof props.sessionID !== "string") return;
+        if (event.type === "session.created") {
+          // The first sign of a session (at its first prompt, before its
+          // status): the process is tied to it at once. A subagent's
+          // session is its parent's process's business; the session's
+          // own record stays in OpenCode.
+          if (props.info?.parentID) return;
+          props = { sessionID: props.sessionID };
+        }
         if (event.type === "session.status") {
           // One report per change, not per repeat.
           const t = props.status?.type;
@@ -106,10 +124,11 @@ export const AgentctlPlugin = async (input) => {
           status.set(props.sessionID, t);
           if (status.size > 1000) status.clear();
         }
-        let payload = JSON.stringify({ directory, event: { id: event.id, type: event.type, properties: props } });
+        const sent = Date.now();
+        let payload = JSON.stringify({ directory, sent, event: { id: event.id, type: event.type, properties: props } });
         if (payload.length > MAX_REPORT) {
           const { metadata, ...rest } = props;
-          payload = JSON.stringify({ directory, event: { id: event.id, type: event.type, properties: rest } });
+          payload = JSON.stringify({ directory, sent, event: { id: event.id, type: event.type, properties: rest } });
           if (payload.length > MAX_REPORT) return;
         }
         if (event.type !== "permission.asked") {

@@ -14,6 +14,7 @@ const ASK_MS = (() => {
   const s = Number(process.env.AGENTCTL_PI_ASK_SECONDS);
   return Number.isFinite(s) && s > 0 ? s * 1000 : 0;
 })();
+const BACKSTOP_MS = 30000;
 const MAX_REPORT = 256 * 1024;
 const MAX_REPLY = 64 * 1024;
 
@@ -36,17 +37,25 @@ function runHook(event, payload, limitMs) {
     } catch {
       return resolve("");
     }
-    timer = setTimeout(() => {
+    const kill = () => {
       try { child.kill("SIGKILL"); } catch {}
       finish();
-    }, limitMs);
+    };
+    // The hook's time counts from when it has its report: a busy event
+    // loop that writes it late must not kill it before it could send it.
+    // Until then, a backstop (a hook that never reads its input).
+    timer = setTimeout(kill, limitMs + BACKSTOP_MS);
     child.on("error", finish);
     child.on("close", finish);
     child.stdout.on("data", (b) => {
       if (out.length < MAX_REPLY) out += b;
     });
     child.stdin.on("error", () => {});
-    child.stdin.end(payload);
+    child.stdin.end(payload, () => {
+      if (done) return;
+      clearTimeout(timer);
+      timer = setTimeout(kill, limitMs);
+    });
     try { child.unref(); } catch {}
   });
 }
@@ -69,6 +78,7 @@ function payloadOf(type, ctx, extra) {
     sessionId: String(ctx?.sessionManager?.getSessionId?.() ?? ""),
     cwd: String(ctx?.cwd ?? process.cwd()),
     hasUI: Boolean(ctx?.hasUI),
+    sent: Date.now(),
   };
   let p = JSON.stringify({ ...base, ...extra });
   if (p.length > MAX_REPORT) p = JSON.stringify({ ...base, ...extra, input: undefined });
