@@ -23,8 +23,11 @@ func newIntegrateCmd(cli *cli) *cobra.Command {
 that reports what its sessions do to the agentctl service: the sessions you
 start by hand in a terminal then get first-hand evidence like those agentctl
 launches. Two sessions in one folder are told apart at once, a permission
-prompt reads "waiting: permission", and Claude Code's can be answered with
-agentctl approve / deny.
+prompt reads "waiting: permission", and Claude Code's, OpenCode's and Codex's
+can be answered with agentctl approve / deny. (Codex runs its hooks from its
+shared background server, so they say what a Codex session does, not which
+process runs it: two Codex TUIs in one folder are told apart first-hand when each
+runs its own server, codex --no-daemon.)
 
 Your own settings are merged, never replaced: your keys and hooks stay, a
 backup of the file is kept under the agentctl home, and --remove gives the
@@ -36,8 +39,9 @@ through agentctl at most config.json's integrate.permission_wait (default
 10m; "0s" does not wait), while the agent's own prompt stays answerable.
 
 Each goes where its agent reads it in this environment: CLAUDE_CONFIG_DIR
-(else ~/.claude), XDG_CONFIG_HOME/opencode (else ~/.config/opencode),
-PI_CODING_AGENT_DIR (else ~/.pi/agent). Set them as the agents see them.
+(else ~/.claude), CODEX_HOME (else ~/.codex), XDG_CONFIG_HOME/opencode (else
+~/.config/opencode), PI_CODING_AGENT_DIR (else ~/.pi/agent). Set them as the
+agents see them.
 
 With no agent, all of them. --status says what is installed, where, and when
 the service last heard from each.`,
