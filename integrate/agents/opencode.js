@@ -103,19 +103,35 @@ export const AgentctlPlugin = async (input) => {
   const directory = String(input?.directory ?? process.cwd());
   const client = input?.client;
   const status = new Map();
+  // A subagent's session → the session the person started (its root).
+  const parents = new Map();
+  const rootOf = (id) => parents.get(id) ?? id;
   return {
     event: async ({ event }) => {
       try {
         if (!event || !REPORTED.has(event.type) || HOOK.length === 0) return;
         let props = event.properties ?? {};
         if (typeof props.sessionID !== "string") return;
+        let reported = props;
         if (event.type === "session.created") {
           // The first sign of a session (at its first prompt, before its
           // status): the process is tied to it at once. A subagent's
-          // session is its parent's process's business; the session's
-          // own record stays in OpenCode.
-          if (props.info?.parentID) return;
-          props = { sessionID: props.sessionID };
+          // session is its parent's business: noted, not reported.
+          const parent = props.info?.parentID;
+          if (typeof parent === "string" && parent) {
+            parents.set(props.sessionID, rootOf(parent));
+            if (parents.size > 1000) parents.clear();
+            return;
+          }
+          reported = { sessionID: props.sessionID };
+        }
+        const root = parents.get(props.sessionID);
+        if (root !== undefined) {
+          // A subagent's: its status is not the session's the person sees
+          // (which stays busy while it works); what it asks is, and is
+          // reported as that session's, answered through its own ids.
+          if (!event.type.startsWith("permission.") && event.type !== "question.asked") return;
+          reported = { ...props, sessionID: root };
         }
         if (event.type === "session.status") {
           // One report per change, not per repeat.
@@ -125,9 +141,9 @@ export const AgentctlPlugin = async (input) => {
           if (status.size > 1000) status.clear();
         }
         const sent = Date.now();
-        let payload = JSON.stringify({ directory, sent, event: { id: event.id, type: event.type, properties: props } });
+        let payload = JSON.stringify({ directory, sent, event: { id: event.id, type: event.type, properties: reported } });
         if (payload.length > MAX_REPORT) {
-          const { metadata, ...rest } = props;
+          const { metadata, ...rest } = reported;
           payload = JSON.stringify({ directory, sent, event: { id: event.id, type: event.type, properties: rest } });
           if (payload.length > MAX_REPORT) return;
         }
