@@ -278,3 +278,39 @@ func TestLimitResumePolicy(t *testing.T) {
 		t.Errorf("given: %+v, %v", p, err)
 	}
 }
+
+// A permission hook waits as long as its agent's setting says: Codex's by
+// default not at all (Codex shows its own prompt only once the hook
+// returns), the others DefaultPermissionWait.
+func TestIntegrateWaitFor(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		in     Integrate
+		agent  string
+		want   time.Duration
+		errSay string
+	}{
+		{"claude default", Integrate{}, "claude", DefaultPermissionWait, ""},
+		{"codex default", Integrate{}, "codex", 0, ""},
+		{"codex set", Integrate{CodexPermissionWait: "2m"}, "codex", 2 * time.Minute, ""},
+		{"codex not from the others'", Integrate{PermissionWait: "1m"}, "codex", 0, ""},
+		{"opencode set", Integrate{PermissionWait: "0s", CodexPermissionWait: "5m"}, "opencode", 0, ""},
+		{"codex bad", Integrate{CodexPermissionWait: "soon"}, "codex", 0, "integrate.codex_permission_wait"},
+		{"negative", Integrate{PermissionWait: "-1m"}, "pi", 0, "integrate.permission_wait"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := tc.in.WaitFor(tc.agent)
+			if tc.errSay != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.errSay) {
+					t.Fatalf("WaitFor(%s) = %v, %v; want an error naming %s", tc.agent, got, err, tc.errSay)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Errorf("WaitFor(%s) = %v, %v; want %v", tc.agent, got, err, tc.want)
+			}
+		})
+	}
+}

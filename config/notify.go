@@ -38,24 +38,36 @@ func (n Notify) Delay() (time.Duration, error) {
 // started by hand waits for an answer through agentctl by default.
 const DefaultPermissionWait = 10 * time.Minute
 
-// Integrate is config.json's "integrate": {"permission_wait": "10m"}.
+// Integrate is config.json's "integrate": {"permission_wait": "10m",
+// "codex_permission_wait": "0s"}.
 type Integrate struct {
 	// PermissionWait is how long the hook of a permission prompt (Claude
-	// Code's PermissionRequest) of an agent started by hand waits for
-	// `agentctl approve`/`deny` before the agent asks in its own terminal
-	// as usual: a Go duration; "" means DefaultPermissionWait, "0s" does
+	// Code's PermissionRequest, OpenCode's permission.asked, Pi's asking
+	// tool_call) of an agent started by hand waits for `agentctl
+	// approve`/`deny` (Claude Code and OpenCode show their own prompt
+	// meanwhile). A Go duration; "" means DefaultPermissionWait, "0s" does
 	// not wait.
 	PermissionWait string `json:"permission_wait,omitempty"`
+	// CodexPermissionWait is the same for Codex's PermissionRequest hook,
+	// which Codex runs before it shows its own prompt: a wait holds the
+	// prompt back from the person at the terminal, so by default ("") the
+	// hook reports and does not wait, and approve cannot answer it.
+	CodexPermissionWait string `json:"codex_permission_wait,omitempty"`
 }
 
-// Wait is PermissionWait parsed.
-func (i Integrate) Wait() (time.Duration, error) {
-	if i.PermissionWait == "" {
-		return DefaultPermissionWait, nil
+// WaitFor is how long agent's permission hook waits for an answer through
+// agentctl.
+func (i Integrate) WaitFor(agent string) (time.Duration, error) {
+	key, v, def := "permission_wait", i.PermissionWait, DefaultPermissionWait
+	if agent == "codex" {
+		key, v, def = "codex_permission_wait", i.CodexPermissionWait, 0
 	}
-	d, err := time.ParseDuration(i.PermissionWait)
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
 	if err != nil || d < 0 {
-		return 0, fmt.Errorf("integrate.permission_wait %q: want a duration such as 10m (0s: do not wait)", i.PermissionWait)
+		return 0, fmt.Errorf("integrate.%s %q: want a duration such as 10m (0s: do not wait)", key, v)
 	}
 	return d, nil
 }

@@ -431,6 +431,9 @@ func TestCodexIntegrationByHand(t *testing.T) {
 			}
 		},
 	}
+	// Codex shows its own prompt only once its PermissionRequest hook
+	// returns: agentctl answers it only when the user lets the hook wait.
+	writeConfig(t, e, `{"integrate": {"codex_permission_wait": "10m"}}`)
 	e.List() // the service runs: hooks never start it
 	if out := e.MustRun("integrate", "codex"); !strings.Contains(out, "codex: installed in ") {
 		t.Fatalf("integrate codex: %s", out)

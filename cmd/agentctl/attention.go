@@ -224,7 +224,7 @@ func runHook(ctx context.Context, cli *cli, r hookRun) {
 		}
 		wait := time.Duration(0)
 		if permission {
-			if wait, err = loadConfig(cli).Integrate.Wait(); err != nil {
+			if wait, err = configOf(cli, h).Integrate.WaitFor(r.agent); err != nil {
 				fmt.Fprintln(cli.errOut, "agentctl hook:", err)
 				wait = 0
 			}

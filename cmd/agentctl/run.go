@@ -15,6 +15,7 @@ import (
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/client"
 	"github.com/agentctl/agentctl/config"
+	"github.com/agentctl/agentctl/home"
 	"github.com/agentctl/agentctl/hosts"
 	"github.com/agentctl/agentctl/internal/envvar"
 	"github.com/agentctl/agentctl/internal/text"
@@ -320,6 +321,11 @@ func loadConfig(cli *cli) config.Config {
 	if err != nil {
 		return config.Config{}
 	}
+	return configOf(cli, h)
+}
+
+// configOf is the configuration of the agentctl home h, warnings said.
+func configOf(cli *cli, h home.Home) config.Config {
 	cfg, warnings, err := config.Load(config.Path(string(h)))
 	if err != nil {
 		cli.warn("%v (using defaults)", err)
