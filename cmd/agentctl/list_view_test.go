@@ -74,10 +74,10 @@ func TestPendingTotalsAreNotZero(t *testing.T) {
 	if len(lines) != 3 || !strings.Contains(lines[0], "TOKENS") || !strings.Contains(lines[0], "COST") {
 		t.Fatalf("table:\n%s", b.String())
 	}
-	if f := strings.Fields(lines[1]); !slices.Contains(f, totalsPending) || slices.Contains(f, "0") || slices.Contains(f, "$0.00") {
+	if f := strings.Fields(lines[1]); !slices.Contains(f, text.Pending) || slices.Contains(f, "0") || slices.Contains(f, "$0.00") {
 		t.Errorf("pending totals shown as %q", lines[1])
 	}
-	if strings.Contains(lines[2], totalsPending) {
+	if strings.Contains(lines[2], text.Pending) {
 		t.Errorf("a session without pending totals shows them pending: %q", lines[2])
 	}
 	b.Reset()

@@ -248,13 +248,9 @@ func pidText(pid int) string {
 
 func ago(now, t time.Time) string { return text.Ago(now, t) }
 
-// totalsPending is the tokens and cost of a session whose totals the
-// service is still counting (api.Session.TotalsPending): not a zero.
-const totalsPending = "…"
-
 func tokensText(s *api.Session) string {
 	if s.TotalsPending {
-		return totalsPending
+		return text.Pending
 	}
 	return text.Tokens(s.TokensIn, s.TokensOut)
 }
@@ -262,7 +258,7 @@ func tokensText(s *api.Session) string {
 // sessionCostText is a session's cost, pending while its totals are.
 func sessionCostText(s *api.Session) string {
 	if s.TotalsPending {
-		return totalsPending
+		return text.Pending
 	}
 	return costText(s.CostUSD)
 }

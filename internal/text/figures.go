@@ -47,6 +47,11 @@ func Tokens(in, out *int64) string {
 	return n(in) + "/" + n(out)
 }
 
+// Pending stands for a figure still being counted (a session's totals
+// while the service counts them in the background): neither a zero nor
+// unknown.
+const Pending = "…"
+
 // Cost is a dollar amount to the cent; "" when not known.
 func Cost(c *float64) string {
 	if c == nil {
