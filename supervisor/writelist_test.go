@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http/httptest"
 	"reflect"
@@ -13,6 +14,7 @@ import (
 
 // A list written a session at a time reads back as the list written whole.
 func TestWriteListReadsBackAsWriteJSON(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	in := int64(5)
 	for _, tc := range []struct {
@@ -42,6 +44,29 @@ func TestWriteListReadsBackAsWriteJSON(t *testing.T) {
 			}
 			if !reflect.DeepEqual(a, b) {
 				t.Errorf("written whole: %+v\nwritten a session at a time: %+v", a, b)
+			}
+			// Byte for byte what a json.Encoder writes a session at a time.
+			var want bytes.Buffer
+			enc := json.NewEncoder(&want)
+			want.WriteString(`{"sessions":[`)
+			for i := range tc.list.Sessions {
+				if i > 0 {
+					want.WriteByte(',')
+				}
+				enc.Encode(&tc.list.Sessions[i])
+			}
+			want.WriteByte(']')
+			if len(tc.list.Warnings) > 0 {
+				want.WriteString(`,"warnings":`)
+				enc.Encode(tc.list.Warnings)
+			}
+			if tc.list.Machine != nil {
+				want.WriteString(`,"machine":`)
+				enc.Encode(tc.list.Machine)
+			}
+			want.WriteString("}\n")
+			if got := streamed.Body.String(); got != want.String() {
+				t.Errorf("written:\n%s\nwant:\n%s", got, want.String())
 			}
 			if streamed.Code != 200 || streamed.Header().Get("Content-Type") != "application/json" {
 				t.Errorf("status %d, content type %q", streamed.Code, streamed.Header().Get("Content-Type"))
