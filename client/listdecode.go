@@ -178,7 +178,7 @@ func (b *sessionBatch) decode() {
 	b.out = make([]api.Session, len(b.ends))
 	from := 0
 	for i, end := range b.ends {
-		if err := json.Unmarshal(b.raw[from:end], &b.out[i]); err != nil {
+		if err := b.out[i].DecodeJSON(b.raw[from:end]); err != nil {
 			b.err = err
 			return
 		}
