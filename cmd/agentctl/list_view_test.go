@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"text/tabwriter"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/internal/text"
 )
 
 func TestSessionTableFitsTheWidth(t *testing.T) {
@@ -114,5 +118,106 @@ func TestLocksAndFusesShowNoControlCharacters(t *testing.T) {
 	printFuses(&b, []api.Fuse{{Directory: "/d" + evil, Label: "l" + evil, ExpiresAt: now.Add(time.Hour), OnExpire: &api.FuseAction{Script: "s" + evil}}}, now, tableOptions{})
 	if strings.ContainsAny(b.String(), "\x1b\x07") {
 		t.Fatalf("raw control characters printed:\n%q", b.String())
+	}
+}
+
+// tabwriterTable is the session table as a tabwriter with a padding of 2
+// lays it out: what writeSessionTable writes without one.
+func tabwriterTable(sessions []api.Session, now time.Time, width int, wide, headers bool) string {
+	cols := sessionColumns(now, wide)
+	cells := make([][]string, len(sessions))
+	used := make([]bool, len(cols))
+	for i := range sessions {
+		cells[i] = make([]string, len(cols))
+		for j, c := range cols {
+			v := c.cell(&sessions[i])
+			cells[i][j] = v
+			used[j] = used[j] || v != ""
+		}
+	}
+	var keep []int
+	for j, c := range cols {
+		if (c.wideOnly && !wide) || (!used[j] && !wide && c.head != "NAME/PROMPT") {
+			continue
+		}
+		keep = append(keep, j)
+	}
+	widths := make([]int, len(cols))
+	for _, j := range keep {
+		n := 0
+		if headers {
+			n = utf8.RuneCountInString(cols[j].head)
+		}
+		for i := range cells {
+			n = max(n, utf8.RuneCountInString(dash(cells[i][j])))
+		}
+		widths[j] = n
+	}
+	if !wide && width > 0 {
+		keep = fit(cols, keep, widths, width)
+	}
+	var b bytes.Buffer
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	var rows [][]string
+	if headers {
+		var h []string
+		for _, j := range keep {
+			h = append(h, cols[j].head)
+		}
+		rows = append(rows, h)
+	}
+	for i := range cells {
+		var r []string
+		for _, j := range keep {
+			v := dash(cells[i][j])
+			if cols[j].flex && utf8.RuneCountInString(v) > widths[j] {
+				v = cols[j].cut(v, widths[j])
+			}
+			r = append(r, v)
+		}
+		rows = append(rows, r)
+	}
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	tw.Flush()
+	return b.String()
+}
+
+// TestSessionTableLayout: the table is laid out as a tabwriter lays it out,
+// over random sessions at every width, wide or not, with headers or not.
+func TestSessionTableLayout(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(5, 6))
+	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	words := []string{"", "a", "fix the failing tests", "/home/dev/src/project-026", "/very/long/path/to/a/project/that/goes/on/and/on/src",
+		"日本語のプロンプト", "émoji 👩‍💻 here", "tab\tand\nnewline", strings.Repeat("long ", 60), "claude-sonnet-4-5", "g-ci"}
+	word := func() string { return words[r.IntN(len(words))] }
+	for round := range 60 {
+		sessions := make([]api.Session, 1+r.IntN(30))
+		for i := range sessions {
+			in, out, cost := r.Int64N(3_000_000), r.Int64N(90_000), r.Float64()*5
+			at := now.Add(-time.Duration(r.Int64N(int64(72 * time.Hour))))
+			s := api.Session{ID: fmt.Sprintf("%026x", r.Uint64()), Handle: fmt.Sprintf("%x", r.Uint32()), Adapter: []string{"claude", "codex", "pi", "exec"}[r.IntN(4)],
+				Status: statuses[r.IntN(len(statuses))], CreatedAt: at, Cwd: word(), Prompt: word(), Name: word(), Model: word(), Group: []string{"", "g-ci", "review"}[r.IntN(3)]}
+			if r.IntN(2) == 0 {
+				s.TokensIn, s.TokensOut, s.CostUSD, s.LastActivity = &in, &out, &cost, &at
+			}
+			if r.IntN(5) == 0 {
+				s.TotalsPending = true
+			}
+			if r.IntN(4) == 0 {
+				s.Labels = map[string]string{word(): word()}
+				s.PID = r.IntN(99999)
+			}
+			sessions[i] = s
+		}
+		width := []int{0, 40, 60, 80, 120, 200, 20 + r.IntN(200)}[round%7]
+		wide, headers := round%3 == 0, round%4 != 0
+		var b bytes.Buffer
+		writeSessionTable(&b, sessions, now, width, wide, headers)
+		if want := tabwriterTable(sessions, now, width, wide, headers); b.String() != want {
+			t.Fatalf("width %d, wide %v, headers %v:\n%s\nwant (a tabwriter's):\n%s", width, wide, headers, b.String(), want)
+		}
 	}
 }
