@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
-	"text/tabwriter"
 	"slices"
 	"strings"
 	"testing"
+	"text/tabwriter"
 	"time"
 	"unicode/utf8"
 
