@@ -108,6 +108,8 @@ func TestClean(t *testing.T) {
 		{"\u2066x\u2067y\u2068z\u2069", "?x?y?z?", "?x?y?z?"},
 		{"\ufeffbom\u2060wj\u061calm", "?bom?wj?alm", "?bom?wj?alm"},
 		{"line\u2028sep", "line sep", "line sep"},
+		{"del\x7f nul\x00", "del? nul?", "del? nul?"},
+		{"ascii first, then \u202e", "ascii first, then ?", "ascii first, then ?"},
 		// A joiner between two letters hides; one inside an emoji joins.
 		{"ad\u200dmin", "ad?min", "ad?min"},
 		{"👩\u200d💻 ❤\ufe0f\u200d🔥", "👩\u200d💻 ❤\ufe0f\u200d🔥", "👩\u200d💻 ❤\ufe0f\u200d🔥"},
@@ -117,6 +119,21 @@ func TestClean(t *testing.T) {
 		}
 		if got := CleanLines(tc.in); got != tc.lines {
 			t.Errorf("CleanLines(%q) = %q, want %q", tc.in, got, tc.lines)
+		}
+	}
+}
+
+// TestNeedsCleaningASCII: the byte-by-byte pass over ASCII says what the
+// pass over runes says, for every byte, alone and after and before text.
+func TestNeedsCleaningASCII(t *testing.T) {
+	t.Parallel()
+	for c := range 256 {
+		for _, s := range []string{string(rune(c)), string([]byte{byte(c)}), "ab" + string([]byte{byte(c)}) + "cd", "x\u202e" + string([]byte{byte(c)})} {
+			for _, lines := range []bool{false, true} {
+				if got, want := needsCleaning(s, lines), needsCleaningRunes(s, lines); got != want {
+					t.Errorf("needsCleaning(%q, %v) = %v, the runes' pass says %v", s, lines, got, want)
+				}
+			}
 		}
 	}
 }
