@@ -197,7 +197,8 @@ func (w *jsonWriter) float(f float64) {
 // the three HTML characters, and UTF-8 but for U+2028 and U+2029);
 // otherwise through encoding/json.
 func (w *jsonWriter) str(s string) {
-	for i := 0; i < len(s); {
+	i := plainPrefix(s)
+	for i < len(s) {
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
@@ -237,4 +238,22 @@ func (w *jsonWriter) fail(err error) {
 	if w.err == nil {
 		w.err = err
 	}
+}
+
+// plainPrefix is how many of s's first bytes, 8 at a time, are printable
+// ASCII that JSON writes as is (it may stop short of the first that is
+// not): a list's text is mostly that, and this is most of its writing.
+func plainPrefix(s string) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	zero := func(v uint64) uint64 { return (v - ones) &^ v & highs }
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		// Not ASCII, a control (below 0x20), or one of " \ < > &.
+		if x&highs|(x-0x20*ones)&^x&highs|zero(x^'"'*ones)|zero(x^'\\'*ones)|zero(x^'<'*ones)|zero(x^'>'*ones)|zero(x^'&'*ones) != 0 {
+			break
+		}
+	}
+	return i
 }

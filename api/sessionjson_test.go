@@ -59,7 +59,8 @@ func sample(v reflect.Value, r *rand.Rand) {
 }
 
 var texts = []string{"", "a", "plain text", "/home/dev/src/project-1", "claude-sonnet-4-5", "<b>&amp;</b>", `quote " and \ backslash`,
-	"tab\there\nnew line\r\x00\x1f\x7f", "é ü 日本語 🙂", "line\u2028sep\u2029", "bad \xff\xfe utf-8", "\u00a0nbsp", "ok"}
+	"tab\there\nnew line\r\x00\x1f\x7f", "é ü 日本語 🙂", "line\u2028sep\u2029", "bad \xff\xfe utf-8", "\u00a0nbsp",
+	"a plain prefix of some length, then <", "0123456789abcdef\"", "01234567\\", "0123456\x1f89", "abcdefgh&", "abcdefgh>", "abcdefgh\x7fijklmnop", "abcdefghé", "ok"}
 
 func randomText(r *rand.Rand) string {
 	if r.IntN(3) == 0 {
@@ -203,4 +204,24 @@ func BenchmarkAppendJSON(b *testing.B) {
 			enc.Encode(&s)
 		}
 	})
+}
+
+// TestPlainPrefix: the 8-byte pass never passes a byte JSON writes
+// otherwise, and passes plain text whole, 8 bytes at a time.
+func TestPlainPrefix(t *testing.T) {
+	t.Parallel()
+	plain := func(c byte) bool { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' }
+	for c := range 256 {
+		for at := range 20 {
+			b := []byte("abcdefghijklmnopqrstuvwx")[:20]
+			b[at] = byte(c)
+			n := plainPrefix(string(b))
+			if !plain(byte(c)) && n > at {
+				t.Errorf("plainPrefix(%q) = %d, past byte %#x at %d", b, n, c, at)
+			}
+			if plain(byte(c)) && n != 16 {
+				t.Errorf("plainPrefix(%q) = %d, want 16", b, n)
+			}
+		}
+	}
 }

@@ -110,7 +110,8 @@ func decodeSessions(dec *json.Decoder, m *meter, out *api.SessionList, maxSessio
 		}()
 	}
 	// A list sized by the service's count is decoded into in place, batch
-	// by batch, rather than copied there after: room is the space it has.
+	// by batch, rather than copied there after: room is the space it has,
+	// zero as make left it (DecodeJSON starts from a zero session).
 	room := out.Sessions[:cap(out.Sessions)]
 	send := func(b *sessionBatch, n int) {
 		if b.at = n - len(b.ends); n <= len(room) {
@@ -196,7 +197,6 @@ func (b *sessionBatch) decode() {
 	}
 	from := 0
 	for i, end := range b.ends {
-		b.out[i] = api.Session{} // DecodeJSON's starts from none
 		if err := b.out[i].DecodeJSON(b.raw[from:end]); err != nil {
 			b.err = err
 			return

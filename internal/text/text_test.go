@@ -1,6 +1,8 @@
 package text
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -134,6 +136,44 @@ func TestNeedsCleaningASCII(t *testing.T) {
 					t.Errorf("needsCleaning(%q, %v) = %v, the runes' pass says %v", s, lines, got, want)
 				}
 			}
+		}
+	}
+}
+
+// TestFiguresAsFmt: counts, costs and ages are what fmt's verbs made of
+// them (they are written with strconv, for speed), over many values.
+func TestFiguresAsFmt(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	r := rand.New(rand.NewPCG(7, 8))
+	for range 20000 {
+		n := r.Int64N(1 << r.IntN(40))
+		want := fmt.Sprint(n)
+		switch {
+		case n >= 1_000_000:
+			want = fmt.Sprintf("%.1fM", float64(n)/1e6)
+		case n >= 1000:
+			want = fmt.Sprintf("%.1fk", float64(n)/1e3)
+		}
+		if got := Tokens(&n, nil); got != want+"/?" {
+			t.Fatalf("Tokens(%d) = %q, want %q", n, got, want+"/?")
+		}
+		c := r.NormFloat64() * float64(r.IntN(1000))
+		if got, want := Cost(&c), fmt.Sprintf("$%.2f", c); got != want {
+			t.Fatalf("Cost(%v) = %q, want %q", c, got, want)
+		}
+		d := time.Duration(r.Int64N(int64(1000 * time.Hour)))
+		want = fmt.Sprintf("%dd", int(d.Hours()/24))
+		switch {
+		case d < time.Minute:
+			want = fmt.Sprintf("%ds", int(d.Seconds()))
+		case d < time.Hour:
+			want = fmt.Sprintf("%dm", int(d.Minutes()))
+		case d < 48*time.Hour:
+			want = fmt.Sprintf("%dh", int(d.Hours()))
+		}
+		if got := Ago(now, now.Add(-d)); got != want {
+			t.Fatalf("Ago(%s) = %q, want %q", d, got, want)
 		}
 	}
 }
