@@ -210,7 +210,9 @@ func BenchmarkAppendJSON(b *testing.B) {
 // otherwise, and passes plain text whole, 8 bytes at a time.
 func TestPlainPrefix(t *testing.T) {
 	t.Parallel()
-	plain := func(c byte) bool { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' }
+	plain := func(c byte) bool {
+		return c >= 0x20 && c < 0x80 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
 	for c := range 256 {
 		for at := range 20 {
 			b := []byte("abcdefghijklmnopqrstuvwx")[:20]
