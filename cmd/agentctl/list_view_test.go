@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -220,4 +221,29 @@ func TestSessionTableLayout(t *testing.T) {
 			t.Fatalf("width %d, wide %v, headers %v:\n%s\nwant (a tabwriter's):\n%s", width, wide, headers, b.String(), want)
 		}
 	}
+}
+
+// BenchmarkSessionTable is the table of 7,000 sessions laid out here and
+// by a tabwriter (as it was).
+func BenchmarkSessionTable(b *testing.B) {
+	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	r := rand.New(rand.NewPCG(9, 10))
+	sessions := make([]api.Session, 7000)
+	for i := range sessions {
+		in, out, cost := r.Int64N(3_000_000), r.Int64N(90_000), r.Float64()*5
+		at := now.Add(-time.Duration(r.Int64N(int64(72 * time.Hour))))
+		sessions[i] = api.Session{ID: fmt.Sprintf("%026x", r.Uint64()), Handle: fmt.Sprintf("%x", r.Uint32()), Adapter: "claude", Status: api.StatusEnded,
+			CreatedAt: at, LastActivity: &at, Cwd: fmt.Sprintf("/home/dev/src/project-%03d", r.IntN(100)), Model: "claude-sonnet-4-5",
+			TokensIn: &in, TokensOut: &out, CostUSD: &cost, Prompt: strings.Repeat("fix the failing tests ", 1+r.IntN(8))}
+	}
+	b.Run("here", func(b *testing.B) {
+		for b.Loop() {
+			writeSessionTable(io.Discard, sessions, now, 0, false, true)
+		}
+	})
+	b.Run("tabwriter", func(b *testing.B) {
+		for b.Loop() {
+			tabwriterTable(sessions, now, 0, false, true)
+		}
+	})
 }
