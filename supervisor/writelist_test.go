@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,7 +35,7 @@ func TestWriteListReadsBackAsWriteJSON(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			whole, streamed := httptest.NewRecorder(), httptest.NewRecorder()
 			writeJSON(whole, 200, tc.list)
-			writeList(streamed, tc.list)
+			writeList(streamed, tc.list, false)
 			var a, b api.SessionList
 			if err := json.Unmarshal(whole.Body.Bytes(), &a); err != nil {
 				t.Fatal(err)
@@ -75,5 +76,31 @@ func TestWriteListReadsBackAsWriteJSON(t *testing.T) {
 				t.Errorf("announced %q sessions, wrote %d", n, len(tc.list.Sessions))
 			}
 		})
+	}
+}
+
+// A list asked for as the table writes each session's TableRow.
+func TestWriteListTable(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	in := int64(5)
+	list := api.SessionList{Sessions: []api.Session{
+		{ID: "a1", NativeID: "a1", Origin: api.OriginDiscovered, Adapter: "claude", Status: api.StatusEnded, CreatedAt: now, TokensIn: &in,
+			Prompt: strings.Repeat("a long prompt ", 40), Labels: map[string]string{"k": "v"}, Warnings: []string{"w"}},
+		{ID: "b2", Name: "named", Prompt: "not shown", Adapter: "exec", Status: api.StatusExited, Command: []string{"make"}},
+	}}
+	rec := httptest.NewRecorder()
+	writeList(rec, list, true)
+	var got api.SessionList
+	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	for i := range list.Sessions {
+		if want := list.Sessions[i].TableRow(); !reflect.DeepEqual(got.Sessions[i], want) {
+			t.Errorf("session %d written as %+v, want its TableRow %+v", i, got.Sessions[i], want)
+		}
+	}
+	if got.Sessions[0].NativeID != "" || got.Sessions[0].Labels != nil || len(got.Sessions[0].Prompt) >= len(list.Sessions[0].Prompt) || got.Sessions[1].Prompt != "" {
+		t.Errorf("the table's rows carry what it does not show: %+v", got.Sessions)
 	}
 }

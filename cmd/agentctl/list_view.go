@@ -96,7 +96,7 @@ func sessionColumns(now time.Time, wide bool) []column {
 	homeDir, _ := os.UserHomeDir()
 	// A prompt is cut to fit the terminal later; in a pipe, where the width
 	// is not known, to a line's worth (-o wide keeps all of it).
-	promptRunes := 100
+	promptRunes := api.TablePromptRunes
 	if wide {
 		promptRunes = 1 << 16
 	}

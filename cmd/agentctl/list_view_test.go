@@ -185,34 +185,77 @@ func tabwriterTable(sessions []api.Session, now time.Time, width int, wide, head
 	return b.String()
 }
 
+// randomSessions are sessions for the table: every column, text with
+// white space, wide characters and bytes that are not UTF-8, long prompts.
+func randomSessions(r *rand.Rand, now time.Time) []api.Session {
+	words := []string{"", "a", "fix the failing tests", "/home/dev/src/project-026", "/very/long/path/to/a/project/that/goes/on/and/on/src",
+		"日本語のプロンプト", "émoji 👩‍💻 here", "tab\tand\nnewline", strings.Repeat("long ", 60), "claude-sonnet-4-5", "g-ci",
+		strings.Repeat("spaced   \t\n  out\u00a0\u2003", 30), strings.Repeat("x", 99) + "    \n\n   y", strings.Repeat("z", 130), "bad \xff\xfe " + strings.Repeat("ü", 120)}
+	word := func() string { return words[r.IntN(len(words))] }
+	sessions := make([]api.Session, 1+r.IntN(30))
+	for i := range sessions {
+		in, out, cost := r.Int64N(3_000_000), r.Int64N(90_000), r.Float64()*5
+		at := now.Add(-time.Duration(r.Int64N(int64(72 * time.Hour))))
+		s := api.Session{ID: fmt.Sprintf("%026x", r.Uint64()), Handle: fmt.Sprintf("%x", r.Uint32()), Adapter: []string{"claude", "codex", "pi", "exec"}[r.IntN(4)],
+			Status: statuses[r.IntN(len(statuses))], CreatedAt: at, Cwd: word(), Prompt: word(), Model: word(), Group: []string{"", "g-ci", "review"}[r.IntN(3)],
+			NativeID: word(), Origin: api.OriginDiscovered, Activity: []string{"", api.ActivityWaiting, "busy"}[r.IntN(3)], WaitingFor: []string{"", api.WaitingPermission}[r.IntN(2)]}
+		if r.IntN(3) == 0 {
+			s.Name = word()
+		}
+		if r.IntN(3) == 0 {
+			s.Command = []string{word(), word()}
+		}
+		if r.IntN(2) == 0 {
+			s.TokensIn, s.TokensOut, s.CostUSD, s.LastActivity = &in, &out, &cost, &at
+		}
+		if r.IntN(5) == 0 {
+			s.TotalsPending = true
+		}
+		if r.IntN(4) == 0 {
+			code := r.IntN(3)
+			s.ExitCode, s.Signal, s.EndedAt = &code, "SIGTERM", &at
+			s.Queue = &api.QueuePlace{Position: r.IntN(3)}
+		}
+		if r.IntN(4) == 0 {
+			s.Labels = map[string]string{"team": "infra"}
+			s.PID = r.IntN(99999)
+			s.Warnings = []string{word()}
+		}
+		sessions[i] = s
+	}
+	return sessions
+}
+
+// TestTableRowShowsTheSame: the table of what the service sends for it
+// (api.Session.TableRow) is the table of the whole sessions.
+func TestTableRowShowsTheSame(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(11, 12))
+	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	for round := range 200 {
+		sessions := randomSessions(r, now)
+		rows := make([]api.Session, len(sessions))
+		for i := range sessions {
+			rows[i] = sessions[i].TableRow()
+		}
+		width := []int{0, 40, 80, 120, 200, 20 + r.IntN(300)}[round%6]
+		var whole, table bytes.Buffer
+		writeSessionTable(&whole, sessions, now, width, false, round%2 == 0)
+		writeSessionTable(&table, rows, now, width, false, round%2 == 0)
+		if whole.String() != table.String() {
+			t.Fatalf("width %d, the table of the rows:\n%s\nof the whole sessions:\n%s", width, table.String(), whole.String())
+		}
+	}
+}
+
 // TestSessionTableLayout: the table is laid out as a tabwriter lays it out,
 // over random sessions at every width, wide or not, with headers or not.
 func TestSessionTableLayout(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(5, 6))
 	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
-	words := []string{"", "a", "fix the failing tests", "/home/dev/src/project-026", "/very/long/path/to/a/project/that/goes/on/and/on/src",
-		"日本語のプロンプト", "émoji 👩‍💻 here", "tab\tand\nnewline", strings.Repeat("long ", 60), "claude-sonnet-4-5", "g-ci"}
-	word := func() string { return words[r.IntN(len(words))] }
 	for round := range 60 {
-		sessions := make([]api.Session, 1+r.IntN(30))
-		for i := range sessions {
-			in, out, cost := r.Int64N(3_000_000), r.Int64N(90_000), r.Float64()*5
-			at := now.Add(-time.Duration(r.Int64N(int64(72 * time.Hour))))
-			s := api.Session{ID: fmt.Sprintf("%026x", r.Uint64()), Handle: fmt.Sprintf("%x", r.Uint32()), Adapter: []string{"claude", "codex", "pi", "exec"}[r.IntN(4)],
-				Status: statuses[r.IntN(len(statuses))], CreatedAt: at, Cwd: word(), Prompt: word(), Name: word(), Model: word(), Group: []string{"", "g-ci", "review"}[r.IntN(3)]}
-			if r.IntN(2) == 0 {
-				s.TokensIn, s.TokensOut, s.CostUSD, s.LastActivity = &in, &out, &cost, &at
-			}
-			if r.IntN(5) == 0 {
-				s.TotalsPending = true
-			}
-			if r.IntN(4) == 0 {
-				s.Labels = map[string]string{word(): word()}
-				s.PID = r.IntN(99999)
-			}
-			sessions[i] = s
-		}
+		sessions := randomSessions(r, now)
 		width := []int{0, 40, 60, 80, 120, 200, 20 + r.IntN(200)}[round%7]
 		wide, headers := round%3 == 0, round%4 != 0
 		var b bytes.Buffer

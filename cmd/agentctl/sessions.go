@@ -106,6 +106,8 @@ not answer within 10s is a warning naming it, and the sessions it had running
 					return listJSON(cmd.Context(), il, o, cli.out)
 				}
 			}
+			// The table (not -q, nor -o wide) asks for what it shows alone.
+			o.Table = !out.asJSON && !out.quiet && out.format != "wide"
 			var list api.SessionList
 			get := func() (err error) {
 				list, err = h.API.List(cmd.Context(), o)
