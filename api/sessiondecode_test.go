@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
-	"time"
 )
 
 // checkDecode holds DecodeJSON to json.Unmarshal over data: the same
@@ -153,16 +152,4 @@ func BenchmarkDecodeJSON(b *testing.B) {
 			}
 		}
 	})
-}
-
-// TestListOptionsQuery: what Query encodes, ParseListOptions reads back,
-// the table's view among it.
-func TestListOptionsQuery(t *testing.T) {
-	t.Parallel()
-	for _, o := range []ListOptions{{}, {All: true, Table: true}, {Status: "running", Adapter: "claude", Group: "g", Labels: []string{"a=b"}, Since: time.Hour, Waiting: true, Resources: true}} {
-		got, err := ParseListOptions(o.Query())
-		if err != nil || !reflect.DeepEqual(got, o) {
-			t.Errorf("%+v read back as %+v (%v)", o, got, err)
-		}
-	}
 }
