@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
@@ -464,6 +466,11 @@ type ListOptions struct {
 	// Resources samples what each running session this service started
 	// costs (Session.Resources), and the machine's load and memory.
 	Resources bool
+	// Table asks for what the session table (list without -o wide) shows
+	// of each session and no more (Session.TableRow): a fifth less to
+	// write and read over a large store. A service that does not know it
+	// sends whole sessions, which show the same.
+	Table bool
 }
 
 // Query encodes o as URL query parameters.
@@ -493,12 +500,15 @@ func (o ListOptions) Query() url.Values {
 	if o.Resources {
 		q.Set("resources", "1")
 	}
+	if o.Table {
+		q.Set("view", "table")
+	}
 	return q
 }
 
 // ParseListOptions decodes what Query encodes.
 func ParseListOptions(q url.Values) (ListOptions, error) {
-	o := ListOptions{All: q.Get("all") == "1", Status: q.Get("status"), Adapter: q.Get("adapter"), Group: q.Get("group"), Labels: q["label"], Waiting: q.Get("waiting") == "1", Resources: q.Get("resources") == "1"}
+	o := ListOptions{All: q.Get("all") == "1", Status: q.Get("status"), Adapter: q.Get("adapter"), Group: q.Get("group"), Labels: q["label"], Waiting: q.Get("waiting") == "1", Resources: q.Get("resources") == "1", Table: q.Get("view") == "table"}
 	if v := q.Get("since"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil {
@@ -611,6 +621,42 @@ func ParseLogOptions(q url.Values) (LogOptions, error) {
 		o.Lines = n
 	}
 	return o, nil
+}
+
+// TablePromptRunes is how much of a prompt the session table shows
+// without -o wide: its first line's worth, made one line.
+const TablePromptRunes = 100
+
+// TableRow is what the session table shows of s (without -o wide): its
+// id and handle, adapter, status and how it ended, activity, times,
+// model, totals, group, directory, and its name, else its prompt (cut
+// past the first TablePromptRunes+1 characters that are not white space:
+// the table never shows more of it), else its command.
+func (s *Session) TableRow() Session {
+	r := Session{ID: s.ID, Handle: s.Handle, Host: s.Host, Adapter: s.Adapter, Status: s.Status, ExitCode: s.ExitCode, Signal: s.Signal,
+		Queue: s.Queue, Activity: s.Activity, WaitingFor: s.WaitingFor, CreatedAt: s.CreatedAt, EndedAt: s.EndedAt, LastActivity: s.LastActivity,
+		Model: s.Model, TokensIn: s.TokensIn, TokensOut: s.TokensOut, CostUSD: s.CostUSD, TotalsPending: s.TotalsPending,
+		Group: s.Group, Cwd: s.Cwd, Name: s.Name, Command: s.Command}
+	if s.Name == "" {
+		r.Prompt = cutPrompt(s.Prompt, TablePromptRunes+1)
+	}
+	return r
+}
+
+// cutPrompt is s up to and with its nth character that is not white
+// space: made one line and cut to fewer, it reads as s does.
+func cutPrompt(s string, n int) string {
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		if unicode.IsSpace(r) {
+			continue
+		}
+		if n--; n == 0 {
+			return s[:i]
+		}
+	}
+	return s
 }
 
 // ExitStatus is how a shell would report the session's end: its exit code,

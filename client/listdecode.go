@@ -109,6 +109,17 @@ func decodeSessions(dec *json.Decoder, m *meter, out *api.SessionList, maxSessio
 			}
 		}()
 	}
+	// A list sized by the service's count is decoded into in place, batch
+	// by batch, rather than copied there after: room is the space it has,
+	// zero as make left it (DecodeJSON starts from a zero session).
+	room := out.Sessions[:cap(out.Sessions)]
+	send := func(b *sessionBatch, n int) {
+		if b.at = n - len(b.ends); n <= len(room) {
+			b.out, b.inPlace = room[b.at:n], true
+		}
+		batches = append(batches, b)
+		work <- b
+	}
 	b := &sessionBatch{}
 	n := len(out.Sessions)
 	for {
@@ -130,14 +141,13 @@ func decodeSessions(dec *json.Decoder, m *meter, out *api.SessionList, maxSessio
 		n++
 		b.add(elem)
 		if len(b.ends) == batchSessions {
-			batches = append(batches, b)
-			work <- b
-			b = &sessionBatch{}
+			send(b, n)
+			// The next batch is about as long as this one.
+			b = &sessionBatch{raw: make([]byte, 0, len(b.raw)+len(b.raw)/4)}
 		}
 	}
 	if len(b.ends) > 0 {
-		batches = append(batches, b)
-		work <- b
+		send(b, n)
 	}
 	close(work)
 	// What follows the array, read on by a new decoder: the list's
@@ -151,6 +161,10 @@ func decodeSessions(dec *json.Decoder, m *meter, out *api.SessionList, maxSessio
 		if b.err != nil {
 			return dec, b.err
 		}
+		if b.inPlace {
+			out.Sessions = room[:b.at+len(b.out)]
+			continue
+		}
 		out.Sessions = append(out.Sessions, b.out...)
 	}
 	dec = json.NewDecoder(rest)
@@ -161,12 +175,15 @@ func decodeSessions(dec *json.Decoder, m *meter, out *api.SessionList, maxSessio
 const batchSessions = 256
 
 // sessionBatch is sessions of a list as written, one after the other
-// (each ends at its ends entry), and what decoding them gave.
+// (each ends at its ends entry), and what decoding them gave: out, the
+// list's own sessions from at when inPlace.
 type sessionBatch struct {
-	raw  []byte
-	ends []int
-	out  []api.Session
-	err  error
+	raw     []byte
+	ends    []int
+	at      int
+	inPlace bool
+	out     []api.Session
+	err     error
 }
 
 func (b *sessionBatch) add(elem []byte) {
@@ -175,10 +192,12 @@ func (b *sessionBatch) add(elem []byte) {
 }
 
 func (b *sessionBatch) decode() {
-	b.out = make([]api.Session, len(b.ends))
+	if b.out == nil {
+		b.out = make([]api.Session, len(b.ends))
+	}
 	from := 0
 	for i, end := range b.ends {
-		if err := json.Unmarshal(b.raw[from:end], &b.out[i]); err != nil {
+		if err := b.out[i].DecodeJSON(b.raw[from:end]); err != nil {
 			b.err = err
 			return
 		}

@@ -187,12 +187,19 @@ func TestDecodeListCutsAnywhere(t *testing.T) {
 		"byte-wise":  func() io.Reader { return iotest.OneByteReader(bytes.NewReader(b)) },
 		"half-reads": func() io.Reader { return iotest.HalfReader(bytes.NewReader(b)) },
 	} {
-		var got api.SessionList
-		if err := decodeList(r(), &got, 5000, 1<<20, "test"); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if !reflect.DeepEqual(got, whole) {
-			t.Errorf("%s: the list decoded differs from the whole answer's", name)
+		// Sized by the service's count, or by a wrong one: decoded in
+		// place as far as the room goes.
+		for _, room := range []int{0, 300, 1000, 5000} {
+			var got api.SessionList
+			if room > 0 {
+				got.Sessions = make([]api.Session, 0, room)
+			}
+			if err := decodeList(r(), &got, 5000, 1<<20, "test"); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if !reflect.DeepEqual(got, whole) {
+				t.Errorf("%s, room for %d: the list decoded differs from the whole answer's", name, room)
+			}
 		}
 	}
 	for _, bad := range []string{`{"sessions":[{"id":"a"} {"id":"b"}]}`, `{"sessions":[{"id":"a"},]}`, `{"sessions":[{"id":"a"}}`, `{"sessions":[{"id":"a"`, `{"sessions":[{"id":"a\"}]}`, `{"sessions":[]]}`, `{"sessions":[] "x":1}`} {

@@ -341,8 +341,7 @@ func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 	} else {
 		p.Warnings = append(p.Warnings, "peek: "+err.Error())
 	}
-	p.Tokens = text.Tokens(sess.TokensIn, sess.TokensOut)
-	p.Cost = text.Cost(sess.CostUSD)
+	p.Tokens, p.Cost = totalsText(&sess)
 	if sess.Origin == api.OriginLaunched {
 		out, err := s.lastOutput(ctx, sess.ID)
 		if err != nil {
@@ -351,6 +350,15 @@ func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 		p.Output = out
 	}
 	s.render(w, http.StatusOK, "session.html", p)
+}
+
+// totalsText is a session's tokens and cost as its page shows them:
+// text.Pending while the service is still counting them, never a zero.
+func totalsText(sess *api.Session) (tokens, cost string) {
+	if sess.TotalsPending {
+		return text.Pending, text.Pending
+	}
+	return text.Tokens(sess.TokensIn, sess.TokensOut), text.Cost(sess.CostUSD)
 }
 
 // lastOutput is the end of a session's output, coloured.

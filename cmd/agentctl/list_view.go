@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"maps"
@@ -95,7 +96,7 @@ func sessionColumns(now time.Time, wide bool) []column {
 	homeDir, _ := os.UserHomeDir()
 	// A prompt is cut to fit the terminal later; in a pipe, where the width
 	// is not known, to a line's worth (-o wide keeps all of it).
-	promptRunes := 100
+	promptRunes := api.TablePromptRunes
 	if wide {
 		promptRunes = 1 << 16
 	}
@@ -155,14 +156,28 @@ func labelsText(s *api.Session) string {
 // ones unless wide; without wide the cwd and the name/prompt are shortened
 // to fit, the prompt keeping at least a few characters.
 func printSessionTable(w io.Writer, sessions []api.Session, width int, wide, headers bool) {
-	cols := sessionColumns(time.Now(), wide)
-	cells := make([][]string, len(sessions))
-	used := make([]bool, len(cols))
-	for i := range sessions {
-		cells[i] = make([]string, len(cols))
-		for j, c := range cols {
+	writeSessionTable(w, sessions, time.Now(), width, wide, headers)
+}
+
+// writeSessionTable is printSessionTable at the time now. It lays the
+// columns out itself, as a tabwriter with a padding of 2 would (each
+// column as wide as its widest cell and two spaces, the last one
+// unpadded): a tabwriter copies and measures every cell again, which
+// for thousands of rows was a good part of the table's time.
+func writeSessionTable(w io.Writer, sessions []api.Session, now time.Time, width int, wide, headers bool) {
+	cols := sessionColumns(now, wide)
+	nc := len(cols)
+	// One slice for every row's cells; the wide-only columns are not
+	// computed unless shown.
+	cells := make([]string, len(sessions)*nc)
+	used := make([]bool, nc)
+	for j, c := range cols {
+		if c.wideOnly && !wide {
+			continue
+		}
+		for i := range sessions {
 			v := c.cell(&sessions[i])
-			cells[i][j] = v
+			cells[i*nc+j] = v
 			used[j] = used[j] || v != ""
 		}
 	}
@@ -173,51 +188,70 @@ func printSessionTable(w io.Writer, sessions []api.Session, width int, wide, hea
 		}
 		keep = append(keep, j)
 	}
-	widths := make(map[int]int, len(keep))
+	// runes[i*nc+j] is the length of cell i,j as shown (dashed).
+	runes := make([]int, len(cells))
+	widths := make([]int, nc)
 	for _, j := range keep {
 		n := 0
 		if headers {
 			n = utf8.RuneCountInString(cols[j].head)
 		}
-		for i := range cells {
-			n = max(n, utf8.RuneCountInString(dash(cells[i][j])))
+		for i := range sessions {
+			k := i*nc + j
+			cells[k] = dash(cells[k])
+			runes[k] = utf8.RuneCountInString(cells[k])
+			n = max(n, runes[k])
 		}
 		widths[j] = n
 	}
 	if !wide && width > 0 {
 		keep = fit(cols, keep, widths, width)
 	}
-	tw := newTable(w)
+	// Cut the flex cells to their width; a column is then as wide as
+	// what it shows.
+	shown := make([]int, nc)
+	for _, j := range keep {
+		n := 0
+		if headers {
+			n = utf8.RuneCountInString(cols[j].head)
+		}
+		for i := range sessions {
+			k := i*nc + j
+			if cols[j].flex && runes[k] > widths[j] {
+				cells[k] = cols[j].cut(cells[k], widths[j])
+				runes[k] = utf8.RuneCountInString(cells[k])
+			}
+			n = max(n, runes[k])
+		}
+		shown[j] = n
+	}
+	bw := bufio.NewWriterSize(w, 64<<10)
+	const pad = "                                                                "
+	line := func(cell func(j int) (string, int)) {
+		for k, j := range keep {
+			v, n := cell(j)
+			bw.WriteString(v)
+			if k == len(keep)-1 {
+				break
+			}
+			for gap := shown[j] - n + 2; gap > 0; gap -= len(pad) {
+				bw.WriteString(pad[:min(gap, len(pad))])
+			}
+		}
+		bw.WriteByte('\n')
+	}
 	if headers {
-		var b strings.Builder
-		for k, j := range keep {
-			if k > 0 {
-				b.WriteByte('\t')
-			}
-			b.WriteString(cols[j].head)
-		}
-		fmt.Fprintln(tw, b.String())
+		line(func(j int) (string, int) { return cols[j].head, utf8.RuneCountInString(cols[j].head) })
 	}
-	for i := range cells {
-		var b strings.Builder
-		for k, j := range keep {
-			if k > 0 {
-				b.WriteByte('\t')
-			}
-			v := dash(cells[i][j])
-			if cols[j].flex && utf8.RuneCountInString(v) > widths[j] {
-				v = cols[j].cut(v, widths[j])
-			}
-			b.WriteString(v)
-		}
-		fmt.Fprintln(tw, b.String())
+	for i := range sessions {
+		line(func(j int) (string, int) { return cells[i*nc+j], runes[i*nc+j] })
 	}
-	tw.Flush()
+	bw.Flush()
 }
 
 // fit shrinks the flex columns so the table is at most width wide: the
 // cwd first (down to 12), then the prompt (down to 16), then the cwd goes.
-func fit(cols []column, keep []int, widths map[int]int, width int) []int {
+func fit(cols []column, keep []int, widths []int, width int) []int {
 	total := func() int {
 		n := 0
 		for k, j := range keep {

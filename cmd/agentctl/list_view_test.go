@@ -2,13 +2,18 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"io"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
+	"text/tabwriter"
 	"time"
 	"unicode/utf8"
 
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/internal/text"
 )
 
 func TestSessionTableFitsTheWidth(t *testing.T) {
@@ -74,10 +79,10 @@ func TestPendingTotalsAreNotZero(t *testing.T) {
 	if len(lines) != 3 || !strings.Contains(lines[0], "TOKENS") || !strings.Contains(lines[0], "COST") {
 		t.Fatalf("table:\n%s", b.String())
 	}
-	if f := strings.Fields(lines[1]); !slices.Contains(f, totalsPending) || slices.Contains(f, "0") || slices.Contains(f, "$0.00") {
+	if f := strings.Fields(lines[1]); !slices.Contains(f, text.Pending) || slices.Contains(f, "0") || slices.Contains(f, "$0.00") {
 		t.Errorf("pending totals shown as %q", lines[1])
 	}
-	if strings.Contains(lines[2], totalsPending) {
+	if strings.Contains(lines[2], text.Pending) {
 		t.Errorf("a session without pending totals shows them pending: %q", lines[2])
 	}
 	b.Reset()
@@ -115,4 +120,173 @@ func TestLocksAndFusesShowNoControlCharacters(t *testing.T) {
 	if strings.ContainsAny(b.String(), "\x1b\x07") {
 		t.Fatalf("raw control characters printed:\n%q", b.String())
 	}
+}
+
+// tabwriterTable is the session table as a tabwriter with a padding of 2
+// lays it out: what writeSessionTable writes without one.
+func tabwriterTable(sessions []api.Session, now time.Time, width int, wide, headers bool) string {
+	cols := sessionColumns(now, wide)
+	cells := make([][]string, len(sessions))
+	used := make([]bool, len(cols))
+	for i := range sessions {
+		cells[i] = make([]string, len(cols))
+		for j, c := range cols {
+			v := c.cell(&sessions[i])
+			cells[i][j] = v
+			used[j] = used[j] || v != ""
+		}
+	}
+	var keep []int
+	for j, c := range cols {
+		if (c.wideOnly && !wide) || (!used[j] && !wide && c.head != "NAME/PROMPT") {
+			continue
+		}
+		keep = append(keep, j)
+	}
+	widths := make([]int, len(cols))
+	for _, j := range keep {
+		n := 0
+		if headers {
+			n = utf8.RuneCountInString(cols[j].head)
+		}
+		for i := range cells {
+			n = max(n, utf8.RuneCountInString(dash(cells[i][j])))
+		}
+		widths[j] = n
+	}
+	if !wide && width > 0 {
+		keep = fit(cols, keep, widths, width)
+	}
+	var b bytes.Buffer
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	var rows [][]string
+	if headers {
+		var h []string
+		for _, j := range keep {
+			h = append(h, cols[j].head)
+		}
+		rows = append(rows, h)
+	}
+	for i := range cells {
+		var r []string
+		for _, j := range keep {
+			v := dash(cells[i][j])
+			if cols[j].flex && utf8.RuneCountInString(v) > widths[j] {
+				v = cols[j].cut(v, widths[j])
+			}
+			r = append(r, v)
+		}
+		rows = append(rows, r)
+	}
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	tw.Flush()
+	return b.String()
+}
+
+// randomSessions are sessions for the table: every column, text with
+// white space, wide characters and bytes that are not UTF-8, long prompts.
+func randomSessions(r *rand.Rand, now time.Time) []api.Session {
+	words := []string{"", "a", "fix the failing tests", "/home/dev/src/project-026", "/very/long/path/to/a/project/that/goes/on/and/on/src",
+		"日本語のプロンプト", "émoji 👩‍💻 here", "tab\tand\nnewline", strings.Repeat("long ", 60), "claude-sonnet-4-5", "g-ci",
+		strings.Repeat("spaced   \t\n  out\u00a0\u2003", 30), strings.Repeat("x", 99) + "    \n\n   y", strings.Repeat("z", 130), "bad \xff\xfe " + strings.Repeat("ü", 120)}
+	word := func() string { return words[r.IntN(len(words))] }
+	sessions := make([]api.Session, 1+r.IntN(30))
+	for i := range sessions {
+		in, out, cost := r.Int64N(3_000_000), r.Int64N(90_000), r.Float64()*5
+		at := now.Add(-time.Duration(r.Int64N(int64(72 * time.Hour))))
+		s := api.Session{ID: fmt.Sprintf("%026x", r.Uint64()), Handle: fmt.Sprintf("%x", r.Uint32()), Adapter: []string{"claude", "codex", "pi", "exec"}[r.IntN(4)],
+			Status: statuses[r.IntN(len(statuses))], CreatedAt: at, Cwd: word(), Prompt: word(), Model: word(), Group: []string{"", "g-ci", "review"}[r.IntN(3)],
+			NativeID: word(), Origin: api.OriginDiscovered, Activity: []string{"", api.ActivityWaiting, "busy"}[r.IntN(3)], WaitingFor: []string{"", api.WaitingPermission}[r.IntN(2)]}
+		if r.IntN(3) == 0 {
+			s.Name = word()
+		}
+		if r.IntN(3) == 0 {
+			s.Command = []string{word(), word()}
+		}
+		if r.IntN(2) == 0 {
+			s.TokensIn, s.TokensOut, s.CostUSD, s.LastActivity = &in, &out, &cost, &at
+		}
+		if r.IntN(5) == 0 {
+			s.TotalsPending = true
+		}
+		if r.IntN(4) == 0 {
+			code := r.IntN(3)
+			s.ExitCode, s.Signal, s.EndedAt = &code, "SIGTERM", &at
+			s.Queue = &api.QueuePlace{Position: r.IntN(3)}
+		}
+		if r.IntN(4) == 0 {
+			s.Labels = map[string]string{"team": "infra"}
+			s.PID = r.IntN(99999)
+			s.Warnings = []string{word()}
+		}
+		sessions[i] = s
+	}
+	return sessions
+}
+
+// TestTableRowShowsTheSame: the table of what the service sends for it
+// (api.Session.TableRow) is the table of the whole sessions.
+func TestTableRowShowsTheSame(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(11, 12))
+	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	for round := range 200 {
+		sessions := randomSessions(r, now)
+		rows := make([]api.Session, len(sessions))
+		for i := range sessions {
+			rows[i] = sessions[i].TableRow()
+		}
+		width := []int{0, 40, 80, 120, 200, 20 + r.IntN(300)}[round%6]
+		var whole, table bytes.Buffer
+		writeSessionTable(&whole, sessions, now, width, false, round%2 == 0)
+		writeSessionTable(&table, rows, now, width, false, round%2 == 0)
+		if whole.String() != table.String() {
+			t.Fatalf("width %d, the table of the rows:\n%s\nof the whole sessions:\n%s", width, table.String(), whole.String())
+		}
+	}
+}
+
+// TestSessionTableLayout: the table is laid out as a tabwriter lays it out,
+// over random sessions at every width, wide or not, with headers or not.
+func TestSessionTableLayout(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(5, 6))
+	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	for round := range 60 {
+		sessions := randomSessions(r, now)
+		width := []int{0, 40, 60, 80, 120, 200, 20 + r.IntN(200)}[round%7]
+		wide, headers := round%3 == 0, round%4 != 0
+		var b bytes.Buffer
+		writeSessionTable(&b, sessions, now, width, wide, headers)
+		if want := tabwriterTable(sessions, now, width, wide, headers); b.String() != want {
+			t.Fatalf("width %d, wide %v, headers %v:\n%s\nwant (a tabwriter's):\n%s", width, wide, headers, b.String(), want)
+		}
+	}
+}
+
+// BenchmarkSessionTable is the table of 7,000 sessions laid out here and
+// by a tabwriter (as it was).
+func BenchmarkSessionTable(b *testing.B) {
+	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	r := rand.New(rand.NewPCG(9, 10))
+	sessions := make([]api.Session, 7000)
+	for i := range sessions {
+		in, out, cost := r.Int64N(3_000_000), r.Int64N(90_000), r.Float64()*5
+		at := now.Add(-time.Duration(r.Int64N(int64(72 * time.Hour))))
+		sessions[i] = api.Session{ID: fmt.Sprintf("%026x", r.Uint64()), Handle: fmt.Sprintf("%x", r.Uint32()), Adapter: "claude", Status: api.StatusEnded,
+			CreatedAt: at, LastActivity: &at, Cwd: fmt.Sprintf("/home/dev/src/project-%03d", r.IntN(100)), Model: "claude-sonnet-4-5",
+			TokensIn: &in, TokensOut: &out, CostUSD: &cost, Prompt: strings.Repeat("fix the failing tests ", 1+r.IntN(8))}
+	}
+	b.Run("here", func(b *testing.B) {
+		for b.Loop() {
+			writeSessionTable(io.Discard, sessions, now, 0, false, true)
+		}
+	})
+	b.Run("tabwriter", func(b *testing.B) {
+		for b.Loop() {
+			tabwriterTable(sessions, now, 0, false, true)
+		}
+	})
 }

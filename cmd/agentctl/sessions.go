@@ -106,6 +106,8 @@ not answer within 10s is a warning naming it, and the sessions it had running
 					return listJSON(cmd.Context(), il, o, cli.out)
 				}
 			}
+			// The table (not -q, nor -o wide) asks for what it shows alone.
+			o.Table = !out.asJSON && !out.quiet && out.format != "wide"
 			var list api.SessionList
 			get := func() (err error) {
 				list, err = h.API.List(cmd.Context(), o)
@@ -248,13 +250,9 @@ func pidText(pid int) string {
 
 func ago(now, t time.Time) string { return text.Ago(now, t) }
 
-// totalsPending is the tokens and cost of a session whose totals the
-// service is still counting (api.Session.TotalsPending): not a zero.
-const totalsPending = "…"
-
 func tokensText(s *api.Session) string {
 	if s.TotalsPending {
-		return totalsPending
+		return text.Pending
 	}
 	return text.Tokens(s.TokensIn, s.TokensOut)
 }
@@ -262,7 +260,7 @@ func tokensText(s *api.Session) string {
 // sessionCostText is a session's cost, pending while its totals are.
 func sessionCostText(s *api.Session) string {
 	if s.TotalsPending {
-		return totalsPending
+		return text.Pending
 	}
 	return costText(s.CostUSD)
 }

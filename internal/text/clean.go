@@ -52,6 +52,21 @@ func clean(s string, lines bool) string {
 // needsCleaning reports whether clean would change s: the common case,
 // plain text, costs one pass and no copy.
 func needsCleaning(s string, lines bool) bool {
+	// ASCII byte by byte: printable but for the controls (C0 and DEL).
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			return needsCleaningRunes(s[i:], lines)
+		}
+		if (c < 0x20 || c == 0x7f) && !(lines && (c == '\n' || c == '\t')) {
+			return true
+		}
+	}
+	return false
+}
+
+// needsCleaningRunes is needsCleaning for any text.
+func needsCleaningRunes(s string, lines bool) bool {
 	for _, r := range s {
 		if lines && (r == '\n' || r == '\t') {
 			continue

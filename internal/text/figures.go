@@ -13,16 +13,18 @@ func Ago(now, t time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
+	// strconv rather than fmt: a table of thousands of rows has two of
+	// these, a count and a cost in each.
 	d := max(0, now.Sub(t))
 	switch {
 	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
+		return strconv.Itoa(int(d.Seconds())) + "s"
 	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
+		return strconv.Itoa(int(d.Minutes())) + "m"
 	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
+		return strconv.Itoa(int(d.Hours())) + "h"
 	}
-	return fmt.Sprintf("%dd", int(d.Hours()/24))
+	return strconv.Itoa(int(d.Hours()/24)) + "d"
 }
 
 // Tokens is "in/out" with k and M for thousands and millions ("?" for a
@@ -38,21 +40,26 @@ func Tokens(in, out *int64) string {
 		v := *p
 		switch {
 		case v >= 1_000_000:
-			return fmt.Sprintf("%.1fM", float64(v)/1e6)
+			return strconv.FormatFloat(float64(v)/1e6, 'f', 1, 64) + "M"
 		case v >= 1000:
-			return fmt.Sprintf("%.1fk", float64(v)/1e3)
+			return strconv.FormatFloat(float64(v)/1e3, 'f', 1, 64) + "k"
 		}
-		return fmt.Sprint(v)
+		return strconv.FormatInt(v, 10)
 	}
 	return n(in) + "/" + n(out)
 }
+
+// Pending stands for a figure still being counted (a session's totals
+// while the service counts them in the background): neither a zero nor
+// unknown.
+const Pending = "…"
 
 // Cost is a dollar amount to the cent; "" when not known.
 func Cost(c *float64) string {
 	if c == nil {
 		return ""
 	}
-	return fmt.Sprintf("$%.2f", *c)
+	return "$" + strconv.FormatFloat(*c, 'f', 2, 64)
 }
 
 // Bytes names a size the way people read a bound: 64 KiB, 256 MiB.

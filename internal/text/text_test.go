@@ -1,6 +1,8 @@
 package text
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -108,6 +110,8 @@ func TestClean(t *testing.T) {
 		{"\u2066x\u2067y\u2068z\u2069", "?x?y?z?", "?x?y?z?"},
 		{"\ufeffbom\u2060wj\u061calm", "?bom?wj?alm", "?bom?wj?alm"},
 		{"line\u2028sep", "line sep", "line sep"},
+		{"del\x7f nul\x00", "del? nul?", "del? nul?"},
+		{"ascii first, then \u202e", "ascii first, then ?", "ascii first, then ?"},
 		// A joiner between two letters hides; one inside an emoji joins.
 		{"ad\u200dmin", "ad?min", "ad?min"},
 		{"👩\u200d💻 ❤\ufe0f\u200d🔥", "👩\u200d💻 ❤\ufe0f\u200d🔥", "👩\u200d💻 ❤\ufe0f\u200d🔥"},
@@ -117,6 +121,59 @@ func TestClean(t *testing.T) {
 		}
 		if got := CleanLines(tc.in); got != tc.lines {
 			t.Errorf("CleanLines(%q) = %q, want %q", tc.in, got, tc.lines)
+		}
+	}
+}
+
+// TestNeedsCleaningASCII: the byte-by-byte pass over ASCII says what the
+// pass over runes says, for every byte, alone and after and before text.
+func TestNeedsCleaningASCII(t *testing.T) {
+	t.Parallel()
+	for c := range 256 {
+		for _, s := range []string{string(rune(c)), string([]byte{byte(c)}), "ab" + string([]byte{byte(c)}) + "cd", "x\u202e" + string([]byte{byte(c)})} {
+			for _, lines := range []bool{false, true} {
+				if got, want := needsCleaning(s, lines), needsCleaningRunes(s, lines); got != want {
+					t.Errorf("needsCleaning(%q, %v) = %v, the runes' pass says %v", s, lines, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestFiguresAsFmt: counts, costs and ages are what fmt's verbs made of
+// them (they are written with strconv, for speed), over many values.
+func TestFiguresAsFmt(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	r := rand.New(rand.NewPCG(7, 8))
+	for range 20000 {
+		n := r.Int64N(1 << r.IntN(40))
+		want := fmt.Sprint(n)
+		switch {
+		case n >= 1_000_000:
+			want = fmt.Sprintf("%.1fM", float64(n)/1e6)
+		case n >= 1000:
+			want = fmt.Sprintf("%.1fk", float64(n)/1e3)
+		}
+		if got := Tokens(&n, nil); got != want+"/?" {
+			t.Fatalf("Tokens(%d) = %q, want %q", n, got, want+"/?")
+		}
+		c := r.NormFloat64() * float64(r.IntN(1000))
+		if got, want := Cost(&c), fmt.Sprintf("$%.2f", c); got != want {
+			t.Fatalf("Cost(%v) = %q, want %q", c, got, want)
+		}
+		d := time.Duration(r.Int64N(int64(1000 * time.Hour)))
+		want = fmt.Sprintf("%dd", int(d.Hours()/24))
+		switch {
+		case d < time.Minute:
+			want = fmt.Sprintf("%ds", int(d.Seconds()))
+		case d < time.Hour:
+			want = fmt.Sprintf("%dm", int(d.Minutes()))
+		case d < 48*time.Hour:
+			want = fmt.Sprintf("%dh", int(d.Hours()))
+		}
+		if got := Ago(now, now.Add(-d)); got != want {
+			t.Fatalf("Ago(%s) = %q, want %q", d, got, want)
 		}
 	}
 }

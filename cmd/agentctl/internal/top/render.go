@@ -297,7 +297,7 @@ var columns = []column{
 	{name: "LAST", cell: func(f Frame, r Row) string { return dash(ago(f.Now, r.Session.ActiveAt())) }},
 	{name: "MODEL", cell: func(_ Frame, r Row) string { return dash(r.Model) }, max: 20, shrink: 10},
 	{name: "TOKENS", cell: func(_ Frame, r Row) string { return dash(tokensText(r.Session)) }},
-	{name: "COST", cell: func(_ Frame, r Row) string { return dash(costText(r.CostUSD)) }},
+	{name: "COST", cell: func(_ Frame, r Row) string { return dash(sessionCostText(r.Session)) }},
 	{name: "GROUP", cell: func(_ Frame, r Row) string { return dash(r.Group) }, max: 16, shrink: 8},
 	{name: "CWD", cell: func(f Frame, r Row) string { return dash(shortPath(r.Cwd, f.Home)) }, max: 48, shrink: 12},
 	{name: "PROMPT", cell: func(_ Frame, r Row) string { return dash(oneLine(r.Prompt)) }, max: 60, shrink: 12},
@@ -656,7 +656,22 @@ func shortPath(p, home string) string {
 
 func ago(now, t time.Time) string { return text.Ago(now, t) }
 
-func tokensText(s api.Session) string { return text.Tokens(s.TokensIn, s.TokensOut) }
+// tokensText is a session's tokens, text.Pending while the service is
+// still counting them (never a zero, nor "-").
+func tokensText(s api.Session) string {
+	if s.TotalsPending {
+		return text.Pending
+	}
+	return text.Tokens(s.TokensIn, s.TokensOut)
+}
+
+// sessionCostText is a session's cost, pending while its tokens are.
+func sessionCostText(s api.Session) string {
+	if s.TotalsPending {
+		return text.Pending
+	}
+	return costText(s.CostUSD)
+}
 
 func costText(c *float64) string { return text.Cost(c) }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/internal/text"
 )
 
 // fixture is a fixed set of sessions: every status, a waiting reason,
@@ -506,5 +508,31 @@ func TestEventsKeepResources(t *testing.T) {
 	}
 	if got, _ := st.Session(ended.ID); got.Resources != nil {
 		t.Errorf("ended session after an event: %+v; want no figures", got.Resources)
+	}
+}
+
+// TestPendingTotals: a session whose totals the service is still counting
+// shows them pending in TOKENS and COST, never a zero nor "-".
+func TestPendingTotals(t *testing.T) {
+	t.Parallel()
+	l := fixture()
+	l.Sessions[6].TotalsPending = true
+	l.Sessions[6].TokensIn, l.Sessions[6].TokensOut, l.Sessions[6].CostUSD = i64(0), i64(0), f64(0)
+	st := NewState()
+	st.Snapshot(l, 0)
+	opts := ViewOptions{ShowEnded: true}
+	f := Frame{Width: 200, Height: 30, Now: t0, State: st, Rows: st.Rows(opts), Opts: opts, Home: "/home/ada", Styles: PlainStyles()}
+	var line string
+	for _, l := range strings.Split(Render(f), "\n") {
+		if strings.Contains(l, "01m88a7") {
+			line = l
+		}
+	}
+	if line == "" {
+		t.Fatalf("no row for the pending session:\n%s", Render(f))
+	}
+	fields := strings.Fields(line)
+	if n := strings.Count(line, text.Pending); n != 2 || slices.Contains(fields, "0/0") || slices.Contains(fields, "$0.00") {
+		t.Errorf("pending totals shown as %q, want %s in TOKENS and COST", line, text.Pending)
 	}
 }
