@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	codexadapter "github.com/agentctl/agentctl/adapters/codex"
@@ -25,11 +26,13 @@ import (
 // (Codex would otherwise ask at its next start, and run none until asked).
 
 // codexHookEvents are the hooks installed: Codex's event, its key in the
-// trust table, and the time limit (seconds) Codex gives the hook. A
-// permission request waits for a person as long as config.json's
-// integrate.permission_wait says (the hook itself keeps to it); the others
-// return within milliseconds, and Codex cuts a broken binary's after 2 s
-// (it shows "hook failed" and goes on). Codex waits for each (run
+// trust table, and the time limit (seconds) Codex gives the hook. The
+// hooks return within milliseconds, and Codex cuts a broken binary's after
+// 2 s (it shows "hook failed" and goes on); a permission request's waits
+// for a person as long as config.json's integrate.codex_permission_wait
+// says (the hook itself keeps to it), so its limit is that wait's more
+// (codexHookTimeout): Codex shows its own prompt only once the hook is
+// done, and a hung binary must not hold it longer. Codex waits for each (run
 // asynchronously, a turn's start could reach the service after its end),
 // so only the events that say something are installed: SessionStart
 // comes with the first prompt from the shared daemon, and says no more
@@ -39,9 +42,18 @@ var codexHookEvents = []struct {
 	timeout     int
 }{
 	{"UserPromptSubmit", "user_prompt_submit", 2},
-	{"PermissionRequest", "permission_request", 86400},
+	{"PermissionRequest", "permission_request", 2},
 	{"PostToolUse", "post_tool_use", 2},
 	{"Stop", "stop", 2},
+}
+
+// codexHookTimeout is the time limit (seconds) of agentctl's hook for
+// event in env: its own, and a permission request's the wait more.
+func codexHookTimeout(env Env, event string, timeout int) int {
+	if event == "PermissionRequest" {
+		return timeout + int(env.CodexPermissionWait.Round(time.Second)/time.Second)
+	}
+	return timeout
 }
 
 // codexHome is $CODEX_HOME, else ~/.codex: where Codex keeps its
@@ -83,7 +95,7 @@ func addCodexHooks(old []byte, env Env) ([]byte, error) {
 		hook := &object{members: []member{
 			{"type", "command"},
 			{"command", hookCommandLine(env, "codex", "--integration", "--event", ev.name)},
-			{"timeout", ev.timeout},
+			{"timeout", codexHookTimeout(env, ev.name, ev.timeout)},
 		}}
 		list = append(list, &object{members: []member{{"hooks", []any{hook}}}})
 		hooks.set(ev.name, list)
@@ -335,7 +347,7 @@ func withTrusts(data []byte, trusts []codexTrust, hashes map[string]bool) ([]byt
 func ourCodexHashes(env Env) map[string]bool {
 	out := map[string]bool{}
 	for _, ev := range codexHookEvents {
-		if h, ok := codexHookHash(ev.label, hookCommandLine(env, "codex", "--integration", "--event", ev.name), ev.timeout); ok {
+		if h, ok := codexHookHash(ev.label, hookCommandLine(env, "codex", "--integration", "--event", ev.name), codexHookTimeout(env, ev.name, ev.timeout)); ok {
 			out[h] = true
 		}
 	}

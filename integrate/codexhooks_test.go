@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The hashes Codex 0.169 wrote into config.toml when its TUI was told to
@@ -43,6 +44,7 @@ func TestCodexHookHash(t *testing.T) {
 func TestCodexHooksInstallRemove(t *testing.T) {
 	t.Parallel()
 	env := testEnv(t, "/usr/bin/agentctl")
+	env.CodexPermissionWait = 90 * time.Second
 	codexHome := filepath.Join(t.TempDir(), "codex home")
 	env.Getenv = func(k string) string {
 		if k == "CODEX_HOME" {
@@ -106,7 +108,13 @@ func TestCodexHooksInstallRemove(t *testing.T) {
 		groups := parsed.Hooks[ev.name]
 		g := len(groups) - 1
 		h := groups[g].Hooks[0]
-		if h.Type != "command" || h.Command != "/usr/bin/agentctl hook --home '/some where' codex --integration --event "+ev.name || h.Timeout != ev.timeout {
+		// Codex shows its own prompt once the permission hook is done: its
+		// limit is the configured wait's more, the others' 2 s.
+		limit := 2
+		if ev.name == "PermissionRequest" {
+			limit = 92
+		}
+		if h.Type != "command" || h.Command != "/usr/bin/agentctl hook --home '/some where' codex --integration --event "+ev.name || h.Timeout != limit {
 			t.Errorf("%s: agentctl's hook %+v", ev.name, h)
 		}
 		hash, _ := codexHookHash(ev.label, h.Command, h.Timeout)

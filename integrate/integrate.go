@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/agentctl/agentctl/internal/atomicfile"
 	"github.com/agentctl/agentctl/internal/text"
@@ -53,6 +54,9 @@ type Env struct {
 	// PI_CODING_AGENT_DIR);
 	// nil reads none of them set.
 	Getenv func(string) string
+	// CodexPermissionWait is config.json's integrate.codex_permission_wait:
+	// Codex gives its permission hook that much more time.
+	CodexPermissionWait time.Duration
 }
 
 // getenv is the user's variable k, "" when unset or without Getenv.

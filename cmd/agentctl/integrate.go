@@ -148,7 +148,12 @@ func integrationEnv(cli *cli) (integrate.Env, error) {
 	if userHome == "" {
 		return integrate.Env{}, fmt.Errorf("HOME is not set: the agents' settings are under it")
 	}
-	return integrate.Env{UserHome: userHome, StateDir: h.IntegrationsDir(), Hook: []string{exe, "hook", "--home", string(h)}, Getenv: cli.getenv}, nil
+	wait, err := configOf(cli, h).Integrate.WaitFor("codex")
+	if err != nil {
+		return integrate.Env{}, err
+	}
+	return integrate.Env{UserHome: userHome, StateDir: h.IntegrationsDir(), Hook: []string{exe, "hook", "--home", string(h)}, Getenv: cli.getenv,
+		CodexPermissionWait: wait}, nil
 }
 
 func integrationStatus(ctx context.Context, cli *cli, env integrate.Env, chosen []integrate.Integration) error {
