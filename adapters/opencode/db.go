@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentctl/agentctl/adapters"
@@ -269,41 +270,51 @@ const detailsApart = 64
 // error; another error of a session is its warning.
 func (d *dbStore) readAllDetails(ctx context.Context, tx *sql.Tx, work []*session, cols map[string]bool, progress *adapters.Progress) ([]bool, error) {
 	read := make([]bool, len(work))
-	// The details ask the same few queries of every changed session.
-	queriers := make(chan *preparedQuerier, runtime.GOMAXPROCS(0))
-	first := &preparedQuerier{tx: tx, stmts: map[string]*sql.Stmt{}}
-	defer first.close()
-	queriers <- first
-	if len(work) >= detailsApart {
-		for range cap(queriers) - 1 {
-			q, closeQ, err := d.openQuerier(ctx)
-			if err != nil {
-				break // the first connection reads them all
-			}
-			defer closeQ()
-			queriers <- q
-		}
-	}
 	rctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	storeio.Parallel(rctx, len(work), func(i int) {
-		q := <-queriers
-		defer func() { queriers <- q }()
-		if rctx.Err() != nil {
-			return
+	var next atomic.Int64
+	// each reads sessions on q until none is left or the read stops.
+	each := func(q *preparedQuerier) {
+		for {
+			i := int(next.Add(1) - 1)
+			if i >= len(work) || rctx.Err() != nil {
+				return
+			}
+			s := work[i]
+			progress.Read(1)
+			err := readDetails(rctx, q, s, cols)
+			if err != nil && (storeio.IsSQLiteBusy(err) || rctx.Err() != nil) {
+				stop(err)
+				return
+			}
+			if err != nil {
+				s.warnings = append(s.warnings, err.Error())
+			}
+			read[i] = true
 		}
-		s := work[i]
-		progress.Read(1)
-		err := readDetails(rctx, q, s, cols)
-		if err != nil && (storeio.IsSQLiteBusy(err) || rctx.Err() != nil) {
-			stop(err)
-			return
+	}
+	// The others open their connections while tx reads: a read cut short
+	// by ctx still gets on (the next read goes on from it).
+	var wg sync.WaitGroup
+	if len(work) >= detailsApart {
+		for range runtime.GOMAXPROCS(0) - 1 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				q, closeQ, err := d.openQuerier(rctx)
+				if err != nil {
+					return // tx reads them
+				}
+				defer closeQ()
+				each(q)
+			}()
 		}
-		if err != nil {
-			s.warnings = append(s.warnings, err.Error())
-		}
-		read[i] = true
-	})
+	}
+	// The details ask the same few queries of every changed session.
+	first := &preparedQuerier{tx: tx, stmts: map[string]*sql.Stmt{}}
+	defer first.close()
+	each(first)
+	wg.Wait()
 	n := 0
 	for _, ok := range read {
 		if ok {
