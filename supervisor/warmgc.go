@@ -15,13 +15,12 @@ import (
 // once the read is over.
 const (
 	warmGCPercent   = 400
-	warmMemoryLimit = 200 << 20
+	warmMemoryLimit = 192 << 20
 )
 
 // warmGC gives the collector the first read's headroom and returns what
 // puts the settings back. A GOGC that is off or already higher, and a
-// memory limit already set (GOMEMLIMIT, or the service's own), are left as
-// they are.
+// memory limit set (GOMEMLIMIT), are left as they are.
 func warmGC() (restore func()) {
 	pct := debug.SetGCPercent(warmGCPercent)
 	if pct < 0 || pct >= warmGCPercent {

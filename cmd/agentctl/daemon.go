@@ -34,15 +34,6 @@ restarting the service never stops a session.`,
 // serviceGCPercent is the service's GOGC unless the environment sets one.
 const serviceGCPercent = 50
 
-// serviceMemoryLimit is the service's soft memory limit (GOMEMLIMIT)
-// unless the environment sets one: past it the collector runs as often as
-// it must. A 50,000-session store keeps about 120 MB; a list of all of it
-// builds some 80 MB more for a moment, and the first read of the stores
-// may grow the heap further (the service gives it headroom then): without
-// a limit the service's resident set peaked at 330 to 380 MB there, with
-// this one at 250 MB, for no more CPU.
-const serviceMemoryLimit = 200 << 20
-
 func newDaemonRunCmd(cli *cli) *cobra.Command {
 	return &cobra.Command{
 		Use:   "run",
@@ -59,9 +50,6 @@ func newDaemonRunCmd(cli *cli) *cobra.Command {
 			// more per list). GOGC, when set, decides.
 			if _, set := os.LookupEnv("GOGC"); !set {
 				debug.SetGCPercent(serviceGCPercent)
-			}
-			if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
-				debug.SetMemoryLimit(serviceMemoryLimit)
 			}
 			logger := slog.New(slog.NewTextHandler(cli.errOut, nil))
 			return serve.Service(cmd.Context(), h, buildVersion(), logger)
