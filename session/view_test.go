@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -247,6 +249,35 @@ func TestSortByCreation(t *testing.T) {
 		t.Errorf("order %q, want %q (ties keep their order)", got, want)
 	}
 	sortByCreation(nil)
+}
+
+// sortByCreation moves the sessions in place: its one allocation is the
+// index, never a second copy of the sessions; any order comes out sorted
+// and stable.
+func TestSortByCreationInPlace(t *testing.T) {
+	t0 := time.Now()
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{1, 2, 3, 10, 257} {
+		ss := make([]api.Session, n)
+		for i := range ss {
+			ss[i] = api.Session{ID: strconv.Itoa(i), CreatedAt: t0.Add(time.Duration(r.IntN(n/2+1)) * time.Second)}
+		}
+		want := slices.Clone(ss)
+		slices.SortStableFunc(want, func(a, b api.Session) int { return a.CreatedAt.Compare(b.CreatedAt) })
+		sortByCreation(ss)
+		for i := range ss {
+			if ss[i].ID != want[i].ID {
+				t.Fatalf("%d sessions: at %d %s, want %s", n, i, ss[i].ID, want[i].ID)
+			}
+		}
+	}
+	ss := make([]api.Session, 1000)
+	for i := range ss {
+		ss[i].CreatedAt = t0.Add(-time.Duration(i) * time.Second)
+	}
+	if allocs := testing.AllocsPerRun(5, func() { sortByCreation(ss) }); allocs > 1 {
+		t.Errorf("%v allocations a sort, want the index's alone", allocs)
+	}
 }
 
 // slowAdapter's Discover takes delay, or until its context ends; it counts

@@ -225,7 +225,9 @@ func Run(ctx context.Context, opts Options) error {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
+		restore := warmGC()
 		s.core.Warm(s.ctx)
+		restore()
 		// The first read of the stores went through every native file
 		// (gigabytes for a large store): what it allocated to read them is
 		// garbage now, and handed back at once rather than kept resident

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentctl/agentctl/adapters"
@@ -217,33 +219,29 @@ func (d *dbStore) refresh(ctx context.Context) error {
 			next[id], nextStamps[id] = s, st
 		}
 	}
-	// The details ask the same few queries of every changed session.
-	prepared := &preparedQuerier{tx: tx, stmts: map[string]*sql.Stmt{}}
-	defer prepared.close()
-	progress := adapters.ProgressFrom(ctx)
-	progress.Found(len(rows))
+	var work []*session
 	for _, s := range rows {
-		progress.Read(1)
 		if _, ok := stamps[s.id]; !ok {
 			continue // a child session
 		}
 		s.path = d.path
-		if err := ctx.Err(); err != nil {
-			d.keepPartial(next, nextStamps)
-			return fmt.Errorf("read %s: %w", d.path, err)
-		}
 		if prev, ok := d.sessions[s.id]; ok {
 			s.firstPrompt = prev.firstPrompt // the first prompt never changes
 		}
-		d.detailed++
-		if err := readDetails(ctx, prepared, s, cols); err != nil {
-			if storeio.IsSQLiteBusy(err) || ctx.Err() != nil {
-				d.keepPartial(next, nextStamps)
-				return err
-			}
-			s.warnings = append(s.warnings, err.Error())
+		work = append(work, s)
+	}
+	progress := adapters.ProgressFrom(ctx)
+	progress.Found(len(rows))
+	progress.Read(len(rows) - len(work))
+	read, err := d.readAllDetails(ctx, tx, work, cols, progress)
+	for i, s := range work {
+		if read[i] {
+			next[s.id], nextStamps[s.id] = s, stamps[s.id]
 		}
-		next[s.id], nextStamps[s.id] = s, stamps[s.id]
+	}
+	if err != nil {
+		d.keepPartial(next, nextStamps)
+		return err
 	}
 	for _, id := range changed {
 		if _, ok := next[id]; !ok {
@@ -256,6 +254,101 @@ func (d *dbStore) refresh(ctx context.Context) error {
 	d.sessions, d.stamps = next, nextStamps
 	d.mark, d.marked = mark, hasEvents
 	return nil
+}
+
+// detailsApart is how many changed sessions make the details worth
+// reading on more than one connection: opening one costs about as much as
+// reading a few sessions.
+const detailsApart = 64
+
+// readAllDetails reads the details of every session of work (readDetails)
+// and says which were read: on tx, and, when there are many, on as many
+// more read transactions as there are cores, each session on one of them.
+// The others begin after tx, so what they read is as new as what tx read
+// or newer (a session changed meanwhile is read again next time, when its
+// stamp moves). It stops at a busy database or ctx's end, returning that
+// error; another error of a session is its warning.
+func (d *dbStore) readAllDetails(ctx context.Context, tx *sql.Tx, work []*session, cols map[string]bool, progress *adapters.Progress) ([]bool, error) {
+	read := make([]bool, len(work))
+	rctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	var next atomic.Int64
+	// each reads sessions on q until none is left or the read stops.
+	each := func(q *preparedQuerier) {
+		for {
+			i := int(next.Add(1) - 1)
+			if i >= len(work) || rctx.Err() != nil {
+				return
+			}
+			s := work[i]
+			progress.Read(1)
+			err := readDetails(rctx, q, s, cols)
+			if err != nil && (storeio.IsSQLiteBusy(err) || rctx.Err() != nil) {
+				stop(err)
+				return
+			}
+			if err != nil {
+				s.warnings = append(s.warnings, err.Error())
+			}
+			read[i] = true
+		}
+	}
+	// The others open their connections while tx reads: a read cut short
+	// by ctx still gets on (the next read goes on from it).
+	var wg sync.WaitGroup
+	if len(work) >= detailsApart {
+		for range runtime.GOMAXPROCS(0) - 1 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				q, closeQ, err := d.openQuerier(rctx)
+				if err != nil {
+					return // tx reads them
+				}
+				defer closeQ()
+				each(q)
+			}()
+		}
+	}
+	// The details ask the same few queries of every changed session.
+	first := &preparedQuerier{tx: tx, stmts: map[string]*sql.Stmt{}}
+	defer first.close()
+	each(first)
+	wg.Wait()
+	n := 0
+	for _, ok := range read {
+		if ok {
+			n++
+		}
+	}
+	d.detailed += n
+	if err := ctx.Err(); err != nil {
+		return read, fmt.Errorf("read %s: %w", d.path, err)
+	}
+	if err := context.Cause(rctx); err != nil {
+		return read, err
+	}
+	return read, nil
+}
+
+// openQuerier opens another read transaction on the database, for
+// readAllDetails.
+func (d *dbStore) openQuerier(ctx context.Context) (*preparedQuerier, func(), error) {
+	db, err := storeio.OpenSQLiteReadOnly(ctx, d.path, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		db.Close()
+		return nil, nil, fmt.Errorf("read %s: %w", d.path, err)
+	}
+	q := &preparedQuerier{tx: tx, stmts: map[string]*sql.Stmt{}}
+	return q, func() {
+		q.close()
+		tx.Rollback()
+		db.Close()
+	}, nil
 }
 
 // keepPartial keeps the sessions a refresh cut short had read, so the next

@@ -559,3 +559,49 @@ func TestDiscoverOneAgreesWithDiscover(t *testing.T) {
 		t.Errorf("an id the store does not hold: %v", err)
 	}
 }
+
+// A first read of many sessions reads their details on a transaction per
+// core: what it found of each session is what one transaction reading
+// them one by one finds.
+func TestDetailsReadApartAgree(t *testing.T) {
+	t.Parallel()
+	data, a := testData(t)
+	n := 3 * detailsApart
+	if err := opencodesynth.GenerateStore(data, n, 13); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if ss, err := a.Discover(ctx); err != nil || len(ss) != n {
+		t.Fatalf("%d of %d sessions: %v", len(ss), n, err)
+	}
+	path := filepath.Join(data, "opencode", "opencode.db")
+	d := a.store(path)
+	if d.detailed != n {
+		t.Errorf("%d sessions detailed, want %d", d.detailed, n)
+	}
+	db, err := storeio.OpenSQLiteReadOnly(ctx, path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	cols, err := storeio.SQLiteColumns(ctx, tx, "session")
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := &preparedQuerier{tx: tx, stmts: map[string]*sql.Stmt{}}
+	defer one.close()
+	for id, got := range d.sessions {
+		want := &session{id: id}
+		if err := readDetails(ctx, one, want, cols); err != nil {
+			t.Fatal(err)
+		}
+		if got.firstPrompt != want.firstPrompt || got.lastMessage != want.lastMessage || got.last != want.last || got.model != want.model || len(got.warnings) != 0 {
+			t.Errorf("%s: read apart %q %q %+v %q %q, one by one %q %q %+v %q", id, got.firstPrompt, got.lastMessage, got.last, got.model, got.warnings, want.firstPrompt, want.lastMessage, want.last, want.model)
+		}
+	}
+}

@@ -64,25 +64,42 @@ func TailLines(r io.ReaderAt, size int64, n int, maxBytes int64) (lines [][]byte
 	// newlines read, the c-1 lines between them are complete, so n+1
 	// newlines are enough.
 	off := size
-	var blocks [][]byte
-	newlines := 0
-	for off > 0 && size-off < maxBytes && newlines <= n {
-		step := min(int64(tailBlock), off, maxBytes-(size-off))
-		block := make([]byte, step)
-		got, err := r.ReadAt(block, off-step)
+	var buf []byte
+	if int64(n) >= maxBytes {
+		// The window cannot hold more lines than n: every line of it is
+		// wanted, and it is read at once into the buffer the lines are
+		// cut from (read block by block and joined, every byte was
+		// allocated twice).
+		off = size - min(size, maxBytes)
+		buf = make([]byte, size-off)
+		got, err := r.ReadAt(buf, off)
 		if err != nil && !errors.Is(err, io.EOF) {
 			return nil, size, fmt.Errorf("read tail: %w", err)
 		}
-		if int64(got) != step {
+		if got != len(buf) {
 			return nil, size, fmt.Errorf("read tail: file shrank while reading")
 		}
-		off -= step
-		newlines += bytes.Count(block, []byte{'\n'})
-		blocks = append(blocks, block)
-	}
-	buf := make([]byte, 0, size-off)
-	for i := len(blocks) - 1; i >= 0; i-- {
-		buf = append(buf, blocks[i]...)
+	} else {
+		var blocks [][]byte
+		newlines := 0
+		for off > 0 && size-off < maxBytes && newlines <= n {
+			step := min(int64(tailBlock), off, maxBytes-(size-off))
+			block := make([]byte, step)
+			got, err := r.ReadAt(block, off-step)
+			if err != nil && !errors.Is(err, io.EOF) {
+				return nil, size, fmt.Errorf("read tail: %w", err)
+			}
+			if int64(got) != step {
+				return nil, size, fmt.Errorf("read tail: file shrank while reading")
+			}
+			off -= step
+			newlines += bytes.Count(block, []byte{'\n'})
+			blocks = append(blocks, block)
+		}
+		buf = make([]byte, 0, size-off)
+		for i := len(blocks) - 1; i >= 0; i-- {
+			buf = append(buf, blocks[i]...)
+		}
 	}
 	// Split buf into lines.
 	var pieces [][]byte

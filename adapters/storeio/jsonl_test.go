@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -116,6 +117,44 @@ func TestTailLinesBlocks(t *testing.T) {
 	}
 	if len(got) == 0 || len(got) >= 3000 || string(got[len(got)-1]) != lines[len(lines)-1] {
 		t.Errorf("budgeted tail: %d lines", len(got))
+	}
+}
+
+// TestTailLinesWholeWindow: a caller that wants every line of the window
+// (n not below it) gets what the block-by-block read gives, from one read
+// into one buffer: no byte of the window allocated twice.
+func TestTailLinesWholeWindow(t *testing.T) {
+	var b strings.Builder
+	for i := 0; i < 3000; i++ {
+		fmt.Fprintf(&b, `{"i":%d,"pad":"%s"}`+"\n", i, strings.Repeat("x", (i*37)%500))
+	}
+	data := b.String()
+	for _, window := range []int64{1, 100, 100 << 10, 256 << 10, int64(len(data)), 1 << 30} {
+		whole, wholeStart, err := TailLines(strings.NewReader(data), int64(len(data)), math.MaxInt, window)
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocks, blocksStart, err := TailLines(strings.NewReader(data), int64(len(data)), 3000, window)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if joinLines(whole) != joinLines(blocks) || wholeStart != blocksStart {
+			t.Errorf("window %d: %d lines from %d, block by block %d from %d", window, len(whole), wholeStart, len(blocks), blocksStart)
+		}
+	}
+	// Not parallel: the allocations counted are the process's.
+	const window = 256 << 10
+	r := strings.NewReader(data)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range 10 {
+		if _, _, err := TailLines(r, int64(len(data)), math.MaxInt, window); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / 10; per > 2*window {
+		t.Errorf("%d bytes allocated to read a %d-byte window", per, window)
 	}
 }
 
