@@ -175,11 +175,29 @@ func commandOf(hook any) string {
 // settings), taking out agentctl's earlier ones; the same bytes when they
 // are there already.
 func addClaudeHooks(old []byte, env Env) ([]byte, error) {
+	hooks := make([]hookEntry, 0, len(claudeEvents))
+	for _, ev := range claudeEvents {
+		hooks = append(hooks, hookEntry{ev.name, hookCommandLine(env, "claude", "--integration", "--event", ev.name), ev.timeout})
+	}
+	return addHooks(old, isOurs, hooks)
+}
+
+// hookEntry is one command hook agentctl installs for an event, in
+// Claude's settings or Codex's hooks.json (the same shape).
+type hookEntry struct {
+	event, command string
+	timeout        int
+}
+
+// addHooks adds hooks to old (a settings file with a "hooks" object),
+// each in a group of its own after the user's, taking out the earlier ones
+// ours says are agentctl's; the same bytes when they are there already.
+func addHooks(old []byte, ours func(command string) bool, add []hookEntry) ([]byte, error) {
 	root, err := settingsObject(old)
 	if err != nil {
 		return nil, err
 	}
-	cleaned := takeOutOurs(root)
+	cleaned := takeOutHooks(root, ours)
 	hv, ok := root.get("hooks")
 	hooks, isObj := hv.(*object)
 	switch {
@@ -189,19 +207,19 @@ func addClaudeHooks(old []byte, env Env) ([]byte, error) {
 	case !isObj:
 		return nil, fmt.Errorf(`"hooks" is not a JSON object`)
 	}
-	for _, ev := range claudeEvents {
-		groups, _ := hooks.get(ev.name)
+	for _, h := range add {
+		groups, _ := hooks.get(h.event)
 		list, ok := groups.([]any)
 		if groups != nil && !ok {
-			return nil, fmt.Errorf(`"hooks".%q is not a JSON array`, ev.name)
+			return nil, fmt.Errorf(`"hooks".%q is not a JSON array`, h.event)
 		}
 		hook := &object{members: []member{
 			{"type", "command"},
-			{"command", hookCommandLine(env, "claude", "--integration", "--event", ev.name)},
-			{"timeout", ev.timeout},
+			{"command", h.command},
+			{"timeout", h.timeout},
 		}}
 		list = append(list, &object{members: []member{{"hooks", []any{hook}}}})
-		hooks.set(ev.name, list)
+		hooks.set(h.event, list)
 	}
 	out, err := encodeOrdered(root, indentOf(old))
 	if err != nil {

@@ -72,46 +72,11 @@ func isOurCodexHook(command string) bool {
 // taking out agentctl's earlier ones; the same bytes when they are there
 // already.
 func addCodexHooks(old []byte, env Env) ([]byte, error) {
-	root, err := settingsObject(old)
-	if err != nil {
-		return nil, err
-	}
-	cleaned := takeOutHooks(root, isOurCodexHook)
-	hv, ok := root.get("hooks")
-	hooks, isObj := hv.(*object)
-	switch {
-	case !ok:
-		hooks = &object{}
-		root.set("hooks", hooks)
-	case !isObj:
-		return nil, fmt.Errorf(`"hooks" is not a JSON object`)
-	}
+	hooks := make([]hookEntry, 0, len(codexHookEvents))
 	for _, ev := range codexHookEvents {
-		groups, _ := hooks.get(ev.name)
-		list, ok := groups.([]any)
-		if groups != nil && !ok {
-			return nil, fmt.Errorf(`"hooks".%q is not a JSON array`, ev.name)
-		}
-		hook := &object{members: []member{
-			{"type", "command"},
-			{"command", hookCommandLine(env, "codex", "--integration", "--event", ev.name)},
-			{"timeout", codexHookTimeout(env, ev.name, ev.timeout)},
-		}}
-		list = append(list, &object{members: []member{{"hooks", []any{hook}}}})
-		hooks.set(ev.name, list)
+		hooks = append(hooks, hookEntry{ev.name, hookCommandLine(env, "codex", "--integration", "--event", ev.name), codexHookTimeout(env, ev.name, ev.timeout)})
 	}
-	out, err := encodeOrdered(root, indentOf(old))
-	if err != nil {
-		return nil, err
-	}
-	if cleaned {
-		if again, err := settingsObject(old); err == nil {
-			if prev, err := encodeOrdered(again, indentOf(old)); err == nil && bytes.Equal(prev, out) {
-				return old, nil
-			}
-		}
-	}
-	return out, nil
+	return addHooks(old, isOurCodexHook, hooks)
 }
 
 // removeCodexHooks takes agentctl's hooks out of cur (hooks.json).
