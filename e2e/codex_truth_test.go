@@ -39,6 +39,22 @@ func (tm *term) open(name, dir string, argv ...string) int {
 // screen is what terminal name shows.
 func (tm *term) screen(name string) string { return tm.capture(name) }
 
+// enterIfUnsent presses Enter in a Codex TUI whose composer (its last
+// line that begins with ›) still holds text: on a loaded machine a TUI
+// still loading its thread from the daemon keeps what was typed, and a
+// person presses Enter again.
+func enterIfUnsent(ts *tmuxServer, target, text string) {
+	lines := strings.Split(ts.capture(target), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); strings.HasPrefix(l, "›") {
+			if strings.Contains(l, text) {
+				ts.tmux("send-keys", "-t", target, "Enter")
+			}
+			return
+		}
+	}
+}
+
 // openCodexTUI starts Codex's TUI by hand in terminal name, in the project,
 // with args, and waits until it takes keys: its writer lock is held (by
 // the TUI, or by the daemon for it) and its prompt is drawn.

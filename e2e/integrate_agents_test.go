@@ -470,7 +470,13 @@ func TestCodexIntegrationByHand(t *testing.T) {
 			t.Logf("rows after the first prompts:\n%s", strings.Join(seen, "\n"))
 		}
 	})
+	again := time.Now().Add(20 * time.Second)
 	WaitFor(t, 90*time.Second, "a and b, each on its own session, to read waiting: input from their integration", func() bool {
+		if time.Now().After(again) {
+			enterIfUnsent(h.tmuxServer, wa, "hello [[text: from a]]")
+			enterIfUnsent(h.tmuxServer, wb, "hello [[text: from b]]")
+			again = time.Now().Add(20 * time.Second)
+		}
 		ra, oka := rowOfPID(e, "codex", proj, pa)
 		rb, okb := rowOfPID(e, "codex", projB, pb)
 		seen = append(seen, fmt.Sprintf("%s: a %v %s %s %q %q, b %v %s %s %q %q", time.Since(typed).Round(time.Millisecond),
@@ -499,7 +505,13 @@ func TestCodexIntegrationByHand(t *testing.T) {
 	h.typeLine(wd, "hello [[text: from d]]")
 	owner := map[string]int{"hello [[text: from c]]": pc, "hello [[text: from d]]": pd}
 	var rows []api.Session
+	again = time.Now().Add(20 * time.Second)
 	WaitFor(t, 90*time.Second, "c's and d's sessions running, their turns ended", func() bool {
+		if time.Now().After(again) {
+			enterIfUnsent(h.tmuxServer, wc, "hello [[text: from c]]")
+			enterIfUnsent(h.tmuxServer, wd, "hello [[text: from d]]")
+			again = time.Now().Add(20 * time.Second)
+		}
 		rows = handRows(e, "codex", projCD)
 		n := 0
 		for _, r := range rows {

@@ -232,6 +232,7 @@ type term struct {
 	t    *testing.T
 	sock string
 	n    int
+	pids []int // the windows' processes, each its group's leader
 }
 
 func newTerm(t *testing.T, env []string) *term {
@@ -246,6 +247,12 @@ func newTerm(t *testing.T, env []string) *term {
 	tm := &term{t: t, sock: filepath.Join(dir, "s")}
 	t.Cleanup(func() {
 		exec.Command("tmux", "-S", tm.sock, "kill-server").Run()
+		// An agent hung up on goes on writing its folders for a moment
+		// (OpenCode installs its plugins' packages): the test's folders
+		// are removed once its windows' process groups are gone.
+		for _, pid := range tm.pids {
+			endGroup(pid)
+		}
 		os.RemoveAll(dir)
 	})
 	cmd := exec.Command("tmux", "-S", tm.sock, "-f", "/dev/null", "new-session", "-d", "-x", "160", "-y", "50", "-s", "it", "sleep", "3600")
@@ -276,7 +283,27 @@ func (tm *term) start(dir string, argv ...string) (string, int) {
 	if _, err := fmt.Sscanf(strings.TrimSpace(out), "%d", &pid); err != nil {
 		tm.t.Fatalf("pane pid %q: %v", out, err)
 	}
+	tm.pids = append(tm.pids, pid)
 	return win, pid
+}
+
+// endGroup waits up to 10 s for the process group pgid to be gone, then
+// kills what is left of it and waits up to 5 s more.
+func endGroup(pgid int) {
+	gone := func(d time.Duration) bool {
+		for deadline := time.Now().Add(d); ; time.Sleep(50 * time.Millisecond) {
+			if syscall.Kill(-pgid, 0) == syscall.ESRCH {
+				return true
+			}
+			if time.Now().After(deadline) {
+				return false
+			}
+		}
+	}
+	if !gone(10 * time.Second) {
+		syscall.Kill(-pgid, syscall.SIGKILL)
+		gone(5 * time.Second)
+	}
 }
 
 func (tm *term) screen(win string) string { return tm.tmux("capture-pane", "-p", "-t", win) }

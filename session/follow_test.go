@@ -101,3 +101,35 @@ func TestTransitionsFollowedByTheirOwnLoop(t *testing.T) {
 	default:
 	}
 }
+
+// With nothing to follow the loop still looks, now and then: a session
+// that begins running after its first look is followed, and its turns
+// announced, with nobody listing.
+func TestTransitionsLoopLooksWhileFollowingNothing(t *testing.T) {
+	t.Parallel()
+	store := &turning{state: adapters.NativeDone}
+	h := heard(make(chan string, 16))
+	c := New(context.Background(), Options{Home: home.Home(t.TempDir()), Adapters: adapters.NewSet(store), DiscoveryTimeout: time.Second, Observers: []Observer{h}})
+	c.moves.every, c.moves.idleEvery = 20*time.Millisecond, 50*time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() { cancel(); c.Wait() }()
+	c.WatchTransitions(ctx)
+	time.Sleep(200 * time.Millisecond) // its first looks see nothing running
+	store.set(adapters.NativeBusy)
+	deadline := time.Now().Add(30 * time.Second)
+	for c.moves.size() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the loop never looked again: the session that began running is not followed")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	store.set(adapters.NativeIdle)
+	select {
+	case got := <-h:
+		if want := fmt.Sprintf("t1:%d", ChangeIdle); got != want {
+			t.Fatalf("heard %s, want %s", got, want)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("its turn's end was not announced")
+	}
+}
