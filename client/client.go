@@ -571,7 +571,7 @@ func (c *Client) ListIndented(ctx context.Context, o api.ListOptions) ([]byte, e
 	}
 	what := fmt.Sprintf("the answer of the agentctl service at %s to GET /v1/sessions", c.where())
 	if utf8.Valid(body.Bytes()) {
-		out, err := indentJSON(make([]byte, 0, body.Len()+body.Len()/4), body.Bytes())
+		out, err := indentJSON(make([]byte, 0, indentedSize(body.Len())), body.Bytes())
 		if err != nil {
 			return nil, c.readFailed(http.MethodGet, path, fmt.Errorf("%s: %w", what, err))
 		}

@@ -35,6 +35,52 @@ func TestIndentJSON(t *testing.T) {
 	}
 }
 
+// Every byte, at every place of a string, is copied or refused as
+// json.Indent does; deep nesting is indented as it indents it.
+func TestIndentJSONStringsAndDepths(t *testing.T) {
+	t.Parallel()
+	for c := range 256 {
+		for at := range 20 {
+			b := []byte("abcdefghijklmnopqrstuvwx")[:20]
+			b[at] = byte(c)
+			checkIndent(t, []byte(`["`+string(b)+`",1]`))
+			checkIndent(t, []byte(`{"`+string(b)+`":"\\"}`))
+		}
+	}
+	for _, depth := range []int{31, 32, 33, 40} {
+		checkIndent(t, []byte(strings.Repeat(`[1,{"k":`, depth)+"2"+strings.Repeat("}]", depth)))
+	}
+}
+
+// BenchmarkIndentJSON re-indents the answer of a list of 7,000 sessions
+// (3.3 MB), what `list -a --json` does to the service's answer.
+func BenchmarkIndentJSON(b *testing.B) {
+	created, last := time.Date(2026, 9, 28, 4, 8, 31, 572e6, time.UTC), time.Date(2026, 9, 28, 4, 35, 30, 147e6, time.UTC)
+	in, out, cost := int64(33516), int64(2355), 0.107562
+	body := []byte(`{"sessions":[`)
+	for i := range 7000 {
+		if i > 0 {
+			body = append(body, ',')
+		}
+		id := fmt.Sprintf("01a0e633-3854-79d1-885b-%012x", i)
+		s := api.Session{ID: id, Handle: id[:10], Adapter: "pi", Origin: api.OriginDiscovered, Status: api.StatusEnded,
+			CreatedAt: created, Cwd: "/home/dev/src/project-026", NativeID: id, Model: "google/gemini-2.5-pro",
+			TokensIn: &in, TokensOut: &out, CostUSD: &cost, LastActivity: &last, Prompt: "the a server read handler parse return index cache error parse add struct signal"}
+		var err error
+		if body, err = s.AppendJSON(body); err != nil {
+			b.Fatal(err)
+		}
+		body = append(body, '\n')
+	}
+	body = append(body, "]}\n"...)
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if _, err := indentJSON(make([]byte, 0, indentedSize(len(body))), body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func FuzzIndentJSON(f *testing.F) {
 	for _, in := range indentSeeds {
 		f.Add([]byte(in))

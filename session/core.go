@@ -218,7 +218,9 @@ func (c *reader) List(ctx context.Context, o api.ListOptions) (api.SessionList, 
 	if err != nil {
 		return api.SessionList{}, err
 	}
-	var known []string
+	// Sized as the ids the last list knew: grown id by id, it was copied
+	// over and over.
+	known := make([]string, 0, c.handleIDs.size())
 	followed := c.moves.followed()
 	// A session only an adapter knows that cannot pass the filter is not
 	// built, unless the transitions detector follows it; its id still
@@ -245,8 +247,8 @@ func (c *reader) List(ctx context.Context, o api.ListOptions) (api.SessionList, 
 	if kept == nil {
 		kept = []api.Session{}
 	}
+	// The view comes oldest first (mergeSkipping).
 	c.setHandles(kept, known)
-	sortByCreation(kept)
 	if f.status == "" && !f.all {
 		warnings = append(warnings, unknownReasons(kept)...)
 	}

@@ -158,29 +158,63 @@ func longestSorted(lows []string, low string) int {
 }
 
 // handleIndex keeps the ids handles were last found among, lower-cased
-// and sorted: a list between changes knows the same ids, and finds each
-// handle by a binary search rather than by sorting them all again.
+// and sorted, and the handles found: a list between changes knows the same
+// ids, and takes each handle found before rather than searching again.
 type handleIndex struct {
 	mu   sync.Mutex
 	ids  []string // as last given
 	lows []string // sorted
+	hs   []string // the handle of ids[i]; "" until asked for
 }
 
-// sorted returns among lower-cased and sorted, from the last call when
-// among is the same list of ids. The result must not be changed.
-func (x *handleIndex) sorted(among []string) []string {
+// handles returns the handle of each of ss among the ids of known and of
+// ss, kept from the last call when those are the same list of ids. The
+// result must not be changed.
+func (x *handleIndex) handles(known []string, ss []api.Session) []string {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.lows != nil && slices.Equal(x.ids, among) {
-		return x.lows
+	if !x.same(known, ss) {
+		among := make([]string, 0, len(known)+len(ss))
+		among = append(among, known...)
+		for i := range ss {
+			among = append(among, ss[i].ID)
+		}
+		lows := make([]string, len(among))
+		for i, id := range among {
+			lows[i] = strings.ToLower(id)
+		}
+		slices.Sort(lows)
+		x.ids, x.lows, x.hs = among, lows, make([]string, len(among))
 	}
-	lows := make([]string, len(among))
-	for i, id := range among {
-		lows[i] = strings.ToLower(id)
+	longest := func(low string) int { return longestSorted(x.lows, low) }
+	for i := len(known); i < len(x.ids); i++ {
+		// A handle once found is not written again: an earlier caller may
+		// be reading it.
+		if x.hs[i] == "" && x.ids[i] != "" {
+			x.hs[i] = handleOf(x.ids[i], longest)
+		}
 	}
-	slices.Sort(lows)
-	x.ids, x.lows = slices.Clone(among), lows
-	return lows
+	return x.hs[len(known):]
+}
+
+// size is how many ids were last given.
+func (x *handleIndex) size() int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return len(x.ids)
+}
+
+// same says the ids kept are those of known followed by those of ss.
+func (x *handleIndex) same(known []string, ss []api.Session) bool {
+	if x.lows == nil || len(x.ids) != len(known)+len(ss) || !slices.Equal(x.ids[:len(known)], known) {
+		return false
+	}
+	for i, id := range x.ids[len(known):] {
+		if ss[i].ID != id {
+			return false
+		}
+	}
+	return true
 }
 
 // linearHandles is up to how many handles are found by comparing each id
@@ -198,16 +232,12 @@ func commonPrefix(a, b string) int {
 // setHandles fills each session's Handle: its shortest unique prefix among
 // every session id known (launched ones and those listed).
 //
-// The ids are kept sorted between calls (handleIndex): the same ids, as a
-// list between changes knows, cost a comparison rather than a sort.
+// The ids and their handles are kept between calls (handleIndex): the
+// same ids, as a list between changes knows, cost a comparison rather than
+// a sort and a search per session.
 func (c *reader) setHandles(ss []api.Session, known []string) {
-	among := slices.Clip(known)
+	hs := c.handleIDs.handles(known, ss)
 	for i := range ss {
-		among = append(among, ss[i].ID)
-	}
-	lows := c.handleIDs.sorted(among)
-	longest := func(low string) int { return longestSorted(lows, low) }
-	for i := range ss {
-		ss[i].Handle = handleOf(ss[i].ID, longest)
+		ss[i].Handle = hs[i]
 	}
 }

@@ -87,7 +87,7 @@ func TestSetHandlesKeepsItsIndex(t *testing.T) {
 		{"one more id", append(slices.Clone(ids), "abcdefgz"), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := c.handleIDs.lows
+			before, beforeHs := c.handleIDs.lows, c.handleIDs.hs
 			ss := []api.Session{{ID: "abcdefgh"}, {ID: "q0000000"}}
 			c.setHandles(ss, tc.known)
 			want := handles([]string{"abcdefgh", "q0000000"}, append(slices.Clone(tc.known), "abcdefgh", "q0000000"))
@@ -98,6 +98,11 @@ func TestSetHandlesKeepsItsIndex(t *testing.T) {
 			}
 			if reused := before != nil && &before[0] == &c.handleIDs.lows[0]; reused != tc.reused {
 				t.Errorf("index reused: %v, want %v", reused, tc.reused)
+			}
+			// The handles found are kept with it: the same ids find
+			// them again rather than search for them.
+			if kept := beforeHs != nil && &beforeHs[0] == &c.handleIDs.hs[0]; kept != tc.reused {
+				t.Errorf("handles kept: %v, want %v", kept, tc.reused)
 			}
 		})
 	}

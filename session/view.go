@@ -3,6 +3,7 @@ package session
 import (
 	"slices"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/agentctl/agentctl/adapters"
@@ -17,8 +18,9 @@ type nativeKey struct{ adapter, id string }
 // merge enriches launched sessions with their native facts and adds the
 // sessions only the adapters know, keeping those keep accepts (all when
 // keep is nil). Filtering here, rather than after, spares building every
-// session of a large store for a list that shows a few. The order is not
-// defined: callers that show a list sort what is left (sortByCreation).
+// session of a large store for a list that shows a few. The answer is
+// oldest first, as sortByCreation orders the launched sessions followed by
+// the native ones in the order discovered; keep is asked in that order.
 func merge(launched []api.Session, disc discovered, keep func(*api.Session) bool) []api.Session {
 	return mergeSkipping(launched, disc, keep, nil)
 }
@@ -103,20 +105,87 @@ func mergeSkipping(launched []api.Session, disc discovered, keep func(*api.Sessi
 			build = append(build, ns)
 		}
 	}
+	// The answer is made oldest first as it is built (ties keep the order
+	// of launched sessions, then of discovery): sorting it afterwards
+	// moved every session, a large value, twice. The launched sessions and
+	// the native ones to build are each ordered by their times alone, and
+	// the two runs merged.
+	olds := byAge(len(enriched), func(i int) time.Time { return enriched[i].CreatedAt })
+	news := byAge(len(build), func(i int) time.Time { return build[i].CreatedAt })
 	out := make([]api.Session, 0, len(enriched)+len(build))
-	for _, s := range enriched {
-		if keep == nil || keep(&s) {
-			out = append(out, s)
+	i, j := 0, 0
+	for i < len(olds) || j < len(news) {
+		if i < len(olds) && (j == len(news) || olds[i].notAfter(news[j])) {
+			if s := &enriched[olds[i].i]; keep == nil || keep(s) {
+				out = append(out, *s)
+			}
+			i++
+			continue
 		}
-	}
-	for _, ns := range build {
+		ns := build[news[j].i]
+		j++
+		// Built in its place in the answer, not built and then copied.
+		out = append(out, api.Session{})
+		s := &out[len(out)-1]
 		// An adapter that failed this time vouches for nothing.
-		s := fromNative(ns, !disc.failed[ns.Adapter])
-		if keep == nil || keep(&s) {
-			out = append(out, s)
+		fillNative(s, ns, !disc.failed[ns.Adapter])
+		if keep != nil && !keep(s) {
+			*s = api.Session{} // holds nothing it no longer shows
+			out = out[:len(out)-1]
 		}
 	}
 	return out
+}
+
+// aged is a place in a list and the time of what is there, as plain
+// numbers: sorting these moves no pointers (moving sessions, or pointers
+// to them, paid the garbage collector's write barriers) and compares no
+// time.Time.
+type aged struct {
+	sec  int64
+	nsec int32
+	i    int
+}
+
+// byAge is the places 0..n-1, oldest first by at, ties in place order.
+func byAge(n int, at func(i int) time.Time) []aged {
+	out := make([]aged, n)
+	sorted := true
+	for i := range out {
+		t := at(i)
+		out[i] = aged{sec: t.Unix(), nsec: int32(t.Nanosecond()), i: i}
+		if i > 0 && out[i].before(out[i-1]) {
+			sorted = false
+		}
+	}
+	if !sorted {
+		slices.SortFunc(out, func(a, b aged) int {
+			if a.before(b) {
+				return -1
+			}
+			if b.before(a) {
+				return 1
+			}
+			return 0
+		})
+	}
+	return out
+}
+
+// before orders by time, then by place.
+func (a aged) before(b aged) bool {
+	if a.sec != b.sec {
+		return a.sec < b.sec
+	}
+	if a.nsec != b.nsec {
+		return a.nsec < b.nsec
+	}
+	return a.i < b.i
+}
+
+// notAfter says a's time is b's or earlier.
+func (a aged) notAfter(b aged) bool {
+	return a.sec < b.sec || a.sec == b.sec && a.nsec <= b.nsec
 }
 
 // position is a native session's place in a discovery's answer: the
@@ -338,15 +407,16 @@ func limitWindows(ws []adapters.LimitWindow) []api.LimitWindow {
 // fromNative is the session object for a session only an adapter knows.
 // Its id is the native id.
 func fromNative(ns *adapters.NativeSession, vouched bool) api.Session {
-	s := api.Session{
-		ID:        ns.NativeID,
-		Adapter:   ns.Adapter,
-		Origin:    api.OriginDiscovered,
-		NativeID:  ns.NativeID,
-		Cwd:       ns.Cwd,
-		CreatedAt: ns.CreatedAt,
-	}
-	enrich(&s, ns)
+	var s api.Session
+	fillNative(&s, ns, vouched)
+	return s
+}
+
+// fillNative makes *s, a zero session, fromNative's session.
+func fillNative(s *api.Session, ns *adapters.NativeSession, vouched bool) {
+	s.ID, s.Adapter, s.Origin, s.NativeID = ns.NativeID, ns.Adapter, api.OriginDiscovered, ns.NativeID
+	s.Cwd, s.CreatedAt = ns.Cwd, ns.CreatedAt
+	enrich(s, ns)
 	alive := ns.Process != nil && proc.Alive(proc.Identity{PID: ns.Process.PID, Start: ns.Process.Start})
 	if alive {
 		s.PID = ns.Process.PID
@@ -356,8 +426,7 @@ func fromNative(ns *adapters.NativeSession, vouched bool) api.Session {
 		at := ns.Hook.At
 		s.ActivitySource, s.ActivitySince = api.SourceIntegration, &at
 	}
-	nativeWaiting(&s, ns)
-	return s
+	nativeWaiting(s, ns)
 }
 
 // ownCounts gives each run of one native session (idx into runs) its own

@@ -166,6 +166,58 @@ func TestMergeFiltered(t *testing.T) {
 	}
 }
 
+// merge answers oldest first, as sortByCreation orders the launched
+// sessions followed by the native ones as discovered (ties keep that
+// order), filtered or not: List shows it without sorting it again.
+func TestMergeIsOldestFirst(t *testing.T) {
+	t.Parallel()
+	t0 := time.Now()
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	launched := []api.Session{
+		{ID: "L3", Adapter: "claude", Status: api.StatusExited, NativeID: "n9", CreatedAt: at(3)},
+		{ID: "L1", Adapter: "codex", Status: api.StatusExited, CreatedAt: at(1)},
+		{ID: "L2", Adapter: "codex", Status: api.StatusExited, CreatedAt: at(2)},
+		{ID: "L2b", Adapter: "codex", Status: api.StatusExited, CreatedAt: at(2)},
+	}
+	disc := discovered{sessions: [][]adapters.NativeSession{{
+		{Adapter: "claude", NativeID: "n9", State: adapters.NativeDone, CreatedAt: at(9)},
+		{Adapter: "claude", NativeID: "n5", State: adapters.NativeDone, CreatedAt: at(5)},
+		{Adapter: "claude", NativeID: "n2", State: adapters.NativeDone, CreatedAt: at(2)},
+		{Adapter: "claude", NativeID: "n0", State: adapters.NativeBusy, CreatedAt: at(0)},
+	}, {
+		{Adapter: "pi", NativeID: "p2", State: adapters.NativeDone, CreatedAt: at(2)},
+		{Adapter: "pi", NativeID: "p7", State: adapters.NativeBusy, CreatedAt: at(7)},
+	}}}
+	for _, tc := range []struct {
+		name string
+		keep func(*api.Session) bool
+		want []string
+	}{
+		{"all", nil, []string{"n0", "L1", "L2", "L2b", "n2", "p2", "L3", "n5", "p7"}},
+		{"running", func(s *api.Session) bool { return s.Status == api.StatusRunning }, []string{"n0", "p7"}},
+		{"not n2", func(s *api.Session) bool { return s.ID != "n2" }, []string{"n0", "L1", "L2", "L2b", "p2", "L3", "n5", "p7"}},
+		{"none", func(*api.Session) bool { return false }, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var asked, got []string
+			out := merge(launched, disc, func(s *api.Session) bool {
+				asked = append(asked, s.ID)
+				return tc.keep == nil || tc.keep(s)
+			})
+			for _, s := range out {
+				got = append(got, s.ID)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("merge gave %q, want %q", got, tc.want)
+			}
+			if all := []string{"n0", "L1", "L2", "L2b", "n2", "p2", "L3", "n5", "p7"}; !slices.Equal(asked, all) {
+				t.Errorf("keep asked about %q, want %q", asked, all)
+			}
+		})
+	}
+}
+
 // failing is an adapter whose discovery works once, then hangs until
 // released, then fails.
 type failing struct {
