@@ -152,7 +152,7 @@ func (c *Core) stopLaunched(ctx context.Context, id string, opts spawn.StopOptio
 		if stopped.Processes, err = spawn.StopWithoutShim(ctx, dir, rec, opts); err != nil {
 			return api.Session{}, fmt.Errorf("end its processes without its monitor: %w", err)
 		}
-		if killed && !proc.Alive(rec.Process) {
+		if killed && goneWithin(rec.Process, settle) {
 			if err := spawn.RecordKill(dir, "agentctl stop"); err != nil {
 				c.log.Warn("record the kill of a session whose monitor did not answer", "session", id, "err", err)
 			}
@@ -172,6 +172,17 @@ func (c *Core) stopLaunched(ctx context.Context, id string, opts spawn.StopOptio
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// goneWithin says whether the process p ends within d: a SIGKILLed process
+// on a loaded machine takes a moment to be gone.
+func goneWithin(p proc.Identity, d time.Duration) bool {
+	for deadline := time.Now().Add(d); proc.Alive(p); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+	return true
 }
 
 // endLeftovers ends what a lost session left running: its monitor died,
