@@ -92,7 +92,7 @@ type facts struct {
 // apply folds one line into the facts. Facts that describe the latest state
 // are overwritten by later lines; head facts keep their first value.
 func (x *facts) apply(line []byte) {
-	if irrelevant(line) {
+	if irrelevant(line) || x.spent(line) {
 		x.skimmed(line)
 		return
 	}
