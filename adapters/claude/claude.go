@@ -49,6 +49,8 @@ var (
 type Adapter struct {
 	env       adapters.Env
 	summaries *storeio.FileCache[*summary]
+	// lines lends the transcript readers their read buffers.
+	lines storeio.LineBuffers
 	// saved keeps the summaries across restarts (nil without a cache
 	// folder).
 	saved   *storeio.DiskCache[*summary]
@@ -206,7 +208,7 @@ func (a *Adapter) scan(ctx context.Context) (scanResult, error) {
 		defer a.saved.Save(false)
 	}
 	results := make([]readResult, len(files))
-	reader := summaryReader{ctx: ctx}
+	reader := summaryReader{ctx: ctx, lines: &a.lines}
 	progress := adapters.ProgressFrom(ctx)
 	progress.Found(len(files))
 	if err := storeio.Parallel(ctx, len(files), func(i int) {
@@ -359,7 +361,7 @@ func (a *Adapter) DiscoverOne(ctx context.Context, id string) (adapters.NativeSe
 		return adapters.DiscoverOneOf(ctx, a, id) // moved or gone: the store says
 	}
 	f := transcriptFile{id: id, key: storeio.KeyOf(path, fi)}
-	sum, key, err := a.summaries.GetKey(f.key, summaryReader{ctx: ctx}.fill)
+	sum, key, err := a.summaries.GetKey(f.key, summaryReader{ctx: ctx, lines: &a.lines}.fill)
 	if err != nil {
 		return adapters.DiscoverOneOf(ctx, a, id)
 	}

@@ -33,9 +33,11 @@ const (
 	ctxEvery = 512
 )
 
-// summaryReader builds and updates summaries; ctx bounds the reading.
+// summaryReader builds and updates summaries; ctx bounds the reading, and
+// lines lends the read buffers (nil: one each read).
 type summaryReader struct {
-	ctx context.Context
+	ctx   context.Context
+	lines *storeio.LineBuffers
 }
 
 // fill is an storeio.FillFunc: read the transcript f at key, continuing
@@ -116,7 +118,7 @@ var errHeadDone = errors.New("head read")
 // offset after the last line read.
 func (sr summaryReader) head(s *summary, f *os.File, size int64) (int64, error) {
 	n := 0
-	res, err := storeio.ScanLines(io.NewSectionReader(f, 0, min(size, headMax)), maxLine, func(line []byte) error {
+	res, err := sr.lines.ScanLines(io.NewSectionReader(f, 0, min(size, headMax)), maxLine, func(line []byte) error {
 		r, ok, err := parseRecord(line)
 		if err != nil {
 			s.BadLines++
@@ -216,7 +218,7 @@ func lastLineEnd(f io.ReaderAt, size int64) (int64, error) {
 // learnt and usage sums stay exact.
 func (sr summaryReader) scan(s *summary, f *os.File, from, to int64, complete bool) error {
 	n := 0
-	res, err := storeio.ScanLines(io.NewSectionReader(f, from, to-from), maxLine, func(line []byte) error {
+	res, err := sr.lines.ScanLines(io.NewSectionReader(f, from, to-from), maxLine, func(line []byte) error {
 		if n++; n%ctxEvery == 0 {
 			if err := sr.ctx.Err(); err != nil {
 				return err

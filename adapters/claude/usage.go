@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/agentctl/agentctl/adapters/storeio"
 	"github.com/agentctl/agentctl/internal/jsonscan"
 )
 
@@ -161,7 +160,7 @@ func (sr summaryReader) totals(s *summary, f io.ReaderAt, to int64) error {
 	t := summary{}
 	var u usageScanner
 	n := 0
-	res, err := storeio.ScanLines(io.NewSectionReader(f, 0, to), maxLine, func(line []byte) error {
+	res, err := sr.lines.ScanLines(io.NewSectionReader(f, 0, to), maxLine, func(line []byte) error {
 		if n++; n%ctxEvery == 0 {
 			if err := sr.ctx.Err(); err != nil {
 				return err

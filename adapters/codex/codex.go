@@ -50,6 +50,8 @@ type Adapter struct {
 	env adapters.Env
 
 	rollouts *storeio.FileCache[*facts]
+	// lines lends the rollout readers their read buffers.
+	lines storeio.LineBuffers
 	// saved keeps the rollouts' facts across restarts (nil without a
 	// cache folder).
 	saved   *storeio.DiskCache[*facts]
@@ -205,7 +207,7 @@ func (a *Adapter) readOne(file rolloutFile, threads map[string]*thread) scanned 
 	head := threads[s.id]
 	var key storeio.FileKey
 	s.facts, key, s.err = a.rollouts.GetKey(file.key, func(f *os.File, key storeio.FileKey, prev *storeio.Entry[*facts]) (*facts, error) {
-		return readFacts(f, key, prev, head)
+		return readFacts(f, key, prev, head, &a.lines)
 	})
 	s.mtime = key.ModTime
 	if s.facts != nil && s.id == "" {

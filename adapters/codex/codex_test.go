@@ -493,14 +493,15 @@ func TestTranscript(t *testing.T) {
 }
 
 // TestSkippingIrrelevantLinesChangesNothing reads every fixture line with
-// and without the quick skip of irrelevant lines: the facts must agree.
+// and without the quick skip of irrelevant lines and of user messages
+// whose facts are known: the facts must agree.
 func TestSkippingIrrelevantLinesChangesNothing(t *testing.T) {
 	t.Parallel()
 	entries, err := os.ReadDir("testdata")
 	if err != nil {
 		t.Fatal(err)
 	}
-	skipped := 0
+	skipped, spent := 0, 0
 	for _, e := range entries {
 		if !strings.HasPrefix(e.Name(), "rollout-") {
 			continue
@@ -511,6 +512,9 @@ func TestSkippingIrrelevantLinesChangesNothing(t *testing.T) {
 		}
 		var fast, full facts
 		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if fast.spent([]byte(l)) {
+				spent++
+			}
 			fast.apply([]byte(l))
 			if irrelevant([]byte(l)) {
 				skipped++
@@ -523,6 +527,9 @@ func TestSkippingIrrelevantLinesChangesNothing(t *testing.T) {
 	}
 	if skipped == 0 {
 		t.Error("no line was skipped")
+	}
+	if spent == 0 {
+		t.Error("no later user message was skipped")
 	}
 }
 

@@ -92,7 +92,7 @@ type facts struct {
 // apply folds one line into the facts. Facts that describe the latest state
 // are overwritten by later lines; head facts keep their first value.
 func (x *facts) apply(line []byte) {
-	if irrelevant(line) {
+	if irrelevant(line) || x.spent(line) {
 		x.skimmed(line)
 		return
 	}
@@ -307,38 +307,39 @@ var errStopScan = errors.New("stop")
 // readFacts reads the facts of the rollout f at version key. prev, when the
 // same file was read before, lets a grown file be read from where that read
 // stopped. head, when non-nil, supplies the head facts from Codex's thread
-// index so the head need not be read.
-func readFacts(f *os.File, key storeio.FileKey, prev *storeio.Entry[*facts], head *thread) (*facts, error) {
+// index so the head need not be read. lines lends the read buffers (nil:
+// one each read).
+func readFacts(f *os.File, key storeio.FileKey, prev *storeio.Entry[*facts], head *thread, lines *storeio.LineBuffers) (*facts, error) {
 	size := key.Size
 	if prev != nil && prev.Value != nil {
 		if off := storeio.ResumeOffset(f, key, prev.Key, prev.Value.offset, prev.Value.fingerprint); off > 0 {
 			x := *prev.Value
-			return &x, x.readFrom(f, off, size)
+			return &x, x.readFrom(f, off, size, lines)
 		}
 	}
 	x := &facts{}
 	if size <= fullScanMax {
-		return x, x.readFrom(f, 0, size)
+		return x, x.readFrom(f, 0, size, lines)
 	}
 	if head != nil && head.firstUserMessage != "" {
 		x.id, x.cwd, x.model, x.created = head.id, head.cwd, head.model, head.created
 		x.firstPrompt = text.Ellipsis(head.firstUserMessage, promptRunes)
-	} else if err := x.readHead(f, size); err != nil {
+	} else if err := x.readHead(f, size, lines); err != nil {
 		return x, err
 	}
 	// The middle of the file is not read: the tail says how things stand.
 	x.tailOnly = true
-	return x, x.readTail(f, size)
+	return x, x.readTail(f, size, lines)
 }
 
 // readFrom scans [off, size) line by line (the tail of it, when more than
 // growScanMax was appended) and records where to continue.
-func (x *facts) readFrom(f *os.File, off, size int64) error {
+func (x *facts) readFrom(f *os.File, off, size int64, lines *storeio.LineBuffers) error {
 	if size-off > growScanMax {
 		x.tailOnly = true
-		return x.readTail(f, size)
+		return x.readTail(f, size, lines)
 	}
-	end, err := x.scan(f, off, size, nil)
+	end, err := x.scan(f, off, size, nil, lines)
 	if err != nil {
 		return err
 	}
@@ -350,7 +351,7 @@ func (x *facts) readFrom(f *os.File, off, size int64) error {
 // it cuts is skipped. An unterminated last line is applied when it is
 // valid JSON (it is read again next time; applying a line twice changes
 // nothing). stop, when non-nil, ends the scan early once it returns true.
-func (x *facts) scan(f *os.File, start, size int64, stop func() bool) (int64, error) {
+func (x *facts) scan(f *os.File, start, size int64, stop func() bool, lines *storeio.LineBuffers) (int64, error) {
 	cut := false
 	if start > 0 {
 		var b [1]byte
@@ -359,7 +360,7 @@ func (x *facts) scan(f *os.File, start, size int64, stop func() bool) (int64, er
 		}
 		cut = b[0] != '\n'
 	}
-	res, err := storeio.ScanLines(io.NewSectionReader(f, start, size-start), maxLine, func(line []byte) error {
+	res, err := lines.ScanLines(io.NewSectionReader(f, start, size-start), maxLine, func(line []byte) error {
 		if cut {
 			cut = false
 			return nil
@@ -384,18 +385,18 @@ func (x *facts) scan(f *os.File, start, size int64, stop func() bool) (int64, er
 }
 
 // readHead scans the first lines until the head facts are known.
-func (x *facts) readHead(f *os.File, size int64) error {
-	_, err := x.scan(f, 0, min(size, headMax), x.headComplete)
+func (x *facts) readHead(f *os.File, size int64, lines *storeio.LineBuffers) error {
+	_, err := x.scan(f, 0, min(size, headMax), x.headComplete, lines)
 	return err
 }
 
 // readTail reads the last lines, going further back until the last turn's
 // state is known or tailMax is reached.
-func (x *facts) readTail(f *os.File, size int64) error {
+func (x *facts) readTail(f *os.File, size int64, lines *storeio.LineBuffers) error {
 	for window := int64(factsWindow); ; window *= 4 {
 		window = min(window, tailMax, size)
 		y := *x
-		end, err := y.scan(f, size-window, size, nil)
+		end, err := y.scan(f, size-window, size, nil, lines)
 		if err != nil {
 			return err
 		}

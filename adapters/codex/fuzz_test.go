@@ -94,7 +94,7 @@ func FuzzRolloutFile(f *testing.F) {
 		cache := storeio.NewFileCache[*facts](4)
 		read := func() *facts {
 			x, _, err := cache.Get(path, func(fl *os.File, key storeio.FileKey, prev *storeio.Entry[*facts]) (*facts, error) {
-				return readFacts(fl, key, prev, nil)
+				return readFacts(fl, key, prev, nil, nil)
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -110,7 +110,7 @@ func FuzzRolloutFile(f *testing.F) {
 		fl.Close()
 		incremental := read()
 		cold, _, err := storeio.NewFileCache[*facts](1).Get(path, func(fl *os.File, key storeio.FileKey, prev *storeio.Entry[*facts]) (*facts, error) {
-			return readFacts(fl, key, prev, nil)
+			return readFacts(fl, key, prev, nil, nil)
 		})
 		if err != nil {
 			t.Fatal(err)

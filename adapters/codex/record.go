@@ -159,37 +159,16 @@ const skipHead = 512
 // "payload", the payload's "type" first); a line it cannot place is
 // decoded in full, so a false "relevant" only costs time.
 func irrelevant(line []byte) bool {
-	head := line[:min(len(line), skipHead)]
-	i := bytes.Index(head, []byte(`,"type":"`))
-	if i < 0 {
-		return false
-	}
-	rest := head[i+len(`,"type":"`):]
-	j := bytes.IndexByte(rest, '"')
-	if j < 0 {
-		return false
-	}
-	recType := string(rest[:j])
-	switch recType {
+	recType, payloadType, after := lineTypes(line)
+	switch string(recType) {
 	case "world_state", "token_usage_record":
 		return true
 	case typeResponseItem, typeEventMsg:
 	default:
 		return false
 	}
-	k := bytes.Index(rest, []byte(`"payload":{"type":"`))
-	if k < 0 {
-		return false
-	}
-	pt := rest[k+len(`"payload":{"type":"`):]
-	e := bytes.IndexByte(pt, '"')
-	if e < 0 {
-		return false
-	}
-	payloadType := string(pt[:e])
-	after := pt[e:]
-	if recType == typeResponseItem {
-		switch payloadType {
+	if string(recType) == typeResponseItem {
+		switch string(payloadType) {
 		case "message":
 			return bytes.Contains(after, []byte(`"role":"developer"`)) || bytes.Contains(after, []byte(`"role":"system"`))
 		case "function_call", "function_call_output", "custom_tool_call", "custom_tool_call_output",
@@ -198,7 +177,7 @@ func irrelevant(line []byte) bool {
 		}
 		return false
 	}
-	switch payloadType {
+	switch string(payloadType) {
 	case eventItemCompleted:
 		m := bytes.Index(after, []byte(`"item":{"type":"`))
 		if m < 0 {
@@ -210,6 +189,56 @@ func irrelevant(line []byte) bool {
 		"agent_reasoning_delta", "agent_message_delta", "mcp_tool_call_begin", "mcp_tool_call_end",
 		"patch_apply_begin", "patch_apply_end", "turn_diff", "web_search_end":
 		return true
+	}
+	return false
+}
+
+// lineTypes reads a line's record type and its payload's type from the
+// line's head, in the layout Codex writes, and returns the head after the
+// payload's type; nil where the head does not say. (Bytes, not strings:
+// a string made here would be allocated for every line.)
+func lineTypes(line []byte) (recType, payloadType, after []byte) {
+	head := line[:min(len(line), skipHead)]
+	i := bytes.Index(head, []byte(`,"type":"`))
+	if i < 0 {
+		return nil, nil, nil
+	}
+	rest := head[i+len(`,"type":"`):]
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 {
+		return nil, nil, nil
+	}
+	recType = rest[:j]
+	k := bytes.Index(rest, []byte(`"payload":{"type":"`))
+	if k < 0 {
+		return recType, nil, nil
+	}
+	pt := rest[k+len(`"payload":{"type":"`):]
+	e := bytes.IndexByte(pt, '"')
+	if e < 0 {
+		return recType, nil, nil
+	}
+	return recType, pt[:e], pt[e:]
+}
+
+// spent reports whether a line is a user message whose only facts, the
+// first prompt (or the weaker one a user response item gives) and the
+// thread's id, x already holds: every user message after the first is
+// then read for its timestamp alone, as irrelevant lines are. Like
+// irrelevant it looks at the line's head; a line it cannot place is
+// decoded.
+func (x *facts) spent(line []byte) bool {
+	if x.id == "" {
+		return false
+	}
+	recType, payloadType, after := lineTypes(line)
+	switch {
+	case string(recType) == typeResponseItem && string(payloadType) == "message":
+		return x.weakPrompt != "" && bytes.Contains(after, []byte(`"role":"user"`))
+	case string(recType) == typeEventMsg && string(payloadType) == eventUserMessage:
+		return x.firstPrompt != ""
+	case string(recType) == typeEventMsg && string(payloadType) == eventItemCompleted:
+		return x.firstPrompt != "" && bytes.Contains(after, []byte(`"item":{"type":"`+itemUserMessage+`"`))
 	}
 	return false
 }

@@ -35,7 +35,7 @@ const (
 // smallFile is the size up to which a session file is read in one go.
 const smallFile = 256 << 10
 
-// sumLaterOver is the size above which readFactsLater leaves a file's
+// sumLaterOver is the size above which readFactsMode, later, leaves a file's
 // usage sums for later: a file larger than the head window is most of a
 // store's bytes (at 7,000 sessions, a fifth of the files held 85% of
 // them), and its row needs only its head and tail.
@@ -70,7 +70,7 @@ type facts struct {
 	hasUsage    bool
 	hasCost     bool
 	sumsKnown   bool
-	// sumsPending says the sums were left for later (readFactsLater): a
+	// sumsPending says the sums were left for later (readFactsMode, later): a
 	// first read answers a large file's row without them.
 	sumsPending bool
 
@@ -93,33 +93,30 @@ var errNoHeader = errors.New("no session header on the first line")
 // earlier version, lets the usage sums continue where they stopped when the
 // file only grew.
 func readFacts(file *os.File, key storeio.FileKey, prev *storeio.Entry[*facts]) (*facts, error) {
-	return readFactsMode(file, key, prev, false)
+	return readFactsMode(file, key, prev, false, nil)
 }
 
-// readFactsLater is readFacts that leaves the usage sums of a file read
-// for the first time, when it is larger than sumLaterOver, for
-// sumPending: its row comes from its head and tail alone.
-func readFactsLater(file *os.File, key storeio.FileKey, prev *storeio.Entry[*facts]) (*facts, error) {
-	return readFactsMode(file, key, prev, true)
-}
-
-// sumPending completes facts readFactsLater left without their sums: for
+// sumPending completes facts readFactsMode, later, left without their sums: for
 // the same version it adds the sums alone, else it reads the file whole
-// as readFacts does.
-func sumPending(file *os.File, key storeio.FileKey, prev *storeio.Entry[*facts]) (*facts, error) {
+// as readFacts does. lines lends the read buffers (nil: one each read).
+func sumPending(file *os.File, key storeio.FileKey, prev *storeio.Entry[*facts], lines *storeio.LineBuffers) (*facts, error) {
 	if prev == nil || prev.Value == nil || !prev.Value.sumsPending || !prev.Key.Same(key) {
-		return readFacts(file, key, prev)
+		return readFactsMode(file, key, prev, false, lines)
 	}
 	out := *prev.Value
 	out.sumsPending, out.summedTo, out.fingerprint = false, 0, nil
 	out.tokensIn, out.tokensOut, out.cost, out.hasUsage, out.hasCost = 0, 0, 0, false, false
-	if err := out.sum(file, key.Size); err != nil {
+	if err := out.sum(file, key.Size, lines); err != nil {
 		return nil, err
 	}
 	return &out, nil
 }
 
-func readFactsMode(file *os.File, key storeio.FileKey, prev *storeio.Entry[*facts], later bool) (*facts, error) {
+// readFactsMode is readFacts; with later, it leaves the usage sums of a
+// file read for the first time, when it is larger than sumLaterOver, for
+// sumPending: its row comes from its head and tail alone. lines lends the
+// read buffers (nil: one each read).
+func readFactsMode(file *os.File, key storeio.FileKey, prev *storeio.Entry[*facts], later bool, lines *storeio.LineBuffers) (*facts, error) {
 	out := &facts{mtime: key.ModTime}
 	// Most sessions are small: one read serves the head, the sums and the
 	// tail.
@@ -160,7 +157,7 @@ func readFactsMode(file *os.File, key storeio.FileKey, prev *storeio.Entry[*fact
 		}
 	}
 	if out.sumsKnown && !out.sumsPending && out.summedTo < key.Size {
-		if err := out.sum(f, key.Size); err != nil {
+		if err := out.sum(f, key.Size, lines); err != nil {
 			return nil, err
 		}
 	}
@@ -262,9 +259,9 @@ func (x *facts) addHeadWarning(err error) {
 }
 
 // sum adds the usage of assistant messages from x.summedTo to the last
-// complete line before size.
-func (x *facts) sum(f readerAt, size int64) error {
-	res, err := storeio.ScanLines(io.NewSectionReader(f, x.summedTo, size-x.summedTo), maxLineBytes, func(line []byte) error {
+// complete line before size; lines lends the read buffer (nil: its own).
+func (x *facts) sum(f readerAt, size int64, lines *storeio.LineBuffers) error {
+	res, err := lines.ScanLines(io.NewSectionReader(f, x.summedTo, size-x.summedTo), maxLineBytes, func(line []byte) error {
 		x.addUsage(line)
 		return nil
 	})

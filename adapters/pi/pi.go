@@ -49,6 +49,8 @@ type Adapter struct {
 	// files caches what each session file said; an entry is used only
 	// while a stat shows the same size, mtime and inode.
 	files *storeio.FileCache[*facts]
+	// lines lends the session readers their read buffers.
+	lines storeio.LineBuffers
 	// saved keeps the files' facts across restarts (nil without a cache
 	// folder).
 	saved *storeio.DiskCache[*facts]
@@ -231,7 +233,10 @@ func (a *Adapter) Settled() {
 		// Nothing cancels it: the work is bounded (the files listed)
 		// and each file read once.
 		storeio.Parallel(context.Background(), len(todo), func(i int) {
-			if _, _, err := a.files.Refresh(todo[i], sumPending); err != nil && a.env.Logf != nil {
+			sum := func(f *os.File, key storeio.FileKey, prev *storeio.Entry[*facts]) (*facts, error) {
+				return sumPending(f, key, prev, &a.lines)
+			}
+			if _, _, err := a.files.Refresh(todo[i], sum); err != nil && a.env.Logf != nil {
 				a.env.Logf("pi: count the usage of %s: %v", todo[i].Path, err)
 			}
 		})
@@ -267,11 +272,9 @@ func (a *Adapter) WaitTotals(ctx context.Context) error {
 // readOne returns the cached facts when the listing's stat shows the file
 // unchanged, and reads it otherwise.
 func (a *Adapter) readOne(key storeio.FileKey) scanned {
-	fill := readFacts
-	if a.env.TotalsLater {
-		fill = readFactsLater
-	}
-	f, _, err := a.files.GetKey(key, fill)
+	f, _, err := a.files.GetKey(key, func(f *os.File, key storeio.FileKey, prev *storeio.Entry[*facts]) (*facts, error) {
+		return readFactsMode(f, key, prev, a.env.TotalsLater, &a.lines)
+	})
 	if err != nil {
 		return scanned{path: key.Path, err: err}
 	}

@@ -41,7 +41,7 @@ func fullSums(data []byte) (in, out int64, cost float64, hasCost bool) {
 func checkSums(t *testing.T, name string, data []byte) {
 	t.Helper()
 	var x facts
-	if err := x.sum(bytes.NewReader(data), int64(len(data))); err != nil {
+	if err := x.sum(bytes.NewReader(data), int64(len(data)), nil); err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
 	in, out, cost, hasCost := fullSums(data)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sync"
 )
 
 // Agents append JSON Lines transcripts while we read them, so every reader
@@ -228,8 +229,36 @@ type ScanResult struct {
 // The line slice is only valid during the call. An error from fn stops the
 // scan and is returned.
 func ScanLines(r io.Reader, maxLine int, fn func(line []byte) error) (ScanResult, error) {
+	return scanLines(bufio.NewReaderSize(r, scanBufferSize(r)), maxLine, fn)
+}
+
+// LineBuffers lends ScanLines' read buffers out again: a first read scans
+// thousands of files, and a buffer for each was most of what the readers
+// allocated. The zero value is ready to use and safe for concurrent use; a
+// nil *LineBuffers allocates a buffer for each scan, as ScanLines does.
+type LineBuffers struct{ pool sync.Pool }
+
+// ScanLines is ScanLines with a read buffer borrowed from b.
+func (b *LineBuffers) ScanLines(r io.Reader, maxLine int, fn func(line []byte) error) (ScanResult, error) {
+	if b == nil {
+		return ScanLines(r, maxLine, fn)
+	}
+	br, _ := b.pool.Get().(*bufio.Reader)
+	if br == nil {
+		br = bufio.NewReaderSize(r, scanBuffer)
+	} else {
+		br.Reset(r)
+	}
+	defer func() {
+		br.Reset(nil) // hold no file while pooled
+		b.pool.Put(br)
+	}()
+	return scanLines(br, maxLine, fn)
+}
+
+// scanLines is ScanLines over br.
+func scanLines(br *bufio.Reader, maxLine int, fn func(line []byte) error) (ScanResult, error) {
 	var res ScanResult
-	br := bufio.NewReaderSize(r, scanBufferSize(r))
 	var pending []byte  // the start of a line longer than br's buffer
 	var lineBytes int64 // bytes of the current line before this chunk
 	over := false       // the current line is longer than maxLine

@@ -199,6 +199,9 @@ func TestScanLines(t *testing.T) {
 		{"tiny", "a", 10, "", 0, 0, "a"},
 		{"empty", "", 10, "", 0, 0, ""},
 	}
+	// One LineBuffers for every case: a buffer that served a scan (a long
+	// line, a partial one) must leave nothing behind for the next.
+	var lines LineBuffers
 	for _, tt := range tests {
 		// A reader that says its size gets a buffer of that size: the
 		// lines must come out the same.
@@ -206,26 +209,60 @@ func TestScanLines(t *testing.T) {
 			"unsized": func() io.Reader { return strings.NewReader(tt.data) },
 			"sized":   func() io.Reader { return io.NewSectionReader(strings.NewReader(tt.data), 0, int64(len(tt.data))) },
 		}
+		scanners := map[string]func(io.Reader, int, func([]byte) error) (ScanResult, error){
+			"": ScanLines, "/lent": lines.ScanLines, "/nil": (*LineBuffers)(nil).ScanLines,
+		}
 		for kind, r := range readers {
-			t.Run(tt.name+"/"+kind, func(t *testing.T) {
-				var got []string
-				res, err := ScanLines(r(), tt.maxLine, func(l []byte) error {
-					got = append(got, string(l))
-					return nil
+			for how, scan := range scanners {
+				t.Run(tt.name+"/"+kind+how, func(t *testing.T) {
+					var got []string
+					res, err := scan(r(), tt.maxLine, func(l []byte) error {
+						got = append(got, string(l))
+						return nil
+					})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if strings.Join(got, "|") != tt.want || res.Consumed != tt.consumed || res.Skipped != tt.skipped || string(res.Partial) != tt.partial {
+						t.Errorf("got %.40q consumed %d skipped %d partial %.20q", strings.Join(got, "|"), res.Consumed, res.Skipped, res.Partial)
+					}
 				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if strings.Join(got, "|") != tt.want || res.Consumed != tt.consumed || res.Skipped != tt.skipped || string(res.Partial) != tt.partial {
-					t.Errorf("got %.40q consumed %d skipped %d partial %.20q", strings.Join(got, "|"), res.Consumed, res.Skipped, res.Partial)
-				}
-			})
+			}
 		}
 	}
 	stop := errors.New("stop")
-	_, err := ScanLines(strings.NewReader("a\nb\n"), 10, func([]byte) error { return stop })
-	if !errors.Is(err, stop) {
-		t.Errorf("callback error not returned: %v", err)
+	for _, scan := range []func(io.Reader, int, func([]byte) error) (ScanResult, error){ScanLines, lines.ScanLines} {
+		_, err := scan(strings.NewReader("a\nb\n"), 10, func([]byte) error { return stop })
+		if !errors.Is(err, stop) {
+			t.Errorf("callback error not returned: %v", err)
+		}
+	}
+}
+
+// TestLineBuffersLendAgain: scans through one LineBuffers reuse its read
+// buffers, where ScanLines allocates one for each (a first read scans
+// thousands of files). Not parallel: it reads the process's allocation
+// count. The pool may drop a buffer (the race detector drops some on
+// purpose, a collection empties it), so the bound is half of one each.
+func TestLineBuffersLendAgain(t *testing.T) {
+	data := strings.Repeat(`{"type":"message","role":"assistant"}`+"\n", 4000) // over one buffer
+	r := strings.NewReader(data)
+	var lines LineBuffers
+	const scans = 100
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	n := 0
+	for range scans {
+		if _, err := lines.ScanLines(io.NewSectionReader(r, 0, int64(len(data))), 1<<20, func([]byte) error { n++; return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if n != scans*4000 {
+		t.Fatalf("%d lines, want %d", n, scans*4000)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > scans*scanBuffer/2 {
+		t.Errorf("%d scans allocated %d bytes, a %d-byte buffer each is %d", scans, got, scanBuffer, scans*scanBuffer)
 	}
 }
 
