@@ -258,15 +258,22 @@ func launchMember(ctx context.Context, s Starter, req Request, group string, rep
 				if err == nil {
 					return
 				}
+				// Under the register lock like the add: git takes its
+				// ref and worktree locks without waiting, so an undo
+				// beside another member's add could fail on them.
 				undo := context.WithoutCancel(ctx)
+				register.Lock()
+				defer register.Unlock()
 				if rmErr := RemoveWorktree(undo, repo.Root, mr.Worktree, true); rmErr != nil {
 					err = fmt.Errorf("%w (the worktree made for it stays: %v)", err, rmErr)
 					return
 				}
-				if newBranch {
-					DeleteBranch(undo, repo.Root, mr.Branch)
-				}
 				mr.Worktree, mr.Cwd = "", ""
+				if newBranch {
+					if _, brErr := DeleteBranch(undo, repo.Root, mr.Branch); brErr != nil {
+						err = fmt.Errorf("%w (its branch %s stays: %v)", err, mr.Branch, brErr)
+					}
+				}
 			}()
 		}
 		mr.Cwd = mr.Worktree
