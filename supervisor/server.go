@@ -411,7 +411,16 @@ func (s *Server) Abandon(id string) { s.ops.Abandon(id) }
 // discovered hears how long an adapter's discovery took (metrics).
 func (s *Server) discovered(adapter string, took time.Duration, err error) {
 	s.ops.metrics.Discovered(adapter, took, err)
+	// A slow read (a first one over a big store, a cold page cache) is
+	// worth a line: what a slow first list waited for.
+	if took >= slowDiscovery {
+		s.log.Info("slow store read", "adapter", adapter, "took", took.Round(time.Millisecond), "err", err)
+	}
 }
+
+// slowDiscovery is how long an adapter's read of its store takes before
+// the service logs it.
+const slowDiscovery = time.Second
 
 func (s *Server) notifyEnded(sess api.Session) {
 	attrs := []any{"session", sess.ID, "status", sess.Status}
