@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/internal/jsondecode"
 )
 
 // A Claude Code transcript (~/.claude/projects/<slug>/<uuid>.jsonl) holds one
@@ -109,7 +110,7 @@ func parseRecord(line []byte) (rec record, ok bool, err error) {
 	if t, found := peekType(line); found && !recordTypes[t] {
 		return rec, false, nil
 	}
-	if err := json.Unmarshal(line, &rec); err != nil {
+	if err := jsondecode.Unmarshal(line, &rec); err != nil {
 		return rec, false, fmt.Errorf("unreadable record: %w", err)
 	}
 	return rec, recordTypes[rec.Type], nil
@@ -190,11 +191,11 @@ func stringValueAfterColon(b []byte) (string, bool) {
 // blocks. Tool results are not user text.
 func userText(content json.RawMessage) (text string, hasToolResult bool) {
 	var s string
-	if json.Unmarshal(content, &s) == nil {
+	if jsondecode.Unmarshal(content, &s) == nil {
 		return s, false
 	}
 	var blocks []block
-	if json.Unmarshal(content, &blocks) != nil {
+	if jsondecode.Unmarshal(content, &blocks) != nil {
 		return "", false
 	}
 	var parts []string
@@ -211,7 +212,7 @@ func userText(content json.RawMessage) (text string, hasToolResult bool) {
 
 func decodeBlocks(content json.RawMessage) []block {
 	var blocks []block
-	if json.Unmarshal(content, &blocks) != nil {
+	if jsondecode.Unmarshal(content, &blocks) != nil {
 		return nil
 	}
 	return blocks
@@ -343,7 +344,7 @@ func (s *summary) head(r record) {
 		}
 	case r.Type == "queue-operation" && r.Operation == "enqueue":
 		var text string
-		if json.Unmarshal(r.Content, &text) == nil && text != "" {
+		if jsondecode.Unmarshal(r.Content, &text) == nil && text != "" {
 			s.FirstPrompt = keep(text)
 		}
 	}

@@ -2,10 +2,10 @@ package claude
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 
+	"github.com/agentctl/agentctl/internal/jsondecode"
 	"github.com/agentctl/agentctl/internal/jsonscan"
 )
 
@@ -77,7 +77,7 @@ func (u *usageScanner) record(line []byte) (r record, ok, bad bool) {
 		r, ok, err := parseRecord(line)
 		return r, ok && err == nil, err != nil
 	}
-	if slim == nil || json.Unmarshal(slim, &r) != nil {
+	if slim == nil || jsondecode.Unmarshal(slim, &r) != nil {
 		return record{}, false, true
 	}
 	return r, recordTypes[r.Type], false

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentctl/agentctl/internal/jsondecode"
 	"github.com/agentctl/agentctl/internal/jsonscan"
 )
 
@@ -112,15 +113,15 @@ const usageLimitExceeded = "usage_limit_exceeded"
 // event's codex_error_info, given as info) is Codex's usage-limit error.
 func isUsageLimit(errRaw, info json.RawMessage) bool {
 	var s string
-	if json.Unmarshal(info, &s) == nil && s == usageLimitExceeded {
+	if jsondecode.Unmarshal(info, &s) == nil && s == usageLimitExceeded {
 		return true
 	}
 	var e struct {
 		Info json.RawMessage `json:"codex_error_info"`
 	}
 	if bytes.HasPrefix(bytes.TrimSpace(errRaw), []byte("{")) {
-		if err := json.Unmarshal(errRaw, &e); err == nil || isTypeError(err) {
-			return json.Unmarshal(e.Info, &s) == nil && s == usageLimitExceeded
+		if err := jsondecode.Unmarshal(errRaw, &e); err == nil || isTypeError(err) {
+			return jsondecode.Unmarshal(e.Info, &s) == nil && s == usageLimitExceeded
 		}
 	}
 	return false
@@ -138,7 +139,7 @@ type tokenUsage struct {
 // count reads a token count: a non-negative JSON number.
 func count(raw json.RawMessage) (int64, bool) {
 	var n float64
-	if len(raw) == 0 || raw[0] == '"' || json.Unmarshal(raw, &n) != nil || n < 0 || n > 1e15 {
+	if len(raw) == 0 || raw[0] == '"' || jsondecode.Unmarshal(raw, &n) != nil || n < 0 || n > 1e15 {
 		return 0, false
 	}
 	return int64(n), true
@@ -263,7 +264,7 @@ func decode(line []byte) (record, payload, error) {
 	if len(line) > slimOver {
 		line = slim(line)
 	}
-	if err := json.Unmarshal(line, &l); err != nil && !isTypeError(err) {
+	if err := jsondecode.Unmarshal(line, &l); err != nil && !isTypeError(err) {
 		return r, p, err
 	}
 	return l.record, l.Payload, nil
@@ -378,7 +379,7 @@ func textOf(raw json.RawMessage) string {
 	switch raw[0] {
 	case '"':
 		var s string
-		if json.Unmarshal(raw, &s) == nil {
+		if jsondecode.Unmarshal(raw, &s) == nil {
 			return s
 		}
 	case '[':
@@ -386,7 +387,7 @@ func textOf(raw json.RawMessage) string {
 			Type string          `json:"type"`
 			Text json.RawMessage `json:"text"`
 		}
-		if err := json.Unmarshal(raw, &parts); err != nil && !isTypeError(err) {
+		if err := jsondecode.Unmarshal(raw, &parts); err != nil && !isTypeError(err) {
 			return ""
 		}
 		var b strings.Builder
@@ -397,7 +398,7 @@ func textOf(raw json.RawMessage) string {
 				continue
 			}
 			var s string
-			if json.Unmarshal(p.Text, &s) != nil || s == "" {
+			if jsondecode.Unmarshal(p.Text, &s) != nil || s == "" {
 				continue
 			}
 			if b.Len() > 0 {
@@ -419,7 +420,7 @@ func stringOf(raw json.RawMessage) string {
 	}
 	if raw[0] == '"' {
 		var s string
-		if json.Unmarshal(raw, &s) == nil {
+		if jsondecode.Unmarshal(raw, &s) == nil {
 			return s
 		}
 		return ""
@@ -441,7 +442,7 @@ func errorText(raw json.RawMessage) string {
 		var e struct {
 			Message string `json:"message"`
 		}
-		if err := json.Unmarshal(raw, &e); err == nil || isTypeError(err) {
+		if err := jsondecode.Unmarshal(raw, &e); err == nil || isTypeError(err) {
 			if e.Message != "" {
 				return e.Message
 			}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/adapters"
+	"github.com/agentctl/agentctl/internal/jsondecode"
 	"github.com/agentctl/agentctl/internal/text"
 )
 
@@ -64,7 +65,7 @@ func decodeJSON(b []byte, v any) error {
 	if len(b) == 0 || b[0] != '{' {
 		return errors.New("not a JSON object")
 	}
-	err := json.Unmarshal(b, v)
+	err := jsondecode.Unmarshal(b, v)
 	var te *json.UnmarshalTypeError
 	if err != nil && !errors.As(err, &te) {
 		return err
@@ -79,7 +80,7 @@ func number(raw json.RawMessage) (float64, bool) {
 		return 0, false
 	}
 	var f float64
-	if json.Unmarshal(raw, &f) != nil {
+	if jsondecode.Unmarshal(raw, &f) != nil {
 		return 0, false
 	}
 	return f, true
@@ -91,7 +92,7 @@ func timeOf(raw json.RawMessage) time.Time {
 		return time.UnixMilli(int64(ms))
 	}
 	var s string
-	if json.Unmarshal(raw, &s) == nil {
+	if jsondecode.Unmarshal(raw, &s) == nil {
 		if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 			return t
 		}
@@ -102,7 +103,7 @@ func timeOf(raw json.RawMessage) time.Time {
 // str reads a JSON string; "" for anything else.
 func str(raw json.RawMessage) string {
 	var s string
-	if json.Unmarshal(raw, &s) != nil {
+	if jsondecode.Unmarshal(raw, &s) != nil {
 		return ""
 	}
 	return s
@@ -166,7 +167,7 @@ func errorStatus(raw json.RawMessage) int64 {
 		return 0
 	}
 	var n int64
-	if json.Unmarshal(e.Data.StatusCode, &n) != nil {
+	if jsondecode.Unmarshal(e.Data.StatusCode, &n) != nil {
 		return 0
 	}
 	return n

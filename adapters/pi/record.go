@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/agentctl/agentctl/internal/jsondecode"
 )
 
 // Record types of a Pi session file (format version 3). Unknown types are
@@ -112,7 +114,7 @@ func (u *usage) costUSD() (float64, bool) {
 // line) returns ok=false; a wrong type in a known field returns the record
 // with the other fields filled and a non-nil warn.
 func parseRecord(line []byte) (r record, ok bool, warn error) {
-	err := json.Unmarshal(line, &r)
+	err := jsondecode.Unmarshal(line, &r)
 	if err == nil {
 		return r, true, nil
 	}
@@ -151,21 +153,21 @@ func blocks(raw json.RawMessage) []contentBlock {
 	}
 	if raw[0] == '"' {
 		var s string
-		if json.Unmarshal(raw, &s) == nil {
+		if jsondecode.Unmarshal(raw, &s) == nil {
 			return []contentBlock{{Type: "text", Text: s}}
 		}
 		return nil
 	}
 	var bs []contentBlock
-	if json.Unmarshal(raw, &bs) != nil {
+	if jsondecode.Unmarshal(raw, &bs) != nil {
 		// Decode element by element so one odd block does not hide the rest.
 		var items []json.RawMessage
-		if json.Unmarshal(raw, &items) != nil {
+		if jsondecode.Unmarshal(raw, &items) != nil {
 			return nil
 		}
 		for _, it := range items {
 			var b contentBlock
-			if json.Unmarshal(it, &b) == nil {
+			if jsondecode.Unmarshal(it, &b) == nil {
 				bs = append(bs, b)
 			}
 		}
