@@ -49,8 +49,10 @@ var (
 type Adapter struct {
 	env       adapters.Env
 	summaries *storeio.FileCache[*summary]
-	// lines lends the transcript readers their read buffers.
-	lines storeio.LineBuffers
+	// lines lends the transcript readers their read buffers, heads the
+	// smaller ones of the head reads (the first prompt is most often
+	// within the first kilobytes).
+	lines, heads storeio.LineBuffers
 	// saved keeps the summaries across restarts (nil without a cache
 	// folder).
 	saved   *storeio.DiskCache[*summary]
@@ -77,6 +79,7 @@ func New(env adapters.Env) *Adapter {
 		summaries: storeio.NewFileCache[*summary](maxCached),
 		history:   storeio.NewFileCache[historyIndex](1),
 		folders:   storeio.NewLister(env.Folders),
+		heads:     storeio.LineBuffers{Size: headBuffer},
 	}
 	if path := env.CachePath("claude-summaries.gob"); path != "" {
 		a.saved = &storeio.DiskCache[*summary]{Cache: a.summaries, Path: path, Kind: summaryKind, Persist: persistable, Logf: env.Logf}
@@ -208,7 +211,7 @@ func (a *Adapter) scan(ctx context.Context) (scanResult, error) {
 		defer a.saved.Save(false)
 	}
 	results := make([]readResult, len(files))
-	reader := summaryReader{ctx: ctx, lines: &a.lines}
+	reader := summaryReader{ctx: ctx, lines: &a.lines, heads: &a.heads}
 	progress := adapters.ProgressFrom(ctx)
 	progress.Found(len(files))
 	if err := storeio.Parallel(ctx, len(files), func(i int) {
@@ -361,7 +364,7 @@ func (a *Adapter) DiscoverOne(ctx context.Context, id string) (adapters.NativeSe
 		return adapters.DiscoverOneOf(ctx, a, id) // moved or gone: the store says
 	}
 	f := transcriptFile{id: id, key: storeio.KeyOf(path, fi)}
-	sum, key, err := a.summaries.GetKey(f.key, summaryReader{ctx: ctx, lines: &a.lines}.fill)
+	sum, key, err := a.summaries.GetKey(f.key, summaryReader{ctx: ctx, lines: &a.lines, heads: &a.heads}.fill)
 	if err != nil {
 		return adapters.DiscoverOneOf(ctx, a, id)
 	}

@@ -20,6 +20,10 @@ const (
 	// within headMax bytes.
 	headMax   = 8 << 20
 	headLines = 64
+	// headBuffer is the head read's buffer: Claude Code 2.1 writes the
+	// first prompt within the first kilobyte or two, and a read copies
+	// its whole buffer (a longer head is read on in more of them).
+	headBuffer = 8 << 10
 	// The tail window starts at tailStart and doubles up to tailMax until
 	// it holds a cost-state and an assistant text.
 	tailStart = 32 << 10
@@ -34,10 +38,10 @@ const (
 )
 
 // summaryReader builds and updates summaries; ctx bounds the reading, and
-// lines lends the read buffers (nil: one each read).
+// lines and heads lend the read buffers (nil: one each read).
 type summaryReader struct {
-	ctx   context.Context
-	lines *storeio.LineBuffers
+	ctx          context.Context
+	lines, heads *storeio.LineBuffers
 }
 
 // fill is an storeio.FillFunc: read the transcript f at key, continuing
@@ -118,7 +122,7 @@ var errHeadDone = errors.New("head read")
 // offset after the last line read.
 func (sr summaryReader) head(s *summary, f *os.File, size int64) (int64, error) {
 	n := 0
-	res, err := sr.lines.ScanLines(io.NewSectionReader(f, 0, min(size, headMax)), maxLine, func(line []byte) error {
+	res, err := sr.heads.ScanLines(io.NewSectionReader(f, 0, min(size, headMax)), maxLine, func(line []byte) error {
 		r, ok, err := parseRecord(line)
 		if err != nil {
 			s.BadLines++

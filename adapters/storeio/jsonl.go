@@ -236,7 +236,13 @@ func ScanLines(r io.Reader, maxLine int, fn func(line []byte) error) (ScanResult
 // thousands of files, and a buffer for each was most of what the readers
 // allocated. The zero value is ready to use and safe for concurrent use; a
 // nil *LineBuffers allocates a buffer for each scan, as ScanLines does.
-type LineBuffers struct{ pool sync.Pool }
+type LineBuffers struct {
+	pool sync.Pool
+	// Size is the size of the buffers lent (0: 64 KB), the most each read
+	// asks of the file. A reader of heads, which stops after a few records,
+	// wants less: each read copies its whole size out of the page cache.
+	Size int
+}
 
 // ScanLines is ScanLines with a read buffer borrowed from b.
 func (b *LineBuffers) ScanLines(r io.Reader, maxLine int, fn func(line []byte) error) (ScanResult, error) {
@@ -245,7 +251,11 @@ func (b *LineBuffers) ScanLines(r io.Reader, maxLine int, fn func(line []byte) e
 	}
 	br, _ := b.pool.Get().(*bufio.Reader)
 	if br == nil {
-		br = bufio.NewReaderSize(r, scanBuffer)
+		size := b.Size
+		if size <= 0 {
+			size = scanBuffer
+		}
+		br = bufio.NewReaderSize(r, size)
 	} else {
 		br.Reset(r)
 	}

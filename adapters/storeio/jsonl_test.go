@@ -431,3 +431,41 @@ func TestTailChunksStops(t *testing.T) {
 		t.Errorf("cancelled: %v", err)
 	}
 }
+
+// countingReaderAt records the largest read asked of it.
+type countingReaderAt struct {
+	r       io.ReaderAt
+	largest int
+}
+
+func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	c.largest = max(c.largest, len(p))
+	return c.r.ReadAt(p, off)
+}
+
+// TestLineBuffersOfASize: a head reader's smaller buffers ask the file for
+// no more than their size at a time, and still hand over a line longer
+// than a buffer whole.
+func TestLineBuffersOfASize(t *testing.T) {
+	t.Parallel()
+	long := `{"text":"` + strings.Repeat("x", 20<<10) + `"}`
+	data := `{"type":"user"}` + "\n" + long + "\n" + strings.Repeat(`{"type":"assistant"}`+"\n", 3000)
+	lines := LineBuffers{Size: 4 << 10}
+	for range 3 { // a fresh buffer, then lent ones
+		r := &countingReaderAt{r: strings.NewReader(data)}
+		var got []string
+		_, err := lines.ScanLines(io.NewSectionReader(r, 0, int64(len(data))), 1<<20, func(line []byte) error {
+			got = append(got, string(line))
+			if len(got) == 2 {
+				return io.EOF // a head read stops early
+			}
+			return nil
+		})
+		if !errors.Is(err, io.EOF) || len(got) != 2 || got[0] != `{"type":"user"}` || got[1] != long {
+			t.Fatalf("lines %d (%v), want the first two whole", len(got), err)
+		}
+		if r.largest > 4<<10 {
+			t.Fatalf("a read asked for %d bytes, more than the buffers' 4 KB", r.largest)
+		}
+	}
+}
