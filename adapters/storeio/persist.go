@@ -1,7 +1,6 @@
 package storeio
 
 import (
-	"bytes"
 	"encoding/gob"
 	"errors"
 	"fmt"
@@ -154,17 +153,32 @@ func (d *DiskCache[V]) write() error {
 		cf.Entries = append(cf.Entries, e)
 	}
 	d.Cache.mu.Unlock()
-	var buf bytes.Buffer
-	if err := gob.NewEncoder(&buf).Encode(&cf); err != nil {
-		return fmt.Errorf("encode: %w", err)
-	}
-	if buf.Len() > maxCacheFile {
-		return fmt.Errorf("%d bytes, over the bound of %d", buf.Len(), maxCacheFile)
-	}
 	if err := os.MkdirAll(filepath.Dir(d.Path), 0o700); err != nil {
 		return err
 	}
-	return atomicfile.Write(d.Path, buf.Bytes(), 0o600)
+	// Streamed to the file: gathered in memory, the encoding of a big
+	// store's cache (tens of megabytes, doubled as it grew) was the
+	// service's peak at the end of a first read.
+	return atomicfile.WriteFrom(d.Path, 0o600, func(w io.Writer) error {
+		if err := gob.NewEncoder(&boundedWriter{w: w, left: maxCacheFile}).Encode(&cf); err != nil {
+			return fmt.Errorf("encode: %w", err)
+		}
+		return nil
+	})
+}
+
+// boundedWriter fails a write past left bytes.
+type boundedWriter struct {
+	w    io.Writer
+	left int
+}
+
+func (b *boundedWriter) Write(p []byte) (int, error) {
+	if len(p) > b.left {
+		return 0, fmt.Errorf("over the bound of %d bytes", maxCacheFile)
+	}
+	b.left -= len(p)
+	return b.w.Write(p)
 }
 
 func (d *DiskCache[V]) logf(format string, args ...any) {

@@ -1,6 +1,7 @@
 package storeio
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -369,5 +370,22 @@ func TestDiskCacheLoadNeverHoldsDiscoveriesUp(t *testing.T) {
 			t.Fatal("the cache did not fill once the read ended")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestBoundedWriter: the cache's encoding stops at the bound, before the
+// bytes past it are written.
+func TestBoundedWriter(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	w := &boundedWriter{w: &out, left: 10}
+	if n, err := w.Write([]byte("12345678")); n != 8 || err != nil {
+		t.Fatalf("first write: %d, %v", n, err)
+	}
+	if _, err := w.Write([]byte("901")); err == nil || !strings.Contains(err.Error(), "over the bound") {
+		t.Fatalf("a write past the bound: %v", err)
+	}
+	if out.String() != "12345678" {
+		t.Fatalf("wrote %q", out.String())
 	}
 }

@@ -3,8 +3,10 @@
 package atomicfile
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -12,17 +14,30 @@ import (
 // Write replaces path with data: a temporary file in the same directory,
 // fsynced, renamed over path, then the directory fsynced.
 func Write(path string, data []byte, perm os.FileMode) error {
-	return write(path, data, perm, true)
+	return WriteFrom(path, perm, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
 }
 
 // WriteUnsynced is Write without the fsyncs: a reader still sees the old
 // content or the new, but a machine crash may lose the write. For caches,
 // whose loss costs only speed, written on a command's path.
 func WriteUnsynced(path string, data []byte, perm os.FileMode) error {
-	return write(path, data, perm, false)
+	return write(path, perm, false, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
 }
 
-func write(path string, data []byte, perm os.FileMode, sync bool) error {
+// WriteFrom is Write of what fill writes, streamed to the temporary file
+// rather than gathered in memory first (a cache of 50,000 entries is tens
+// of megabytes). An error from fill leaves path as it was.
+func WriteFrom(path string, perm os.FileMode, fill func(w io.Writer) error) error {
+	return write(path, perm, true, fill)
+}
+
+func write(path string, perm os.FileMode, sync bool, fill func(w io.Writer) error) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {
@@ -34,7 +49,11 @@ func write(path string, data []byte, perm os.FileMode, sync bool) error {
 		os.Remove(tmpName)
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if _, err := tmp.Write(data); err != nil {
+	bw := bufio.NewWriterSize(tmp, 64<<10)
+	if err := fill(bw); err != nil {
+		return fail(err)
+	}
+	if err := bw.Flush(); err != nil {
 		return fail(err)
 	}
 	if err := tmp.Chmod(perm); err != nil {
