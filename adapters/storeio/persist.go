@@ -16,7 +16,7 @@ import (
 
 // cacheFileVersion changes whenever the file's layout, or the meaning of a
 // cached value, changes: a file of another version is ignored.
-const cacheFileVersion = 1
+const cacheFileVersion = 2
 
 // maxCacheFile bounds the cache file read at start (and written): a
 // file's entries cost the service about three times their size once
@@ -30,13 +30,16 @@ const maxCacheFile = 64 << 20
 // later discovery waits for it.
 const loadWait = 5 * time.Second
 
-// cacheFile is what a persisted cache holds.
-type cacheFile[V any] struct {
+// cacheHeader begins a persisted cache; its Count entries follow, each a
+// gob value of its own, so that neither writing nor reading the file
+// holds all of its encoding in memory at once (gob encodes and decodes a
+// value whole).
+type cacheHeader struct {
 	Version int
 	// Kind names what the values are (an adapter's summary type and its
 	// version), so a file written for another value is ignored.
-	Kind    string
-	Entries []Entry[V]
+	Kind  string
+	Count int
 }
 
 // DiskCache keeps a FileCache's entries in a file across restarts of the
@@ -106,21 +109,24 @@ func (d *DiskCache[V]) load() error {
 	if d.opened != nil {
 		d.opened()
 	}
-	var cf cacheFile[V]
-	if err := gob.NewDecoder(io.LimitReader(f, maxCacheFile)).Decode(&cf); err != nil {
+	dec := gob.NewDecoder(io.LimitReader(f, maxCacheFile))
+	var h cacheHeader
+	if err := dec.Decode(&h); err != nil {
 		return fmt.Errorf("decode: %w", err)
 	}
-	if cf.Version != cacheFileVersion || cf.Kind != d.Kind {
-		return fmt.Errorf("written for %q version %d, not %q version %d", text.Ellipsis(cf.Kind, 100), cf.Version, d.Kind, cacheFileVersion)
+	if h.Version != cacheFileVersion || h.Kind != d.Kind {
+		return fmt.Errorf("written for %q version %d, not %q version %d", text.Ellipsis(h.Kind, 100), h.Version, d.Kind, cacheFileVersion)
 	}
-	d.Cache.mu.Lock()
-	defer d.Cache.mu.Unlock()
-	for i := range cf.Entries {
-		e := cf.Entries[i]
-		if _, ok := d.Cache.entries[e.Key.Path]; ok || d.Cache.lru.Len() >= d.Cache.max {
-			continue // read in this process already: newer
+	for i := 0; i < h.Count; i++ {
+		var e Entry[V]
+		if err := dec.Decode(&e); err != nil {
+			return fmt.Errorf("decode entry %d of %d: %w", i+1, h.Count, err)
 		}
-		d.Cache.entries[e.Key.Path] = d.Cache.lru.PushBack(&e)
+		d.Cache.mu.Lock()
+		if _, ok := d.Cache.entries[e.Key.Path]; !ok && d.Cache.lru.Len() < d.Cache.max {
+			d.Cache.entries[e.Key.Path] = d.Cache.lru.PushBack(&e)
+		} // else read in this process already: newer
+		d.Cache.mu.Unlock()
 	}
 	return nil
 }
@@ -142,26 +148,28 @@ func (d *DiskCache[V]) Save(force bool) {
 }
 
 func (d *DiskCache[V]) write() error {
-	cf := cacheFile[V]{Version: cacheFileVersion, Kind: d.Kind}
 	d.Cache.mu.Lock()
-	cf.Entries = make([]Entry[V], 0, d.Cache.lru.Len())
+	entries := make([]Entry[V], 0, d.Cache.lru.Len())
 	for el := d.Cache.lru.Front(); el != nil; el = el.Next() {
 		e := *el.Value.(*Entry[V])
 		if d.Persist != nil {
 			e.Value = d.Persist(e.Value)
 		}
-		cf.Entries = append(cf.Entries, e)
+		entries = append(entries, e)
 	}
 	d.Cache.mu.Unlock()
 	if err := os.MkdirAll(filepath.Dir(d.Path), 0o700); err != nil {
 		return err
 	}
-	// Streamed to the file: gathered in memory, the encoding of a big
-	// store's cache (tens of megabytes, doubled as it grew) was the
-	// service's peak at the end of a first read.
 	return atomicfile.WriteFrom(d.Path, 0o600, func(w io.Writer) error {
-		if err := gob.NewEncoder(&boundedWriter{w: w, left: maxCacheFile}).Encode(&cf); err != nil {
+		enc := gob.NewEncoder(&boundedWriter{w: w, left: maxCacheFile})
+		if err := enc.Encode(cacheHeader{Version: cacheFileVersion, Kind: d.Kind, Count: len(entries)}); err != nil {
 			return fmt.Errorf("encode: %w", err)
+		}
+		for i := range entries {
+			if err := enc.Encode(&entries[i]); err != nil {
+				return fmt.Errorf("encode: %w", err)
+			}
 		}
 		return nil
 	})

@@ -2,6 +2,7 @@ package storeio
 
 import (
 	"bytes"
+	"encoding/gob"
 	"fmt"
 	"io"
 	"os"
@@ -138,7 +139,16 @@ func TestDiskCacheIgnoresABadFile(t *testing.T) {
 			d.Kind = strings.Repeat("k", 1<<20)
 			d.Cache.Get(p, (&countingFill{}).fill)
 			d.Save(true)
-		}, "kkk…\" version 1, not \"lines-1\""},
+		}, fmt.Sprintf("kkk…\" version %d, not \"lines-1\"", cacheFileVersion)},
+		{"the layout before (one value)", func(path string) {
+			var b bytes.Buffer
+			gob.NewEncoder(&b).Encode(struct {
+				Version int
+				Kind    string
+				Entries []Entry[lines]
+			}{1, "lines-1", []Entry[lines]{{Key: FileKey{Path: p}, Value: lines{N: 99}}}})
+			os.WriteFile(path, b.Bytes(), 0o600)
+		}, "version 1, not"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "c.gob")
