@@ -617,17 +617,11 @@ func readDetails(ctx context.Context, db querier, s *session, cols map[string]bo
 		checked = assistants
 	}
 	if s.firstPrompt == "" {
-		first, err := queryMessages(ctx, db, "SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created, id LIMIT ?", s.id, 1)
+		prompt, err := firstPrompt(ctx, db, s.id)
 		if err != nil {
 			return err
 		}
-		if len(first) == 1 && first[0].data.Role == "user" {
-			parts, err := queryParts(ctx, db, []string{first[0].id})
-			if err != nil {
-				return err
-			}
-			s.firstPrompt = text.Ellipsis(textParts(parts[first[0].id]), promptRunes)
-		}
+		s.firstPrompt = prompt
 	}
 	if !cols["tokens_input"] || !cols["tokens_output"] {
 		var in, out sql.NullFloat64
@@ -689,6 +683,40 @@ func latestAnswer(ctx context.Context, db querier, s *session, limit, skip int) 
 		}
 	}
 	return found, len(recent), len(assistants), nil
+}
+
+// firstPrompt returns the text of the session's first message when the
+// user wrote it: the message and its parts in one query (a first read asks
+// it of every session).
+func firstPrompt(ctx context.Context, db querier, sessionID string) (string, error) {
+	rs, err := db.QueryContext(ctx, `SELECT m.data, p.data FROM
+		(SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created, id LIMIT 1) AS m
+		LEFT JOIN part p ON p.message_id = m.id ORDER BY p.id`, sessionID)
+	if err != nil {
+		return "", fmt.Errorf("read the first message: %w", err)
+	}
+	defer rs.Close()
+	var parts []partData
+	first, user := true, false
+	for rs.Next() {
+		var msg, part []byte
+		if err := rs.Scan(&msg, &part); err != nil {
+			continue
+		}
+		if first {
+			var m messageData
+			_ = decodeJSON(msg, &m)
+			first, user = false, m.Role == "user"
+		}
+		var p partData
+		if user && part != nil && decodeJSON(part, &p) == nil {
+			parts = append(parts, p)
+		}
+	}
+	if err := rs.Err(); err != nil {
+		return "", fmt.Errorf("read the first message: %w", err)
+	}
+	return text.Ellipsis(textParts(parts), promptRunes), nil
 }
 
 func queryMessages(ctx context.Context, db querier, q string, args ...any) ([]dbMessage, error) {
