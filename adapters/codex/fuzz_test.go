@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -186,7 +185,7 @@ func FuzzFactsDiskForm(f *testing.F) {
 		limited: true, limitAt: time.Unix(1795731357, 0).UTC(), windows: [2]usageWindow{{known: true, used: 100, minutes: 300, resetsAt: time.Unix(1795731357, 0).UTC()}}})
 }
 
-// decodeWhole is decode without slim: the decoder over the whole line.
+// decodeWhole is encoding/json over the line: what decode must equal.
 func decodeWhole(line []byte) (rolloutLine, error) {
 	var l rolloutLine
 	line = bytes.TrimSpace(line)
@@ -200,10 +199,10 @@ func decodeWhole(line []byte) (rolloutLine, error) {
 	return l, err
 }
 
-// FuzzSlim holds decode, which drops what the decoder would ignore before
-// decoding a long line, to the decoder over the whole line: the same
-// record and payload, and an error where it fails.
-func FuzzSlim(f *testing.F) {
+// FuzzDecode holds decode (internal/jsondecode over the line) to
+// encoding/json over it: the same record and payload, and an error where
+// it fails; the seeds include long lines of members the decoder skips.
+func FuzzDecode(f *testing.F) {
 	pad := strings.Repeat("instructions \\\"quoted\\\" ", 300)
 	for _, l := range seedLines(f) {
 		f.Add(l)
@@ -225,42 +224,4 @@ func FuzzSlim(f *testing.F) {
 			t.Errorf("decode:\n%+v %+v\nthe whole line:\n%+v %+v", r, p, want.record, want.Payload)
 		}
 	})
-}
-
-// TestSlimKeys holds slim's lists to the fields the decoder fills: a field
-// added to rolloutLine or payload and not to them would be dropped.
-func TestSlimKeys(t *testing.T) {
-	t.Parallel()
-	names := func(typ reflect.Type) []string {
-		var out []string
-		for f := range typ.Fields() {
-			if f.Anonymous {
-				continue
-			}
-			out = append(out, strings.Split(f.Tag.Get("json"), ",")[0])
-		}
-		return out
-	}
-	top := append(names(reflect.TypeFor[record]()), names(reflect.TypeFor[rolloutLine]())...)
-	slices.Sort(top)
-	want := slices.Sorted(slices.Values(lineKeys[:]))
-	if !slices.Equal(top, want) {
-		t.Errorf("rolloutLine decodes %q, slim keeps %q", top, want)
-	}
-	pk := names(reflect.TypeFor[payload]())
-	slices.Sort(pk)
-	if want := slices.Sorted(slices.Values(payloadKeys[:])); !slices.Equal(pk, want) {
-		t.Errorf("payload decodes %q, slim keeps %q", pk, want)
-	}
-}
-
-// TestSlimDropsBaseInstructions: the base instructions of a session_meta
-// line are not handed to the decoder.
-func TestSlimDropsBaseInstructions(t *testing.T) {
-	t.Parallel()
-	line := []byte(`{"timestamp":"t","type":"session_meta","payload":{"id":"x","base_instructions":{"text":"` + strings.Repeat("x", 20000) + `"},"cwd":"/w"}}`)
-	got := slim(line)
-	if len(got) > 200 || !bytes.Contains(got, []byte(`"base_instructions":null`)) {
-		t.Errorf("slim left %d bytes: %.200s", len(got), got)
-	}
 }

@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/agentctl/agentctl/internal/jsondecode"
-	"github.com/agentctl/agentctl/internal/jsonscan"
 )
 
 // Record types of a rollout line ({"timestamp","type","payload"}). Unknown
@@ -259,97 +257,14 @@ func decode(line []byte) (record, payload, error) {
 		return r, p, errBadLine
 	}
 	// One pass: a line can hold hundreds of KB of tool output, and decoding
-	// its payload separately would scan it all again.
+	// its payload separately would scan it all again. What the decoder
+	// does not read (a session_meta's 20 kB of base instructions) it
+	// skips without allocating.
 	var l rolloutLine
-	if len(line) > slimOver {
-		line = slim(line)
-	}
 	if err := jsondecode.Unmarshal(line, &l); err != nil && !isTypeError(err) {
 		return r, p, err
 	}
 	return l.record, l.Payload, nil
-}
-
-// slimOver is the length from which decode drops what it does not read
-// before decoding: a rollout's session_meta carries some 20 kB of base
-// instructions, which were a third of what a first read of a store
-// decoded.
-const slimOver = 4 << 10
-
-// slimKept is the longest value slim keeps of a member the decoder would
-// ignore.
-const slimKept = 64
-
-// lineKeys and payloadKeys are the JSON names rolloutLine and payload
-// decode (TestSlimKeys holds them to the types).
-var (
-	lineKeys    = [...]string{"timestamp", "type", "thread_id", "payload"}
-	payloadKeys = [...]string{"type", "id", "timestamp", "cwd", "cli_version", "originator", "model", "role", "content", "name",
-		"arguments", "input", "output", "message", "last_agent_message", "error", "reason", "info", "item", "thread_settings",
-		"codex_error_info", "rate_limits"}
-)
-
-// slim returns line with the long values of the members the decoder
-// ignores (keys that name no field of rolloutLine, at its top and in its
-// payload) replaced by null, which json.Unmarshal decodes to the same
-// values: those members are skipped whatever they hold, once the line is
-// valid JSON. A line that is not valid, whose keys the decoder might fold
-// in ways a byte comparison does not (escapes, non-ASCII), or with nothing
-// to drop, is returned as it is.
-func slim(line []byte) []byte {
-	type span struct{ from, to int }
-	var drop []span
-	ok := true
-	// at is where v, a value Members handed over, starts in b.
-	at := func(b, v []byte) int { return cap(b) - cap(v) }
-	members := func(b []byte, start int, keys []string, payload func(v []byte)) (int, error) {
-		return jsonscan.Members(b, start, func(k, v []byte) {
-			if !plainKey(k) {
-				ok = false
-				return
-			}
-			known := false
-			for _, name := range keys {
-				known = known || bytes.EqualFold(k, []byte(name))
-			}
-			switch {
-			case !known && len(v) > slimKept:
-				drop = append(drop, span{at(line, v), at(line, v) + len(v)})
-			case known && payload != nil && bytes.EqualFold(k, []byte("payload")) && v[0] == '{':
-				payload(v)
-			}
-		})
-	}
-	start := jsonscan.Space(line, 0)
-	end, err := members(line, start, lineKeys[:], func(v []byte) {
-		// v is valid: the outer walk checked it.
-		members(line, at(line, v), payloadKeys[:], nil)
-	})
-	if err != nil || !ok || len(drop) == 0 || jsonscan.Space(line, end) != len(line) {
-		return line
-	}
-	slices.SortFunc(drop, func(a, b span) int { return a.from - b.from })
-	out := make([]byte, 0, len(line))
-	last := 0
-	for _, d := range drop {
-		if d.from < last {
-			continue // inside one dropped already (a payload repeated)
-		}
-		out = append(append(out, line[last:d.from]...), "null"...)
-		last = d.to
-	}
-	return append(out, line[last:]...)
-}
-
-// plainKey reports whether key, as written, is ASCII without escapes: a
-// key the decoder matches to a field as bytes.EqualFold does.
-func plainKey(k []byte) bool {
-	for _, c := range k {
-		if c == '\\' || c >= 0x80 {
-			return false
-		}
-	}
-	return true
 }
 
 func isTypeError(err error) bool {
