@@ -3,6 +3,7 @@ package jsondecode
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -149,5 +150,24 @@ func TestTypeErrorKeepsTheOtherFields(t *testing.T) {
 	}
 	if r.Kind != "user" || r.Body.Text != "kept" {
 		t.Fatalf("decoded %+v, want the fields after the wrong one", r)
+	}
+}
+
+// TestNothingAliasesTheInput: the readers decode lines out of read buffers
+// they lend out again, so a decoded string, raw message or interface value
+// must not point into the input.
+func TestNothingAliasesTheInput(t *testing.T) {
+	t.Parallel()
+	in := []byte(seeds[0])
+	var r record
+	if err := Unmarshal(in, &r); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("%+v", r)
+	for i := range in {
+		in[i] = 'x'
+	}
+	if got := fmt.Sprintf("%+v", r); got != want {
+		t.Fatalf("overwriting the input changed the value:\n%s\nwas\n%s", got, want)
 	}
 }
