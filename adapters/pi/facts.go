@@ -127,7 +127,7 @@ func readFactsMode(file *os.File, key storeio.FileKey, prev *storeio.Entry[*fact
 		if err != nil && !errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("read pi session: %w", err)
 		}
-		f = bytes.NewReader(buf[:n])
+		f = storeio.Bytes(buf[:n])
 	}
 	var p *facts
 	if prev != nil && prev.Value != nil && prev.Value.bad == nil && prev.Value.sumsKnown {

@@ -30,12 +30,20 @@ func HeadLines(r io.ReaderAt, size int64, n int, maxBytes int64) ([][]byte, erro
 		return nil, nil
 	}
 	limit := min(size, maxBytes)
-	buf := make([]byte, limit)
-	got, err := r.ReadAt(buf, 0)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("read head: %w", err)
+	var buf []byte
+	var got int
+	if mem, ok := r.(Bytes); ok {
+		buf = mem[:min(limit, int64(len(mem)))]
+		got = len(buf)
+	} else {
+		buf = make([]byte, limit)
+		var err error
+		got, err = r.ReadAt(buf, 0)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("read head: %w", err)
+		}
+		buf = buf[:got]
 	}
-	buf = buf[:got]
 	var lines [][]byte
 	for len(lines) < n {
 		i := bytes.IndexByte(buf, '\n')
@@ -66,7 +74,24 @@ func TailLines(r io.ReaderAt, size int64, n int, maxBytes int64) (lines [][]byte
 	// newlines are enough.
 	off := size
 	var buf []byte
-	if int64(n) >= maxBytes {
+	mem, inMemory := r.(Bytes)
+	if inMemory && size > int64(len(mem)) {
+		return nil, size, fmt.Errorf("read tail: file shrank while reading")
+	}
+	if inMemory {
+		// The lines are cut from the bytes in memory; the window is
+		// found as the blocks below would find it.
+		if int64(n) >= maxBytes {
+			off = size - min(size, maxBytes)
+		} else {
+			for newlines := 0; off > 0 && size-off < maxBytes && newlines <= n; {
+				step := min(int64(tailBlock), off, maxBytes-(size-off))
+				newlines += bytes.Count(mem[off-step:off], []byte{'\n'})
+				off -= step
+			}
+		}
+		buf = mem[off:size]
+	} else if int64(n) >= maxBytes {
 		// The window cannot hold more lines than n: every line of it is
 		// wanted, and it is read at once into the buffer the lines are
 		// cut from (read block by block and joined, every byte was
@@ -229,6 +254,9 @@ type ScanResult struct {
 // The line slice is only valid during the call. An error from fn stops the
 // scan and is returned.
 func ScanLines(r io.Reader, maxLine int, fn func(line []byte) error) (ScanResult, error) {
+	if data, ok := inMemory(r); ok {
+		return scanBytes(data, maxLine, fn)
+	}
 	return scanLines(bufio.NewReaderSize(r, scanBufferSize(r)), maxLine, fn)
 }
 
@@ -246,6 +274,9 @@ type LineBuffers struct {
 
 // ScanLines is ScanLines with a read buffer borrowed from b.
 func (b *LineBuffers) ScanLines(r io.Reader, maxLine int, fn func(line []byte) error) (ScanResult, error) {
+	if data, ok := inMemory(r); ok {
+		return scanBytes(data, maxLine, fn)
+	}
 	if b == nil {
 		return ScanLines(r, maxLine, fn)
 	}
@@ -264,6 +295,68 @@ func (b *LineBuffers) ScanLines(r io.Reader, maxLine int, fn func(line []byte) e
 		b.pool.Put(br)
 	}()
 	return scanLines(br, maxLine, fn)
+}
+
+// Bytes is a file read whole into memory, as an io.ReaderAt: HeadLines,
+// TailLines and ScanLines (over an io.SectionReader of it) cut their lines
+// from it rather than copy them out again. A reader of many small files
+// reads each once and hands its head, its lines and its tail to those.
+type Bytes []byte
+
+// ReadAt is io.ReaderAt's.
+func (b Bytes) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, errors.New("storeio.Bytes.ReadAt: negative offset")
+	}
+	if off >= int64(len(b)) {
+		return 0, io.EOF
+	}
+	n := copy(p, b[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// inMemory returns the bytes r reads when it is a section of Bytes.
+func inMemory(r io.Reader) ([]byte, bool) {
+	sr, ok := r.(*io.SectionReader)
+	if !ok {
+		return nil, false
+	}
+	outer, off, n := sr.Outer()
+	mem, ok := outer.(Bytes)
+	if !ok {
+		return nil, false
+	}
+	if pos, err := sr.Seek(0, io.SeekCurrent); err != nil || pos != 0 {
+		return nil, false // read from already: the general way
+	}
+	from := min(max(off, 0), int64(len(mem)))
+	return mem[from:min(from+n, int64(len(mem)))], true
+}
+
+// scanBytes is scanLines over data in memory, with the same results.
+func scanBytes(data []byte, maxLine int, fn func(line []byte) error) (ScanResult, error) {
+	var res ScanResult
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			if len(data) <= maxLine {
+				res.Partial = append([]byte(nil), data...)
+			}
+			break
+		}
+		line := data[:i]
+		data = data[i+1:]
+		res.Consumed += int64(i) + 1
+		if len(line) > maxLine {
+			res.Skipped++
+		} else if err := fn(line); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
 }
 
 // scanLines is ScanLines over br.

@@ -9,7 +9,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -468,4 +470,60 @@ func TestLineBuffersOfASize(t *testing.T) {
 			t.Fatalf("a read asked for %d bytes, more than the buffers' 4 KB", r.largest)
 		}
 	}
+}
+
+// FuzzBytesReadsAsAFile: HeadLines, TailLines and ScanLines cut their
+// lines from Bytes in memory; what they return is what they return over
+// the same bytes read from a reader.
+func FuzzBytesReadsAsAFile(f *testing.F) {
+	f.Add([]byte("{\"a\":1}\n{\"b\":2}\n{\"c\":3}"), 2, 10, 8)
+	f.Add([]byte("one\ntwo\n\nthree\n"), 1, 100, 3)
+	f.Add([]byte(strings.Repeat("x", 70000)+"\nshort\n"+strings.Repeat("y\n", 40000)), 5, 200000, 1000)
+	f.Add([]byte(""), 3, 5, 5)
+	f.Add([]byte("\n\n\n"), 9, 2, 0)
+	f.Fuzz(func(t *testing.T, data []byte, n, maxBytes, maxLine int) {
+		// The callers' arguments: counts and bounds are not negative.
+		n, maxBytes, maxLine = abs(n)%2000, abs(maxBytes)%(1<<20), abs(maxLine)%(1<<20)
+		file := bytes.NewReader(data) // an io.ReaderAt that is not Bytes
+		mem := Bytes(data)
+		size := int64(len(data))
+		wantH, wantErr := HeadLines(file, size, n, int64(maxBytes))
+		gotH, gotErr := HeadLines(mem, size, n, int64(maxBytes))
+		if !equalLines(gotH, wantH) || (gotErr == nil) != (wantErr == nil) {
+			t.Fatalf("HeadLines: %q, %v; from a reader %q, %v", gotH, gotErr, wantH, wantErr)
+		}
+		wantT, wantStart, wantErr := TailLines(file, size, n, int64(maxBytes))
+		gotT, gotStart, gotErr := TailLines(mem, size, n, int64(maxBytes))
+		if !equalLines(gotT, wantT) || gotStart != wantStart || (gotErr == nil) != (wantErr == nil) {
+			t.Fatalf("TailLines: %q from %d, %v; from a reader %q from %d, %v", gotT, gotStart, gotErr, wantT, wantStart, wantErr)
+		}
+		from := min(int64(max(n, 0)), size)
+		scan := func(r io.ReaderAt) (ScanResult, []string, error) {
+			var lines []string
+			res, err := ScanLines(io.NewSectionReader(r, from, size-from), maxLine, func(l []byte) error {
+				lines = append(lines, string(l))
+				if len(lines) == 1000 {
+					return io.EOF
+				}
+				return nil
+			})
+			return res, lines, err
+		}
+		wantRes, wantLines, wantErr := scan(file)
+		gotRes, gotLines, gotErr := scan(mem)
+		if !reflect.DeepEqual(gotRes, wantRes) || !slices.Equal(gotLines, wantLines) || !errors.Is(gotErr, wantErr) {
+			t.Fatalf("ScanLines: %+v %q %v; from a reader %+v %q %v", gotRes, gotLines, gotErr, wantRes, wantLines, wantErr)
+		}
+	})
+}
+
+func abs(i int) int {
+	if i < 0 {
+		return -(i + 1)
+	}
+	return i
+}
+
+func equalLines(a, b [][]byte) bool {
+	return slices.EqualFunc(a, b, bytes.Equal)
 }
