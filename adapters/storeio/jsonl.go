@@ -24,7 +24,8 @@ const tailBlock = 64 << 10
 // HeadLines returns up to n complete lines from the start of the first size
 // bytes of r, reading at most maxBytes. A line cut by maxBytes is dropped;
 // so is an unterminated last line unless it is valid JSON (a writer that
-// omits the final newline). Lines are returned without their '\n'.
+// omits the final newline). Lines are returned without their '\n'; over
+// Bytes they are slices of it, not copies.
 func HeadLines(r io.ReaderAt, size int64, n int, maxBytes int64) ([][]byte, error) {
 	if n <= 0 || size <= 0 {
 		return nil, nil
@@ -64,7 +65,8 @@ func HeadLines(r io.ReaderAt, size int64, n int, maxBytes int64) ([][]byte, erro
 // bytes of r, oldest first, reading backwards block by block and at most
 // maxBytes in all. It also returns the offset where the first returned line
 // starts. An unterminated last line is included only when it is valid JSON;
-// a line cut by maxBytes is dropped.
+// a line cut by maxBytes is dropped. Over Bytes the lines are slices of
+// it, not copies.
 func TailLines(r io.ReaderAt, size int64, n int, maxBytes int64) (lines [][]byte, start int64, err error) {
 	if n <= 0 || size <= 0 || maxBytes <= 0 {
 		return nil, size, nil
