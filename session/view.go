@@ -309,8 +309,16 @@ func enrich(s *api.Session, ns *adapters.NativeSession) {
 	if s.Prompt == "" {
 		s.Prompt = text.Truncate(ns.FirstPrompt, maxPromptShown)
 	}
-	// First-hand evidence (hooks, the terminal) outranks the store's.
-	if a := nativeActivity(s.Status, ns.State); a != "" && s.ActivitySource == "" {
+	// First-hand evidence (hooks, the terminal, the agent's server)
+	// outranks the store's, except a busy whose end the store recorded
+	// after it: the report of that end was missed (an agent's event
+	// stream cut and reopened on a loaded machine), and the store's record
+	// is the newer first-hand word.
+	if a := nativeActivity(s.Status, ns.State); a != "" && (s.ActivitySource == "" || endedSince(s, a, ns.UpdatedAt)) {
+		if s.ActivitySource != "" {
+			at := ns.UpdatedAt
+			s.ActivitySince = &at
+		}
 		s.Activity, s.ActivitySource = a, api.SourceNative
 		if ns.Hook != nil {
 			at := ns.Hook.At
@@ -320,6 +328,12 @@ func enrich(s *api.Session, ns *adapters.NativeSession) {
 	nativeWaiting(s, ns)
 	s.LimitWindows = limitWindows(ns.Windows)
 	s.Warnings = append(s.Warnings, ns.Warnings...)
+}
+
+// endedSince reports whether s reads busy from evidence older than the
+// store's record of an idle agent (native, updated at updated).
+func endedSince(s *api.Session, native string, updated time.Time) bool {
+	return s.Activity == api.ActivityBusy && native == api.ActivityIdle && s.ActivitySince != nil && updated.After(*s.ActivitySince)
 }
 
 // nativeWaiting is what the agent's own records say a running session's
