@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/proc"
 )
 
 // agentctlBin is the binary built once for the whole package by TestMain.
@@ -215,6 +216,61 @@ func WaitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
+}
+
+// WaitForStart polls cond, what an agent shows once it is up (its first
+// screen), while pid (the agent) starts. A busy machine gives a starting
+// agent less CPU per second, so the bound is on the CPU time pid and its
+// descendants have used (startCPU, far more than any agent takes to draw)
+// rather than on the time passed; startCeiling bounds an agent stuck
+// without using any.
+func WaitForStart(t *testing.T, pid int, what string, cond func() bool) {
+	t.Helper()
+	if pid <= 0 {
+		t.Fatalf("no pid to wait for %s", what)
+	}
+	begun, looked := time.Now(), time.Now()
+	for !cond() {
+		if time.Since(looked) >= time.Second {
+			looked = time.Now()
+			used, alive := treeCPU(pid)
+			switch {
+			case !alive:
+				t.Fatalf("pid %d ended while waiting for %s", pid, what)
+			case used > startCPU || time.Since(begun) > startCeiling:
+				t.Fatalf("timed out after %s (pid %d used %s of CPU) waiting for %s", time.Since(begun).Round(time.Second), pid, used.Round(time.Millisecond), what)
+			}
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// startCPU is the CPU time an agent may use before its first screen; the
+// slowest, OpenCode, draws after a few seconds of it. startCeiling bounds
+// the wait whatever the CPU used.
+const (
+	startCPU     = 60 * time.Second
+	startCeiling = 5 * time.Minute
+)
+
+// treeCPU is the CPU time pid and its descendants have used, and whether
+// pid is alive.
+func treeCPU(pid int) (time.Duration, bool) {
+	t, err := proc.Table()
+	if err != nil {
+		return 0, true
+	}
+	var used time.Duration
+	alive := false
+	for _, p := range t {
+		if p.PID == pid {
+			used, alive = p.CPU, !p.Zombie
+		}
+	}
+	for _, p := range proc.Descendants(t, pid) {
+		used += p.CPU
+	}
+	return used, alive
 }
 
 // WaitStatus waits until the session reaches status and returns it.

@@ -118,7 +118,7 @@ func launchTUI(e *Env, agent, proj string, flags []string) api.Session {
 	e.T.Helper()
 	var s api.Session
 	e.JSON(&s, append([]string{"launch", agent, "--json", "--cwd", proj}, flags...)...)
-	WaitFor(e.T, 60*time.Second, agent+"'s prompt to be drawn", func() bool {
+	WaitForStart(e.T, s.PID, agent+"'s prompt to be drawn", func() bool {
 		out, _, _ := e.Run("logs", "-n", "0", s.ID)
 		return len(strings.TrimSpace(out)) > 0 && e.Session(s.ID).Status == api.StatusRunning
 	})
