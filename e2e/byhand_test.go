@@ -65,7 +65,7 @@ func (h *handTerm) drawn(win string) {
 	h.mu.Lock()
 	pid := h.pids[win]
 	h.mu.Unlock()
-	WaitForStart(h.t, pid, win+" to be drawn", func() bool {
+	WaitForAgent(h.t, pid, win+" to be drawn", func() bool {
 		return strings.TrimSpace(h.capture(win)) != ""
 	})
 	time.Sleep(3 * time.Second)
@@ -329,7 +329,7 @@ func handBesideLaunched(t *testing.T, e *Env, ag handAgent, bin string) {
 	le.JSON(&l, append([]string{"launch", ag.name, "--json", "--cwd", dir}, ag.flags...)...)
 	wh, ph := h.start(dir, ag.tui(bin)...)
 	h.drawn(wh)
-	WaitForStart(t, l.PID, "the launched TUI to be drawn", func() bool {
+	WaitForAgent(t, l.PID, "the launched TUI to be drawn", func() bool {
 		out, _, _ := e.Run("logs", "-n", "0", l.ID)
 		return len(strings.TrimSpace(out)) > 0
 	})
