@@ -24,13 +24,14 @@ import (
 // window of its own, with the installation's environment.
 type handTerm struct {
 	*tmuxServer
-	mu sync.Mutex
-	n  int
+	mu   sync.Mutex
+	n    int
+	pids map[string]int // of each window
 }
 
 func newHandTerm(t *testing.T, e *Env) *handTerm {
 	t.Helper()
-	h := &handTerm{tmuxServer: newTmuxServer(t, append(append([]string{}, e.Vars...), "PI_OFFLINE=1"), "the scenarios by hand need a terminal")}
+	h := &handTerm{pids: map[string]int{}, tmuxServer: newTmuxServer(t, append(append([]string{}, e.Vars...), "PI_OFFLINE=1"), "the scenarios by hand need a terminal")}
 	// The server's environment is the installation's: every window
 	// inherits it.
 	h.tmux("new-session", "-d", "-x", "160", "-y", "50", "-s", "hand", "sleep", "3600")
@@ -51,6 +52,9 @@ func (h *handTerm) start(dir string, argv ...string) (string, int) {
 	if err != nil {
 		h.t.Fatalf("pane pid %q: %v", out, err)
 	}
+	h.mu.Lock()
+	h.pids[win] = pid
+	h.mu.Unlock()
 	return win, pid
 }
 
@@ -58,7 +62,10 @@ func (h *handTerm) start(dir string, argv ...string) (string, int) {
 // takes keys once its input box is drawn.
 func (h *handTerm) drawn(win string) {
 	h.t.Helper()
-	WaitFor(h.t, 120*time.Second, win+" to be drawn", func() bool {
+	h.mu.Lock()
+	pid := h.pids[win]
+	h.mu.Unlock()
+	WaitForAgent(h.t, pid, win+" to be drawn", func() bool {
 		return strings.TrimSpace(h.capture(win)) != ""
 	})
 	time.Sleep(3 * time.Second)
@@ -322,7 +329,7 @@ func handBesideLaunched(t *testing.T, e *Env, ag handAgent, bin string) {
 	le.JSON(&l, append([]string{"launch", ag.name, "--json", "--cwd", dir}, ag.flags...)...)
 	wh, ph := h.start(dir, ag.tui(bin)...)
 	h.drawn(wh)
-	WaitFor(t, 120*time.Second, "the launched TUI to be drawn", func() bool {
+	WaitForAgent(t, l.PID, "the launched TUI to be drawn", func() bool {
 		out, _, _ := e.Run("logs", "-n", "0", l.ID)
 		return len(strings.TrimSpace(out)) > 0
 	})

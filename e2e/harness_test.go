@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/proc"
 )
 
 // agentctlBin is the binary built once for the whole package by TestMain.
@@ -215,6 +216,68 @@ func WaitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
+}
+
+// WaitForAgent polls cond, what an agent shows once it is up (its first
+// screen) or done (its session ended), while pid (the agent) works. A busy
+// machine gives an agent less CPU per second, so the bound is on the CPU
+// time pid and its descendants have used (agentCPU, far more than any
+// agent takes to draw or to answer a turn of the fake model) rather than
+// on the time passed; agentCeiling bounds an agent stuck without using
+// any, and agentGrace what follows pid's end.
+func WaitForAgent(t *testing.T, pid int, what string, cond func() bool) {
+	t.Helper()
+	if pid <= 0 {
+		t.Fatalf("no pid to wait for %s", what)
+	}
+	begun, looked := time.Now(), time.Now()
+	var ended time.Time
+	for !cond() {
+		if time.Since(looked) >= time.Second {
+			looked = time.Now()
+			used, alive := treeCPU(pid)
+			if !alive && ended.IsZero() {
+				ended = time.Now()
+			}
+			switch {
+			case !ended.IsZero() && time.Since(ended) > agentGrace:
+				t.Fatalf("pid %d ended %s ago, waiting for %s", pid, time.Since(ended).Round(time.Second), what)
+			case used > agentCPU || time.Since(begun) > agentCeiling:
+				t.Fatalf("timed out after %s (pid %d used %s of CPU) waiting for %s", time.Since(begun).Round(time.Second), pid, used.Round(time.Millisecond), what)
+			}
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// agentCPU is the CPU time an agent may use before what WaitForAgent waits
+// for; the slowest, OpenCode, draws after a few seconds of it.
+// agentCeiling bounds the wait whatever the CPU used, agentGrace the wait
+// after the agent's end.
+const (
+	agentCPU     = 60 * time.Second
+	agentCeiling = 5 * time.Minute
+	agentGrace   = 10 * time.Second
+)
+
+// treeCPU is the CPU time pid and its descendants have used, and whether
+// pid is alive.
+func treeCPU(pid int) (time.Duration, bool) {
+	t, err := proc.Table()
+	if err != nil {
+		return 0, true
+	}
+	var used time.Duration
+	alive := false
+	for _, p := range t {
+		if p.PID == pid {
+			used, alive = p.CPU, !p.Zombie
+		}
+	}
+	for _, p := range proc.Descendants(t, pid) {
+		used += p.CPU
+	}
+	return used, alive
 }
 
 // WaitStatus waits until the session reaches status and returns it.

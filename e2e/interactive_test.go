@@ -118,7 +118,7 @@ func launchTUI(e *Env, agent, proj string, flags []string) api.Session {
 	e.T.Helper()
 	var s api.Session
 	e.JSON(&s, append([]string{"launch", agent, "--json", "--cwd", proj}, flags...)...)
-	WaitFor(e.T, 60*time.Second, agent+"'s prompt to be drawn", func() bool {
+	WaitForAgent(e.T, s.PID, agent+"'s prompt to be drawn", func() bool {
 		out, _, _ := e.Run("logs", "-n", "0", s.ID)
 		return len(strings.TrimSpace(out)) > 0 && e.Session(s.ID).Status == api.StatusRunning
 	})
@@ -150,7 +150,11 @@ func TestInteractiveTwoTUIsInOneFolder(t *testing.T) {
 			var c api.Session
 			e.JSON(&c, append(append([]string{"launch", ag.name, "--json", "--cwd", proj, "--force"}, flags...), "-p", "hello [[text: headless answer]]")...)
 			e.MustRun("send", b.ID, "hello [[text: from b]]")
-			if c = e.WaitStatus(c.ID, api.StatusExited, 120*time.Second); c.ExitCode == nil || *c.ExitCode != 0 {
+			WaitForAgent(t, c.PID, "the headless run to exit", func() bool {
+				c = e.Session(c.ID)
+				return c.Status == api.StatusExited
+			})
+			if c.ExitCode == nil || *c.ExitCode != 0 {
 				t.Errorf("the headless run beside the TUIs ended %+v, want exit 0", c)
 			}
 			// A quick run's id may be learned a moment after its end (Codex's,
