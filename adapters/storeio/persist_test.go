@@ -399,3 +399,49 @@ func TestBoundedWriter(t *testing.T) {
 		t.Fatalf("wrote %q", out.String())
 	}
 }
+
+// benchValue is the size and shape of an adapter's summary: a few ids,
+// a folder, a prompt, times and counts.
+type benchValue struct {
+	ID, Cwd, Model, Prompt string
+	Created, Updated       time.Time
+	In, Out                int64
+	Cost                   float64
+}
+
+// BenchmarkDiskCache: writing and reading back a cache of 12,500 entries
+// (an adapter's share of a 50,000-session store), what a first read's
+// end and a restart cost.
+func BenchmarkDiskCache(b *testing.B) {
+	dir := b.TempDir()
+	path := filepath.Join(dir, "c.gob")
+	const n = 12500
+	newCache := func() *DiskCache[benchValue] {
+		return &DiskCache[benchValue]{Cache: NewFileCache[benchValue](n), Path: path, Kind: "bench-1"}
+	}
+	full := newCache()
+	now := time.Now()
+	for i := range n {
+		full.Put(FileKey{Path: fmt.Sprintf("/home/u/.store/project-%03d/%08d.jsonl", i%300, i), Size: int64(i), ModTime: now},
+			benchValue{ID: fmt.Sprintf("%032x", i), Cwd: fmt.Sprintf("/home/u/src/project-%03d", i%300), Model: "model-x",
+				Prompt: strings.Repeat("fix the parser ", 10), Created: now, Updated: now, In: int64(i) * 100, Out: int64(i), Cost: 0.25})
+	}
+	b.Run("save", func(b *testing.B) {
+		for b.Loop() {
+			full.misses = -1 // a read since the last save
+			full.Save(true)
+		}
+		if fi, err := os.Stat(path); err == nil {
+			b.ReportMetric(float64(fi.Size())/(1<<20), "MB")
+		}
+	})
+	b.Run("load", func(b *testing.B) {
+		for b.Loop() {
+			c := newCache()
+			c.Load()
+			if c.Cache.lru.Len() != n {
+				b.Fatalf("%d entries loaded, want %d", c.Cache.lru.Len(), n)
+			}
+		}
+	})
+}
