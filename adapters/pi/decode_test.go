@@ -1,15 +1,9 @@
 package pi
 
 import (
-	"bufio"
-	"encoding/json"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"reflect"
 	"testing"
 
-	"github.com/agentctl/agentctl/internal/jsondecode"
+	"github.com/agentctl/agentctl/adapters/storeio/storeiotest"
 	pisynth "github.com/agentctl/agentctl/internal/synth/pi"
 )
 
@@ -21,29 +15,5 @@ func TestRecordsDecodeAsEncodingJSON(t *testing.T) {
 	if err := pisynth.GenerateStore(home, 12, 3); err != nil {
 		t.Fatal(err)
 	}
-	n := 0
-	err := filepath.WalkDir(home, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || filepath.Ext(path) != ".jsonl" {
-			return err
-		}
-		f, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		sc.Buffer(nil, 64<<20)
-		for sc.Scan() {
-			n++
-			var got, want record
-			gotErr, wantErr := jsondecode.Unmarshal(sc.Bytes(), &got), json.Unmarshal(sc.Bytes(), &want)
-			if !reflect.DeepEqual(got, want) || (gotErr == nil) != (wantErr == nil) {
-				t.Fatalf("%s: %.200s\ndecoded %+v, %v\nencoding/json %+v, %v", path, sc.Bytes(), got, gotErr, want, wantErr)
-			}
-		}
-		return sc.Err()
-	})
-	if err != nil || n < 100 {
-		t.Fatalf("%d lines, %v", n, err)
-	}
+	storeiotest.CheckLinesDecodeAsEncodingJSON[record](t, home, 100)
 }
