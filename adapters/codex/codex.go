@@ -238,11 +238,11 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 		if len(held) > 0 {
 			var threads []daemonThread
 			turns := map[string]bool{}
+			ended := turnEndsReported(ties)
 			for _, s := range files {
 				if _, ok := held[s.id]; !ok {
 					continue
 				}
-				turns[s.id] = s.facts != nil && s.facts.turn == turnStarted
 				t := daemonThread{id: s.id, updated: s.mtime}
 				if s.facts != nil {
 					t.cwd, t.created = s.facts.cwd, s.facts.created
@@ -250,6 +250,11 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 						t.updated = s.facts.lastTime
 					}
 				}
+				// A turn the integration reported ended after the rollout's
+				// last write no longer runs in the daemon: Codex runs its
+				// Stop hook before the rollout records the turn's end.
+				at, reported := ended[s.id]
+				turns[s.id] = s.facts != nil && s.facts.turn == turnStarted && !(reported && !t.updated.After(at))
 				if th := index[s.id]; th != nil && t.cwd == "" {
 					t.cwd, t.created = th.cwd, th.created
 				}
@@ -292,6 +297,24 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 		a.found.Drop()
 	}
 	return withNotifies(out, ties), nil
+}
+
+// turnEndsReported are the threads whose integration's last report (ties:
+// the book's) ended a turn, with that report's time.
+func turnEndsReported(ties []adapters.HookTie) map[string]time.Time {
+	last := make(map[string]adapters.HookTie, len(ties))
+	for _, t := range ties {
+		if old, ok := last[t.NativeID]; !ok || t.At.After(old.At) {
+			last[t.NativeID] = t
+		}
+	}
+	out := map[string]time.Time{}
+	for id, t := range last {
+		if t.State == adapters.NativeIdle {
+			out[id] = t.At
+		}
+	}
+	return out
 }
 
 // withNotifies gives each session of out that a live process was tied to

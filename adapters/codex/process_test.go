@@ -544,6 +544,82 @@ func TestHandCodexTUIKilledMidToolReadsEndedWhileTheDaemonRunsItsTurn(t *testing
 	}
 }
 
+// codexTies is a book of integration reports for tests.
+type codexTies struct{ ties []adapters.HookTie }
+
+func (b *codexTies) HookTies(agent string) []adapters.HookTie {
+	if agent != Name {
+		return nil
+	}
+	return b.ties
+}
+
+// Codex runs its Stop hook before the rollout records the turn's end: a
+// thread the daemon holds whose integration reported the turn ended after
+// the rollout's last write no longer runs there, and is not given the
+// daemon's process (a hand TUI's thread read "pid of the daemon, waiting
+// for input" for that moment). A report older than the rollout's last
+// write says nothing of the turn the rollout shows running.
+func TestAReportedTurnEndTakesTheThreadFromTheDaemon(t *testing.T) {
+	home, _ := testHome(t)
+	book := &codexTies{}
+	a := New(adapters.Env{Home: t.TempDir(), Hooks: book, Getenv: func(k string) string {
+		if k == "CODEX_HOME" {
+			return home
+		}
+		return ""
+	}})
+	day := filepath.Join(home, "sessions", "2026", "11", "26")
+	cwd := t.TempDir()
+	began := time.Now().Add(-time.Minute)
+	id := v7ID(began, 1)
+	rollout := writeMeta(t, day, id, cwd, began)
+	appendText(t, rollout, `{"timestamp":"2026-11-26T10:00:01.000Z","type":"event_msg","payload":{"type":"task_started","turn_id":"t1"}}`+"\n")
+	daemon := fakeCodex(t, home, cwd, rollout, 0, true, "app-server", "--listen", "unix://", "--managed-daemon")
+	written := func() time.Time {
+		fi, err := os.Stat(rollout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.ModTime()
+	}
+	stop := adapters.HookTie{PID: daemon.Process.Pid, NativeID: id, Cwd: cwd, Event: HookStop, State: adapters.NativeIdle, WaitingFor: adapters.WaitingInput}
+	cases := []struct {
+		name   string
+		report func() []adapters.HookTie
+		daemon bool
+	}{
+		{"no report", func() []adapters.HookTie { return nil }, true},
+		{"the turn began, reported", func() []adapters.HookTie {
+			return []adapters.HookTie{{PID: daemon.Process.Pid, NativeID: id, Event: HookUserPromptSubmit, State: adapters.NativeBusy, At: written().Add(time.Second)}}
+		}, true},
+		{"its end reported after the last write", func() []adapters.HookTie {
+			s := stop
+			s.At = written().Add(time.Second)
+			return []adapters.HookTie{s}
+		}, false},
+		{"its end reported, then the turn began again", func() []adapters.HookTie {
+			s := stop
+			s.At = written().Add(time.Second)
+			again := adapters.HookTie{PID: daemon.Process.Pid, NativeID: id, Event: HookUserPromptSubmit, State: adapters.NativeBusy, At: s.At.Add(time.Second)}
+			return []adapters.HookTie{again, s}
+		}, true},
+		{"an end reported before the last write", func() []adapters.HookTie {
+			s := stop
+			s.At = written().Add(-time.Second)
+			return []adapters.HookTie{s}
+		}, true},
+	}
+	for _, c := range cases {
+		book.ties = c.report()
+		s := discoverByID(t, a)[id]
+		tied := s.Process != nil && s.Process.PID == daemon.Process.Pid && s.Process.Evidence == evidenceDaemonTurn
+		if tied != c.daemon {
+			t.Errorf("%s: process %+v state %q, want the daemon's: %v", c.name, s.Process, s.State, c.daemon)
+		}
+	}
+}
+
 // A starting Codex reads the rollouts of its folder's threads (to list
 // them): a reader is not the thread's process. A live session's rollout it
 // reads stays tied to its writer, not contended (unknown); an ended one it
