@@ -42,11 +42,22 @@ type Settler interface {
 }
 
 // NativeIDFinder learns the native id of a session it could not pre-assign,
-// from the agent's own store or output, for the agent started at pid in cwd
-// after since. The session core calls it after a launch whose LaunchSpec
-// carried no NativeID.
+// from the agent's own store or output, for the agent a launch started. The
+// session core calls it after a launch whose LaunchSpec carried no NativeID.
 type NativeIDFinder interface {
-	FindNativeID(ctx context.Context, pid int, cwd string, since time.Time) (string, error)
+	FindNativeID(ctx context.Context, s Started) (string, error)
+}
+
+// Started is what a launch knows of the agent it started: its process, the
+// folder it runs in, when it began (no earlier than since), and the prompt
+// it was given ("" for none; the head of a long one). The prompt tells the
+// agent's session from others begun beside it in the folder when the
+// process exited before it was seen holding its own.
+type Started struct {
+	PID    int
+	Cwd    string
+	Since  time.Time
+	Prompt string
 }
 
 // Stopper stops a session the adapter knows but agentctl did not start (a

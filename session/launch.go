@@ -439,7 +439,7 @@ func (c *launcher) learnNativeID(id string, finder adapters.NativeIDFinder, rec 
 		defer cancel()
 		warned := false
 		for {
-			nid, err := finder.FindNativeID(ctx, rec.Process.PID, rec.Cwd, rec.CreatedAt)
+			nid, err := finder.FindNativeID(ctx, adapters.Started{PID: rec.Process.PID, Cwd: rec.Cwd, Since: rec.CreatedAt, Prompt: rec.Prompt})
 			if err != nil || nid == "" {
 				c.log.Warn("native session id not found", "session", id, "adapter", rec.Adapter, "err", err)
 				return

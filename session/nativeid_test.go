@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/home"
 	"github.com/agentctl/agentctl/spawn"
 )
@@ -17,7 +18,7 @@ type toldIDs struct {
 	ids []string
 }
 
-func (f *toldIDs) FindNativeID(context.Context, int, string, time.Time) (string, error) {
+func (f *toldIDs) FindNativeID(context.Context, adapters.Started) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := f.ids[0]

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/internal/envvar"
 	"github.com/agentctl/agentctl/spawn"
@@ -44,7 +45,7 @@ func (c *launcher) PodLaunch(spec *spawn.Spec, dir string) (learn func(ctx conte
 		return nil, nil
 	}
 	return func(ctx context.Context, started spawn.Record) {
-		nid, err := finder.FindNativeID(ctx, started.Process.PID, started.Cwd, started.CreatedAt)
+		nid, err := finder.FindNativeID(ctx, adapters.Started{PID: started.Process.PID, Cwd: started.Cwd, Since: started.CreatedAt, Prompt: started.Prompt})
 		if err != nil || nid == "" {
 			c.log.Warn("native session id not found", "session", started.ID, "adapter", started.Adapter, "err", err)
 			return

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentctl/agentctl/adapters"
 	"github.com/agentctl/agentctl/adapters/storeio"
+	"github.com/agentctl/agentctl/internal/text"
 	"github.com/agentctl/agentctl/proc"
 )
 
@@ -188,16 +189,18 @@ const (
 // moment (it checks for stale ones), so an id is taken only when two looks
 // in a row give it. It waits until one appears or ctx ends. If the process
 // has already exited, it falls back to the one rollout begun in cwd after
-// since that no live Codex holds; several are ambiguous and yield an
-// error, never a guess.
-func (a *Adapter) FindNativeID(ctx context.Context, pid int, cwd string, since time.Time) (string, error) {
+// since that no live Codex holds; of several, the one whose first prompt
+// is the launch's; several still are ambiguous and yield an error, never a
+// guess.
+func (a *Adapter) FindNativeID(ctx context.Context, started adapters.Started) (string, error) {
+	pid, cwd, since := started.PID, started.Cwd, started.Since
 	var id, last string
 	var err error
 	perr := storeio.Poll(ctx, findInterval, func() (bool, error) {
 		found, pinned, alive := a.idOfProcessTree(pid, cwd, since)
 		switch {
 		case !alive:
-			id, err = a.idOfExited(ctx, cwd, since, pid)
+			id, err = a.idOfExited(ctx, started)
 			return true, nil
 		case pinned || found != "" && found == last:
 			id = found
@@ -340,9 +343,11 @@ func uuidV7Time(id string) (time.Time, bool) {
 }
 
 // idOfExited finds the rollout of a Codex that exited before it was seen
-// holding one: the single rollout in cwd begun after since and held by no
-// live Codex.
-func (a *Adapter) idOfExited(ctx context.Context, cwd string, since time.Time, pid int) (string, error) {
+// holding one: the single rollout in its folder begun after its start and
+// held by no live Codex; of several (runs begun beside it), the single one
+// whose first prompt is the launch's.
+func (a *Adapter) idOfExited(ctx context.Context, started adapters.Started) (string, error) {
+	cwd, since, pid := started.Cwd, started.Since, started.PID
 	scan, err := a.scan(ctx)
 	if err != nil {
 		return "", err
@@ -357,7 +362,8 @@ func (a *Adapter) idOfExited(ctx context.Context, cwd string, since time.Time, p
 		}
 	}
 	want := sameDirs(cwd)
-	var ids []string
+	prompt := promptKey(started.Prompt)
+	var ids, prompted []string
 	for _, s := range files {
 		if s.facts == nil || s.id == "" || held[s.id] || !want[s.facts.cwd] {
 			continue
@@ -366,15 +372,25 @@ func (a *Adapter) idOfExited(ctx context.Context, cwd string, since time.Time, p
 			continue
 		}
 		ids = append(ids, s.id)
+		if prompt != "" && promptKey(s.facts.firstPrompt) == prompt {
+			prompted = append(prompted, s.id)
+		}
 	}
-	switch len(ids) {
-	case 1:
+	switch {
+	case len(ids) == 1:
 		return ids[0], nil
-	case 0:
+	case len(ids) == 0:
 		return "", fmt.Errorf("codex pid %d exited and no rollout in %s begun after %s", pid, cwd, since.Format(time.RFC3339))
+	case len(prompted) == 1:
+		return prompted[0], nil
 	}
-	return "", fmt.Errorf("codex pid %d exited; %d rollouts in %s begun after %s: cannot tell which is its", pid, len(ids), cwd, since.Format(time.RFC3339))
+	return "", fmt.Errorf("codex pid %d exited; %d rollouts in %s begun after %s (%d with its prompt): cannot tell which is its", pid, len(ids), cwd, since.Format(time.RFC3339), len(prompted))
 }
+
+// promptKey is how a prompt is compared with a rollout's first prompt,
+// which Codex records without the surrounding space and agentctl keeps to
+// its head.
+func promptKey(p string) string { return text.Ellipsis(strings.TrimSpace(p), promptRunes) }
 
 // sameDirs returns the spellings of dir a rollout may carry: as given, and
 // with symlinks resolved (Codex records the physical working directory).

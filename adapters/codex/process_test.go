@@ -252,7 +252,7 @@ func TestFindNativeIDFromOpenRollout(t *testing.T) {
 	cmd := fakeCodex(t, home, t.TempDir(), rollout, 300*time.Millisecond, false, "exec", "hi")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	got, err := a.FindNativeID(ctx, cmd.Process.Pid, "/anywhere", since)
+	got, err := a.FindNativeID(ctx, adapters.Started{PID: cmd.Process.Pid, Cwd: "/anywhere", Since: since})
 	if err != nil || got != id {
 		t.Errorf("FindNativeID = %q, %v; want %s", got, err, id)
 	}
@@ -264,7 +264,7 @@ func TestFindNativeIDFromResumeArgv(t *testing.T) {
 	cmd := fakeCodex(t, home, t.TempDir(), "", 0, true, "exec", "resume", idResumed, "--", "more")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	got, err := a.FindNativeID(ctx, cmd.Process.Pid, "/anywhere", since)
+	got, err := a.FindNativeID(ctx, adapters.Started{PID: cmd.Process.Pid, Cwd: "/anywhere", Since: since})
 	if err != nil || got != idResumed {
 		t.Errorf("FindNativeID = %q, %v", got, err)
 	}
@@ -278,9 +278,12 @@ func TestFindNativeIDAfterExit(t *testing.T) {
 	}
 	cwd := t.TempDir()
 	since := time.Now()
-	meta := func(id, dir string, at time.Time) {
+	meta := func(id, dir string, at time.Time, prompt ...string) {
 		line := fmt.Sprintf(`{"timestamp":%q,"type":"session_meta","payload":{"id":%q,"timestamp":%q,"cwd":%q}}`+"\n",
 			at.UTC().Format(time.RFC3339Nano), id, at.UTC().Format(time.RFC3339Nano), dir)
+		for _, p := range prompt {
+			line += fmt.Sprintf(`{"timestamp":%q,"type":"event_msg","payload":{"type":"user_message","message":%q}}`+"\n", at.UTC().Format(time.RFC3339Nano), p)
+		}
 		p := filepath.Join(day, "rollout-2026-11-22T09-00-00-"+id+".jsonl")
 		if err := os.WriteFile(p, []byte(line), 0o644); err != nil {
 			t.Fatal(err)
@@ -296,14 +299,37 @@ func TestFindNativeIDAfterExit(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	got, err := a.FindNativeID(ctx, done.Process.Pid, cwd, since)
+	got, err := a.FindNativeID(ctx, adapters.Started{PID: done.Process.Pid, Cwd: cwd, Since: since})
 	if err != nil || got != "01a20400-0000-7000-8000-000000000003" {
 		t.Errorf("FindNativeID = %q, %v", got, err)
 	}
 	// A second candidate makes it ambiguous: an error, not a guess.
 	meta("01a20400-0000-7000-8000-000000000004", cwd, since.Add(2*time.Second))
-	if got, err := a.FindNativeID(ctx, done.Process.Pid, cwd, since); err == nil || !strings.Contains(err.Error(), "cannot tell") {
+	if got, err := a.FindNativeID(ctx, adapters.Started{PID: done.Process.Pid, Cwd: cwd, Since: since}); err == nil || !strings.Contains(err.Error(), "cannot tell") {
 		t.Errorf("ambiguous: %q, %v", got, err)
+	}
+
+	// Runs begun beside it in the folder (by hand, launched) that ended
+	// too: the launch's prompt tells its rollout, when only one has it.
+	long := strings.Repeat("word ", 100) // longer than a rollout's prompt is kept
+	other := t.TempDir()
+	meta("01a20400-0000-7000-8000-000000000005", other, since.Add(time.Second), "hello [[text: by hand]]")
+	meta("01a20400-0000-7000-8000-000000000006", other, since.Add(time.Second), "hello [[text: launched]]")
+	meta("01a20400-0000-7000-8000-000000000007", other, since.Add(2*time.Second), long+"and more")
+	meta("01a20400-0000-7000-8000-000000000008", other, since.Add(2*time.Second), "twice")
+	meta("01a20400-0000-7000-8000-000000000009", other, since.Add(2*time.Second), "twice")
+	for _, c := range []struct{ prompt, want string }{
+		{"hello [[text: launched]]", "01a20400-0000-7000-8000-000000000006"},
+		{"  hello [[text: by hand]]\n", "01a20400-0000-7000-8000-000000000005"},
+		{long + "and more", "01a20400-0000-7000-8000-000000000007"},
+		{"", ""},            // no prompt: several fit
+		{"twice", ""},       // two with its prompt
+		{"no such one", ""}, // none with its prompt: not one of the others
+	} {
+		got, err := a.FindNativeID(ctx, adapters.Started{PID: done.Process.Pid, Cwd: other, Since: since, Prompt: c.prompt})
+		if c.want == "" && (err == nil || !strings.Contains(err.Error(), "cannot tell")) || c.want != "" && (err != nil || got != c.want) {
+			t.Errorf("prompt %q: FindNativeID = %q, %v; want %q", c.prompt, got, err, c.want)
+		}
 	}
 }
 
@@ -312,7 +338,7 @@ func TestFindNativeIDGivesUpWithContext(t *testing.T) {
 	cmd := fakeCodex(t, home, t.TempDir(), "", 0, true, "exec", "hi")
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	if got, err := a.FindNativeID(ctx, cmd.Process.Pid, "/x", time.Now().Add(-time.Second)); err == nil {
+	if got, err := a.FindNativeID(ctx, adapters.Started{PID: cmd.Process.Pid, Cwd: "/x", Since: time.Now().Add(-time.Second)}); err == nil {
 		t.Errorf("found %q for a process that opens no rollout", got)
 	}
 }
@@ -502,7 +528,7 @@ func TestFindNativeIDNeverBindsAnotherSessionsThread(t *testing.T) {
 	cmd := fakeCodex(t, home, cwd, held, 0, true, "--no-daemon")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	got, err := a.FindNativeID(ctx, cmd.Process.Pid, cwd, since)
+	got, err := a.FindNativeID(ctx, adapters.Started{PID: cmd.Process.Pid, Cwd: cwd, Since: since})
 	if err != nil || got != own {
 		t.Errorf("FindNativeID = %q, %v; want its own thread %s (not %s, %s or %s)", got, err, own, idResumed, beside, other)
 	}

@@ -95,7 +95,7 @@ func (e *realEnv) waitLive(t *testing.T, pid int, since time.Time) (string, adap
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	id, err := e.adapter.FindNativeID(ctx, pid, e.cwd, since)
+	id, err := e.adapter.FindNativeID(ctx, adapters.Started{PID: pid, Cwd: e.cwd, Since: since})
 	if err != nil {
 		t.Errorf("FindNativeID: %v", err)
 		return "", adapters.NativeSession{}
@@ -164,7 +164,7 @@ func TestRealCodex(t *testing.T) {
 	if code, out := e.run(t, spec, func(pid int, since time.Time) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		resumedID, _ = e.adapter.FindNativeID(ctx, pid, e.cwd, since)
+		resumedID, _ = e.adapter.FindNativeID(ctx, adapters.Started{PID: pid, Cwd: e.cwd, Since: since})
 	}); code != 0 {
 		t.Fatalf("resume exited %d:\n%s", code, out)
 	}
@@ -208,7 +208,7 @@ func TestRealCodexLargePrompt(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		var err error
-		if id, err = e.adapter.FindNativeID(ctx, pid, e.cwd, since); err != nil {
+		if id, err = e.adapter.FindNativeID(ctx, adapters.Started{PID: pid, Cwd: e.cwd, Since: since}); err != nil {
 			t.Errorf("FindNativeID: %v", err)
 		}
 	})
@@ -237,7 +237,7 @@ func TestRealCodexModelError(t *testing.T) {
 	code, out := e.run(t, spec, func(pid int, since time.Time) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		id, _ = e.adapter.FindNativeID(ctx, pid, e.cwd, since)
+		id, _ = e.adapter.FindNativeID(ctx, adapters.Started{PID: pid, Cwd: e.cwd, Since: since})
 	})
 	if code == 0 {
 		t.Fatalf("codex exited 0 on a model error:\n%s", out)

@@ -131,12 +131,14 @@ func argvSafe(p string, words []string) bool {
 // Native id discovery.
 const findInterval = 200 * time.Millisecond
 
-// FindNativeID learns the session id of the OpenCode started at pid: the
+// FindNativeID learns the session id of the OpenCode a launch started: the
 // id of --session in its argv, else the one session of its folder begun
-// after since whose first prompt is the process's message (from its argv
-// words, or the file that is its stdin). It waits until the session
-// appears or ctx ends. Two sessions that fit are an error, never a guess.
-func (a *Adapter) FindNativeID(ctx context.Context, pid int, cwd string, since time.Time) (string, error) {
+// after the start whose first prompt is the process's message (from its
+// argv words, or the file that is its stdin; the launch's prompt once the
+// process has exited). It waits until the session appears or ctx ends. Two
+// sessions that fit are an error, never a guess.
+func (a *Adapter) FindNativeID(ctx context.Context, started adapters.Started) (string, error) {
+	pid, cwd, since := started.PID, started.Cwd, started.Since
 	var p *liveProc
 	var id string
 	var last error // the database may be being created, or busy: that passes
@@ -158,7 +160,7 @@ func (a *Adapter) FindNativeID(ctx context.Context, pid int, cwd string, since t
 			}
 		}
 		if p != nil || gone {
-			id, last = a.findSession(ctx, p, cwd, since)
+			id, last = a.findSession(ctx, p, cwd, since, started.Prompt)
 		}
 		if errors.Is(last, errAmbiguous) {
 			return false, last
@@ -202,14 +204,14 @@ func lookProcess(pid int, since time.Time) (liveProc, int) {
 
 // findSession returns the session that fits: of cwd (or the process's
 // folder), created after since, with the process's prompt when it is
-// known. "" with no error while none fits yet.
-func (a *Adapter) findSession(ctx context.Context, p *liveProc, cwd string, since time.Time) (string, error) {
+// known (else the launch's). "" with no error while none fits yet.
+func (a *Adapter) findSession(ctx context.Context, p *liveProc, cwd string, since time.Time, launchPrompt string) (string, error) {
 	ss, err := a.sessions(ctx)
 	if err != nil {
 		return "", err
 	}
 	dirs := sameDirs(cwd)
-	prompt := ""
+	prompt := launchPrompt
 	if p != nil {
 		for d := range sameDirs(p.dir) {
 			dirs[d] = true

@@ -328,7 +328,7 @@ func TestFindNativeIDByPrompt(t *testing.T) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	got, err := a.FindNativeID(ctx, cmd.Process.Pid, dir, since)
+	got, err := a.FindNativeID(ctx, adapters.Started{PID: cmd.Process.Pid, Cwd: dir, Since: since})
 	if err != nil || got != "ses_cccc00000002ffMineXxxxxxxxx" {
 		t.Errorf("FindNativeID = %q, %v", got, err)
 	}
@@ -349,7 +349,7 @@ func TestFindNativeIDByStdinPrompt(t *testing.T) {
 	addSession(t, db, "ses_dddd00000002ffMineXxxxxxxxx", dir, prompt, time.Now())
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	got, err := a.FindNativeID(ctx, cmd.Process.Pid, dir, since)
+	got, err := a.FindNativeID(ctx, adapters.Started{PID: cmd.Process.Pid, Cwd: dir, Since: since})
 	if err != nil || got != "ses_dddd00000002ffMineXxxxxxxxx" {
 		t.Errorf("FindNativeID = %q, %v", got, err)
 	}
@@ -361,7 +361,7 @@ func TestFindNativeIDFromSessionArgv(t *testing.T) {
 	cmd := fakeOpencode(t, data, t.TempDir(), "", "run", "--session", idKilled, "--", "go", "on")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	got, err := a.FindNativeID(ctx, cmd.Process.Pid, "/x", time.Now().Add(-time.Second))
+	got, err := a.FindNativeID(ctx, adapters.Started{PID: cmd.Process.Pid, Cwd: "/x", Since: time.Now().Add(-time.Second)})
 	if err != nil || got != idKilled {
 		t.Errorf("FindNativeID = %q, %v", got, err)
 	}
@@ -379,13 +379,17 @@ func TestFindNativeIDAfterExit(t *testing.T) {
 	addSession(t, db, "ses_eeee00000001ffOnlyOneXxxxxx", dir, "x", time.Now())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	got, err := a.FindNativeID(ctx, done.Process.Pid, dir, since)
+	got, err := a.FindNativeID(ctx, adapters.Started{PID: done.Process.Pid, Cwd: dir, Since: since})
 	if err != nil || got != "ses_eeee00000001ffOnlyOneXxxxxx" {
 		t.Errorf("FindNativeID = %q, %v", got, err)
 	}
 	addSession(t, db, "ses_eeee00000002ffSecondXxxxxxx", dir, "y", time.Now())
-	if got, err := a.FindNativeID(ctx, done.Process.Pid, dir, since); err == nil {
+	if got, err := a.FindNativeID(ctx, adapters.Started{PID: done.Process.Pid, Cwd: dir, Since: since}); err == nil {
 		t.Errorf("two candidates: %q, no error", got)
+	}
+	// The launch's prompt tells its session from the one begun beside it.
+	if got, err := a.FindNativeID(ctx, adapters.Started{PID: done.Process.Pid, Cwd: dir, Since: since, Prompt: "y"}); err != nil || got != "ses_eeee00000002ffSecondXxxxxxx" {
+		t.Errorf("two candidates, the launch's prompt y: FindNativeID = %q, %v", got, err)
 	}
 }
 

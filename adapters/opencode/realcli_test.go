@@ -114,7 +114,7 @@ func (e *realEnv) findID(t *testing.T, pid int, since time.Time) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	id, err := e.adapter.FindNativeID(ctx, pid, e.cwd, since)
+	id, err := e.adapter.FindNativeID(ctx, adapters.Started{PID: pid, Cwd: e.cwd, Since: since})
 	if err != nil {
 		t.Errorf("FindNativeID: %v", err)
 	}

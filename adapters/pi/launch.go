@@ -277,10 +277,11 @@ func withValue(env []string, key, value string) []string {
 }
 
 // FindNativeID learns the id of a session whose id was not pre-assigned
-// (pi-rust): the one session file for cwd begun after since. It waits for
-// the file until ctx ends (an agent writes it after its first answer), and
-// fails at once when several fit.
-func (a *Adapter) FindNativeID(ctx context.Context, pid int, cwd string, since time.Time) (string, error) {
+// (pi-rust): the one session file for the folder begun after the start. It
+// waits for the file until ctx ends (an agent writes it after its first
+// answer), and fails at once when several fit.
+func (a *Adapter) FindNativeID(ctx context.Context, started adapters.Started) (string, error) {
+	pid, cwd, since := started.PID, started.Cwd, started.Since
 	real, err := realCwd(cwd)
 	if err != nil {
 		real = cwd

@@ -343,7 +343,7 @@ func TestFindNativeID(t *testing.T) {
 	since := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
 	defer cancel()
-	if _, err := a.FindNativeID(ctx, 1, cwd, since); err == nil {
+	if _, err := a.FindNativeID(ctx, adapters.Started{PID: 1, Cwd: cwd, Since: since}); err == nil {
 		t.Error("no session yet: no error")
 	}
 	// A session written while FindNativeID waits is found.
@@ -353,12 +353,12 @@ func TestFindNativeID(t *testing.T) {
 	}()
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel2()
-	id, err := a.FindNativeID(ctx2, 1, cwd, since)
+	id, err := a.FindNativeID(ctx2, adapters.Started{PID: 1, Cwd: cwd, Since: since})
 	if err != nil || id == "" {
 		t.Fatalf("FindNativeID = %q, %v", id, err)
 	}
 	a.createSession(cwd, time.Now())
-	if _, err := a.FindNativeID(ctx2, 1, cwd, since); err == nil || !strings.Contains(err.Error(), "cannot tell") {
+	if _, err := a.FindNativeID(ctx2, adapters.Started{PID: 1, Cwd: cwd, Since: since}); err == nil || !strings.Contains(err.Error(), "cannot tell") {
 		t.Errorf("two candidates: %v, want an ambiguity error", err)
 	}
 }
