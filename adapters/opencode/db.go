@@ -606,8 +606,12 @@ type dbMessage struct {
 func readDetails(ctx context.Context, db querier, s *session, cols map[string]bool) error {
 	// The latest few messages most often hold an assistant message: the
 	// recentMessages are read only when they do not and the model is still
-	// unknown.
-	for _, limit := range []int{recentFirst, recentMessages} {
+	// unknown. When the row names the model, the latest message is all.
+	limits := []int{recentFirst, recentMessages}
+	if s.model != "" {
+		limits = []int{1}
+	}
+	for _, limit := range limits {
 		n, err := latestMessages(ctx, db, s, limit)
 		if err != nil {
 			return err

@@ -553,24 +553,26 @@ func TestDiscoverOneAgreesWithDiscover(t *testing.T) {
 	}
 }
 
-// countingQuerier is a querier that keeps the statements asked of it.
+// countingQuerier is a querier that keeps the statements asked of it and
+// their arguments.
 type countingQuerier struct {
 	querier
 	asked []string
+	args  [][]any
 }
 
 func (c *countingQuerier) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	c.asked = append(c.asked, query)
+	c.asked, c.args = append(c.asked, query), append(c.args, args)
 	return c.querier.QueryContext(ctx, query, args...)
 }
 
 func (c *countingQuerier) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	c.asked = append(c.asked, query)
+	c.asked, c.args = append(c.asked, query), append(c.args, args)
 	return c.querier.QueryRowContext(ctx, query, args...)
 }
 
 // A session's details, on a database whose rows hold the model and the
-// token counts, take two statements: its latest messages and its first
+// token counts, take two statements: its latest message and its first
 // prompt. No answer's parts are read (a first read asks this of every
 // session of the store).
 func TestDetailsTakeTwoStatements(t *testing.T) {
@@ -620,7 +622,10 @@ func TestDetailsTakeTwoStatements(t *testing.T) {
 					t.Fatal(err)
 				}
 				if len(q.asked) != 2 || s.last.role == "" || s.firstPrompt == "" {
-					t.Errorf("%s: %d statements %q; latest message %+v, first prompt %q", s.id, len(q.asked), q.asked, s.last, s.firstPrompt)
+					t.Fatalf("%s: %d statements %q; latest message %+v, first prompt %q", s.id, len(q.asked), q.asked, s.last, s.firstPrompt)
+				}
+				if got := q.args[0]; len(got) != 2 || got[1] != 1 {
+					t.Errorf("%s: the latest messages asked with %v, want the latest one alone (the row names the model)", s.id, got)
 				}
 			}
 		})
