@@ -96,7 +96,6 @@ type NativeSession struct {
 	Cwd         string
 	Model       string
 	FirstPrompt string
-	LastMessage string // the last assistant message
 	TokensIn    *int64
 	TokensOut   *int64
 	CostUSD     *float64

@@ -89,7 +89,7 @@ func New(env adapters.Env) *Adapter {
 
 // summaryKind names the summary a cache file holds; change it when the
 // summary's fields or their meaning change.
-const summaryKind = "claude-summary-3"
+const summaryKind = "claude-summary-4"
 
 // persistable is s as a cache file keeps it: without the offset and
 // fingerprint, which an incremental read would continue from with fields
@@ -318,7 +318,7 @@ func nativeOf(f transcriptFile, r readResult, live map[string]liveSession, unmat
 		return ns
 	}
 	s := r.sum
-	ns.Cwd, ns.Model, ns.FirstPrompt, ns.LastMessage = s.Cwd, s.Model, s.FirstPrompt, s.LastText
+	ns.Cwd, ns.Model, ns.FirstPrompt = s.Cwd, s.Model, s.FirstPrompt
 	ns.TokensIn, ns.TokensOut = s.tokens()
 	ns.CostUSD = s.cost()
 	ns.CreatedAt, ns.UpdatedAt = s.Created, s.Updated

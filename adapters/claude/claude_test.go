@@ -159,14 +159,14 @@ func TestDiscoverFixtures(t *testing.T) {
 	want := []adapters.NativeSession{
 		{
 			NativeID: resumedID, Cwd: "/home/dev/proj", Model: "claude-opus-5-5",
-			FirstPrompt: "first [[bash: true]]", LastMessage: "resumed ok",
-			TokensIn: ptr[int64](7725), TokensOut: ptr[int64](61), CostUSD: ptr(0.032119999999999996),
+			FirstPrompt: "first [[bash: true]]",
+			TokensIn:    ptr[int64](7725), TokensOut: ptr[int64](61), CostUSD: ptr(0.032119999999999996),
 			CreatedAt: ts("2026-11-22T06:28:47.271Z"), UpdatedAt: ts("2026-11-22T06:28:48.092Z"), State: adapters.NativeDone,
 		},
 		{
 			NativeID: toolID, Cwd: "/home/dev/proj", Model: "claude-opus-5-5",
-			FirstPrompt: "long [[sleep: 5]]", LastMessage: "hi from fakellm (after 1 tool calls)",
-			TokensIn: ptr[int64](5122), TokensOut: ptr[int64](69), CostUSD: ptr(0.021868),
+			FirstPrompt: "long [[sleep: 5]]",
+			TokensIn:    ptr[int64](5122), TokensOut: ptr[int64](69), CostUSD: ptr(0.021868),
 			CreatedAt: ts("2026-11-22T06:28:57.245Z"), UpdatedAt: ts("2026-11-22T06:29:02.527Z"), State: adapters.NativeDone,
 		},
 	}
@@ -180,7 +180,7 @@ func TestDiscoverFixtures(t *testing.T) {
 			continue
 		}
 		if g.Adapter != "claude" || g.Cwd != w.Cwd || g.Model != w.Model || g.FirstPrompt != w.FirstPrompt ||
-			g.LastMessage != w.LastMessage || *g.TokensIn != *w.TokensIn || *g.TokensOut != *w.TokensOut ||
+			*g.TokensIn != *w.TokensIn || *g.TokensOut != *w.TokensOut ||
 			*g.CostUSD != *w.CostUSD || !g.CreatedAt.Equal(w.CreatedAt) || !g.UpdatedAt.Equal(w.UpdatedAt) ||
 			g.State != w.State || g.Process != nil || len(g.Warnings) != 0 || !strings.HasSuffix(g.Path, w.NativeID+".jsonl") {
 			t.Errorf("session %s:\n got %+v\nwant %+v", w.NativeID, g, w)
@@ -227,22 +227,21 @@ func TestDiscoverRobust(t *testing.T) {
 	tests := []struct {
 		name      string
 		content   string
-		last      string
 		prompt    string
 		tokensIn  int64 // -1: unknown
 		state     adapters.NativeState
 		warnLines int // unreadable lines reported
 	}{
-		{"empty file", "", "", "", 0, adapters.NativeAborted, 0},
-		{"half-written last line", good + `{"parentUuid":"a1","type":"assistant","message":{"id":"m2","content":[{"type":"te`, "done it", "do it", 10, adapters.NativeDone, 0},
-		{"unknown record types", lines(`{"type":"atis-latch","atis":""}`, `{"type":"brand-new-kind","x":[1,2]}`) + good, "done it", "do it", 10, adapters.NativeDone, 0},
-		{"binary garbage", "\x00\xff\xfe garbage\n" + good + "\x01\x02\x03\n", "done it", "do it", 10, adapters.NativeDone, 2},
-		{"wrong types in known fields", lines(userRec("do it"), `{"type":"assistant","message":{"content":5,"usage":"lots","model":7}}`, `{"type":"cost-state","totalCostUSD":"free"}`), "", "do it", 0, adapters.NativeAborted, 2},
-		{"deeply nested value", lines(nested) + good, "done it", "do it", 10, adapters.NativeDone, 1},
-		{"interrupted turn", good + lines(userRec("next"), userRec("[Request interrupted by user for tool use]")), "done it", "do it", 10, adapters.NativeAborted, 0},
-		{"API error", good + lines(userRec("next"), `{"type":"assistant","isApiErrorMessage":true,"message":{"id":"e","model":"<synthetic>","role":"assistant","content":[{"type":"text","text":"API Error: 500"}],"stop_reason":"stop_sequence","usage":{"input_tokens":0,"output_tokens":0}}}`), "API Error: 500", "do it", 10, adapters.NativeFailed, 0},
-		{"tool call pending", lines(userRec("go"), `{"type":"assistant","message":{"id":"m1","model":"claude-x","role":"assistant","content":[{"type":"tool_use","id":"t","name":"Bash","input":{"command":"sleep 9"}}],"stop_reason":"tool_use","usage":{"input_tokens":3,"output_tokens":1}}}`), "", "go", 3, adapters.NativeAborted, 0},
-		{"cost-state plus a later run", good + lines(costRec(0.5, 100, 50), userRec("again"), assistantRec("m3", "again done", "end_turn", 7, 3)), "again done", "do it", 107, adapters.NativeDone, 0},
+		{"empty file", "", "", 0, adapters.NativeAborted, 0},
+		{"half-written last line", good + `{"parentUuid":"a1","type":"assistant","message":{"id":"m2","content":[{"type":"te`, "do it", 10, adapters.NativeDone, 0},
+		{"unknown record types", lines(`{"type":"atis-latch","atis":""}`, `{"type":"brand-new-kind","x":[1,2]}`) + good, "do it", 10, adapters.NativeDone, 0},
+		{"binary garbage", "\x00\xff\xfe garbage\n" + good + "\x01\x02\x03\n", "do it", 10, adapters.NativeDone, 2},
+		{"wrong types in known fields", lines(userRec("do it"), `{"type":"assistant","message":{"content":5,"usage":"lots","model":7}}`, `{"type":"cost-state","totalCostUSD":"free"}`), "do it", 0, adapters.NativeAborted, 2},
+		{"deeply nested value", lines(nested) + good, "do it", 10, adapters.NativeDone, 1},
+		{"interrupted turn", good + lines(userRec("next"), userRec("[Request interrupted by user for tool use]")), "do it", 10, adapters.NativeAborted, 0},
+		{"API error", good + lines(userRec("next"), `{"type":"assistant","isApiErrorMessage":true,"message":{"id":"e","model":"<synthetic>","role":"assistant","content":[{"type":"text","text":"API Error: 500"}],"stop_reason":"stop_sequence","usage":{"input_tokens":0,"output_tokens":0}}}`), "do it", 10, adapters.NativeFailed, 0},
+		{"tool call pending", lines(userRec("go"), `{"type":"assistant","message":{"id":"m1","model":"claude-x","role":"assistant","content":[{"type":"tool_use","id":"t","name":"Bash","input":{"command":"sleep 9"}}],"stop_reason":"tool_use","usage":{"input_tokens":3,"output_tokens":1}}}`), "go", 3, adapters.NativeAborted, 0},
+		{"cost-state plus a later run", good + lines(costRec(0.5, 100, 50), userRec("again"), assistantRec("m3", "again done", "end_turn", 7, 3)), "do it", 107, adapters.NativeDone, 0},
 	}
 	// No Claude runs in these tests: a turn the transcript leaves unfinished
 	// was cut off, and reads aborted.
@@ -252,8 +251,8 @@ func TestDiscoverRobust(t *testing.T) {
 			id := "0b6c1b1e-0000-4000-8000-000000000001"
 			writeTranscript(t, home, "/w/p", id, tt.content)
 			s := discover(t, newAdapter(home))[id]
-			if s.LastMessage != tt.last || s.FirstPrompt != tt.prompt || s.State != tt.state {
-				t.Errorf("last %q prompt %q state %q; want %q %q %q", s.LastMessage, s.FirstPrompt, s.State, tt.last, tt.prompt, tt.state)
+			if s.FirstPrompt != tt.prompt || s.State != tt.state {
+				t.Errorf("prompt %q state %q; want %q %q", s.FirstPrompt, s.State, tt.prompt, tt.state)
 			}
 			if s.TokensIn == nil || *s.TokensIn != tt.tokensIn {
 				t.Errorf("tokens in %v, want %d", s.TokensIn, tt.tokensIn)
@@ -291,14 +290,45 @@ func TestDiscoverHugeFiles(t *testing.T) {
 	writeTranscript(t, home, "/w/p", long, lines(userRec("hi"), `{"type":"user","pad":"`+strings.Repeat("x", maxLine+10)+`"}`, assistantRec("m1", "after the long line", "end_turn", 2, 2)))
 
 	got := discover(t, newAdapter(home))
-	if s := got[withCost]; s.FirstPrompt != "start" || s.LastMessage != "the end" || s.TokensIn == nil || *s.TokensIn != 1000 || *s.CostUSD != 1.5 {
+	if s := got[withCost]; s.FirstPrompt != "start" || s.TokensIn == nil || *s.TokensIn != 1000 || *s.CostUSD != 1.5 {
 		t.Errorf("2 GB with cost-state: %+v", s)
 	}
-	if s := got[noCost]; s.FirstPrompt != "start" || s.LastMessage != "still going" || s.TokensIn != nil {
+	if s := got[noCost]; s.FirstPrompt != "start" || s.State != adapters.NativeDone || s.Model != "claude-x" || s.TokensIn != nil {
 		t.Errorf("2 GB without cost-state: %+v (tokens must be unknown)", s)
 	}
-	if s := got[long]; s.LastMessage != "after the long line" || len(s.Warnings) != 1 || !strings.Contains(s.Warnings[0], "lines over") {
+	if s := got[long]; s.State != adapters.NativeDone || len(s.Warnings) != 1 || !strings.Contains(s.Warnings[0], "lines over") {
 		t.Errorf("long line: %+v", s)
+	}
+}
+
+// A transcript whose latest turn is tool calls, their text answer far back,
+// is read by its head and its tail, which stops once it holds the latest
+// facts (time, model, turn, cost-state): it does not read on back to an
+// answer's text, nor, growing to the whole file, read it all again.
+func TestTailStopsAtTheLatestFacts(t *testing.T) {
+	t.Parallel()
+	recs := []string{userRec("do it"), assistantRec("m0", "an answer far back", "end_turn", 1, 1), userRec("now the tools")}
+	for i := range 200 {
+		recs = append(recs, fmt.Sprintf(`{"type":"assistant","message":{"id":"m%d","model":"claude-x","role":"assistant","content":[{"type":"tool_use","id":"t%d","name":"Bash","input":{"command":"echo %s"}}],"stop_reason":"tool_use","usage":{"input_tokens":3,"output_tokens":1}},"timestamp":"2026-01-02T03:05:00.000Z"}`, i+1, i, strings.Repeat("x", 1000)))
+	}
+	recs = append(recs, costRec(0.5, 100, 50))
+	p := writeTranscript(t, t.TempDir(), "/w/p", "0b6c1b1e-0000-4000-8000-000000000010", lines(recs...))
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || fi.Size() < 4*tailStart {
+		t.Fatalf("a transcript of %d bytes (%v), want more than the tail's first windows", fi.Size(), err)
+	}
+	s, err := summaryReader{ctx: context.Background()}.fill(f, storeio.KeyOf(p, fi), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Complete || s.Turn != turnInProgress || s.Model != "claude-x" || !s.HaveCost || s.FirstPrompt != "do it" {
+		t.Errorf("read whole %v, turn %v, model %q, cost-state %v, prompt %q; want the head and tail only, the tool turn, claude-x, a cost-state, do it",
+			s.Complete, s.Turn, s.Model, s.HaveCost, s.FirstPrompt)
 	}
 }
 
@@ -345,22 +375,22 @@ func testDiscoverIncremental(t *testing.T, watch adapters.FolderWatch) {
 	f.Close()
 	appendTo(t, p, lines(assistantRec("m1", "done", "end_turn", 4, 2)))
 	s = discover(t, a)[id]
-	if s.LastMessage != "done" || s.State != adapters.NativeDone || len(s.Warnings) != 1 || *s.TokensIn != 4 {
+	if s.State != adapters.NativeDone || len(s.Warnings) != 1 || *s.TokensIn != 4 {
 		t.Errorf("after append: %+v (want the old warning kept: the start was not re-read)", s)
 	}
 	// Half a line appended: nothing changes until it is complete.
 	rec := assistantRec("m2", "more", "end_turn", 1, 1)
 	appendTo(t, p, rec[:30])
-	if s = discover(t, a)[id]; s.LastMessage != "done" {
-		t.Errorf("half line: last %q", s.LastMessage)
+	if s = discover(t, a)[id]; *s.TokensIn != 4 {
+		t.Errorf("half line: %+v", s)
 	}
 	appendTo(t, p, rec[30:]+"\n")
-	if s = discover(t, a)[id]; s.LastMessage != "more" || *s.TokensIn != 5 {
+	if s = discover(t, a)[id]; *s.TokensIn != 5 {
 		t.Errorf("completed line: %+v", s)
 	}
 	// Truncated and rewritten: read again from the start.
 	os.WriteFile(p, []byte(lines(userRec("other"), assistantRec("m9", "fresh", "end_turn", 9, 9), costRec(0.1, 9, 9))), 0o644)
-	if s = discover(t, a)[id]; s.FirstPrompt != "other" || s.LastMessage != "fresh" || len(s.Warnings) != 0 {
+	if s = discover(t, a)[id]; s.FirstPrompt != "other" || *s.TokensIn != 9 || len(s.Warnings) != 0 {
 		t.Errorf("rewritten: %+v", s)
 	}
 	// A session in a project folder new since the last query.
@@ -667,7 +697,7 @@ func TestRegistryUnreadable(t *testing.T) {
 	if s.State != adapters.NativeUnknown || len(s.Warnings) != 1 || !strings.Contains(s.Warnings[0], "live-session registry") {
 		t.Errorf("unreadable registry: %+v", s)
 	}
-	if s.LastMessage != "resumed ok" {
+	if s.FirstPrompt != "first [[bash: true]]" || s.Model != "claude-opus-5-5" || s.TokensIn == nil {
 		t.Errorf("facts lost with the registry: %+v", s)
 	}
 }
@@ -860,8 +890,8 @@ func TestClaudeTokensDropAfterContinueOfAKilledRun(t *testing.T) {
 			if s.TokensIn == nil || s.TokensOut == nil || *s.TokensIn != 137 || *s.TokensOut != 16 {
 				t.Errorf("tokens %v in, %v out; want 137 in, 16 out (the killed process's 7 and 2 counted): %+v", deref(s.TokensIn), deref(s.TokensOut), s)
 			}
-			if s.LastMessage != "two" {
-				t.Errorf("last message %q", s.LastMessage)
+			if s.State != adapters.NativeDone {
+				t.Errorf("state %q", s.State)
 			}
 		})
 	}

@@ -131,7 +131,7 @@ func TestRealClaude(t *testing.T) {
 	}
 	s := e.session(t, spec.NativeID)
 	if s.Model == "" || s.Model != reqs[0].Model || s.Cwd != e.cwd || s.FirstPrompt != req.Prompt ||
-		s.LastMessage != "real ok (after 1 tool calls)" || s.State != adapters.NativeDone || s.Process != nil ||
+		s.State != adapters.NativeDone || s.Process != nil ||
 		s.TokensIn == nil || *s.TokensIn <= 0 || s.TokensOut == nil || *s.TokensOut <= 0 || s.CostUSD == nil || len(s.Warnings) != 0 {
 		t.Errorf("after the run: %+v", s)
 	}
@@ -149,7 +149,7 @@ func TestRealClaude(t *testing.T) {
 		t.Fatalf("resume exited %d:\n%s", code, out)
 	}
 	s = e.session(t, spec.NativeID)
-	if s.LastMessage != "resumed ok" || *s.TokensIn <= tokensBefore || s.FirstPrompt != req.Prompt {
+	if *s.TokensIn <= tokensBefore || s.FirstPrompt != req.Prompt {
 		t.Errorf("after resume: %+v", s)
 	}
 	msgs, err := e.adapter.Transcript(context.Background(), spec.NativeID, 0)
@@ -180,8 +180,8 @@ func TestRealClaudeLargePrompt(t *testing.T) {
 		t.Fatalf("claude exited %d:\n%.2000s", code, out)
 	}
 	s := e.session(t, spec.NativeID)
-	if s.LastMessage != "big ok" || !strings.HasPrefix(prompt, strings.TrimSuffix(s.FirstPrompt, "…")) || len(s.FirstPrompt) < maxKept {
-		t.Errorf("large prompt: last %q, prompt of %d bytes", s.LastMessage, len(s.FirstPrompt))
+	if s.State != adapters.NativeDone || !strings.HasPrefix(prompt, strings.TrimSuffix(s.FirstPrompt, "…")) || len(s.FirstPrompt) < maxKept {
+		t.Errorf("large prompt: state %q, prompt of %d bytes", s.State, len(s.FirstPrompt))
 	}
 }
 
@@ -244,7 +244,7 @@ func TestRealClaudeTokensDropAfterContinueOfAKilledRun(t *testing.T) {
 		t.Fatalf("resume exited %d:\n%s", code, out)
 	}
 	s := e.session(t, spec.NativeID)
-	if s.LastMessage != "resumed ok" || s.TokensIn == nil || s.TokensOut == nil {
+	if s.State != adapters.NativeDone || s.TokensIn == nil || s.TokensOut == nil {
 		t.Fatalf("after the resume: %+v", s)
 	}
 	t.Logf("killed run: in %d out %d; after the resume: in %d out %d", *killed.TokensIn, *killed.TokensOut, *s.TokensIn, *s.TokensOut)

@@ -266,7 +266,6 @@ type summary struct {
 	Cwd         string
 	FirstPrompt string
 	Model       string
-	LastText    string
 	Created     time.Time
 	Updated     time.Time
 	Turn        turnState
@@ -368,11 +367,6 @@ func (s *summary) apply(r record) {
 		if m.Model != "" && m.Model != syntheticModel {
 			s.Model = m.Model
 		}
-		for _, b := range decodeBlocks(m.Content) {
-			if b.Type == "text" && strings.TrimSpace(b.Text) != "" {
-				s.LastText = keep(b.Text)
-			}
-		}
 		switch {
 		case r.IsAPIErrorMessage:
 			s.Turn, s.Limit = turnFailed, limitOf(r)
@@ -462,11 +456,11 @@ type usageAt struct {
 // (the cost-state before it was met, or that cost-state's process began
 // the session).
 type tailFacts struct {
-	updated, model, text, turn, cost, carried bool
+	updated, model, turn, cost, carried bool
 }
 
 func (f tailFacts) all() bool {
-	return f.updated && f.model && f.text && f.turn && f.cost && f.carried
+	return f.updated && f.model && f.turn && f.cost && f.carried
 }
 
 // applyBackwards applies a record met reading from the end of the file:
@@ -531,15 +525,6 @@ func (s *summary) applyBackwards(r record, f *tailFacts) bool {
 				s.lastUsageMsg, s.lastMsgIn, s.lastMsgOut = m.ID, in, out
 			}
 			s.lastBackMsg, s.usageSeen = m.ID, true
-		}
-		if !f.text {
-			blocks := decodeBlocks(m.Content)
-			for i := len(blocks) - 1; i >= 0; i-- {
-				if blocks[i].Type == "text" && strings.TrimSpace(blocks[i].Text) != "" {
-					s.LastText, f.text = keep(blocks[i].Text), true
-					break
-				}
-			}
 		}
 		if !f.turn {
 			switch {

@@ -25,7 +25,7 @@ const (
 	// its whole buffer (a longer head is read on in more of them).
 	headBuffer = 8 << 10
 	// The tail window starts at tailStart and doubles up to tailMax until
-	// it holds a cost-state and an assistant text.
+	// it holds the latest facts, a cost-state among them.
 	tailStart = 32 << 10
 	tailMax   = 8 << 20
 	// fullScanMax bounds the files read whole to total tokens when no
@@ -186,7 +186,7 @@ func (sr summaryReader) tail(s *summary, f *os.File, size, headEnd int64) (found
 		// Without a cost-state near the end, the totals of a file the
 		// usage scanner reads (fillValue) are its: the window grows no
 		// further than the row needs.
-		row := facts.updated && facts.model && facts.text && facts.turn && end <= fullScanMax
+		row := facts.updated && facts.model && facts.turn && end <= fullScanMax
 		if facts.all() || row && !facts.cost || window >= tailMax || window >= end {
 			t.sinceCostInOrder()
 			t.Offset = end

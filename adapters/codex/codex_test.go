@@ -94,15 +94,15 @@ func TestDiscoverRealShapedRollouts(t *testing.T) {
 	installFixtures(t, home)
 	got := discoverByID(t, a)
 	tests := []struct {
-		id, state, prompt, last, model string
-		in, out                        int64
-		warn                           string
-		created                        string
+		id, state, prompt, model string
+		in, out                  int64
+		warn                     string
+		created                  string
 	}{
-		{idComplete, "done", "-say hi", "hi from fakellm (turn 1)", "fake-model", 101, 10, "", "2026-11-22T06:26:06.056Z"},
-		{idFailed, "failed", "-say hi", "", "fake-model", -1, -1, "stream disconnected before completion", "2026-11-22T06:26:02.536Z"},
-		{idResumed, "done", "please sleep 20", "hi from fakellm (turn 5)", "other-model", 414, 40, "", "2026-11-22T06:26:15.472Z"},
-		{idAborted, "aborted", "please sleep 30", "", "fake-model", 138, 10, "", ""},
+		{idComplete, "done", "-say hi", "fake-model", 101, 10, "", "2026-11-22T06:26:06.056Z"},
+		{idFailed, "failed", "-say hi", "fake-model", -1, -1, "stream disconnected before completion", "2026-11-22T06:26:02.536Z"},
+		{idResumed, "done", "please sleep 20", "other-model", 414, 40, "", "2026-11-22T06:26:15.472Z"},
+		{idAborted, "aborted", "please sleep 30", "fake-model", 138, 10, "", ""},
 	}
 	if len(got) != len(tests) {
 		t.Errorf("discovered %d sessions, want %d", len(got), len(tests))
@@ -113,8 +113,8 @@ func TestDiscoverRealShapedRollouts(t *testing.T) {
 			if !ok {
 				t.Fatal("not discovered")
 			}
-			if s.Adapter != "codex" || string(s.State) != tt.state || s.FirstPrompt != tt.prompt || s.LastMessage != tt.last || s.Model != tt.model {
-				t.Errorf("got adapter=%q state=%q prompt=%q last=%q model=%q", s.Adapter, s.State, s.FirstPrompt, s.LastMessage, s.Model)
+			if s.Adapter != "codex" || string(s.State) != tt.state || s.FirstPrompt != tt.prompt || s.Model != tt.model {
+				t.Errorf("got adapter=%q state=%q prompt=%q model=%q", s.Adapter, s.State, s.FirstPrompt, s.Model)
 			}
 			if s.Cwd != "/home/user/proj" {
 				t.Errorf("cwd = %q", s.Cwd)
@@ -151,8 +151,8 @@ func TestFactsFromLines(t *testing.T) {
 			`{"timestamp":"2025-09-01T10:00:00Z","type":"event_msg","payload":{"type":"user_message","message":"fix the build"}}`,
 			`{"timestamp":"2025-09-01T10:00:05Z","type":"event_msg","payload":{"type":"agent_message","message":"fixed"}}`,
 		}, func(t *testing.T, x *facts) {
-			if x.id != "0199a000-0000-7000-8000-000000000001" || x.prompt() != "fix the build" || x.lastMessage != "fixed" {
-				t.Errorf("id=%q prompt=%q last=%q", x.id, x.prompt(), x.lastMessage)
+			if x.id != "0199a000-0000-7000-8000-000000000001" || x.prompt() != "fix the build" || !x.lastTime.Equal(time.Date(2025, 9, 1, 10, 0, 5, 0, time.UTC)) {
+				t.Errorf("id=%q prompt=%q last record at %s", x.id, x.prompt(), x.lastTime)
 			}
 		}},
 		{"injected context is not the prompt", []string{
@@ -306,8 +306,8 @@ func TestGrowingRolloutIsReadIncrementally(t *testing.T) {
 	appendText(t, path, `{"timestamp":"2026-11-22T07:00:00.000Z","type":"event_msg","payload":{"type":"task_started","turn_id":"t2"}}`+"\n"+
 		`{"timestamp":"2026-11-22T07:00:01.000Z","type":"event_msg","payload":{"type":"item_completed","item":{"type":"AgentMessage","content":[{"type":"Text","text":"work`)
 	s := discoverByID(t, a)[idComplete]
-	if s.State != adapters.NativeAborted || s.LastMessage != "hi from fakellm (turn 1)" {
-		t.Errorf("mid-turn without a process (cut off): state=%q last=%q", s.State, s.LastMessage)
+	if s.State != adapters.NativeAborted {
+		t.Errorf("mid-turn without a process (cut off): state=%q", s.State)
 	}
 	if !s.UpdatedAt.Equal(time.Date(2026, 11, 22, 7, 0, 0, 0, time.UTC)) {
 		t.Errorf("updated = %s", s.UpdatedAt)
@@ -321,8 +321,8 @@ func TestGrowingRolloutIsReadIncrementally(t *testing.T) {
 		`{"timestamp":"2026-11-22T07:00:02.000Z","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":500,"output_tokens":50}}}}`+"\n"+
 		`{"timestamp":"2026-11-22T07:00:03.000Z","type":"event_msg","payload":{"type":"task_complete","last_agent_message":"all done"}}`+"\n")
 	s = discoverByID(t, a)[idComplete]
-	if s.State != adapters.NativeDone || s.LastMessage != "all done" || i64(s.TokensIn) != 500 || s.FirstPrompt != "-say hi" {
-		t.Errorf("after the turn: state=%q last=%q in=%d prompt=%q", s.State, s.LastMessage, i64(s.TokensIn), s.FirstPrompt)
+	if s.State != adapters.NativeDone || i64(s.TokensIn) != 500 || s.FirstPrompt != "-say hi" {
+		t.Errorf("after the turn: state=%q in=%d prompt=%q", s.State, i64(s.TokensIn), s.FirstPrompt)
 	}
 	// Nothing changed: nothing is read.
 	before = a.rollouts.Stats()
@@ -428,8 +428,8 @@ func TestDiscoverHugeLineAndFile(t *testing.T) {
 	}
 	f.Close()
 	s := discoverByID(t, a)[id]
-	if s.State != adapters.NativeDone || s.LastMessage != "big done" || s.FirstPrompt != "make it big" || s.Cwd != "/big" {
-		t.Errorf("huge rollout: state=%q last=%q prompt=%q cwd=%q", s.State, s.LastMessage, s.FirstPrompt, s.Cwd)
+	if s.State != adapters.NativeDone || s.FirstPrompt != "make it big" || s.Cwd != "/big" {
+		t.Errorf("huge rollout: state=%q prompt=%q cwd=%q", s.State, s.FirstPrompt, s.Cwd)
 	}
 	msgs, err := a.Transcript(context.Background(), id, 1)
 	if err != nil || len(msgs) != 1 || msgs[0].Text != strings.Repeat("y", 1000) {
@@ -530,6 +530,34 @@ func TestSkippingIrrelevantLinesChangesNothing(t *testing.T) {
 	}
 	if spent == 0 {
 		t.Error("no later user message was skipped")
+	}
+}
+
+// The assistant's messages are skimmed for their time, not decoded: no
+// fact comes from them (how a turn ended is task_complete's). A user's
+// message, and task_complete with its last_agent_message, are read.
+func TestAssistantMessagesAreNotDecoded(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		line       string
+		irrelevant bool
+	}{
+		{`{"timestamp":"2026-11-22T06:26:05.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"done"}]}}`, true},
+		{`{"timestamp":"2026-11-22T06:26:05.000Z","type":"event_msg","payload":{"type":"agent_message","message":"done"}}`, true},
+		{`{"timestamp":"2026-11-22T06:26:05.000Z","type":"event_msg","payload":{"type":"item_completed","thread_id":"t","item":{"type":"AgentMessage","content":[{"type":"Text","text":"done"}]}}}`, true},
+		{`{"timestamp":"2026-11-22T06:26:05.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"do it"}]}}`, false},
+		{`{"timestamp":"2026-11-22T06:26:05.000Z","type":"event_msg","payload":{"type":"user_message","message":"do it"}}`, false},
+		{`{"timestamp":"2026-11-22T06:26:05.000Z","type":"event_msg","payload":{"type":"item_completed","thread_id":"t","item":{"type":"UserMessage","content":[{"type":"Text","text":"do it"}]}}}`, false},
+		{`{"timestamp":"2026-11-22T06:26:05.000Z","type":"event_msg","payload":{"type":"task_complete","last_agent_message":"done"}}`, false},
+	} {
+		if got := irrelevant([]byte(tt.line)); got != tt.irrelevant {
+			t.Errorf("irrelevant = %v, want %v: %s", got, tt.irrelevant, tt.line)
+		}
+		var x facts
+		x.apply([]byte(tt.line))
+		if !x.lastTime.Equal(time.Date(2026, 11, 22, 6, 26, 5, 0, time.UTC)) {
+			t.Errorf("last record at %s: %s", x.lastTime, tt.line)
+		}
 	}
 }
 

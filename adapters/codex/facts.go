@@ -60,7 +60,6 @@ type facts struct {
 	originator  string
 	firstPrompt string // from a user-message event: the prompt as typed
 	weakPrompt  string // from a user response_item: may be injected context
-	lastMessage string
 	created     time.Time
 	lastTime    time.Time
 	tokensIn    int64
@@ -145,16 +144,9 @@ func (x *facts) applyDecoded(line []byte) {
 		if p.Type != "message" {
 			return
 		}
-		switch p.Role {
-		case "assistant":
-			if t := textOf(p.Content); t != "" {
-				x.lastMessage = text.Ellipsis(t, messageRunes)
-			}
-		case "user":
-			if x.weakPrompt == "" {
-				if t := textOf(p.Content); t != "" && !injectedContext(t) {
-					x.weakPrompt = text.Ellipsis(t, promptRunes)
-				}
+		if p.Role == "user" && x.weakPrompt == "" {
+			if t := textOf(p.Content); t != "" && !injectedContext(t) {
+				x.weakPrompt = text.Ellipsis(t, promptRunes)
 			}
 		}
 	case typeEventMsg:
@@ -231,9 +223,6 @@ func (x *facts) applyEvent(p payload, at time.Time) {
 		} else {
 			x.turn, x.turnError = turnComplete, ""
 		}
-		if p.LastAgentMessage != nil && *p.LastAgentMessage != "" {
-			x.lastMessage = text.Ellipsis(*p.LastAgentMessage, messageRunes)
-		}
 	case eventTurnAborted:
 		x.turn, x.turnError, x.limited = turnAborted, p.Reason, false
 	case eventError:
@@ -264,24 +253,10 @@ func (x *facts) applyEvent(p payload, at time.Time) {
 				x.firstPrompt = text.Ellipsis(t, promptRunes)
 			}
 		}
-	case eventAgentMessage:
-		if t := stringOf(p.Message); t != "" {
-			x.lastMessage = text.Ellipsis(t, messageRunes)
-		}
 	case eventItemCompleted:
-		if p.Item == nil {
-			return
-		}
-		switch p.Item.Type {
-		case itemUserMessage:
-			if x.firstPrompt == "" {
-				if t := textOf(p.Item.Content); t != "" {
-					x.firstPrompt = text.Ellipsis(t, promptRunes)
-				}
-			}
-		case itemAgentMessage:
+		if p.Item != nil && p.Item.Type == itemUserMessage && x.firstPrompt == "" {
 			if t := textOf(p.Item.Content); t != "" {
-				x.lastMessage = text.Ellipsis(t, messageRunes)
+				x.firstPrompt = text.Ellipsis(t, promptRunes)
 			}
 		}
 	}
@@ -464,7 +439,6 @@ func (x *facts) native(path string, mtime time.Time, ref *adapters.ProcessRef, a
 		Cwd:         x.cwd,
 		Model:       x.model,
 		FirstPrompt: x.prompt(),
-		LastMessage: x.lastMessage,
 		CreatedAt:   x.created,
 		UpdatedAt:   x.lastTime,
 		State:       x.state(alive),

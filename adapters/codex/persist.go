@@ -8,7 +8,7 @@ import (
 
 // factsKind names the facts a cache file holds; change it when the fields
 // written below, their order or their meaning change.
-const factsKind = "codex-facts-3"
+const factsKind = "codex-facts-4"
 
 // MarshalBinary is the facts as the cache file keeps them (encoding.BinaryMarshaler,
 // which the DiskCache's gob uses). The offset and fingerprint are left out:
@@ -16,7 +16,7 @@ const factsKind = "codex-facts-3"
 // from a position this process did not read to.
 func (x *facts) MarshalBinary() ([]byte, error) {
 	var w storeio.RecordWriter
-	for _, s := range []string{x.id, x.cwd, x.model, x.cliVersion, x.originator, x.firstPrompt, x.weakPrompt, x.lastMessage, x.turnError} {
+	for _, s := range []string{x.id, x.cwd, x.model, x.cliVersion, x.originator, x.firstPrompt, x.weakPrompt, x.turnError} {
 		w.String(s)
 	}
 	w.Time(x.created)
@@ -44,7 +44,7 @@ func (x *facts) MarshalBinary() ([]byte, error) {
 func (x *facts) UnmarshalBinary(b []byte) error {
 	r := storeio.NewRecordReader(b)
 	var y facts
-	for _, p := range []*string{&y.id, &y.cwd, &y.model, &y.cliVersion, &y.originator, &y.firstPrompt, &y.weakPrompt, &y.lastMessage, &y.turnError} {
+	for _, p := range []*string{&y.id, &y.cwd, &y.model, &y.cliVersion, &y.originator, &y.firstPrompt, &y.weakPrompt, &y.turnError} {
 		*p = r.String()
 	}
 	y.created = r.Time()

@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
@@ -58,7 +57,7 @@ func TestFactsKeptAcrossRestarts(t *testing.T) {
 	f.Close()
 	grown := discoverByID(t, New(env(cacheDir)))[idResumed]
 	fresh := discoverByID(t, New(env("")))[idResumed]
-	if !reflect.DeepEqual(grown, fresh) || !strings.Contains(grown.LastMessage, "a late answer") {
+	if !reflect.DeepEqual(grown, fresh) || !grown.UpdatedAt.Equal(time.Date(2026, 11, 22, 6, 27, 0, 0, time.UTC)) {
 		t.Errorf("a grown rollout after a restart:\n%+v\nwant, as a fresh read:\n%+v", grown, fresh)
 	}
 
@@ -79,7 +78,7 @@ func TestFactsKeptAcrossRestarts(t *testing.T) {
 func TestFactsDiskFormKeepsEveryField(t *testing.T) {
 	t.Parallel()
 	x := facts{id: "i", cwd: "/w", model: "m", cliVersion: "1", originator: "o", firstPrompt: "p", weakPrompt: "w",
-		lastMessage: "l", created: time.Date(2026, 1, 2, 3, 4, 5, 6, time.FixedZone("", 3600)), lastTime: time.Date(2026, 1, 2, 3, 4, 5, 7, time.UTC),
+		created: time.Date(2026, 1, 2, 3, 4, 5, 6, time.FixedZone("", 3600)), lastTime: time.Date(2026, 1, 2, 3, 4, 5, 7, time.UTC),
 		tokensIn: 1, tokensOut: 2, hasTokens: true, turn: turnAborted, turnError: "e", badLines: 3, skipped: 4, tailOnly: true,
 		offset: 5, fingerprint: []byte{1}, limited: true, limitAt: time.Date(2026, 1, 2, 3, 4, 6, 0, time.UTC), windowsAt: time.Date(2026, 1, 2, 3, 4, 7, 0, time.UTC),
 		windows: [2]usageWindow{{known: true, used: 99.5, minutes: 300, resetsAt: time.Unix(1795731357, 0).UTC()}, {known: true, used: 42}}}

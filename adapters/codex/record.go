@@ -76,12 +76,11 @@ type payload struct {
 	Output    json.RawMessage `json:"output"`
 
 	// event_msg
-	Message          json.RawMessage `json:"message"`
-	LastAgentMessage *string         `json:"last_agent_message"`
-	Error            json.RawMessage `json:"error"`
-	Reason           string          `json:"reason"`
-	Info             *tokenInfo      `json:"info"`
-	RateLimits       *rateLimits     `json:"rate_limits"`
+	Message    json.RawMessage `json:"message"`
+	Error      json.RawMessage `json:"error"`
+	Reason     string          `json:"reason"`
+	Info       *tokenInfo      `json:"info"`
+	RateLimits *rateLimits     `json:"rate_limits"`
 	// CodexErrorInfo classifies an error event ("usage_limit_exceeded");
 	// a task_complete carries it inside Error.
 	CodexErrorInfo json.RawMessage `json:"codex_error_info"`
@@ -153,10 +152,11 @@ const skipHead = 512
 
 // irrelevant reports whether a line is certainly of a kind the facts do not
 // use: tool calls and their (often large) output, command results,
-// reasoning, developer instructions, world state, token records. It looks
-// only at the line's head, in the layout Codex writes ("type" before
-// "payload", the payload's "type" first); a line it cannot place is
-// decoded in full, so a false "relevant" only costs time.
+// reasoning, developer instructions, the assistant's messages (how a turn
+// ended is task_complete's), world state, token records. It looks only at
+// the line's head, in the layout Codex writes ("type" before "payload",
+// the payload's "type" first); a line it cannot place is decoded in full,
+// so a false "relevant" only costs time.
 func irrelevant(line []byte) bool {
 	recType, payloadType, after := lineTypes(line)
 	switch string(recType) {
@@ -169,7 +169,8 @@ func irrelevant(line []byte) bool {
 	if string(recType) == typeResponseItem {
 		switch string(payloadType) {
 		case "message":
-			return bytes.Contains(after, []byte(`"role":"developer"`)) || bytes.Contains(after, []byte(`"role":"system"`))
+			return bytes.Contains(after, []byte(`"role":"developer"`)) || bytes.Contains(after, []byte(`"role":"system"`)) ||
+				bytes.Contains(after, []byte(`"role":"assistant"`))
 		case "function_call", "function_call_output", "custom_tool_call", "custom_tool_call_output",
 			"local_shell_call", "reasoning", "web_search_call", "image_generation_call":
 			return true
@@ -183,8 +184,8 @@ func irrelevant(line []byte) bool {
 			return false
 		}
 		it := after[m+len(`"item":{"type":"`):]
-		return !bytes.HasPrefix(it, []byte(itemUserMessage+`"`)) && !bytes.HasPrefix(it, []byte(itemAgentMessage+`"`))
-	case "exec_command_begin", "exec_command_end", "exec_command_output_delta", "agent_reasoning",
+		return !bytes.HasPrefix(it, []byte(itemUserMessage+`"`))
+	case eventAgentMessage, "exec_command_begin", "exec_command_end", "exec_command_output_delta", "agent_reasoning",
 		"agent_reasoning_delta", "agent_message_delta", "mcp_tool_call_begin", "mcp_tool_call_end",
 		"patch_apply_begin", "patch_apply_end", "turn_diff", "web_search_end":
 		return true

@@ -23,11 +23,12 @@ import (
 const recentTurn = time.Hour
 
 // recentMessages is how many of a session's latest messages are read to
-// find its last answer.
+// find the model of its latest assistant message (when the session row
+// names none).
 const recentMessages = 30
 
-// recentFirst is how many of them are read first: most often the last
-// answer is among them.
+// recentFirst is how many of them are read first: most often an assistant
+// message is among them.
 const recentFirst = 6
 
 // dbStore reads one opencode.db. The whole result is reused while the
@@ -600,21 +601,24 @@ type dbMessage struct {
 }
 
 // readDetails reads what the session row does not say: the first prompt,
-// the latest message's state, the last answer, and (for schemas without
-// token columns) the token sums.
+// the latest message's state, the model, and (for schemas without token
+// columns) the token sums.
 func readDetails(ctx context.Context, db querier, s *session, cols map[string]bool) error {
-	// The latest few messages most often hold the last answer: the
-	// recentMessages are read only when they do not.
-	checked := 0 // assistant messages whose parts were read
-	for _, limit := range []int{recentFirst, recentMessages} {
-		found, n, assistants, err := latestAnswer(ctx, db, s, limit, checked)
+	// The latest few messages most often hold an assistant message: the
+	// recentMessages are read only when they do not and the model is still
+	// unknown. When the row names the model, the latest message is all.
+	limits := []int{recentFirst, recentMessages}
+	if s.model != "" {
+		limits = []int{1}
+	}
+	for _, limit := range limits {
+		n, err := latestMessages(ctx, db, s, limit)
 		if err != nil {
 			return err
 		}
-		if found || n < limit {
+		if s.model != "" || n < limit {
 			break
 		}
-		checked = assistants
 	}
 	if s.firstPrompt == "" {
 		prompt, err := firstPrompt(ctx, db, s.id)
@@ -641,48 +645,23 @@ func readDetails(ctx context.Context, db querier, s *session, cols map[string]bo
 	return nil
 }
 
-// latestAnswer reads the session's latest limit messages: the latest one's
-// state, the model of the latest assistant message and the last answer
-// (the latest text of an assistant message but the first skip, known to
-// have none). It returns whether an answer was found, how many messages
-// were read and how many of them were the assistant's.
-func latestAnswer(ctx context.Context, db querier, s *session, limit, skip int) (found bool, n, assistantsN int, err error) {
+// latestMessages reads the session's latest limit messages: the latest
+// one's state, and the model of the latest assistant message when the
+// session has none yet. It returns how many messages were read.
+func latestMessages(ctx context.Context, db querier, s *session, limit int) (int, error) {
 	recent, err := queryMessages(ctx, db, "SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created DESC, id DESC LIMIT ?", s.id, limit)
 	if err != nil {
-		return false, 0, 0, err
+		return 0, err
 	}
 	if len(recent) > 0 {
 		s.last = lastOf(recent[0].data)
 	}
-	var assistants []string
 	for _, m := range recent {
-		if m.data.Role == "assistant" {
-			assistants = append(assistants, m.id)
-			if s.model == "" {
-				s.model = joinModel(m.data.ProviderID, m.data.ModelID)
-			}
+		if m.data.Role == "assistant" && s.model == "" {
+			s.model = joinModel(m.data.ProviderID, m.data.ModelID)
 		}
 	}
-	// The last answer is most often the latest assistant message's: its
-	// parts are read first, and the others' (tool calls and their output,
-	// most of a session) only when it has no text.
-	unread := assistants[min(skip, len(assistants)):]
-	for _, batch := range [][]string{unread[:min(1, len(unread))], unread[min(1, len(unread)):]} {
-		if len(batch) == 0 || found {
-			continue
-		}
-		parts, err := queryParts(ctx, db, batch)
-		if err != nil {
-			return false, 0, 0, err
-		}
-		for _, id := range batch {
-			if t := textParts(parts[id]); t != "" {
-				s.lastMessage, found = text.Ellipsis(t, messageRunes), true
-				break
-			}
-		}
-	}
-	return found, len(recent), len(assistants), nil
+	return len(recent), nil
 }
 
 // firstPrompt returns the text of the session's first message when the

@@ -160,7 +160,7 @@ func (l *legacyStore) session(root, path string) *session {
 }
 
 // summarize fills s from its messages (oldest first), reading parts only
-// of the first message and of the latest assistant messages.
+// of the first message.
 func summarize(s *session, msgs []messageData, parts func(id string) []partData) {
 	if len(msgs) == 0 {
 		return
@@ -194,16 +194,6 @@ func summarize(s *session, msgs []messageData, parts func(id string) []partData)
 	}
 	if anyCost {
 		s.cost, s.hasCost = cost, true
-	}
-	for i, seen := len(msgs)-1, 0; i >= 0 && seen < recentMessages; i-- {
-		if msgs[i].Role != "assistant" {
-			continue
-		}
-		seen++
-		if t := textParts(parts(msgs[i].ID)); t != "" {
-			s.lastMessage = text.Ellipsis(t, messageRunes)
-			return
-		}
 	}
 }
 

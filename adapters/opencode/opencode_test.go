@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	opencodesynth "github.com/agentctl/agentctl/internal/synth/opencode"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -166,16 +168,16 @@ func TestDiscoverDatabaseAndLegacy(t *testing.T) {
 	installLegacy(t, data)
 	got := discoverByID(t, a)
 	tests := []struct {
-		id, state, prompt, last, model, cwd string
-		in, out                             int64
-		warn                                string
+		id, state, prompt, model, cwd string
+		in, out                       int64
+		warn                          string
 	}{
-		{idComplete, "done", `-v "a  b" q"x`, "hi from fakellm (turn 8)", "fake/fake-model", "/home/user/proj", 108, 10, ""},
-		{idFailed, "failed", "please error 500\n", "", "fake/fake-model", "/home/user/proj", 0, 0, "fake error 500"},
-		{idResumed, "done", "please sleep 15", "slept 10 seconds (turn 42)", "fake/fake-model", "/home/user/proj", -2, -2, ""},
-		{idKilled, "aborted", "please sleep 45", "", "fake/fake-model", "/home/user/proj", -2, -2, ""},
-		{idLegacyDone, "done", "the config parser rejects empty sections; fix it", "Empty sections are accepted now, and the tests pass.", "anthropic/claude-sonnet-4-20250514", "/home/user/old-project", 2310, 145, ""},
-		{idLegacyFailed, "failed", "upgrade all dependencies to their latest minor versions", "", "openai/gpt-4.1", "/home/user/old-project", 0, 0, "Rate limit reached"},
+		{idComplete, "done", `-v "a  b" q"x`, "fake/fake-model", "/home/user/proj", 108, 10, ""},
+		{idFailed, "failed", "please error 500\n", "fake/fake-model", "/home/user/proj", 0, 0, "fake error 500"},
+		{idResumed, "done", "please sleep 15", "fake/fake-model", "/home/user/proj", -2, -2, ""},
+		{idKilled, "aborted", "please sleep 45", "fake/fake-model", "/home/user/proj", -2, -2, ""},
+		{idLegacyDone, "done", "the config parser rejects empty sections; fix it", "anthropic/claude-sonnet-4-20250514", "/home/user/old-project", 2310, 145, ""},
+		{idLegacyFailed, "failed", "upgrade all dependencies to their latest minor versions", "openai/gpt-4.1", "/home/user/old-project", 0, 0, "Rate limit reached"},
 	}
 	if len(got) != len(tests) {
 		t.Errorf("discovered %d sessions, want %d (child sessions left out)", len(got), len(tests))
@@ -186,8 +188,8 @@ func TestDiscoverDatabaseAndLegacy(t *testing.T) {
 			if !ok {
 				t.Fatal("not discovered")
 			}
-			if s.Adapter != "opencode" || string(s.State) != tt.state || s.FirstPrompt != tt.prompt || s.LastMessage != tt.last || s.Model != tt.model || s.Cwd != tt.cwd {
-				t.Errorf("got state=%q prompt=%q last=%q model=%q cwd=%q", s.State, s.FirstPrompt, s.LastMessage, s.Model, s.Cwd)
+			if s.Adapter != "opencode" || string(s.State) != tt.state || s.FirstPrompt != tt.prompt || s.Model != tt.model || s.Cwd != tt.cwd {
+				t.Errorf("got state=%q prompt=%q model=%q cwd=%q", s.State, s.FirstPrompt, s.Model, s.Cwd)
 			}
 			if tt.in != -2 && (i64(s.TokensIn) != tt.in || i64(s.TokensOut) != tt.out) {
 				t.Errorf("tokens = %d/%d, want %d/%d", i64(s.TokensIn), i64(s.TokensOut), tt.in, tt.out)
@@ -230,8 +232,8 @@ func testDatabaseChangesAreSeen(t *testing.T, watch adapters.FolderWatch) {
 		"data": `{"role":"assistant","time":{"created":` + itoa(now+1) + `},"modelID":"other","providerID":"fake"}`})
 	bumpEvents(t, db, idComplete, 3)
 	s := discoverByID(t, a)[idComplete]
-	if s.State != adapters.NativeAborted || s.FirstPrompt != `-v "a  b" q"x` || s.LastMessage != "hi from fakellm (turn 8)" {
-		t.Errorf("mid-turn without a process (cut off): state=%q prompt=%q last=%q", s.State, s.FirstPrompt, s.LastMessage)
+	if s.State != adapters.NativeAborted || s.FirstPrompt != `-v "a  b" q"x` {
+		t.Errorf("mid-turn without a process (cut off): state=%q prompt=%q", s.State, s.FirstPrompt)
 	}
 	// The step completes with an answer.
 	insertRow(t, db, "part", map[string]any{"id": "prt_ffff00000002AAAAAAAAAAAAAA", "message_id": "msg_ffff00000002AAAAAAAAAAAAAA", "session_id": idComplete,
@@ -241,8 +243,8 @@ func testDatabaseChangesAreSeen(t *testing.T, watch adapters.FolderWatch) {
 	}
 	bumpEvents(t, db, idComplete, 2)
 	s = discoverByID(t, a)[idComplete]
-	if s.State != adapters.NativeDone || s.LastMessage != "again done" {
-		t.Errorf("after the answer: state=%q last=%q", s.State, s.LastMessage)
+	if s.State != adapters.NativeDone {
+		t.Errorf("after the answer: state=%q", s.State)
 	}
 	// A session removed from the database is gone from the list.
 	if _, err := db.Exec("DELETE FROM session WHERE id = ?", idFailed); err != nil {
@@ -551,6 +553,85 @@ func TestDiscoverOneAgreesWithDiscover(t *testing.T) {
 	}
 }
 
+// countingQuerier is a querier that keeps the statements asked of it and
+// their arguments.
+type countingQuerier struct {
+	querier
+	asked []string
+	args  [][]any
+}
+
+func (c *countingQuerier) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	c.asked, c.args = append(c.asked, query), append(c.args, args)
+	return c.querier.QueryContext(ctx, query, args...)
+}
+
+func (c *countingQuerier) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	c.asked, c.args = append(c.asked, query), append(c.args, args)
+	return c.querier.QueryRowContext(ctx, query, args...)
+}
+
+// A session's details, on a database whose rows hold the model and the
+// token counts, take two statements: its latest message and its first
+// prompt. No answer's parts are read (a first read asks this of every
+// session of the store).
+func TestDetailsTakeTwoStatements(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		make func(t *testing.T, data string)
+	}{
+		{"recorded", func(t *testing.T, data string) { loadFixture(t, data) }},
+		{"generated", func(t *testing.T, data string) {
+			if err := opencodesynth.GenerateStore(data, 40, 29); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			data := t.TempDir()
+			tt.make(t, data)
+			ctx := context.Background()
+			db, err := storeio.OpenSQLiteReadOnly(ctx, filepath.Join(data, "opencode", "opencode.db"), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback()
+			cols, err := storeio.SQLiteColumns(ctx, tx, "session")
+			if err != nil {
+				t.Fatal(err)
+			}
+			stamps, err := queryStamps(ctx, tx, cols["parent_id"], true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids := slices.Sorted(maps.Keys(stamps))
+			ss, err := querySessions(ctx, tx, cols, ids, true)
+			if err != nil || len(ss) != len(ids) || len(ss) == 0 {
+				t.Fatalf("%d sessions of %d: %v", len(ss), len(ids), err)
+			}
+			for _, s := range ss {
+				q := &countingQuerier{querier: tx}
+				if err := readDetails(ctx, q, s, cols); err != nil {
+					t.Fatal(err)
+				}
+				if len(q.asked) != 2 || s.last.role == "" || s.firstPrompt == "" {
+					t.Fatalf("%s: %d statements %q; latest message %+v, first prompt %q", s.id, len(q.asked), q.asked, s.last, s.firstPrompt)
+				}
+				if got := q.args[0]; len(got) != 2 || got[1] != 1 {
+					t.Errorf("%s: the latest messages asked with %v, want the latest one alone (the row names the model)", s.id, got)
+				}
+			}
+		})
+	}
+}
+
 // A first read of many sessions reads their details on a transaction per
 // core: what it found of each session is what one transaction reading
 // them one by one finds.
@@ -591,8 +672,8 @@ func TestDetailsReadApartAgree(t *testing.T) {
 		if err := readDetails(ctx, one, want, cols); err != nil {
 			t.Fatal(err)
 		}
-		if got.firstPrompt != want.firstPrompt || got.lastMessage != want.lastMessage || got.last != want.last || got.model != want.model || len(got.warnings) != 0 {
-			t.Errorf("%s: read apart %q %q %+v %q %q, one by one %q %q %+v %q", id, got.firstPrompt, got.lastMessage, got.last, got.model, got.warnings, want.firstPrompt, want.lastMessage, want.last, want.model)
+		if got.firstPrompt != want.firstPrompt || got.last != want.last || got.model != want.model || len(got.warnings) != 0 {
+			t.Errorf("%s: read apart %q %+v %q %q, one by one %q %+v %q", id, got.firstPrompt, got.last, got.model, got.warnings, want.firstPrompt, want.last, want.model)
 		}
 	}
 }

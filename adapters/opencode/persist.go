@@ -10,7 +10,7 @@ import (
 
 // snapshotKind names what a cache file holds; change it when the fields
 // written below, their order or their meaning change.
-const snapshotKind = "opencode-db-2"
+const snapshotKind = "opencode-db-3"
 
 // dbSnapshot is what a dbStore read from one database, kept across
 // restarts: used as it is while the database and its WAL are unchanged
@@ -66,7 +66,7 @@ func (s *dbSnapshot) MarshalBinary() ([]byte, error) {
 	w.Int(int64(len(ids)))
 	for _, id := range ids {
 		x, st := s.sessions[id], s.stamps[id]
-		for _, v := range []string{x.id, x.parentID, x.directory, x.model, x.firstPrompt, x.lastMessage, x.path,
+		for _, v := range []string{x.id, x.parentID, x.directory, x.model, x.firstPrompt, x.path,
 			x.last.role, x.last.finish, x.last.errText, x.last.errName, x.last.provider} {
 			w.String(v)
 		}
@@ -101,7 +101,7 @@ func (s *dbSnapshot) UnmarshalBinary(b []byte) error {
 	y.sessions, y.stamps = make(map[string]*session, n), make(map[string]stamp, n)
 	for range n {
 		var x session
-		for _, p := range []*string{&x.id, &x.parentID, &x.directory, &x.model, &x.firstPrompt, &x.lastMessage, &x.path,
+		for _, p := range []*string{&x.id, &x.parentID, &x.directory, &x.model, &x.firstPrompt, &x.path,
 			&x.last.role, &x.last.finish, &x.last.errText, &x.last.errName, &x.last.provider} {
 			*p = r.String()
 		}

@@ -43,17 +43,18 @@ func TestDatabaseResultKeptAcrossRestarts(t *testing.T) {
 		t.Errorf("after a restart %d sessions were read again, want none", n)
 	}
 
-	// One session gets an answer after the cache was written.
+	// One session's next step begins after the cache was written (cut
+	// off: no process works on it).
 	now := time.Now().UnixMilli()
 	insertRow(t, db, "message", map[string]any{"id": "msg_ffff00000009AAAAAAAAAAAAAA", "session_id": idComplete, "time_created": now, "time_updated": now,
-		"data": `{"role":"assistant","time":{"created":` + itoa(now) + `,"completed":` + itoa(now+1) + `},"finish":"stop","modelID":"m","providerID":"p"}`})
+		"data": `{"role":"assistant","time":{"created":` + itoa(now) + `},"modelID":"m","providerID":"p"}`})
 	insertRow(t, db, "part", map[string]any{"id": "prt_ffff00000009AAAAAAAAAAAAAA", "message_id": "msg_ffff00000009AAAAAAAAAAAAAA", "session_id": idComplete,
 		"time_created": now, "time_updated": now, "data": `{"type":"text","text":"a late answer"}`})
 	bumpEvents(t, db, idComplete, 2)
 	changed := adapter(cacheDir)
 	got := discoverByID(t, changed)
 	fresh := discoverByID(t, adapter(""))
-	if !reflect.DeepEqual(got, fresh) || got[idComplete].LastMessage != "a late answer" {
+	if !reflect.DeepEqual(got, fresh) || got[idComplete].State != adapters.NativeAborted {
 		t.Errorf("a changed database after a restart:\n%+v\nwant, as a fresh read:\n%+v", got, fresh)
 	}
 	if n := changed.store(path).detailed; n != 1 {
@@ -78,7 +79,7 @@ func TestSnapshotDiskFormKeepsEveryField(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
 	x := session{id: "ses_1", parentID: "p", directory: "/w", model: "m", created: at, updated: at.Add(1), tokensIn: 1, tokensOut: 2,
-		hasTokens: true, cost: 0.5, hasCost: true, firstPrompt: "fp", lastMessage: "lm",
+		hasTokens: true, cost: 0.5, hasCost: true, firstPrompt: "fp",
 		last: lastMessage{role: "assistant", completed: true, finish: "stop", errText: "e", errName: "n", errStatus: 429, provider: "pv", at: at}, path: "/db", warnings: []string{"w"}}
 	for _, v := range []reflect.Value{reflect.ValueOf(x), reflect.ValueOf(x.last)} {
 		for i := range v.NumField() {

@@ -24,7 +24,6 @@ type session struct {
 	hasCost   bool
 
 	firstPrompt string
-	lastMessage string
 	last        lastMessage
 
 	// path is the database or session file the session was read from.
@@ -120,7 +119,6 @@ func (s *session) native(at attribute.Attribution) adapters.NativeSession {
 		Cwd:         s.directory,
 		Model:       s.model,
 		FirstPrompt: s.firstPrompt,
-		LastMessage: s.lastMessage,
 		CreatedAt:   s.created,
 		UpdatedAt:   s.updated,
 		State:       s.state(at.Running),

@@ -74,10 +74,9 @@ type facts struct {
 	// first read answers a large file's row without them.
 	sumsPending bool
 
-	lastMessage string
-	lastModel   string
-	lastRole    string
-	lastStop    string
+	lastModel string
+	lastRole  string
+	lastStop  string
 	// lastError and lastProvider are the last message's error and
 	// provider, when it failed.
 	lastError    string
@@ -314,9 +313,8 @@ func (x *facts) addUsage(line []byte) {
 	}
 }
 
-// readTail reads the last records: the latest model, the last assistant
-// message on the active branch, and how the last turn ended. The window
-// grows until it holds a message record.
+// readTail reads the last records: the latest model and how the last turn
+// ended. The window grows until it holds a message record.
 func (x *facts) readTail(f readerAt, size int64) error {
 	for window := int64(tailWindow); ; window *= 4 {
 		lines, start, err := storeio.TailLines(f, size, 1<<30, window)
@@ -330,17 +328,15 @@ func (x *facts) readTail(f readerAt, size int64) error {
 }
 
 // tailRecords fills the tail facts from complete lines, reading them from
-// the last one backwards and stopping as soon as it knows enough, so that
-// large records further back are not decoded. It follows the active
-// branch (each record's parentId, from the last record) for the last
-// assistant message. It reports whether it found a message record.
+// the last one backwards and stopping as soon as it knows the latest
+// message and model, so that large records further back are not decoded.
+// It reports whether it found a message record.
 func (x *facts) tailRecords(lines [][]byte) bool {
-	x.lastModel, x.lastMessage, x.lastRole, x.lastStop, x.lastTime = "", "", "", "", time.Time{}
+	x.lastModel, x.lastRole, x.lastStop, x.lastTime = "", "", "", time.Time{}
 	x.lastError, x.lastProvider = "", ""
-	want := "" // the next record of the active branch, walking back
 	started := false
 	for i := len(lines) - 1; i >= 0; i-- {
-		if x.lastRole != "" && x.lastModel != "" && (x.lastMessage != "" || want == "" && started) {
+		if x.lastRole != "" && x.lastModel != "" {
 			break
 		}
 		line := bytes.TrimSpace(lines[i])
@@ -352,20 +348,10 @@ func (x *facts) tailRecords(lines [][]byte) bool {
 			// A half-written or garbled line is skipped, as Pi skips it.
 			continue
 		}
-		onBranch := false
 		if !started {
 			started = true
-			onBranch = true
 			if t := parseTime(r.Timestamp); !t.IsZero() {
 				x.lastTime = t
-			}
-		} else if r.ID != "" && r.ID == want {
-			onBranch = true
-		}
-		if onBranch {
-			want = ""
-			if r.ParentID != nil {
-				want = *r.ParentID
 			}
 		}
 		switch r.Type {
@@ -384,18 +370,8 @@ func (x *facts) tailRecords(lines [][]byte) bool {
 					x.lastError, x.lastProvider = clip(m.ErrorMessage, messageRunes), m.Provider
 				}
 			}
-			if m.Role != roleAssistant {
-				break
-			}
-			if x.lastModel == "" {
+			if m.Role == roleAssistant && x.lastModel == "" {
 				x.lastModel = modelName(m.Provider, m.Model)
-			}
-			if onBranch && x.lastMessage == "" {
-				if t := textOf(m.Content); t != "" {
-					x.lastMessage = clip(t, messageRunes)
-				} else if m.StopReason == stopError && m.ErrorMessage != "" {
-					x.lastMessage = clip("error: "+m.ErrorMessage, messageRunes)
-				}
 			}
 		}
 	}
@@ -449,7 +425,6 @@ func (x *facts) native(adapter, path string, m match) adapters.NativeSession {
 		NativeID:    x.id,
 		Cwd:         x.cwd,
 		FirstPrompt: x.firstPrompt,
-		LastMessage: x.lastMessage,
 		CreatedAt:   x.created,
 		UpdatedAt:   x.lastTime,
 		State:       x.state(m.running()),

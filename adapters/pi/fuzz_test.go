@@ -134,7 +134,7 @@ func summary(x *facts) string {
 	if x.bad != nil {
 		return "bad: " + x.bad.Error()
 	}
-	return fmt.Sprint(x.id, x.sumsKnown, x.hasUsage, x.tokensIn, x.tokensOut, x.hasCost, x.cost, x.lastMessage, x.lastModel, x.lastRole, x.lastStop)
+	return fmt.Sprint(x.id, x.sumsKnown, x.hasUsage, x.tokensIn, x.tokensOut, x.hasCost, x.cost, x.lastModel, x.lastRole, x.lastStop)
 }
 
 // FuzzFactsDiskForm: any bytes in the cache file are rejected or read to

@@ -9,7 +9,7 @@ import (
 
 // factsKind names the facts a cache file holds; change it when the fields
 // written below, their order or their meaning change.
-const factsKind = "pi-facts-3"
+const factsKind = "pi-facts-4"
 
 // MarshalBinary is the facts as the cache file keeps them (encoding.BinaryMarshaler,
 // which the DiskCache's gob uses). Where the usage sums stopped is left out:
@@ -21,7 +21,7 @@ func (x *facts) MarshalBinary() ([]byte, error) {
 	if x.bad != nil {
 		bad = x.bad.Error()
 	}
-	for _, s := range []string{x.id, x.cwd, x.headerModel, x.firstPrompt, x.headModel, bad, x.lastMessage, x.lastModel, x.lastRole, x.lastStop, x.lastError, x.lastProvider} {
+	for _, s := range []string{x.id, x.cwd, x.headerModel, x.firstPrompt, x.headModel, bad, x.lastModel, x.lastRole, x.lastStop, x.lastError, x.lastProvider} {
 		w.String(s)
 	}
 	w.Time(x.created)
@@ -43,7 +43,7 @@ func (x *facts) UnmarshalBinary(b []byte) error {
 	r := storeio.NewRecordReader(b)
 	var y facts
 	var bad string
-	for _, p := range []*string{&y.id, &y.cwd, &y.headerModel, &y.firstPrompt, &y.headModel, &bad, &y.lastMessage, &y.lastModel, &y.lastRole, &y.lastStop, &y.lastError, &y.lastProvider} {
+	for _, p := range []*string{&y.id, &y.cwd, &y.headerModel, &y.firstPrompt, &y.headModel, &bad, &y.lastModel, &y.lastRole, &y.lastStop, &y.lastError, &y.lastProvider} {
 		*p = r.String()
 	}
 	y.created = r.Time()

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
@@ -69,7 +68,7 @@ func TestFactsKeptAcrossRestarts(t *testing.T) {
 	f.Close()
 	grown := discover(New(env(cacheDir)))[id]
 	fresh := discover(New(env("")))[id]
-	if !reflect.DeepEqual(grown, fresh) || !strings.Contains(grown.LastMessage, "a late answer") || *grown.TokensIn <= *first[id].TokensIn {
+	if !reflect.DeepEqual(grown, fresh) || *grown.TokensIn <= *first[id].TokensIn {
 		t.Errorf("a grown session after a restart:\n%+v\nwant, as a fresh read:\n%+v", grown, fresh)
 	}
 
@@ -92,7 +91,7 @@ func TestFactsDiskFormKeepsEveryField(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
 	x := facts{id: "i", cwd: "/w", created: at, mtime: at.Add(1), headerModel: "h", firstPrompt: "p", headModel: "m", bad: errNoHeader,
 		summedTo: 9, fingerprint: []byte{1}, tokensIn: 1, tokensOut: 2, cost: 0.5, hasUsage: true, hasCost: true, sumsKnown: true, sumsPending: true,
-		lastMessage: "l", lastModel: "lm", lastRole: "r", lastStop: "s", lastError: "429 e", lastProvider: "pv", lastTime: at.Add(2), warnings: []string{"head: w", ""}}
+		lastModel: "lm", lastRole: "r", lastStop: "s", lastError: "429 e", lastProvider: "pv", lastTime: at.Add(2), warnings: []string{"head: w", ""}}
 	v := reflect.ValueOf(x)
 	for i := range v.NumField() {
 		if v.Field(i).IsZero() {

@@ -65,38 +65,53 @@ func TestRobustFiles(t *testing.T) {
 		garbage[i] = byte(r.IntN(256))
 	}
 	for _, tc := range []struct {
-		name        string
-		content     string
-		lastMessage string
-		warn        bool // the session carries a warning
-		id          bool // the header id is known
+		name    string
+		content string
+		// state and model say what the tail read found (the answer's
+		// when it was read past what surrounds it), last what the
+		// transcript ends with.
+		state adapters.NativeState
+		model string
+		last  string
+		warn  bool // the session carries a warning
+		id    bool // the header id is known
 	}{
-		{"half-written last line", lines(robustHeader, robustUser, robustAnswer) + `{"type":"message","id":"u2","parentId":"a1","message":{"role":"us`, "done it", false, true},
-		{"truncated header", robustHeader[:40], "", true, false},
-		{"empty file", "", "", true, false},
-		{"binary garbage", string(garbage), "", true, false},
-		{"garbage lines inside", lines(robustHeader, robustUser, "\x00\x01{not json", string(garbage[:100]), robustAnswer), "done it", false, true},
-		{"deeply nested value", lines(robustHeader, robustUser, robustAnswer, `{"type":"message","id":"x","parentId":"a1","message":{"role":"assistant","content":`+deep+`}}`), "done it", false, true},
+		{"half-written last line", lines(robustHeader, robustUser, robustAnswer) + `{"type":"message","id":"u2","parentId":"a1","message":{"role":"us`, adapters.NativeDone, "p/m", "done it", false, true},
+		{"truncated header", robustHeader[:40], "", "", "", true, false},
+		{"empty file", "", "", "", "", true, false},
+		{"binary garbage", string(garbage), "", "", "", true, false},
+		{"garbage lines inside", lines(robustHeader, robustUser, "\x00\x01{not json", string(garbage[:100]), robustAnswer), adapters.NativeDone, "p/m", "done it", false, true},
+		{"deeply nested value", lines(robustHeader, robustUser, robustAnswer, `{"type":"message","id":"x","parentId":"a1","message":{"role":"assistant","content":`+deep+`}}`), adapters.NativeDone, "p/m", "done it", false, true},
 		{"wrong types", lines(`{"type":"session","version":"three","id":"`+robustID+`","timestamp":12,"cwd":["x"]}`, robustUser,
-			`{"type":"message","id":"a1","parentId":"u1","message":{"role":"assistant","content":"plain string answer","usage":{"input":"ten","output":5,"cost":"free"},"stopReason":7}}`), "plain string answer", true, true},
-		{"message not an object", lines(robustHeader, `{"type":"message","id":"u1","parentId":null,"message":"hi"}`, robustAnswer), "done it", true, true},
-		{"crlf line ends", strings.ReplaceAll(lines(robustHeader, robustUser, robustAnswer), "\n", "\r\n"), "done it", false, true},
+			`{"type":"message","id":"a1","parentId":"u1","message":{"role":"assistant","content":"plain string answer","usage":{"input":"ten","output":5,"cost":"free"},"stopReason":7}}`), adapters.NativeAborted, "", "plain string answer", true, true},
+		{"message not an object", lines(robustHeader, `{"type":"message","id":"u1","parentId":null,"message":"hi"}`, robustAnswer), adapters.NativeDone, "p/m", "done it", true, true},
+		{"crlf line ends", strings.ReplaceAll(lines(robustHeader, robustUser, robustAnswer), "\n", "\r\n"), adapters.NativeDone, "p/m", "done it", false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := discoverOne(t, tc.content)
 			if s.NativeID != robustID {
 				t.Errorf("native id = %q, want %q (from the header or the file name)", s.NativeID, robustID)
 			}
-			if s.LastMessage != tc.lastMessage {
-				t.Errorf("last message = %q, want %q", s.LastMessage, tc.lastMessage)
+			if s.State != tc.state || s.Model != tc.model {
+				t.Errorf("state %q model %q, want %q %q", s.State, s.Model, tc.state, tc.model)
 			}
 			if (len(s.Warnings) > 0) != tc.warn {
 				t.Errorf("warnings = %q, want some: %v", s.Warnings, tc.warn)
 			}
 			a, home := testStore(t, nil)
 			writeSession(t, home, tc.content)
-			if _, err := a.Transcript(context.Background(), robustID, 10); err != nil && tc.id {
+			msgs, err := a.Transcript(context.Background(), robustID, 10)
+			if err != nil && tc.id {
 				t.Errorf("Transcript: %v", err)
+			}
+			if tc.id {
+				last := ""
+				if len(msgs) > 0 {
+					last = msgs[len(msgs)-1].Text
+				}
+				if last != tc.last {
+					t.Errorf("the transcript ends with %q, want %q", last, tc.last)
+				}
 			}
 		})
 	}
@@ -136,7 +151,7 @@ func TestHugeTranscript(t *testing.T) {
 		t.Fatalf("Discover = %+v, %v", got, err)
 	}
 	s := got[0]
-	if s.NativeID != robustID || s.FirstPrompt != "hello" || s.LastMessage != "done it" || s.Model != "p/m" {
+	if s.NativeID != robustID || s.FirstPrompt != "hello" || s.State != adapters.NativeDone || s.Model != "p/m" {
 		t.Errorf("huge session = %+v", s)
 	}
 	if s.TokensIn != nil || s.CostUSD != nil || len(s.Warnings) != 1 || !strings.Contains(s.Warnings[0], "not summed") {
