@@ -593,20 +593,7 @@ func TestDetailsTakeTwoStatements(t *testing.T) {
 			data := t.TempDir()
 			tt.make(t, data)
 			ctx := context.Background()
-			db, err := storeio.OpenSQLiteReadOnly(ctx, filepath.Join(data, "opencode", "opencode.db"), 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
-			tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tx.Rollback()
-			cols, err := storeio.SQLiteColumns(ctx, tx, "session")
-			if err != nil {
-				t.Fatal(err)
-			}
+			tx, cols := readOnlyTx(t, ctx, filepath.Join(data, "opencode", "opencode.db"))
 			stamps, err := queryStamps(ctx, tx, cols["parent_id"], true)
 			if err != nil {
 				t.Fatal(err)
@@ -632,6 +619,27 @@ func TestDetailsTakeTwoStatements(t *testing.T) {
 	}
 }
 
+// readOnlyTx opens the database at path read-only, for the test's length,
+// and returns a read transaction on it with the session table's columns.
+func readOnlyTx(t *testing.T, ctx context.Context, path string) (*sql.Tx, map[string]bool) {
+	t.Helper()
+	db, err := storeio.OpenSQLiteReadOnly(ctx, path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback() })
+	cols, err := storeio.SQLiteColumns(ctx, tx, "session")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tx, cols
+}
+
 // A first read of many sessions reads their details on a transaction per
 // core: what it found of each session is what one transaction reading
 // them one by one finds.
@@ -651,20 +659,7 @@ func TestDetailsReadApartAgree(t *testing.T) {
 	if d.detailed != n {
 		t.Errorf("%d sessions detailed, want %d", d.detailed, n)
 	}
-	db, err := storeio.OpenSQLiteReadOnly(ctx, path, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
-	cols, err := storeio.SQLiteColumns(ctx, tx, "session")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tx, cols := readOnlyTx(t, ctx, path)
 	one := &preparedQuerier{tx: tx, stmts: map[string]*sql.Stmt{}}
 	defer one.close()
 	for id, got := range d.sessions {
