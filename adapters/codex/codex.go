@@ -228,9 +228,9 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 	var contenders map[string][]int
 	var shared map[string]attribute.Attribution
 	procs, perr := liveCodexes(proc.SnapshotFrom(ctx), a.home())
-	var ties []adapters.HookTie
+	var reports map[string]adapters.HookTie
 	if perr == nil && len(procs) > 0 {
-		ties = a.env.HookTiesOf(Name)
+		reports = lastReports(a.env.HookTiesOf(Name))
 	}
 	if perr == nil {
 		var held map[string]int
@@ -238,7 +238,6 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 		if len(held) > 0 {
 			var threads []daemonThread
 			turns := map[string]bool{}
-			ended := turnEndsReported(ties)
 			for _, s := range files {
 				if _, ok := held[s.id]; !ok {
 					continue
@@ -253,8 +252,9 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 				// A turn the integration reported ended after the rollout's
 				// last write no longer runs in the daemon: Codex runs its
 				// Stop hook before the rollout records the turn's end.
-				at, reported := ended[s.id]
-				turns[s.id] = s.facts != nil && s.facts.turn == turnStarted && !(reported && !t.updated.After(at))
+				r, reported := reports[s.id]
+				ended := reported && r.State == adapters.NativeIdle && !t.updated.After(r.At)
+				turns[s.id] = s.facts != nil && s.facts.turn == turnStarted && !ended
 				if th := index[s.id]; th != nil && t.cwd == "" {
 					t.cwd, t.created = th.cwd, th.created
 				}
@@ -282,7 +282,7 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 		in.perr = perr.Error()
 	}
 	if out, ok := a.found.Get(scan.version, in); ok && scan.kept {
-		return withNotifies(out, ties), nil
+		return withNotifies(out, reports), nil
 	}
 	out := make([]adapters.NativeSession, 0, len(files))
 	for _, s := range files {
@@ -296,30 +296,24 @@ func (a *Adapter) Discover(ctx context.Context) ([]adapters.NativeSession, error
 	} else {
 		a.found.Drop()
 	}
-	return withNotifies(out, ties), nil
+	return withNotifies(out, reports), nil
 }
 
-// turnEndsReported are the threads whose integration's last report (ties:
-// the book's) ended a turn, with that report's time.
-func turnEndsReported(ties []adapters.HookTie) map[string]time.Time {
+// lastReports is the integration's last report of each thread (ties: the
+// book's).
+func lastReports(ties []adapters.HookTie) map[string]adapters.HookTie {
 	last := make(map[string]adapters.HookTie, len(ties))
 	for _, t := range ties {
 		if old, ok := last[t.NativeID]; !ok || t.At.After(old.At) {
 			last[t.NativeID] = t
 		}
 	}
-	out := map[string]time.Time{}
-	for id, t := range last {
-		if t.State == adapters.NativeIdle {
-			out[id] = t.At
-		}
-	}
-	return out
+	return last
 }
 
 // withNotifies gives each session of out that a live process was tied to
 // (by the store's evidence) the state its integration last reported
-// (ties: the book's, per thread): Codex's notify program and its hooks.
+// (reports: lastReports of the book's): Codex's notify program and its hooks.
 // Both run in the shared app-server daemon (or, with --no-daemon, in the
 // TUI's native binary under its Node wrapper, which the store's open
 // rollout ties first-hand already), so the process that reported is not
@@ -331,19 +325,13 @@ func turnEndsReported(ties []adapters.HookTie) map[string]time.Time {
 // while Codex waits), until a report or a decision ends it, or the store
 // shows the turn ended (the user refused at the terminal: Codex reports
 // no end of that turn).
-func withNotifies(out []adapters.NativeSession, ties []adapters.HookTie) []adapters.NativeSession {
-	if len(ties) == 0 {
+func withNotifies(out []adapters.NativeSession, reports map[string]adapters.HookTie) []adapters.NativeSession {
+	if len(reports) == 0 {
 		return out
-	}
-	byThread := make(map[string]adapters.HookTie, len(ties))
-	for _, t := range ties {
-		if old, ok := byThread[t.NativeID]; !ok || t.At.After(old.At) {
-			byThread[t.NativeID] = t
-		}
 	}
 	var mapped []adapters.HookTie
 	for _, ns := range out {
-		t, ok := byThread[ns.NativeID]
+		t, ok := reports[ns.NativeID]
 		if !ok || ns.Process == nil {
 			continue
 		}

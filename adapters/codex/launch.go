@@ -387,9 +387,9 @@ func (a *Adapter) idOfExited(ctx context.Context, started adapters.Started) (str
 	return "", fmt.Errorf("codex pid %d exited; %d rollouts in %s begun after %s (%d with its prompt): cannot tell which is its", pid, len(ids), cwd, since.Format(time.RFC3339), len(prompted))
 }
 
-// promptKey is how a prompt is compared with a rollout's first prompt,
-// which Codex records without the surrounding space and agentctl keeps to
-// its head.
+// promptKey is how a prompt is compared with a rollout's first prompt:
+// without the space around it (a prompt given in a file may end in a
+// newline), and to the length a rollout's first prompt is kept to.
 func promptKey(p string) string { return text.Ellipsis(strings.TrimSpace(p), promptRunes) }
 
 // sameDirs returns the spellings of dir a rollout may carry: as given, and

@@ -38,7 +38,7 @@ func TestWithNotifies(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			in := []adapters.NativeSession{tc.ns}
-			got := withNotifies(in, tc.ties)[0]
+			got := withNotifies(in, lastReports(tc.ties))[0]
 			if got.Hook != nil != tc.wantHook {
 				t.Fatalf("hook evidence %+v, want it %v", got.Hook, tc.wantHook)
 			}

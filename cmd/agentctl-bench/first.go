@@ -166,8 +166,8 @@ func firstOver(ctx context.Context, o options, work string, n int) (firstRow, er
 			}
 			if len(l.Warnings) == 0 {
 				// Until the complete answer was printed: the bench's own
-				// decoding of it (a quarter of a second at 50,000) is not
-				// the user's wait.
+				// decoding of it (about a second at 50,000 sessions) is
+				// not the user's wait.
 				d := began.Add(took).Sub(start)
 				cpu, err := b.serviceCPU(ctx)
 				return d, len(l.Sessions), cpu, err
