@@ -252,10 +252,21 @@ func tieLogged(e *Env, pid int) (time.Time, string) {
 // permissionByHand: a asks permission for a tool, reads waiting:
 // permission from its integration, and is answered with approve or deny.
 func permissionByHand(t *testing.T, e *Env, h *handTerm, ag integratedAgent, proj, wa string, pa int) {
-	var ra api.Session
+	ra, _ := rowOfPID(e, ag.name, proj, pa)
+	before := ra.ActivitySince
 	h.typeLine(wa, ag.permission)
+	again := time.Now().Add(20 * time.Second)
 	WaitFor(t, 60*time.Second, "a to read waiting: permission from its integration", func() bool {
 		ra, _ = rowOfPID(e, ag.name, proj, pa)
+		if time.Now().After(again) {
+			// Nothing reported since the line was typed and it is on the
+			// screen: its Enter was lost on a loaded machine (the turn
+			// never began), and a person presses Enter again.
+			if before != nil && ra.ActivitySince != nil && ra.ActivitySince.Equal(*before) && strings.Contains(h.capture(wa), ag.permission) {
+				h.tmux("send-keys", "-t", wa, "Enter")
+			}
+			again = time.Now().Add(20 * time.Second)
+		}
 		return ra.WaitingFor == api.WaitingPermission && ra.Waiting != nil && ra.Waiting.Request != "" && ra.ActivitySource == api.SourceIntegration
 	})
 	made := filepath.Join(proj, "made-by-hand")
