@@ -87,9 +87,6 @@ func TestOpenCodePluginReports(t *testing.T) {
 	if !strings.HasPrefix(sid, "ses_") {
 		t.Fatalf("report without an OpenCode session id: %s", busy.Body)
 	}
-	if !busy.descends(pid) {
-		t.Errorf("report from pid %d, not a descendant of OpenCode's %d", busy.PID, pid)
-	}
 	// The session's creation is reported too, with its id alone: the
 	// first sign of it, which ties the process as soon as OpenCode makes
 	// the session.
@@ -98,8 +95,8 @@ func TestOpenCodePluginReports(t *testing.T) {
 	})
 	t.Logf("session.created reported %s after the prompt was typed", created.At.Sub(typed).Round(time.Millisecond))
 	saveCapture(t, created)
-	if !created.descends(pid) || strings.Contains(string(created.Body), `"info"`) {
-		t.Errorf("session.created from pid %d: %s; want from OpenCode's %d, without the session's record", created.PID, created.Body, pid)
+	if strings.Contains(string(created.Body), `"info"`) {
+		t.Errorf("session.created with the session's record: %s", created.Body)
 	}
 	// A second TUI in the same folder: its first prompt ties its own
 	// session to its own process.
@@ -111,12 +108,13 @@ func TestOpenCodePluginReports(t *testing.T) {
 		return r.Event == "session.status" && strings.Contains(string(r.Body), `"busy"`) && !strings.Contains(string(r.Body), sid)
 	})
 	t.Logf("the second TUI's busy reported %s after its prompt was typed", busy2.At.Sub(typed2).Round(time.Millisecond))
-	if !busy2.descends(pid2) || busy2.descends(pid) {
-		t.Errorf("the second TUI's report from pid %d (ancestors %v), want a descendant of %d only", busy2.PID, busy2.Ancestors, pid2)
-	}
 	idle := svc.waitReport("session.idle", 60*time.Second, func(r report) bool {
 		return r.Event == "session.idle" && strings.Contains(string(r.Body), sid)
 	})
+	svc.checkFrom("the first TUI's reports", func(r report) bool { return strings.Contains(string(r.Body), sid) }, pid, pid2)
+	svc.checkFrom("the second TUI's reports", func(r report) bool {
+		return strings.Contains(string(r.Body), `"ses_`) && !strings.Contains(string(r.Body), sid)
+	}, pid2, pid)
 	saveCapture(t, idle)
 
 	tm.typeLine(win, "run it [[bash: echo integ > allowed.txt]]")

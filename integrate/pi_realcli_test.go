@@ -63,17 +63,15 @@ func TestPiExtensionReports(t *testing.T) {
 			if len(sid) != 36 || p["cwd"] != s.proj || p["hasUI"] != true {
 				t.Fatalf("session_start report without the session id, folder or UI: %s", start.Body)
 			}
-			if !start.descends(pid) {
-				t.Errorf("report from pid %d, not a descendant of Pi's %d", start.PID, pid)
-			}
 			// A second TUI in the same folder is told apart at its start:
 			// its own session id, from its own process.
-			_, pid2 := tm.start(s.proj, argv...)
+			win2, pid2 := tm.start(s.proj, argv...)
 			start2 := svc.waitReport("the second TUI's session_start", 120*time.Second, func(r report) bool {
 				return r.Event == "session_start" && !strings.Contains(string(r.Body), sid)
 			})
-			if !start2.descends(pid2) || start2.descends(pid) {
-				t.Errorf("the second TUI's report from pid %d (ancestors %v), want a descendant of %d only", start2.PID, start2.Ancestors, pid2)
+			sid2, _ := payloadOf(t, start2)["sessionId"].(string)
+			if len(sid2) != 36 {
+				t.Fatalf("the second TUI's session_start without its session id: %s", start2.Body)
 			}
 			saveCapture(t, start)
 			tm.waitDrawn(win)
@@ -89,6 +87,13 @@ func TestPiExtensionReports(t *testing.T) {
 				return r.Event == "agent_end" && strings.Contains(string(r.Body), sid)
 			})
 			saveCapture(t, end)
+			tm.waitDrawn(win2)
+			tm.typeLine(win2, "hello [[text: second answer]]")
+			svc.waitReport("the second TUI's agent_end", 60*time.Second, func(r report) bool {
+				return r.Event == "agent_end" && strings.Contains(string(r.Body), sid2)
+			})
+			svc.checkFrom("the first TUI's reports", func(r report) bool { return strings.Contains(string(r.Body), sid) }, pid, pid2)
+			svc.checkFrom("the second TUI's reports", func(r report) bool { return strings.Contains(string(r.Body), sid2) }, pid2, pid)
 			for _, r := range svc.reports() {
 				if r.Event == "turn_end" || r.Event == "agent_start" {
 					saveCapture(t, r)

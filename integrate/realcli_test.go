@@ -76,7 +76,9 @@ type report struct {
 	Agent, Event string
 	Body         []byte
 	// PID is the peer's pid, as the kernel says; Ancestors are its
-	// parent, grandparent… read while it waited for the answer.
+	// parent, grandparent… read as its connection was accepted. None when
+	// it was gone by then: a hook waits for its answer for 200 ms, and a
+	// loaded machine may accept later than that.
 	PID       int
 	Ancestors []int
 	At        time.Time
@@ -131,13 +133,14 @@ func serve(t *testing.T, home string, mode int) *service {
 	srv := &http.Server{
 		ReadHeaderTimeout: 5 * time.Second,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			return context.WithValue(ctx, peerKey{}, peerPID(c))
+			pid := peerPID(c)
+			return context.WithValue(ctx, peerKey{}, peer{pid: pid, ancestors: ancestors(pid)})
 		},
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			body, _ := io.ReadAll(io.LimitReader(r.Body, 4<<20))
 			rep := report{Agent: strings.TrimPrefix(r.URL.Path, "/v1/hooks/"), Event: r.URL.Query().Get("event"), Body: body, At: time.Now()}
-			rep.PID, _ = r.Context().Value(peerKey{}).(int)
-			rep.Ancestors = ancestors(rep.PID)
+			p, _ := r.Context().Value(peerKey{}).(peer)
+			rep.PID, rep.Ancestors = p.pid, p.ancestors
 			s.mu.Lock()
 			s.seen = append(s.seen, rep)
 			decide := s.decide
@@ -156,6 +159,12 @@ func serve(t *testing.T, home string, mode int) *service {
 }
 
 type peerKey struct{}
+
+// peer is a connection's process and its parents, read at accept.
+type peer struct {
+	pid       int
+	ancestors []int
+}
 
 func peerPID(c net.Conn) int {
 	uc, ok := c.(*net.UnixConn)
@@ -226,6 +235,27 @@ func ancestors(pid int) []int {
 
 // descends says whether the report came from a descendant of pid.
 func (r report) descends(pid int) bool { return slices.Contains(r.Ancestors, pid) }
+
+// checkFrom checks that the reports that match came from descendants of
+// pid, and of none of others. A report whose process was gone before its
+// parents could be read proves nothing either way, but one of them must
+// have been read.
+func (s *service) checkFrom(what string, match func(report) bool, pid int, others ...int) {
+	s.t.Helper()
+	read := 0
+	for _, r := range s.reports() {
+		if !match(r) || len(r.Ancestors) == 0 {
+			continue
+		}
+		read++
+		if !r.descends(pid) || slices.ContainsFunc(others, r.descends) {
+			s.t.Errorf("%s: %s from pid %d (ancestors %v), want a descendant of %d (and of none of %v)", what, r.Event, r.PID, r.Ancestors, pid, others)
+		}
+	}
+	if read == 0 {
+		s.t.Errorf("%s: no report's process was there to be read", what)
+	}
+}
 
 // term is a tmux server of the test's own: each agent runs in a window.
 type term struct {
