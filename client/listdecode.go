@@ -304,7 +304,7 @@ func (s *splitter) cut() (value []byte, done bool, err error) {
 	for {
 		for s.pos < len(s.buf) {
 			if inString {
-				i := bytes.IndexAny(s.buf[s.pos:], `"\`)
+				i := quoteOrBackslash(s.buf[s.pos:])
 				if i < 0 {
 					s.pos = len(s.buf)
 					break
@@ -355,6 +355,20 @@ func (s *splitter) cut() (value []byte, done bool, err error) {
 			return nil, false, err
 		}
 	}
+}
+
+// quoteOrBackslash is the index of b's first '"' or '\\', or -1: two
+// IndexByte calls, where IndexAny builds its set on every call.
+func quoteOrBackslash(b []byte) int {
+	q := bytes.IndexByte(b, '"')
+	end := q
+	if q < 0 {
+		end = len(b)
+	}
+	if e := bytes.IndexByte(b[:end], '\\'); e >= 0 {
+		return e
+	}
+	return q
 }
 
 // afterArray returns what follows the array's ']' as an object of its own:
