@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"time"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -12,7 +13,7 @@ import (
 // several times its speed: a large list's answer is thousands of sessions,
 // and decoding them by reflection was most of what `list` spent. Objects
 // as AppendJSON writes them are read here; anything else (a key it does
-// not know, an escape in a string, a null, invalid JSON) goes to
+// not know, a null, invalid JSON, a string that is not UTF-8) goes to
 // json.Unmarshal whole. TestDecodeJSON and FuzzDecodeJSON hold it to
 // json.Unmarshal.
 func (s *Session) DecodeJSON(data []byte) error {
@@ -64,7 +65,7 @@ func (p *sessionParser) session(s *Session) bool {
 	}
 	for {
 		p.space()
-		k, ok := p.rawString()
+		k, ok := p.string()
 		if !ok || !p.byte(':') {
 			return false
 		}
@@ -221,8 +222,106 @@ func (p *sessionParser) rawString() (string, bool) {
 	return "", false
 }
 
+// string reads a string as json.Unmarshal does: most have no escapes,
+// and are cut from ds as they are; one with escapes is unquoted.
+func (p *sessionParser) string() (string, bool) {
+	if s, ok := p.rawString(); ok {
+		return s, true
+	}
+	return p.unquote()
+}
+
+// unquote reads a string with escapes as json.Unmarshal decodes it
+// (a lone surrogate is U+FFFD); a control character or bytes that are
+// not UTF-8 are left to json.Unmarshal.
+func (p *sessionParser) unquote() (string, bool) {
+	d := p.d
+	if p.i >= len(d) || d[p.i] != '"' {
+		return "", false
+	}
+	var b []byte
+	for j := p.i + 1; j < len(d); {
+		c := d[j]
+		switch {
+		case c == '"':
+			if !utf8.Valid(b) {
+				return "", false
+			}
+			p.i = j + 1
+			return string(b), true
+		case c < 0x20:
+			return "", false
+		case c != '\\':
+			b = append(b, c)
+			j++
+			continue
+		}
+		if j+1 >= len(d) {
+			return "", false
+		}
+		switch e := d[j+1]; e {
+		case '"', '\\', '/':
+			b = append(b, e)
+		case 'b':
+			b = append(b, '\b')
+		case 'f':
+			b = append(b, '\f')
+		case 'n':
+			b = append(b, '\n')
+		case 'r':
+			b = append(b, '\r')
+		case 't':
+			b = append(b, '\t')
+		case 'u':
+			r, ok := escapedRune(d[j:])
+			if !ok {
+				return "", false
+			}
+			j += 6
+			if utf16.IsSurrogate(r) {
+				if r2, ok := escapedRune(d[j:]); ok {
+					if pair := utf16.DecodeRune(r, r2); pair != utf8.RuneError {
+						b = utf8.AppendRune(b, pair)
+						j += 6
+						continue
+					}
+				}
+				r = utf8.RuneError
+			}
+			b = utf8.AppendRune(b, r)
+			continue
+		default:
+			return "", false
+		}
+		j += 2
+	}
+	return "", false
+}
+
+// escapedRune reads the \uXXXX escape that b begins with.
+func escapedRune(b []byte) (rune, bool) {
+	if len(b) < 6 || b[0] != '\\' || b[1] != 'u' {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[2:6] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}
+
 func (p *sessionParser) str(v *string) bool {
-	s, ok := p.rawString()
+	s, ok := p.string()
 	*v = s
 	return ok
 }
@@ -238,7 +337,7 @@ func (p *sessionParser) strs(v *[]string) bool {
 	}
 	for {
 		p.space()
-		s, ok := p.rawString()
+		s, ok := p.string()
 		if !ok {
 			return false
 		}

@@ -209,3 +209,40 @@ func TestDecodeListCutsAnywhere(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDecodeList is a list of 7,000 sessions, as the service writes
+// its table view, cut apart and decoded here and by json.Unmarshal.
+func BenchmarkDecodeList(b *testing.B) {
+	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	var list api.SessionList
+	for i := range 7000 {
+		in, out, cost := int64(i*311), int64(i*7), float64(i)/1000
+		at := now.Add(-time.Duration(i) * time.Minute)
+		list.Sessions = append(list.Sessions, api.Session{ID: fmt.Sprintf("01a0e6c7-c3eb-79d1-885b-%012x", i), Handle: fmt.Sprintf("01a0%04x", i), Adapter: "claude",
+			Origin: "discovered", Status: api.StatusEnded, CreatedAt: at, LastActivity: &at, Cwd: fmt.Sprintf("/home/dev/src/project-%03d", i%100),
+			Model: "claude-sonnet-4-5", TokensIn: &in, TokensOut: &out, CostUSD: &cost,
+			Prompt: strings.Repeat(`fix the "failing" tests\n `, 1+i%4)})
+	}
+	data, err := json.Marshal(list)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("decodeList", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			var got api.SessionList
+			if err := decodeList(bytes.NewReader(data), &got, 50_000, 1<<20, "bench"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("json.Unmarshal", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			var got api.SessionList
+			if err := json.Unmarshal(data, &got); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
