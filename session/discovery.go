@@ -124,14 +124,15 @@ func (d *discovery) runOf(ctx context.Context, as []adapters.Adapter) discovered
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			timer := time.NewTimer(d.wait(a.Name()))
+			wait := d.wait(a.Name())
+			timer := time.NewTimer(wait)
 			defer timer.Stop()
 			f := d.join(ctx, a)
 			select {
 			case <-f.done:
 				results[i] = result{a.Name(), f.sessions, f.err}
 			case <-timer.C:
-				results[i] = result{name: a.Name(), err: fmt.Errorf("timed out after %s", d.timeout)}
+				results[i] = result{name: a.Name(), err: fmt.Errorf("timed out after %s", shortDuration(wait))}
 			case <-ctx.Done():
 				results[i] = result{name: a.Name(), err: ctx.Err()}
 			}
@@ -151,6 +152,14 @@ func (d *discovery) runOf(ctx context.Context, as []adapters.Adapter) discovered
 		out.sessions = append(out.sessions, r.sessions)
 	}
 	return out
+}
+
+// shortDuration is d in whole seconds, or milliseconds below a second.
+func shortDuration(d time.Duration) time.Duration {
+	if d < time.Second {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(time.Second)
 }
 
 // join returns a's discovery under way, or starts one. A discovery runs

@@ -575,6 +575,13 @@ func TestFirstDiscoveryIsWaitedFor(t *testing.T) {
 	if !next.failed["slow"] || len(next.warnings) != 1 || !strings.Contains(next.warnings[0], "timed out") || len(next.sessions[0]) != 1 {
 		t.Errorf("a slow second answer: %+v; want the last one, with a timeout warning", next)
 	}
+	// A first answer later than the first wait: the warning says how long
+	// the request waited, not the timeout of later requests.
+	d = newDiscovery([]adapters.Adapter{a}, 50*time.Millisecond)
+	d.first = 200 * time.Millisecond
+	if late := d.run(context.Background()); len(late.warnings) != 1 || !strings.Contains(late.warnings[0], "timed out after 200ms") {
+		t.Errorf("a first answer past the first wait: warnings %q, want one that it timed out after 200ms", late.warnings)
+	}
 }
 
 // The runs of one native session (an original and its resumes) each carry
