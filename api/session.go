@@ -192,8 +192,8 @@ type Usage struct {
 }
 
 // HeaderListCount is the response header in which the service announces
-// how many sessions a list holds, before them: a hint the client sizes
-// the list with.
+// at most how many sessions a list holds, before them (the list is
+// written as it is made): a hint the client sizes the list with.
 const HeaderListCount = "Agentctl-List-Count"
 
 // SessionList is the answer to a list query. Warnings name what could not be

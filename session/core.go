@@ -214,43 +214,14 @@ func (c *Core) Forget(id string) { c.records.forget(id); c.moves.forget(id); c.a
 // nothing: what it saw of running sessions is offered to the transitions
 // detector, which compares and announces in a loop of its own.
 func (c *reader) List(ctx context.Context, o api.ListOptions) (api.SessionList, error) {
-	f, err := newFilter(o, time.Now())
+	var in listInPlace
+	warnings, err := c.list(ctx, o, &in)
 	if err != nil {
 		return api.SessionList{}, err
 	}
-	// Sized as the ids the last list knew: grown id by id, it was copied
-	// over and over.
-	known := make([]string, 0, c.handleIDs.size())
-	followed := c.moves.followed()
-	// A session only an adapter knows that cannot pass the filter is not
-	// built, unless the transitions detector follows it; its id still
-	// counts for the handles.
-	skip := func(ns *adapters.NativeSession, failed bool) bool {
-		if f.mayKeepNative(ns, !failed) || followed[ns.NativeID] {
-			return false
-		}
-		known = append(known, ns.NativeID)
-		return true
-	}
-	var seen []api.Session
-	kept, warnings, err := c.view(ctx, func(s *api.Session) bool {
-		known = append(known, s.ID)
-		if followable(s, followed) {
-			seen = append(seen, *s)
-		}
-		return f.keep(s)
-	}, skip)
-	if err != nil {
-		return api.SessionList{}, err
-	}
-	c.moves.offer(seen)
+	kept := in.sessions
 	if kept == nil {
 		kept = []api.Session{}
-	}
-	// The view comes oldest first (mergeSkipping).
-	c.setHandles(kept, known)
-	if f.status == "" && !f.all {
-		warnings = append(warnings, unknownReasons(kept)...)
 	}
 	if o.Waiting {
 		sortByWaiting(kept)
@@ -263,6 +234,140 @@ func (c *reader) List(ctx context.Context, o api.ListOptions) (api.SessionList, 
 		}
 	}
 	return list, nil
+}
+
+// ListEach is List for an answer written as it is made: the sessions
+// are handed to emit one by one, oldest first, each built in one place
+// that emit must not keep, and are never all held at once (a list of a
+// 50,000-session store held 34 MB of them). begin is called first with
+// at most how many there are. A list ordered by waiting, or with what
+// sessions cost (o.Waiting, o.Resources), is made whole: use List. An
+// error of emit ends the list and is returned.
+func (c *reader) ListEach(ctx context.Context, o api.ListOptions, begin func(atMost int), emit func(*api.Session) error) (warnings []string, err error) {
+	if o.Waiting || o.Resources {
+		return nil, fmt.Errorf("list each: a list by waiting or with resources is made whole")
+	}
+	sink := listEmitting{started: begin, emit: emit}
+	warnings, err = c.list(ctx, o, &sink)
+	if err == nil {
+		err = sink.err
+	}
+	return warnings, err
+}
+
+// listSink takes a list as it is made.
+type listSink interface {
+	// begin: the list holds at most n sessions.
+	begin(n int)
+	// slot is a zero session to build the next one in.
+	slot() *api.Session
+	// take: s, built in the last slot or launched, is in the list; false
+	// when the sink takes no more.
+	take(s *api.Session, built bool) bool
+	// drop: the session built in the last slot is not.
+	drop()
+}
+
+// listInPlace makes the list a slice, each session built in its place.
+type listInPlace struct{ sessions []api.Session }
+
+func (l *listInPlace) begin(n int) { l.sessions = make([]api.Session, 0, n) }
+func (l *listInPlace) slot() *api.Session {
+	l.sessions = append(l.sessions, api.Session{})
+	return &l.sessions[len(l.sessions)-1]
+}
+func (l *listInPlace) take(s *api.Session, built bool) bool {
+	if !built {
+		l.sessions = append(l.sessions, *s)
+	}
+	return true
+}
+func (l *listInPlace) drop() {
+	l.sessions[len(l.sessions)-1] = api.Session{} // holds nothing it no longer shows
+	l.sessions = l.sessions[:len(l.sessions)-1]
+}
+
+// listEmitting hands each session on as it is made, in one place.
+type listEmitting struct {
+	started func(int)
+	emit    func(*api.Session) error
+	one     api.Session
+	err     error
+}
+
+func (l *listEmitting) begin(n int) {
+	if l.started != nil {
+		l.started(n)
+	}
+}
+func (l *listEmitting) slot() *api.Session {
+	l.one = api.Session{}
+	return &l.one
+}
+func (l *listEmitting) take(s *api.Session, _ bool) bool {
+	l.err = l.emit(s)
+	return l.err == nil
+}
+func (l *listEmitting) drop() {}
+
+// list makes the list o asks for into sink, oldest first, each session
+// with its handle, and returns its warnings.
+func (c *reader) list(ctx context.Context, o api.ListOptions, sink listSink) ([]string, error) {
+	f, err := newFilter(o, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	launched, warnings, err := c.records.all()
+	if err != nil {
+		return nil, err
+	}
+	disc := c.disc.run(adapters.WithLaunched(ctx, launchPins(launched)))
+	disc.repeats = c.repeated.repeats(disc.sessions)
+	warnings = append(warnings, disc.warnings...)
+	followed := c.moves.followed()
+	// A session only an adapter knows that cannot pass the filter is not
+	// built, unless the transitions detector follows it; its id still
+	// counts for the handles. Sized as the ids the last list knew: grown
+	// id by id, it was copied over and over.
+	skipped := make([]string, 0, c.handleIDs.size())
+	plan := planMerge(launched, disc, func(ns *adapters.NativeSession) bool {
+		if f.mayKeepNative(ns, !disc.failed[ns.Adapter]) || followed[ns.NativeID] {
+			return false
+		}
+		skipped = append(skipped, ns.NativeID)
+		return true
+	})
+	// The handles are found among every id before the first session is
+	// made: each is its shortest unique prefix among them all.
+	hs := c.handleIDs.handles(skipped, plan.ids())
+	sink.begin(plan.size())
+	var seen []api.Session
+	var unknown unknownRows
+	n, cut := -1, false
+	plan.each(sink.slot, func(s *api.Session, built bool) bool {
+		n++
+		if followable(s, followed) {
+			seen = append(seen, *s)
+		}
+		if !f.keep(s) {
+			if built {
+				sink.drop()
+			}
+			return true
+		}
+		s.Handle = hs[n]
+		unknown.add(s)
+		cut = !sink.take(s, built)
+		return !cut
+	})
+	if cut {
+		return warnings, nil // what was seen is not all there is
+	}
+	c.moves.offer(seen)
+	if f.status == "" && !f.all {
+		warnings = append(warnings, unknown.reasons()...)
+	}
+	return warnings, nil
 }
 
 // lookAtRunning is the transitions detector's own look at the view: the
@@ -307,31 +412,36 @@ func (c *reader) LimitsView(ctx context.Context, since time.Duration) ([]api.Ses
 // one; past it, one warning counts them.
 const maxUnknownReasons = 10
 
-// unknownReasons says why each unknown row of a list is listed: a list of
+// unknownRows says why each unknown row of a list is listed: a list of
 // running sessions shows them too, since nobody can say they are not
 // running, and says why.
-func unknownReasons(ss []api.Session) []string {
-	var out []string
-	n := 0
-	for i := range ss {
-		s := &ss[i]
-		if s.Status != api.StatusUnknown {
-			continue
-		}
-		n++
-		if n > maxUnknownReasons {
-			continue
-		}
-		why := "nothing can vouch for it right now"
-		if len(s.Warnings) > 0 {
-			why = s.Warnings[len(s.Warnings)-1]
-		}
-		out = append(out, fmt.Sprintf("%s (%s) is listed as unknown: it may be running; %s (see `agentctl explain %s`)", s.Handle, s.Adapter, why, s.Handle))
+type unknownRows struct {
+	n   int
+	why []string
+}
+
+// add counts s if it is unknown.
+func (u *unknownRows) add(s *api.Session) {
+	if s.Status != api.StatusUnknown {
+		return
 	}
-	if n > maxUnknownReasons {
-		out = append(out, fmt.Sprintf("%d more sessions are listed as unknown (see `agentctl explain ID` for each)", n-maxUnknownReasons))
+	u.n++
+	if u.n > maxUnknownReasons {
+		return
 	}
-	return out
+	why := "nothing can vouch for it right now"
+	if len(s.Warnings) > 0 {
+		why = s.Warnings[len(s.Warnings)-1]
+	}
+	u.why = append(u.why, fmt.Sprintf("%s (%s) is listed as unknown: it may be running; %s (see `agentctl explain %s`)", s.Handle, s.Adapter, why, s.Handle))
+}
+
+// reasons are the warnings for the unknown rows counted.
+func (u *unknownRows) reasons() []string {
+	if u.n > maxUnknownReasons {
+		return append(u.why, fmt.Sprintf("%d more sessions are listed as unknown (see `agentctl explain ID` for each)", u.n-maxUnknownReasons))
+	}
+	return u.why
 }
 
 // view is the merged view: launched sessions and those only adapters

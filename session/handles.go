@@ -159,7 +159,9 @@ func longestSorted(lows []string, low string) int {
 
 // handleIndex keeps the ids handles were last found among, lower-cased
 // and sorted, and the handles found: a list between changes knows the same
-// ids, and takes each handle found before rather than searching again.
+// ids, and takes each handle found before rather than sorting them and
+// searching again. A session's handle is its shortest unique prefix among
+// every session id known (launched ones and those listed).
 type handleIndex struct {
 	mu   sync.Mutex
 	ids  []string // as last given
@@ -167,18 +169,16 @@ type handleIndex struct {
 	hs   []string // the handle of ids[i]; "" until asked for
 }
 
-// handles returns the handle of each of ss among the ids of known and of
-// ss, kept from the last call when those are the same list of ids. The
-// result must not be changed.
-func (x *handleIndex) handles(known []string, ss []api.Session) []string {
+// handles returns the handle of each of ids among known and ids, kept
+// from the last call when those are the same list of ids. The result must
+// not be changed.
+func (x *handleIndex) handles(known, ids []string) []string {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if !x.same(known, ss) {
-		among := make([]string, 0, len(known)+len(ss))
+	if !x.same(known, ids) {
+		among := make([]string, 0, len(known)+len(ids))
 		among = append(among, known...)
-		for i := range ss {
-			among = append(among, ss[i].ID)
-		}
+		among = append(among, ids...)
 		lows := make([]string, len(among))
 		for i, id := range among {
 			lows[i] = strings.ToLower(id)
@@ -204,17 +204,9 @@ func (x *handleIndex) size() int {
 	return len(x.ids)
 }
 
-// same says the ids kept are those of known followed by those of ss.
-func (x *handleIndex) same(known []string, ss []api.Session) bool {
-	if x.lows == nil || len(x.ids) != len(known)+len(ss) || !slices.Equal(x.ids[:len(known)], known) {
-		return false
-	}
-	for i, id := range x.ids[len(known):] {
-		if ss[i].ID != id {
-			return false
-		}
-	}
-	return true
+// same says the ids kept are those of known followed by ids.
+func (x *handleIndex) same(known, ids []string) bool {
+	return x.lows != nil && len(x.ids) == len(known)+len(ids) && slices.Equal(x.ids[:len(known)], known) && slices.Equal(x.ids[len(known):], ids)
 }
 
 // linearHandles is up to how many handles are found by comparing each id
@@ -227,17 +219,4 @@ func commonPrefix(a, b string) int {
 		n++
 	}
 	return n
-}
-
-// setHandles fills each session's Handle: its shortest unique prefix among
-// every session id known (launched ones and those listed).
-//
-// The ids and their handles are kept between calls (handleIndex): the
-// same ids, as a list between changes knows, cost a comparison rather than
-// a sort and a search per session.
-func (c *reader) setHandles(ss []api.Session, known []string) {
-	hs := c.handleIDs.handles(known, ss)
-	for i := range ss {
-		ss[i].Handle = hs[i]
-	}
 }

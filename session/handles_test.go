@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/agentctl/agentctl/api"
 )
 
 func TestHandles(t *testing.T) {
@@ -74,7 +72,7 @@ func TestHandlesSortedAgreesWithLinear(t *testing.T) {
 // A list's handles, found through the kept index, are the ones found
 // afresh; the same ids again reuse the sorted index, other ids build
 // another.
-func TestSetHandlesKeepsItsIndex(t *testing.T) {
+func TestHandleIndexIsKept(t *testing.T) {
 	ids := []string{"abcdefgh", "abcdxyz1", "q0000000", "ABCDEF12"}
 	c := &reader{}
 	for _, tc := range []struct {
@@ -88,12 +86,12 @@ func TestSetHandlesKeepsItsIndex(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before, beforeHs := c.handleIDs.lows, c.handleIDs.hs
-			ss := []api.Session{{ID: "abcdefgh"}, {ID: "q0000000"}}
-			c.setHandles(ss, tc.known)
-			want := handles([]string{"abcdefgh", "q0000000"}, append(slices.Clone(tc.known), "abcdefgh", "q0000000"))
-			for _, s := range ss {
-				if s.Handle != want[s.ID] {
-					t.Errorf("handle of %s = %q, want %q", s.ID, s.Handle, want[s.ID])
+			listed := []string{"abcdefgh", "q0000000"}
+			hs := c.handleIDs.handles(tc.known, listed)
+			want := handles(listed, append(slices.Clone(tc.known), listed...))
+			for i, id := range listed {
+				if hs[i] != want[id] {
+					t.Errorf("handle of %s = %q, want %q", id, hs[i], want[id])
 				}
 			}
 			if reused := before != nil && &before[0] == &c.handleIDs.lows[0]; reused != tc.reused {

@@ -30,6 +30,41 @@ func merge(launched []api.Session, disc discovered, keep func(*api.Session) bool
 // session object is not built (a list of running sessions does not build
 // the ended ones).
 func mergeSkipping(launched []api.Session, disc discovered, keep func(*api.Session) bool, skip func(*adapters.NativeSession) bool) []api.Session {
+	p := planMerge(launched, disc, skip)
+	out := make([]api.Session, 0, p.size())
+	// Each session only an adapter knows is built in its place in the
+	// answer, not built and then copied: the answer is made once, at its
+	// size (grown session by session, it was copied over and over).
+	p.each(func() *api.Session {
+		out = append(out, api.Session{})
+		return &out[len(out)-1]
+	}, func(s *api.Session, built bool) bool {
+		switch kept := keep == nil || keep(s); {
+		case !built && kept:
+			out = append(out, *s)
+		case built && !kept:
+			*s = api.Session{} // holds nothing it no longer shows
+			out = out[:len(out)-1]
+		}
+		return true
+	})
+	return out
+}
+
+// mergePlan is a merge worked out before any session only an adapter
+// knows is built: the launched sessions enriched with their native facts,
+// the native sessions to build, and the order of all of them.
+type mergePlan struct {
+	enriched []api.Session
+	build    []*adapters.NativeSession
+	// olds and news order enriched and build, oldest first.
+	olds, news []aged
+	failed     map[string]bool
+}
+
+// planMerge works out merge's answer for launched and disc, leaving out
+// the native sessions skip rejects (see mergeSkipping).
+func planMerge(launched []api.Session, disc discovered, skip func(*adapters.NativeSession) bool) *mergePlan {
 	// Launched sessions by native session: few, so the lookup for each
 	// discovered session is cheap.
 	launchedBy := map[nativeKey][]int{}
@@ -89,9 +124,6 @@ func mergeSkipping(launched []api.Session, disc discovered, keep func(*api.Sessi
 	if dups == nil {
 		dups = repeats(disc.sessions)
 	}
-	// The native sessions to build, found first so the answer is made
-	// once at its size: grown session by session, it was copied over and
-	// over (a session is a large value).
 	var build []*adapters.NativeSession
 	for a, ss := range disc.sessions {
 		for i := range ss {
@@ -110,31 +142,63 @@ func mergeSkipping(launched []api.Session, disc discovered, keep func(*api.Sessi
 	// moved every session, a large value, twice. The launched sessions and
 	// the native ones to build are each ordered by their times alone, and
 	// the two runs merged.
-	olds := byAge(len(enriched), func(i int) time.Time { return enriched[i].CreatedAt })
-	news := byAge(len(build), func(i int) time.Time { return build[i].CreatedAt })
-	out := make([]api.Session, 0, len(enriched)+len(build))
+	return &mergePlan{enriched: enriched, build: build, failed: disc.failed,
+		olds: byAge(len(enriched), func(i int) time.Time { return enriched[i].CreatedAt }),
+		news: byAge(len(build), func(i int) time.Time { return build[i].CreatedAt })}
+}
+
+// size is how many sessions the plan holds.
+func (p *mergePlan) size() int { return len(p.enriched) + len(p.build) }
+
+// walk calls fn with each session of the plan, oldest first, until fn
+// returns false: a launched one by its index in enriched (native -1), or
+// one only an adapter knows by its index in build (launched -1).
+func (p *mergePlan) walk(fn func(launched, native int) bool) {
 	i, j := 0, 0
-	for i < len(olds) || j < len(news) {
-		if i < len(olds) && (j == len(news) || olds[i].notAfter(news[j])) {
-			if s := &enriched[olds[i].i]; keep == nil || keep(s) {
-				out = append(out, *s)
-			}
+	for i < len(p.olds) || j < len(p.news) {
+		var more bool
+		if i < len(p.olds) && (j == len(p.news) || p.olds[i].notAfter(p.news[j])) {
+			more = fn(p.olds[i].i, -1)
 			i++
-			continue
+		} else {
+			more = fn(-1, p.news[j].i)
+			j++
 		}
-		ns := build[news[j].i]
-		j++
-		// Built in its place in the answer, not built and then copied.
-		out = append(out, api.Session{})
-		s := &out[len(out)-1]
-		// An adapter that failed this time vouches for nothing.
-		fillNative(s, ns, !disc.failed[ns.Adapter])
-		if keep != nil && !keep(s) {
-			*s = api.Session{} // holds nothing it no longer shows
-			out = out[:len(out)-1]
+		if !more {
+			return
 		}
 	}
+}
+
+// ids are the ids of the plan's sessions, in walk's order.
+func (p *mergePlan) ids() []string {
+	out := make([]string, 0, p.size())
+	p.walk(func(launched, native int) bool {
+		if launched >= 0 {
+			out = append(out, p.enriched[launched].ID)
+		} else {
+			out = append(out, p.build[native].NativeID) // fillNative's id
+		}
+		return true
+	})
 	return out
+}
+
+// each hands each session of the plan to visit, oldest first, until
+// visit returns false: a launched one as it is in enriched (built false),
+// one only an adapter knows built into the zero session slot gives (built
+// true).
+func (p *mergePlan) each(slot func() *api.Session, visit func(s *api.Session, built bool) bool) {
+	p.walk(func(launched, native int) bool {
+		if launched >= 0 {
+			return visit(&p.enriched[launched], false)
+		}
+		ns := p.build[native]
+		s := slot()
+		// An adapter that failed this time vouches for nothing.
+		fillNative(s, ns, !p.failed[ns.Adapter])
+		return visit(s, true)
+	})
 }
 
 // aged is a place in a list and the time of what is there, as plain

@@ -3,9 +3,11 @@ package session
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
+	"reflect"
 	"runtime"
 	"slices"
 	"strconv"
@@ -1062,5 +1064,80 @@ func TestReadingProgress(t *testing.T) {
 	<-done
 	if _, _, ok := d.reading(); ok {
 		t.Error("reading after the discovery ended")
+	}
+}
+
+// A list handed on session by session (ListEach, as the service writes
+// it) is List's: the same sessions in the same order, handles and all,
+// the same warnings, and no more than it announced; an emit that fails
+// ends it there.
+func TestListEachIsList(t *testing.T) {
+	t.Parallel()
+	h := home.Home(t.TempDir())
+	self, err := proc.Lookup(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	live := &adapters.ProcessRef{PID: self.PID, Start: self.Start, Evidence: "argv"}
+	states := []adapters.NativeState{adapters.NativeDone, adapters.NativeBusy, adapters.NativeFailed, adapters.NativeUnknown, adapters.NativeIdle}
+	var one, two []adapters.NativeSession
+	for i := range 60 {
+		ns := adapters.NativeSession{Adapter: "one", NativeID: fmt.Sprintf("ab%02dcd%02d", i%7, i), State: states[i%len(states)],
+			CreatedAt: now.Add(-time.Duration(i%9) * 5 * time.Hour), FirstPrompt: fmt.Sprintf("prompt %d", i)}
+		if i%11 == 0 {
+			ns.Process = live
+		}
+		if ns.State == adapters.NativeUnknown {
+			ns.Warnings = []string{"unknown for a reason"}
+		}
+		if i%2 == 0 {
+			one = append(one, ns)
+		} else {
+			ns.Adapter = "two"
+			two = append(two, ns)
+		}
+	}
+	two = append(two, adapters.NativeSession{Adapter: "two", NativeID: one[0].NativeID, State: adapters.NativeDone, CreatedAt: now}) // a repeat
+	c := New(context.Background(), Options{Home: h, Adapters: adapters.NewSet(&fixed{name: "one", sessions: one}, &fixed{name: "two", sessions: two}), DiscoveryTimeout: time.Second})
+	ctx := context.Background()
+	for _, o := range []api.ListOptions{{All: true}, {}, {Status: "running"}, {Status: "unknown"}, {All: true, Adapter: "two"}, {All: true, Since: 12 * time.Hour}, {All: true, Table: true}} {
+		want, err := c.List(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []api.Session
+		atMost := -1
+		warnings, err := c.ListEach(ctx, o, func(n int) { atMost = n }, func(s *api.Session) error {
+			got = append(got, *s)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 0 {
+			got = []api.Session{}
+		}
+		if !reflect.DeepEqual(got, want.Sessions) || !slices.Equal(warnings, want.Warnings) {
+			t.Errorf("%+v: ListEach gave\n%+v\n%q\nList gave\n%+v\n%q", o, got, warnings, want.Sessions, want.Warnings)
+		}
+		if atMost < len(got) {
+			t.Errorf("%+v: announced at most %d sessions, gave %d", o, atMost, len(got))
+		}
+	}
+	full, _ := c.List(ctx, api.ListOptions{All: true})
+	stop := errors.New("the client went away")
+	n := 0
+	_, err = c.ListEach(ctx, api.ListOptions{All: true}, nil, func(*api.Session) error {
+		if n++; n == 5 {
+			return stop
+		}
+		return nil
+	})
+	if !errors.Is(err, stop) || n != 5 || len(full.Sessions) < 10 {
+		t.Errorf("an emit that failed at the 5th of %d sessions: %v after %d", len(full.Sessions), err, n)
+	}
+	if _, err := c.ListEach(ctx, api.ListOptions{Waiting: true}, nil, func(*api.Session) error { return nil }); err == nil {
+		t.Error("ListEach made a list ordered by waiting")
 	}
 }

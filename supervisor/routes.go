@@ -292,57 +292,100 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	list, err := s.core.List(r.Context(), o)
-	if err != nil {
-		writeError(w, err)
+	if o.Waiting || o.Resources {
+		// Ordered by waiting, or with what each costs: made whole first.
+		list, err := s.core.List(r.Context(), o)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeList(w, list, o.Table)
 		return
 	}
-	writeList(w, list, o.Table)
+	lw := listWriter{w: w, table: o.Table}
+	warnings, err := s.core.ListEach(r.Context(), o, lw.begin, lw.session)
+	switch {
+	case err != nil && !lw.begun:
+		writeError(w, err)
+	case err == nil:
+		lw.end(warnings, nil)
+	}
+	// Otherwise the client went away, or a session could not be written:
+	// the answer is cut short.
 }
 
-// writeList writes a list a session at a time, through a small buffer:
-// the answer for a large store (tens of MB) is never held whole, as
-// writeJSON would hold it. The JSON is writeJSON's, but for the line
-// breaks between sessions. table writes each session's TableRow.
+// writeList writes a list made whole (see listWriter).
 func writeList(w http.ResponseWriter, list api.SessionList, table bool) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set(api.HeaderListCount, strconv.Itoa(len(list.Sessions)))
-	w.WriteHeader(http.StatusOK)
-	bw := bufio.NewWriterSize(w, 64<<10)
-	enc := json.NewEncoder(bw)
-	bw.WriteString(`{"sessions":[`)
-	// Each session by its AppendJSON, Encode's bytes without its
-	// reflection (most of a large list's time), into one reused buffer.
-	var b []byte
+	lw := listWriter{w: w, table: table}
+	lw.begin(len(list.Sessions))
 	for i := range list.Sessions {
-		if i > 0 {
-			bw.WriteByte(',')
-		}
-		s := &list.Sessions[i]
-		if table {
-			row := s.TableRow()
-			s = &row
-		}
-		var err error
-		if b, err = s.AppendJSON(b[:0]); err != nil {
-			return // a session JSON cannot write; the answer is cut short
-		}
-		b = append(b, '\n')
-		if _, err := bw.Write(b); err != nil {
-			return // the client went away; the answer is cut short
+		if lw.session(&list.Sessions[i]) != nil {
+			return // the answer is cut short
 		}
 	}
-	bw.WriteByte(']')
-	if len(list.Warnings) > 0 {
-		bw.WriteString(`,"warnings":`)
-		enc.Encode(list.Warnings)
+	lw.end(list.Warnings, list.Machine)
+}
+
+// listWriter writes a list's answer a session at a time, as the core
+// makes them, through a small buffer: the answer for a large store (tens
+// of MB) is never held whole, as writeJSON would hold it. The JSON is
+// writeJSON's, but for the line breaks between sessions; table writes
+// each session's TableRow.
+type listWriter struct {
+	w     http.ResponseWriter
+	table bool
+	bw    *bufio.Writer
+	// b is each session's JSON: AppendJSON writes Encode's bytes without
+	// its reflection (most of a large list's time), into this one buffer.
+	b     []byte
+	n     int
+	begun bool
+}
+
+// begin writes the headers, with at most how many sessions follow (the
+// client sizes its list by it), and opens the list.
+func (lw *listWriter) begin(atMost int) {
+	lw.w.Header().Set("Content-Type", "application/json")
+	lw.w.Header().Set(api.HeaderListCount, strconv.Itoa(atMost))
+	lw.w.WriteHeader(http.StatusOK)
+	lw.bw = bufio.NewWriterSize(lw.w, 64<<10)
+	lw.bw.WriteString(`{"sessions":[`)
+	lw.begun = true
+}
+
+// session writes s, the list's next session.
+func (lw *listWriter) session(s *api.Session) error {
+	if lw.n > 0 {
+		lw.bw.WriteByte(',')
 	}
-	if list.Machine != nil {
-		bw.WriteString(`,"machine":`)
-		enc.Encode(list.Machine)
+	lw.n++
+	if lw.table {
+		row := s.TableRow()
+		s = &row
 	}
-	bw.WriteString("}\n")
-	bw.Flush()
+	var err error
+	if lw.b, err = s.AppendJSON(lw.b[:0]); err != nil {
+		return err
+	}
+	lw.b = append(lw.b, '\n')
+	_, err = lw.bw.Write(lw.b)
+	return err
+}
+
+// end closes the list with its warnings and the machine's figures.
+func (lw *listWriter) end(warnings []string, machine *api.Machine) {
+	enc := json.NewEncoder(lw.bw)
+	lw.bw.WriteByte(']')
+	if len(warnings) > 0 {
+		lw.bw.WriteString(`,"warnings":`)
+		enc.Encode(warnings)
+	}
+	if machine != nil {
+		lw.bw.WriteString(`,"machine":`)
+		enc.Encode(machine)
+	}
+	lw.bw.WriteString("}\n")
+	lw.bw.Flush()
 }
 
 func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
