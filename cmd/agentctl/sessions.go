@@ -284,6 +284,22 @@ func oneLine(s string, n int) string {
 	// ASCII, the most of what a list shows, byte by byte: the runes'
 	// way took a fifth of a large table's layout.
 	t := strings.TrimSpace(s)
+	// Most prompts are one line of ASCII with single spaces: t itself, or
+	// its first n-1 bytes and the ellipsis, without a copy to build.
+	clean := 0
+	for clean < len(t) && clean <= n {
+		c := t[clean]
+		if c >= 0x80 || c < ' ' || clean > 0 && c == ' ' && t[clean-1] == ' ' {
+			break
+		}
+		clean++
+	}
+	switch {
+	case clean == len(t) && len(t) <= n:
+		return t
+	case clean > n:
+		return t[:n-1] + "…"
+	}
 	out := make([]byte, 0, min(n, len(t))+1)
 	space := false
 	for i := 0; i < len(t); i++ {

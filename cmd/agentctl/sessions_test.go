@@ -21,6 +21,12 @@ func TestOneLine(t *testing.T) {
 		{"ab  cd", 5, "ab cd"},
 		{"héllo wörld", 8, "héllo w…"},
 		{strings.Repeat("word ", 10000), 12, "word word w…"},
+		{"abc def", 7, "abc def"},
+		{"abc def", 6, "abc d…"},
+		{"abc def ", 7, "abc def"},
+		{"abc de\x01f", 20, "abc de\x01f"},
+		{"abc  def", 20, "abc def"},
+		{"abc\x7fdef", 4, "abc…"},
 	} {
 		if got := oneLine(tc.in, tc.n); got != tc.want {
 			t.Errorf("oneLine(%.20q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
@@ -32,8 +38,13 @@ func TestOneLine(t *testing.T) {
 func TestOneLineASCIIAsRunes(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(3, 4))
-	alphabet := []string{"a", "b", " ", "  ", "\t", "\n", "\v", "\f", "\r", "x", ".", "é", "\u00a0", "\u0085", "\u2028"}
-	for range 5000 {
+	alphabets := [][]string{
+		{"a", "b", " ", "  ", "\t", "\n", "\v", "\f", "\r", "x", ".", "é", "\u00a0", "\u0085", "\u2028"},
+		// Mostly one line of ASCII, as most prompts are.
+		{"a", "b", " ", "x", ".", "ab", "word ", "\n"},
+	}
+	for i := range 10000 {
+		alphabet := alphabets[i%2]
 		var b strings.Builder
 		for range r.IntN(40) {
 			b.WriteString(alphabet[r.IntN(len(alphabet))])
