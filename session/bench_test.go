@@ -43,6 +43,15 @@ func BenchmarkList(b *testing.B) {
 				}
 			})
 		}
+		// list-a as the service writes it: each session handed on as it
+		// is made (ListEach), never all held at once.
+		b.Run(fmt.Sprintf("%d/list-a-each", n), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := c.ListEach(ctx, api.ListOptions{All: true}, nil, func(*api.Session) error { return nil }); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 		// What the usage-limits loop asks every few seconds while a
 		// session runs (8 days back): compare with list-a.
 		b.Run(fmt.Sprintf("%d/limits", n), func(b *testing.B) {
