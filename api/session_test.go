@@ -3,11 +3,12 @@ package api
 import (
 	"math/rand/v2"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/agentctl/agentctl/internal/testutil"
 )
 
 // TestListOptionsQuery: what Query encodes, ParseListOptions reads back,
@@ -39,11 +40,7 @@ func TestCutPromptASCIIAsRunes(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	alphabet := []string{"a", "b", " ", "\t", "\n", "\v", "\f", "\r", "\x1c", "é", "\u00a0", "\u0085", "\u2028", "日", "x y"}
 	for range 20000 {
-		var b strings.Builder
-		for range r.IntN(30) {
-			b.WriteString(alphabet[r.IntN(len(alphabet))])
-		}
-		s, n := b.String(), 1+r.IntN(25)
+		s, n := testutil.RandomText(r, alphabet, 30), 1+r.IntN(25)
 		if got, want := cutPrompt(s, n), runes(s, n); got != want {
 			t.Fatalf("cutPrompt(%q, %d) = %q, the runes' way %q", s, n, got, want)
 		}

@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/agentctl/agentctl/internal/testutil"
 )
 
 func TestOneLine(t *testing.T) {
@@ -44,12 +46,7 @@ func TestOneLineASCIIAsRunes(t *testing.T) {
 		{"a", "b", " ", "x", ".", "ab", "word ", "\n"},
 	}
 	for i := range 10000 {
-		alphabet := alphabets[i%2]
-		var b strings.Builder
-		for range r.IntN(40) {
-			b.WriteString(alphabet[r.IntN(len(alphabet))])
-		}
-		s, n := b.String(), 1+r.IntN(30)
+		s, n := testutil.RandomText(r, alphabets[i%2], 40), 1+r.IntN(30)
 		if got, want := oneLine(s, n), oneLineRunes(s, n); got != want {
 			t.Fatalf("oneLine(%q, %d) = %q, the runes' way %q", s, n, got, want)
 		}

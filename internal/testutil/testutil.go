@@ -4,11 +4,22 @@
 package testutil
 
 import (
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
 )
+
+// RandomText is up to most pieces drawn at random from pieces, joined: text
+// for a property test to compare two ways of reading.
+func RandomText(r *rand.Rand, pieces []string, most int) string {
+	var b strings.Builder
+	for range r.IntN(most + 1) {
+		b.WriteString(pieces[r.IntN(len(pieces))])
+	}
+	return b.String()
+}
 
 // ProcStatus reads a kB or count field of /proc/PID/status (VmRSS,
 // Threads...): the kernel's own figure a measurement is held against.
