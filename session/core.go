@@ -317,13 +317,10 @@ func (c *reader) list(ctx context.Context, o api.ListOptions, sink listSink) ([]
 	if err != nil {
 		return nil, err
 	}
-	launched, warnings, err := c.records.all()
+	launched, disc, warnings, err := c.gather(ctx)
 	if err != nil {
 		return nil, err
 	}
-	disc := c.disc.run(adapters.WithLaunched(ctx, launchPins(launched)))
-	disc.repeats = c.repeated.repeats(disc.sessions)
-	warnings = append(warnings, disc.warnings...)
 	followed := c.moves.followed()
 	// A session only an adapter knows that cannot pass the filter is not
 	// built, unless the transitions detector follows it; its id still
@@ -450,18 +447,27 @@ func (u *unknownRows) reasons() []string {
 // built (see mergeSkipping); failed says its adapter failed this time. A
 // session skip leaves out must be one keep would reject.
 func (c *reader) view(ctx context.Context, keep func(*api.Session) bool, skip func(ns *adapters.NativeSession, failed bool) bool) ([]api.Session, []string, error) {
-	launched, warnings, err := c.records.all()
+	launched, disc, warnings, err := c.gather(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	disc := c.disc.run(adapters.WithLaunched(ctx, launchPins(launched)))
-	disc.repeats = c.repeated.repeats(disc.sessions)
 	var skipNative func(*adapters.NativeSession) bool
 	if skip != nil {
 		skipNative = func(ns *adapters.NativeSession) bool { return skip(ns, disc.failed[ns.Adapter]) }
 	}
-	all := mergeSkipping(launched, disc, keep, skipNative)
-	return all, append(warnings, disc.warnings...), nil
+	return mergeSkipping(launched, disc, keep, skipNative), warnings, nil
+}
+
+// gather reads what a view merges: the launch records, and what every
+// adapter discovers (its repeated ids found), with the warnings of both.
+func (c *reader) gather(ctx context.Context) ([]api.Session, discovered, []string, error) {
+	launched, warnings, err := c.records.all()
+	if err != nil {
+		return nil, discovered{}, nil, err
+	}
+	disc := c.disc.run(adapters.WithLaunched(ctx, launchPins(launched)))
+	disc.repeats = c.repeated.repeats(disc.sessions)
+	return launched, disc, append(warnings, disc.warnings...), nil
 }
 
 // launchPins are the launch records of running sessions whose native id is
