@@ -268,7 +268,10 @@ type listSink interface {
 	drop()
 }
 
-// listInPlace makes the list a slice, each session built in its place.
+// listInPlace makes the list a slice made once at its size, each session
+// only an adapter knows built in its place in it, not built and then
+// copied (grown session by session, a large list was copied over and
+// over).
 type listInPlace struct{ sessions []api.Session }
 
 func (l *listInPlace) begin(n int) { l.sessions = make([]api.Session, 0, n) }

@@ -31,24 +31,18 @@ func merge(launched []api.Session, disc discovered, keep func(*api.Session) bool
 // the ended ones).
 func mergeSkipping(launched []api.Session, disc discovered, keep func(*api.Session) bool, skip func(*adapters.NativeSession) bool) []api.Session {
 	p := planMerge(launched, disc, skip)
-	out := make([]api.Session, 0, p.size())
-	// Each session only an adapter knows is built in its place in the
-	// answer, not built and then copied: the answer is made once, at its
-	// size (grown session by session, it was copied over and over).
-	p.each(func() *api.Session {
-		out = append(out, api.Session{})
-		return &out[len(out)-1]
-	}, func(s *api.Session, built bool) bool {
-		switch kept := keep == nil || keep(s); {
-		case !built && kept:
-			out = append(out, *s)
-		case built && !kept:
-			*s = api.Session{} // holds nothing it no longer shows
-			out = out[:len(out)-1]
+	var in listInPlace
+	in.begin(p.size())
+	p.each(in.slot, func(s *api.Session, built bool) bool {
+		if keep == nil || keep(s) {
+			return in.take(s, built)
+		}
+		if built {
+			in.drop()
 		}
 		return true
 	})
-	return out
+	return in.sessions
 }
 
 // mergePlan is a merge worked out before any session only an adapter
