@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -37,6 +38,11 @@ func newTestCluster(t *testing.T) *testCluster {
 	h, err := k8stest.Read(dir)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if seen, err := h.WaitSchedulable(context.Background(), 2*time.Minute); err != nil {
+		t.Fatal(err)
+	} else if seen != "" {
+		t.Logf("waited for the node to take pods; it was: %s", seen)
 	}
 	c := &testCluster{dir: dir, kubeconfig: h.Kubeconfig, image: h.Image, kubectl: h.Kubectl()}
 	c.ns = fmt.Sprintf("e2e-%d", time.Now().UnixNano()%1000000)

@@ -23,6 +23,13 @@ trap 'bash scripts/k8s-harness.sh down "$state"' EXIT
 t0=$SECONDS
 bash scripts/k8s-harness.sh up "$state"
 echo "k8s-e2e: cluster up in $((SECONDS - t0))s"
-AGENTCTL_TEST_K8S=$state nice go test -race -count=1 -timeout 15m -v ${K8S_TESTS:+-run "$K8S_TESTS"} ./cluster/...
+failed=0
+AGENTCTL_TEST_K8S=$state nice go test -race -count=1 -timeout 15m -v ${K8S_TESTS:+-run "$K8S_TESTS"} ./cluster/... || failed=1
 # The cluster as a host of the real CLI (e2e/k8s_test.go).
-AGENTCTL_TEST_K8S=$state nice go test -race -count=1 -timeout 15m -v -run 'TestClusterAsHost' ./e2e/
+AGENTCTL_TEST_K8S=$state nice go test -race -count=1 -timeout 15m -v -run 'TestClusterAsHost' ./e2e/ || failed=1
+if [ "$failed" = 1 ]; then
+	# What the node was like: a scheduler's "untolerated taint" or a lost
+	# log stream is the node's state more often than the code's.
+	bash scripts/k8s-harness.sh node "$state" || true
+	exit 1
+fi

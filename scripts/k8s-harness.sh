@@ -14,6 +14,9 @@
 #   scripts/k8s-harness.sh agent-image DIR NAME NODEPKG
 #                                      import image NAME: the test image plus
 #                                      node and the npm package at NODEPKG
+#   scripts/k8s-harness.sh node DIR    the node's conditions and taints, and
+#                                      the kubelet's last lines (after a
+#                                      failed test)
 #
 # Needs root, containerd, runc, containernetworking-plugins, busybox-static,
 # openssl (.ci/run installs them). AGENTCTL (env) is the agentctl binary for
@@ -334,6 +337,13 @@ EOF
 	wait_for kubelet 120 node_ready "$state" "$server" "$host"
 	# The default service account: pods wait for it.
 	wait_for kube-controller-manager 60 "${curl_api[@]}" "$server/api/v1/namespaces/default/serviceaccounts/default"
+	# A node is registered with the not-ready taint, and the controller
+	# manager lifts it some seconds after the node is Ready: until then the
+	# scheduler places no pod.
+	if ! wait_for kube-controller-manager 60 node_untainted "$state" "$server" "$host"; then
+		node_state "$state" >&2
+		return 1
+	fi
 	cat >"$state/env" <<EOF
 KUBECONFIG=$state/kubeconfig
 K8S_IMAGE=$IMAGE
@@ -343,10 +353,40 @@ EOF
 	echo "k8s-harness: cluster up in $((SECONDS - t0))s; KUBECONFIG=$state/kubeconfig" >&2
 }
 
-node_ready() {
+# node_json DIR SERVER HOST: the node object, compact JSON on one line (the
+# API server indents its answers to a user agent named curl).
+node_json() {
 	local state=$1 server=$2 host=$3
-	curl -sf --cacert "$state/pki/ca.crt" --cert "$state/pki/admin.crt" --key "$state/pki/admin.key" \
-		"$server/api/v1/nodes/$host" | tr -d ' \n' | grep -q '"type":"Ready","status":"True"'
+	curl -sf -A k8s-harness --cacert "$state/pki/ca.crt" --cert "$state/pki/admin.crt" --key "$state/pki/admin.key" \
+		"$server/api/v1/nodes/$host"
+}
+
+node_ready() {
+	node_json "$@" | grep -q '"type":"Ready","status":"True"'
+}
+
+# node_untainted DIR SERVER HOST: the node is Ready and carries no taint.
+node_untainted() {
+	local json
+	json=$(node_json "$@") || return 1
+	grep -q '"type":"Ready","status":"True"' <<<"$json" && ! grep -q '"taints":' <<<"$json"
+}
+
+# node DIR: what the cluster says of its node, for a reader of a failed run.
+node_state() {
+	state=$(cd "$1" && pwd -P)
+	local server json
+	server=https://127.0.0.1:$(($(cat "$state/ports") + 2))
+	if ! json=$(node_json "$state" "$server" "$NODE"); then
+		echo "k8s-harness: the API server does not answer for node $NODE" >&2
+		return 1
+	fi
+	echo "k8s-harness: node $NODE:"
+	grep -o '"conditions":\[[^]]*\]' <<<"$json" | sed 's/},{/},\n  {/g; s/^/  /'
+	echo "  $(grep -o '"taints":\[[^]]*\]' <<<"$json" || echo 'no taints')"
+	echo "k8s-harness: the kubelet's last lines:"
+	tail -n 20 "$state/log/kubelet.log"
+	echo
 }
 
 image() {
@@ -474,8 +514,9 @@ up) up "${2:?usage: $0 up DIR}" ;;
 down) down "${2:?usage: $0 down DIR}" ;;
 image) image "${2:?usage: $0 image DIR AGENTCTL}" "${3:?usage: $0 image DIR AGENTCTL}" ;;
 agent-image) agent_image "${2:?usage: $0 agent-image DIR NAME NODEPKG}" "${3:?usage: $0 agent-image DIR NAME NODEPKG}" "${4:?usage: $0 agent-image DIR NAME NODEPKG}" ;;
+node) node_state "${2:?usage: $0 node DIR}" ;;
 *)
-	echo "usage: $0 up|down DIR, or $0 image DIR AGENTCTL, or $0 agent-image DIR NAME NODEPKG" >&2
+	echo "usage: $0 up|down|node DIR, or $0 image DIR AGENTCTL, or $0 agent-image DIR NAME NODEPKG" >&2
 	exit 2
 	;;
 esac

@@ -7,8 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentctl/agentctl/api"
+	"github.com/agentctl/agentctl/internal/k8stest"
 )
 
 // agentctl must not link client-go: its start-up would cost every
@@ -57,26 +59,21 @@ func TestHelperErrorsAreOneLine(t *testing.T) {
 // Against the test cluster (scripts/k8s-e2e.sh): a plain command through
 // the helper, followed to its end.
 func TestHelperRunLogsExit(t *testing.T) {
-	dir := os.Getenv("AGENTCTL_TEST_K8S")
+	dir := os.Getenv(k8stest.DirEnv)
 	if dir == "" {
 		t.Skip("SKIP: no test cluster (AGENTCTL_TEST_K8S unset): scripts/k8s-e2e.sh starts one and runs these tests (needs root)")
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "env"))
+	h, err := k8stest.Read(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	target := Target{PullPolicy: "Never"}
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, _ := strings.Cut(line, "=")
-		switch k {
-		case "KUBECONFIG":
-			target.Kubeconfig = v
-		case "K8S_IMAGE":
-			target.Image = v
-		}
-	}
-	s := New(helper(t), target)
 	ctx := context.Background()
+	if seen, err := h.WaitSchedulable(ctx, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	} else if seen != "" {
+		t.Logf("waited for the node to take pods; it was: %s", seen)
+	}
+	s := New(helper(t), Target{Kubeconfig: h.Kubeconfig, Image: h.Image, PullPolicy: "Never"})
 	sess, err := s.Launch(ctx, api.RunRequest{Command: []string{"sh", "-c", "echo via helper; exit 3"}, Cwd: "/work"})
 	if err != nil {
 		t.Fatal(err)

@@ -4,10 +4,13 @@
 package k8stest
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // DirEnv names the environment variable that holds a running test
@@ -56,4 +59,52 @@ func Read(dir string) (Harness, error) {
 		}
 	}
 	return h, nil
+}
+
+// nodeStates is the kubectl template WaitSchedulable reads: a line a node,
+// "NAME READY-STATUS TAINTS" (TAINTS empty when it has none).
+const nodeStates = `{range .items[*]}{.metadata.name}{" "}{.status.conditions[?(@.type=="Ready")].status}{" "}{.spec.taints}{"\n"}{end}`
+
+// WaitSchedulable waits up to limit for every node of the cluster to be
+// Ready and untainted, so that a test starts where the scheduler can place
+// its pods: a node whose kubelet or container runtime falters for a moment
+// is tainted until it recovers, and a launch then fails with the
+// scheduler's "untolerated taint", a fact of the machine and not of the code
+// under test. It returns what it saw when it had to wait (for the test's
+// log), and an error naming the nodes' last state when the limit passed.
+func (h Harness) WaitSchedulable(ctx context.Context, limit time.Duration) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	var seen []string
+	for {
+		out, err := exec.CommandContext(ctx, h.Kubectl(), "--kubeconfig", h.Kubeconfig,
+			"get", "nodes", "-o", "jsonpath="+nodeStates).Output()
+		state := strings.TrimSpace(string(out))
+		if err != nil {
+			state = fmt.Sprintf("kubectl get nodes: %v", err)
+		} else if schedulable(state) {
+			return strings.Join(seen, "; "), nil
+		}
+		if len(seen) == 0 || seen[len(seen)-1] != state {
+			seen = append(seen, state)
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("test cluster %s: no schedulable node after %v: %s", h.Dir, limit, strings.Join(seen, "; "))
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// schedulable says whether every line of a nodeStates answer is a Ready
+// node without taints (and there is at least one).
+func schedulable(states string) bool {
+	lines := strings.Split(states, "\n")
+	for _, line := range lines {
+		f := strings.Fields(line)
+		if len(f) != 2 || f[1] != "True" {
+			return false
+		}
+	}
+	return states != ""
 }
