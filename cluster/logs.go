@@ -3,10 +3,14 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/logs"
@@ -15,8 +19,9 @@ import (
 // Logs sends the session's output through the API's log stream (the
 // container's standard output, where the monitor copies the terminal):
 // the last o.Lines lines, or all, then with o.Follow what follows until
-// the container ends, and a last chunk with the final session. One stream
-// for the container's whole life: nothing is repeated or lost.
+// the container ends, and a last chunk with the final session. A stream
+// the kubelet breaks off while the container runs is reopened where it
+// ended (copyLog): nothing is repeated or lost.
 func (c *Cluster) Logs(ctx context.Context, id string, o api.LogOptions, emit func(api.LogChunk) error) error {
 	full, err := c.resolve(ctx, id)
 	if err != nil {
@@ -79,46 +84,138 @@ func (c *Cluster) stream(ctx context.Context, id string, o api.LogOptions, emit 
 	if pod == nil {
 		return nil
 	}
-	opts := &corev1.PodLogOptions{Container: containerName, Follow: o.Follow}
+	return copyLog(ctx, podLog{c: c, id: id, pod: pod.Name}, o, emit)
+}
+
+// podLog is a session's pod log as the API serves it.
+type podLog struct {
+	c       *Cluster
+	id, pod string
+}
+
+func (l podLog) open(ctx context.Context, opts *corev1.PodLogOptions) (io.ReadCloser, error) {
+	rc, err := l.c.core.Pods(l.c.namespace).GetLogs(l.pod, opts).Stream(ctx)
+	if err != nil {
+		return nil, l.c.explain("read the log of "+l.id, err)
+	}
+	return rc, nil
+}
+
+func (l podLog) running(ctx context.Context) (bool, error) {
+	ctx, cancel := apiCtx(ctx)
+	defer cancel()
+	p, err := l.c.core.Pods(l.c.namespace).Get(ctx, l.pod, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, l.c.explain("read session "+l.id, err)
+	}
+	cs := agentStatus(p)
+	return cs != nil && cs.State.Running != nil && !podEnded(p), nil
+}
+
+func (l podLog) explain(err error) error { return l.c.explain("read the log of "+l.id, err) }
+
+// logSource is where copyLog reads a log: a pod's (podLog), or a test's
+// stand-in for a kubelet that breaks streams off.
+type logSource interface {
+	open(ctx context.Context, opts *corev1.PodLogOptions) (io.ReadCloser, error)
+	// running says whether the container still runs (its log may grow).
+	running(ctx context.Context) (bool, error)
+	explain(err error) error
+}
+
+// copyLog copies a container's log to emit. The stream carries time marks
+// (markedLog takes them out), so that a followed stream that ends while
+// the container runs, or before the container's last output was read, is
+// reopened where it broke off: a followed log ends with one more read
+// from its position, which a stream the kubelet ended with the container
+// leaves empty.
+func copyLog(ctx context.Context, src logSource, o api.LogOptions, emit func(api.LogChunk) error) error {
+	opts := &corev1.PodLogOptions{Container: containerName, Follow: o.Follow, Timestamps: true}
 	if o.Lines > 0 {
 		n := int64(o.Lines)
 		opts.TailLines = &n
 	}
-	rc, err := c.core.Pods(c.namespace).GetLogs(pod.Name, opts).Stream(ctx)
-	if err != nil {
-		return c.explain("read the log of "+id, err)
-	}
-	defer rc.Close()
+	marks := newMarkedLog()
 	strip := logs.Stripper{KeepColor: o.Color}
 	buf := make([]byte, 32<<10)
+	var out []byte
+	pause := 100 * time.Millisecond
 	for {
-		n, rerr := rc.Read(buf)
-		if n > 0 {
+		rc, err := src.open(ctx, opts)
+		if err != nil {
+			return err
+		}
+		var rerr error
+		read := false
+		for rerr == nil {
+			var n int
+			n, rerr = rc.Read(buf)
+			if n == 0 {
+				continue
+			}
+			read = true
+			if out = marks.Append(out[:0], buf[:n]); len(out) == 0 {
+				continue
+			}
 			if o.Raw {
-				if err := emit(api.LogChunk{Data: append([]byte(nil), buf[:n]...)}); err != nil {
-					return err
-				}
-			} else if lines := strip.Write(buf[:n]); len(lines) > 0 {
-				if err := emitText(emit, strings.Join(lines, "\n"), o); err != nil {
-					return err
-				}
+				err = emit(api.LogChunk{Data: append([]byte(nil), out...)})
+			} else if lines := strip.Write(out); len(lines) > 0 {
+				err = emitText(emit, strings.Join(lines, "\n"), o)
+			}
+			if err != nil {
+				rc.Close()
+				return err
 			}
 		}
-		if rerr != nil {
-			if last, ok := strip.Flush(); ok && !o.Raw {
-				if err := emitText(emit, last, o); err != nil {
-					return err
-				}
+		rc.Close()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if !opts.Follow {
+			// A whole log, or the last read of a followed one.
+			if !errors.Is(rerr, io.EOF) {
+				return src.explain(rerr)
 			}
-			if errors.Is(rerr, io.EOF) {
-				return nil
-			}
-			if ctx.Err() != nil {
+			break
+		}
+		// A followed stream ended: with the container, or broken off.
+		running, err := src.running(ctx)
+		if err != nil {
+			return err
+		}
+		since, placed, err := marks.Resume()
+		if err != nil {
+			return fmt.Errorf("the log stream ended while the session's container ran, and cannot go on: %w", err)
+		}
+		opts = &corev1.PodLogOptions{Container: containerName, Follow: running, Timestamps: true}
+		if placed {
+			t := metav1.NewTime(since)
+			opts.SinceTime = &t
+		} else if o.Lines > 0 {
+			// Nothing passed on yet: the same tail again.
+			n := int64(o.Lines)
+			opts.TailLines = &n
+		}
+		// A stream that gave nothing is not reopened at once: the kubelet
+		// may be failing every stream for a while.
+		if running && !read {
+			select {
+			case <-ctx.Done():
 				return ctx.Err()
+			case <-time.After(pause):
 			}
-			return c.explain("read the log of "+id, rerr)
+			pause = min(2*pause, 2*time.Second)
+		} else {
+			pause = 100 * time.Millisecond
 		}
 	}
+	if last, ok := strip.Flush(); ok && !o.Raw {
+		return emitText(emit, last, o)
+	}
+	return nil
 }
 
 func emitText(emit func(api.LogChunk) error, text string, o api.LogOptions) error {
