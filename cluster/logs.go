@@ -84,7 +84,7 @@ func (c *Cluster) stream(ctx context.Context, id string, o api.LogOptions, emit 
 	if pod == nil {
 		return nil
 	}
-	return copyLog(ctx, podLog{c: c, id: id, pod: pod.Name}, o, emit)
+	return copyLog(ctx, podLog{c: c, id: id, pod: pod.Name}, o, 100*time.Millisecond, emit)
 }
 
 // podLog is a session's pod log as the API serves it.
@@ -131,8 +131,9 @@ type logSource interface {
 // the container runs, or before the container's last output was read, is
 // reopened where it broke off: a followed log ends with one more read
 // from its position, which a stream the kubelet ended with the container
-// leaves empty.
-func copyLog(ctx context.Context, src logSource, o api.LogOptions, emit func(api.LogChunk) error) error {
+// leaves empty. A stream that gave nothing new is reopened after pause,
+// doubled each time up to 2 s.
+func copyLog(ctx context.Context, src logSource, o api.LogOptions, pause time.Duration, emit func(api.LogChunk) error) error {
 	opts := &corev1.PodLogOptions{Container: containerName, Follow: o.Follow, Timestamps: true}
 	if o.Lines > 0 {
 		n := int64(o.Lines)
@@ -142,24 +143,24 @@ func copyLog(ctx context.Context, src logSource, o api.LogOptions, emit func(api
 	strip := logs.Stripper{KeepColor: o.Color}
 	buf := make([]byte, 32<<10)
 	var out []byte
-	pause := 100 * time.Millisecond
+	first := pause
 	for {
 		rc, err := src.open(ctx, opts)
 		if err != nil {
 			return err
 		}
 		var rerr error
-		read := false
+		gave := false
 		for rerr == nil {
 			var n int
 			n, rerr = rc.Read(buf)
 			if n == 0 {
 				continue
 			}
-			read = true
 			if out = marks.Append(out[:0], buf[:n]); len(out) == 0 {
 				continue
 			}
+			gave = true
 			if o.Raw {
 				err = emit(api.LogChunk{Data: append([]byte(nil), out...)})
 			} else if lines := strip.Write(out); len(lines) > 0 {
@@ -199,9 +200,9 @@ func copyLog(ctx context.Context, src logSource, o api.LogOptions, emit func(api
 			n := int64(o.Lines)
 			opts.TailLines = &n
 		}
-		// A stream that gave nothing is not reopened at once: the kubelet
-		// may be failing every stream for a while.
-		if running && !read {
+		// A stream that gave nothing new is not reopened at once: the
+		// kubelet may be failing every stream for a while.
+		if running && !gave {
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
@@ -209,7 +210,7 @@ func copyLog(ctx context.Context, src logSource, o api.LogOptions, emit func(api
 			}
 			pause = min(2*pause, 2*time.Second)
 		} else {
-			pause = 100 * time.Millisecond
+			pause = first
 		}
 	}
 	if last, ok := strip.Flush(); ok && !o.Raw {

@@ -139,7 +139,7 @@ func TestCopyLogGoesOnWhereTheStreamBroke(t *testing.T) {
 				for _, runs := range []int{0, 1, 2} {
 					k := &breakingKubelet{entries: entries, cuts: []int{cut, tc.again}, runs: runs, fail: tc.fail}
 					var got strings.Builder
-					err := copyLog(context.Background(), k, tc.o, func(ch api.LogChunk) error {
+					err := copyLog(context.Background(), k, tc.o, time.Millisecond, func(ch api.LogChunk) error {
 						got.Write(ch.Data)
 						if ch.Text != "" {
 							got.WriteString(ch.Text + "\n")
@@ -168,7 +168,7 @@ func TestCopyLogEndsWithTheContainer(t *testing.T) {
 	t0 := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
 	k := &breakingKubelet{entries: []criEntry{{t0, "a\n"}, {t0.Add(time.Second), "b\n"}}}
 	var got bytes.Buffer
-	if err := copyLog(context.Background(), k, api.LogOptions{Follow: true, Raw: true}, func(ch api.LogChunk) error {
+	if err := copyLog(context.Background(), k, api.LogOptions{Follow: true, Raw: true}, time.Millisecond, func(ch api.LogChunk) error {
 		got.Write(ch.Data)
 		return nil
 	}); err != nil {
@@ -179,12 +179,12 @@ func TestCopyLogEndsWithTheContainer(t *testing.T) {
 	}
 	// Not following: one read.
 	k = &breakingKubelet{entries: k.entries}
-	if err := copyLog(context.Background(), k, api.LogOptions{Raw: true}, func(api.LogChunk) error { return nil }); err != nil || len(k.opens) != 1 {
+	if err := copyLog(context.Background(), k, api.LogOptions{Raw: true}, time.Millisecond, func(api.LogChunk) error { return nil }); err != nil || len(k.opens) != 1 {
 		t.Fatalf("a whole log: %v after %d opens; want one", err, len(k.opens))
 	}
 	// Not following, an error: said.
 	k = &breakingKubelet{entries: k.entries, cuts: []int{3}, fail: io.ErrUnexpectedEOF}
-	if err := copyLog(context.Background(), k, api.LogOptions{Raw: true}, func(api.LogChunk) error { return nil }); !errors.Is(err, io.ErrUnexpectedEOF) {
+	if err := copyLog(context.Background(), k, api.LogOptions{Raw: true}, time.Millisecond, func(api.LogChunk) error { return nil }); !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Fatalf("a whole log broken off: %v; want the error", err)
 	}
 }
