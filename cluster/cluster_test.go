@@ -44,24 +44,11 @@ func testHarness(t *testing.T) k8stest.Harness {
 	return h
 }
 
-// waitSchedulable holds a test until the node can take its pods (see
-// k8stest.Harness.WaitSchedulable).
-func waitSchedulable(t *testing.T, h k8stest.Harness) {
-	t.Helper()
-	seen, err := h.WaitSchedulable(context.Background(), 2*time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if seen != "" {
-		t.Logf("waited for the node to take pods; it was: %s", seen)
-	}
-}
-
 // testCluster is a Cluster in a namespace of its own, removed at the end.
 func testCluster(t *testing.T) (*Cluster, k8stest.Harness) {
 	t.Helper()
 	h := testHarness(t)
-	waitSchedulable(t, h)
+	h.NeedSchedulable(t)
 	admin, err := New(Config{Kubeconfig: h.Kubeconfig})
 	if err != nil {
 		t.Fatal(err)

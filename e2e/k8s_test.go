@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -39,11 +38,7 @@ func newTestCluster(t *testing.T) *testCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if seen, err := h.WaitSchedulable(context.Background(), 2*time.Minute); err != nil {
-		t.Fatal(err)
-	} else if seen != "" {
-		t.Logf("waited for the node to take pods; it was: %s", seen)
-	}
+	h.NeedSchedulable(t)
 	c := &testCluster{dir: dir, kubeconfig: h.Kubeconfig, image: h.Image, kubectl: h.Kubectl()}
 	c.ns = fmt.Sprintf("e2e-%d", time.Now().UnixNano()%1000000)
 	c.kube(t, "create", "namespace", c.ns)

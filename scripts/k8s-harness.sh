@@ -337,9 +337,9 @@ EOF
 	wait_for kubelet 120 node_ready "$state" "$server" "$host"
 	# The default service account: pods wait for it.
 	wait_for kube-controller-manager 60 "${curl_api[@]}" "$server/api/v1/namespaces/default/serviceaccounts/default"
-	# A node is registered with the not-ready taint, and the controller
-	# manager lifts it some seconds after the node is Ready: until then the
-	# scheduler places no pod.
+	# A node can carry a taint after it is Ready (not-ready, a pressure),
+	# until the controller manager sees it well: the scheduler places no pod
+	# on it meanwhile.
 	if ! wait_for kube-controller-manager 60 node_untainted "$state" "$server" "$host"; then
 		node_state "$state" >&2
 		return 1

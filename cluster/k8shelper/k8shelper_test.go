@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agentctl/agentctl/api"
 	"github.com/agentctl/agentctl/internal/k8stest"
@@ -67,12 +66,8 @@ func TestHelperRunLogsExit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	h.NeedSchedulable(t)
 	ctx := context.Background()
-	if seen, err := h.WaitSchedulable(ctx, 2*time.Minute); err != nil {
-		t.Fatal(err)
-	} else if seen != "" {
-		t.Logf("waited for the node to take pods; it was: %s", seen)
-	}
 	s := New(helper(t), Target{Kubeconfig: h.Kubeconfig, Image: h.Image, PullPolicy: "Never"})
 	sess, err := s.Launch(ctx, api.RunRequest{Command: []string{"sh", "-c", "echo via helper; exit 3"}, Cwd: "/work"})
 	if err != nil {

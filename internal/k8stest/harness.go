@@ -96,6 +96,28 @@ func (h Harness) WaitSchedulable(ctx context.Context, limit time.Duration) (stri
 	}
 }
 
+// test is what NeedSchedulable uses of a *testing.T (the bench links this
+// package, and not the testing package).
+type test interface {
+	Helper()
+	Fatal(args ...any)
+	Logf(format string, args ...any)
+}
+
+// NeedSchedulable holds a test until the cluster's nodes can take its pods
+// (WaitSchedulable, up to 2 minutes), logging what they were like if it
+// waited, and fails it if they never could.
+func (h Harness) NeedSchedulable(t test) {
+	t.Helper()
+	seen, err := h.WaitSchedulable(context.Background(), 2*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen != "" {
+		t.Logf("waited for the node to take pods; it was: %s", seen)
+	}
+}
+
 // schedulable says whether every line of a nodeStates answer is a Ready
 // node without taints (and there is at least one).
 func schedulable(states string) bool {
