@@ -8,21 +8,23 @@ import (
 
 // markedLog turns the API's log stream with time marks (PodLogOptions
 // Timestamps: each line of the container's output begins "TIME " in RFC
-// 3339 with nine digits of the second, the time of its first write) back into the
-// container's output, and keeps where it is: the mark of the line it is in,
-// how many lines before it had the same mark, and how much of it was passed
-// on. The kubelet ends a followed stream early when the container runtime
-// is slow to answer it, the container still running; with that position a
-// stream reopened from the mark's second (SinceTime) goes on where the last
-// one broke off, nothing repeated and nothing lost. (One case it cannot
-// place: a tail that began inside a line longer than the runtime's log
-// entry, broken off before that line's end; the reopened stream shows the
-// line without a mark, and the rest of it is skipped.)
+// 3339 with nine digits of the second, the time of its first write) back
+// into the container's output, and keeps where it is: the mark of the line
+// it is in, how many lines before it had the same mark, and how much of it
+// was passed on. The kubelet ends a followed stream early when the
+// container runtime is slow to answer it, the container still running;
+// with that position a stream reopened from the mark's second (SinceTime)
+// goes on where the last one broke off, nothing repeated and nothing lost.
+//
+// A position a reopened stream goes past without showing it is said
+// (Unplaced), not guessed: a tail (-n) begins at a log entry, and a line
+// longer than the runtime's entry (16 KiB) is several, so a tail's first
+// line may be the end of one, marked with that entry's time; reopened, the
+// line shows whole under its first entry's time.
 type markedLog struct {
 	// The current line: its mark as the stream wrote it (nil when it had
-	// none: a tail that began inside a long line), how many lines so far
-	// had this mark (it included), and the bytes of it passed on (its end
-	// included once seen).
+	// none), how many lines so far had this mark (it included), and the
+	// bytes of it passed on.
 	mark []byte
 	same int
 	done int
@@ -34,12 +36,16 @@ type markedLog struct {
 	passed bool
 
 	// Skipping a reopened stream up to the position: the mark's time, the
-	// lines seen with it, and what the line being skipped still hides (-1:
-	// the whole line).
-	skipping bool
-	skipTime time.Time
-	skipSeen int
-	hide     int
+	// lines seen with it, whether the position's line had ended, and what
+	// the line being skipped still hides (-1: the whole line).
+	skipping  bool
+	skipTime  time.Time
+	skipSeen  int
+	skipEnded bool
+	hide      int
+	// unplaced: the stream went past the position without showing the
+	// unfinished line it was in; nothing more is passed on.
+	unplaced bool
 }
 
 // maxMark bounds a mark: RFC 3339 with nanoseconds and a zone is at most
@@ -52,8 +58,13 @@ func newMarkedLog() *markedLog { return &markedLog{atStart: true} }
 // was passed on already. false when nothing was passed on (reopen as
 // first), an error when the position has no mark to go by.
 func (m *markedLog) Resume() (time.Time, bool, error) {
+	if !m.skipping {
+		// Whether the position's line had ended; a stream broken off again
+		// while skipping leaves it as it was.
+		m.skipEnded = m.atStart
+	}
+	m.atStart, m.pending = true, m.pending[:0]
 	if !m.passed {
-		m.atStart, m.pending = true, m.pending[:0]
 		m.mark, m.same, m.done = nil, 0, 0
 		return time.Time{}, false, nil
 	}
@@ -65,9 +76,13 @@ func (m *markedLog) Resume() (time.Time, bool, error) {
 		return time.Time{}, false, fmt.Errorf("time mark %q: %w", m.mark, err)
 	}
 	m.skipping, m.skipTime, m.skipSeen, m.hide = true, t, 0, 0
-	m.atStart, m.pending = true, m.pending[:0]
 	return t, true, nil
 }
+
+// Unplaced says whether a reopened stream went past the position without
+// showing the unfinished line it was in. (A last read that ends before the
+// position shows that nothing followed it.)
+func (m *markedLog) Unplaced() bool { return m.unplaced }
 
 // Append appends to dst the output p holds, marks taken out.
 func (m *markedLog) Append(dst, p []byte) []byte {
@@ -131,18 +146,22 @@ func (m *markedLog) startLine(mark []byte) {
 			m.skipping, m.hide = false, m.done
 			return
 		}
-		// Past the position: a new line.
+		// Past the position: a new line, and the position's line, if
+		// unfinished, was not shown.
+		if !m.skipEnded {
+			m.unplaced = true
+			return
+		}
 		m.skipping, m.hide = false, 0
 	}
 	m.hide = 0
-	if mark != nil && bytes.Equal(mark, m.mark) {
+	switch {
+	case mark != nil && bytes.Equal(mark, m.mark):
 		m.same++
-	} else {
-		m.mark = append(m.mark[:0], mark...)
-		if mark == nil {
-			m.mark = nil
-		}
-		m.same = 1
+	case mark == nil:
+		m.mark, m.same = nil, 1
+	default:
+		m.mark, m.same = append(m.mark[:0], mark...), 1
 	}
 	m.done = 0
 }

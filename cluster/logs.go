@@ -126,15 +126,16 @@ type logSource interface {
 	explain(err error) error
 }
 
-// copyLog copies a container's log to emit. The stream carries time marks
-// (markedLog takes them out), so that a followed stream that ends while
-// the container runs, or before the container's last output was read, is
+// copyLog copies a container's log to emit. A followed stream carries
+// time marks (markedLog takes them out), so that one that ends while the
+// container runs, or before the container's last output was read, is
 // reopened where it broke off: a followed log ends with one more read
 // from its position, which a stream the kubelet ended with the container
 // leaves empty. A stream that gave nothing new is reopened after pause,
-// doubled each time up to 2 s.
+// doubled each time up to 2 s. A whole log is one read, without marks.
 func copyLog(ctx context.Context, src logSource, o api.LogOptions, pause time.Duration, emit func(api.LogChunk) error) error {
-	opts := &corev1.PodLogOptions{Container: containerName, Follow: o.Follow, Timestamps: true}
+	marked := o.Follow
+	opts := &corev1.PodLogOptions{Container: containerName, Follow: o.Follow, Timestamps: marked}
 	if o.Lines > 0 {
 		n := int64(o.Lines)
 		opts.TailLines = &n
@@ -142,7 +143,7 @@ func copyLog(ctx context.Context, src logSource, o api.LogOptions, pause time.Du
 	marks := newMarkedLog()
 	strip := logs.Stripper{KeepColor: o.Color}
 	buf := make([]byte, 32<<10)
-	var out []byte
+	var unmarked []byte
 	first := pause
 	for {
 		rc, err := src.open(ctx, opts)
@@ -157,8 +158,12 @@ func copyLog(ctx context.Context, src logSource, o api.LogOptions, pause time.Du
 			if n == 0 {
 				continue
 			}
-			if out = marks.Append(out[:0], buf[:n]); len(out) == 0 {
-				continue
+			out := buf[:n]
+			if marked {
+				if unmarked = marks.Append(unmarked[:0], out); len(unmarked) == 0 {
+					continue
+				}
+				out = unmarked
 			}
 			gave = true
 			if o.Raw {
@@ -175,6 +180,9 @@ func copyLog(ctx context.Context, src logSource, o api.LogOptions, pause time.Du
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if marked && marks.Unplaced() {
+			return errors.New("the kubelet broke the log stream off inside a line that began before the shown tail (a line longer than the runtime's log entry); the rest of the log cannot be placed after it: read it again")
+		}
 		if !opts.Follow {
 			// A whole log, or the last read of a followed one.
 			if !errors.Is(rerr, io.EOF) {
@@ -189,7 +197,7 @@ func copyLog(ctx context.Context, src logSource, o api.LogOptions, pause time.Du
 		}
 		since, placed, err := marks.Resume()
 		if err != nil {
-			return fmt.Errorf("the log stream ended while the session's container ran, and cannot go on: %w", err)
+			return fmt.Errorf("the kubelet ended the log stream, and it cannot go on where it stopped: %w", err)
 		}
 		opts = &corev1.PodLogOptions{Container: containerName, Follow: running, Timestamps: true}
 		if placed {

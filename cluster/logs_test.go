@@ -162,6 +162,48 @@ func TestCopyLogGoesOnWhereTheStreamBroke(t *testing.T) {
 	}
 }
 
+// TestCopyLogTailInsideALine: a tail that begins inside a line of three
+// entries. Broken off after that line's end, the log goes on as ever;
+// broken off in it, the reopened stream shows the line whole under its
+// first entry's time and goes past the position: an error, never a line
+// told twice.
+func TestCopyLogTailInsideALine(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 10, 0, 0, 900_000_000, time.UTC)
+	entries := []criEntry{
+		{t0, "first\n"},
+		{t0.Add(10 * time.Millisecond), "a long line in "},
+		{t0.Add(20 * time.Millisecond), "three entries, "},
+		{t0.Add(30 * time.Millisecond), "its end\n"},
+		{t0.Add(30 * time.Millisecond), "next\n"},
+		{t0.Add(2 * time.Second), "last\n"},
+	}
+	o := api.LogOptions{Follow: true, Raw: true, Lines: 4}
+	tail, _ := (&breakingKubelet{entries: entries}).open(context.Background(), &corev1.PodLogOptions{Timestamps: true, TailLines: &[]int64{4}[0]})
+	marked, _ := io.ReadAll(tail)
+	contentAt := bytes.IndexByte(marked, ' ') + 1
+	firstEnd := bytes.IndexByte(marked, '\n') + 1
+	want := wholeLog(entries, 2)
+	for cut := 0; cut <= len(marked); cut++ {
+		for _, runs := range []int{0, 1} {
+			k := &breakingKubelet{entries: entries, cuts: []int{cut}, runs: runs}
+			var got strings.Builder
+			err := copyLog(context.Background(), k, o, time.Millisecond, func(ch api.LogChunk) error {
+				got.Write(ch.Data)
+				return nil
+			})
+			if cut > contentAt && cut < firstEnd {
+				if err == nil || !strings.Contains(err.Error(), "began before the shown tail") || !strings.HasPrefix(want, got.String()) {
+					t.Fatalf("cut at %d in the tail's first line, running %d more: %q, %v; want a start of %q and an error", cut, runs, got.String(), err, want)
+				}
+				continue
+			}
+			if err != nil || got.String() != want {
+				t.Fatalf("cut at %d, running %d more: %q, %v; want %q", cut, runs, got.String(), err, want)
+			}
+		}
+	}
+}
+
 // A stream that ends with the container is read once more from its end,
 // and that read finds nothing: the output once, and no stream left open.
 func TestCopyLogEndsWithTheContainer(t *testing.T) {
@@ -177,10 +219,25 @@ func TestCopyLogEndsWithTheContainer(t *testing.T) {
 	if got.String() != "a\nb\n" || len(k.opens) != 2 || k.opens[1].Follow || k.opens[1].SinceTime == nil {
 		t.Fatalf("%q after %d opens (%+v); want each line once, and a last read from the position", got.String(), len(k.opens), k.opens)
 	}
-	// Not following: one read.
+	// Not following: one read, without marks.
 	k = &breakingKubelet{entries: k.entries}
-	if err := copyLog(context.Background(), k, api.LogOptions{Raw: true}, time.Millisecond, func(api.LogChunk) error { return nil }); err != nil || len(k.opens) != 1 {
-		t.Fatalf("a whole log: %v after %d opens; want one", err, len(k.opens))
+	got.Reset()
+	if err := copyLog(context.Background(), k, api.LogOptions{Raw: true}, time.Millisecond, func(ch api.LogChunk) error {
+		got.Write(ch.Data)
+		return nil
+	}); err != nil || len(k.opens) != 1 || k.opens[0].Timestamps || got.String() != "a\nb\n" {
+		t.Fatalf("a whole log: %q, %v after %d opens (%+v); want it in one read without marks", got.String(), err, len(k.opens), k.opens)
+	}
+	// A tail that began inside a long line, the line unfinished when the
+	// container ended: the last read shows the line under its first
+	// entry's time and nothing after it, so nothing followed.
+	k = &breakingKubelet{entries: []criEntry{{t0, "a long "}, {t0.Add(time.Millisecond), "line, "}, {t0.Add(2 * time.Millisecond), "unfinished"}}}
+	got.Reset()
+	if err := copyLog(context.Background(), k, api.LogOptions{Follow: true, Raw: true, Lines: 2}, time.Millisecond, func(ch api.LogChunk) error {
+		got.Write(ch.Data)
+		return nil
+	}); err != nil || got.String() != "line, unfinished" {
+		t.Fatalf("a tail inside a line: %q, %v; want the tail", got.String(), err)
 	}
 	// Not following, an error: said.
 	k = &breakingKubelet{entries: k.entries, cuts: []int{3}, fail: io.ErrUnexpectedEOF}
