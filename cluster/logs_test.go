@@ -102,6 +102,20 @@ func wholeLog(entries []criEntry, from int) string {
 	return b.String()
 }
 
+// copied runs copyLog over k and returns what it emitted: raw bytes, or
+// the text view's lines each with its end.
+func copied(k *breakingKubelet, o api.LogOptions) (string, error) {
+	var got strings.Builder
+	err := copyLog(context.Background(), k, o, time.Millisecond, func(ch api.LogChunk) error {
+		got.Write(ch.Data)
+		if ch.Text != "" {
+			got.WriteString(ch.Text + "\n")
+		}
+		return nil
+	})
+	return got.String(), err
+}
+
 // TestCopyLogGoesOnWhereTheStreamBroke breaks the first stream off at every
 // byte of it, and a second one too, and wants the container's output once:
 // lines with the same time mark, a line in entries, lines across a second.
@@ -138,14 +152,7 @@ func TestCopyLogGoesOnWhereTheStreamBroke(t *testing.T) {
 			for cut := 0; cut <= len(whole); cut++ {
 				for _, runs := range []int{0, 1, 2} {
 					k := &breakingKubelet{entries: entries, cuts: []int{cut, tc.again}, runs: runs, fail: tc.fail}
-					var got strings.Builder
-					err := copyLog(context.Background(), k, tc.o, time.Millisecond, func(ch api.LogChunk) error {
-						got.Write(ch.Data)
-						if ch.Text != "" {
-							got.WriteString(ch.Text + "\n")
-						}
-						return nil
-					})
+					got, err := copied(k, tc.o)
 					if err != nil {
 						t.Fatalf("cut at %d, running %d more: %v", cut, runs, err)
 					}
@@ -153,8 +160,8 @@ func TestCopyLogGoesOnWhereTheStreamBroke(t *testing.T) {
 					if !tc.o.Raw {
 						w = strings.ReplaceAll(strings.ReplaceAll(want, "\x1b[1m", ""), "\x1b[0m", "") + "\n"
 					}
-					if got.String() != w {
-						t.Fatalf("cut at %d, running %d more: %q, want %q (opens %d)", cut, runs, got.String(), w, len(k.opens))
+					if got != w {
+						t.Fatalf("cut at %d, running %d more: %q, want %q (opens %d)", cut, runs, got, w, len(k.opens))
 					}
 				}
 			}
@@ -186,19 +193,15 @@ func TestCopyLogTailInsideALine(t *testing.T) {
 	for cut := 0; cut <= len(marked); cut++ {
 		for _, runs := range []int{0, 1} {
 			k := &breakingKubelet{entries: entries, cuts: []int{cut}, runs: runs}
-			var got strings.Builder
-			err := copyLog(context.Background(), k, o, time.Millisecond, func(ch api.LogChunk) error {
-				got.Write(ch.Data)
-				return nil
-			})
+			got, err := copied(k, o)
 			if cut > contentAt && cut < firstEnd {
-				if err == nil || !strings.Contains(err.Error(), "began before the shown tail") || !strings.HasPrefix(want, got.String()) {
-					t.Fatalf("cut at %d in the tail's first line, running %d more: %q, %v; want a start of %q and an error", cut, runs, got.String(), err, want)
+				if err == nil || !strings.Contains(err.Error(), "began before the shown tail") || !strings.HasPrefix(want, got) {
+					t.Fatalf("cut at %d in the tail's first line, running %d more: %q, %v; want a start of %q and an error", cut, runs, got, err, want)
 				}
 				continue
 			}
-			if err != nil || got.String() != want {
-				t.Fatalf("cut at %d, running %d more: %q, %v; want %q", cut, runs, got.String(), err, want)
+			if err != nil || got != want {
+				t.Fatalf("cut at %d, running %d more: %q, %v; want %q", cut, runs, got, err, want)
 			}
 		}
 	}
@@ -209,39 +212,25 @@ func TestCopyLogTailInsideALine(t *testing.T) {
 func TestCopyLogEndsWithTheContainer(t *testing.T) {
 	t0 := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
 	k := &breakingKubelet{entries: []criEntry{{t0, "a\n"}, {t0.Add(time.Second), "b\n"}}}
-	var got bytes.Buffer
-	if err := copyLog(context.Background(), k, api.LogOptions{Follow: true, Raw: true}, time.Millisecond, func(ch api.LogChunk) error {
-		got.Write(ch.Data)
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if got.String() != "a\nb\n" || len(k.opens) != 2 || k.opens[1].Follow || k.opens[1].SinceTime == nil {
-		t.Fatalf("%q after %d opens (%+v); want each line once, and a last read from the position", got.String(), len(k.opens), k.opens)
+	got, err := copied(k, api.LogOptions{Follow: true, Raw: true})
+	if err != nil || got != "a\nb\n" || len(k.opens) != 2 || k.opens[1].Follow || k.opens[1].SinceTime == nil {
+		t.Fatalf("%q, %v after %d opens (%+v); want each line once, and a last read from the position", got, err, len(k.opens), k.opens)
 	}
 	// Not following: one read, without marks.
 	k = &breakingKubelet{entries: k.entries}
-	got.Reset()
-	if err := copyLog(context.Background(), k, api.LogOptions{Raw: true}, time.Millisecond, func(ch api.LogChunk) error {
-		got.Write(ch.Data)
-		return nil
-	}); err != nil || len(k.opens) != 1 || k.opens[0].Timestamps || got.String() != "a\nb\n" {
-		t.Fatalf("a whole log: %q, %v after %d opens (%+v); want it in one read without marks", got.String(), err, len(k.opens), k.opens)
+	if got, err := copied(k, api.LogOptions{Raw: true}); err != nil || len(k.opens) != 1 || k.opens[0].Timestamps || got != "a\nb\n" {
+		t.Fatalf("a whole log: %q, %v after %d opens (%+v); want it in one read without marks", got, err, len(k.opens), k.opens)
 	}
 	// A tail that began inside a long line, the line unfinished when the
 	// container ended: the last read shows the line under its first
 	// entry's time and nothing after it, so nothing followed.
 	k = &breakingKubelet{entries: []criEntry{{t0, "a long "}, {t0.Add(time.Millisecond), "line, "}, {t0.Add(2 * time.Millisecond), "unfinished"}}}
-	got.Reset()
-	if err := copyLog(context.Background(), k, api.LogOptions{Follow: true, Raw: true, Lines: 2}, time.Millisecond, func(ch api.LogChunk) error {
-		got.Write(ch.Data)
-		return nil
-	}); err != nil || got.String() != "line, unfinished" {
-		t.Fatalf("a tail inside a line: %q, %v; want the tail", got.String(), err)
+	if got, err := copied(k, api.LogOptions{Follow: true, Raw: true, Lines: 2}); err != nil || got != "line, unfinished" {
+		t.Fatalf("a tail inside a line: %q, %v; want the tail", got, err)
 	}
 	// Not following, an error: said.
 	k = &breakingKubelet{entries: k.entries, cuts: []int{3}, fail: io.ErrUnexpectedEOF}
-	if err := copyLog(context.Background(), k, api.LogOptions{Raw: true}, time.Millisecond, func(api.LogChunk) error { return nil }); !errors.Is(err, io.ErrUnexpectedEOF) {
+	if _, err := copied(k, api.LogOptions{Raw: true}); !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Fatalf("a whole log broken off: %v; want the error", err)
 	}
 }
