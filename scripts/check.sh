@@ -11,16 +11,34 @@ cd "$repo"
 export PATH="/usr/local/go/bin:$HOME/go/bin:$PATH"
 
 failed=()
+# The space left on the disk the suite writes to (the repo's), now and at
+# its lowest during each part (sampled every 5 s until this script ends): a
+# part that fails for a full disk says so.
+kib_free() { df -k --output=avail "$repo" | awk 'NR == 2 {print $1}'; }
+gib() { awk -v k="$1" 'BEGIN {printf "%.1f GiB", k / 1048576}'; }
+lowest=$(mktemp)
+trap 'rm -f "$lowest"' EXIT
+kib_free >"$lowest"
+(
+	while kill -0 $$ 2>/dev/null; do
+		now=$(kib_free) low=$(cat "$lowest")
+		[ "$now" -lt "${low:-$now}" ] && echo "$now" >"$lowest"
+		sleep 5
+	done
+) >/dev/null 2>&1 &
+echo "== disk: $(gib "$(kib_free)") free"
 timed() {
 	local name=$1
 	shift
-	local t0=$SECONDS rc=0
+	local t0=$SECONDS rc=0 disk
 	echo "== $name"
+	kib_free >"$lowest"
 	"$@" || rc=$?
+	disk="disk $(gib "$(kib_free)") free, at least $(gib "$(cat "$lowest")")"
 	if [ "$rc" -eq 0 ]; then
-		echo "== $name: $((SECONDS - t0))s"
+		echo "== $name: $((SECONDS - t0))s ($disk)"
 	else
-		echo "== $name: $((SECONDS - t0))s, FAILED (exit $rc)"
+		echo "== $name: $((SECONDS - t0))s, FAILED (exit $rc) ($disk)"
 	fi
 	return "$rc"
 }

@@ -306,6 +306,12 @@ EOF
 		--kubeconfig "$state/kubeconfig" --bind-address 127.0.0.1 --secure-port "$p_sched" --leader-elect=false
 
 	mkdir -p "$state/kubelet" "$state/pod-logs"
+	# No eviction for the disk ("0%" turns a signal off): the node shares
+	# the machine's disk, and the kubelet measures free space against its
+	# whole size. On a big disk with a few GB free (1% of 250 GB is 2.5 GB)
+	# it would call that pressure and taint the node, and no test pod could
+	# be placed. Image garbage collection is off too: the test images are
+	# imported, not pulled, and must stay.
 	cat >"$state/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -328,7 +334,7 @@ containerRuntimeEndpoint: unix://$state/containerd.sock
 podLogsDir: $state/pod-logs
 resolvConf: /etc/resolv.conf
 serializeImagePulls: false
-evictionHard: {"memory.available": "1Mi", "nodefs.available": "1%", "imagefs.available": "1%"}
+evictionHard: {"memory.available": "1Mi", "nodefs.available": "0%", "nodefs.inodesFree": "0%", "imagefs.available": "0%", "imagefs.inodesFree": "0%"}
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 EOF
@@ -384,6 +390,8 @@ node_state() {
 	echo "k8s-harness: node $NODE:"
 	grep -o '"conditions":\[[^]]*\]' <<<"$json" | sed 's/},{/},\n  {/g; s/^/  /'
 	echo "  $(grep -o '"taints":\[[^]]*\]' <<<"$json" || echo 'no taints')"
+	echo "k8s-harness: the disk under $state:"
+	df -h "$state" | sed 's/^/  /'
 	echo "k8s-harness: the kubelet's last lines:"
 	tail -n 20 "$state/log/kubelet.log"
 	echo
