@@ -94,6 +94,7 @@ func failOpenTurn(t *testing.T, ag failOpenAgent, mode string) time.Duration {
 	deadline := time.Now().Add(120 * time.Second)
 	entered := time.Now()
 	for {
+		tm.failIfExited(win, mode)
 		if start.IsZero() {
 			if reqs := srv.Requests(); len(reqs) > before {
 				start = reqs[before].Time

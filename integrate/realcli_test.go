@@ -290,6 +290,9 @@ func newTerm(t *testing.T, env []string) *term {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("start tmux: %v: %s", err, out)
 	}
+	// A window whose agent exits stays, with its last screen: the test
+	// says how the agent ended instead of "can't find window".
+	tm.tmux("set-option", "-g", "remain-on-exit", "on")
 	return tm
 }
 
@@ -338,10 +341,40 @@ func endGroup(pgid int) {
 
 func (tm *term) screen(win string) string { return tm.tmux("capture-pane", "-p", "-t", win) }
 
+// exited says how the agent in win ended ("exit status 1", "signal 9"), or
+// "" while it runs.
+func (tm *term) exited(win string) string {
+	tm.t.Helper()
+	out := tm.tmux("display-message", "-p", "-t", win, "#{pane_dead}:#{pane_dead_status}:#{pane_dead_signal}")
+	dead, rest, _ := strings.Cut(strings.TrimSpace(out), ":")
+	status, signal, _ := strings.Cut(rest, ":")
+	switch {
+	case dead != "1":
+		return ""
+	case signal != "" && signal != "0":
+		return "signal " + signal
+	case status != "":
+		return "exit status " + status
+	}
+	return "exited"
+}
+
+// failIfExited ends the test when the agent in win is gone, with how it
+// ended and what it last showed.
+func (tm *term) failIfExited(win, doing string) {
+	tm.t.Helper()
+	if how := tm.exited(win); how != "" {
+		// tmux scrolls a dead pane's screen into its history to say so.
+		last := tm.tmux("capture-pane", "-p", "-S", "-200", "-t", win)
+		tm.t.Fatalf("%s: the agent ended (%s); its last screen:\n%s", doing, how, strings.TrimRight(last, "\n"))
+	}
+}
+
 func (tm *term) waitDrawn(win string) {
 	tm.t.Helper()
 	deadline := time.Now().Add(120 * time.Second)
 	for strings.TrimSpace(tm.screen(win)) == "" {
+		tm.failIfExited(win, "before drawing")
 		if time.Now().After(deadline) {
 			tm.t.Fatalf("%s never drawn", win)
 		}
