@@ -3,10 +3,15 @@
 # kube-controller-manager, kube-scheduler, kubelet, kubectl) from the Go
 # module proxy, in the build module test/k8s (its own go.mod, outside
 # agentctl's dependency graph). The binaries land in $K8S_CACHE/bin (default
-# .cache/k8s/bin) and are rebuilt only when test/k8s changes; Go's build
-# cache makes a rebuild after such a change take minutes, not the cold ~16.
+# .cache/k8s/bin) and are rebuilt only when test/k8s changes. The build has
+# a Go build cache of its own, $K8S_CACHE/gocache (about 4 GB): it makes a
+# rebuild after such a change take minutes, not the cold 10 to 16.
 #
 #   scripts/k8s-build.sh          build if needed, print the bin folder
+#
+#   K8S_KEEP_GOCACHE=0            remove that build cache after the build
+#                                 (.ci/run: a fresh machine builds once, and
+#                                 its disk may be short)
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 export PATH="/usr/local/go/bin:$HOME/go/bin:$PATH"
@@ -31,8 +36,11 @@ done
 t0=$SECONDS
 (
 	cd "$repo/test/k8s"
-	GOFLAGS=-mod=readonly CGO_ENABLED=0 nice -n 10 go build -trimpath -ldflags "-s -w$stamp" -o "$tmp/" ./cmd/...
+	GOCACHE=$cache/gocache GOFLAGS=-mod=readonly CGO_ENABLED=0 nice -n 10 go build -trimpath -ldflags "-s -w$stamp" -o "$tmp/" ./cmd/...
 )
+if [ "${K8S_KEEP_GOCACHE:-1}" = 0 ]; then
+	rm -rf "$cache/gocache"
+fi
 echo "$key" >"$tmp/.key"
 rm -rf "$bin"
 mv "$tmp" "$bin"
