@@ -14,9 +14,9 @@
 #   scripts/k8s-harness.sh agent-image DIR NAME NODEPKG
 #                                      import image NAME: the test image plus
 #                                      node and the npm package at NODEPKG
-#   scripts/k8s-harness.sh node DIR    the node's conditions and taints, and
-#                                      the kubelet's last lines (after a
-#                                      failed test)
+#   scripts/k8s-harness.sh node DIR    the node's conditions and taints, the
+#                                      disk, and the kubelet's last lines
+#                                      (after a failed test)
 #
 # Needs root, containerd, runc, containernetworking-plugins, busybox-static,
 # openssl (.ci/run installs them). AGENTCTL (env) is the agentctl binary for
